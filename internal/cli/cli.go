@@ -1,0 +1,109 @@
+// Package cli is ferry's command line: it parses the subcommand and its flags
+// and hands off to the package that does the work. It writes only to the
+// writers it is given and returns an exit code, so it is tested in-process.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/ferry-dev/ferry/internal/version"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// Exit codes.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// Env is what a command may touch of the outside world.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Getenv reads the environment (os.Getenv in main).
+	Getenv func(string) string
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, env Env, args []string) int
+}
+
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"version": {"print the version and the protocol version", runVersion},
+		"help":    {"show help for ferry or one of its commands", runHelp},
+	}
+}
+
+// Run runs ferry with args (without the program name) and returns the exit
+// code.
+func Run(ctx context.Context, env Env, args []string) int {
+	if len(args) == 0 {
+		usage(env.Stderr)
+		return ExitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		name = "help"
+	case "-v", "-version", "--version":
+		name = "version"
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(env.Stderr, "ferry: unknown command %q\n\n", args[0])
+		usage(env.Stderr)
+		return ExitUsage
+	}
+	return cmd.run(ctx, env, args[1:])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "ferry drives the AI coding agents on your machines from any browser.")
+	fmt.Fprintln(w, "\nUsage:\n  ferry <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'ferry help <command>' for a command's flags.")
+}
+
+func runHelp(_ context.Context, env Env, args []string) int {
+	if len(args) == 0 {
+		usage(env.Stdout)
+		return ExitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(env.Stderr, "ferry help: unknown command %q\n", args[0])
+		return ExitUsage
+	}
+	if args[0] == "help" || args[0] == "version" {
+		fmt.Fprintf(env.Stdout, "ferry %s: %s\n", args[0], cmd.summary)
+		return ExitOK
+	}
+	return cmd.run(context.Background(), env, []string{"-h"})
+}
+
+func runVersion(_ context.Context, env Env, args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(env.Stderr, "ferry version: takes no arguments, got %s\n", strings.Join(args, " "))
+		return ExitUsage
+	}
+	fmt.Fprintf(env.Stdout, "ferry %s\nprotocol %d (file-reference tokens v%d)\n%s %s/%s\n",
+		version.String(), protocol.Version, protocol.TokenSyntaxVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return ExitOK
+}

@@ -1,0 +1,314 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Interaction kinds of agent.interaction.request.
+const (
+	InteractionPermission   = "permission"
+	InteractionSingleSelect = "single_select"
+	InteractionMultiSelect  = "multi_select"
+	InteractionTextInput    = "text_input"
+)
+
+// Tool call outcomes of agent.tool.finished.
+const (
+	ToolOK        = "ok"
+	ToolError     = "error"
+	ToolDenied    = "denied"
+	ToolCancelled = "cancelled"
+)
+
+// TurnStarted is agent.turn.started: the client accepted a prompt and opened
+// a turn. parent_id is the control.prompt.request's message_id.
+type TurnStarted struct {
+	// TurnID names the turn in every later event and in control.prompt.cancel.
+	TurnID string `json:"turn_id" jsonschema:"minLength=1,maxLength=128"`
+	// InputType of the prompt that opened the turn.
+	InputType string `json:"input_type" jsonschema:"enum=text,enum=slash_command,enum=continuation,enum=piped_stdin"`
+	// Mode in force when the turn started.
+	Mode string `json:"mode" jsonschema:"enum=default,enum=plan,enum=review"`
+	// Adapter running the turn.
+	Adapter string `json:"adapter,omitempty" jsonschema:"maxLength=128"`
+}
+
+// TextDelta is agent.text.delta: the next piece of the agent's streamed text.
+type TextDelta struct {
+	// TurnID names the turn (from agent.turn.started).
+	TurnID string `json:"turn_id" jsonschema:"minLength=1,maxLength=128"`
+	// Delta is the next piece of text, to append.
+	Delta string `json:"delta"`
+	// Channel is text (the answer) or thinking (reasoning shown apart).
+	Channel string `json:"channel,omitempty" jsonschema:"enum=text,enum=thinking,default=text"`
+}
+
+// TextDone is agent.text.done: the end of a turn. Every turn ends with
+// exactly one, cancelled or not.
+type TextDone struct {
+	// TurnID names the turn (from agent.turn.started).
+	TurnID string `json:"turn_id" jsonschema:"minLength=1,maxLength=128"`
+	// IsCancelled is true when control.prompt.cancel ended the turn.
+	IsCancelled bool `json:"is_cancelled"`
+	// Text is the turn's whole final text, so a late viewer needs no deltas.
+	Text string `json:"text,omitempty"`
+	// StopReason says why the turn ended.
+	StopReason string `json:"stop_reason,omitempty" jsonschema:"enum=end_turn,enum=cancelled,enum=max_turns,enum=error,enum=refusal"`
+	// Result is the structured answer when the prompt asked for json_schema.
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// ToolStarted is agent.tool.started: the agent called a tool.
+type ToolStarted struct {
+	// TurnID names the turn (from agent.turn.started).
+	TurnID string `json:"turn_id" jsonschema:"minLength=1,maxLength=128"`
+	// ToolUseID names the call in later events.
+	ToolUseID string `json:"tool_use_id" jsonschema:"minLength=1,maxLength=256"`
+	// ToolName is the tool called, e.g. "Edit".
+	ToolName string `json:"tool_name" jsonschema:"minLength=1,maxLength=256"`
+	// Input is the tool's arguments as the agent gave them.
+	Input json.RawMessage `json:"input,omitempty" jsonschema:"type=object"`
+}
+
+// ToolUpdated is agent.tool.updated: progress of a running tool (streamed
+// Bash output, a status line).
+type ToolUpdated struct {
+	// TurnID names the turn (from agent.turn.started).
+	TurnID string `json:"turn_id" jsonschema:"minLength=1,maxLength=128"`
+	// ToolUseID names the tool call.
+	ToolUseID string `json:"tool_use_id" jsonschema:"minLength=1,maxLength=256"`
+	// OutputDelta is output to append.
+	OutputDelta string `json:"output_delta,omitempty"`
+	// Status is a short progress line.
+	Status string `json:"status,omitempty" jsonschema:"maxLength=1024"`
+}
+
+// ToolFinished is agent.tool.finished: a tool call's result.
+type ToolFinished struct {
+	// TurnID names the turn (from agent.turn.started).
+	TurnID string `json:"turn_id" jsonschema:"minLength=1,maxLength=128"`
+	// ToolUseID names the tool call.
+	ToolUseID string `json:"tool_use_id" jsonschema:"minLength=1,maxLength=256"`
+	// ToolName is the tool called.
+	ToolName string `json:"tool_name" jsonschema:"minLength=1,maxLength=256"`
+	// Status is the outcome.
+	Status string `json:"status" jsonschema:"enum=ok,enum=error,enum=denied,enum=cancelled"`
+	// Output is the result text given back to the agent.
+	Output string `json:"output,omitempty"`
+	// ErrorCode is the file tools' numeric code (2, 3, 9, …) when Status is error.
+	ErrorCode int `json:"error_code,omitempty" jsonschema:"minimum=0"`
+	// Diff is the change a Write or Edit made.
+	Diff *FileDiff `json:"diff,omitempty"`
+}
+
+// FileDiff is the structured change a Write or Edit made (or, inside a
+// permission request, proposes), in unified-diff hunks.
+type FileDiff struct {
+	// Path of the file, relative to the workspace.
+	Path string `json:"path" jsonschema:"minLength=1,maxLength=4096"`
+	// IsNewFile is true when the file did not exist before.
+	IsNewFile bool `json:"is_new_file,omitempty"`
+	// Hunks of the change, in file order.
+	Hunks []DiffHunk `json:"hunks" jsonschema:"maxItems=10000"`
+	// Truncated is set when hunks were cut to keep the message small.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// DiffHunk is one hunk: line numbers are 1-based, as in unified diffs.
+type DiffHunk struct {
+	// OldStart is the first line in the old file (1-based).
+	OldStart int `json:"old_start" jsonschema:"minimum=0"`
+	// OldLines counts context and deleted lines.
+	OldLines int `json:"old_lines" jsonschema:"minimum=0"`
+	// NewStart is the first line in the new file (1-based).
+	NewStart int `json:"new_start" jsonschema:"minimum=0"`
+	// NewLines counts context and added lines.
+	NewLines int `json:"new_lines" jsonschema:"minimum=0"`
+	// Lines of the hunk.
+	Lines []DiffLine `json:"lines"`
+}
+
+// DiffLine is one line of a hunk, without its line terminator.
+type DiffLine struct {
+	// Op is context, add or delete.
+	Op string `json:"op" jsonschema:"enum=context,enum=add,enum=delete"`
+	// Text of the line without its terminator.
+	Text string `json:"text"`
+}
+
+func (d *FileDiff) validate(field string) *Error {
+	for i, h := range d.Hunks {
+		var old, added int
+		for _, l := range h.Lines {
+			switch l.Op {
+			case "context":
+				old++
+				added++
+			case "delete":
+				old++
+			case "add":
+				added++
+			}
+		}
+		if old != h.OldLines || added != h.NewLines {
+			return errorf(CodeInvalidValue, fmt.Sprintf("%s.hunks[%d]", field, i), "lines give %d old and %d new, header says %d and %d", old, added, h.OldLines, h.NewLines)
+		}
+	}
+	return nil
+}
+
+func (t *ToolFinished) validate() *Error {
+	if t.Diff != nil {
+		return t.Diff.validate("payload.diff")
+	}
+	return nil
+}
+
+// InteractionRequest is agent.interaction.request: the agent needs an answer
+// from the user. The first control.interaction.response wins; after
+// TimeoutMS without one the master sends control.interaction.timeout.
+type InteractionRequest struct {
+	// InteractionID names the question in the answer.
+	InteractionID string `json:"interaction_id" jsonschema:"minLength=1,maxLength=128"`
+	// TurnID names the turn (from agent.turn.started).
+	TurnID string `json:"turn_id" jsonschema:"minLength=1,maxLength=128"`
+	// Kind is permission, single_select, multi_select or text_input.
+	Kind string `json:"kind" jsonschema:"enum=permission,enum=single_select,enum=multi_select,enum=text_input"`
+	// Title is the question, short.
+	Title string `json:"title" jsonschema:"minLength=1,maxLength=1024"`
+	// Message explains it, Markdown.
+	Message string `json:"message,omitempty" jsonschema:"maxLength=65536"`
+	// Options to choose from (all kinds but text_input).
+	Options []Option `json:"options,omitempty" jsonschema:"maxItems=64"`
+	// DefaultValue pre-selects an option (or pre-fills text input).
+	DefaultValue string `json:"default_value,omitempty" jsonschema:"maxLength=65536"`
+	// TimeoutMS is how long the agent waits; 0 means no timeout.
+	TimeoutMS int `json:"timeout_ms,omitempty" jsonschema:"minimum=0"`
+	// ToolUseID of the call asking permission.
+	ToolUseID string `json:"tool_use_id,omitempty" jsonschema:"maxLength=256"`
+	// ToolName of the call asking permission.
+	ToolName string `json:"tool_name,omitempty" jsonschema:"maxLength=256"`
+	// ToolInput of the call asking permission.
+	ToolInput json.RawMessage `json:"tool_input,omitempty" jsonschema:"type=object"`
+	// Diff is the change an Edit or Write asks to make.
+	Diff *FileDiff `json:"diff,omitempty"`
+}
+
+// Option is one choice of an interaction.
+type Option struct {
+	// Value is what selected_value carries back.
+	Value string `json:"value" jsonschema:"minLength=1,maxLength=256"`
+	// Label is shown to people.
+	Label string `json:"label" jsonschema:"minLength=1,maxLength=1024"`
+	// Description explains the choice.
+	Description string `json:"description,omitempty" jsonschema:"maxLength=4096"`
+}
+
+// Permission answers, the option values of a permission interaction.
+const (
+	AllowOnce   = "allow_once"
+	AllowAlways = "allow_always"
+	Deny        = "deny"
+)
+
+func (r *InteractionRequest) validate() *Error {
+	if r.Kind != InteractionTextInput && len(r.Options) == 0 {
+		return errorf(CodeMissingField, "payload.options", "a %s interaction needs options", r.Kind)
+	}
+	seen := map[string]bool{}
+	for i, o := range r.Options {
+		if seen[o.Value] {
+			return errorf(CodeInvalidValue, fmt.Sprintf("payload.options[%d].value", i), "option value %q is repeated", o.Value)
+		}
+		seen[o.Value] = true
+	}
+	if r.Diff != nil {
+		return r.Diff.validate("payload.diff")
+	}
+	return nil
+}
+
+// InteractionResolved is agent.interaction.resolved, sent by the master to
+// every UI when an interaction is settled, so the other UIs close its prompt.
+type InteractionResolved struct {
+	// InteractionID names the interaction.
+	InteractionID string `json:"interaction_id" jsonschema:"minLength=1,maxLength=128"`
+	// Outcome is answered, timeout or cancelled (the turn ended first).
+	Outcome string `json:"outcome" jsonschema:"enum=answered,enum=timeout,enum=cancelled"`
+	// SelectedValue is the winning answer.
+	SelectedValue *SelectedValue `json:"selected_value,omitempty"`
+	// TextInput is the winning free text.
+	TextInput string `json:"text_input,omitempty"`
+}
+
+// Artifact is a file an agent handed to the user (spec 004): the
+// message-side form, with the download token the master issued.
+type Artifact struct {
+	// Path of the file, relative to the workspace.
+	Path string `json:"path" jsonschema:"minLength=1,maxLength=4096"`
+	// FileName is the last element of Path.
+	FileName string `json:"file_name" jsonschema:"minLength=1,maxLength=1024"`
+	// Size in bytes when registered.
+	Size int64 `json:"size" jsonschema:"minimum=0"`
+	// MimeType is an IANA media type (application/octet-stream when unknown).
+	MimeType string `json:"mime_type" jsonschema:"minLength=1,maxLength=256"`
+	// ToolUseID of the Write, Edit or other call that made the file.
+	ToolUseID string `json:"tool_use_id" jsonschema:"minLength=1,maxLength=256"`
+	// DownloadToken is the master's unguessable token for GET /v1/artifacts/{token}.
+	DownloadToken string `json:"download_token,omitempty" jsonschema:"maxLength=256"`
+}
+
+// ArtifactRegistered is agent.artifact.registered.
+type ArtifactRegistered struct {
+	// TurnID names the turn (from agent.turn.started).
+	TurnID string `json:"turn_id" jsonschema:"minLength=1,maxLength=128"`
+	// Artifact is the file handed over.
+	Artifact Artifact `json:"artifact"`
+}
+
+// Usage is agent.usage: tokens and cost of the model calls so far in a turn.
+type Usage struct {
+	// TurnID names the turn (from agent.turn.started).
+	TurnID string `json:"turn_id" jsonschema:"minLength=1,maxLength=128"`
+	// Model used.
+	Model string `json:"model,omitempty" jsonschema:"maxLength=256"`
+	// InputTokens sent to the model.
+	InputTokens int64 `json:"input_tokens" jsonschema:"minimum=0"`
+	// OutputTokens the model produced.
+	OutputTokens int64 `json:"output_tokens" jsonschema:"minimum=0"`
+	// CacheReadTokens served from the prompt cache.
+	CacheReadTokens int64 `json:"cache_read_tokens,omitempty" jsonschema:"minimum=0"`
+	// CacheCreationTokens written to the prompt cache.
+	CacheCreationTokens int64 `json:"cache_creation_tokens,omitempty" jsonschema:"minimum=0"`
+	// CostUSD is the estimated cost in US dollars.
+	CostUSD float64 `json:"cost_usd,omitempty" jsonschema:"minimum=0"`
+}
+
+// AgentError is agent.error: something failed in the agent or its provider.
+// Code is stable and Message is safe to show; internals stay in the log.
+type AgentError struct {
+	// TurnID of the failed turn, when there is one.
+	TurnID string `json:"turn_id,omitempty" jsonschema:"maxLength=128"`
+	// Code is stable, e.g. provider_rate_limited.
+	Code string `json:"code" jsonschema:"minLength=1,maxLength=64"`
+	// Message is safe to show to the user.
+	Message string `json:"message" jsonschema:"maxLength=4096"`
+	// Retryable is true when trying again may work.
+	Retryable bool `json:"retryable,omitempty"`
+}
+
+// ModeChanged is agent.mode.changed: the mode a control.mode.switch asked for
+// is in force (from the next tool call on).
+type ModeChanged struct {
+	// Mode now in force.
+	Mode string `json:"mode" jsonschema:"enum=default,enum=plan,enum=review"`
+}
+
+// CompactionDone is agent.compaction.done: the history was summarised.
+type CompactionDone struct {
+	// TokensBefore is the history size before.
+	TokensBefore int64 `json:"tokens_before" jsonschema:"minimum=0"`
+	// TokensAfter is the history size after.
+	TokensAfter int64 `json:"tokens_after" jsonschema:"minimum=0"`
+}

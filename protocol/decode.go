@@ -1,0 +1,153 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"unicode/utf8"
+)
+
+// validator is implemented by payloads with rules across fields.
+type validator interface{ validate() *Error }
+
+var envelopeRules = fieldsOf(reflect.TypeFor[Envelope]())
+
+// Decode parses and validates one message. On failure it returns an *Error
+// (never another error type) whose Code and Field say what is wrong; the
+// caller answers with an error message and keeps the connection.
+func Decode(data []byte) (*Message, error) {
+	if len(data) > MaxMessageBytes {
+		return nil, errorf(CodeMessageTooLarge, "", "message is %d bytes, over the %d-byte limit", len(data), MaxMessageBytes)
+	}
+	// encoding/json would silently turn bad bytes into U+FFFD; a path or a
+	// prompt must arrive exactly as sent or not at all.
+	if !utf8.Valid(data) {
+		return nil, errorf(CodeMalformedJSON, "", "the message is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, errorf(CodeMalformedJSON, "", "not valid JSON: %s", jsonErrorText(err))
+	}
+	if dec.More() {
+		return nil, errorf(CodeMalformedJSON, "", "more than one JSON value")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, errorf(CodeMalformedJSON, "", "a message is a JSON object, got %s", jsonKind(v))
+	}
+	// The type decides everything else, so it is checked first.
+	typ, ok := obj["type"].(string)
+	if !ok {
+		if obj["type"] == nil {
+			return nil, errorf(CodeMissingField, "type", "is required")
+		}
+		return nil, wrongType("type", "string", obj["type"])
+	}
+	s, known := registry[typ]
+	if !known {
+		return nil, errorf(CodeUnknownType, "type", "%q is not a message type of protocol version %d", truncate(typ), Version)
+	}
+	for i := range envelopeRules {
+		r := &envelopeRules[i]
+		x, present := obj[r.name]
+		if !present {
+			if r.required || r.name == "session_id" && s.session || r.name == "parent_id" && s.parent {
+				return nil, errorf(CodeMissingField, r.name, "is required for %s", typ)
+			}
+			continue
+		}
+		if err := check(r.name, x, reflect.TypeFor[Envelope]().Field(r.index).Type, r); err != nil {
+			return nil, err
+		}
+	}
+	if err := check("payload", obj["payload"], s.payload, &rules{required: true, maxLength: -1, maxItems: -1}); err != nil {
+		return nil, err
+	}
+	var env Envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		// The generic walk accepted it, so this is a gap in check, not bad input
+		// we can name precisely.
+		return nil, errorf(CodeWrongType, "payload", "%s", jsonErrorText(err))
+	}
+	// Compacting first keeps raw sub-objects (json_schema, tool input)
+	// canonical, so a relayed message is byte-stable.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, env.Payload); err != nil {
+		return nil, errorf(CodeMalformedJSON, "payload", "%s", jsonErrorText(err))
+	}
+	payload := reflect.New(s.payload).Interface()
+	if err := json.Unmarshal(compact.Bytes(), payload); err != nil {
+		return nil, errorf(CodeWrongType, "payload", "%s", jsonErrorText(err))
+	}
+	if val, ok := payload.(validator); ok {
+		if err := val.validate(); err != nil {
+			return nil, err
+		}
+	}
+	applyDefaults(payload)
+	return &Message{
+		Type: env.Type, MessageID: env.MessageID, ParentID: env.ParentID,
+		SessionID: env.SessionID, Seq: env.Seq, Epoch: env.Epoch, Payload: payload,
+	}, nil
+}
+
+// DecodeFrom is Decode plus the direction rule: role must be allowed to send
+// the message's type.
+func DecodeFrom(role Role, data []byte) (*Message, error) {
+	m, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if !SentBy(m.Type, role) {
+		return nil, errorf(CodeWrongDirection, "type", "a %s may not send %s", role, m.Type)
+	}
+	return m, nil
+}
+
+// ErrorMessage builds the error message answering the message with id
+// parentID (empty when the message was too broken to have one).
+func ErrorMessage(parentID, sessionID string, e *Error) *Message {
+	m := New(TypeError, e)
+	m.ParentID = parentID
+	m.SessionID = sessionID
+	return m
+}
+
+// ParentOf digs the message_id out of bytes that failed to decode, so the
+// error can point at them; "" when there is none worth trusting.
+func ParentOf(data []byte) (messageID, sessionID string) {
+	if len(data) > MaxMessageBytes {
+		return "", ""
+	}
+	var env struct {
+		MessageID any `json:"message_id"`
+		SessionID any `json:"session_id"`
+	}
+	if json.Unmarshal(data, &env) != nil {
+		return "", ""
+	}
+	if id, ok := env.MessageID.(string); ok && isUUID(id) {
+		messageID = id
+	}
+	if sid, ok := env.SessionID.(string); ok && len(sid) <= 128 {
+		sessionID = sid
+	}
+	return messageID, sessionID
+}
+
+// jsonErrorText keeps encoding/json's position information but none of its
+// Go type names.
+func jsonErrorText(err error) string {
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return se.Error()
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "unexpected end of input"
+	}
+	return "bad JSON"
+}

@@ -1,0 +1,129 @@
+package protocol
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+)
+
+// Version is the protocol version this package speaks (see the version
+// history in the package doc).
+const Version = 1
+
+// MaxMessageBytes is the largest encoded message a peer accepts. It leaves room
+// for a prompt of a few megabytes with its file references.
+const MaxMessageBytes = 4 << 20
+
+// Envelope is the wire form of every message. Payload stays raw until the
+// message's type is known.
+type Envelope struct {
+	Type      string          `json:"type" jsonschema:"minLength=1"`
+	MessageID string          `json:"message_id" jsonschema:"format=uuid"`
+	ParentID  string          `json:"parent_id,omitempty" jsonschema:"format=uuid"`
+	SessionID string          `json:"session_id,omitempty" jsonschema:"minLength=1,maxLength=128"`
+	Seq       uint64          `json:"seq,omitempty" jsonschema:"minimum=1"`
+	Epoch     string          `json:"epoch,omitempty" jsonschema:"maxLength=64"`
+	Payload   json.RawMessage `json:"payload" jsonschema:"type=object"`
+}
+
+// Message is a decoded message: the envelope fields and the typed payload, a
+// pointer to the payload struct registered for Type (for example
+// *PromptRequest for "control.prompt.request").
+type Message struct {
+	Type      string
+	MessageID string
+	ParentID  string
+	SessionID string
+	// Seq and Epoch are set by the master on what it persists and relays.
+	Seq     uint64
+	Epoch   string
+	Payload any
+}
+
+// New builds a message of the given type with a fresh message_id. The payload
+// must be the pointer type registered for msgType; New panics otherwise,
+// because that is a programming error, not bad input.
+func New(msgType string, payload any) *Message {
+	spec, ok := registry[msgType]
+	if !ok {
+		panic(fmt.Sprintf("protocol.New: unknown message type %q", msgType))
+	}
+	if got := fmt.Sprintf("%T", payload); got != "*"+spec.payload.String() {
+		panic(fmt.Sprintf("protocol.New: %s wants *%s, got %s", msgType, spec.payload, got))
+	}
+	return &Message{Type: msgType, MessageID: NewID(), Payload: payload}
+}
+
+// Reply builds a message answering m: same session, parent_id = m's id.
+func (m *Message) Reply(msgType string, payload any) *Message {
+	r := New(msgType, payload)
+	r.ParentID = m.MessageID
+	r.SessionID = m.SessionID
+	return r
+}
+
+// MarshalJSON encodes the message as its envelope.
+func (m *Message) MarshalJSON() ([]byte, error) {
+	payload, err := json.Marshal(m.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s payload: %w", m.Type, err)
+	}
+	return json.Marshal(Envelope{
+		Type: m.Type, MessageID: m.MessageID, ParentID: m.ParentID,
+		SessionID: m.SessionID, Seq: m.Seq, Epoch: m.Epoch, Payload: payload,
+	})
+}
+
+// Encode returns the wire bytes of m, refusing a message over MaxMessageBytes
+// so that a peer never receives what it must reject.
+func Encode(m *Message) ([]byte, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxMessageBytes {
+		return nil, &Error{Code: CodeMessageTooLarge, Message: fmt.Sprintf("message is %d bytes, over the %d-byte limit", len(b), MaxMessageBytes)}
+	}
+	return b, nil
+}
+
+// NewID returns a random UUID v4 in its canonical text form.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	const hex = "0123456789abcdef"
+	out := make([]byte, 36)
+	j := 0
+	for i, c := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j], out[j+1] = hex[c>>4], hex[c&0x0f]
+		j += 2
+	}
+	return string(out)
+}
+
+// isUUID reports whether s is a UUID in canonical 8-4-4-4-12 hex form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
