@@ -112,7 +112,7 @@ func isUUID(s string) bool {
 	if len(s) != 36 {
 		return false
 	}
-	for i := 0; i < 36; i++ {
+	for i := range 36 {
 		c := s[i]
 		switch i {
 		case 8, 13, 18, 23:
@@ -120,10 +120,14 @@ func isUUID(s string) bool {
 				return false
 			}
 		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			if !isHex(c) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }

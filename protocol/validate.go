@@ -44,7 +44,7 @@ func fieldsOf(t reflect.Type) []rules {
 		return v.([]rules)
 	}
 	var out []rules
-	for i := 0; i < t.NumField(); i++ {
+	for i := range t.NumField() {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" || !f.IsExported() {

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,7 +69,8 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("binary version output %q", out)
 	}
 	err = exec.Command(bin, "bogus").Run()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != cli.ExitUsage {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != cli.ExitUsage {
 		t.Fatalf("unknown command exit: %v", err)
 	}
 }
