@@ -41,6 +41,7 @@ func init() {
 	commands = map[string]command{
 		"version": {"print the version and the protocol version", runVersion},
 		"help":    {"show help for ferry or one of its commands", runHelp},
+		"mcp":     {"serve the file tools to an MCP client over stdio", runMCP},
 	}
 }
 

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ferry-dev/ferry/internal/mcpserver"
+	"github.com/ferry-dev/ferry/internal/tools"
+	"github.com/ferry-dev/ferry/internal/version"
+	"github.com/ferry-dev/ferry/internal/vfs"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return fmt.Sprint(*s) }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func runMCP(ctx context.Context, env Env, args []string) int {
+	fs := flag.NewFlagSet("ferry mcp", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	workspace := fs.String("workspace", ".", "the workspace `DIR` the tools are confined to")
+	var allow stringList
+	fs.Var(&allow, "allow", "an extra `DIR` the tools may reach (repeatable)")
+	maxTokens := fs.Int("max-read-tokens", tools.DefaultLimits().MaxReadTokens, "Read's token gate")
+	fs.Usage = func() {
+		fmt.Fprintln(env.Stderr, "Usage: ferry mcp [--workspace DIR] [--allow DIR]...")
+		fmt.Fprintln(env.Stderr, "\nServes ferry's file tools (Read, Write, Edit, Glob, Grep) to an MCP client over")
+		fmt.Fprintln(env.Stderr, "standard input and output, with the read-before-write contract per connection.")
+		fmt.Fprintln(env.Stderr, "Example client config: {\"command\": \"ferry\", \"args\": [\"mcp\", \"--workspace\", \"/path/to/project\"]}")
+		fmt.Fprintln(env.Stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(env.Stderr, "ferry mcp: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	if *maxTokens < 1 {
+		fmt.Fprintln(env.Stderr, "ferry mcp: --max-read-tokens must be at least 1")
+		return ExitUsage
+	}
+	local, err := vfs.NewLocal(*workspace, allow...)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry mcp: %v\n", err)
+		return ExitError
+	}
+	defer func() { _ = local.Close() }()
+	limits := tools.DefaultLimits()
+	limits.MaxReadTokens = *maxTokens
+	// Logs go to stderr: stdout carries the protocol.
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	server := mcpserver.New(version.String(), tools.FileTools(), func() *tools.Env {
+		return &tools.Env{FS: local, State: tools.NewReadState(), Limits: limits}
+	}, log)
+	if err := server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(env.Stderr, "ferry mcp: %v\n", err)
+		return ExitError
+	}
+	return ExitOK
+}
+
+// nopWriteCloser keeps the transport from closing the writer it was given.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,269 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ferry-dev/ferry/internal/textdiff"
+	"github.com/ferry-dev/ferry/internal/textenc"
+)
+
+//go:embed edit.md
+var editDescription string
+
+// Edit replaces exact text in a file. It keeps the file's encoding and line
+// endings and every byte outside the replaced spans; see edit.md for the
+// rules the agent sees and docs/tools.md for the reasons.
+type Edit struct{}
+
+var _ Tool = Edit{}
+
+// Name implements Tool.
+func (Edit) Name() string { return "Edit" }
+
+// Description implements Tool.
+func (Edit) Description() string { return editDescription }
+
+// ReadOnly implements Tool.
+func (Edit) ReadOnly() bool { return false }
+
+var editSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "file_path": {"type": "string", "minLength": 1, "description": "The file to edit, relative to the workspace or absolute."},
+    "old_string": {"type": "string", "description": "The exact text to replace; \"\" creates a new file."},
+    "new_string": {"type": "string", "description": "The text to replace it with (must differ from old_string)."},
+    "replace_all": {"type": "boolean", "default": false, "description": "Replace every match of old_string instead of requiring exactly one."}
+  },
+  "required": ["file_path", "old_string", "new_string"],
+  "additionalProperties": false
+}`)
+
+// InputSchema implements Tool.
+func (Edit) InputSchema() json.RawMessage { return editSchema }
+
+type editParams struct {
+	FilePath   *string `json:"file_path"`
+	OldString  *string `json:"old_string"`
+	NewString  *string `json:"new_string"`
+	ReplaceAll bool    `json:"replace_all"`
+}
+
+// snippetContext is the lines shown around the edited region in the result.
+const (
+	snippetContext  = 4
+	snippetMaxLines = 40
+)
+
+// Run implements Tool.
+func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, error) {
+	var p editParams
+	if err := DecodeInput(input, &p); err != nil {
+		return nil, err
+	}
+	switch {
+	case p.FilePath == nil || *p.FilePath == "":
+		return nil, Errorf(CodeInvalidInput, "invalid input: file_path is required")
+	case p.OldString == nil:
+		return nil, Errorf(CodeInvalidInput, "invalid input: old_string is required (\"\" to create a file)")
+	case p.NewString == nil:
+		return nil, Errorf(CodeInvalidInput, "invalid input: new_string is required")
+	}
+	// The view has LF line endings; so do old_string and new_string.
+	old, repl := textenc.ToLF(*p.OldString), textenc.ToLF(*p.NewString)
+	if old == repl {
+		return nil, Errorf(CodeNoChange, "old_string and new_string are the same, so there is nothing to change. Give the new text in new_string.")
+	}
+	if !isMarkdown(*p.FilePath) {
+		repl = stripTrailingSpace(repl)
+	}
+	t, err := wrLoad(env, *p.FilePath)
+	if err != nil {
+		return nil, err
+	}
+	if !t.exists {
+		if old != "" {
+			return nil, Errorf(CodeNotFound, "%s does not exist. To create it, use Write, or Edit with an empty old_string.", t.shown)
+		}
+		return editCreate(ctx, env, t, repl)
+	}
+	txt, err := textenc.Decode(t.data)
+	if err != nil {
+		return nil, &Error{Code: CodeEncoding, Err: err, Message: fmt.Sprintf("%s has a UTF-16 byte-order mark but is not valid UTF-16 (%v), so it cannot be edited as text without changing other bytes. Use Write to replace it entirely.", t.shown, err)}
+	}
+	if txt.Encoding != textenc.UTF16LE && txt.Encoding != textenc.UTF16BE && bytes.IndexByte(t.data, 0) >= 0 {
+		return nil, Errorf(CodeEncoding, "%s contains NUL bytes: it is binary, or UTF-16 without a byte-order mark. Edit only changes text files; nothing was changed.", t.shown)
+	}
+	legacy := txt.Encoding == textenc.Legacy
+	if legacy && (!isASCII(old) || !isASCII(repl)) {
+		return nil, Errorf(CodeEncoding, "%s is not UTF-8 (a legacy encoding such as cp1252 or Shift-JIS), so Edit can only replace plain ASCII text with plain ASCII text there, byte for byte; old_string or new_string has other characters. Nothing was changed. To change non-ASCII text, rewrite the file with Write (it will be stored as UTF-8) if the user agrees.", t.shown)
+	}
+
+	var m editMatch
+	if old == "" {
+		if txt.View != "" {
+			return nil, Errorf(CodeExists, "%s already has content, and an empty old_string only creates or fills an empty file. Give the text to replace in old_string, or use Write to replace the whole file.", t.shown)
+		}
+		m = editMatch{spans: []editSpan{{repl: repl}}, count: 1}
+	} else {
+		m = locateOld(txt.View, old, repl, !legacy)
+		switch {
+		case m.count == 0:
+			return nil, noMatchError(t.shown, txt.View, old)
+		case m.count > 1 && !p.ReplaceAll:
+			return nil, ambiguousError(t.shown, txt.View, m)
+		}
+	}
+	if legacy {
+		starts := make([]int, len(m.spans))
+		for i, s := range m.spans {
+			starts[i] = s.start
+		}
+		if at, ok := txt.SplitsChar(starts); ok {
+			return nil, Errorf(CodeEncoding, "%s is not UTF-8, and the match at line %d starts right after a non-ASCII byte, where it may split a double-byte character (Shift-JIS, GBK, Big5). Nothing was changed. Start old_string at a space, punctuation or a line start, or rewrite the file with Write (as UTF-8) if the user agrees.", t.shown, lineNumbersOf(txt.View, []int{at})[0])
+		}
+	}
+
+	edits := make([]textenc.Edit, len(m.spans))
+	dEdits := make([]textdiff.Edit, len(m.spans))
+	for i, s := range m.spans {
+		edits[i] = textenc.Edit{Start: s.start, End: s.end, Text: s.repl}
+		dEdits[i] = textdiff.Edit{Start: s.start, End: s.end, New: s.repl}
+	}
+	data, err := txt.Apply(edits)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(data, t.data) {
+		return nil, Errorf(CodeNoChange, "the replacement leaves %s unchanged (old_string matched text that already reads as new_string%s). Nothing was written.", t.shown, m.step.note())
+	}
+	diff := textdiff.Splice(t.shown, txt.View, dEdits, wrDiffContext)
+	info, err := t.commit(ctx, env, "Edit", data, diff)
+	if err != nil {
+		return nil, err
+	}
+	first := m.spans[0]
+	line := lineNumbersOf(txt.View, []int{first.start})[0]
+	what := "replaced " + wrPlural(len(m.spans), "occurrence", "occurrences")
+	if old == "" {
+		what = "filled the empty file"
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Edited %s: %s%s.", t.shown, what, m.step.note())
+	if len(m.spans) > 1 {
+		fmt.Fprintf(&sb, " The first edited region:")
+	} else {
+		fmt.Fprintf(&sb, " The edited region:")
+	}
+	sb.WriteString("\n")
+	sb.WriteString(editSnippet(txt.View, first, line))
+	return &Result{Blocks: Text(sb.String()), Path: info.Path, Rel: info.Rel, Diff: diff, Changed: true}, nil
+}
+
+// editCreate creates a missing file with content (old_string "").
+func editCreate(ctx context.Context, env *Env, t *writeTarget, content string) (*Result, error) {
+	diff := textdiff.Diff(t.shown, "", content, wrDiffContext)
+	diff.IsNewFile = true
+	info, err := t.commit(ctx, env, "Edit", []byte(content), diff)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{
+		Blocks: Text(fmt.Sprintf("Created %s (%s).", t.shown, wrPlural(wrCountLines(content), "line", "lines"))),
+		Path:   info.Path, Rel: info.Rel, Diff: diff, Changed: true,
+	}, nil
+}
+
+// editSnippet shows the edited lines of the new text with snippetContext
+// lines around them, numbered as Read numbers lines, built from the old
+// view and the replacement alone (no copy of the whole new text). line is
+// the number of the line the span starts on.
+func editSnippet(view string, s editSpan, line int) string {
+	ls := strings.LastIndexByte(view[:s.start], '\n') + 1
+	le := len(view)
+	repl := s.repl
+	switch {
+	case s.end > s.start && view[s.end-1] == '\n' && strings.HasSuffix(repl, "\n"):
+		// Whole lines replaced by whole lines: the next line is context.
+		le = s.end - 1
+		repl = repl[:len(repl)-1]
+	default:
+		if i := strings.IndexByte(view[s.end:], '\n'); i >= 0 {
+			le = s.end + i
+		}
+	}
+	before := splitLinesNoEnd(view[editLineStartBack(view, ls, snippetContext):ls])
+	mid := strings.Split(view[ls:s.start]+repl+view[min(s.end, le):le], "\n")
+	if len(mid) > 1 && mid[len(mid)-1] == "" && le == len(view) {
+		mid = mid[:len(mid)-1] // the text ends with a newline: no line after it
+	}
+	var after []string
+	if le+1 < len(view) {
+		after = strings.Split(editLinesFrom(view, le+1, snippetContext), "\n")
+	}
+	var sb strings.Builder
+	n := line - len(before)
+	put := func(l string) {
+		fmt.Fprintf(&sb, "%6d\t%s\n", n, editCutRunes(strings.ToValidUTF8(l, "\uFFFD"), 500))
+		n++
+	}
+	for _, l := range before {
+		put(l)
+	}
+	for i, l := range mid {
+		if i == snippetMaxLines {
+			fmt.Fprintf(&sb, "      \t… (%d more edited lines)\n", len(mid)-i)
+			n += len(mid) - i
+			break
+		}
+		put(l)
+	}
+	for _, l := range after {
+		put(l)
+	}
+	return strings.TrimSuffix(sb.String(), "\n")
+}
+
+// splitLinesNoEnd splits LF text that ends with a newline into its lines.
+func splitLinesNoEnd(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// isMarkdown: trailing spaces are a hard line break there.
+func isMarkdown(path string) bool {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".md", ".mdx":
+		return true
+	}
+	return false
+}
+
+// stripTrailingSpace removes spaces and tabs at the end of each line.
+func stripTrailingSpace(s string) string {
+	if !strings.ContainsAny(s, " \t\f\v") {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t\f\v")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,185 @@
+package tools
+
+import (
+	"context"
+	"image"
+	"image/color"
+	"strings"
+	"testing"
+)
+
+func TestReadParsePages(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"3", "3"},
+		{"1-5", "1-5"},
+		{" 1 - 5 ", "1-5"},
+		{"1,3-4", "1,3-4"},
+		{"3-4,1", "1,3-4"},
+		{"1-3,2-6", "1-6"},
+		{"1,2,3", "1-3"},
+		{"7,7", "7"},
+		{"010", "10"},
+	} {
+		got, err := rdParsePages(c.in)
+		if err != nil {
+			t.Errorf("parsePages(%q): %v", c.in, err)
+			continue
+		}
+		if s := rdFormatPages(got); s != c.want {
+			t.Errorf("parsePages(%q) = %s, want %s", c.in, s, c.want)
+		}
+	}
+	for _, in := range []string{"", " ", "0", "-1", "5-3", "1-", "-", "a", "1.5", "1,,2", "1-2-3", "+1", "99999999999999999999"} {
+		_, err := rdParsePages(in)
+		if CodeOf(err) != CodeBadPages {
+			t.Errorf("parsePages(%q) = %v, want code %d", in, err, CodeBadPages)
+		}
+	}
+	if n := rdPageTotal([]rdPageRange{{1, 3}, {7, 7}}); n != 4 {
+		t.Errorf("pageTotal = %d", n)
+	}
+}
+
+func TestReadEditDistance(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"main.go", "main.go", 0},
+		{"mian.go", "main.go", 1}, // a transposition
+		{"mai.go", "main.go", 1},
+		{"maim.go", "main.go", 1},
+		{"xyz", "main.go", 4}, // over the limit of 3
+		{"日本.txt", "日木.txt", 1},
+	} {
+		if got := textDistance(c.a, c.b, 3); got != c.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+func TestReadClassify(t *testing.T) {
+	for _, c := range []struct {
+		head, name string
+		kind       rdFileKind
+		format     string
+	}{
+		{"%PDF-1.7\n", "x.txt", rdKindPDF, ""},
+		{"\x89PNG\r\n\x1a\n....", "x.pdf", rdKindImage, "png"},
+		{"\xFF\xD8\xFF\xE0", "x", rdKindImage, "jpeg"},
+		{"GIF89a", "x", rdKindImage, "gif"},
+		{"GIF87a", "x", rdKindImage, "gif"},
+		{"RIFF\x00\x00\x00\x00WEBPVP8 ", "x", rdKindImage, "webp"},
+		{"RIFF\x00\x00\x00\x00WAVEfmt ", "x", rdKindBinary, ""}, // RIFF, but not WebP (has NULs)
+		{"{\"cells\": []}", "a.IPYNB", rdKindNotebook, ""},
+		{"\xFF\xFEa\x00", "x", rdKindText, ""}, // UTF-16 has NULs but is text
+		{"plain\n", "x.png", rdKindText, ""},
+		{"a\x00b", "x.txt", rdKindBinary, ""},
+		{"", "x", rdKindText, ""},
+	} {
+		k, f := rdClassify([]byte(c.head), c.name)
+		if k != c.kind || f != c.format {
+			t.Errorf("classify(%q, %q) = %v %q, want %v %q", c.head, c.name, k, f, c.kind, c.format)
+		}
+	}
+}
+
+func TestReadCapRunes(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		kept string
+		cut  int
+	}{
+		{"hello", 10, "hello", 0},
+		{"hello", 5, "hello", 0},
+		{"hello", 2, "he", 3},
+		{"日本語", 1, "日", 2},
+		{"", 0, "", 0},
+	} {
+		kept, cut := rdCapRunes(c.s, c.n)
+		if kept != c.kept || cut != c.cut {
+			t.Errorf("capRunes(%q, %d) = %q, %d", c.s, c.n, kept, cut)
+		}
+	}
+}
+
+// Area averaging: blocks shrink to their colours exactly, a uniform image
+// stays uniform at a ratio that is not whole, and transparency survives.
+func TestReadShrink(t *testing.T) {
+	src := image.NewNRGBA(image.Rect(0, 0, 4, 4))
+	colours := [2][2]color.NRGBA{{{255, 0, 0, 255}, {0, 255, 0, 255}}, {{0, 0, 255, 255}, {0, 0, 0, 0}}}
+	for y := range 4 {
+		for x := range 4 {
+			src.SetNRGBA(x, y, colours[y/2][x/2])
+		}
+	}
+	dst, err := rdShrink(context.Background(), src, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for y := range 2 {
+		for x := range 2 {
+			want := color.RGBAModel.Convert(colours[y][x]).(color.RGBA)
+			if got := dst.RGBAAt(x, y); got != want {
+				t.Errorf("pixel %d,%d = %v, want %v", x, y, got, want)
+			}
+		}
+	}
+
+	uni := image.NewRGBA(image.Rect(0, 0, 300, 170))
+	for i := range uni.Pix {
+		uni.Pix[i] = []uint8{10, 200, 77, 255}[i%4]
+	}
+	dst, err = rdShrink(context.Background(), uni, 200, 113)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for y := range 113 {
+		for x := range 200 {
+			if got := dst.RGBAAt(x, y); got != (color.RGBA{10, 200, 77, 255}) {
+				t.Fatalf("pixel %d,%d = %v", x, y, got)
+			}
+		}
+	}
+
+	// A half-covered pixel averages: black and white columns make grey.
+	stripes := image.NewGray(image.Rect(0, 0, 4, 1))
+	stripes.Pix = []uint8{0, 255, 0, 255}
+	dst, err = rdShrink(context.Background(), stripes, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := dst.RGBAAt(0, 0); got.R < 127 || got.R > 128 {
+		t.Errorf("stripes averaged to %v", got)
+	}
+}
+
+func TestReadFitInside(t *testing.T) {
+	for _, c := range []struct{ w, h, max, ww, wh int }{
+		{100, 50, 200, 100, 50},
+		{4000, 3000, 2000, 2000, 1500},
+		{3000, 4000, 2000, 1500, 2000},
+		{10000, 1, 2000, 2000, 1},
+	} {
+		if w, h := rdFitInside(c.w, c.h, c.max); w != c.ww || h != c.wh {
+			t.Errorf("fitInside(%d, %d, %d) = %d×%d", c.w, c.h, c.max, w, h)
+		}
+	}
+}
+
+// rdScanLines directly: a window past a long line and a rune split across
+// the read buffer.
+func TestReadScanLinesBufferBoundaries(t *testing.T) {
+	// A 3-byte rune straddles the 64 KiB buffer boundary of the long line.
+	long := strings.Repeat("a", rdLineBufferBytes-1) + "€" + "tail"
+	src := strings.NewReader(long + "\nnext\n")
+	s, err := rdScanLines(context.Background(), src, int64(src.Len()), rdEncUTF8, rdLineWindow{start: 1, count: 10, maxRunes: rdLineBufferBytes, capBytes: 1 << 30, hash: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "     1\t" + strings.Repeat("a", rdLineBufferBytes-1) + "€ … [line cut here: 4 more characters not shown]\n     2\tnext\n"
+	if string(s.out) != want || !s.eof || !s.hashed || s.firstInvalid != 0 {
+		t.Fatalf("eof %v hashed %v invalid %d, out tail %q", s.eof, s.hashed, s.firstInvalid, s.out[len(s.out)-80:])
+	}
+}

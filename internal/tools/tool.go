@@ -1,0 +1,150 @@
+// Package tools implements the file tools agents touch users' files with:
+// Read, Write, Edit, Glob and Grep. They work on a confined vfs.FS and share
+// one read-before-write contract (ReadState):
+//
+//   - Write and Edit of an existing file need a full, earlier Read of it in the
+//     same session (code 2), and are refused if the file changed since (code 3,
+//     by size, mtime, ctime and content hash: a touch that changes nothing is
+//     fine, a change that restores the mtime is caught).
+//   - The final staleness check and the atomic rename happen under a per-file
+//     lock, after any permission prompt, against what the Read saw: two writers
+//     can never both succeed on the same read.
+//   - Every failure is an *Error with a documented numeric code (errors.go)
+//     and a message that tells the agent what to do next; nothing is written
+//     when a tool fails.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/ferry-dev/ferry/internal/vfs"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// Tool is one tool an agent can call.
+type Tool interface {
+	// Name is what the agent calls it by: "Read", "Write", …
+	Name() string
+	// Description tells the model what the tool does and how to use it.
+	Description() string
+	// InputSchema is the JSON Schema of the tool's input object.
+	InputSchema() json.RawMessage
+	// ReadOnly tools are the ones plan and review modes allow.
+	ReadOnly() bool
+	// Run executes one call. A failure the agent should see is an *Error;
+	// any other error is internal and is reported to the agent as code
+	// CodeInternal without its text.
+	Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, error)
+}
+
+// Env is what a tool call may use. One Env serves one session (or one MCP
+// connection): it carries that session's ReadState.
+type Env struct {
+	FS     vfs.FS
+	State  *ReadState
+	Limits Limits
+	// Tokens counts tokens exactly for Read's second gate stage; nil uses
+	// the local BPE tokenizer.
+	Tokens TokenCounter
+	// Approve is asked before a write, after the change is computed and
+	// before the final check; it returns an *Error (CodeDenied) to refuse.
+	// Nil approves everything (headless use, MCP).
+	Approve func(ctx context.Context, a Approval) error
+	// History records a file's previous content before it is overwritten;
+	// nil keeps none.
+	History FileHistory
+}
+
+// Approval describes a write waiting for permission.
+type Approval struct {
+	Tool string
+	// Path is the canonical absolute path; Rel the workspace-relative one.
+	Path, Rel string
+	IsNew     bool
+	Diff      *protocol.FileDiff
+}
+
+// FileHistory keeps the content a write replaces, so it can be restored.
+type FileHistory interface {
+	Track(ctx context.Context, path string, old []byte, existed bool) error
+}
+
+// TokenCounter counts the tokens of a text as the session's model would.
+type TokenCounter interface {
+	CountTokens(ctx context.Context, text string) (int, error)
+}
+
+// Limits are the tunable bounds of the tools, with DefaultLimits.
+type Limits struct {
+	// MaxReadTokens is the token gate of Read (25,000).
+	MaxReadTokens int
+	// DefaultReadLines is how many lines Read returns without a limit (2,000).
+	DefaultReadLines int
+	// MaxLineRunes cuts longer lines in Read's output, with a marker (2,000).
+	MaxLineRunes int
+	// MaxPDFPagesPerCall is the most pages one Read returns (20).
+	MaxPDFPagesPerCall int
+	// PDFPagesRequiredAbove: past this many pages, Read needs `pages` (10).
+	PDFPagesRequiredAbove int
+	// MaxImageDimension bounds the longer side of a returned image (2,000 px).
+	MaxImageDimension int
+	// MaxNotebookOutputRunes caps each notebook cell's rendered outputs.
+	MaxNotebookOutputRunes int
+	// MaxGrepResults caps Grep's result lines (and Glob's paths).
+	MaxSearchResults int
+}
+
+// DefaultLimits returns the documented defaults.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxReadTokens:          25000,
+		DefaultReadLines:       2000,
+		MaxLineRunes:           2000,
+		MaxPDFPagesPerCall:     20,
+		PDFPagesRequiredAbove:  10,
+		MaxImageDimension:      2000,
+		MaxNotebookOutputRunes: 10000,
+		MaxSearchResults:       1000,
+	}
+}
+
+// Block is one piece of a tool result: text, an image or a document.
+type Block struct {
+	// Type is "text", "image" or "document".
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	// MediaType and Data (base64) for image and document blocks.
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// Result is a successful tool call's output.
+type Result struct {
+	Blocks []Block
+	// Path is the canonical path the call read or wrote, if one.
+	Path string
+	// Rel is Path relative to its root, for display.
+	Rel string
+	// Diff is the change a Write or Edit made.
+	Diff *protocol.FileDiff
+	// Changed is true when the call wrote to the file system.
+	Changed bool
+}
+
+// Text is a convenience for a one-block text result.
+func Text(s string) []Block { return []Block{{Type: "text", Text: s}} }
+
+type toolUseKey struct{}
+
+// WithToolUseID puts the tool-use id of the call into ctx; the one place
+// that invokes tools does this, so decorators (artifacts) can read it.
+func WithToolUseID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, toolUseKey{}, id)
+}
+
+// ToolUseID returns the tool-use id of the running call, or "".
+func ToolUseID(ctx context.Context) string {
+	id, _ := ctx.Value(toolUseKey{}).(string)
+	return id
+}

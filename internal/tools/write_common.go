@@ -1,0 +1,295 @@
+package tools
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/vfs"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// This file holds what Write and Edit share: loading the file they change
+// together with the contract pre-check, the final check under the vfs's
+// per-file lock, the write itself and the mapping of file system errors.
+
+// maxWriteFileBytes bounds the file Write and Edit load into memory. A file
+// this large could not have passed Read's token gate as a full read anyway.
+const maxWriteFileBytes = 256 << 20
+
+// wrReadAttempts bounds the retries when a file changes while it is read.
+const wrReadAttempts = 3
+
+// writeTarget is the file a Write or Edit changes, as it was when the call
+// computed its change. The final check compares the file against this, not
+// against the latest ReadState entry: another call may have recorded a newer
+// version since, and this call's change is based on this one.
+type writeTarget struct {
+	// path is canonical; rel is relative to its root; shown names it in
+	// messages (workspace-relative, or absolute in an extra root).
+	path, rel, shown string
+	exists           bool
+	info             vfs.Info // when exists
+	data             []byte   // the content, when exists
+	readAt           time.Time
+	sum              *Hash
+}
+
+// hash is the content hash of data, computed once.
+func (t *writeTarget) hash() Hash {
+	if t.sum == nil {
+		h := HashBytes(t.data)
+		t.sum = &h
+	}
+	return *t.sum
+}
+
+// wrLoad resolves name, reads the file if it exists and runs the
+// read-before-write contract on it (codes 2 and 3), before anything is
+// computed or asked.
+func wrLoad(env *Env, name string) (*writeTarget, error) {
+	info, err := env.FS.Stat(name)
+	switch {
+	case errors.Is(err, vfs.ErrNotExist):
+		p, err := env.FS.Resolve(name)
+		if err != nil {
+			return nil, writeFSError(name, err)
+		}
+		rel := wrRel(env.FS, p)
+		return &writeTarget{path: p, rel: rel, shown: wrShown(env.FS, p, rel)}, nil
+	case err != nil:
+		return nil, writeFSError(name, err)
+	case info.IsDir:
+		return nil, Errorf(CodeIsDirectory, "%s is a directory, not a file. Give the path of a file inside it.", name)
+	case info.Path == vfs.DevNull:
+		// Served as empty for reading; never a write target.
+		return nil, Errorf(CodeNotRegular, "%s is a device; Write and Edit only change regular files.", name)
+	}
+	t := &writeTarget{path: info.Path, rel: info.Rel, shown: wrShown(env.FS, info.Path, info.Rel), exists: true}
+	state := env.State
+	if state == nil {
+		state = NewReadState() // no state: nothing was read
+	}
+	if e, ok := state.Lookup(info.Path); !ok || e.Partial {
+		// Code 2 needs no content: do not load a file that was never read.
+		if err := state.CheckWrite(t.shown, info, func() (Hash, error) { return Hash{}, nil }); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.read(env.FS, name); err != nil {
+		return nil, err
+	}
+	if err := state.CheckWrite(t.shown, t.info, func() (Hash, error) { return t.hash(), nil }); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// read loads the content with a stamp that belongs to it: the stamp is taken
+// before and after reading, and the read is repeated if they differ, so the
+// content is never paired with the stamp of another version.
+func (t *writeTarget) read(fsys vfs.FS, name string) error {
+	for range wrReadAttempts {
+		before, err := fsys.Stat(t.path)
+		if err != nil {
+			return writeFSError(name, err)
+		}
+		if before.Stamp.Size > maxWriteFileBytes {
+			return Errorf(CodeTooLarge, "%s is %d MiB, over the %d MiB that Write and Edit handle. Change it with a shell command instead.", t.shown, before.Stamp.Size>>20, maxWriteFileBytes>>20)
+		}
+		data, err := wrReadWhole(fsys, t.path, before.Stamp.Size)
+		if err != nil {
+			return writeFSError(name, err)
+		}
+		after, err := fsys.Stat(t.path)
+		if err != nil {
+			return writeFSError(name, err)
+		}
+		if after.Stamp == before.Stamp && int64(len(data)) == after.Stamp.Size {
+			t.info, t.data, t.readAt = after, data, time.Now()
+			return nil
+		}
+	}
+	return Errorf(CodeStale, "%s kept changing while it was read (another process is writing it). Wait until it is stable, Read it again, then retry.", t.shown)
+}
+
+// wrReadWhole reads a file of the expected size in one allocation.
+func wrReadWhole(fsys vfs.FS, path string, size int64) ([]byte, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, 0, size+1) // +1: see EOF without growing
+	for {
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > maxWriteFileBytes {
+				return nil, fmt.Errorf("%s grew past %d bytes while read", path, maxWriteFileBytes)
+			}
+			buf = append(buf, 0)[:len(buf)] // the file grew: let append pick a bigger buffer
+		}
+	}
+}
+
+// finalCheck is the last contract check, run by the vfs under the file's
+// write lock right before the rename: the file must still be the version
+// this call read and computed its change from (same stamp, or same content
+// after a touch), and a file that did not exist must still not exist.
+func (t *writeTarget) finalCheck(fsys vfs.FS) func(cur vfs.Info, ok bool) error {
+	return func(cur vfs.Info, ok bool) error {
+		if !t.exists {
+			if ok {
+				return Errorf(CodeStale, "%s was created by someone else while this call ran. Read it, then redo the change on its content.", t.shown)
+			}
+			return nil
+		}
+		if !ok {
+			return Errorf(CodeStale, "%s was deleted since it was read. Check with the user whether it should exist; to create it anew, use Write.", t.shown)
+		}
+		if cur.Stamp == t.info.Stamp && !Racy(t.info.Stamp, t.readAt) {
+			return nil
+		}
+		h, err := wrHashFile(fsys, cur.Path)
+		if err != nil {
+			return err
+		}
+		if h != t.hash() {
+			return Errorf(CodeStale, "%s was modified since it was read (by the user or another process). Read it again and redo the change on its current content.", t.shown)
+		}
+		return nil
+	}
+}
+
+// wrHashFile hashes a file's current content, streaming.
+func wrHashFile(fsys vfs.FS, path string) (Hash, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return Hash{}, fmt.Errorf("hash %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return Hash{}, fmt.Errorf("hash %s: %w", path, err)
+	}
+	var sum Hash
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// commit runs the common tail of Write and Edit once the new content is
+// known: ask for permission, record the history, write under the final
+// check, and record the written version as a full view, so the agent can
+// change the file again without reading it.
+func (t *writeTarget) commit(ctx context.Context, env *Env, tool string, data []byte, diff *protocol.FileDiff) (vfs.Info, error) {
+	if env.Approve != nil {
+		if err := env.Approve(ctx, Approval{Tool: tool, Path: t.path, Rel: t.rel, IsNew: !t.exists, Diff: diff}); err != nil {
+			return vfs.Info{}, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return vfs.Info{}, err
+	}
+	if env.History != nil {
+		if err := env.History.Track(ctx, t.path, t.data, t.exists); err != nil {
+			return vfs.Info{}, fmt.Errorf("record the history of %s: %w", t.path, err)
+		}
+	}
+	info, err := env.FS.WriteFile(t.path, data, vfs.WriteOptions{Check: t.finalCheck(env.FS)})
+	if err != nil {
+		return vfs.Info{}, writeFSError(t.shown, err)
+	}
+	if env.State != nil {
+		env.State.Record(ReadEntry{Path: info.Path, Stamp: info.Stamp, Hash: HashBytes(data), View: "written by " + tool})
+	}
+	return info, nil
+}
+
+// writeFSError turns a vfs error into the *Error the agent sees.
+func writeFSError(name string, err error) error {
+	var te *Error
+	switch {
+	case errors.As(err, &te):
+		return te
+	case errors.Is(err, vfs.ErrOutside):
+		return &Error{Code: CodeOutside, Err: err, Message: fmt.Sprintf("%s. ferry only writes inside the workspace and the roots the user allowed; choose a path inside them.", wrTrimErr(err))}
+	case errors.Is(err, vfs.ErrNotRegular):
+		return &Error{Code: CodeNotRegular, Err: err, Message: fmt.Sprintf("%s. Write and Edit only change regular files.", wrTrimErr(err))}
+	case errors.Is(err, vfs.ErrIsDir):
+		return &Error{Code: CodeIsDirectory, Err: err, Message: fmt.Sprintf("%s is a directory, not a file. Give the path of a file inside it.", name)}
+	case errors.Is(err, vfs.ErrPermission):
+		return &Error{Code: CodePermission, Err: err, Message: fmt.Sprintf("%s cannot be written: it (or its folder) is read-only, and ferry does not override a file's permissions. Ask the user to make it writable, or leave it unchanged.", name)}
+	case errors.Is(err, syscall.ENOTDIR):
+		return &Error{Code: CodeNotFound, Err: err, Message: fmt.Sprintf("%s cannot be created: part of its folder path is a file, not a directory. Check the path.", name)}
+	case errors.Is(err, vfs.ErrNotExist):
+		return &Error{Code: CodeNotFound, Err: err, Message: fmt.Sprintf("%s does not exist. Check the path (Glob can find the file).", name)}
+	case errors.Is(err, syscall.ELOOP):
+		return &Error{Code: CodeNotFound, Err: err, Message: fmt.Sprintf("%s cannot be resolved: too many symbolic links (a loop?).", name)}
+	case errors.Is(err, fs.ErrInvalid), errors.Is(err, syscall.ENAMETOOLONG):
+		return &Error{Code: CodeInvalidInput, Err: err, Message: fmt.Sprintf("%q is not a valid path.", name)}
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// wrTrimErr is a vfs error's text without the sentinel suffix, which the
+// code already says. vfs messages name only the paths involved.
+func wrTrimErr(err error) string {
+	s := err.Error()
+	for _, sentinel := range []error{vfs.ErrOutside, vfs.ErrNotRegular} {
+		s = strings.TrimSuffix(s, ": "+sentinel.Error())
+	}
+	return s
+}
+
+// wrRel is path relative to the root holding it ("/"-separated).
+func wrRel(fsys vfs.FS, path string) string {
+	for _, r := range fsys.Roots() {
+		if rel, err := filepath.Rel(r, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return path
+}
+
+// wrShown names a file in messages: relative inside the workspace,
+// absolute elsewhere, so a name is never ambiguous between roots.
+func wrShown(fsys vfs.FS, path, rel string) string {
+	roots := fsys.Roots()
+	if len(roots) > 0 && rel != "" && rel != "." {
+		if r, err := filepath.Rel(roots[0], path); err == nil && filepath.ToSlash(r) == rel {
+			return rel
+		}
+	}
+	return path
+}
+
+// wrCountLines counts the lines of LF text: its newlines, plus a last line
+// without one.
+func wrCountLines(s string) int {
+	n := strings.Count(s, "\n")
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
+}
+
+func wrPlural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,163 @@
+// Package vfs is the file system ferry's file tools work on. The tools never
+// touch os directly: every path goes through an FS, which confines it to the
+// workspace root and the extra roots the user allowed.
+//
+// Guarantees of every implementation (checked by the shared suite in vfstest):
+//
+//   - A path is workspace-relative or absolute; "" and "." are the workspace,
+//     whose Info.Rel is ".". "..", absolute paths and symlinks that lead
+//     outside every root are refused with ErrOutside, never followed.
+//     Symlinks that stay inside are followed.
+//   - Only regular files and directories are served. A device, FIFO, socket or
+//     a link to one is refused with ErrNotRegular at once, without blocking
+//     (a FIFO is never opened for reading). The one exception is /dev/null,
+//     which reads as an empty file.
+//   - WriteFile is atomic: the new content goes to a temporary file in the
+//     same directory, is fsynced and renamed over the target, so a reader sees
+//     the old or the new content, never a mix (an implementation documents
+//     its exceptions: Local's is hard links). Missing parent directories are
+//     created. An existing file keeps its mode. A symlink is written through
+//     to its (confined) target and stays a symlink.
+//   - Stamp identifies a version of a file cheaply (size, mtime, ctime, inode):
+//     any write changes it, even one that restores the mtime.
+//
+// # Local
+//
+// Local is the implementation on the local disk. Its policies:
+//
+//   - Resolution works like realpath -m: component by component, symlinks
+//     followed wherever they point (at most 40 per path, so a loop is an
+//     error), ".." taken physically, components past the first missing one
+//     literally. Only the result is confined: it must lie inside a root, and
+//     it is then opened through that root's os.Root, which also refuses an
+//     escape should the tree change in between. So "../ws/f" from inside ws,
+//     a link into an extra root, and an absolute path that reaches a root
+//     through a symlinked prefix (/tmp -> /private/tmp) are all served. When
+//     roots nest, Info.Rel is relative to the first root that holds the file,
+//     the workspace before the extra roots.
+//   - Special paths: anything below /dev, /proc or /sys that no root covers
+//     is refused while resolving, before it is even stat'ed, with an error
+//     that says it is a device or special file and wraps both ErrNotRegular
+//     and ErrOutside. This covers /dev/stdin, /dev/tty, /proc/self/fd/0 and
+//     links to them, whatever they point at. /dev/null (also through a link)
+//     reads as an empty file and Stat reports it as an empty regular-looking
+//     file; writing to it is refused. Inside the roots a FIFO, socket or
+//     device is refused by its type (ErrNotRegular), checked before opening
+//     and again on the opened, non-blocking descriptor.
+//   - Read-only files: an existing file with no write bit in its mode (0444)
+//     is refused with an error wrapping ErrPermission, even for root: ferry
+//     does not override a file's read-only mode. Other users are held to the
+//     owner/group/other write bit that applies to them, since the rename
+//     would otherwise replace a file they could not write.
+//   - Hard links: a file with more than one link is rewritten in place
+//     (write, truncate, fsync on its own descriptor, under the path lock and
+//     an inode lock) so every link sees the new content; a rename would
+//     silently split the links. This one case is not atomic; if the write
+//     fails, the old content is written back.
+//   - Mode and owner: a replaced file keeps its permission bits (setuid,
+//     setgid and sticky included) and, best effort, its owner and group (only
+//     root may give a file away; a group member keeps the group). A new file
+//     gets WriteOptions.Perm (0644 when zero) filtered by the umask, as any
+//     created file; missing parents are created 0755 (umask applies).
+//   - Temporary files are ".NAME.ferry-tmp-RANDOM" beside the target,
+//     created with O_EXCL and removed on every failure; the directory is
+//     fsynced after the rename, best effort (the write has happened by then).
+//   - Locking: WriteFile holds a process-wide lock on the canonical path from
+//     the first stat to the rename, so writers in one process (two sessions,
+//     parallel Edits) serialise and WriteOptions.Check sees the file as the
+//     rename will replace it. Check must not call WriteFile on the same file.
+//     Other processes are not locked out; Check plus the Stamp still catch
+//     most of their writes.
+//   - A directory as the target is ErrIsDir; Open of a directory too.
+//   - Local builds on Unix only (it relies on O_NONBLOCK, O_NOCTTY,
+//     O_DIRECTORY and Stat_t); Stamp has ctime and inode on Linux and macOS.
+package vfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// Errors every implementation returns (wrapped, with the path), so callers
+// test them with errors.Is.
+var (
+	// ErrOutside: the path leaves every allowed root.
+	ErrOutside = errors.New("path is outside the workspace")
+	// ErrNotRegular: a device, FIFO, socket or other special file.
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrIsDir: a directory where a file was wanted.
+	ErrIsDir = errors.New("is a directory")
+	// ErrNotExist and ErrPermission are the io/fs ones.
+	ErrNotExist   = fs.ErrNotExist
+	ErrPermission = fs.ErrPermission
+)
+
+// DevNull is the one special path that is served: it reads as empty.
+const DevNull = "/dev/null"
+
+// Stamp is a cheap fingerprint of one version of a file. Two stamps are
+// equal only if nothing wrote to the file in between: a write moves ctime
+// even when the writer restores mtime. Stamps taken by one FS compare with ==
+// (their times carry no monotonic reading).
+type Stamp struct {
+	Size       int64
+	ModTime    time.Time
+	ChangeTime time.Time
+	Inode      uint64
+	Device     uint64
+}
+
+// Info describes a file.
+type Info struct {
+	// Path is the canonical absolute path: symlinks resolved, inside a root.
+	Path string
+	// Rel is Path relative to the root that holds it, "/"-separated.
+	Rel   string
+	Mode  fs.FileMode
+	IsDir bool
+	// Links is the number of hard links (1 for most files).
+	Links uint64
+	Stamp Stamp
+}
+
+// File is an open regular file.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Seeker
+	io.Closer
+	Info() Info
+}
+
+// WriteOptions tune WriteFile.
+type WriteOptions struct {
+	// Perm is the mode of a file that does not exist yet (0644 when zero).
+	Perm fs.FileMode
+	// Check runs under the file's write lock, after the temporary file is
+	// written and synced and right before the rename, with the current
+	// Info of the target (ok false when it does not exist). An error aborts
+	// the write and leaves the file untouched. This is where the tools'
+	// final staleness check lives.
+	Check func(current Info, ok bool) error
+}
+
+// FS is a confined file system.
+type FS interface {
+	// Resolve returns the canonical absolute path name refers to, resolving
+	// symlinks inside the roots. The file itself need not exist (for a file
+	// about to be created), but the path may not leave the roots.
+	Resolve(name string) (string, error)
+	// Stat follows symlinks (inside the roots).
+	Stat(name string) (Info, error)
+	// Open opens a regular file for reading; /dev/null opens as empty.
+	Open(name string) (File, error)
+	// ReadDir lists a directory, sorted by name.
+	ReadDir(name string) ([]fs.DirEntry, error)
+	// WriteFile replaces the file's content atomically (see the package doc)
+	// and returns the new Info.
+	WriteFile(name string, data []byte, opts WriteOptions) (Info, error)
+	// Roots lists the allowed roots; the first is the workspace.
+	Roots() []string
+}
