@@ -54,6 +54,11 @@ func Decode(data []byte) (*Message, error) {
 	for i := range envelopeRules {
 		r := &envelopeRules[i]
 		x, present := obj[r.name]
+		// An empty parent or session id is no id: it would vanish on
+		// re-encoding (omitempty), so it cannot satisfy a requirement.
+		if x == "" && (r.name == "session_id" || r.name == "parent_id") {
+			present = false
+		}
 		if !present {
 			if r.required || r.name == "session_id" && s.session || r.name == "parent_id" && s.parent {
 				return nil, errorf(CodeMissingField, r.name, "is required for %s", typ)

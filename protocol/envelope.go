@@ -18,7 +18,7 @@ const MaxMessageBytes = 4 << 20
 // message's type is known.
 type Envelope struct {
 	Type      string          `json:"type" jsonschema:"minLength=1"`
-	MessageID string          `json:"message_id" jsonschema:"format=uuid"`
+	MessageID string          `json:"message_id" jsonschema:"minLength=1,format=uuid"`
 	ParentID  string          `json:"parent_id,omitempty" jsonschema:"format=uuid"`
 	SessionID string          `json:"session_id,omitempty" jsonschema:"minLength=1,maxLength=128"`
 	Seq       uint64          `json:"seq,omitempty" jsonschema:"minimum=1"`

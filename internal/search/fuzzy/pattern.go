@@ -1,0 +1,180 @@
+package fuzzy
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxTermUnits bounds the folded length of one query term; longer terms are
+// cut. Nobody types more into a file picker, and it bounds the score range.
+const MaxTermUnits = 256
+
+// Pattern is a compiled query. It is immutable and safe for concurrent use.
+type Pattern struct {
+	query string
+	terms []*term
+	mask  uint64 // bits every matching path has
+	ideal int32  // sum of the terms' ideal raw scores
+}
+
+// term is one space-separated part of a query.
+type term struct {
+	fold []rune // folded NFD units, leading '/' removed, runs of '/' collapsed
+	orig []rune // the same units unfolded, for the case bonus
+	// anchored[i]: unit i must start a path segment (it follows a '/' in
+	// the term, or is the first unit of a term that began with '/').
+	anchored []bool
+	// lead is true when the term began with '/'.
+	lead bool
+	// ascii terms run on the byte fast paths: fold holds only ASCII.
+	ascii bool
+	bytes []byte // fold as bytes when ascii
+	// last is the part after the term's last '/' ("" when it ends with one):
+	// it is compared with file names for the exact and prefix bonuses.
+	last      []rune
+	lastBytes []byte
+	mask      uint64
+	// ubBase bounds the DP score of any alignment before path-dependent
+	// bonuses (basename, exact, prefix), for pruning.
+	ubBase int32
+	ideal  int32
+}
+
+// Compile parses a query. Terms are separated by white space and must all
+// match, in any order. Matching is case-insensitive and NFC/NFD-insensitive.
+// A '/' in a term matches a path separator and anchors the character after
+// it at the start of a path segment; a leading '/' anchors the term's first
+// character at the start of a segment. An empty or all-space query compiles
+// to a pattern that matches every path with score 0.
+func Compile(query string) *Pattern {
+	p := &Pattern{query: query}
+	for _, f := range strings.FieldsFunc(query, unicode.IsSpace) {
+		t := compileTerm(f)
+		if t == nil {
+			continue
+		}
+		p.terms = append(p.terms, t)
+		p.mask |= t.mask
+		p.ideal += t.ideal
+	}
+	return p
+}
+
+func compileTerm(s string) *term {
+	var u units
+	u.decompose(s)
+	t := &term{}
+	prevSlash := false
+	for i, r := range u.fold {
+		if r == '/' {
+			if len(t.fold) == 0 {
+				t.lead = true
+				continue
+			}
+			if prevSlash {
+				continue
+			}
+		}
+		if len(t.fold) >= MaxTermUnits {
+			break
+		}
+		prevSlash = r == '/'
+		t.fold = append(t.fold, r)
+		t.orig = append(t.orig, u.orig[i])
+	}
+	if len(t.fold) == 0 {
+		return nil
+	}
+	t.anchored = make([]bool, len(t.fold))
+	t.anchored[0] = t.lead
+	for i := 1; i < len(t.fold); i++ {
+		t.anchored[i] = t.fold[i-1] == '/'
+	}
+	t.ascii = true
+	for _, r := range t.fold {
+		if r >= utf8.RuneSelf {
+			t.ascii = false
+			t.mask |= 1 << bitNonASCII
+		} else {
+			t.mask |= maskASCII[r]
+		}
+	}
+	lastSlash := -1
+	for i, r := range t.fold {
+		if r == '/' {
+			lastSlash = i
+		}
+	}
+	t.last = t.fold[lastSlash+1:]
+	if t.ascii {
+		t.bytes = make([]byte, len(t.fold))
+		for i, r := range t.fold {
+			t.bytes[i] = byte(r)
+		}
+		t.lastBytes = t.bytes[lastSlash+1:]
+	}
+	m := int32(len(t.fold))
+	t.ubBase = m*(scoreMatch+bonusCase) + firstCharMultiplier*bonusMax + (m-1)*bonusMax
+	t.ideal = idealScore(t)
+	return t
+}
+
+// idealScore is the raw score of the term matched against its own text
+// taken as a path: the best a real path can reasonably do, used to scale
+// scores into [0, 1].
+func idealScore(t *term) int32 {
+	text := string(t.orig)
+	if t.lead {
+		text = "/" + text
+	}
+	text = strings.TrimPrefix(text, "/")
+	var s Slab
+	raw, ok := t.score(text, MaskOf(text), &s)
+	if !ok || raw <= 0 {
+		return 1
+	}
+	return raw
+}
+
+// Query returns the text the pattern was compiled from.
+func (p *Pattern) Query() string { return p.query }
+
+// Empty reports whether the pattern has no terms (it matches everything).
+func (p *Pattern) Empty() bool { return len(p.terms) == 0 }
+
+// Refines reports whether every path that p matches is also matched by
+// prev, so that a search for p may scan only prev's matches (Options.Within)
+// and find exactly what a full scan would. This holds when each of prev's
+// terms is a prefix of one of p's terms with the same leading anchor: the
+// usual case of typing one more character or starting one more term.
+func (p *Pattern) Refines(prev *Pattern) bool {
+	if prev == nil {
+		return false
+	}
+	for _, old := range prev.terms {
+		found := false
+		for _, t := range p.terms {
+			if t.lead == old.lead && len(t.fold) >= len(old.fold) && runesEqual(t.fold[:len(old.fold)], old.fold) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func runesEqual(a, b []rune) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
