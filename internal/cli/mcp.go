@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/mcpserver"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/version"
@@ -29,6 +30,8 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 	var allow stringList
 	fs.Var(&allow, "allow", "an extra `DIR` the tools may reach (repeatable)")
 	maxTokens := fs.Int("max-read-tokens", tools.DefaultLimits().MaxReadTokens, "Read's token gate")
+	historyDir := fs.String("history", "", "keep what Write and Edit replace in `DIR` (default $XDG_STATE_HOME/ferry/history)")
+	noHistory := fs.Bool("no-history", false, "keep no file history")
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "Usage: ferry mcp [--workspace DIR] [--allow DIR]...")
 		fmt.Fprintln(env.Stderr, "\nServes ferry's file tools (Read, Write, Edit, Glob, Grep) to an MCP client over")
@@ -57,12 +60,28 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		return ExitError
 	}
 	defer func() { _ = local.Close() }()
+	var history tools.FileHistory
+	if !*noHistory {
+		dir := *historyDir
+		if dir == "" {
+			if dir, err = filehistory.DefaultDir(); err != nil {
+				fmt.Fprintf(env.Stderr, "ferry mcp: %v (or pass --no-history)\n", err)
+				return ExitError
+			}
+		}
+		store, err := filehistory.Open(dir, 0)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "ferry mcp: %v (or pass --no-history)\n", err)
+			return ExitError
+		}
+		history = store
+	}
 	limits := tools.DefaultLimits()
 	limits.MaxReadTokens = *maxTokens
 	// Logs go to stderr: stdout carries the protocol.
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	server := mcpserver.New(version.String(), tools.FileTools(), func() *tools.Env {
-		return &tools.Env{FS: local, State: tools.NewReadState(), Limits: limits}
+		return &tools.Env{FS: local, State: tools.NewReadState(), Limits: limits, History: history}
 	}, log)
 	if err := server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(env.Stderr, "ferry mcp: %v\n", err)

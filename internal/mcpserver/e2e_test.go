@@ -27,7 +27,7 @@ func buildFerry(t *testing.T) string {
 
 func connect(ctx context.Context, t *testing.T, bin, workspace string, extra ...string) *mcp.ClientSession {
 	t.Helper()
-	args := append([]string{"mcp", "--workspace", workspace}, extra...)
+	args := append([]string{"mcp", "--workspace", workspace, "--history", filepath.Join(t.TempDir(), "history")}, extra...)
 	cmd := exec.Command(bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
