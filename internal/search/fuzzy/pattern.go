@@ -125,12 +125,8 @@ func compileTerm(s string) *term {
 // scores into [0, 1].
 func idealScore(t *term) int32 {
 	text := string(t.orig)
-	if t.lead {
-		text = "/" + text
-	}
-	text = strings.TrimPrefix(text, "/")
-	var s Slab
-	raw, ok := t.score(text, MaskOf(text), &s)
+	one := &Pattern{terms: []*term{t}}
+	raw, ok := one.raw(text, new(Slab), false)
 	if !ok || raw <= 0 {
 		return 1
 	}

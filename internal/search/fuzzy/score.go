@@ -117,6 +117,8 @@ type Slab struct {
 	x     []int32
 	fb    []int8
 	dir   []uint8
+	hits  []int32 // matched unit indexes of all terms, for ranges
+	ascii bool    // the last path given to raw was ASCII
 }
 
 func grow32(s []int32, n int) []int32 {
