@@ -20,8 +20,10 @@ type FileCandidates struct {
 
 // Candidate is one file offered by the @ popup.
 type Candidate struct {
-	// Path is relative to the workspace (or, for scope global, prefixed by the
-	// workspace name); it resolves back to this file in file_references.
+	// Path is relative to the session's workspace ("../lib/x.go" for a
+	// file of the enclosing project outside it; an absolute path for a file
+	// of another workspace with scope global); it resolves back to this file
+	// when it returns in file_references.
 	Path string `json:"path" jsonschema:"minLength=1,maxLength=4096"`
 	// Name is the file name.
 	Name string `json:"name" jsonschema:"minLength=1,maxLength=1024"`
