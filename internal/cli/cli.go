@@ -42,6 +42,7 @@ func init() {
 		"version": {"print the version and the protocol version", runVersion},
 		"help":    {"show help for ferry or one of its commands", runHelp},
 		"mcp":     {"serve the file tools to an MCP client over stdio", runMCP},
+		"search":  {"rank files by fuzzy match, as the @ picker does", runSearch},
 	}
 }
 

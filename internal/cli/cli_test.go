@@ -74,3 +74,53 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("unknown command exit: %v", err)
 	}
 }
+
+func runIn(stdin string, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = cli.Run(context.Background(), cli.Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}, args)
+	return code, out.String(), errb.String()
+}
+
+func TestSearchStdin(t *testing.T) {
+	list := "router/middleware/auth.ts\nweb/router.ts\nstore/store_test.go\ndocs/readme.md\n"
+	code, out, errOut := runIn(list, "search", "--stdin", "router")
+	if code != cli.ExitOK || out != "web/router.ts\nrouter/middleware/auth.ts\n" {
+		t.Fatalf("router: %d %q %q", code, out, errOut)
+	}
+	if code, out, _ = runIn(list, "search", "--stdin", "test", "store"); code != cli.ExitOK || out != "store/store_test.go\n" {
+		t.Fatalf("test store: %d %q", code, out)
+	}
+	code, out, _ = runIn(list, "search", "--stdin", "--json", "--limit", "1", "READ")
+	if code != cli.ExitOK || !strings.Contains(out, `"path": "docs/readme.md"`) || !strings.Contains(out, `"match_ranges"`) || !strings.Contains(out, `"truncated": false`) {
+		t.Fatalf("--json READ: %d %q", code, out)
+	}
+	if code, _, errOut = runIn(list, "search", "--stdin", "--limit", "99", "x"); code != cli.ExitUsage || !strings.Contains(errOut, "--limit") {
+		t.Fatalf("--limit 99: %d %q", code, errOut)
+	}
+	if code, _, errOut = runIn(list, "search", "--stdin", "--exclude", "[bad", "x"); code == cli.ExitOK || !strings.Contains(errOut, "exclude_patterns") {
+		t.Fatalf("bad --exclude: %d %q", code, errOut)
+	}
+}
+
+func TestSearchDir(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"pkg/store/store.go", "pkg/store/store_test.go", "vendor/x/store.go", "README.md"} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("vendor/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runIn("", "search", "--dir", dir, "--ext", ".go", "store")
+	if code != cli.ExitOK || out != "pkg/store/store.go\npkg/store/store_test.go\n" {
+		t.Fatalf("search --dir: %d %q %q", code, out, errOut)
+	}
+	if code, _, errOut = runIn("", "search", "--dir", filepath.Join(dir, "missing"), "x"); code != cli.ExitError || errOut == "" {
+		t.Fatalf("missing dir: %d %q", code, errOut)
+	}
+}

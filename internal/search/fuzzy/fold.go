@@ -1,6 +1,7 @@
 package fuzzy
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -23,14 +24,19 @@ const (
 // common path punctuation it contains, so a query character the path lacks
 // rejects it with one AND; the two top bits steer the scanner instead.
 const (
-	bitSlash    = 36
-	bitDot      = 37
-	bitUnder    = 38
-	bitDash     = 39
-	bitSpace    = 40
-	bitPunct    = 41 // any other ASCII byte
-	bitUpper    = 62 // the path has an ASCII upper-case letter
-	bitNonASCII = 63 // the path has a byte >= 0x80: units come from NFD folding
+	bitSlash = 36
+	bitDot   = 37
+	bitUnder = 38
+	bitDash  = 39
+	bitSpace = 40
+	bitPunct = 41 // any other ASCII byte
+	// Bits 42..53 hold the byte length of an ASCII path's file name (the
+	// part after the last '/'), saturated at nameLenMax, so that the scan
+	// finds the name without searching for it.
+	nameLenShift = 42
+	nameLenMax   = 1<<12 - 1
+	bitUpper     = 62 // the path has an ASCII upper-case letter
+	bitNonASCII  = 63 // the path has a byte >= 0x80: units come from NFD folding
 )
 
 var (
@@ -83,10 +89,33 @@ func init() {
 	}
 }
 
+// foldTable caches foldRune below foldTableSize (Latin, Greek, Cyrillic and
+// the letter-like symbols, Kelvin sign included); above, SimpleFold is
+// quick because most runes there have no case.
+const foldTableSize = 0x2200
+
+var foldTable = func() *[foldTableSize]rune {
+	var t [foldTableSize]rune
+	for r := range rune(foldTableSize) {
+		t[r] = foldOrbit(r)
+	}
+	return &t
+}()
+
 // foldRune maps r to the representative of its simple case-folding orbit:
 // the lower-case ASCII letter when the orbit has one (so the Kelvin sign
 // matches k), otherwise the smallest rune of the orbit (so σ, ς and Σ are one).
 func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		return rune(lowerASCII[r])
+	}
+	if r >= 0 && r < foldTableSize {
+		return foldTable[r]
+	}
+	return foldOrbit(r)
+}
+
+func foldOrbit(r rune) rune {
 	if r < utf8.RuneSelf {
 		return rune(lowerASCII[r])
 	}
@@ -122,7 +151,8 @@ func classOf(r rune) uint8 {
 }
 
 // MaskOf returns the prefilter mask of path that TopK's Source must report
-// for it: which folded ASCII characters it contains, and two flags. It is
+// for it: which folded ASCII characters it contains, two flags and the
+// length of an ASCII path's file name. It is
 // computed by the same folding the matcher uses, so a decomposed é sets the
 // bit of e.
 func MaskOf(path string) uint64 {
@@ -139,7 +169,8 @@ func MaskOf(path string) uint64 {
 		}
 	}
 	if i == len(path) {
-		return m
+		name := len(path) - strings.LastIndexByte(path, '/') - 1
+		return m | uint64(min(name, nameLenMax))<<nameLenShift
 	}
 	m |= 1 << bitNonASCII
 	var it norm.Iter
@@ -169,6 +200,7 @@ type units struct {
 	orig  []rune
 	start []int32
 	end   []int32
+	it    norm.Iter // kept here: a local one escapes to the heap
 }
 
 func (u *units) reset() {
@@ -182,7 +214,15 @@ func (u *units) reset() {
 // one UTF-16 unit per bad byte, as a browser would show it.
 func (u *units) decompose(s string) {
 	u.reset()
-	var it norm.Iter
+	if !u.simple(s) {
+		u.full(s)
+	}
+}
+
+// full is decompose through a normalisation iterator.
+func (u *units) full(s string) {
+	u.reset()
+	it := &u.it
 	it.InitString(norm.NFD, s)
 	u16 := int32(0)
 	for !it.Done() {
@@ -202,6 +242,97 @@ func (u *units) decompose(s string) {
 			u.end = append(u.end, u16)
 		}
 	}
+}
+
+// simple fills u like full but without a normalisation iterator, for the
+// common text where nothing needs reordering: each rune is replaced by its
+// canonical decomposition, looked up in the tables (Hangul syllables by
+// their formula), and the units of an NFD segment (a starter and the marks
+// after it) all span the whole segment, as full does. It reports false,
+// leaving u partly filled, when marks would need reordering or s is not
+// valid UTF-8.
+func (u *units) simple(s string) bool {
+	u16 := int32(0)
+	seg, segU16 := 0, int32(0) // first unit and offset of the current segment
+	lastCCC := uint8(0)
+	for i, r := range s {
+		w := int32(utf16Len(r))
+		if r < utf8.RuneSelf {
+			seg, segU16, lastCCC = len(u.fold), u16, 0
+			u.add(r, u16, u16+w)
+			u16 += w
+			continue
+		}
+		if r == utf8.RuneError {
+			return false // bad bytes group differently
+		}
+		if r >= hangulBase && r < hangulBase+hangulCount {
+			seg, segU16, lastCCC = len(u.fold), u16, 0
+			si := r - hangulBase
+			u.add(hangulL+si/hangulN, u16, u16+w)
+			u.add(hangulV+si%hangulN/hangulT, u16, u16+w)
+			if t := si % hangulT; t != 0 {
+				u.add(hangulTBase+t, u16, u16+w)
+			}
+			u16 += w
+			continue
+		}
+		p := norm.NFD.PropertiesString(s[i:])
+		d := p.Decomposition()
+		if d == nil {
+			if !u.step(r, p.CCC(), true, &seg, &segU16, &lastCCC, u16, w) {
+				return false
+			}
+		}
+		for first := true; len(d) > 0; first = false {
+			ccc := norm.NFD.Properties(d).CCC()
+			dr, n := utf8.DecodeRune(d)
+			d = d[n:]
+			if !u.step(dr, ccc, first, &seg, &segU16, &lastCCC, u16, w) {
+				return false
+			}
+		}
+		// The segment grew: its earlier units span it all.
+		for k := seg; k < len(u.end); k++ {
+			u.end[k] = u16 + w
+		}
+		u16 += w
+	}
+	return true
+}
+
+// step adds one unit of the rune at u16 (w code units long) to the
+// current segment, or starts a new one; it reports false when the marks
+// would need reordering.
+func (u *units) step(r rune, ccc uint8, first bool, seg *int, segU16 *int32, lastCCC *uint8, u16, w int32) bool {
+	switch {
+	case ccc == 0 && first:
+		*seg, *segU16, *lastCCC = len(u.fold), u16, 0
+	case ccc == 0 || ccc < *lastCCC:
+		return false // a starter inside a decomposition, or reordering
+	default:
+		*lastCCC = ccc
+	}
+	u.add(r, *segU16, u16+w)
+	return true
+}
+
+// Hangul syllable decomposition (Unicode 3.12).
+const (
+	hangulBase  = 0xAC00
+	hangulCount = 11172
+	hangulL     = 0x1100
+	hangulV     = 0x1161
+	hangulTBase = 0x11A7
+	hangulT     = 28
+	hangulN     = 21 * hangulT
+)
+
+func (u *units) add(r rune, start, end int32) {
+	u.orig = append(u.orig, r)
+	u.fold = append(u.fold, foldRune(r))
+	u.start = append(u.start, start)
+	u.end = append(u.end, end)
 }
 
 func utf16Len(r rune) int {

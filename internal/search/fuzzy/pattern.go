@@ -30,6 +30,16 @@ type term struct {
 	// ascii terms run on the byte fast paths: fold holds only ASCII.
 	ascii bool
 	bytes []byte // fold as bytes when ascii
+	// plain ASCII terms (no '/', no lead anchor) are tested for a match by
+	// subsequenceASCII, with each byte broadcast to a word in words.
+	plain bool
+	words []uint64
+	// single terms are one character with a mask bit of its own: the
+	// path's mask alone decides whether they match.
+	single bool
+	// rows[c] has bit i set when unit i is the ASCII character c (used for
+	// terms of up to 64 units).
+	rows *[128]uint64
 	// last is the part after the term's last '/' ("" when it ends with one):
 	// it is compared with file names for the exact and prefix bonuses.
 	last      []rune
@@ -113,6 +123,17 @@ func compileTerm(s string) *term {
 			t.bytes[i] = byte(r)
 		}
 		t.lastBytes = t.bytes[lastSlash+1:]
+		t.plain = !t.lead && lastSlash < 0
+		t.single = t.plain && len(t.bytes) == 1 && maskASCII[t.bytes[0]]&(1<<bitPunct) == 0
+		for _, c := range t.bytes {
+			t.words = append(t.words, uint64(c)*ones)
+		}
+	}
+	t.rows = new([128]uint64)
+	for i, r := range t.fold {
+		if r < 0x80 && i < 64 {
+			t.rows[r] |= 1 << i
+		}
 	}
 	m := int32(len(t.fold))
 	t.ubBase = m*(scoreMatch+bonusCase) + firstCharMultiplier*bonusMax + (m-1)*bonusMax
@@ -173,4 +194,19 @@ func runesEqual(a, b []rune) bool {
 		}
 	}
 	return true
+}
+
+// rowsOf returns the set of units of t (as bits) equal to the folded
+// character c; t has at most 64 units.
+func (t *term) rowsOf(c rune) uint64 {
+	if c < 0x80 {
+		return t.rows[c]
+	}
+	var set uint64
+	for i, r := range t.fold {
+		if r == c && i < 64 {
+			set |= 1 << i
+		}
+	}
+	return set
 }

@@ -2,6 +2,7 @@ package fuzzy
 
 import (
 	"math"
+	"math/bits"
 	"unsafe"
 )
 
@@ -44,9 +45,10 @@ const (
 	bonusExact          = 24
 	bonusPrefix         = 12
 
-	// maxCells bounds the DP matrix; larger alignments are scored greedily
-	// (still a valid alignment, just not necessarily the best one).
-	maxCells = 1 << 18
+	// maxCells bounds the cells of one DP; a larger problem (only possible
+	// with pathological paths and queries) is scored along the leftmost
+	// alignment instead: still a valid alignment, maybe not the best.
+	maxCells = 1 << 16
 )
 
 const neg = math.MinInt32 / 4 // "no alignment"; far from overflow with penalties added
@@ -56,7 +58,7 @@ var bonusTable [numClasses][numClasses]int32
 func init() {
 	for prev := range numClasses {
 		for cur := range numClasses {
-			bonusTable[prev][cur] = bonusFor(uint8(prev), uint8(cur))
+			bonusTable[prev][cur] = bonusFor(prev, cur)
 		}
 	}
 }
@@ -109,14 +111,17 @@ func asBytes(s string) []byte {
 // used by two goroutines at once.
 type Slab struct {
 	u     units
-	lo    []int32
-	hi    []int32
-	pos   []int32
-	bonus []int32
-	m     []int32
-	x     []int32
-	fb    []int8
-	dir   []uint8
+	lo    []int32 // leftmost feasible position of each term unit
+	pos   []int32 // matched positions of the last aligned term
+	cnt   []int32 // DP: number of cells in each row
+	cpos  []int32 // DP cells, row i from i*len(text): text position
+	cmax  []int32 // DP cells: best score over the cell's states
+	carg  []int32 // DP cells: the state holding it
+	cm    []int32 // DP states (runStates per cell): best score with the unit matched here
+	cprev []int32 // DP states: predecessor state, -1 in row 0
+	ub    []int32 // per-term upper bounds of the path being scanned
+	occ   []int32 // per term unit: best bonus among its occurrences
+	state []uint8 // per-term: termDP or termExact
 	hits  []int32 // matched unit indexes of all terms, for ranges
 	ascii bool    // the last path given to raw was ASCII
 }
@@ -179,14 +184,6 @@ func baseReach[E unit](text []E, base int, q []rune) int32 {
 	return int32(len(q) - 1 - i)
 }
 
-// upperBound bounds the raw score t can reach on text: every character at
-// the best bonus, the first one doubled, plus the bonuses that depend on the
-// path, computed exactly or bounded by baseReach.
-func upperBound[E unit](t *term, text []E) int32 {
-	base := baseStart(text)
-	return t.ubBase + nameBonus(text, base, t.last) + bonusBase*baseReach(text, base, t.fold)
-}
-
 // forward finds the leftmost alignment of t in text (greedy, which is exact
 // for feasibility: a '/' and the anchored unit after it move as one token).
 // It fills lo when lo is non-nil and reports whether t matches.
@@ -199,7 +196,7 @@ func forward[E unit](t *term, text []E, lo []int32) bool {
 		switch {
 		case c == '/' && i+1 < m:
 			next := q[i+1]
-			for pos+1 < n && !(text[pos] == '/' && foldAt(text, pos+1) == next) {
+			for pos+1 < n && (text[pos] != '/' || foldAt(text, pos+1) != next) {
 				pos++
 			}
 			if pos+1 >= n {
@@ -212,7 +209,7 @@ func forward[E unit](t *term, text []E, lo []int32) bool {
 			i += 2
 			continue
 		case i == 0 && t.lead:
-			for pos < n && !(foldAt(text, pos) == c && (pos == 0 || text[pos-1] == '/')) {
+			for pos < n && (foldAt(text, pos) != c || pos > 0 && text[pos-1] != '/') {
 				pos++
 			}
 		default:
@@ -232,201 +229,210 @@ func forward[E unit](t *term, text []E, lo []int32) bool {
 	return true
 }
 
-// backward fills hi with the rightmost alignment; t must match text.
-func backward[E unit](t *term, text []E, hi []int32) {
-	q := t.fold
-	pos := len(text) - 1
-	for i := len(q) - 1; i >= 0; {
-		c := q[i]
-		switch {
-		case i >= 1 && q[i-1] == '/':
-			for pos >= 1 && !(foldAt(text, pos) == c && text[pos-1] == '/') {
-				pos--
-			}
-			hi[i], hi[i-1] = int32(pos), int32(pos-1)
-			pos -= 2
-			i -= 2
-			continue
-		case i == 0 && t.lead:
-			for pos > 0 && !(foldAt(text, pos) == c && text[pos-1] == '/') {
-				pos--
-			}
-		default:
-			for pos > 0 && foldAt(text, pos) != c {
-				pos--
-			}
-		}
-		hi[i] = int32(pos)
-		pos--
-		i--
+// bonusAt is the position bonus of text[j].
+func bonusAt[E unit](orig []E, j int) int32 {
+	prev := clsSep
+	if j > 0 {
+		prev = classAt(orig, j-1)
 	}
+	return bonusTable[prev][classAt(orig, j)]
 }
 
-// Decision bits of a DP cell.
-const (
-	dirConsec = 1 // M took the consecutive predecessor
-	dirXFromM = 2 // X opened its gap right after a match
-)
+// gainAt is what matching unit i of t at j earns before position bonuses.
+func gainAt[E unit](t *term, orig []E, base, i, j int) int32 {
+	g := int32(scoreMatch)
+	if j >= base {
+		g += bonusBase
+	}
+	if rune(orig[j]) == t.orig[i] {
+		g += bonusCase
+	}
+	return g
+}
 
 // align scores t on text (fold and orig are the same slice for ASCII
-// paths) and, when withPos, leaves the matched unit indexes in s.pos. It
-// reports false when t does not match.
-//
-// The DP keeps two rows of states per query unit i: M[i][j], the best score
-// with unit i matched exactly at j, and X[i][j], the best score with unit i
-// matched before j and text[..j] skipped since (an open gap). Rows are
-// restricted to the band between the leftmost and rightmost feasible
-// positions of each unit, so most cells are never touched.
-func align[E unit](t *term, s *Slab, fold, orig []E, withPos bool) (int32, bool) {
-	m := len(t.fold)
+// paths; base is where the file name starts) and, when withPos, leaves the
+// matched positions in s.pos. It reports false when t does not match.
+func align[E unit](t *term, s *Slab, fold, orig []E, base int, withPos bool) (int32, bool) {
+	m, n := len(t.fold), len(fold)
 	s.lo = grow32(s.lo, m)
-	s.hi = grow32(s.hi, m)
 	if !forward(t, fold, s.lo) {
 		return 0, false
 	}
-	backward(t, fold, s.hi)
-	lo, hi := s.lo, s.hi
-	base := baseStart(fold)
-	off := int(lo[0])
-	w := int(hi[m-1]) - off + 1
 	var raw int32
-	if w*m > maxCells {
-		raw = alongGreedy(t, s, fold, orig, base, withPos)
+	if n*m > maxCells {
+		raw = scoreAlong(t, orig, base, s.lo)
+		if withPos {
+			s.pos = append(s.pos[:0], s.lo...)
+		}
 	} else {
-		raw = alignDP(t, s, fold, orig, base, off, w, withPos)
+		collectCells(t, s, fold)
+		raw = sparseDP(t, s, orig, base, withPos)
 	}
 	return raw + nameBonus(fold, base, t.last), true
 }
 
-func alignDP[E unit](t *term, s *Slab, fold, orig []E, base, off, w int, withPos bool) int32 {
-	m := len(t.fold)
-	lo, hi := s.lo, s.hi
-	cells := w * m
-	s.m = grow32(s.m, cells)
-	s.x = grow32(s.x, cells)
-	if cap(s.fb) < cells {
-		s.fb = make([]int8, cells, cells+cells/4)
-		s.dir = make([]uint8, cells, cells+cells/4)
-	}
-	s.fb, s.dir = s.fb[:cells], s.dir[:cells]
-	s.bonus = grow32(s.bonus, w)
-	prev := clsSep
-	if off > 0 {
-		prev = classAt(orig, off-1)
-	}
-	for c := range w {
-		cur := classAt(orig, off+c)
-		b := bonusTable[prev][cur]
-		if off+c >= base {
-			b += bonusBase << 8 // carried in the high bits: the name bonus is not a position bonus
+// collectCells lists, for each unit i of t, the positions where it can
+// match: same folded character, at or after its leftmost feasible position
+// (s.lo), early enough to leave room for the rest of the term, and after a
+// '/' when anchored. Row i's cells are s.cpos[i*n:][:s.cnt[i]]. One pass
+// over the text serves all rows through the term's character-to-rows masks.
+func collectCells[E unit](t *term, s *Slab, fold []E) {
+	m, n := len(t.fold), len(fold)
+	s.cnt = grow32(s.cnt, m)
+	clear(s.cnt)
+	s.cpos = grow32(s.cpos, m*n)
+	if m > 64 {
+		for i, q := range t.fold {
+			for j := int(s.lo[i]); j <= n-m+i; j++ {
+				if foldAt(fold, j) == q && (!t.anchored[i] || j == 0 || fold[j-1] == '/') {
+					s.cpos[i*n+int(s.cnt[i])] = int32(j)
+					s.cnt[i]++
+				}
+			}
 		}
-		s.bonus[c] = b
-		prev = cur
+		return
 	}
-	M, X, FB, D, B := s.m, s.x, s.fb, s.dir, s.bonus
+	for j := int(s.lo[0]); j < n; j++ {
+		rows := t.rowsOf(foldAt(fold, j))
+		for rows != 0 {
+			i := bits.TrailingZeros64(rows)
+			rows &= rows - 1
+			if j < int(s.lo[i]) || j > n-m+i || t.anchored[i] && j > 0 && fold[j-1] != '/' {
+				continue
+			}
+			s.cpos[i*n+int(s.cnt[i])] = int32(j)
+			s.cnt[i]++
+		}
+	}
+}
 
-	best, bestJ := int32(neg), -1
-	for i := range m {
-		q := t.fold[i]
-		qo := t.orig[i]
-		row := i * w
-		prow := row - w
-		from, to := int(lo[i]), int(hi[i])
-		end := to
-		if i < m-1 {
-			end = int(hi[i+1]) - 1
+// A run's first bonus (fb) takes one of four values; the DP keeps the best
+// score for each, because a lower score with a higher fb can win later in
+// the run. With them the DP is exact: it finds the best alignment.
+const runStates = 4
+
+var (
+	runBonus   = [runStates]int32{0, bonusCamel, bonusWord, bonusSegment}
+	runStateOf = func() (t [bonusMax + 1]int32) {
+		for b := range t {
+			switch {
+			case b >= bonusSegment:
+				t[b] = 3
+			case b >= bonusWord:
+				t[b] = 2
+			case b >= bonusCamel:
+				t[b] = 1
+			}
 		}
+		return t
+	}()
+)
+
+// sparseDP finds the best alignment over the cells of collectCells. A
+// cell's score is the best over its two kinds of predecessor in the row
+// above: the cell right before it (a consecutive run, which carries the
+// run's first bonus) or any cell at least two positions before it (a gap
+// of g characters costs gapStart+gapExtend*(g-1), so the best such
+// predecessor is a running maximum of score+position). Ties prefer runs.
+func sparseDP[E unit](t *term, s *Slab, orig []E, base int, withPos bool) int32 {
+	m, n := len(t.fold), len(s.cpos)/len(t.fold)
+	s.cm = grow32(s.cm, m*n*runStates)
+	s.cprev = grow32(s.cprev, m*n*runStates)
+	s.cmax = grow32(s.cmax, m*n)
+	s.carg = grow32(s.carg, m*n)
+	pos, M, P, cmax, carg, cnt := s.cpos, s.cm, s.cprev, s.cmax, s.carg, s.cnt
+	for c := range int(cnt[0]) {
+		j := int(pos[c])
+		b := bonusAt(orig, j)
+		st := int32(c*runStates) + runStateOf[b]
+		for k := range runStates {
+			M[c*runStates+k] = neg
+		}
+		M[st], P[st] = gainAt(t, orig, base, 0, j)+firstCharMultiplier*b, -1
+		cmax[c], carg[c] = M[st], st
+	}
+	for i := 1; i < m; i++ {
 		anchored := t.anchored[i]
-		prevM, prevX := int32(neg), int32(neg)
-		for j := from; j <= end; j++ {
-			c := j - off
-			// X[i][j]: the gap after unit i grows by text[j-1]... as seen at j.
-			xv, xd := int32(neg), uint8(0)
-			if prevM > neg {
-				xv, xd = prevM-gapStart, dirXFromM
-			}
-			if prevX > neg && prevX-gapExtend > xv {
-				xv, xd = prevX-gapExtend, 0
-			}
-			mv, mfb, md := int32(neg), int8(0), uint8(0)
-			if j <= to && foldAt(fold, j) == q {
-				bb := B[c]
-				b := bb & 0xff
-				gain := int32(scoreMatch) + bb>>8
-				if rune(orig[j]) == qo {
-					gain += bonusCase
+		p0 := (i - 1) * n
+		p1 := p0 + int(cnt[i-1])
+		gapPtr, consPtr := p0, p0
+		bestGap, bestGapState := int32(neg), int32(-1)
+		for c := i * n; c < i*n+int(cnt[i]); c++ {
+			j := pos[c]
+			for ; gapPtr < p1 && pos[gapPtr] <= j-2; gapPtr++ {
+				if v := cmax[gapPtr]; v > neg && v+pos[gapPtr] >= bestGap {
+					bestGap, bestGapState = v+pos[gapPtr], carg[gapPtr]
 				}
-				if i == 0 {
-					if !anchored || j == 0 || fold[j-1] == '/' {
-						mv, mfb = gain+firstCharMultiplier*b, int8(b)
+			}
+			for consPtr < p1 && pos[consPtr] < j-1 {
+				consPtr++
+			}
+			gain := gainAt(t, orig, base, i, int(j))
+			b := bonusAt(orig, int(j))
+			cell := c * runStates
+			for k := range runStates {
+				M[cell+k] = neg
+			}
+			if consPtr < p1 && pos[consPtr] == j-1 && cmax[consPtr] > neg {
+				for k := range int32(runStates) {
+					pst := int32(consPtr*runStates) + k
+					pm := M[pst]
+					if pm <= neg {
+						continue
 					}
-				} else {
-					if pm := M[prow+c-1]; pm > neg {
-						f := int32(FB[prow+c-1])
-						bc := b
-						if b >= bonusWord && b > f {
-							f = b
-						} else {
-							bc = max(b, f, bonusConsec)
-						}
-						mv, mfb, md = pm+gain+bc, int8(f), dirConsec
+					f, bc := runBonus[k], b
+					if b >= bonusWord && b > f {
+						f = b
+					} else {
+						bc = max(b, f, bonusConsec)
 					}
-					if !anchored {
-						if px := X[prow+c-1]; px > neg && px+gain+b > mv {
-							mv, mfb, md = px+gain+b, int8(b), 0
-						}
+					st := int32(cell) + runStateOf[f]
+					if v := pm + gain + bc; v > M[st] {
+						M[st], P[st] = v, pst
 					}
 				}
 			}
-			M[row+c], X[row+c], FB[row+c], D[row+c] = mv, xv, mfb, md|xd
-			prevM, prevX = mv, xv
-			if i == m-1 && mv >= best && mv > neg {
-				best, bestJ = mv, j
+			if !anchored && bestGapState >= 0 {
+				st := int32(cell) + runStateOf[b]
+				if v := bestGap - j - 1 + gain + b; v > M[st] {
+					M[st], P[st] = v, bestGapState
+				}
 			}
+			// The cell's best state; ties go to the higher run bonus.
+			cmax[c], carg[c] = neg, -1
+			for k := runStates - 1; k >= 0; k-- {
+				if M[cell+k] > cmax[c] {
+					cmax[c], carg[c] = M[cell+k], int32(cell+k)
+				}
+			}
+		}
+	}
+	best, bestState := int32(neg), int32(-1)
+	for c := (m - 1) * n; c < (m-1)*n+int(cnt[m-1]); c++ {
+		if cmax[c] > neg && cmax[c] >= best {
+			best, bestState = cmax[c], carg[c]
 		}
 	}
 	if withPos {
 		s.pos = grow32(s.pos, m)
-		i, j := m-1, bestJ
-		for {
-			s.pos[i] = int32(j)
-			if i == 0 {
-				break
-			}
-			c := j - off
-			if D[i*w+c]&dirConsec != 0 {
-				i, j = i-1, j-1
-				continue
-			}
-			k := c - 1
-			for D[(i-1)*w+k]&dirXFromM == 0 {
-				k--
-			}
-			i, j = i-1, k-1+off
+		for i, st := m-1, bestState; i >= 0; i-- {
+			s.pos[i] = pos[st/runStates]
+			st = P[st]
 		}
 	}
 	return best
 }
 
-// alongGreedy scores the leftmost alignment (already in s.lo) with the same
-// per-character rules as the DP, for alignments too large for it.
-func alongGreedy[E unit](t *term, s *Slab, fold, orig []E, base int, withPos bool) int32 {
+// scoreAlong scores one given alignment (positions of every unit) with the
+// same per-character rules as the DP.
+func scoreAlong[E unit](t *term, orig []E, base int, at []int32) int32 {
 	var score, fb int32
 	prevJ := -2
-	for i, pj := range s.lo {
+	for i, pj := range at {
 		j := int(pj)
-		prev := clsSep
-		if j > 0 {
-			prev = classAt(orig, j-1)
-		}
-		b := bonusTable[prev][classAt(orig, j)]
-		gain := int32(scoreMatch)
-		if j >= base {
-			gain += bonusBase
-		}
-		if rune(orig[j]) == t.orig[i] {
-			gain += bonusCase
-		}
+		b := bonusAt(orig, j)
+		gain := gainAt(t, orig, base, i, j)
 		switch {
 		case i == 0:
 			score += gain + firstCharMultiplier*b
@@ -444,9 +450,6 @@ func alongGreedy[E unit](t *term, s *Slab, fold, orig []E, base int, withPos boo
 			fb = b
 		}
 		prevJ = j
-	}
-	if withPos {
-		s.pos = append(s.pos[:0], s.lo...)
 	}
 	return score
 }

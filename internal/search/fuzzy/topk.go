@@ -1,0 +1,435 @@
+package fuzzy
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Source is the list of paths a search scans, addressed by index. Mask(i)
+// must be MaskOf(Path(i)); storing it costs 8 bytes per path and lets most
+// paths be rejected without reading them. Implementations must be safe for
+// concurrent reads and must not change while a search runs.
+type Source interface {
+	Len() int
+	Path(i int) string
+	Mask(i int) uint64
+}
+
+// Options tune TopK.
+type Options struct {
+	// K is how many hits to return (default 20).
+	K int
+	// Workers is how many goroutines scan (default GOMAXPROCS).
+	Workers int
+	// Within, if not nil, restricts the scan to these indexes: pass the
+	// Matches of a previous search whose pattern the new one Refines (and
+	// with the same Source and Accept) to narrow instead of rescanning.
+	Within *Set
+	// Collect asks for Outcome.Matches, the set of every matching index.
+	Collect bool
+	// Accept, if not nil, is called for each matching index (from several
+	// goroutines at once); a path it rejects does not count as a match.
+	Accept func(i int) bool
+}
+
+// Hit is one ranked path.
+type Hit struct {
+	// Index is the path's index in the Source.
+	Index int
+	Result
+}
+
+// Outcome is the answer of TopK.
+type Outcome struct {
+	// Hits are the best K matches, best first: higher Raw, then the shorter
+	// path (in bytes), then the lexically smaller path.
+	Hits []Hit
+	// Total is how many paths matched (and were accepted).
+	Total int
+	// Matches holds every matching index when Options.Collect was set.
+	Matches *Set
+}
+
+// chunkSize is how many indexes a worker claims at a time. It is a multiple
+// of 64 so that each worker owns whole words of the Matches set, and small
+// enough that a cancelled search stops within well under a millisecond.
+const chunkSize = 4096
+
+// DefaultK is the number of hits TopK returns when Options.K is zero.
+const DefaultK = 20
+
+// TopK ranks src against p and returns the best K hits with their ranges,
+// the number of matches and, optionally, the set of matches. Ranges are
+// computed for the K hits only. It returns ctx's error, wrapped, if ctx is
+// done before the scan ends; it checks ctx every chunkSize paths and has
+// stopped every worker when it returns.
+//
+// With an empty pattern every path matches with score 0, ordered by length
+// then lexically.
+func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, error) {
+	k := opt.K
+	if k <= 0 {
+		k = DefaultK
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	n := src.Len()
+	chunks := (n + chunkSize - 1) / chunkSize
+	workers = max(1, min(workers, chunks))
+	var matches *Set
+	if opt.Collect {
+		matches = NewSet(n)
+	}
+	var (
+		next   atomic.Int64
+		floor  atomic.Int32
+		wg     sync.WaitGroup
+		states = make([]*scanState, workers)
+	)
+	defer func() {
+		for _, st := range states {
+			st.release()
+		}
+	}()
+	for w := range workers {
+		st := statePool.Get().(*scanState)
+		states[w] = st
+		st.p, st.src, st.k, st.opt, st.matches, st.floor = p, src, k, &opt, matches, &floor
+		wg.Go(func() {
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= chunks {
+					break
+				}
+				if ctx.Err() != nil {
+					return
+				}
+				lo := c * chunkSize
+				st.scan(lo, min(lo+chunkSize, n))
+			}
+			st.resolve(ctx)
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Outcome{}, fmt.Errorf("fuzzy: search for %q stopped: %w", p.query, err)
+	}
+	out := Outcome{Matches: matches}
+	var all []entry
+	for _, st := range states {
+		out.Total += st.total
+		all = append(all, st.heap...)
+	}
+	slices.SortFunc(all, func(a, b entry) int { return compareEntries(src, a, b) })
+	if len(all) > k {
+		all = all[:k]
+	}
+	var slab Slab
+	out.Hits = make([]Hit, 0, len(all))
+	for _, e := range all {
+		h := Hit{Index: int(e.idx)}
+		if !p.Empty() {
+			res, ok := p.Match(src.Path(int(e.idx)), &slab)
+			if !ok || res.Raw != e.raw {
+				// Unreachable: Match runs the very computation the scan ran.
+				return Outcome{}, fmt.Errorf("fuzzy: internal error: rescoring %q disagrees", src.Path(int(e.idx)))
+			}
+			h.Result = res
+		}
+		out.Hits = append(out.Hits, h)
+	}
+	return out, nil
+}
+
+// entry is a heap element; the path itself is fetched only to break ties.
+type entry struct {
+	raw    int32
+	length int32
+	idx    int32
+}
+
+// compareEntries orders best first.
+func compareEntries(src Source, a, b entry) int {
+	if c := cmp.Compare(b.raw, a.raw); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.length, b.length); c != 0 {
+		return c
+	}
+	if c := strings.Compare(src.Path(int(a.idx)), src.Path(int(b.idx))); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.idx, b.idx)
+}
+
+// statePool recycles workers' states: their slabs, heaps and queues keep
+// their capacity from one search to the next.
+var statePool = sync.Pool{New: func() any { return new(scanState) }}
+
+// release returns st to the pool, keeping only its buffers.
+func (st *scanState) release() {
+	*st = scanState{slab: st.slab, heap: st.heap[:0], deferred: st.deferred[:0]}
+	statePool.Put(st)
+}
+
+// scanState is one worker's private state: its slab, its count and a
+// min-heap (worst on top) of its best k entries.
+type scanState struct {
+	// floor is the best heap minimum of all workers: at least k paths
+	// score that much, so a path bounded below it cannot enter.
+	floor    *atomic.Int32
+	deferred []entry // phase 1 leftovers: raw holds the bound
+	p        *Pattern
+	src      Source
+	k        int
+	opt      *Options
+	matches  *Set
+	slab     Slab
+	heap     []entry
+	total    int
+}
+
+func (st *scanState) scan(lo, hi int) {
+	if st.opt.Within == nil {
+		for i := lo; i < hi; i++ {
+			st.visit(i)
+		}
+		return
+	}
+	words := st.opt.Within.words
+	for w := lo / 64; w < (hi+63)/64 && w < len(words); w++ {
+		for word := words[w]; word != 0; word &= word - 1 {
+			i := w*64 + bits.TrailingZeros64(word)
+			if i >= hi {
+				break
+			}
+			st.visit(i)
+		}
+	}
+}
+
+func (st *scanState) visit(i int) {
+	p := st.p
+	mask := st.src.Mask(i)
+	if mask&p.mask != p.mask {
+		return
+	}
+	path := st.src.Path(i)
+	if !p.feasible(path, mask, &st.slab) {
+		return
+	}
+	if st.opt.Accept != nil && !st.opt.Accept(i) {
+		return
+	}
+	st.total++
+	if st.matches != nil {
+		st.matches.words[i>>6] |= 1 << (i & 63)
+	}
+	e := entry{length: int32(len(path)), idx: int32(i)}
+	if p.Empty() {
+		st.offer(e, path)
+		return
+	}
+	st.rankPath(e, path, mask, true)
+}
+
+// rankPath scores a matching path into the heap; see rank.
+func (st *scanState) rankPath(e entry, path string, mask uint64, deferOK bool) {
+	if mask&(1<<bitNonASCII) != 0 {
+		u := &st.slab.u
+		if !deferOK {
+			u.decompose(path)
+		}
+		rank(st, e, path, view[rune]{fold: u.fold, orig: u.orig, base: baseStart(u.fold)}, deferOK)
+		return
+	}
+	b := asBytes(path)
+	base := len(path) - int(mask>>nameLenShift&nameLenMax)
+	if mask>>nameLenShift&nameLenMax == nameLenMax {
+		base = baseStart(b)
+	}
+	rank(st, e, path, view[byte]{fold: b, orig: b, base: base}, deferOK)
+}
+
+// rank scores a matching path into the heap unless bounds prove it cannot
+// enter; each bound is tighter and costlier than the last. A path whose
+// terms are all perfect has its exact score at once. Others need the DP:
+// in phase 1 (deferOK) they are only queued with their bound, and resolve
+// runs their DPs at the end, best bound first, when the heap's threshold is
+// as high as it gets, so most never run.
+func rank[E unit](st *scanState, e entry, path string, v view[E], deferOK bool) {
+	p := st.p
+	full := len(st.heap) == st.k
+	floor := st.floor.Load()
+	if full && !st.mayEnter(nameBound(p, v), e, path) {
+		return
+	}
+	s := &st.slab
+	ub := bounds(p, s, v)
+	if ub < floor || full && !st.mayEnter(ub, e, path) {
+		return
+	}
+	if !slices.Contains(s.state, termDP) {
+		e.raw = ub
+		st.offer(e, path)
+		return
+	}
+	if deferOK {
+		e.raw = ub
+		st.deferred = append(st.deferred, e)
+		return
+	}
+	// Replace bounds by exact scores, stopping as soon as the path is out.
+	for i, t := range p.terms {
+		if s.state[i] == termExact {
+			continue
+		}
+		raw, _ := align(t, s, v.fold, v.orig, v.base, false)
+		ub += raw - s.ub[i]
+		if full && !st.mayEnter(ub, e, path) {
+			return
+		}
+	}
+	e.raw = ub
+	st.offer(e, path)
+}
+
+// resolve runs the DPs that phase 1 deferred, best bound first, and stops
+// when the bounds fall below the heap's threshold.
+func (st *scanState) resolve(ctx context.Context) {
+	// Most bounds fell below the threshold while phase 1 went on: drop
+	// them before sorting the rest.
+	d := st.deferred[:0]
+	for _, e := range st.deferred {
+		if e.raw >= st.floor.Load() && (len(st.heap) < st.k || e.raw >= st.heap[0].raw) {
+			d = append(d, e)
+		}
+	}
+	slices.SortFunc(d, func(a, b entry) int {
+		if c := cmp.Compare(b.raw, a.raw); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.length, b.length); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.idx, b.idx)
+	})
+	for n, e := range d {
+		if n%256 == 255 && ctx.Err() != nil {
+			return
+		}
+		if len(st.heap) == st.k && e.raw < st.heap[0].raw || e.raw < st.floor.Load() {
+			break // sorted: every later bound is as low
+		}
+		i := int(e.idx)
+		st.rankPath(entry{length: e.length, idx: e.idx}, st.src.Path(i), st.src.Mask(i), false)
+	}
+}
+
+// mayEnter reports whether an entry scoring up to ub could enter the full
+// heap.
+func (st *scanState) mayEnter(ub int32, e entry, path string) bool {
+	top := st.heap[0]
+	if ub != top.raw {
+		return ub > top.raw
+	}
+	if e.length != top.length {
+		return e.length < top.length
+	}
+	return path < st.src.Path(int(top.idx))
+}
+
+// worse reports whether a ranks below b.
+func (st *scanState) worse(a, b entry) bool {
+	return compareEntries(st.src, a, b) > 0
+}
+
+func (st *scanState) offer(e entry, path string) {
+	h := st.heap
+	if len(h) < st.k {
+		h = append(h, e)
+		for j := len(h) - 1; j > 0; {
+			parent := (j - 1) / 2
+			if !st.worse(h[j], h[parent]) {
+				break
+			}
+			h[j], h[parent] = h[parent], h[j]
+			j = parent
+		}
+		st.heap = h
+		st.raiseFloor()
+		return
+	}
+	if !st.mayEnter(e.raw, e, path) {
+		return
+	}
+	h[0] = e
+	for j := 0; ; {
+		l, r, worst := 2*j+1, 2*j+2, j
+		if l < len(h) && st.worse(h[l], h[worst]) {
+			worst = l
+		}
+		if r < len(h) && st.worse(h[r], h[worst]) {
+			worst = r
+		}
+		if worst == j {
+			break
+		}
+		h[j], h[worst] = h[worst], h[j]
+		j = worst
+	}
+	st.raiseFloor()
+}
+
+// raiseFloor publishes this worker's heap minimum once the heap is full.
+func (st *scanState) raiseFloor() {
+	if len(st.heap) < st.k {
+		return
+	}
+	for m := st.heap[0].raw; ; {
+		cur := st.floor.Load()
+		if m <= cur || st.floor.CompareAndSwap(cur, m) {
+			return
+		}
+	}
+}
+
+// Set is a set of path indexes (a bitset over [0, n)).
+type Set struct {
+	words []uint64
+	n     int
+}
+
+// NewSet returns an empty set for indexes in [0, n).
+func NewSet(n int) *Set {
+	return &Set{words: make([]uint64, (n+63)/64), n: n}
+}
+
+// Add puts i in the set; it must not run concurrently with other methods.
+func (s *Set) Add(i int) { s.words[i>>6] |= 1 << (i & 63) }
+
+// Has reports whether i is in the set.
+func (s *Set) Has(i int) bool {
+	return i >= 0 && i < s.n && s.words[i>>6]&(1<<(i&63)) != 0
+}
+
+// Count returns the number of indexes in the set.
+func (s *Set) Count() int {
+	c := 0
+	for _, w := range s.words {
+		c += bits.OnesCount64(w)
+	}
+	return c
+}
+
+// Cap returns n, the bound the set was made for.
+func (s *Set) Cap() int { return s.n }
