@@ -83,7 +83,7 @@ func termBound[E unit](t *term, s *Slab, text, orig []E, base int) (bound int32,
 	bound = max(chain, ub0-gapStart)
 	breaks := ^pairs &^ 1 & (1<<m - 1)
 	noChain := chain == neg && breaks == 0 // else the gap is counted already
-	common := int32(m)*(scoreMatch+bonusCase) + name
+	common := int32(m)*scoreMatch + t.caseMax + name
 	best := int32(neg)
 	if v, ok := runBound(dir, true, breaks); ok {
 		if noChain && dir[0] == bonusSegment {

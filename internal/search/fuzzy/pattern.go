@@ -22,6 +22,10 @@ type Pattern struct {
 type term struct {
 	fold []rune // folded NFD units, leading '/' removed, runs of '/' collapsed
 	orig []rune // the same units unfolded, for the case bonus
+	// cased[i]: unit i was typed in another form than its folded one (upper
+	// case): only such units earn bonusCase, which adds up to caseMax.
+	cased   []bool
+	caseMax int32
 	// anchored[i]: unit i must start a path segment (it follows a '/' in
 	// the term, or is the first unit of a term that began with '/').
 	anchored []bool
@@ -136,7 +140,13 @@ func compileTerm(s string) *term {
 		}
 	}
 	m := int32(len(t.fold))
-	t.ubBase = m*(scoreMatch+bonusCase) + firstCharMultiplier*bonusMax + (m-1)*bonusMax
+	t.cased = make([]bool, len(t.fold))
+	for i := range t.fold {
+		if t.cased[i] = t.orig[i] != t.fold[i]; t.cased[i] {
+			t.caseMax += bonusCase
+		}
+	}
+	t.ubBase = m*scoreMatch + t.caseMax + firstCharMultiplier*bonusMax + (m-1)*bonusMax
 	t.ideal = idealScore(t)
 	return t
 }

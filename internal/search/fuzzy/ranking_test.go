@@ -86,9 +86,13 @@ func TestCaseOnlyAddsABonus(t *testing.T) {
 	if got := ranked(t, "readme", "README.md"); !slices.Equal(got, []string{"README.md"}) {
 		t.Errorf("readme matched %q", got)
 	}
-	// Same length, same positions: the case decides.
-	wantOrder(t, "README", []string{"a/README.md", "b/readme.md"})
-	wantOrder(t, "readme", []string{"b/readme.md", "a/README.md"})
+	// Same length, same positions: upper case typed decides; lower case
+	// typed expresses no preference, so the lexical tie-break does.
+	wantOrder(t, "README", []string{"b/README.md", "a/readme.md"})
+	wantOrder(t, "readme", []string{"a/README.md", "b/readme.md"})
+	wantOrder(t, "readme", []string{"a/readme.md", "b/README.md"})
+	// An exact file name in another case still beats a longer path.
+	wantOrder(t, "kconfig", []string{"Kconfig", "include/linux/kconfig.h"})
 	// Unicode case folding: Greek final sigma, Kelvin sign, German eszett
 	// (simple folding: ß matches ß and ẞ, not "ss").
 	if got := ranked(t, "ΣΊΣΥΦΟΣ", "myth/σίσυφος.txt"); len(got) != 1 {

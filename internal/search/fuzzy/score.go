@@ -24,8 +24,10 @@ import (
 //     times, because the first typed character is the most deliberate;
 //   - bonusBase for every character matched inside the file name (the last
 //     segment), so a match in the name beats the same match in a directory;
-//   - bonusCase when the original character equals the typed one exactly
-//     (matching is case-insensitive; case only breaks near-ties);
+//   - bonusCase when a character typed in upper case (or any form other
+//     than its folded one) matches exactly that form (matching is
+//     case-insensitive; case only breaks near-ties, and a query typed in
+//     lower case expresses no preference, as with smart case);
 //   - per term, bonusExact when the file name or its stem (the name without
 //     its last extension) equals the term's last part, else bonusPrefix when
 //     the file name starts with it.
@@ -244,7 +246,7 @@ func gainAt[E unit](t *term, orig []E, base, i, j int) int32 {
 	if j >= base {
 		g += bonusBase
 	}
-	if rune(orig[j]) == t.orig[i] {
+	if t.cased[i] && rune(orig[j]) == t.orig[i] {
 		g += bonusCase
 	}
 	return g
