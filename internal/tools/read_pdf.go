@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"errors"
@@ -11,9 +12,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pdfcpu/pdfcpu/pkg/api"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/validate"
 )
 
 // PDF bounds. PDFs are recognised by their "%PDF-" header, never by name.
@@ -110,7 +111,7 @@ var rdPdfConfigOnce sync.Once
 // directory: pdfcpu would otherwise create one under the user's config
 // directory on first use. Read needs no user fonts.
 func rdPdfConfig() *model.Configuration {
-	rdPdfConfigOnce.Do(api.DisableConfigDir)
+	rdPdfConfigOnce.Do(func() { model.ConfigPath = "disable" })
 	conf := model.NewDefaultConfiguration()
 	conf.Cmd = model.TRIM
 	return conf
@@ -124,7 +125,20 @@ func rdLoadPDF(rs io.ReadSeeker) (ctx *model.Context, err error) {
 			ctx, err = nil, fmt.Errorf("pdfcpu: %v", p)
 		}
 	}()
-	return api.ReadValidateAndOptimize(rs, rdPdfConfig())
+	// pdfcpu's api package would do these three steps, but importing it
+	// pulls in its form support, whose go-runewidth dependency spends ~50 ms
+	// in package init: every ferry command would start that much slower.
+	ctx, err = pdfcpu.Read(rs, rdPdfConfig())
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	if err := validate.XRefTable(ctx); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	if err := pdfcpu.OptimizeXRefTable(ctx); err != nil {
+		return nil, fmt.Errorf("optimize: %w", err)
+	}
+	return ctx, nil
 }
 
 // rdExtractPDFPages writes a new PDF of the given pages of ctx.
@@ -139,7 +153,12 @@ func rdExtractPDFPages(ctx *model.Context, pages []int) (data []byte, err error)
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if err := api.WriteContext(dest, &buf); err != nil {
+	w := bufio.NewWriter(&buf)
+	dest.Write.Writer = w
+	if err := pdfcpu.WriteContext(dest); err != nil {
+		return nil, err
+	}
+	if err := w.Flush(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
