@@ -5,6 +5,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -108,4 +110,24 @@ func runVersion(_ context.Context, env Env, args []string) int {
 	fmt.Fprintf(env.Stdout, "ferry %s\nprotocol %d (file-reference tokens v%d)\n%s %s/%s\n",
 		version.String(), protocol.Version, protocol.TokenSyntaxVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return ExitOK
+}
+
+// parseFlags parses a command's flags; usage is printed above the flag list
+// on -h. ok is false when the command must return code (help or a bad flag).
+func parseFlags(fs *flag.FlagSet, env Env, args []string, usage ...string) (code int, ok bool) {
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		for _, l := range usage {
+			fmt.Fprintln(env.Stderr, l)
+		}
+		fmt.Fprintln(env.Stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK, false
+		}
+		return ExitUsage, false
+	}
+	return 0, true
 }

@@ -48,6 +48,14 @@ func TestUsageAndUnknown(t *testing.T) {
 	if code, _, _ := run("help", "nope"); code != cli.ExitUsage {
 		t.Fatalf("help nope: %d", code)
 	}
+	for _, cmd := range []string{"search", "mcp"} {
+		if code, _, errOut := run("help", cmd); code != cli.ExitOK || !strings.Contains(errOut, "Usage: ferry "+cmd) || !strings.Contains(errOut, "Flags:") {
+			t.Fatalf("help %s: %d %q", cmd, code, errOut)
+		}
+		if code, _, errOut := run(cmd, "--no-such-flag"); code != cli.ExitUsage || !strings.Contains(errOut, "no-such-flag") {
+			t.Fatalf("%s with a bad flag: %d %q", cmd, code, errOut)
+		}
+	}
 }
 
 // TestBinary builds the real binary and runs it, as a user would.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,26 +24,19 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runMCP(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("ferry mcp", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
 	workspace := fs.String("workspace", ".", "the workspace `DIR` the tools are confined to")
 	var allow stringList
 	fs.Var(&allow, "allow", "an extra `DIR` the tools may reach (repeatable)")
 	maxTokens := fs.Int("max-read-tokens", tools.DefaultLimits().MaxReadTokens, "Read's token gate")
 	historyDir := fs.String("history", "", "keep what Write and Edit replace in `DIR` (default $XDG_STATE_HOME/ferry/history)")
 	noHistory := fs.Bool("no-history", false, "keep no file history")
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "Usage: ferry mcp [--workspace DIR] [--allow DIR]...")
-		fmt.Fprintln(env.Stderr, "\nServes ferry's file tools (Read, Write, Edit, Glob, Grep) to an MCP client over")
-		fmt.Fprintln(env.Stderr, "standard input and output, with the read-before-write contract per connection.")
-		fmt.Fprintln(env.Stderr, "Example client config: {\"command\": \"ferry\", \"args\": [\"mcp\", \"--workspace\", \"/path/to/project\"]}")
-		fmt.Fprintln(env.Stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	if code, ok := parseFlags(fs, env, args,
+		"Usage: ferry mcp [--workspace DIR] [--allow DIR]...",
+		"\nServes ferry's file tools (Read, Write, Edit, Glob, Grep) to an MCP client over",
+		"standard input and output, with the read-before-write contract per connection.",
+		"Example client config: {\"command\": \"ferry\", \"args\": [\"mcp\", \"--workspace\", \"/path/to/project\"]}",
+	); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(env.Stderr, "ferry mcp: unexpected argument %q\n", fs.Arg(0))

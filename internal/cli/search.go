@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,7 +19,6 @@ import (
 
 func runSearch(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("ferry search", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
 	dir := fs.String("dir", ".", "search the files of `DIR` (with its ignore rules)")
 	stdin := fs.Bool("stdin", false, "rank the paths read from standard input (one per line) instead of a folder")
 	asJSON := fs.Bool("json", false, "print the session.file.candidates payload")
@@ -28,18 +26,12 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 	exts := fs.String("ext", "", "only these extensions, comma-separated (e.g. .go,.ts)")
 	var excludes stringList
 	fs.Var(&excludes, "exclude", "leave out paths matching `GLOB` (doublestar; repeatable)")
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "Usage: ferry search [--dir DIR] [--stdin] [--json] [--limit N] [--ext .go,.ts] [--exclude GLOB] QUERY")
-		fmt.Fprintln(env.Stderr, "\nRanks files by fuzzy match with QUERY, as the @ picker does, and prints the")
-		fmt.Fprintln(env.Stderr, "paths best first. An empty QUERY lists the most recently modified files.")
-		fmt.Fprintln(env.Stderr, "\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
+	if code, ok := parseFlags(fs, env, args,
+		"Usage: ferry search [--dir DIR] [--stdin] [--json] [--limit N] [--ext .go,.ts] [--exclude GLOB] QUERY",
+		"\nRanks files by fuzzy match with QUERY, as the @ picker does, and prints the",
+		"paths best first. An empty QUERY lists the most recently modified files.",
+	); !ok {
+		return code
 	}
 	if *limit < 1 || *limit > protocol.MaxResultsCap {
 		fmt.Fprintf(env.Stderr, "ferry search: --limit must be between 1 and %d\n", protocol.MaxResultsCap)

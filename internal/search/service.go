@@ -212,7 +212,9 @@ type ranked struct {
 	raw  int32
 	mt   int64
 	path string
-	res  fuzzy.Result
+	// matched is set for fuzzy hits (score and ranges), not recent files.
+	matched bool
+	res     fuzzy.Result
 }
 
 // Search answers one request for a session of workspace wsName. prev, when
@@ -235,22 +237,21 @@ func (s *Service) search(ctx context.Context, wsName string, req *protocol.FileS
 	if scope == "" {
 		scope = protocol.ScopeWorkspace
 	}
-	srcs, err := s.sources(ctx, ws, scope)
-	if err != nil {
-		return nil, nil, err
-	}
 	pat := fuzzy.Compile(req.Query)
-	var hits []ranked
-	total := 0
 	if pat.Empty() {
 		// "Most recently modified" needs the times, which an index learns
 		// after its paths: wait for them (briefly, at startup only).
 		if err := waitMetadata(ctx, ws, scope, s.workspaces); err != nil {
 			return nil, nil, err
 		}
-		if srcs, err = s.sources(ctx, ws, scope); err != nil {
-			return nil, nil, err
-		}
+	}
+	srcs, err := s.sources(ctx, ws, scope)
+	if err != nil {
+		return nil, nil, err
+	}
+	var hits []ranked
+	total := 0
+	if pat.Empty() {
 		hits, total = recent(srcs, flt, max)
 	} else {
 		var next *narrowing
@@ -320,7 +321,7 @@ func (s *Service) fuzzy(ctx context.Context, srcs []source, pat *fuzzy.Pattern, 
 		next.sets[i] = res.Matches
 		total += res.Total
 		for _, h := range res.Hits {
-			all = append(all, ranked{src: i, idx: h.Index, raw: h.Raw, path: src.snap.Path(h.Index), res: h.Result})
+			all = append(all, ranked{src: i, idx: h.Index, raw: h.Raw, path: src.snap.Path(h.Index), matched: true, res: h.Result})
 		}
 	}
 	// Merge the sources by the matcher's own order: higher score, then the
@@ -388,7 +389,7 @@ func candidate(src source, h ranked) protocol.Candidate {
 		size := src.snap.Size(h.idx)
 		c.SizeBytes = &size
 	}
-	if h.res.Ranges != nil || h.res.Raw != 0 {
+	if h.matched {
 		score := h.res.Score
 		c.MatchScore = &score
 		for _, r := range h.res.Ranges {

@@ -199,21 +199,7 @@ func splitKeep(s string) []string {
 	if s == "" {
 		return nil
 	}
-	n := strings.Count(s, "\n")
-	if !strings.HasSuffix(s, "\n") {
-		n++
-	}
-	out := make([]string, 0, n)
-	for s != "" {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		out = append(out, s[:i+1])
-		s = s[i+1:]
-	}
-	return out
+	return headLines(s, strings.Count(s, "\n")+1)
 }
 
 // op is one diff line.
@@ -478,7 +464,7 @@ func (b *builder) close() {
 
 // headLines returns up to n first lines of s.
 func headLines(s string, n int) []string {
-	var out []string
+	out := make([]string, 0, min(n, 64))
 	for len(out) < n && s != "" {
 		i := strings.IndexByte(s, '\n')
 		if i < 0 {

@@ -266,7 +266,7 @@ func (rc *readCall) dedup(view string) *Result {
 	if rc.env.State == nil {
 		return nil
 	}
-	hash := func() (Hash, error) { return wrHashFile(rc.env.FS, rc.info.Path) }
+	hash := func() (Hash, error) { return hashFile(rc.env.FS, rc.info.Path) }
 	if !rc.env.State.Dedupable(ReadEntry{Path: rc.info.Path, Stamp: rc.info.Stamp, View: view}, hash) {
 		return nil
 	}

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"crypto/sha256"
+	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -13,6 +15,22 @@ type Hash = [sha256.Size]byte
 
 // HashBytes hashes content.
 func HashBytes(b []byte) Hash { return sha256.Sum256(b) }
+
+// hashFile hashes a file's current content, streaming.
+func hashFile(fsys vfs.FS, path string) (Hash, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return Hash{}, fmt.Errorf("hash %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return Hash{}, fmt.Errorf("hash %s: %w", path, err)
+	}
+	var sum Hash
+	h.Sum(sum[:0])
+	return sum, nil
+}
 
 // ReadEntry is what a Read recorded of one file.
 type ReadEntry struct {

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -164,7 +163,7 @@ func (t *writeTarget) finalCheck(fsys vfs.FS) func(cur vfs.Info, ok bool) error 
 		if cur.Stamp == t.info.Stamp && !Racy(t.info.Stamp, t.readAt) {
 			return nil
 		}
-		h, err := wrHashFile(fsys, cur.Path)
+		h, err := hashFile(fsys, cur.Path)
 		if err != nil {
 			return err
 		}
@@ -173,22 +172,6 @@ func (t *writeTarget) finalCheck(fsys vfs.FS) func(cur vfs.Info, ok bool) error 
 		}
 		return nil
 	}
-}
-
-// wrHashFile hashes a file's current content, streaming.
-func wrHashFile(fsys vfs.FS, path string) (Hash, error) {
-	f, err := fsys.Open(path)
-	if err != nil {
-		return Hash{}, fmt.Errorf("hash %s: %w", path, err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return Hash{}, fmt.Errorf("hash %s: %w", path, err)
-	}
-	var sum Hash
-	h.Sum(sum[:0])
-	return sum, nil
 }
 
 // commit runs the common tail of Write and Edit once the new content is
