@@ -1,6 +1,7 @@
 package fuzzy
 
 import (
+	"bytes"
 	"math/bits"
 )
 
@@ -35,10 +36,8 @@ import (
 //     that cannot follow the previous one directly starts a new run after a
 //     gap. When the bound meets the best chain's score, that is the score:
 //     the DP is exact, so it finds nothing better.
-func termBound[E unit](t *term, s *Slab, text, orig []E, base int) (bound int32, exact bool) {
+func termBound[E unit](t *term, s *Slab, text, orig []E, base int, name int32, reach int) (bound int32, exact bool) {
 	m, n := len(t.fold), len(text)
-	name := nameBonus(text, base, t.last)
-	reach := int(baseReach(text, base, t.fold))
 	ub0 := t.ubBase + name + bonusBase*int32(reach)
 	if n*m > maxCells || m > 64 {
 		return ub0, false // align scores greedily there: no claims
@@ -47,8 +46,8 @@ func termBound[E unit](t *term, s *Slab, text, orig []E, base int) (bound int32,
 	// settle the score at once.
 	s.pos = grow32(s.pos, m)
 	chain := int32(neg)
-	for j := 0; j+m <= n; j++ {
-		if (j == 0 || text[j-1] == '/') && foldAt(text, j) == t.fold[0] && isRun(t, text, j) {
+	for j := 0; j+m <= n; j = nextSegment(text, j) {
+		if foldAt(text, j) == t.fold[0] && isRun(t, text, j) {
 			for i := range m {
 				s.pos[i] = int32(j + i)
 			}
@@ -116,6 +115,22 @@ func termBound[E unit](t *term, s *Slab, text, orig []E, base int) (bound int32,
 	return bound, bound == chain
 }
 
+// nextSegment returns the start of the first path segment after j (past
+// the next '/'), or len(text) when there is none.
+func nextSegment[E unit](text []E, j int) int {
+	if b, ok := any(text).([]byte); ok {
+		k := bytes.IndexByte(b[j:], '/')
+		if k < 0 {
+			return len(b)
+		}
+		return j + k + 1
+	}
+	for j < len(text) && text[j] != '/' {
+		j++
+	}
+	return j + 1
+}
+
 // isRun reports whether t occurs contiguously at text[j:].
 func isRun[E unit](t *term, text []E, j int) bool {
 	for i := 1; i < len(t.fold); i++ {
@@ -155,8 +170,26 @@ func runBound(occ []int32, first bool, breaks uint64) (int32, bool) {
 	return sum, true
 }
 
+// reachBound is a cheap bound on p's score that reads only the file name:
+// every character at the top bonus, with as many of each term's last
+// characters in the name as its reach. It fills s.name and s.reach for
+// bounds.
+func reachBound[E unit](p *Pattern, s *Slab, v view[E]) int32 {
+	n := len(p.terms)
+	s.name = grow32(s.name, n)
+	s.reach = grow32(s.reach, n)
+	var sum int32
+	for i, t := range p.terms {
+		name := nameBonus(v.fold, v.base, t.last)
+		reach := baseReach(v.fold, v.base, t.fold)
+		s.name[i], s.reach[i] = name, reach
+		sum += t.ubBase + name + bonusBase*reach
+	}
+	return sum
+}
+
 // bounds fills s.ub and s.state (termExact or termDP) for every term of p
-// and returns the sum of the bounds.
+// and returns the sum of the bounds. reachBound must have run on v.
 func bounds[E unit](p *Pattern, s *Slab, v view[E]) int32 {
 	n := len(p.terms)
 	s.ub = grow32(s.ub, n)
@@ -166,7 +199,7 @@ func bounds[E unit](p *Pattern, s *Slab, v view[E]) int32 {
 	s.state = s.state[:n]
 	var sum int32
 	for i, t := range p.terms {
-		b, exact := termBound(t, s, v.fold, v.orig, v.base)
+		b, exact := termBound(t, s, v.fold, v.orig, v.base, s.name[i], int(s.reach[i]))
 		s.ub[i], s.state[i] = b, termDP
 		if exact {
 			s.state[i] = termExact

@@ -233,13 +233,3 @@ type view[E unit] struct {
 	fold, orig []E
 	base       int
 }
-
-// nameBound is a cheap, loose bound on p's score: every character at the
-// top bonus and inside the file name; only the name bonuses are exact.
-func nameBound[E unit](p *Pattern, v view[E]) int32 {
-	var sum int32
-	for _, t := range p.terms {
-		sum += t.ubBase + nameBonus(v.fold, v.base, t.last) + bonusBase*int32(len(t.fold))
-	}
-	return sum
-}

@@ -122,6 +122,8 @@ type Slab struct {
 	cm    []int32 // DP states (runStates per cell): best score with the unit matched here
 	cprev []int32 // DP states: predecessor state, -1 in row 0
 	ub    []int32 // per-term upper bounds of the path being scanned
+	name  []int32 // per-term name bonus (exact, prefix) of that path
+	reach []int32 // per-term count of last units that fit in its file name
 	occ   []int32 // per term unit: best bonus among its occurrences
 	state []uint8 // per-term: termDP or termExact
 	hits  []int32 // matched unit indexes of all terms, for ranges

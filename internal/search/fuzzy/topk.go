@@ -177,7 +177,7 @@ var statePool = sync.Pool{New: func() any { return new(scanState) }}
 
 // release returns st to the pool, keeping only its buffers.
 func (st *scanState) release() {
-	*st = scanState{slab: st.slab, heap: st.heap[:0], deferred: st.deferred[:0]}
+	*st = scanState{slab: st.slab, heap: st.heap[:0], deferred: st.deferred[:0], lower: st.lower[:0]}
 	statePool.Put(st)
 }
 
@@ -188,6 +188,7 @@ type scanState struct {
 	// score that much, so a path bounded below it cannot enter.
 	floor    *atomic.Int32
 	deferred []entry // phase 1 leftovers: raw holds the bound
+	lower    []int32 // min-heap of the k best lower bounds of deferred paths
 	p        *Pattern
 	src      Source
 	k        int
@@ -270,10 +271,10 @@ func rank[E unit](st *scanState, e entry, path string, v view[E], deferOK bool) 
 	p := st.p
 	full := len(st.heap) == st.k
 	floor := st.floor.Load()
-	if full && !st.mayEnter(nameBound(p, v), e, path) {
+	s := &st.slab
+	if ub := reachBound(p, s, v); ub < floor || full && !st.mayEnter(ub, e, path) {
 		return
 	}
-	s := &st.slab
 	ub := bounds(p, s, v)
 	if ub < floor || full && !st.mayEnter(ub, e, path) {
 		return
@@ -286,6 +287,7 @@ func rank[E unit](st *scanState, e entry, path string, v view[E], deferOK bool) 
 	if deferOK {
 		e.raw = ub
 		st.deferred = append(st.deferred, e)
+		offerLower(st, p, v, ub)
 		return
 	}
 	// Replace bounds by exact scores, stopping as soon as the path is out.
@@ -301,6 +303,61 @@ func rank[E unit](st *scanState, e entry, path string, v view[E], deferOK bool) 
 	}
 	e.raw = ub
 	st.offer(e, path)
+}
+
+// offerLower raises the floor while the DPs wait: the score along the
+// leftmost alignment of each term (exact terms at their score) is a real
+// alignment's score, so at most the path's own. Once k deferred paths have
+// such lower bounds, no path bounded below the least of them can enter, and
+// the cheap bounds reject most of the rest. Only a path whose bound could
+// raise the k-th lower bound pays for the alignment.
+func offerLower[E unit](st *scanState, p *Pattern, v view[E], ub int32) {
+	if len(st.lower) == st.k && ub <= st.lower[0] {
+		return
+	}
+	s := &st.slab
+	var lb int32
+	for i, t := range p.terms {
+		if s.state[i] == termExact {
+			lb += s.ub[i]
+			continue
+		}
+		m := len(t.fold)
+		s.lo = grow32(s.lo, m)
+		if !forward(t, v.fold, s.lo) {
+			return // unreachable: the path matched
+		}
+		lb += scoreAlong(t, v.orig, v.base, s.lo) + s.name[i]
+	}
+	h := st.lower
+	if len(h) < st.k {
+		h = append(h, lb)
+		for j := len(h) - 1; j > 0 && h[j] < h[(j-1)/2]; j = (j - 1) / 2 {
+			h[j], h[(j-1)/2] = h[(j-1)/2], h[j]
+		}
+	} else if lb > h[0] {
+		h[0] = lb
+		for j := 0; ; {
+			l, r, least := 2*j+1, 2*j+2, j
+			if l < len(h) && h[l] < h[least] {
+				least = l
+			}
+			if r < len(h) && h[r] < h[least] {
+				least = r
+			}
+			if least == j {
+				break
+			}
+			h[j], h[least] = h[least], h[j]
+			j = least
+		}
+	} else {
+		return
+	}
+	st.lower = h
+	if len(h) == st.k {
+		st.publishFloor(h[0])
+	}
 }
 
 // resolve runs the DPs that phase 1 deferred, best bound first, and stops
@@ -392,10 +449,15 @@ func (st *scanState) offer(e entry, path string) {
 
 // raiseFloor publishes this worker's heap minimum once the heap is full.
 func (st *scanState) raiseFloor() {
-	if len(st.heap) < st.k {
-		return
+	if len(st.heap) == st.k {
+		st.publishFloor(st.heap[0].raw)
 	}
-	for m := st.heap[0].raw; ; {
+}
+
+// publishFloor raises the shared floor to m: k paths are known to score at
+// least m.
+func (st *scanState) publishFloor(m int32) {
+	for {
 		cur := st.floor.Load()
 		if m <= cur || st.floor.CompareAndSwap(cur, m) {
 			return
