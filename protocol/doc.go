@@ -27,5 +27,10 @@
 // # Version history
 //
 //   - 1: the first version: §6 control events, §16 file references and search,
-//     session.capabilities, the agent.* turn events, ui.prompt and error.
+//     session.capabilities, the agent.* turn events, ui.prompt and error;
+//     then, before any release, the live system's messages: machines and
+//     workspaces in session.capabilities, control.session.open and
+//     session.opened, the ui.* session requests, the master.* answers,
+//     master.ack, and the error codes unauthorized, not_found,
+//     client_offline, interaction_settled, busy and slow_consumer.
 package protocol

@@ -25,6 +25,23 @@ const (
 	// CodeUnsupported: the receiving client lacks the capability the message
 	// needs (see Capabilities.Check).
 	CodeUnsupported = "unsupported"
+	// CodeUnauthorized: the connection's credentials are missing, wrong or
+	// revoked.
+	CodeUnauthorized = "unauthorized"
+	// CodeNotFound: the session, machine, workspace or adapter named does
+	// not exist (or is not visible to the sender).
+	CodeNotFound = "not_found"
+	// CodeClientOffline: the session's client did not come back within the
+	// grace period; the message was not delivered.
+	CodeClientOffline = "client_offline"
+	// CodeInteractionSettled: the interaction was already answered, timed
+	// out or cancelled; the first answer won.
+	CodeInteractionSettled = "interaction_settled"
+	// CodeBusy: the session already runs a turn.
+	CodeBusy = "busy"
+	// CodeSlowConsumer: the peer did not read fast enough and is dropped;
+	// it may reconnect and resume.
+	CodeSlowConsumer = "slow_consumer"
 	// CodeInternal: the receiver failed for a reason of its own; the details
 	// stay in its log and never travel on the wire.
 	CodeInternal = "internal"
@@ -57,29 +74,41 @@ func (e *Error) Is(target error) bool {
 
 // Sentinels for errors.Is.
 var (
-	ErrMalformedJSON   = &Error{Code: CodeMalformedJSON}
-	ErrMessageTooLarge = &Error{Code: CodeMessageTooLarge}
-	ErrUnknownType     = &Error{Code: CodeUnknownType}
-	ErrMissingField    = &Error{Code: CodeMissingField}
-	ErrWrongType       = &Error{Code: CodeWrongType}
-	ErrInvalidValue    = &Error{Code: CodeInvalidValue}
-	ErrWrongDirection  = &Error{Code: CodeWrongDirection}
-	ErrUnsupported     = &Error{Code: CodeUnsupported}
-	ErrInternal        = &Error{Code: CodeInternal}
+	ErrMalformedJSON      = &Error{Code: CodeMalformedJSON}
+	ErrMessageTooLarge    = &Error{Code: CodeMessageTooLarge}
+	ErrUnknownType        = &Error{Code: CodeUnknownType}
+	ErrMissingField       = &Error{Code: CodeMissingField}
+	ErrWrongType          = &Error{Code: CodeWrongType}
+	ErrInvalidValue       = &Error{Code: CodeInvalidValue}
+	ErrWrongDirection     = &Error{Code: CodeWrongDirection}
+	ErrUnsupported        = &Error{Code: CodeUnsupported}
+	ErrInternal           = &Error{Code: CodeInternal}
+	ErrUnauthorized       = &Error{Code: CodeUnauthorized}
+	ErrNotFound           = &Error{Code: CodeNotFound}
+	ErrClientOffline      = &Error{Code: CodeClientOffline}
+	ErrInteractionSettled = &Error{Code: CodeInteractionSettled}
+	ErrBusy               = &Error{Code: CodeBusy}
+	ErrSlowConsumer       = &Error{Code: CodeSlowConsumer}
 )
 
 // ErrorCodes lists every code with its one-line meaning; docs/protocol.md is
 // tested against it.
 var ErrorCodes = map[string]string{
-	CodeMalformedJSON:   "the message is not one JSON object",
-	CodeMessageTooLarge: "the message is larger than the limit",
-	CodeUnknownType:     "the type is not a message of this protocol version",
-	CodeMissingField:    "a required field is absent or null",
-	CodeWrongType:       "a field has the wrong JSON type",
-	CodeInvalidValue:    "a field's value is outside its enum, range, length, pattern or format",
-	CodeWrongDirection:  "the sender's role may not send this type",
-	CodeUnsupported:     "the client lacks the capability the message needs",
-	CodeInternal:        "the receiver failed; details stay in its log",
+	CodeMalformedJSON:      "the message is not one JSON object",
+	CodeMessageTooLarge:    "the message is larger than the limit",
+	CodeUnknownType:        "the type is not a message of this protocol version",
+	CodeMissingField:       "a required field is absent or null",
+	CodeWrongType:          "a field has the wrong JSON type",
+	CodeInvalidValue:       "a field's value is outside its enum, range, length, pattern or format",
+	CodeWrongDirection:     "the sender's role may not send this type",
+	CodeUnsupported:        "the client lacks the capability the message needs",
+	CodeInternal:           "the receiver failed; details stay in its log",
+	CodeUnauthorized:       "the credentials are missing, wrong or revoked",
+	CodeNotFound:           "the session, machine, workspace or adapter named does not exist for the sender",
+	CodeClientOffline:      "the session's client stayed away past the grace period; nothing was delivered",
+	CodeInteractionSettled: "the interaction was already settled; the first answer won",
+	CodeBusy:               "the session already runs a turn",
+	CodeSlowConsumer:       "the peer read too slowly and is disconnected; reconnect and resume",
 }
 
 func errorf(code, field, format string, args ...any) *Error {

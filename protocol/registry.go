@@ -55,7 +55,22 @@ const (
 	TypeModeChanged         = "agent.mode.changed"
 	TypeCompactionDone      = "agent.compaction.done"
 
-	TypeUIPrompt = "ui.prompt"
+	TypeSessionOpen   = "control.session.open"
+	TypeSessionOpened = "session.opened"
+
+	TypeUIPrompt           = "ui.prompt"
+	TypeMachinesList       = "ui.machines.list"
+	TypeSessionStart       = "ui.session.start"
+	TypeSessionsList       = "ui.sessions.list"
+	TypeSessionSubscribe   = "ui.session.subscribe"
+	TypeSessionUnsubscribe = "ui.session.unsubscribe"
+
+	TypeMachines      = "master.machines"
+	TypeMachineStatus = "master.machine.status"
+	TypeSessionAnswer = "master.session"
+	TypeSessions      = "master.sessions"
+	TypeSubscribed    = "master.subscribed"
+	TypeAck           = "master.ack"
 
 	TypeError = "error"
 )
@@ -96,7 +111,20 @@ var registry = map[string]spec{
 	TypeAgentError:          {reflect.TypeFor[AgentError](), RoleClient, true, false, "the agent or its provider failed"},
 	TypeModeChanged:         {reflect.TypeFor[ModeChanged](), RoleClient, true, false, "a mode switch took effect"},
 	TypeCompactionDone:      {reflect.TypeFor[CompactionDone](), RoleClient, true, false, "the history was summarised"},
+	TypeSessionOpen:         {reflect.TypeFor[SessionOpen](), RoleMaster, true, false, "open (or keep) a session on a client"},
+	TypeSessionOpened:       {reflect.TypeFor[SessionOpened](), RoleClient, true, true, "the client opened the session"},
 	TypeUIPrompt:            {reflect.TypeFor[UIPrompt](), RoleUI, true, false, "a prompt as the user composed it"},
+	TypeMachinesList:        {reflect.TypeFor[MachinesList](), RoleUI, false, false, "list the machines this UI may use"},
+	TypeSessionStart:        {reflect.TypeFor[SessionStart](), RoleUI, false, false, "open a new session"},
+	TypeSessionsList:        {reflect.TypeFor[SessionsList](), RoleUI, false, false, "list sessions, newest first"},
+	TypeSessionSubscribe:    {reflect.TypeFor[SessionSubscribe](), RoleUI, true, false, "follow a session's events from a seq on"},
+	TypeSessionUnsubscribe:  {reflect.TypeFor[SessionUnsubscribe](), RoleUI, true, false, "stop following a session"},
+	TypeMachines:            {reflect.TypeFor[Machines](), RoleMaster, false, true, "the machines a UI may use"},
+	TypeMachineStatus:       {reflect.TypeFor[MachineStatus](), RoleMaster, false, false, "a machine came, went or changed"},
+	TypeSessionAnswer:       {reflect.TypeFor[SessionAnswer](), RoleMaster, true, true, "the session ui.session.start opened"},
+	TypeSessions:            {reflect.TypeFor[Sessions](), RoleMaster, false, true, "the sessions a UI may see"},
+	TypeSubscribed:          {reflect.TypeFor[Subscribed](), RoleMaster, true, true, "how a subscription resumes: replay or snapshot"},
+	TypeAck:                 {reflect.TypeFor[Ack](), RoleMaster, false, false, "the client's messages up to one are persisted"},
 	TypeError:               {reflect.TypeFor[Error](), RoleMaster | RoleClient | RoleUI, false, false, "a coded error about a message"},
 }
 

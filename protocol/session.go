@@ -88,6 +88,10 @@ type Capabilities struct {
 	ProtocolVersion int `json:"protocol_version" jsonschema:"minimum=1"`
 	// Client names the client software.
 	Client ClientInfo `json:"client"`
+	// Machine the client runs on.
+	Machine *MachineInfo `json:"machine,omitempty"`
+	// Workspaces the client serves.
+	Workspaces []Workspace `json:"workspaces,omitempty" jsonschema:"maxItems=1024"`
 	// Adapters are the agents the client can run.
 	Adapters []AdapterCapability `json:"adapters" jsonschema:"maxItems=64"`
 	// Messages are the control.* types the client handles.

@@ -33,6 +33,7 @@ func Reference(schemas map[string]*jsonschema.Schema, goldenDir string) (string,
 		{"session.", "Session messages (client → master)"},
 		{"agent.", "Agent events (client → master → UI)"},
 		{"ui.", "UI messages (UI → master)"},
+		{"master.", "Master messages (master → UI or client)"},
 		{"error", "The error message (any direction)"},
 	}
 	for _, g := range groups {

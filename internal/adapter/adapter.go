@@ -1,0 +1,79 @@
+// Package adapter is the seam between the client and the agents it runs:
+// ferry's built-in agent, Claude Code, ACP agents, scripts, each in its own
+// sub-package behind the same interface.
+//
+// The client (not the adapter) sends agent.turn.started and the one
+// agent.text.done that ends every turn, so an adapter cannot break that
+// rule; an adapter streams everything in between through Emit.
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/ferry-dev/ferry/protocol"
+	"github.com/ferry-dev/ferry/protocol/fileref"
+)
+
+// ErrUnknownInteraction is returned by Answer for an interaction the
+// session is not waiting on.
+var ErrUnknownInteraction = errors.New("adapter: no such open interaction")
+
+// Emit sends one agent.* event of the running turn (the client fills the
+// envelope: session_id and message_id). It blocks while the client's outbox
+// is full and fails only when ctx is done.
+type Emit func(ctx context.Context, msgType string, payload any) error
+
+// Adapter opens sessions of one kind of agent.
+type Adapter interface {
+	// Capability is what the adapter declares in session.capabilities.
+	Capability() protocol.AdapterCapability
+	// Open starts a session in workspace dir (an absolute path).
+	Open(ctx context.Context, cfg SessionConfig) (Session, error)
+}
+
+// SessionConfig is what a session starts with.
+type SessionConfig struct {
+	SessionID string
+	Workspace protocol.Workspace
+	Mode      string
+}
+
+// Turn is one prompt to run.
+type Turn struct {
+	ID string
+	// Request is the control.prompt.request, validated.
+	Request *protocol.PromptRequest
+	// Prompt is Request's prompt_text parsed against its file references.
+	Prompt fileref.Prompt
+}
+
+// Result is how a turn ended.
+type Result struct {
+	// Text is the turn's whole final text.
+	Text string
+	// StopReason is end_turn, max_turns, error or refusal ("cancelled" is
+	// set by the client when the turn's context was cancelled).
+	StopReason string
+	// Structured is the json_schema answer, if the prompt asked for one.
+	Structured json.RawMessage
+}
+
+// Session is one open agent session. Run is called for one turn at a time;
+// the other methods may be called while it runs.
+type Session interface {
+	// Run runs one turn to its end. ctx is cancelled by
+	// control.prompt.cancel: Run must then stop promptly (within a few
+	// hundred milliseconds) and return.
+	Run(ctx context.Context, turn Turn, emit Emit) (Result, error)
+	// Answer delivers the user's answer to an interaction the running turn
+	// asked (resp nil means it timed out: treat it as a denial).
+	Answer(interactionID string, resp *protocol.InteractionResponse) error
+	// SetMode switches the mode from the next tool call on.
+	SetMode(mode string, config json.RawMessage) error
+	// Compact summarises the history; it returns the compaction event's payload.
+	Compact(ctx context.Context, req *protocol.SessionCompact) (*protocol.CompactionDone, error)
+	// Close ends the session and any process it runs.
+	Close() error
+}

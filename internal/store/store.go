@@ -1,0 +1,161 @@
+// Package store is the master's persistence seam: tokens, machines,
+// sessions, every persisted event with its seq, and open interactions.
+//
+// Guarantees every implementation gives (checked by storetest.Run):
+//
+//   - AppendEvents numbers a session's events 1, 2, 3, … with no gap and no
+//     reuse, atomically with the session's last_seq, and never stores one
+//     message_id twice: a duplicate is reported with the seq it already has.
+//     Once AppendEvents returns nil the events survive a crash.
+//   - Events returns retained events in seq order; Trim only drops the oldest.
+//   - SettleInteraction settles an interaction at most once: exactly one
+//     caller wins, whatever the concurrency.
+//   - ConsumeToken deletes a one-time token at most once.
+//   - Not-found conditions are reported as ErrNotFound (errors.Is).
+//
+// Implementations: internal/store/sqlite (the embedded default, one file)
+// and internal/store/postgres (pgx).
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned (wrapped) when a token, machine, session or
+// interaction does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrExists is returned (wrapped) when creating what already exists.
+var ErrExists = errors.New("already exists")
+
+// Token kinds.
+const (
+	// TokenClient authenticates a local client (ferry connect).
+	TokenClient = "client"
+	// TokenUI authenticates a browser UI (the login cookie).
+	TokenUI = "ui"
+	// TokenLogin is a one-time token exchanged for a UI token.
+	TokenLogin = "login"
+)
+
+// Token is an issued credential; only its hash is stored.
+type Token struct {
+	ID        string
+	Kind      string
+	Name      string
+	Hash      []byte // SHA-256 of the secret
+	CreatedAt time.Time
+	// ExpiresAt is zero for a token that does not expire.
+	ExpiresAt time.Time
+}
+
+// Machine is the last announcement of a client.
+type Machine struct {
+	ID   string
+	Name string
+	// TokenID is the client token it authenticated with.
+	TokenID string
+	// Capabilities is the session.capabilities payload, as JSON.
+	Capabilities json.RawMessage
+	LastSeen     time.Time
+}
+
+// Session is one session's row. LastSeq, Epoch and CreatedAt are owned by
+// the store (CreateSession sets them from the argument; AppendEvents moves
+// LastSeq); UpdateSession changes only the mutable fields.
+type Session struct {
+	ID          string
+	MachineID   string
+	WorkspaceID string
+	Adapter     string
+	Title       string
+	Mode        string
+	State       string
+	Epoch       string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	LastSeq     uint64
+	// Snapshot is the master's summary of the session (JSON), kept so that
+	// a UI whose missed events are gone can still be brought up to date.
+	Snapshot json.RawMessage
+}
+
+// Event is one persisted message of a session.
+type Event struct {
+	// Seq is assigned by AppendEvents (ignored on input).
+	Seq       uint64
+	MessageID string
+	Type      string
+	// Data is the whole wire message (JSON), seq and epoch excluded.
+	Data      []byte
+	CreatedAt time.Time
+	// Duplicate is set on output when MessageID was already stored; Seq is
+	// then the seq it has.
+	Duplicate bool
+}
+
+// Interaction is an agent.interaction.request waiting for (or given) an answer.
+type Interaction struct {
+	SessionID string
+	ID        string
+	TurnID    string
+	// Request is the whole agent.interaction.request wire message (JSON).
+	Request   json.RawMessage
+	CreatedAt time.Time
+	// Outcome is "" while open, else answered, timeout or cancelled.
+	Outcome string
+	// Answer is the winning answer (JSON) when answered.
+	Answer json.RawMessage
+}
+
+// Store is the master's persistence.
+type Store interface {
+	CreateToken(ctx context.Context, t Token) error
+	// TokenByHash finds a token by the hash of its secret, expired or not.
+	TokenByHash(ctx context.Context, hash []byte) (Token, error)
+	// ConsumeToken deletes the token and reports ErrNotFound when another
+	// caller deleted it first (one-time login tokens).
+	ConsumeToken(ctx context.Context, id string) error
+	RevokeToken(ctx context.Context, id string) error
+	// ListTokens lists tokens, oldest first.
+	ListTokens(ctx context.Context) ([]Token, error)
+
+	// PutMachine inserts or replaces a machine.
+	PutMachine(ctx context.Context, m Machine) error
+	// Machines lists machines by ID.
+	Machines(ctx context.Context) ([]Machine, error)
+
+	// CreateSession stores a new session (ErrExists when its ID is taken).
+	CreateSession(ctx context.Context, s Session) error
+	Session(ctx context.Context, id string) (Session, error)
+	// ListSessions lists sessions, most recently updated first, of one
+	// machine when machineID is not empty, at most limit.
+	ListSessions(ctx context.Context, machineID string, limit int) ([]Session, error)
+	// UpdateSession writes Title, Mode, State, UpdatedAt and Snapshot.
+	UpdateSession(ctx context.Context, s Session) error
+
+	// AppendEvents stores evs in order as the session's next events and
+	// returns them with their seqs (duplicates keep their old seq and are
+	// not stored again). The session's LastSeq and UpdatedAt move with them.
+	AppendEvents(ctx context.Context, sessionID string, evs []Event) ([]Event, error)
+	// Events returns up to limit retained events with seq > afterSeq, in order.
+	Events(ctx context.Context, sessionID string, afterSeq uint64, limit int) ([]Event, error)
+	// OldestSeq is the seq of the oldest retained event (0 when none).
+	OldestSeq(ctx context.Context, sessionID string) (uint64, error)
+	// Trim drops the session's oldest events, keeping the newest keep.
+	Trim(ctx context.Context, sessionID string, keep int) error
+
+	// OpenInteraction records a new open interaction (ErrExists when its
+	// (session, id) is taken).
+	OpenInteraction(ctx context.Context, in Interaction) error
+	// SettleInteraction settles an open interaction; won is false when it
+	// was already settled. ErrNotFound when it does not exist.
+	SettleInteraction(ctx context.Context, sessionID, id, outcome string, answer json.RawMessage) (won bool, err error)
+	// OpenInteractions lists a session's open interactions, oldest first.
+	OpenInteractions(ctx context.Context, sessionID string) ([]Interaction, error)
+
+	Close() error
+}

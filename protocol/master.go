@@ -1,0 +1,213 @@
+package protocol
+
+// Messages of the live system (§ "Sessions" in docs/protocol.md): what a UI
+// asks the master (ui.*), what the master answers (master.*), and how the
+// master opens a session on a client (control.session.open and its answer
+// session.opened). Events the master persists carry seq and epoch in the
+// envelope; a UI resumes a session with ui.session.subscribe from the last
+// seq it saw.
+
+// Workspace is one folder a client serves.
+type Workspace struct {
+	// ID names the workspace on its client; stable across reconnects.
+	ID string `json:"id" jsonschema:"minLength=1,maxLength=128"`
+	// Name is shown to people (the folder's base name by default).
+	Name string `json:"name" jsonschema:"minLength=1,maxLength=256"`
+	// Path is the absolute path on the client's machine.
+	Path string `json:"path" jsonschema:"minLength=1,maxLength=4096"`
+}
+
+// MachineInfo names the machine a client runs on.
+type MachineInfo struct {
+	// ID is stable for the machine (kept in the client's state directory).
+	ID string `json:"id" jsonschema:"minLength=1,maxLength=128"`
+	// Name is shown to people (the host name by default).
+	Name string `json:"name" jsonschema:"minLength=1,maxLength=256"`
+}
+
+// Machine is one client as the master shows it to a UI.
+type Machine struct {
+	// ID of the machine.
+	ID string `json:"id" jsonschema:"minLength=1,maxLength=128"`
+	// Name is shown to people.
+	Name string `json:"name" jsonschema:"minLength=1,maxLength=256"`
+	// Online is true while the client is connected.
+	Online bool `json:"online"`
+	// Workspaces the client serves.
+	Workspaces []Workspace `json:"workspaces" jsonschema:"maxItems=1024"`
+	// Adapters the client can run.
+	Adapters []AdapterCapability `json:"adapters" jsonschema:"maxItems=64"`
+	// FileSearch is true when the client answers control.file.search (the @ popup).
+	FileSearch bool `json:"file_search"`
+}
+
+// Session states.
+const (
+	SessionIdle    = "idle"
+	SessionRunning = "running"
+)
+
+// SessionInfo describes one session.
+type SessionInfo struct {
+	// ID of the session.
+	ID string `json:"id" jsonschema:"minLength=1,maxLength=128"`
+	// MachineID of the client the session runs on.
+	MachineID string `json:"machine_id" jsonschema:"minLength=1,maxLength=128"`
+	// WorkspaceID on that client.
+	WorkspaceID string `json:"workspace_id" jsonschema:"minLength=1,maxLength=128"`
+	// Adapter running the session's agent.
+	Adapter string `json:"adapter" jsonschema:"minLength=1,maxLength=128"`
+	// Title is shown in session lists.
+	Title string `json:"title,omitempty" jsonschema:"maxLength=1024"`
+	// Mode in force.
+	Mode string `json:"mode" jsonschema:"enum=default,enum=plan,enum=review"`
+	// State is idle or running (a turn is open).
+	State string `json:"state" jsonschema:"enum=idle,enum=running"`
+	// CreatedAt is RFC 3339.
+	CreatedAt string `json:"created_at" jsonschema:"format=date-time"`
+	// UpdatedAt is RFC 3339: the time of the last event.
+	UpdatedAt string `json:"updated_at" jsonschema:"format=date-time"`
+	// Epoch changes when the session's history is lost; seq numbers are only comparable within one epoch.
+	Epoch string `json:"epoch" jsonschema:"minLength=1,maxLength=64"`
+	// LastSeq is the seq of the session's newest event (0: none yet).
+	LastSeq uint64 `json:"last_seq"`
+}
+
+// TurnSnapshot is one turn as a snapshot summarises it.
+type TurnSnapshot struct {
+	// TurnID names the turn.
+	TurnID string `json:"turn_id" jsonschema:"minLength=1,maxLength=128"`
+	// Prompt is the prompt_text that opened it.
+	Prompt string `json:"prompt"`
+	// Text is the agent's text so far (all of it once Done).
+	Text string `json:"text"`
+	// Done is true once agent.text.done arrived.
+	Done bool `json:"done"`
+	// Cancelled is true when the turn was cancelled.
+	Cancelled bool `json:"cancelled,omitempty"`
+	// StopReason from agent.text.done.
+	StopReason string `json:"stop_reason,omitempty" jsonschema:"maxLength=64"`
+}
+
+// SessionSnapshot is the state of a session at one seq, sent instead of a
+// replay when the events a UI missed are no longer kept.
+type SessionSnapshot struct {
+	// Session is the session's description.
+	Session SessionInfo `json:"session"`
+	// Turns are the session's turns, oldest first (the newest ones, up to a limit).
+	Turns []TurnSnapshot `json:"turns" jsonschema:"maxItems=100000"`
+	// OpenInteractions are the questions still waiting for an answer.
+	OpenInteractions []InteractionRequest `json:"open_interactions,omitempty" jsonschema:"maxItems=1024"`
+	// Artifacts are the files handed to the user so far.
+	Artifacts []Artifact `json:"artifacts,omitempty" jsonschema:"maxItems=100000"`
+}
+
+// MachinesList is ui.machines.list: which machines may this UI use.
+type MachinesList struct{}
+
+// Machines is master.machines, the answer to ui.machines.list.
+type Machines struct {
+	// Machines the UI may use, online first.
+	Machines []Machine `json:"machines" jsonschema:"maxItems=10000"`
+}
+
+// MachineStatus is master.machine.status, sent to every UI when a client
+// connects, goes away or changes what it announces.
+type MachineStatus struct {
+	// Machine as it is now.
+	Machine Machine `json:"machine"`
+}
+
+// SessionStart is ui.session.start: open a new session on a machine's
+// workspace with an adapter. The answer is master.session.
+type SessionStart struct {
+	// MachineID of the client.
+	MachineID string `json:"machine_id" jsonschema:"minLength=1,maxLength=128"`
+	// WorkspaceID on that client.
+	WorkspaceID string `json:"workspace_id" jsonschema:"minLength=1,maxLength=128"`
+	// Adapter to run, one of the client's adapters.
+	Adapter string `json:"adapter" jsonschema:"minLength=1,maxLength=128"`
+	// Title for session lists.
+	Title string `json:"title,omitempty" jsonschema:"maxLength=1024"`
+	// Mode to start in.
+	Mode string `json:"mode,omitempty" jsonschema:"enum=default,enum=plan,enum=review,default=default"`
+}
+
+// SessionAnswer is master.session: the session a ui.session.start opened.
+type SessionAnswer struct {
+	// Session is the new session.
+	Session SessionInfo `json:"session"`
+}
+
+// SessionsList is ui.sessions.list: the sessions this UI may see, newest first.
+type SessionsList struct {
+	// MachineID keeps the sessions of one machine only.
+	MachineID string `json:"machine_id,omitempty" jsonschema:"maxLength=128"`
+	// Limit is the most sessions wanted.
+	Limit *int `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000,default=100"`
+}
+
+// Sessions is master.sessions, the answer to ui.sessions.list.
+type Sessions struct {
+	// Sessions, most recently updated first.
+	Sessions []SessionInfo `json:"sessions" jsonschema:"maxItems=1000"`
+}
+
+// SessionSubscribe is ui.session.subscribe (session_id in the envelope):
+// send me this session's events from after_seq on, then live. The master
+// answers master.subscribed, then the missed events in seq order (when
+// recovered), then every open interaction again, then live events.
+type SessionSubscribe struct {
+	// AfterSeq is the last seq the UI holds; 0 asks for the whole retained history.
+	AfterSeq uint64 `json:"after_seq"`
+	// Epoch the UI's seq belongs to; a different epoch is never recovered.
+	Epoch string `json:"epoch,omitempty" jsonschema:"maxLength=64"`
+}
+
+// SessionUnsubscribe is ui.session.unsubscribe: stop sending this session's events.
+type SessionUnsubscribe struct{}
+
+// Subscribed is master.subscribed, the answer to ui.session.subscribe.
+type Subscribed struct {
+	// Recovered is true when every event after after_seq follows; false means
+	// they are lost to this UI: Snapshot replaces them and live events follow.
+	Recovered bool `json:"recovered"`
+	// Epoch of the session's history.
+	Epoch string `json:"epoch" jsonschema:"minLength=1,maxLength=64"`
+	// FromSeq is the first seq that follows (after_seq+1 when recovered).
+	FromSeq uint64 `json:"from_seq"`
+	// LastSeq is the session's newest seq at subscription; replayed events end there and live ones go on from it.
+	LastSeq uint64 `json:"last_seq"`
+	// Reason says why not recovered: epoch (the history was lost) or retention (the events were dropped).
+	Reason string `json:"reason,omitempty" jsonschema:"enum=epoch,enum=retention"`
+	// Snapshot is the session's state at LastSeq when not recovered.
+	Snapshot *SessionSnapshot `json:"snapshot,omitempty"`
+}
+
+// SessionOpen is control.session.open: the master asks a client to open (or
+// keep) a session on one of its workspaces. Idempotent: opening an open
+// session changes nothing. The client answers session.opened or an error.
+type SessionOpen struct {
+	// WorkspaceID on the client.
+	WorkspaceID string `json:"workspace_id" jsonschema:"minLength=1,maxLength=128"`
+	// Adapter to run.
+	Adapter string `json:"adapter" jsonschema:"minLength=1,maxLength=128"`
+	// Mode to start in.
+	Mode string `json:"mode,omitempty" jsonschema:"enum=default,enum=plan,enum=review,default=default"`
+}
+
+// SessionOpened is session.opened, the client's answer to control.session.open.
+type SessionOpened struct {
+	// Adapter running the session.
+	Adapter string `json:"adapter" jsonschema:"minLength=1,maxLength=128"`
+	// Mode in force.
+	Mode string `json:"mode" jsonschema:"enum=default,enum=plan,enum=review"`
+}
+
+// Ack is master.ack: every message the client sent on this connection up to
+// and including Through is persisted; the client may drop them from its
+// outbox. Acks are cumulative and may be coalesced.
+type Ack struct {
+	// Through is the message_id of the newest persisted message.
+	Through string `json:"through" jsonschema:"format=uuid"`
+}
