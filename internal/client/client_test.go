@@ -1,0 +1,741 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/echo"
+	"github.com/ferry-dev/ferry/internal/search"
+	"github.com/ferry-dev/ferry/internal/search/index"
+	"github.com/ferry-dev/ferry/protocol"
+	"github.com/ferry-dev/ferry/protocol/fileref"
+)
+
+func TestRegistration(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	e := m.start(t)
+	fc, caps := m.accept(ctx)
+	_ = fc
+	if got := <-m.auth; got != "Bearer "+m.token {
+		t.Errorf("Authorization %q", got)
+	}
+	select {
+	case <-e.c.Connected():
+	case <-ctx.Done():
+		t.Fatal("Connected not closed")
+	}
+
+	real, _ := filepath.EvalSymlinks(e.ws)
+	sum := sha256.Sum256([]byte(real))
+	if caps.ProtocolVersion != protocol.Version || caps.Client.Name != "ferry" || caps.Client.Version == "" {
+		t.Errorf("client %+v version %d", caps.Client, caps.ProtocolVersion)
+	}
+	if caps.Machine == nil || caps.Machine.Name != "test-machine" || caps.Machine.ID == "" {
+		t.Fatalf("machine %+v", caps.Machine)
+	}
+	if len(caps.Workspaces) != 1 || caps.Workspaces[0] != (protocol.Workspace{ID: hex.EncodeToString(sum[:])[:12], Name: "proj", Path: real}) {
+		t.Errorf("workspaces %+v", caps.Workspaces)
+	}
+	if len(caps.Adapters) != 1 || caps.Adapters[0].ID != "echo" {
+		t.Errorf("adapters %+v", caps.Adapters)
+	}
+	for _, typ := range []string{protocol.TypeSessionOpen, protocol.TypePromptRequest, protocol.TypePromptCancel, protocol.TypeInteractionResponse,
+		protocol.TypeInteractionTimeout, protocol.TypeModeSwitch, protocol.TypeSessionCompact, protocol.TypeFileSearch, protocol.TypeFileSearchCancel} {
+		if !slices.Contains(caps.Messages, typ) {
+			t.Errorf("messages lack %s", typ)
+		}
+	}
+	fr := caps.FileReferences
+	if fr == nil || !fr.Search || fr.MaxResultsCap != 50 || fr.PositionEncoding != "utf-16" || fr.TokenSyntaxVersion != protocol.TokenSyntaxVersion ||
+		strings.Join(fr.SearchScopes, ",") != "workspace,project,global" {
+		t.Errorf("file_references %+v", fr)
+	}
+	// The machine id is kept, private, and survives a restart.
+	fi, err := os.Stat(filepath.Join(e.stateDir, "machine-id"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("machine-id: %v %v", fi, err)
+	}
+	e.stop()
+	e2 := m.startOn(t, e.ws, e.stateDir)
+	_, caps2 := m.accept(ctx)
+	if caps2.Machine.ID != caps.Machine.ID || caps2.Workspaces[0].ID != caps.Workspaces[0].ID {
+		t.Errorf("after restart: machine %s workspace %s", caps2.Machine.ID, caps2.Workspaces[0].ID)
+	}
+	// A second client may not share the state directory.
+	if _, err := New(m.config(t, e.ws, e.stateDir)); err == nil {
+		t.Error("two clients on one state directory")
+	}
+	_ = e2
+}
+
+func TestConfigErrors(t *testing.T) {
+	m := newFakeMaster(t)
+	ws := newWorkspace(t)
+	for name, mut := range map[string]func(*Config){
+		"no token":          func(c *Config) { c.Token = "" },
+		"bad url":           func(c *Config) { c.MasterURL = "ftp://x" },
+		"no workspace":      func(c *Config) { c.Workspaces = nil },
+		"missing workspace": func(c *Config) { c.Workspaces = []string{filepath.Join(ws, "nope")} },
+		"file workspace":    func(c *Config) { c.Workspaces = []string{filepath.Join(ws, "main.go")} },
+		"twice":             func(c *Config) { c.Workspaces = []string{ws, ws + "/."} },
+		"dup adapters":      func(c *Config) { c.Adapters = []adapter.Adapter{echo.New(), echo.New()} },
+		"long machine name": func(c *Config) { c.MachineName = strings.Repeat("m", 300) },
+	} {
+		cfg := m.config(t, ws, t.TempDir())
+		mut(&cfg)
+		if c, err := New(cfg); err == nil {
+			_ = c.Close()
+			t.Errorf("%s: New accepted it", name)
+		}
+	}
+}
+
+func TestClientURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://h:1":             "ws://h:1/v1/client",
+		"https://h/base/":        "wss://h/base/v1/client",
+		"ws://h/v1/client":       "ws://h/v1/client",
+		"wss://h:443/x?q=1#frag": "wss://h:443/x/v1/client",
+	} {
+		if got, err := clientURL(in); err != nil || got != want {
+			t.Errorf("clientURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestUnauthorized(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	cfg := m.config(t, newWorkspace(t), t.TempDir())
+	cfg.Token = "ferry_client_wrong"
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if err := c.Run(ctx); !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("Run = %v, want ErrUnauthorized", err)
+	}
+}
+
+func TestReconnect(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	e := m.start(t)
+	fc, _ := m.accept(ctx)
+	// The master is down for a while: the client keeps trying.
+	m.reject.Store(true)
+	fc.drop()
+	waitFor(ctx, t, "Connected to reset", func() bool {
+		select {
+		case <-e.c.Connected():
+			return false
+		default:
+			return true
+		}
+	})
+	m.reject.Store(false)
+	fc2, caps := m.accept(ctx)
+	if caps.Machine == nil {
+		t.Fatal("no machine on reconnect")
+	}
+	<-e.c.Connected()
+	// The new connection works.
+	e.open(ctx, fc2, "s1", "echo")
+}
+
+func TestDeadPeer(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.deaf.Store(true)
+	m.start(t, func(c *Config) { c.PingInterval = 20 * time.Millisecond })
+	m.accept(ctx)
+	// The first master never answers pings: the client gives up on it and
+	// comes back on a new connection.
+	m.accept(ctx)
+}
+
+// TestOutboxAcrossDisconnect: a turn keeps running while the master is
+// away; what it produced arrives after the reconnect, in order, with the
+// unacknowledged earlier messages re-sent under their ids.
+func TestOutboxAcrossDisconnect(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	g := newGate(3)
+	e := m.start(t, withAdapters(g))
+	fc, _ := m.accept(ctx)
+	opened := e.open(ctx, fc, "s1", "gate")
+	fc.ack(opened.MessageID)
+	waitFor(ctx, t, "the ack", func() bool { return e.c.Pending() == 0 })
+
+	fc.send(prompt("s1", "go"))
+	started := fc.expect(ctx, protocol.TypeTurnStarted)
+	first := fc.expect(ctx, protocol.TypeTextDelta)
+
+	m.reject.Store(true)
+	fc.drop()
+	close(g.release) // the turn goes on while the master is away
+	// turn.started, "a", " b", " c", " d", text.done
+	waitFor(ctx, t, "the turn's events in the outbox", func() bool { return e.c.Pending() == 6 })
+	m.reject.Store(false)
+
+	fc2, _ := m.accept(ctx)
+	msgs := fc2.until(ctx, isType(protocol.TypeTextDone))
+	var got []string
+	for _, msg := range msgs {
+		got = append(got, msg.Type)
+		if msg.Type == protocol.TypeTextDelta {
+			got[len(got)-1] += ":" + msg.Payload.(*protocol.TextDelta).Delta
+		}
+	}
+	want := []string{"agent.turn.started", "agent.text.delta:a", "agent.text.delta: b", "agent.text.delta: c", "agent.text.delta: d", "agent.text.done"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("after reconnect %q, want %q", got, want)
+	}
+	if msgs[0].MessageID != started.MessageID || msgs[1].MessageID != first.MessageID {
+		t.Error("re-sent messages changed their ids")
+	}
+	if d := msgs[5].Payload.(*protocol.TextDone); d.Text != "a b c d" || d.IsCancelled || d.StopReason != "end_turn" {
+		t.Errorf("text.done %+v", d)
+	}
+	fc2.ack(msgs[5].MessageID)
+	waitFor(ctx, t, "the ack", func() bool { return e.c.Pending() == 0 })
+}
+
+// TestOutboxAcrossRestart: a new client on the same state directory
+// re-sends what was not acknowledged, and only that.
+func TestOutboxAcrossRestart(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	e := m.start(t)
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "echo")
+	fc.send(prompt("s1", "one two three"))
+	msgs := fc.until(ctx, isType(protocol.TypeTextDone))
+	// Ack through the second delta: the rest stays.
+	var deltas []*protocol.Message
+	for _, msg := range msgs {
+		if msg.Type == protocol.TypeTextDelta {
+			deltas = append(deltas, msg)
+		}
+	}
+	fc.ack(deltas[1].MessageID)
+	rest := msgs[slices.Index(msgs, deltas[1])+1:]
+	waitFor(ctx, t, "the ack", func() bool { return e.c.Pending() == len(rest) })
+	e.stop()
+
+	m.startOn(t, e.ws, e.stateDir)
+	fc2, _ := m.accept(ctx)
+	for i, want := range rest {
+		got := fc2.next(ctx)
+		if got.MessageID != want.MessageID || got.Type != want.Type {
+			t.Fatalf("re-sent #%d: %s %s, want %s %s", i, got.Type, got.MessageID, want.Type, want.MessageID)
+		}
+	}
+	// Nothing else was kept: a new open is the next thing on the wire.
+	fc2.send(control("s2", protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: "nope", Adapter: "echo"}))
+	if got := fc2.next(ctx); got.Type != protocol.TypeError {
+		t.Fatalf("after the re-sent messages: %s", got.Type)
+	}
+}
+
+// TestBackpressure: with the outbox full, Emit blocks; an ack lets it go
+// on, and nothing is dropped.
+func TestBackpressure(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	g := newGate(5)
+	close(g.release)
+	e := m.start(t, withAdapters(g), func(c *Config) { c.OutboxLimit = 3 })
+	fc, _ := m.accept(ctx)
+	opened := e.open(ctx, fc, "s1", "gate")
+	fc.send(prompt("s1", "go"))
+	// session.opened, turn.started, "a": full. The next Emit waits.
+	fc.expect(ctx, protocol.TypeTurnStarted)
+	a := fc.expect(ctx, protocol.TypeTextDelta)
+	waitFor(ctx, t, "an Emit blocked on the full outbox", func() bool {
+		return e.c.Pending() == 3 && g.emitting.Load() == 2 && g.emitted.Load() == 1
+	})
+	_ = opened
+	m.autoAck.Store(true)
+	fc.ack(a.MessageID)
+	msgs := fc.until(ctx, isType(protocol.TypeTextDone))
+	var text strings.Builder
+	text.WriteString("a")
+	for _, msg := range msgs[:len(msgs)-1] {
+		text.WriteString(msg.Payload.(*protocol.TextDelta).Delta)
+	}
+	if text.String() != "a b c d e f" || msgs[len(msgs)-1].Payload.(*protocol.TextDone).Text != "a b c d e f" {
+		t.Errorf("streamed %q, done %+v", text.String(), msgs[len(msgs)-1].Payload)
+	}
+}
+
+func TestSessionOpen(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	g := newGate(0)
+	e := m.start(t, withAdapters(echo.New(echo.WithDelay(0)), g))
+	fc, _ := m.accept(ctx)
+	wsID := e.c.Workspaces()[0].ID
+
+	first := e.open(ctx, fc, "s1", "gate")
+	if p := first.Payload.(*protocol.SessionOpened); p.Adapter != "gate" || p.Mode != "default" {
+		t.Errorf("opened %+v", p)
+	}
+	again := e.open(ctx, fc, "s1", "gate")
+	if again.MessageID == first.MessageID || g.opens.Load() != 1 {
+		t.Errorf("repeat open: %d adapter sessions", g.opens.Load())
+	}
+	for _, tc := range []struct {
+		open  *protocol.SessionOpen
+		code  string
+		field string
+	}{
+		{&protocol.SessionOpen{WorkspaceID: "nope", Adapter: "echo"}, protocol.CodeNotFound, "payload.workspace_id"},
+		{&protocol.SessionOpen{WorkspaceID: wsID, Adapter: "nope"}, protocol.CodeNotFound, "payload.adapter"},
+		{&protocol.SessionOpen{WorkspaceID: wsID, Adapter: "gate", Mode: "plan"}, protocol.CodeUnsupported, "payload.mode"},
+	} {
+		msg := control("s-new", protocol.TypeSessionOpen, tc.open)
+		fc.send(msg)
+		if got := fc.errorFor(ctx, msg.MessageID); got.Code != tc.code || got.Field != tc.field {
+			t.Errorf("%+v: %+v", tc.open, got)
+		}
+	}
+	// A repeat open naming another adapter is refused; the session stays.
+	msg := control("s1", protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: wsID, Adapter: "echo"})
+	fc.send(msg)
+	if got := fc.errorFor(ctx, msg.MessageID); got.Code != protocol.CodeInvalidValue || got.Field != "payload.adapter" {
+		t.Errorf("repeat open with another adapter: %+v", got)
+	}
+	// Control messages for a session never opened.
+	for _, c := range []*protocol.Message{
+		prompt("s-new", "hi"),
+		control("s-new", protocol.TypePromptCancel, &protocol.PromptCancel{TargetTurnID: "t"}),
+		control("s-new", protocol.TypeModeSwitch, &protocol.ModeSwitch{Mode: "plan"}),
+		control("s-new", protocol.TypeFileSearch, &protocol.FileSearch{QueryID: protocol.NewID()}),
+	} {
+		fc.send(c)
+		if got := fc.errorFor(ctx, c.MessageID); got.Code != protocol.CodeNotFound || got.Field != "session_id" {
+			t.Errorf("%s on an unknown session: %+v", c.Type, got)
+		}
+	}
+}
+
+func TestPromptTurn(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	e := m.start(t)
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "echo")
+
+	text, refs, err := fileref.Compose([]protocol.PromptSegment{
+		{Kind: protocol.SegmentText, Text: "read "},
+		{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: "internal/x/x.go", DisplayPath: "x.go"}},
+		{Kind: protocol.SegmentText, Text: " and <@file:ref_0|typed>"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := prompt("s1", text, refs...)
+	fc.send(req)
+	msgs := fc.until(ctx, isType(protocol.TypeTextDone))
+	st := msgs[0]
+	if st.Type != protocol.TypeTurnStarted || st.ParentID != req.MessageID || st.SessionID != "s1" {
+		t.Fatalf("first %s parent %s", st.Type, st.ParentID)
+	}
+	sp := st.Payload.(*protocol.TurnStarted)
+	if sp.InputType != "text" || sp.Mode != "default" || sp.Adapter != "echo" || sp.TurnID == "" {
+		t.Errorf("turn.started %+v", sp)
+	}
+	var streamed strings.Builder
+	for _, msg := range msgs[1 : len(msgs)-1] {
+		d := msg.Payload.(*protocol.TextDelta)
+		if msg.Type != protocol.TypeTextDelta || d.TurnID != sp.TurnID {
+			t.Fatalf("%s %+v", msg.Type, msg.Payload)
+		}
+		streamed.WriteString(d.Delta)
+	}
+	want := "echo: read x.go and <@file:ref_0|typed>"
+	done := msgs[len(msgs)-1].Payload.(*protocol.TextDone)
+	if streamed.String() != want || done.Text != want || done.TurnID != sp.TurnID || done.IsCancelled || done.StopReason != "end_turn" {
+		t.Errorf("streamed %q, done %+v; want %q", streamed.String(), done, want)
+	}
+
+	// A failing turn: agent.error (generic), then stop_reason error.
+	fc.send(prompt("s1", "fail: please"))
+	msgs = fc.until(ctx, isType(protocol.TypeTextDone))
+	types := make([]string, len(msgs))
+	for i, msg := range msgs {
+		types[i] = msg.Type
+	}
+	if !slices.Equal(types, []string{"agent.turn.started", "agent.error", "agent.text.done"}) {
+		t.Fatalf("failing turn: %v", types)
+	}
+	if ae := msgs[1].Payload.(*protocol.AgentError); ae.Code != "agent_failed" || strings.Contains(ae.Message, "asked to fail") {
+		t.Errorf("agent.error %+v leaks or lacks its code", ae)
+	}
+	if d := msgs[2].Payload.(*protocol.TextDone); d.StopReason != "error" || d.IsCancelled {
+		t.Errorf("done %+v", d)
+	}
+
+	// A tool turn reads the referenced file inside the workspace.
+	text, refs, _ = fileref.Compose([]protocol.PromptSegment{
+		{Kind: protocol.SegmentText, Text: "tool: "},
+		{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: "main.go"}},
+	})
+	fc.send(prompt("s1", text, refs...))
+	msgs = fc.until(ctx, isType(protocol.TypeTextDone))
+	if msgs[1].Type != protocol.TypeToolStarted || msgs[2].Type != protocol.TypeToolFinished {
+		t.Fatalf("tool turn: %s %s", msgs[1].Type, msgs[2].Type)
+	}
+	if fin := msgs[2].Payload.(*protocol.ToolFinished); fin.Status != "ok" || !strings.Contains(fin.Output, "read 13 bytes") {
+		t.Errorf("tool.finished %+v", fin)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	// Words an hour apart: only a cancel ends the turn in time.
+	e := m.start(t, withAdapters(echo.New(echo.WithDelay(time.Hour))))
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "echo")
+	fc.send(prompt("s1", "a b c d"))
+	turnID := fc.expect(ctx, protocol.TypeTurnStarted).Payload.(*protocol.TurnStarted).TurnID
+	fc.expect(ctx, protocol.TypeTextDelta)
+
+	// A cancel of another turn changes nothing; the right one ends it.
+	fc.send(control("s1", protocol.TypePromptCancel, &protocol.PromptCancel{TargetTurnID: "other"}))
+	fc.send(control("s1", protocol.TypePromptCancel, &protocol.PromptCancel{TargetTurnID: turnID, Reason: "user_cancelled"}))
+	done := fc.expect(ctx, protocol.TypeTextDone).Payload.(*protocol.TextDone)
+	if done.TurnID != turnID || !done.IsCancelled || done.StopReason != "cancelled" || done.Text != "echo:" {
+		t.Errorf("done %+v", done)
+	}
+	// A late second cancel is ignored, and the session takes the next
+	// prompt: nothing of the first turn comes in between.
+	fc.send(control("s1", protocol.TypePromptCancel, &protocol.PromptCancel{TargetTurnID: turnID}))
+	fc.send(prompt("s1", "x"))
+	st := fc.expect(ctx, protocol.TypeTurnStarted)
+	turn2 := st.Payload.(*protocol.TurnStarted).TurnID
+	fc.expect(ctx, protocol.TypeTextDelta)
+	fc.send(control("s1", protocol.TypePromptCancel, &protocol.PromptCancel{TargetTurnID: turn2}))
+	if d := fc.expect(ctx, protocol.TypeTextDone).Payload.(*protocol.TextDone); d.TurnID != turn2 || !d.IsCancelled {
+		t.Errorf("second turn done %+v", d)
+	}
+}
+
+func TestBusy(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	g := newGate(1)
+	e := m.start(t, withAdapters(g))
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "gate")
+	fc.send(prompt("s1", "first"))
+	fc.expect(ctx, protocol.TypeTurnStarted)
+	fc.expect(ctx, protocol.TypeTextDelta)
+	second := prompt("s1", "second")
+	fc.send(second)
+	if got := fc.errorFor(ctx, second.MessageID); got.Code != protocol.CodeBusy {
+		t.Errorf("second prompt: %+v", got)
+	}
+	compact := control("s1", protocol.TypeSessionCompact, &protocol.SessionCompact{})
+	fc.send(compact)
+	if got := fc.errorFor(ctx, compact.MessageID); got.Code != protocol.CodeBusy {
+		t.Errorf("compact during a turn: %+v", got)
+	}
+	close(g.release)
+	fc.expect(ctx, protocol.TypeTextDelta)
+	fc.expect(ctx, protocol.TypeTextDone)
+	fc.send(prompt("s1", "third"))
+	fc.expect(ctx, protocol.TypeTurnStarted)
+}
+
+func TestBadPromptRefs(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	other := newWorkspace(t)
+	outside := t.TempDir()
+	e := m.start(t, func(c *Config) { c.Workspaces = append(c.Workspaces, other) })
+	if err := os.Symlink(outside, filepath.Join(e.ws, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "echo")
+	realOther, _ := filepath.EvalSymlinks(other)
+
+	ref := func(path string) protocol.FileReference {
+		return protocol.FileReference{RefID: "ref_0", Path: path, Name: filepath.Base(path), WorkspaceRelativePath: path}
+	}
+	for _, bad := range []string{"../../etc/passwd", "/etc/passwd", "escape/secret", "internal/../../x", outside} {
+		req := prompt("s1", "see <@file:ref_0|f>", ref(bad))
+		fc.send(req)
+		got := fc.errorFor(ctx, req.MessageID)
+		if got.Code != protocol.CodeInvalidValue || got.Field != "payload.file_references[0].path" {
+			t.Errorf("%s: %+v", bad, got)
+		}
+	}
+	// A mismatch between path and workspace_relative_path is caught too.
+	r := ref("main.go")
+	r.WorkspaceRelativePath = "../../etc/passwd"
+	req := prompt("s1", "see <@file:ref_0|f>", r)
+	fc.send(req)
+	if got := fc.errorFor(ctx, req.MessageID); got.Field != "payload.file_references[0].workspace_relative_path" {
+		t.Errorf("workspace_relative_path: %+v", got)
+	}
+	// Inside the workspace, or in another workspace of the client (global
+	// scope): accepted.
+	for _, good := range []string{"main.go", "internal/x/x.go", "not/yet/there.go", filepath.Join(realOther, "main.go")} {
+		fc.send(prompt("s1", "see <@file:ref_0|f>", ref(good)))
+		msgs := fc.until(ctx, isType(protocol.TypeTextDone))
+		if msgs[0].Type != protocol.TypeTurnStarted {
+			t.Errorf("%s: %s %+v", good, msgs[0].Type, msgs[0].Payload)
+		}
+	}
+}
+
+func TestInteraction(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	e := m.start(t)
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "echo")
+
+	ask := func() *protocol.InteractionRequest {
+		fc.send(prompt("s1", "ask: may I"))
+		turnID := fc.expect(ctx, protocol.TypeTurnStarted).Payload.(*protocol.TurnStarted).TurnID
+		req := fc.expect(ctx, protocol.TypeInteractionRequest).Payload.(*protocol.InteractionRequest)
+		if req.TurnID != turnID || req.Kind != "permission" {
+			t.Fatalf("interaction %+v", req)
+		}
+		return req
+	}
+	req := ask()
+	unknown := control("s1", protocol.TypeInteractionResponse, &protocol.InteractionResponse{InteractionID: "nope", SelectedValue: protocol.Single("allow_once")})
+	fc.send(unknown)
+	if got := fc.errorFor(ctx, unknown.MessageID); got.Code != protocol.CodeNotFound || got.Field != "payload.interaction_id" {
+		t.Errorf("unknown interaction: %+v", got)
+	}
+	fc.send(control("s1", protocol.TypeInteractionResponse, &protocol.InteractionResponse{InteractionID: req.InteractionID, SelectedValue: protocol.Single("allow_once")}))
+	msgs := fc.until(ctx, isType(protocol.TypeTextDone))
+	if d := msgs[len(msgs)-1].Payload.(*protocol.TextDone); d.Text != "allowed" {
+		t.Errorf("answered: %+v", d)
+	}
+
+	req = ask()
+	fc.send(control("s1", protocol.TypeInteractionTimeout, &protocol.InteractionTimeout{InteractionID: req.InteractionID}))
+	msgs = fc.until(ctx, isType(protocol.TypeTextDone))
+	if d := msgs[len(msgs)-1].Payload.(*protocol.TextDone); d.Text != "denied" {
+		t.Errorf("timed out: %+v", d)
+	}
+	// A late timeout for a settled interaction gets no answer: the next
+	// thing on the wire is the answer to the next message.
+	fc.send(control("s1", protocol.TypeInteractionTimeout, &protocol.InteractionTimeout{InteractionID: req.InteractionID}))
+	compact := control("s1", protocol.TypeSessionCompact, &protocol.SessionCompact{})
+	fc.send(compact)
+	if got := fc.next(ctx); got.Type != protocol.TypeCompactionDone || got.ParentID != compact.MessageID {
+		t.Errorf("after a late timeout: %s %+v", got.Type, got.Payload)
+	}
+}
+
+func TestModeSwitchAndCompact(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	e := m.start(t)
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "echo")
+
+	sw := control("s1", protocol.TypeModeSwitch, &protocol.ModeSwitch{Mode: "plan"})
+	fc.send(sw)
+	got := fc.expect(ctx, protocol.TypeModeChanged)
+	if got.ParentID != sw.MessageID || got.Payload.(*protocol.ModeChanged).Mode != "plan" {
+		t.Errorf("mode.changed %+v", got)
+	}
+	text, refs, _ := fileref.Compose([]protocol.PromptSegment{
+		{Kind: protocol.SegmentText, Text: "tool:write "},
+		{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: "main.go"}},
+	})
+	fc.send(prompt("s1", text, refs...))
+	msgs := fc.until(ctx, isType(protocol.TypeTextDone))
+	if st := msgs[0].Payload.(*protocol.TurnStarted); st.Mode != "plan" {
+		t.Errorf("turn.started in mode %s", st.Mode)
+	}
+	if fin := msgs[2].Payload.(*protocol.ToolFinished); fin.Status != "denied" {
+		t.Errorf("write in plan mode: %+v", fin)
+	}
+
+	// The session saw "tool:write main.go" (2 words) and its echo (3).
+	half := 0.5
+	cp := control("s1", protocol.TypeSessionCompact, &protocol.SessionCompact{TargetTokenRatio: &half})
+	fc.send(cp)
+	got = fc.expect(ctx, protocol.TypeCompactionDone)
+	if cd := got.Payload.(*protocol.CompactionDone); got.ParentID != cp.MessageID || cd.TokensBefore != 5 || cd.TokensAfter != 2 {
+		t.Errorf("compaction.done %+v %+v", got, cd)
+	}
+}
+
+// TestFileSearch: newest query wins, cancel silences a search, and errors
+// are coded. A project-scope search is held in the project index's opening
+// until it is superseded or cancelled, so the order is deterministic.
+func TestFileSearch(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	repo := t.TempDir()
+	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(repo, "proj")
+	if err := os.Rename(newWorkspace(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan struct{}, 8)
+	e := m.startWith(t, ws, t.TempDir(), func(c *Client) {
+		if err := c.WaitIndexed(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var sws []*search.Workspace
+		for _, w := range c.workspaces {
+			sws = append(sws, &search.Workspace{Name: w.ID, Root: w.Path, Index: w.ix})
+		}
+		_ = c.svc.Close()
+		c.svc = search.NewService(sws, func(ctx context.Context, _ string) (*index.Index, error) {
+			held <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	})
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "echo")
+
+	search := func(query, scope string) *protocol.Message {
+		msg := control("s1", protocol.TypeFileSearch, &protocol.FileSearch{QueryID: protocol.NewID(), Query: query, Scope: scope})
+		fc.send(msg)
+		return msg
+	}
+	q1 := search("main", "project")
+	<-held
+	q2 := search("xgo", "workspace")
+	got := fc.expect(ctx, protocol.TypeFileCandidates)
+	fcands := got.Payload.(*protocol.FileCandidates)
+	if got.ParentID != q2.MessageID || fcands.QueryID != q2.Payload.(*protocol.FileSearch).QueryID {
+		t.Fatalf("answer to %s, want the newest query %s (the superseded one was %s)", got.ParentID, q2.MessageID, q1.MessageID)
+	}
+	if len(fcands.Candidates) == 0 || fcands.Candidates[0].Path != "internal/x/x.go" {
+		t.Errorf("candidates %+v", fcands.Candidates)
+	}
+
+	q3 := search("main", "project")
+	<-held
+	fc.send(control("s1", protocol.TypeFileSearchCancel, &protocol.FileSearchCancel{QueryID: q3.Payload.(*protocol.FileSearch).QueryID}))
+	q4 := search("", "workspace")
+	got = fc.expect(ctx, protocol.TypeFileCandidates)
+	if got.ParentID != q4.MessageID || len(got.Payload.(*protocol.FileCandidates).Candidates) != 3 {
+		t.Fatalf("after cancel: answer to %s with %+v", got.ParentID, got.Payload)
+	}
+	// A bad filter is a coded error answering the search.
+	bad := control("s1", protocol.TypeFileSearch, &protocol.FileSearch{QueryID: protocol.NewID(), Query: "x",
+		Filters: &protocol.SearchFilters{ExcludePatterns: []string{"["}}})
+	fc.send(bad)
+	if got := fc.errorFor(ctx, bad.MessageID); got.Code != protocol.CodeInvalidValue || got.Field != "payload.filters.exclude_patterns[0]" {
+		t.Errorf("bad filter: %+v", got)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	e := m.start(t)
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "echo")
+
+	id := protocol.NewID()
+	for _, tc := range []struct {
+		name   string
+		typ    websocket.MessageType
+		data   string
+		code   string
+		field  string
+		parent string
+	}{
+		{"not json", websocket.MessageText, "{nope", protocol.CodeMalformedJSON, "", ""},
+		{"array", websocket.MessageText, "[1]", protocol.CodeMalformedJSON, "", ""},
+		{"binary", websocket.MessageBinary, `{"type":"master.ack"}`, protocol.CodeMalformedJSON, "", ""},
+		{"unknown type", websocket.MessageText, `{"type":"control.nope","message_id":"` + id + `","payload":{}}`, protocol.CodeUnknownType, "type", id},
+		{"wrong direction", websocket.MessageText, `{"type":"agent.text.done","message_id":"` + id + `","session_id":"s1","payload":{"turn_id":"t","is_cancelled":false}}`, protocol.CodeWrongDirection, "type", id},
+		{"ui message", websocket.MessageText, `{"type":"ui.machines.list","message_id":"` + id + `","payload":{}}`, protocol.CodeWrongDirection, "type", id},
+		{"no session", websocket.MessageText, `{"type":"control.prompt.request","message_id":"` + id + `","payload":{"prompt_text":"x"}}`, protocol.CodeMissingField, "session_id", id},
+		{"bad enum", websocket.MessageText, `{"type":"control.mode.switch","message_id":"` + id + `","session_id":"s1","payload":{"mode":"yolo"}}`, protocol.CodeInvalidValue, "payload.mode", id},
+		{"master to ui", websocket.MessageText, `{"type":"master.machines","message_id":"` + id + `","parent_id":"` + id + `","payload":{"machines":[]}}`, protocol.CodeUnsupported, "type", id},
+	} {
+		fc.sendRaw(tc.typ, []byte(tc.data))
+		got := fc.expect(ctx, protocol.TypeError)
+		p := got.Payload.(*protocol.Error)
+		if p.Code != tc.code || p.Field != tc.field || got.ParentID != tc.parent {
+			t.Errorf("%s: error %+v parent %q", tc.name, p, got.ParentID)
+		}
+	}
+	// The connection is still up and works.
+	fc.send(prompt("s1", "still here"))
+	msgs := fc.until(ctx, isType(protocol.TypeTextDone))
+	if d := msgs[len(msgs)-1].Payload.(*protocol.TextDone); d.Text != "echo: still here" {
+		t.Errorf("done %+v", d)
+	}
+	m.noConn()
+}
+
+// TestCloseEndsRunningTurn: Close cancels a running turn, whose
+// agent.text.done is kept and delivered by the next client.
+func TestCloseEndsRunningTurn(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	g := newGate(1)
+	e := m.start(t, withAdapters(g))
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "gate")
+	fc.send(prompt("s1", "go"))
+	fc.expect(ctx, protocol.TypeTurnStarted)
+	fc.expect(ctx, protocol.TypeTextDelta)
+	e.stop()
+
+	m.startOn(t, e.ws, e.stateDir, withAdapters(newGate(0)))
+	fc2, _ := m.accept(ctx)
+	msgs := fc2.until(ctx, isType(protocol.TypeTextDone))
+	if d := msgs[len(msgs)-1].Payload.(*protocol.TextDone); !d.IsCancelled || d.StopReason != "cancelled" {
+		t.Errorf("done %+v", d)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	lo, hi := 10*time.Millisecond, 80*time.Millisecond
+	for n := range 40 {
+		ceil := min(hi, lo<<min(n, 31))
+		for range 50 {
+			if d := backoff(lo, hi, n); d < 0 || d > ceil {
+				t.Fatalf("backoff(%d) = %v, outside [0, %v]", n, d, ceil)
+			}
+		}
+	}
+}
+
+var _ adapter.Adapter = (*gateAdapter)(nil)

@@ -1,0 +1,325 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// directQueue bounds the answers (errors, candidates) waiting for the
+// writer of one connection.
+const directQueue = 64
+
+// outboxBatch is how many outbox entries the writer reads at a time.
+const outboxBatch = 64
+
+// conn is one live connection to the master.
+type conn struct {
+	ws     *websocket.Conn
+	direct chan []byte
+	done   chan struct{}
+}
+
+// send queues data for the writer; it waits while the queue is full and
+// gives up when the connection ends.
+func (cn *conn) send(data []byte) bool {
+	select {
+	case cn.direct <- data:
+		return true
+	case <-cn.done:
+		return false
+	}
+}
+
+// Run connects to the master and serves it, reconnecting with backoff and
+// jitter after every failure, until ctx is done (it then returns nil) or
+// Close is called. It returns ErrUnauthorized when the master refuses the
+// token, and ErrClosed when called after Close. Run must not be called
+// twice at the same time.
+func (c *Client) Run(ctx context.Context) error {
+	c.mu.Lock()
+	switch {
+	case c.closed:
+		c.mu.Unlock()
+		return ErrClosed
+	case c.running:
+		c.mu.Unlock()
+		return errors.New("client: Run is already running")
+	}
+	c.running = true
+	c.runWG.Add(1)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.running = false
+		c.mu.Unlock()
+		c.runWG.Done()
+	}()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopAfter := context.AfterFunc(c.stop, cancel)
+	defer stopAfter()
+
+	attempt := 0
+	for {
+		registered, err := c.connectOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, ErrUnauthorized) {
+			return err
+		}
+		if registered {
+			attempt = 0
+		}
+		delay := backoff(c.cfg.MinBackoff, c.cfg.MaxBackoff, attempt)
+		attempt++
+		c.log.Info("disconnected from the master; reconnecting", "err", err, "in", delay.Round(time.Millisecond))
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is the delay before reconnect attempt n (0-based): uniform in
+// [0, min(max, min·2ⁿ)] ("full jitter"), so that many clients a restarted
+// master lost do not all come back at once.
+func backoff(lo, hi time.Duration, n int) time.Duration {
+	ceil := hi
+	if n < 32 {
+		if d := lo << n; d > 0 && d < hi {
+			ceil = d
+		}
+	}
+	return rand.N(ceil + 1) //nolint:gosec // jitter needs no cryptographic randomness
+}
+
+// connectOnce dials, serves the connection until it fails, and reports
+// whether it got as far as registering.
+func (c *Client) connectOnce(ctx context.Context) (bool, error) {
+	dialCtx, cancel := context.WithTimeout(ctx, 2*c.cfg.PingInterval)
+	defer cancel()
+	ws, resp, err := websocket.Dial(dialCtx, c.dialURL, &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + c.cfg.Token}},
+	})
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
+			return false, ErrUnauthorized
+		}
+		return false, fmt.Errorf("client: dial %s: %w", c.dialURL, err)
+	}
+	ws.SetReadLimit(protocol.MaxMessageBytes)
+	return c.serve(ctx, ws)
+}
+
+// serve runs one connection: a reader, a writer and a pinger, until one of
+// them fails or ctx is done.
+func (c *Client) serve(ctx context.Context, ws *websocket.Conn) (registered bool, err error) {
+	cn := &conn{ws: ws, direct: make(chan []byte, directQueue), done: make(chan struct{})}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// Answers of session workers may go out as soon as the reader runs;
+	// the writer still puts session.capabilities first.
+	c.setConn(cn)
+	regCh := make(chan struct{})
+	done := make(chan struct{}, 3)
+	go func() { cancel(c.reader(ctx, cn)); done <- struct{}{} }()
+	go func() { cancel(c.writer(ctx, cn, regCh)); done <- struct{}{} }()
+	go func() { cancel(c.pinger(ctx, cn)); done <- struct{}{} }()
+
+	select {
+	case <-regCh:
+		registered = true
+		c.markRegistered(cn)
+		<-ctx.Done()
+	case <-ctx.Done():
+	}
+	err = context.Cause(ctx)
+	c.clearConn(cn)
+	close(cn.done)
+	_ = ws.CloseNow()
+	for range 3 {
+		<-done
+	}
+	return registered, err
+}
+
+func (c *Client) setConn(cn *conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.conn = cn
+}
+
+func (c *Client) markRegistered(cn *conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == cn {
+		close(c.connected)
+	}
+	c.log.Info("connected to the master", "url", c.dialURL, "machine", c.machine.ID)
+}
+
+func (c *Client) clearConn(cn *conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != cn {
+		return
+	}
+	c.conn = nil
+	select {
+	case <-c.connected:
+		c.connected = make(chan struct{})
+	default:
+	}
+}
+
+// reader decodes every frame and dispatches it; bad input gets a coded
+// error and the connection goes on.
+func (c *Client) reader(ctx context.Context, cn *conn) error {
+	for {
+		typ, data, err := cn.ws.Read(ctx)
+		if err != nil {
+			return fmt.Errorf("client: read: %w", err)
+		}
+		if typ != websocket.MessageText {
+			c.reply(cn, protocol.ErrorMessage("", "", &protocol.Error{Code: protocol.CodeMalformedJSON, Message: "a message is one JSON object in a text frame"}))
+			continue
+		}
+		m, err := protocol.DecodeFrom(protocol.RoleMaster, data)
+		if err != nil {
+			var pe *protocol.Error
+			if !errors.As(err, &pe) {
+				pe = &protocol.Error{Code: protocol.CodeInternal, Message: "the message could not be decoded"}
+			}
+			id, sid := protocol.ParentOf(data)
+			c.reply(cn, protocol.ErrorMessage(id, sid, pe))
+			continue
+		}
+		c.dispatch(cn, m)
+	}
+}
+
+// writer sends session.capabilities, then the outbox from its oldest
+// entry, then live traffic.
+func (c *Client) writer(ctx context.Context, cn *conn, registered chan<- struct{}) error {
+	if err := c.write(ctx, cn, c.capsData); err != nil {
+		return err
+	}
+	close(registered)
+	var cursor int64
+	for {
+		entries, err := c.out.After(cursor, outboxBatch)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := c.write(ctx, cn, e.data); err != nil {
+				return err
+			}
+			cursor = e.seq
+		}
+		if len(entries) > 0 {
+			// A long backlog must not hold answers back: send what is
+			// queued, then read the next batch.
+			for {
+				select {
+				case data := <-cn.direct:
+					if err := c.write(ctx, cn, data); err != nil {
+						return err
+					}
+					continue
+				default:
+				}
+				break
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case data := <-cn.direct:
+			if err := c.write(ctx, cn, data); err != nil {
+				return err
+			}
+		case <-c.out.Added():
+		}
+	}
+}
+
+func (c *Client) write(ctx context.Context, cn *conn, data []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.PingInterval)
+	defer cancel()
+	if err := cn.ws.Write(ctx, websocket.MessageText, data); err != nil {
+		return fmt.Errorf("client: write: %w", err)
+	}
+	return nil
+}
+
+// pinger drops a peer that does not answer a ping within one interval, so
+// a dead master is noticed within two.
+func (c *Client) pinger(ctx context.Context, cn *conn) error {
+	t := time.NewTicker(c.cfg.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, c.cfg.PingInterval)
+		err := cn.ws.Ping(pctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("client: the master did not answer a ping: %w", err)
+		}
+	}
+}
+
+// reply sends an answer on cn (not kept: it only means something to the
+// connection it answers).
+func (c *Client) reply(cn *conn, m *protocol.Message) {
+	data, err := protocol.Encode(m)
+	if err != nil {
+		c.log.Error("encode reply", "type", m.Type, "err", err)
+		return
+	}
+	cn.send(data)
+}
+
+// sendDirect sends an unkept message on the current connection; offline,
+// it is dropped (the master that asked is gone with its connection).
+func (c *Client) sendDirect(m *protocol.Message) {
+	c.mu.Lock()
+	cn := c.conn
+	c.mu.Unlock()
+	if cn == nil {
+		c.log.Debug("offline: dropped", "type", m.Type, "parent_id", m.ParentID)
+		return
+	}
+	c.reply(cn, m)
+}
+
+// emit writes a kept message (agent.*, session.opened) to the outbox; the
+// writer sends it when connected.
+func (c *Client) emit(ctx context.Context, m *protocol.Message) error {
+	data, err := checkedEncode(m)
+	if err != nil {
+		return err
+	}
+	return c.out.Append(ctx, m.MessageID, data)
+}

@@ -1,0 +1,55 @@
+// Package client is the local daemon (ferry connect): it dials the master
+// (it never listens), announces its machine, workspaces and capabilities,
+// and runs the sessions the master opens on it through their adapters.
+//
+// Guarantees:
+//
+//   - Outbound only. The client dials <master>/v1/client with its token
+//     (Authorization: Bearer) and reconnects after any failure with
+//     exponential backoff and full jitter, until its context is done. A
+//     refused token (HTTP 401) ends Run with ErrUnauthorized instead: it
+//     will not get better by retrying.
+//   - Registration first. On every connection the first message is
+//     session.capabilities; then every message still in the outbox, oldest
+//     first; then live traffic.
+//   - Nothing produced is lost. Every agent.* event and session.opened is
+//     written to an on-disk outbox (a SQLite file in the state directory)
+//     before it is sent, and leaves it only when the master acknowledges it
+//     (master.ack, cumulative). A reconnect or a restart re-sends what is
+//     still unacknowledged, with the same message ids, so the master can
+//     drop duplicates. The outbox is bounded: when it is full, producers
+//     (the adapters' Emit) block until an ack makes room; nothing is
+//     dropped. session.file.candidates, session.capabilities and error are
+//     answers to the connection at hand and are not kept.
+//   - Sessions outlive connections. A turn that runs when the connection
+//     drops keeps running; its events wait in the outbox.
+//   - Every turn ends with exactly one agent.text.done, sent by the client
+//     (not the adapter): is_cancelled and stop_reason "cancelled" when
+//     control.prompt.cancel (or Close) stopped it, stop_reason "error" after
+//     an agent.error when the adapter failed. The adapter's own error text
+//     stays in the log.
+//   - Bad input never kills the connection: every frame is decoded strictly
+//     (protocol.DecodeFrom with the master's role) and a bad one is
+//     answered with a coded error. A frame over protocol.MaxMessageBytes
+//     is the exception: the WebSocket library closes the connection
+//     (status 1009) and the client reconnects.
+//   - Dead peers are noticed: the client pings every PingInterval and drops
+//     a connection whose pong does not come within one more interval.
+//   - References stay inside: the files a prompt references must lie in the
+//     session's workspace, its enclosing repository (what a project-scope
+//     search offers) or another workspace of the client (global scope);
+//     anything else is refused with invalid_value before the adapter sees
+//     the prompt.
+//
+// # Dispatch
+//
+// One reader goroutine per connection decodes frames and handles what must
+// not wait: master.ack, control.prompt.cancel, control.file.search and its
+// cancel. Everything else for a session (open, prompt, interaction answers,
+// mode switch, compaction) goes, in order, to the session's own worker
+// goroutine through a bounded queue, so a slow adapter or a full outbox never
+// stalls the reader (which must keep reading acks to make room). A turn runs
+// in its own goroutine. A control.prompt.cancel naming a turn that is not
+// running (it may have just ended) is ignored: the turn's agent.text.done
+// already says how it ended.
+package client

@@ -1,0 +1,28 @@
+//go:build unix
+
+package client
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// lockStateDir takes an exclusive advisory lock on dir/lock, so that two
+// clients never share one machine id and one outbox. The lock goes with the
+// process, also when it crashes.
+func lockStateDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(dir+string(os.PathSeparator)+"lock", os.O_RDWR|os.O_CREATE, 0o600) //nolint:gosec // the state directory is the user's own
+	if err != nil {
+		return nil, fmt.Errorf("client: lock state directory: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("client: state directory %s is used by another ferry client: %w", dir, err)
+		}
+		return nil, fmt.Errorf("client: lock state directory: %w", err)
+	}
+	return f, nil
+}

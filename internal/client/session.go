@@ -1,0 +1,517 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/search"
+	"github.com/ferry-dev/ferry/protocol"
+	"github.com/ferry-dev/ferry/protocol/fileref"
+)
+
+// sessionQueue bounds the control messages waiting for one session's worker.
+const sessionQueue = 64
+
+// errTurnOver is returned by Emit after the turn's Run returned.
+var errTurnOver = errors.New("client: the turn is over")
+
+// session is one session the master opened on this client.
+type session struct {
+	c         *Client
+	id        string
+	ws        *workspace
+	adapterID string
+	ad        adapter.Adapter
+	queue     chan *protocol.Message
+
+	// dead is set (under c.mu) when the session is gone: nothing more is
+	// queued.
+	dead bool
+
+	// sess is set by the worker when the adapter session is open; only
+	// the worker writes it.
+	sess adapter.Session
+
+	mu     sync.Mutex
+	mode   string
+	turn   *turn
+	picker *search.Picker
+	// searches maps each search in flight to its message id (the parent
+	// of its answer); at most the newest two are kept.
+	searches map[*protocol.FileSearch]string
+}
+
+// turn is the running turn of a session.
+type turn struct {
+	id     string
+	cancel context.CancelFunc
+	// mu guards ended; Emit holds it shared while writing an event, so
+	// no event can follow the turn's agent.text.done.
+	mu    sync.RWMutex
+	ended bool
+}
+
+// dispatch handles one decoded message from the master (on the reader).
+func (c *Client) dispatch(cn *conn, m *protocol.Message) {
+	switch p := m.Payload.(type) {
+	case *protocol.Ack:
+		if _, err := c.out.Ack(p.Through); err != nil {
+			c.log.Error("outbox ack", "err", err)
+		}
+		return
+	case *protocol.Error:
+		c.log.Warn("the master reports an error", "code", p.Code, "field", p.Field, "message", p.Message, "parent_id", m.ParentID)
+		return
+	case *protocol.SessionOpen:
+		c.openSession(cn, m, p)
+		return
+	}
+	if !slices.Contains(handledMessages, m.Type) {
+		c.reply(cn, protocol.ErrorMessage(m.MessageID, m.SessionID, &protocol.Error{
+			Code: protocol.CodeUnsupported, Field: "type", Message: fmt.Sprintf("a client does not handle %s", m.Type),
+		}))
+		return
+	}
+	c.mu.Lock()
+	s := c.sessions[m.SessionID]
+	c.mu.Unlock()
+	if s == nil {
+		c.reply(cn, protocol.ErrorMessage(m.MessageID, m.SessionID, &protocol.Error{
+			Code: protocol.CodeNotFound, Field: "session_id", Message: "no such session is open on this client; send control.session.open first",
+		}))
+		return
+	}
+	switch p := m.Payload.(type) {
+	case *protocol.PromptCancel:
+		s.cancelTurn(p.TargetTurnID)
+	case *protocol.FileSearch:
+		s.search(m, p)
+	case *protocol.FileSearchCancel:
+		s.mu.Lock()
+		picker := s.picker
+		s.mu.Unlock()
+		if picker != nil {
+			picker.Cancel(p.QueryID)
+		}
+	default:
+		c.enqueue(cn, s, m)
+	}
+}
+
+// enqueue hands m to the session's worker, or answers an error when the
+// session is gone or its queue is full.
+func (c *Client) enqueue(cn *conn, s *session, m *protocol.Message) {
+	c.mu.Lock()
+	var e *protocol.Error
+	if s.dead {
+		e = &protocol.Error{Code: protocol.CodeNotFound, Field: "session_id", Message: "the session could not be opened"}
+	} else {
+		select {
+		case s.queue <- m:
+		default:
+			e = &protocol.Error{Code: protocol.CodeBusy, Message: "the session has too many control messages waiting"}
+		}
+	}
+	c.mu.Unlock()
+	if e != nil {
+		c.reply(cn, protocol.ErrorMessage(m.MessageID, m.SessionID, e))
+	}
+}
+
+// openSession creates the session on its first control.session.open and
+// queues the open for its worker (a repeated open is answered again).
+func (c *Client) openSession(cn *conn, m *protocol.Message, p *protocol.SessionOpen) {
+	fail := func(code, field, msg string) {
+		c.reply(cn, protocol.ErrorMessage(m.MessageID, m.SessionID, &protocol.Error{Code: code, Field: field, Message: msg}))
+	}
+	c.mu.Lock()
+	s := c.sessions[m.SessionID]
+	if s == nil {
+		ws := c.workspace(p.WorkspaceID)
+		ad := c.adapters[p.Adapter]
+		mode := p.Mode
+		if mode == "" {
+			mode = protocol.ModeDefault
+		}
+		switch {
+		case ws == nil:
+			c.mu.Unlock()
+			fail(protocol.CodeNotFound, "payload.workspace_id", "this client serves no such workspace")
+			return
+		case ad == nil:
+			c.mu.Unlock()
+			fail(protocol.CodeNotFound, "payload.adapter", "this client has no such adapter")
+			return
+		case !slices.Contains(c.adCaps[p.Adapter].Modes, mode):
+			c.mu.Unlock()
+			fail(protocol.CodeUnsupported, "payload.mode", "the adapter has no such mode")
+			return
+		}
+		s = &session{
+			c: c, id: m.SessionID, ws: ws, adapterID: p.Adapter, ad: ad, mode: mode,
+			queue:    make(chan *protocol.Message, sessionQueue),
+			searches: map[*protocol.FileSearch]string{},
+		}
+		c.sessions[s.id] = s
+		c.wg.Add(1)
+		go s.work()
+	}
+	c.mu.Unlock()
+	c.enqueue(cn, s, m)
+}
+
+func (c *Client) workspace(id string) *workspace {
+	for _, w := range c.workspaces {
+		if w.ID == id {
+			return w
+		}
+	}
+	return nil
+}
+
+// fail answers m with a coded error (not kept).
+func (s *session) fail(m *protocol.Message, code, field, msg string) {
+	s.c.sendDirect(protocol.ErrorMessage(m.MessageID, m.SessionID, &protocol.Error{Code: code, Field: field, Message: msg}))
+}
+
+// failWith answers m with err when it is a coded protocol error, else with
+// a generic internal error (the details go to the log).
+func (s *session) failWith(m *protocol.Message, what string, err error) {
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		s.c.sendDirect(protocol.ErrorMessage(m.MessageID, m.SessionID, pe))
+		return
+	}
+	s.c.log.Error(what, "session", s.id, "err", err)
+	s.fail(m, protocol.CodeInternal, "", what+" failed")
+}
+
+// work runs the session's control messages in order.
+func (s *session) work() {
+	defer s.c.wg.Done()
+	for {
+		select {
+		case <-s.c.stop.Done():
+			return
+		case m := <-s.queue:
+			if !s.handle(m) {
+				return
+			}
+		}
+	}
+}
+
+// handle runs one queued message; false means the session is gone.
+func (s *session) handle(m *protocol.Message) bool {
+	if _, isOpen := m.Payload.(*protocol.SessionOpen); !isOpen && s.sess == nil {
+		// Only an open can come first (openSession queues it first).
+		s.fail(m, protocol.CodeNotFound, "session_id", "the session is not open")
+		return true
+	}
+	switch p := m.Payload.(type) {
+	case *protocol.SessionOpen:
+		return s.open(m, p)
+	case *protocol.PromptRequest:
+		s.prompt(m, p)
+	case *protocol.InteractionResponse:
+		if err := s.sess.Answer(p.InteractionID, p); err != nil {
+			if errors.Is(err, adapter.ErrUnknownInteraction) {
+				s.fail(m, protocol.CodeNotFound, "payload.interaction_id", "the session waits for no such interaction")
+			} else {
+				s.failWith(m, "answer", err)
+			}
+		}
+	case *protocol.InteractionTimeout:
+		// A timeout for an interaction that is no longer open needs no
+		// answer: the master settles it either way.
+		if err := s.sess.Answer(p.InteractionID, nil); err != nil && !errors.Is(err, adapter.ErrUnknownInteraction) {
+			s.c.log.Error("interaction timeout", "session", s.id, "err", err)
+		}
+	case *protocol.ModeSwitch:
+		s.switchMode(m, p)
+	case *protocol.SessionCompact:
+		s.compact(m, p)
+	}
+	return true
+}
+
+// open opens the adapter session (the first time) and answers
+// session.opened.
+func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
+	if s.sess != nil {
+		switch {
+		case p.WorkspaceID != s.ws.ID:
+			s.fail(m, protocol.CodeInvalidValue, "payload.workspace_id", "the session is open on another workspace")
+			return true
+		case p.Adapter != s.adapterID:
+			s.fail(m, protocol.CodeInvalidValue, "payload.adapter", "the session is open with another adapter")
+			return true
+		}
+	} else {
+		s.mu.Lock()
+		mode := s.mode
+		s.mu.Unlock()
+		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode})
+		if err != nil {
+			s.failWith(m, "open session", err)
+			s.c.removeSession(s)
+			return false
+		}
+		s.sess = sess
+	}
+	s.mu.Lock()
+	mode := s.mode
+	s.mu.Unlock()
+	if err := s.c.emit(s.c.stop, m.Reply(protocol.TypeSessionOpened, &protocol.SessionOpened{Adapter: s.adapterID, Mode: mode})); err != nil {
+		s.c.log.Error("session.opened", "session", s.id, "err", err)
+	}
+	return true
+}
+
+// removeSession forgets a session whose open failed and answers what was
+// queued behind the open.
+func (c *Client) removeSession(s *session) {
+	c.mu.Lock()
+	s.dead = true
+	if c.sessions[s.id] == s {
+		delete(c.sessions, s.id)
+	}
+	c.mu.Unlock()
+	for {
+		select {
+		case m := <-s.queue:
+			s.fail(m, protocol.CodeNotFound, "session_id", "the session could not be opened")
+		default:
+			return
+		}
+	}
+}
+
+// prompt starts a turn.
+func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
+	caps := s.c.adCaps[s.adapterID]
+	if !slices.Contains(caps.InputTypes, p.InputType) {
+		s.fail(m, protocol.CodeUnsupported, "payload.input_type", "the adapter takes no such input")
+		return
+	}
+	if e := s.ws.checkRefs(p.FileReferences); e != nil {
+		s.c.sendDirect(protocol.ErrorMessage(m.MessageID, m.SessionID, e))
+		return
+	}
+	prompt := fileref.Parse(p.PromptText, p.FileReferences)
+
+	s.mu.Lock()
+	if s.turn != nil {
+		s.mu.Unlock()
+		s.fail(m, protocol.CodeBusy, "", "the session already runs a turn")
+		return
+	}
+	ctx, cancel := context.WithCancel(s.c.stop)
+	t := &turn{id: protocol.NewID(), cancel: cancel}
+	s.turn = t
+	mode := s.mode
+	s.mu.Unlock()
+
+	started := m.Reply(protocol.TypeTurnStarted, &protocol.TurnStarted{TurnID: t.id, InputType: p.InputType, Mode: mode, Adapter: s.adapterID})
+	if err := s.c.emit(s.c.stop, started); err != nil {
+		s.c.log.Error("agent.turn.started", "session", s.id, "err", err)
+		cancel()
+		s.mu.Lock()
+		s.turn = nil
+		s.mu.Unlock()
+		return
+	}
+	s.c.wg.Add(1)
+	go s.runTurn(ctx, t, adapter.Turn{ID: t.id, Request: p, Prompt: prompt})
+}
+
+// runTurn runs the adapter's turn and ends it with exactly one
+// agent.text.done.
+func (s *session) runTurn(ctx context.Context, t *turn, at adapter.Turn) {
+	defer s.c.wg.Done()
+	res, err := s.sess.Run(ctx, at, s.emitFor(t))
+	cancelled := ctx.Err() != nil
+	t.cancel()
+	t.mu.Lock()
+	t.ended = true
+	t.mu.Unlock()
+
+	done := &protocol.TextDone{TurnID: t.id, Text: res.Text}
+	switch {
+	case cancelled || res.StopReason == "cancelled":
+		done.IsCancelled = true
+		done.StopReason = "cancelled"
+	case err != nil:
+		s.c.log.Error("turn failed", "session", s.id, "turn", t.id, "err", err)
+		ev := protocol.New(protocol.TypeAgentError, &protocol.AgentError{TurnID: t.id, Code: "agent_failed", Message: "the agent failed; the client's log has the details"})
+		ev.SessionID = s.id
+		if err := s.c.emit(s.c.drain, ev); err != nil {
+			s.c.log.Error("agent.error", "session", s.id, "err", err)
+		}
+		done.StopReason = "error"
+	default:
+		switch res.StopReason {
+		case "end_turn", "max_turns", "error", "refusal":
+			done.StopReason = res.StopReason
+		default:
+			done.StopReason = "end_turn"
+		}
+		done.Result = res.Structured
+	}
+	msg := protocol.New(protocol.TypeTextDone, done)
+	msg.SessionID = s.id
+	if _, err := checkedEncode(msg); err != nil {
+		// The adapter's text or result cannot travel: the turn still ends.
+		s.c.log.Error("agent.text.done", "session", s.id, "turn", t.id, "err", err)
+		msg = protocol.New(protocol.TypeTextDone, &protocol.TextDone{TurnID: t.id, IsCancelled: done.IsCancelled, StopReason: "error"})
+		msg.SessionID = s.id
+	}
+	if err := s.c.emit(s.c.drain, msg); err != nil {
+		s.c.log.Error("agent.text.done lost", "session", s.id, "turn", t.id, "err", err)
+	}
+	s.mu.Lock()
+	s.turn = nil
+	s.mu.Unlock()
+}
+
+// emitFor is the Emit of one turn: it checks what the adapter sends and
+// refuses anything after the turn's end.
+func (s *session) emitFor(t *turn) adapter.Emit {
+	return func(ctx context.Context, msgType string, payload any) error {
+		if !strings.HasPrefix(msgType, "agent.") || !protocol.SentBy(msgType, protocol.RoleClient) ||
+			msgType == protocol.TypeTurnStarted || msgType == protocol.TypeTextDone {
+			return fmt.Errorf("client: an adapter may not emit %q", msgType)
+		}
+		if reflect.TypeOf(payload) != payloadTypes[msgType] {
+			return fmt.Errorf("client: %s wants a %v payload, got %T", msgType, payloadTypes[msgType], payload)
+		}
+		m := protocol.New(msgType, payload)
+		m.SessionID = s.id
+		t.mu.RLock()
+		defer t.mu.RUnlock()
+		if t.ended {
+			return errTurnOver
+		}
+		return s.c.emit(ctx, m)
+	}
+}
+
+// cancelTurn cancels the running turn if it is turnID; otherwise nothing
+// happens (the turn may just have ended, and its agent.text.done says so).
+func (s *session) cancelTurn(turnID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn != nil && s.turn.id == turnID {
+		s.turn.cancel()
+	}
+}
+
+func (s *session) switchMode(m *protocol.Message, p *protocol.ModeSwitch) {
+	if !slices.Contains(s.c.adCaps[s.adapterID].Modes, p.Mode) {
+		s.fail(m, protocol.CodeUnsupported, "payload.mode", "the adapter has no such mode")
+		return
+	}
+	if err := s.sess.SetMode(p.Mode, p.Config); err != nil {
+		s.failWith(m, "switch mode", err)
+		return
+	}
+	s.mu.Lock()
+	s.mode = p.Mode
+	s.mu.Unlock()
+	if err := s.c.emit(s.c.stop, m.Reply(protocol.TypeModeChanged, &protocol.ModeChanged{Mode: p.Mode})); err != nil {
+		s.c.log.Error("agent.mode.changed", "session", s.id, "err", err)
+	}
+}
+
+func (s *session) compact(m *protocol.Message, p *protocol.SessionCompact) {
+	if !s.c.adCaps[s.adapterID].Compact {
+		s.fail(m, protocol.CodeUnsupported, "type", "the adapter cannot compact")
+		return
+	}
+	s.mu.Lock()
+	busy := s.turn != nil
+	s.mu.Unlock()
+	if busy {
+		s.fail(m, protocol.CodeBusy, "", "the session runs a turn; compact after it")
+		return
+	}
+	res, err := s.sess.Compact(s.c.stop, p)
+	var ev *protocol.Message
+	if err != nil || res == nil {
+		s.c.log.Error("compact", "session", s.id, "err", err)
+		ev = m.Reply(protocol.TypeAgentError, &protocol.AgentError{Code: "compaction_failed", Message: "the agent could not compact the session; the client's log has the details"})
+	} else {
+		ev = m.Reply(protocol.TypeCompactionDone, res)
+	}
+	if err := s.c.emit(s.c.stop, ev); err != nil {
+		s.c.log.Error(ev.Type, "session", s.id, "err", err)
+	}
+}
+
+// search runs a file search on the session's picker (newest query wins).
+func (s *session) search(m *protocol.Message, p *protocol.FileSearch) {
+	s.mu.Lock()
+	if s.picker == nil {
+		s.picker = search.NewPicker(s.c.svc, s.ws.ID, s.deliver)
+	}
+	picker := s.picker
+	s.searches[p] = m.MessageID
+	s.mu.Unlock()
+	picker.Search(s.c.stop, p)
+	// Once the new search is submitted no older one can be answered: drop
+	// their bookkeeping.
+	s.mu.Lock()
+	for q := range s.searches {
+		if q != p {
+			delete(s.searches, q)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// deliver sends a search's answer (called by the picker, for the newest
+// query only).
+func (s *session) deliver(req *protocol.FileSearch, resp *protocol.FileCandidates, err error) {
+	s.mu.Lock()
+	parent, ok := s.searches[req]
+	delete(s.searches, req)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	if err != nil {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) {
+			s.c.log.Error("file search", "session", s.id, "err", err)
+			pe = &protocol.Error{Code: protocol.CodeInternal, Message: "the file search failed"}
+		}
+		s.c.sendDirect(protocol.ErrorMessage(parent, s.id, pe))
+		return
+	}
+	ans := protocol.New(protocol.TypeFileCandidates, resp)
+	ans.ParentID = parent
+	ans.SessionID = s.id
+	s.c.sendDirect(ans)
+}
+
+// close ends the session's picker and adapter session (Close).
+func (s *session) close() error {
+	s.mu.Lock()
+	picker := s.picker
+	s.mu.Unlock()
+	if picker != nil {
+		picker.Close()
+	}
+	if s.sess != nil {
+		if err := s.sess.Close(); err != nil {
+			return fmt.Errorf("client: close session %s: %w", s.id, err)
+		}
+	}
+	return nil
+}
