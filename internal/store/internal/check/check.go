@@ -1,0 +1,170 @@
+// Package check validates the arguments of store.Store calls, so that every
+// implementation rejects bad input the same way and with a clear message
+// before it touches the database.
+package check
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/store"
+)
+
+// ErrInvalid marks an argument a store refuses (wrapped with the reason).
+var ErrInvalid = errors.New("invalid argument")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// ID checks that an identifier of the named kind is not empty.
+func ID(kind, id string) error {
+	if id == "" {
+		return invalid("empty %s ID", kind)
+	}
+	return nil
+}
+
+// Token checks a token about to be created.
+func Token(t store.Token) error {
+	if err := ID("token", t.ID); err != nil {
+		return err
+	}
+	switch t.Kind {
+	case store.TokenClient, store.TokenUI, store.TokenLogin:
+	default:
+		return invalid("token kind %q (want %s, %s or %s)", t.Kind, store.TokenClient, store.TokenUI, store.TokenLogin)
+	}
+	if len(t.Hash) != sha256.Size {
+		return invalid("token hash of %d bytes (want a SHA-256, %d bytes)", len(t.Hash), sha256.Size)
+	}
+	return nil
+}
+
+// Hash checks a token hash to look up.
+func Hash(h []byte) error {
+	if len(h) != sha256.Size {
+		return invalid("token hash of %d bytes (want a SHA-256, %d bytes)", len(h), sha256.Size)
+	}
+	return nil
+}
+
+// Machine checks a machine about to be stored.
+func Machine(m store.Machine) error {
+	return ID("machine", m.ID)
+}
+
+// NewSession checks a session about to be created.
+func NewSession(s store.Session) error {
+	if err := ID("session", s.ID); err != nil {
+		return err
+	}
+	if err := ID("machine", s.MachineID); err != nil {
+		return err
+	}
+	if s.Epoch == "" {
+		return invalid("session %s has an empty epoch", s.ID)
+	}
+	if s.LastSeq > math.MaxInt64 {
+		return invalid("session %s last seq %d out of range", s.ID, s.LastSeq)
+	}
+	return nil
+}
+
+// Events checks a batch about to be appended to a session.
+func Events(sessionID string, evs []store.Event) error {
+	if err := ID("session", sessionID); err != nil {
+		return err
+	}
+	for i, ev := range evs {
+		if ev.MessageID == "" {
+			return invalid("event %d has an empty message ID", i)
+		}
+		if ev.Type == "" {
+			return invalid("event %d (%s) has an empty type", i, ev.MessageID)
+		}
+		if len(ev.Data) == 0 {
+			return invalid("event %d (%s) has no data", i, ev.MessageID)
+		}
+	}
+	return nil
+}
+
+// Keep checks Trim's keep count.
+func Keep(keep int) error {
+	if keep < 0 {
+		return invalid("trim keep %d is negative", keep)
+	}
+	return nil
+}
+
+// Interaction checks an interaction about to be opened.
+func Interaction(in store.Interaction) error {
+	if err := ID("session", in.SessionID); err != nil {
+		return err
+	}
+	if err := ID("interaction", in.ID); err != nil {
+		return err
+	}
+	if in.Outcome != "" {
+		return invalid("interaction %s opened with outcome %q", in.ID, in.Outcome)
+	}
+	return nil
+}
+
+// Outcome checks the outcome an interaction is settled with.
+func Outcome(outcome string) error {
+	switch outcome {
+	case "answered", "timeout", "cancelled":
+		return nil
+	}
+	return invalid("interaction outcome %q (want answered, timeout or cancelled)", outcome)
+}
+
+// Seq converts an input seq to the signed integer both databases store;
+// seqs beyond math.MaxInt64 never exist, so a larger bound is clamped.
+func Seq(seq uint64) int64 {
+	if seq > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(seq)
+}
+
+// Now is the store's clock: UTC, to the microsecond, the precision both
+// backends keep.
+func Now() time.Time {
+	return Time(time.Now())
+}
+
+// Time normalizes a caller's time to what the store returns (UTC, whole
+// microseconds); the zero time stays zero.
+func Time(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Truncate(time.Microsecond)
+}
+
+// OrNow is Time(t), or Now() when t is zero.
+func OrNow(t time.Time) time.Time {
+	if t.IsZero() {
+		return Now()
+	}
+	return Time(t)
+}
+
+// Wrap prefixes err with the backend and operation, and, when ctx is done,
+// also wraps ctx.Err() so that errors.Is(err, context.Canceled) holds
+// whatever the driver reported.
+func Wrap(ctxErr error, backend, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("%s: %s: %w (%w)", backend, op, err, ctxErr)
+	}
+	return fmt.Errorf("%s: %s: %w", backend, op, err)
+}

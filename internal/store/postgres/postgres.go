@@ -1,0 +1,801 @@
+// Package postgres is the store.Store on PostgreSQL (pgx, pgxpool),
+// selected with a postgres:// DSN; it behaves like internal/store/sqlite
+// and passes the same suite (internal/store/storetest).
+//
+// Guarantees, beyond those store.Store lists:
+//
+//   - AppendEvents locks the session's row (SELECT … FOR UPDATE) for the
+//     transaction that numbers and inserts the batch, so appends to one
+//     session are serialized, across connections and master processes
+//     alike; appends to different sessions run in parallel.
+//   - Message IDs are unique across the store (a unique index). A message
+//     ID already stored in another session is reported as a Duplicate with
+//     Seq 0 and not stored again; two sessions racing for one message ID
+//     are resolved by retrying the loser's transaction. Dedup covers
+//     retained events: an event dropped by Trim no longer blocks its ID.
+//   - SettleInteraction and ConsumeToken are single conditional
+//     UPDATE/DELETE statements: the row lock makes exactly one caller win.
+//   - Durability is the server's: with PostgreSQL's defaults
+//     (synchronous_commit=on) a committed write survives a crash of the
+//     master and of the database server.
+//   - The schema lives in the DSN's search_path (by default public), is
+//     migrated forward on Open under an advisory lock (numbered files under
+//     migrations/, recorded in schema_migrations), and a database migrated
+//     by a newer ferry is refused.
+//   - Times are kept to the microsecond, in UTC.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/internal/store/internal/check"
+	"github.com/ferry-dev/ferry/internal/store/internal/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrateLock is the advisory lock key that serializes migrations when
+// several masters start at once.
+const migrateLock int64 = 0x6665727279_6d67 // "ferry" "mg"
+
+// appendTries bounds the retries of an append that lost a race for a
+// message ID to another session (or a deadlock between two such batches).
+const appendTries = 4
+
+// Store is a store.Store on a PostgreSQL database. It is safe for
+// concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at dsn (a postgres:// URL or a libpq
+// key=value string) and migrates its schema.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// The error may quote the DSN and its password: say only what failed.
+		return nil, errors.New("postgres: open: the DSN does not parse")
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, check.Wrap(ctx.Err(), "postgres", "open", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, check.Wrap(ctx.Err(), "postgres", "open", err)
+	}
+	s := &Store{pool: pool}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, check.Wrap(ctx.Err(), "postgres", "open", err)
+	}
+	return s, nil
+}
+
+// migrate applies the pending migrations in one transaction, holding an
+// advisory lock so that concurrent Opens apply each migration once.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrate.Load(migrationFiles, "migrations")
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at TIMESTAMPTZ NOT NULL
+		)`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		var current int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		pending, err := migrate.Pending(ms, current)
+		if err != nil {
+			return err
+		}
+		for _, m := range pending {
+			// No arguments: pgx uses the simple protocol, which runs a
+			// file of several statements.
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migrate %d_%s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+				m.Version, m.Name, check.Now()); err != nil {
+				return fmt.Errorf("migrate %d_%s: %w", m.Version, m.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Close closes the pool; it may be called more than once.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+func wrap(ctx context.Context, op string, err error) error {
+	return check.Wrap(ctx.Err(), "postgres", op, err)
+}
+
+// pgCode is the SQLSTATE of err, "" when it is not a server error.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// lostIDRace reports the errors after which an append is retried: another
+// session's transaction stored one of the batch's message IDs first (or two
+// such batches deadlocked on each other's IDs).
+func lostIDRace(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return pe.Code == deadlockDetected || pe.Code == uniqueViolation && pe.ConstraintName == "events_message_id_key"
+}
+
+const (
+	uniqueViolation     = "23505"
+	foreignKeyViolation = "23503"
+	deadlockDetected    = "40P01"
+)
+
+// ts is t as stored: NULL for the zero time.
+func ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func fromTS(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// blob stores nil as NULL so that it reads back as nil.
+func blob(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+func rawJSON(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// --- tokens ---
+
+// CreateToken stores t (ErrExists when its ID or hash is taken).
+func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
+	const op = "create token"
+	if err := check.Token(t); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	_, err := s.pool.Exec(ctx,
+		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		t.ID, t.Kind, t.Name, t.Hash, check.OrNow(t.CreatedAt), ts(check.Time(t.ExpiresAt)))
+	if pgCode(err) == uniqueViolation {
+		return fmt.Errorf("postgres: %s %s: %w", op, t.ID, store.ErrExists)
+	}
+	return wrap(ctx, op, err)
+}
+
+const tokenCols = `id, kind, name, hash, created_at, expires_at` //nolint:gosec // column names, not a credential
+
+func scanToken(row pgx.Row) (store.Token, error) {
+	var (
+		t                store.Token
+		created, expires *time.Time
+	)
+	if err := row.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires); err != nil {
+		return store.Token{}, err
+	}
+	t.CreatedAt = fromTS(created)
+	t.ExpiresAt = fromTS(expires)
+	return t, nil
+}
+
+// TokenByHash finds a token by the hash of its secret.
+func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
+	const op = "token by hash"
+	if err := check.Hash(hash); err != nil {
+		return store.Token{}, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	t, err := scanToken(s.pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = $1`, hash))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Token{}, fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Token{}, wrap(ctx, op, err)
+	}
+	return t, nil
+}
+
+// ConsumeToken deletes the token; ErrNotFound when it is already gone.
+func (s *Store) ConsumeToken(ctx context.Context, id string) error {
+	return s.deleteToken(ctx, "consume token", id)
+}
+
+// RevokeToken deletes the token; ErrNotFound when it does not exist.
+func (s *Store) RevokeToken(ctx context.Context, id string) error {
+	return s.deleteToken(ctx, "revoke token", id)
+}
+
+func (s *Store) deleteToken(ctx context.Context, op, id string) error {
+	if err := check.ID("token", id); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM tokens WHERE id = $1`, id)
+	if err != nil {
+		return wrap(ctx, op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: %s %s: %w", op, id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// ListTokens lists tokens, oldest first.
+func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
+	const op = "list tokens"
+	rows, err := s.pool.Query(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at, ord`)
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Token, error) { return scanToken(r) })
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
+// --- machines ---
+
+// PutMachine inserts or replaces a machine.
+func (s *Store) PutMachine(ctx context.Context, m store.Machine) error {
+	const op = "put machine"
+	if err := check.Machine(m); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	_, err := s.pool.Exec(ctx,
+		`INSERT INTO machines (id, name, token_id, capabilities, last_seen) VALUES ($1, $2, $3, $4, $5)
+		 ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_id = excluded.token_id,
+		   capabilities = excluded.capabilities, last_seen = excluded.last_seen`,
+		m.ID, m.Name, m.TokenID, blob(m.Capabilities), check.OrNow(m.LastSeen))
+	return wrap(ctx, op, err)
+}
+
+// Machines lists machines by ID.
+func (s *Store) Machines(ctx context.Context) ([]store.Machine, error) {
+	const op = "list machines"
+	rows, err := s.pool.Query(ctx, `SELECT id, name, token_id, capabilities, last_seen FROM machines ORDER BY id`)
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Machine, error) {
+		var (
+			m    store.Machine
+			caps []byte
+			seen *time.Time
+		)
+		err := r.Scan(&m.ID, &m.Name, &m.TokenID, &caps, &seen)
+		m.Capabilities = rawJSON(caps)
+		m.LastSeen = fromTS(seen)
+		return m, err
+	})
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
+// --- sessions ---
+
+// CreateSession stores a new session (ErrExists when its ID is taken).
+func (s *Store) CreateSession(ctx context.Context, ss store.Session) error {
+	const op = "create session"
+	if err := check.NewSession(ss); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	created := check.OrNow(ss.CreatedAt)
+	updated := check.Time(ss.UpdatedAt)
+	if updated.IsZero() {
+		updated = created
+	}
+	_, err := s.pool.Exec(ctx,
+		`INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch,
+		   created_at, updated_at, last_seq, snapshot)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		ss.ID, ss.MachineID, ss.WorkspaceID, ss.Adapter, ss.Title, ss.Mode, ss.State, ss.Epoch,
+		created, updated, check.Seq(ss.LastSeq), blob(ss.Snapshot))
+	if pgCode(err) == uniqueViolation {
+		return fmt.Errorf("postgres: %s %s: %w", op, ss.ID, store.ErrExists)
+	}
+	return wrap(ctx, op, err)
+}
+
+const sessionCols = `id, machine_id, workspace_id, adapter, title, mode, state, epoch,
+	created_at, updated_at, last_seq, snapshot`
+
+func scanSession(row pgx.Row) (store.Session, error) {
+	var (
+		ss               store.Session
+		created, updated *time.Time
+		lastSeq          int64
+		snap             []byte
+	)
+	if err := row.Scan(&ss.ID, &ss.MachineID, &ss.WorkspaceID, &ss.Adapter, &ss.Title, &ss.Mode,
+		&ss.State, &ss.Epoch, &created, &updated, &lastSeq, &snap); err != nil {
+		return store.Session{}, err
+	}
+	ss.CreatedAt = fromTS(created)
+	ss.UpdatedAt = fromTS(updated)
+	ss.LastSeq = uint64(lastSeq)
+	ss.Snapshot = rawJSON(snap)
+	return ss, nil
+}
+
+// Session returns one session (ErrNotFound when there is none).
+func (s *Store) Session(ctx context.Context, id string) (store.Session, error) {
+	const op = "session"
+	if err := check.ID("session", id); err != nil {
+		return store.Session{}, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	ss, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Session{}, fmt.Errorf("postgres: %s %s: %w", op, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Session{}, wrap(ctx, op, err)
+	}
+	return ss, nil
+}
+
+// ListSessions lists sessions, most recently updated first (ties by ID,
+// descending), of one machine when machineID is not empty; limit <= 0
+// means no limit.
+func (s *Store) ListSessions(ctx context.Context, machineID string, limit int) ([]store.Session, error) {
+	const op = "list sessions"
+	var lim any // NULL: LIMIT ALL
+	if limit > 0 {
+		lim = limit
+	}
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if machineID == "" {
+		rows, err = s.pool.Query(ctx,
+			`SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC, id DESC LIMIT $1`, lim)
+	} else {
+		rows, err = s.pool.Query(ctx,
+			`SELECT `+sessionCols+` FROM sessions WHERE machine_id = $1 ORDER BY updated_at DESC, id DESC LIMIT $2`,
+			machineID, lim)
+	}
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Session, error) { return scanSession(r) })
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
+// UpdateSession writes Title, Mode, State, UpdatedAt (now when zero) and
+// Snapshot.
+func (s *Store) UpdateSession(ctx context.Context, ss store.Session) error {
+	const op = "update session"
+	if err := check.ID("session", ss.ID); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	tag, err := s.pool.Exec(ctx,
+		`UPDATE sessions SET title = $1, mode = $2, state = $3, updated_at = $4, snapshot = $5 WHERE id = $6`,
+		ss.Title, ss.Mode, ss.State, check.OrNow(ss.UpdatedAt), blob(ss.Snapshot), ss.ID)
+	if err != nil {
+		return wrap(ctx, op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: %s %s: %w", op, ss.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// --- events ---
+
+// AppendEvents stores evs as the session's next events, in one
+// transaction: all of them or none.
+func (s *Store) AppendEvents(ctx context.Context, sessionID string, evs []store.Event) ([]store.Event, error) {
+	const op = "append events"
+	if err := check.Events(sessionID, evs); err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	for try := 1; ; try++ {
+		out, err := s.appendOnce(ctx, sessionID, evs)
+		if try < appendTries && lostIDRace(err) {
+			// The next try's duplicate check sees the other session's row.
+			continue
+		}
+		if err != nil {
+			return nil, wrap(ctx, op, err)
+		}
+		return out, nil
+	}
+}
+
+type stored struct {
+	session string
+	seq     int64
+}
+
+// appendOnce runs one append transaction in two round trips: BEGIN, the
+// row lock and the duplicate check in one batch; the insert, the session
+// update and COMMIT in the other.
+func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Event) (out []store.Event, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release() // a connection left inside a transaction is discarded
+	open := false
+	defer func() {
+		if open {
+			// Best effort; if it fails, Release discards the connection.
+			_, _ = conn.Exec(ctx, "ROLLBACK")
+		}
+	}()
+
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.MessageID
+	}
+	// The duplicate check runs after the lock is granted, in a fresh READ
+	// COMMITTED snapshot: it sees what the previous append committed.
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, sessionID)
+	b.Queue(`SELECT message_id, session_id, seq FROM events WHERE message_id = ANY($1)`, ids)
+	open = true
+	last, known, err := readLockBatch(conn.SendBatch(ctx, b))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	out = make([]store.Event, len(evs))
+	var (
+		seqArr     []int64
+		idArr      []string
+		typeArr    []string
+		dataArr    [][]byte
+		createdArr []time.Time
+	)
+	next := last
+	for i, ev := range evs {
+		ev.Duplicate = false
+		ev.CreatedAt = check.OrNow(ev.CreatedAt)
+		if st, ok := known[ev.MessageID]; ok {
+			ev.Duplicate = true
+			ev.Seq = 0
+			if st.session == sessionID {
+				ev.Seq = uint64(st.seq)
+			}
+			out[i] = ev
+			continue
+		}
+		next++
+		ev.Seq = uint64(next)
+		known[ev.MessageID] = stored{sessionID, next} // a repeat later in the batch
+		seqArr = append(seqArr, next)
+		idArr = append(idArr, ev.MessageID)
+		typeArr = append(typeArr, ev.Type)
+		dataArr = append(dataArr, ev.Data)
+		createdArr = append(createdArr, ev.CreatedAt)
+		out[i] = ev
+	}
+	b = &pgx.Batch{}
+	if next > last {
+		b.Queue(`INSERT INTO events (session_id, seq, message_id, type, data, created_at)
+			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bytea[], $6::timestamptz[])`,
+			sessionID, seqArr, idArr, typeArr, dataArr, createdArr)
+		b.Queue(`UPDATE sessions SET last_seq = $2, updated_at = greatest(updated_at, $3) WHERE id = $1`,
+			sessionID, next, check.Now())
+	}
+	b.Queue(`COMMIT`)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	open = false
+	return out, nil
+}
+
+// readLockBatch reads the first batch's results: the session's last seq
+// (pgx.ErrNoRows when it does not exist) and the stored message IDs.
+func readLockBatch(br pgx.BatchResults) (last int64, known map[string]stored, err error) {
+	defer func() {
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if _, err := br.Exec(); err != nil {
+		return 0, nil, err
+	}
+	if err := br.QueryRow().Scan(&last); err != nil {
+		return 0, nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	known = make(map[string]stored)
+	for rows.Next() {
+		var (
+			id string
+			st stored
+		)
+		if err := rows.Scan(&id, &st.session, &st.seq); err != nil {
+			return 0, nil, err
+		}
+		known[id] = st
+	}
+	return last, known, rows.Err()
+}
+
+// Events returns up to limit (no limit when limit <= 0) retained events
+// with seq > afterSeq, in order. ErrNotFound when the session does not
+// exist.
+func (s *Store) Events(ctx context.Context, sessionID string, afterSeq uint64, limit int) ([]store.Event, error) {
+	const op = "events"
+	if err := check.ID("session", sessionID); err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	var lim any
+	if limit > 0 {
+		lim = limit
+	}
+	rows, err := s.pool.Query(ctx,
+		`SELECT seq, message_id, type, data, created_at FROM events
+		 WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+		sessionID, check.Seq(afterSeq), lim)
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
+		var (
+			ev      store.Event
+			seq     int64
+			created *time.Time
+		)
+		err := r.Scan(&seq, &ev.MessageID, &ev.Type, &ev.Data, &created)
+		ev.Seq = uint64(seq)
+		ev.CreatedAt = fromTS(created)
+		return ev, err
+	})
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	if len(out) == 0 {
+		if err := s.exists(ctx, sessionID); err != nil {
+			return nil, wrap(ctx, op, err)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) exists(ctx context.Context, sessionID string) error {
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, sessionID).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// OldestSeq is the seq of the oldest retained event (0 when none).
+func (s *Store) OldestSeq(ctx context.Context, sessionID string) (uint64, error) {
+	const op = "oldest seq"
+	if err := check.ID("session", sessionID); err != nil {
+		return 0, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	var (
+		oldest *int64
+		ok     bool
+	)
+	err := s.pool.QueryRow(ctx,
+		`SELECT (SELECT min(seq) FROM events WHERE session_id = $1), EXISTS (SELECT 1 FROM sessions WHERE id = $1)`,
+		sessionID).Scan(&oldest, &ok)
+	if err != nil {
+		return 0, wrap(ctx, op, err)
+	}
+	if !ok {
+		return 0, fmt.Errorf("postgres: %s: session %s: %w", op, sessionID, store.ErrNotFound)
+	}
+	if oldest == nil {
+		return 0, nil
+	}
+	return uint64(*oldest), nil
+}
+
+// Trim drops the session's oldest events, keeping the newest keep.
+func (s *Store) Trim(ctx context.Context, sessionID string, keep int) error {
+	const op = "trim"
+	if err := check.ID("session", sessionID); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if err := check.Keep(keep); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	// Retained seqs are a contiguous run ending at last_seq, so the newest
+	// keep are exactly those above last_seq - keep.
+	var found int
+	err := s.pool.QueryRow(ctx,
+		`WITH s AS (SELECT last_seq FROM sessions WHERE id = $1),
+		      d AS (DELETE FROM events e USING s WHERE e.session_id = $1 AND e.seq <= s.last_seq - $2)
+		 SELECT count(*) FROM s`, sessionID, keep).Scan(&found)
+	if err != nil {
+		return wrap(ctx, op, err)
+	}
+	if found == 0 {
+		return fmt.Errorf("postgres: %s: session %s: %w", op, sessionID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// --- interactions ---
+
+// OpenInteraction records a new open interaction (ErrExists when its
+// (session, id) is taken, ErrNotFound when the session does not exist).
+func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error {
+	const op = "open interaction"
+	if err := check.Interaction(in); err != nil {
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	_, err := s.pool.Exec(ctx,
+		`INSERT INTO interactions (session_id, id, turn_id, request, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		in.SessionID, in.ID, in.TurnID, blob(in.Request), check.OrNow(in.CreatedAt))
+	switch pgCode(err) {
+	case uniqueViolation:
+		return fmt.Errorf("postgres: %s %s/%s: %w", op, in.SessionID, in.ID, store.ErrExists)
+	case foreignKeyViolation:
+		return fmt.Errorf("postgres: %s: session %s: %w", op, in.SessionID, store.ErrNotFound)
+	}
+	return wrap(ctx, op, err)
+}
+
+// SettleInteraction settles an open interaction with outcome (answered,
+// timeout or cancelled) and answer; won is false when it was already
+// settled.
+func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome string, answer json.RawMessage) (bool, error) {
+	const op = "settle interaction"
+	if err := check.ID("session", sessionID); err != nil {
+		return false, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if err := check.ID("interaction", id); err != nil {
+		return false, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if err := check.Outcome(outcome); err != nil {
+		return false, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	// Concurrent updates of the row queue on its lock; each re-checks
+	// outcome = '' after the previous one commits, so only the first
+	// matches.
+	tag, err := s.pool.Exec(ctx,
+		`UPDATE interactions SET outcome = $1, answer = $2 WHERE session_id = $3 AND id = $4 AND outcome = ''`,
+		outcome, blob(answer), sessionID, id)
+	if err != nil {
+		return false, wrap(ctx, op, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM interactions WHERE session_id = $1 AND id = $2)`,
+		sessionID, id).Scan(&ok); err != nil {
+		return false, wrap(ctx, op, err)
+	}
+	if !ok {
+		return false, fmt.Errorf("postgres: %s %s/%s: %w", op, sessionID, id, store.ErrNotFound)
+	}
+	return false, nil
+}
+
+// OpenInteractions lists a session's open interactions, oldest first
+// (ties in the order they were opened). ErrNotFound when the session does
+// not exist.
+func (s *Store) OpenInteractions(ctx context.Context, sessionID string) ([]store.Interaction, error) {
+	const op = "open interactions"
+	if err := check.ID("session", sessionID); err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	rows, err := s.pool.Query(ctx,
+		`SELECT id, turn_id, request, created_at FROM interactions
+		 WHERE session_id = $1 AND outcome = '' ORDER BY created_at, ord`, sessionID)
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Interaction, error) {
+		var (
+			in      = store.Interaction{SessionID: sessionID}
+			req     []byte
+			created *time.Time
+		)
+		err := r.Scan(&in.ID, &in.TurnID, &req, &created)
+		in.Request = rawJSON(req)
+		in.CreatedAt = fromTS(created)
+		return in, err
+	})
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	if len(out) == 0 {
+		if err := s.exists(ctx, sessionID); err != nil {
+			return nil, wrap(ctx, op, err)
+		}
+	}
+	return out, nil
+}
+
+// Interaction returns one interaction, open or settled (ErrNotFound when
+// there is none). It is not part of store.Store; storetest uses it to check
+// what SettleInteraction stored.
+func (s *Store) Interaction(ctx context.Context, sessionID, id string) (store.Interaction, error) {
+	const op = "interaction"
+	if err := check.ID("session", sessionID); err != nil {
+		return store.Interaction{}, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	if err := check.ID("interaction", id); err != nil {
+		return store.Interaction{}, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	var (
+		in          = store.Interaction{SessionID: sessionID, ID: id}
+		req, answer []byte
+		created     *time.Time
+	)
+	err := s.pool.QueryRow(ctx,
+		`SELECT turn_id, request, created_at, outcome, answer FROM interactions WHERE session_id = $1 AND id = $2`,
+		sessionID, id).Scan(&in.TurnID, &req, &created, &in.Outcome, &answer)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Interaction{}, fmt.Errorf("postgres: %s %s/%s: %w", op, sessionID, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Interaction{}, wrap(ctx, op, err)
+	}
+	in.Request = rawJSON(req)
+	in.Answer = rawJSON(answer)
+	in.CreatedAt = fromTS(created)
+	return in, nil
+}

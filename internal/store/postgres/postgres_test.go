@@ -1,0 +1,280 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/internal/store/postgres"
+	"github.com/ferry-dev/ferry/internal/store/storetest"
+)
+
+const envDSN = "FERRY_TEST_POSTGRES"
+
+// adminDSN is the test database's DSN; without it the tests skip, unless
+// FERRY_REQUIRE_POSTGRES=1 (set it in CI so that a missing server fails).
+func adminDSN(tb testing.TB) string {
+	tb.Helper()
+	dsn := os.Getenv(envDSN)
+	if dsn == "" {
+		if os.Getenv("FERRY_REQUIRE_POSTGRES") == "1" {
+			tb.Fatalf("FERRY_REQUIRE_POSTGRES=1 but %s is not set", envDSN)
+		}
+		tb.Skip("set FERRY_TEST_POSTGRES to a PostgreSQL DSN to run the shared store suite against PostgreSQL; .ci/run installs postgresql and sets it")
+	}
+	return dsn
+}
+
+// withSearchPath returns dsn with search_path set to schema.
+func withSearchPath(tb testing.TB, dsn, schema string) string {
+	return withParam(tb, dsn, "search_path", schema)
+}
+
+// withParam sets a run-time parameter in dsn, for both DSN forms pgx
+// accepts (the value needs no quoting).
+func withParam(tb testing.TB, dsn, key, value string) string {
+	tb.Helper()
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			tb.Fatalf("%s does not parse: %v", envDSN, err)
+		}
+		q := u.Query()
+		q.Set(key, value)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " " + key + "=" + value
+}
+
+// freshSchema creates an empty schema that is dropped when the test ends
+// and returns a DSN whose search_path is that schema.
+func freshSchema(tb testing.TB) string {
+	tb.Helper()
+	dsn, _ := freshSchemaNamed(tb)
+	return dsn
+}
+
+func freshSchemaNamed(tb testing.TB) (dsn, schema string) {
+	tb.Helper()
+	admin := adminDSN(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		tb.Fatalf("connect to %s: %v", envDSN, err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema = "ferry_test_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		tb.Fatalf("create schema: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return withSearchPath(tb, admin, schema), schema
+}
+
+func openAt(tb testing.TB, dsn string) *postgres.Store {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() { _ = s.Close() }) // registered after the schema's drop: runs first
+	return s
+}
+
+func TestSuite(t *testing.T) {
+	adminDSN(t)
+	storetest.Run(t,
+		func(t *testing.T) store.Store { return openAt(t, freshSchema(t)) },
+		storetest.WithReopen(func(t *testing.T) storetest.Opener {
+			dsn := freshSchema(t)
+			return func(t *testing.T) store.Store { return openAt(t, dsn) }
+		}),
+	)
+}
+
+// TestConcurrentOpen starts several stores on one empty schema at once:
+// the advisory lock makes the migration run once.
+func TestConcurrentOpen(t *testing.T) {
+	dsn := freshSchema(t)
+	const n = 4
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			s, err := postgres.Open(ctx, dsn)
+			if err == nil {
+				err = s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent Open: %v", err)
+		}
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	var rows, max int
+	if err := conn.QueryRow(t.Context(), "SELECT count(*), max(version) FROM schema_migrations").Scan(&rows, &max); err != nil {
+		t.Fatal(err)
+	}
+	if rows != max {
+		t.Fatalf("schema_migrations has %d rows for version %d: a migration ran twice or was skipped", rows, max)
+	}
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	dsn := freshSchema(t)
+	s := openAt(t, dsn)
+	_ = s.Close()
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	if _, err := conn.Exec(t.Context(), "INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', now())"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = postgres.Open(t.Context(), dsn)
+	if err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("Open of a database from a newer schema = %v, want a refusal", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	// These need no server.
+	_, err := postgres.Open(t.Context(), "postgres://user:secret@[::1")
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("Open of a malformed DSN = %v, want an error that does not repeat the password", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = postgres.Open(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=5")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Open with a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+// TestLostMessageIDRace makes the race deterministic: another transaction
+// has inserted message "x" into session s1 and not committed, so an append
+// of "x" to s2 passes its duplicate check, then blocks on the unique index.
+// When the other transaction commits, the append must retry and report a
+// duplicate, not fail.
+func TestLostMessageIDRace(t *testing.T) {
+	dsn, schema := freshSchemaNamed(t)
+	app := "race_" + schema // to find the store's connection in pg_stat_activity
+	s := openAt(t, withParam(t, dsn, "application_name", app))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for _, id := range []string{"s1", "s2"} {
+		if err := s.CreateSession(ctx, store.Session{ID: id, MachineID: "m", Epoch: "e"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(context.Background())
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctx, `INSERT INTO events (session_id, seq, message_id, type, data, created_at)
+		VALUES ('s1', 1, 'x', 't', '\x7b7d', now())`); err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		evs []store.Event
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		evs, err := s.AppendEvents(ctx, "s2", []store.Event{{MessageID: "x", Type: "t", Data: []byte("{}")}})
+		done <- result{evs, err}
+	}()
+	// Wait (bounded by ctx) until the append waits on a lock.
+	for {
+		var waiting bool
+		err := other.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event_type = 'Lock')`, app).Scan(&waiting)
+		if err != nil {
+			t.Fatalf("waiting for the append to block: %v", err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the append finished while the other transaction was open: %+v, %v", r.evs, r.err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("append that lost the race: %v", r.err)
+	}
+	if !r.evs[0].Duplicate || r.evs[0].Seq != 0 {
+		t.Fatalf("append that lost the race = %+v, want a duplicate with seq 0", r.evs[0])
+	}
+	got, err := s.Session(ctx, "s2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LastSeq != 0 {
+		t.Fatalf("s2 last seq = %d after a duplicate, want 0", got.LastSeq)
+	}
+}
+
+func BenchmarkAppendEvents(b *testing.B) {
+	for _, batch := range []int{1, 16} {
+		for _, tail := range []bool{false, true} {
+			name := fmt.Sprintf("batch=%d", batch)
+			if tail {
+				name += ",reading"
+			}
+			b.Run(name, func(b *testing.B) {
+				s := openAt(b, freshSchema(b))
+				storetest.BenchmarkAppend(b, s, batch, tail)
+			})
+		}
+	}
+}

@@ -1,0 +1,972 @@
+// Package sqlite is the embedded default store.Store: one SQLite file
+// (modernc.org/sqlite, pure Go, no cgo) that holds tokens, machines,
+// sessions, events and interactions.
+//
+// Guarantees, beyond those store.Store lists:
+//
+//   - The file is created 0600 and a missing parent directory 0700; SQLite
+//     gives its -wal and -shm files the database file's mode.
+//   - Writes go through one connection and every write transaction is BEGIN
+//     IMMEDIATE, so writers never deadlock or fail midway on a lock, even
+//     against another process on the same file (it waits busy_timeout).
+//     Reads use a separate pool of read-only connections and, thanks to
+//     WAL, never wait for a writer.
+//   - Durability: journal_mode=WAL with synchronous=NORMAL. A committed
+//     write survives a crash of the process (the master being killed): it
+//     is in the WAL file, which the next Open replays. The WAL is fsynced
+//     when a background goroutine checkpoints it into the database file,
+//     every 250 ms while there are writes, so an operating-system crash or
+//     power cut may lose the last such interval, never corrupt the file.
+//     Keeping checkpoints (and their fsyncs) off the write path keeps an
+//     append's latency steady.
+//   - The schema is migrated forward on Open (numbered files under
+//     migrations/, recorded in schema_migrations); a file written by a
+//     newer ferry is refused rather than misread.
+//   - Times are kept to the microsecond, in UTC.
+//   - Message IDs are unique across the store. A message ID already stored
+//     in another session is reported as a Duplicate with Seq 0 and not
+//     stored again. Dedup covers retained events: an event dropped by Trim
+//     no longer blocks its message ID.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/internal/store/internal/check"
+	"github.com/ferry-dev/ferry/internal/store/internal/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// busyTimeout is how long a write waits for another process's lock on the
+// file before it fails (within one process the single writer connection
+// already serializes writes).
+const busyTimeout = 10 * time.Second
+
+// readers is the size of the read-only connection pool.
+const readers = 4
+
+// checkpointEvery is how often the WAL is copied into the database file
+// while there are writes.
+const checkpointEvery = 250 * time.Millisecond
+
+// Store is a store.Store on one SQLite file. It is safe for concurrent use.
+type Store struct {
+	w *sql.DB // one connection: every write
+	r *sql.DB // read-only pool
+
+	// The append path's statements, prepared once on the writer: parsing
+	// SQL is a third of an append's cost otherwise.
+	lastSeq, insertEvent, eventByID, moveSeq *sql.Stmt
+
+	ck *sql.DB // one connection: the checkpointer's
+
+	dirty     atomic.Bool        // written since the last complete checkpoint
+	stop      context.CancelFunc // ends the checkpointer
+	stopped   chan struct{}      // closed when it has ended
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating it when missing) the SQLite database at path and
+// migrates its schema.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: open: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	// Create the file ourselves so that it gets 0600 (SQLite would use
+	// 0644); SQLite copies this mode to the -wal and -shm files.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600) //nolint:gosec // the path is the operator's choice
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+
+	s := &Store{stopped: make(chan struct{})}
+	if err := s.open(ctx, abs); err != nil {
+		_ = s.closeDBs()
+		return nil, check.Wrap(ctx.Err(), "sqlite", "open "+path, err)
+	}
+	// The checkpointer lives until Close, not until Open's ctx ends.
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = cancel
+	go s.checkpointer(bg)
+	return s, nil
+}
+
+// open opens the three handles, migrates and prepares; on error the caller
+// closes what was opened.
+func (s *Store) open(ctx context.Context, abs string) error {
+	timeout := fmt.Sprint(busyTimeout.Milliseconds())
+	w, err := sql.Open("sqlite", dsn(abs, url.Values{
+		"_txlock":       {"immediate"},
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"NORMAL"},
+		"_foreign_keys": {"1"},
+		"_busy_timeout": {timeout},
+		// The checkpointer goroutine does it, off the write path.
+		"_pragma": {"wal_autocheckpoint(0)", "journal_size_limit(67108864)"},
+	}))
+	if err != nil {
+		return err
+	}
+	// One connection that is never recycled: writes queue for it in Go
+	// instead of contending for the file lock, and its prepared
+	// statements stay valid.
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s.w = w
+	if err := w.PingContext(ctx); err != nil {
+		return err
+	}
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
+
+	r, err := sql.Open("sqlite", dsn(abs, url.Values{
+		"_query_only":   {"1"},
+		"_busy_timeout": {timeout},
+	}))
+	if err != nil {
+		return err
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	r.SetConnMaxIdleTime(0)
+	s.r = r
+	if err := r.PingContext(ctx); err != nil {
+		return err
+	}
+
+	ck, err := sql.Open("sqlite", dsn(abs, url.Values{
+		"_synchronous":  {"NORMAL"},
+		"_busy_timeout": {timeout},
+	}))
+	if err != nil {
+		return err
+	}
+	ck.SetMaxOpenConns(1)
+	ck.SetMaxIdleConns(1)
+	ck.SetConnMaxIdleTime(0)
+	s.ck = ck
+	return ck.PingContext(ctx)
+}
+
+// checkpointer copies the WAL into the database file every
+// checkpointEvery while there are new writes. Doing it here rather than in
+// the committing writer (SQLite's default) keeps the checkpoint's fsyncs,
+// tens of milliseconds on some disks, out of AppendEvents' latency; a
+// PASSIVE checkpoint never blocks the writer or the readers.
+func (s *Store) checkpointer(ctx context.Context) {
+	defer close(s.stopped)
+	t := time.NewTicker(checkpointEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !s.dirty.Swap(false) {
+			continue
+		}
+		var busy, logFrames, done int
+		err := s.ck.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done)
+		if err != nil || done < logFrames {
+			s.dirty.Store(true) // try again next tick
+		}
+	}
+}
+
+// dsn is the driver's URI for the absolute path abs: the path is escaped so
+// that '?', '#' and '%' in a file name stay part of it.
+func dsn(abs string, q url.Values) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// migrate applies the pending migrations and records them, all in one
+// transaction.
+func (s *Store) migrate(ctx context.Context) error {
+	ms, err := migrate.Load(migrationFiles, "migrations")
+	if err != nil {
+		return err
+	}
+	if _, err := s.exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		// One BEGIN IMMEDIATE transaction: two processes opening a new
+		// file at once apply each migration once.
+		var current int
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		pending, err := migrate.Pending(ms, current)
+		if err != nil {
+			return err
+		}
+		for _, m := range pending {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migrate %d_%s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.Version, m.Name, check.Now().UnixMicro()); err != nil {
+				return fmt.Errorf("migrate %d_%s: %w", m.Version, m.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// prepare prepares the append path's statements on the writer.
+func (s *Store) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		st  **sql.Stmt
+		sql string
+	}{
+		{&s.lastSeq, `SELECT last_seq FROM sessions WHERE id = ?`},
+		{&s.insertEvent, `INSERT INTO events (session_id, seq, message_id, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (message_id) DO NOTHING`},
+		{&s.eventByID, `SELECT session_id, seq FROM events WHERE message_id = ?`},
+		{&s.moveSeq, `UPDATE sessions SET last_seq = ?, updated_at = max(updated_at, ?) WHERE id = ?`},
+	} {
+		st, err := s.w.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		*p.st = st
+	}
+	return nil
+}
+
+// Close stops the checkpointer, merges the WAL into the file and closes
+// the database; later calls return the first result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.stop()
+		<-s.stopped
+		var errs []error
+		if s.ck != nil && s.dirty.Load() {
+			// Best effort: the file is consistent either way.
+			_, _ = s.ck.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)
+		}
+		errs = append(errs, s.closeDBs())
+		if err := errors.Join(errs...); err != nil {
+			s.closeErr = fmt.Errorf("sqlite: close: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// closeDBs closes the statements and handles that were opened.
+func (s *Store) closeDBs() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.lastSeq, s.insertEvent, s.eventByID, s.moveSeq} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	for _, db := range []*sql.DB{s.ck, s.r, s.w} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// wrap names the operation and keeps ctx.Err() in the chain.
+func wrap(ctx context.Context, op string, err error) error {
+	return check.Wrap(ctx.Err(), "sqlite", op, err)
+}
+
+// isConstraint reports a UNIQUE or PRIMARY KEY violation.
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return true
+	}
+	return false
+}
+
+// exec runs one write statement on the writer.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := s.w.ExecContext(ctx, query, args...)
+	s.dirty.Store(true)
+	return res, err
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction on the writer.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	err = tx.Commit()
+	s.dirty.Store(true)
+	return err
+}
+
+// micros is t as stored: Unix microseconds, NULL for the zero time.
+func micros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.UnixMicro(v.Int64).UTC()
+}
+
+// blob stores nil as NULL so that it reads back as nil.
+func blob(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// rawJSON is b as a json.RawMessage, nil for NULL.
+func rawJSON(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// --- tokens ---
+
+// CreateToken stores t (ErrExists when its ID or hash is taken).
+func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
+	const op = "create token"
+	if err := check.Token(t); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	_, err := s.exec(ctx,
+		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Kind, t.Name, t.Hash, check.OrNow(t.CreatedAt).UnixMicro(), micros(check.Time(t.ExpiresAt)))
+	if isConstraint(err) {
+		return fmt.Errorf("sqlite: %s %s: %w", op, t.ID, store.ErrExists)
+	}
+	return wrap(ctx, op, err)
+}
+
+const tokenCols = `id, kind, name, hash, created_at, expires_at` //nolint:gosec // column names, not a credential
+
+func scanToken(sc interface{ Scan(...any) error }) (store.Token, error) {
+	var (
+		t       store.Token
+		created sql.NullInt64
+		expires sql.NullInt64
+	)
+	if err := sc.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires); err != nil {
+		return store.Token{}, err
+	}
+	t.CreatedAt = fromMicros(created)
+	t.ExpiresAt = fromMicros(expires)
+	return t, nil
+}
+
+// TokenByHash finds a token by the hash of its secret.
+func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
+	const op = "token by hash"
+	if err := check.Hash(hash); err != nil {
+		return store.Token{}, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	t, err := scanToken(s.r.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Token{}, fmt.Errorf("sqlite: %s: %w", op, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Token{}, wrap(ctx, op, err)
+	}
+	return t, nil
+}
+
+// ConsumeToken deletes the token; ErrNotFound when it is already gone.
+func (s *Store) ConsumeToken(ctx context.Context, id string) error {
+	return s.deleteToken(ctx, "consume token", id)
+}
+
+// RevokeToken deletes the token; ErrNotFound when it does not exist.
+func (s *Store) RevokeToken(ctx context.Context, id string) error {
+	return s.deleteToken(ctx, "revoke token", id)
+}
+
+func (s *Store) deleteToken(ctx context.Context, op, id string) error {
+	if err := check.ID("token", id); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	res, err := s.exec(ctx, `DELETE FROM tokens WHERE id = ?`, id)
+	if err != nil {
+		return wrap(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap(ctx, op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlite: %s %s: %w", op, id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// ListTokens lists tokens, oldest first.
+func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
+	const op = "list tokens"
+	rows, err := s.r.QueryContext(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at, rowid`)
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	defer rows.Close()
+	var out []store.Token
+	for rows.Next() {
+		t, err := scanToken(rows)
+		if err != nil {
+			return nil, wrap(ctx, op, err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
+// --- machines ---
+
+// PutMachine inserts or replaces a machine.
+func (s *Store) PutMachine(ctx context.Context, m store.Machine) error {
+	const op = "put machine"
+	if err := check.Machine(m); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	_, err := s.exec(ctx,
+		`INSERT INTO machines (id, name, token_id, capabilities, last_seen) VALUES (?, ?, ?, ?, ?)
+		 ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_id = excluded.token_id,
+		   capabilities = excluded.capabilities, last_seen = excluded.last_seen`,
+		m.ID, m.Name, m.TokenID, blob(m.Capabilities), check.OrNow(m.LastSeen).UnixMicro())
+	return wrap(ctx, op, err)
+}
+
+// Machines lists machines by ID.
+func (s *Store) Machines(ctx context.Context) ([]store.Machine, error) {
+	const op = "list machines"
+	rows, err := s.r.QueryContext(ctx, `SELECT id, name, token_id, capabilities, last_seen FROM machines ORDER BY id`)
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	defer rows.Close()
+	var out []store.Machine
+	for rows.Next() {
+		var (
+			m    store.Machine
+			caps []byte
+			seen sql.NullInt64
+		)
+		if err := rows.Scan(&m.ID, &m.Name, &m.TokenID, &caps, &seen); err != nil {
+			return nil, wrap(ctx, op, err)
+		}
+		m.Capabilities = rawJSON(caps)
+		m.LastSeen = fromMicros(seen)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
+// --- sessions ---
+
+// CreateSession stores a new session (ErrExists when its ID is taken).
+func (s *Store) CreateSession(ctx context.Context, ss store.Session) error {
+	const op = "create session"
+	if err := check.NewSession(ss); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	created := check.OrNow(ss.CreatedAt)
+	updated := check.Time(ss.UpdatedAt)
+	if updated.IsZero() {
+		updated = created
+	}
+	_, err := s.exec(ctx,
+		`INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch,
+		   created_at, updated_at, last_seq, snapshot)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		ss.ID, ss.MachineID, ss.WorkspaceID, ss.Adapter, ss.Title, ss.Mode, ss.State, ss.Epoch,
+		created.UnixMicro(), updated.UnixMicro(), check.Seq(ss.LastSeq), blob(ss.Snapshot))
+	if isConstraint(err) {
+		return fmt.Errorf("sqlite: %s %s: %w", op, ss.ID, store.ErrExists)
+	}
+	return wrap(ctx, op, err)
+}
+
+const sessionCols = `id, machine_id, workspace_id, adapter, title, mode, state, epoch,
+	created_at, updated_at, last_seq, snapshot`
+
+func scanSession(sc interface{ Scan(...any) error }) (store.Session, error) {
+	var (
+		ss               store.Session
+		created, updated sql.NullInt64
+		lastSeq          int64
+		snap             []byte
+	)
+	if err := sc.Scan(&ss.ID, &ss.MachineID, &ss.WorkspaceID, &ss.Adapter, &ss.Title, &ss.Mode,
+		&ss.State, &ss.Epoch, &created, &updated, &lastSeq, &snap); err != nil {
+		return store.Session{}, err
+	}
+	ss.CreatedAt = fromMicros(created)
+	ss.UpdatedAt = fromMicros(updated)
+	ss.LastSeq = uint64(lastSeq)
+	ss.Snapshot = rawJSON(snap)
+	return ss, nil
+}
+
+// Session returns one session (ErrNotFound when there is none).
+func (s *Store) Session(ctx context.Context, id string) (store.Session, error) {
+	const op = "session"
+	if err := check.ID("session", id); err != nil {
+		return store.Session{}, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	ss, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Session{}, fmt.Errorf("sqlite: %s %s: %w", op, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Session{}, wrap(ctx, op, err)
+	}
+	return ss, nil
+}
+
+// ListSessions lists sessions, most recently updated first (ties by ID,
+// descending), of one machine when machineID is not empty; limit <= 0
+// means no limit.
+func (s *Store) ListSessions(ctx context.Context, machineID string, limit int) ([]store.Session, error) {
+	const op = "list sessions"
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if machineID == "" {
+		rows, err = s.r.QueryContext(ctx,
+			`SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?`, limit)
+	} else {
+		rows, err = s.r.QueryContext(ctx,
+			`SELECT `+sessionCols+` FROM sessions WHERE machine_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`,
+			machineID, limit)
+	}
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	defer rows.Close()
+	var out []store.Session
+	for rows.Next() {
+		ss, err := scanSession(rows)
+		if err != nil {
+			return nil, wrap(ctx, op, err)
+		}
+		out = append(out, ss)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
+// UpdateSession writes Title, Mode, State, UpdatedAt (now when zero) and
+// Snapshot.
+func (s *Store) UpdateSession(ctx context.Context, ss store.Session) error {
+	const op = "update session"
+	if err := check.ID("session", ss.ID); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	res, err := s.exec(ctx,
+		`UPDATE sessions SET title = ?, mode = ?, state = ?, updated_at = ?, snapshot = ? WHERE id = ?`,
+		ss.Title, ss.Mode, ss.State, check.OrNow(ss.UpdatedAt).UnixMicro(), blob(ss.Snapshot), ss.ID)
+	if err != nil {
+		return wrap(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap(ctx, op, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlite: %s %s: %w", op, ss.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// --- events ---
+
+// AppendEvents stores evs as the session's next events, in one
+// transaction: all of them or none.
+func (s *Store) AppendEvents(ctx context.Context, sessionID string, evs []store.Event) ([]store.Event, error) {
+	const op = "append events"
+	if err := check.Events(sessionID, evs); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	out := make([]store.Event, len(evs))
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var last int64
+		err := tx.StmtContext(ctx, s.lastSeq).QueryRowContext(ctx, sessionID).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		ins := tx.StmtContext(ctx, s.insertEvent)
+		next := last
+		var inBatch map[string]uint64 // only needed for a batch of two or more
+		if len(evs) > 1 {
+			inBatch = make(map[string]uint64, len(evs))
+		}
+		for i, ev := range evs {
+			ev.Duplicate = false
+			ev.CreatedAt = check.OrNow(ev.CreatedAt)
+			if seq, ok := inBatch[ev.MessageID]; ok {
+				ev.Seq, ev.Duplicate = seq, true
+				out[i] = ev
+				continue
+			}
+			res, err := ins.ExecContext(ctx, sessionID, next+1, ev.MessageID, ev.Type, ev.Data, ev.CreatedAt.UnixMicro())
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n == 1 {
+				next++
+				ev.Seq = uint64(next)
+			} else {
+				// Stored before: keep its seq (0 when it belongs to
+				// another session).
+				var (
+					owner string
+					seq   int64
+				)
+				if err := tx.StmtContext(ctx, s.eventByID).QueryRowContext(ctx, ev.MessageID).Scan(&owner, &seq); err != nil {
+					return err
+				}
+				ev.Duplicate = true
+				if owner == sessionID {
+					ev.Seq = uint64(seq)
+				} else {
+					ev.Seq = 0
+				}
+			}
+			if inBatch != nil {
+				inBatch[ev.MessageID] = ev.Seq
+			}
+			out[i] = ev
+		}
+		if next == last {
+			return nil
+		}
+		_, err = tx.StmtContext(ctx, s.moveSeq).ExecContext(ctx, next, check.Now().UnixMicro(), sessionID)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
+// exists reports whether the session exists, for calls whose empty result
+// must tell "no such session" from "no rows".
+func (s *Store) exists(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, sessionID string) error {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, sessionID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
+	}
+	return err
+}
+
+// Events returns up to limit (no limit when limit <= 0) retained events
+// with seq > afterSeq, in order. ErrNotFound when the session does not
+// exist.
+func (s *Store) Events(ctx context.Context, sessionID string, afterSeq uint64, limit int) ([]store.Event, error) {
+	const op = "events"
+	if err := check.ID("session", sessionID); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.r.QueryContext(ctx,
+		`SELECT seq, message_id, type, data, created_at FROM events
+		 WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		sessionID, check.Seq(afterSeq), limit)
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var (
+			ev      store.Event
+			seq     int64
+			created sql.NullInt64
+		)
+		if err := rows.Scan(&seq, &ev.MessageID, &ev.Type, &ev.Data, &created); err != nil {
+			return nil, wrap(ctx, op, err)
+		}
+		ev.Seq = uint64(seq)
+		ev.CreatedAt = fromMicros(created)
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	if len(out) == 0 {
+		if err := s.exists(ctx, s.r, sessionID); err != nil {
+			return nil, wrap(ctx, op, err)
+		}
+	}
+	return out, nil
+}
+
+// OldestSeq is the seq of the oldest retained event (0 when none).
+func (s *Store) OldestSeq(ctx context.Context, sessionID string) (uint64, error) {
+	const op = "oldest seq"
+	if err := check.ID("session", sessionID); err != nil {
+		return 0, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	var oldest sql.NullInt64
+	if err := s.r.QueryRowContext(ctx, `SELECT min(seq) FROM events WHERE session_id = ?`, sessionID).Scan(&oldest); err != nil {
+		return 0, wrap(ctx, op, err)
+	}
+	if !oldest.Valid {
+		if err := s.exists(ctx, s.r, sessionID); err != nil {
+			return 0, wrap(ctx, op, err)
+		}
+		return 0, nil
+	}
+	return uint64(oldest.Int64), nil
+}
+
+// Trim drops the session's oldest events, keeping the newest keep.
+func (s *Store) Trim(ctx context.Context, sessionID string, keep int) error {
+	const op = "trim"
+	if err := check.ID("session", sessionID); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	if err := check.Keep(keep); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var last int64
+		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, sessionID).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		// Retained seqs are a contiguous run ending at last_seq, so the
+		// newest keep are exactly those above last_seq - keep.
+		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq <= ?`, sessionID, last-int64(keep))
+		return err
+	})
+	return wrap(ctx, op, err)
+}
+
+// --- interactions ---
+
+// OpenInteraction records a new open interaction (ErrExists when its
+// (session, id) is taken, ErrNotFound when the session does not exist).
+func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error {
+	const op = "open interaction"
+	if err := check.Interaction(in); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := s.exists(ctx, tx, in.SessionID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO interactions (session_id, id, turn_id, request, created_at) VALUES (?, ?, ?, ?, ?)`,
+			in.SessionID, in.ID, in.TurnID, blob(in.Request), check.OrNow(in.CreatedAt).UnixMicro())
+		if isConstraint(err) {
+			return fmt.Errorf("interaction %s/%s: %w", in.SessionID, in.ID, store.ErrExists)
+		}
+		return err
+	})
+	return wrap(ctx, op, err)
+}
+
+// SettleInteraction settles an open interaction with outcome (answered,
+// timeout or cancelled) and answer; won is false when it was already
+// settled.
+func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome string, answer json.RawMessage) (bool, error) {
+	const op = "settle interaction"
+	if err := check.ID("session", sessionID); err != nil {
+		return false, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	if err := check.ID("interaction", id); err != nil {
+		return false, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	if err := check.Outcome(outcome); err != nil {
+		return false, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	var won bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		// The outcome = '' condition makes the update the arbiter: one
+		// transaction at a time runs it, and only the first matches.
+		res, err := tx.ExecContext(ctx,
+			`UPDATE interactions SET outcome = ?, answer = ? WHERE session_id = ? AND id = ? AND outcome = ''`,
+			outcome, blob(answer), sessionID, id)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			won = true
+			return nil
+		}
+		var one int
+		err = tx.QueryRowContext(ctx, `SELECT 1 FROM interactions WHERE session_id = ? AND id = ?`, sessionID, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("interaction %s/%s: %w", sessionID, id, store.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return false, wrap(ctx, op, err)
+	}
+	return won, nil
+}
+
+// OpenInteractions lists a session's open interactions, oldest first
+// (ties in the order they were opened). ErrNotFound when the session does
+// not exist.
+func (s *Store) OpenInteractions(ctx context.Context, sessionID string) ([]store.Interaction, error) {
+	const op = "open interactions"
+	if err := check.ID("session", sessionID); err != nil {
+		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	rows, err := s.r.QueryContext(ctx,
+		`SELECT id, turn_id, request, created_at FROM interactions
+		 WHERE session_id = ? AND outcome = '' ORDER BY created_at, rowid`, sessionID)
+	if err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	defer rows.Close()
+	var out []store.Interaction
+	for rows.Next() {
+		var (
+			in      = store.Interaction{SessionID: sessionID}
+			req     []byte
+			created sql.NullInt64
+		)
+		if err := rows.Scan(&in.ID, &in.TurnID, &req, &created); err != nil {
+			return nil, wrap(ctx, op, err)
+		}
+		in.Request = rawJSON(req)
+		in.CreatedAt = fromMicros(created)
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, op, err)
+	}
+	if len(out) == 0 {
+		if err := s.exists(ctx, s.r, sessionID); err != nil {
+			return nil, wrap(ctx, op, err)
+		}
+	}
+	return out, nil
+}
+
+// Interaction returns one interaction, open or settled (ErrNotFound when
+// there is none). It is not part of store.Store; storetest uses it to check
+// what SettleInteraction stored.
+func (s *Store) Interaction(ctx context.Context, sessionID, id string) (store.Interaction, error) {
+	const op = "interaction"
+	if err := check.ID("session", sessionID); err != nil {
+		return store.Interaction{}, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	if err := check.ID("interaction", id); err != nil {
+		return store.Interaction{}, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	var (
+		in          = store.Interaction{SessionID: sessionID, ID: id}
+		req, answer []byte
+		created     sql.NullInt64
+	)
+	err := s.r.QueryRowContext(ctx,
+		`SELECT turn_id, request, created_at, outcome, answer FROM interactions WHERE session_id = ? AND id = ?`,
+		sessionID, id).Scan(&in.TurnID, &req, &created, &in.Outcome, &answer)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Interaction{}, fmt.Errorf("sqlite: %s %s/%s: %w", op, sessionID, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Interaction{}, wrap(ctx, op, err)
+	}
+	in.Request = rawJSON(req)
+	in.Answer = rawJSON(answer)
+	in.CreatedAt = fromMicros(created)
+	return in, nil
+}
