@@ -113,6 +113,20 @@ func DecodeFrom(role Role, data []byte) (*Message, error) {
 	return m, nil
 }
 
+// DecodeRelayed decodes what a master sends a UI: the master's own messages
+// and the clients' events it relays (agent.*, session.*). Anything else is
+// refused with wrong_direction.
+func DecodeRelayed(data []byte) (*Message, error) {
+	m, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if !SentBy(m.Type, RoleMaster) && !SentBy(m.Type, RoleClient) {
+		return nil, errorf(CodeWrongDirection, "type", "a master may neither send nor relay %s", m.Type)
+	}
+	return m, nil
+}
+
 // ErrorMessage builds the error message answering the message with id
 // parentID (empty when the message was too broken to have one).
 func ErrorMessage(parentID, sessionID string, e *Error) *Message {

@@ -322,3 +322,26 @@ func TestNewIDIsUUIDv4(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+func TestDecodeRelayed(t *testing.T) {
+	delta := protocol.New(protocol.TypeTextDelta, &protocol.TextDelta{TurnID: "t", Delta: "x"})
+	delta.SessionID = "s"
+	ui := protocol.New(protocol.TypeMachinesList, &protocol.MachinesList{})
+	for _, c := range []struct {
+		m    *protocol.Message
+		want string
+	}{{delta, ""}, {protocol.New(protocol.TypeAck, &protocol.Ack{Through: protocol.NewID()}), ""}, {ui, protocol.CodeWrongDirection}} {
+		data, err := protocol.Encode(c.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = protocol.DecodeRelayed(data)
+		var pe *protocol.Error
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.m.Type, err)
+		case c.want != "" && (!errors.As(err, &pe) || pe.Code != c.want):
+			t.Errorf("%s: got %v, want %s", c.m.Type, err, c.want)
+		}
+	}
+}

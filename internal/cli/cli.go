@@ -45,6 +45,10 @@ func init() {
 		"help":    {"show help for ferry or one of its commands", runHelp},
 		"mcp":     {"serve the file tools to an MCP client over stdio", runMCP},
 		"search":  {"rank files by fuzzy match, as the @ picker does", runSearch},
+		"serve":   {"run the master that browsers and machines connect to", runServe},
+		"connect": {"run the daemon beside your workspaces, connected to a master", runConnect},
+		"up":      {"the quick start: master and client in one process", runUp},
+		"token":   {"create, list or revoke the master's tokens", runToken},
 	}
 }
 

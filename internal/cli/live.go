@@ -1,0 +1,395 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/auth"
+	"github.com/ferry-dev/ferry/internal/client"
+	"github.com/ferry-dev/ferry/internal/master"
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/internal/store/backend"
+)
+
+// DefaultAddr is where ferry serve and ferry up listen unless told otherwise:
+// loopback only, so nothing is exposed by accident.
+const DefaultAddr = "127.0.0.1:7860"
+
+// loginTTL is how long the one-time login URL printed at start stays valid.
+const loginTTL = 15 * time.Minute
+
+// dataDir is where the master keeps its database unless --db says otherwise:
+// $XDG_DATA_HOME/ferry, else ~/.local/share/ferry.
+func dataDir(env Env) (string, error) {
+	if d := env.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "ferry"), nil
+	}
+	home := env.Getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no data directory: set XDG_DATA_HOME or HOME, or pass --db: %w", err)
+		}
+		home = h
+	}
+	return filepath.Join(home, ".local", "share", "ferry"), nil
+}
+
+// openStore opens dsn, or the default SQLite file when dsn is empty.
+func openStore(ctx context.Context, env Env, dsn string) (store.Store, error) {
+	if dsn == "" {
+		dir, err := dataDir(env)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create data directory: %w", err)
+		}
+		dsn = filepath.Join(dir, "ferry.db")
+	}
+	st, err := backend.Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return st, nil
+}
+
+func newLogger(env Env, verbose bool) *slog.Logger {
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// listener binds addr and returns the base URL people and clients use.
+func listener(addr string) (net.Listener, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, "http://" + ln.Addr().String(), nil
+}
+
+// serveHTTP serves h on ln until ctx is done, then shuts the master down
+// gracefully (open connections get a going-away close).
+func serveHTTP(ctx context.Context, ln net.Listener, m *master.Master) error {
+	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mErr := m.Shutdown(shutdown)
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return mErr
+}
+
+// printLogin issues a one-time login token and prints the URL that uses it.
+func printLogin(ctx context.Context, env Env, st store.Store, base string) error {
+	secret, _, err := auth.Issue(ctx, st, store.TokenLogin, "login URL", loginTTL)
+	if err != nil {
+		return fmt.Errorf("issue login token: %w", err)
+	}
+	fmt.Fprintf(env.Stdout, "Open this URL in a browser to log in (valid once, for %s):\n\n    %s/login?token=%s\n\n", loginTTL, base, secret)
+	return nil
+}
+
+type masterFlags struct {
+	addr, db  string
+	retention int
+	verbose   bool
+}
+
+func (f *masterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.addr, "addr", DefaultAddr, "listen on `HOST:PORT`")
+	fs.StringVar(&f.db, "db", "", "database: a SQLite file path or a postgres:// `DSN` (default $XDG_DATA_HOME/ferry/ferry.db)")
+	fs.IntVar(&f.retention, "retention", 10000, "events kept per session for resuming `N`")
+	fs.BoolVar(&f.verbose, "verbose", false, "log every connection")
+}
+
+func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
+	return master.Config{Store: st, Retention: f.retention, Logger: log}
+}
+
+func runServe(ctx context.Context, env Env, args []string) int {
+	fs := flag.NewFlagSet("ferry serve", flag.ContinueOnError)
+	var mf masterFlags
+	mf.register(fs)
+	if code, ok := parseFlags(fs, env, args,
+		"Usage: ferry serve [--addr HOST:PORT] [--db DSN]",
+		"\nRuns the master: browsers connect to it, and so do the machines running",
+		"'ferry connect'. Give each machine a token from 'ferry token create'.",
+	); !ok {
+		return code
+	}
+	if fs.NArg() > 0 || mf.retention < 1 {
+		fmt.Fprintln(env.Stderr, "ferry serve: takes no arguments; --retention must be at least 1")
+		return ExitUsage
+	}
+	st, err := openStore(ctx, env, mf.db)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
+		return ExitError
+	}
+	defer func() { _ = st.Close() }()
+	log := newLogger(env, mf.verbose)
+	m, err := master.New(ctx, mf.config(st, log))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
+		return ExitError
+	}
+	ln, base, err := listener(mf.addr)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
+		return ExitError
+	}
+	fmt.Fprintf(env.Stdout, "ferry master listening on %s\n", base)
+	if err := printLogin(ctx, env, st, base); err != nil {
+		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
+		return ExitError
+	}
+	if err := serveHTTP(ctx, ln, m); err != nil {
+		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
+		return ExitError
+	}
+	return ExitOK
+}
+
+func runConnect(ctx context.Context, env Env, args []string) int {
+	fs := flag.NewFlagSet("ferry connect", flag.ContinueOnError)
+	masterURL := fs.String("master", "", "the master's `URL`, e.g. https://ferry.example.com")
+	token := fs.String("token", "", "client `TOKEN` from 'ferry token create' (default $FERRY_TOKEN)")
+	var workspaces stringList
+	fs.Var(&workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
+	stateDir := fs.String("state", "", "keep the machine id and the outbox in `DIR` (default $XDG_STATE_HOME/ferry/client)")
+	name := fs.String("name", "", "the machine's `NAME` shown in the UI (default the host name)")
+	verbose := fs.Bool("verbose", false, "log every message")
+	if code, ok := parseFlags(fs, env, args,
+		"Usage: ferry connect --master URL --token T [--workspace DIR]...",
+		"\nRuns the daemon beside your workspaces: it dials out to the master (it opens",
+		"no port), runs the agents and answers the @ file picker.",
+	); !ok {
+		return code
+	}
+	if *token == "" {
+		*token = env.Getenv("FERRY_TOKEN")
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(env.Stderr, "ferry connect: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	case *masterURL == "":
+		fmt.Fprintln(env.Stderr, "ferry connect: --master URL is required")
+		return ExitUsage
+	case *token == "":
+		fmt.Fprintln(env.Stderr, "ferry connect: --token (or $FERRY_TOKEN) is required: create one with 'ferry token create' on the master")
+		return ExitUsage
+	}
+	if len(workspaces) == 0 {
+		workspaces = stringList{"."}
+	}
+	c, err := client.New(client.Config{
+		MasterURL: *masterURL, Token: *token, Workspaces: workspaces, StateDir: *stateDir,
+		MachineName: *name, Logger: newLogger(env, *verbose),
+	})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
+		return ExitError
+	}
+	defer func() { _ = c.Close() }()
+	if err := c.Run(ctx); err != nil {
+		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
+		return ExitError
+	}
+	return ExitOK
+}
+
+func runUp(ctx context.Context, env Env, args []string) int {
+	fs := flag.NewFlagSet("ferry up", flag.ContinueOnError)
+	var mf masterFlags
+	mf.register(fs)
+	var workspaces stringList
+	fs.Var(&workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
+	stateDir := fs.String("state", "", "the client's state `DIR` (default $XDG_STATE_HOME/ferry/client)")
+	if code, ok := parseFlags(fs, env, args,
+		"Usage: ferry up [--addr 127.0.0.1:7860] [--workspace DIR]...",
+		"\nThe quick start: the master and a client for this machine in one process,",
+		"with the database under your data directory. Prints a one-time login URL.",
+	); !ok {
+		return code
+	}
+	if fs.NArg() > 0 || mf.retention < 1 {
+		fmt.Fprintln(env.Stderr, "ferry up: takes no arguments; --retention must be at least 1")
+		return ExitUsage
+	}
+	if len(workspaces) == 0 {
+		workspaces = stringList{"."}
+	}
+	st, err := openStore(ctx, env, mf.db)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
+		return ExitError
+	}
+	defer func() { _ = st.Close() }()
+	log := newLogger(env, mf.verbose)
+	m, err := master.New(ctx, mf.config(st, log))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
+		return ExitError
+	}
+	ln, base, err := listener(mf.addr)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
+		return ExitError
+	}
+	// The in-process client authenticates like any other, with a token that
+	// lives as long as this process.
+	secret, tok, err := auth.Issue(ctx, st, store.TokenClient, "ferry up", 0)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
+		return ExitError
+	}
+	defer func() { _ = st.RevokeToken(context.Background(), tok.ID) }()
+	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: *stateDir, Logger: log})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
+		return ExitError
+	}
+	defer func() { _ = c.Close() }()
+	shown := make([]string, len(workspaces))
+	for i, w := range workspaces {
+		if abs, err := filepath.Abs(w); err == nil {
+			w = abs
+		}
+		shown[i] = w
+	}
+	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\n", base, strings.Join(shown, ", "))
+	if err := printLogin(ctx, env, st, base); err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
+		return ExitError
+	}
+	clientDone := make(chan error, 1)
+	go func() { clientDone <- c.Run(ctx) }()
+	err = serveHTTP(ctx, ln, m)
+	if cErr := <-clientDone; err == nil && cErr != nil {
+		err = cErr
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
+		return ExitError
+	}
+	return ExitOK
+}
+
+func runToken(ctx context.Context, env Env, args []string) int {
+	fs := flag.NewFlagSet("ferry token", flag.ContinueOnError)
+	db := fs.String("db", "", "the master's database: a SQLite file path or a postgres:// `DSN`")
+	kind := fs.String("kind", store.TokenClient, "for create: client (for ferry connect), ui (a browser) or login (a one-time login URL)")
+	name := fs.String("name", "", "for create: a `NAME` to recognise the token by")
+	ttl := fs.Duration("ttl", 0, "for create: how long the token is valid (0: until revoked; login tokens: 15m)")
+	if code, ok := parseFlags(fs, env, args,
+		"Usage: ferry token create [--kind client|ui|login] [--name NAME] [--ttl D] [--db DSN]",
+		"       ferry token list [--db DSN]",
+		"       ferry token revoke [--db DSN] ID",
+		"\nManages the master's tokens. Secrets are printed once and stored hashed.",
+	); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(env.Stderr, "ferry token: say create, list or revoke")
+		return ExitUsage
+	}
+	verb, rest := fs.Arg(0), fs.Args()[1:]
+	// Flags may also follow the verb.
+	if err := fs.Parse(rest); err != nil {
+		return ExitUsage
+	}
+	rest = fs.Args()
+	switch verb {
+	case "create", "list":
+		if len(rest) > 0 {
+			fmt.Fprintf(env.Stderr, "ferry token %s: unexpected argument %q\n", verb, rest[0])
+			return ExitUsage
+		}
+	case "revoke":
+		if len(rest) != 1 {
+			fmt.Fprintln(env.Stderr, "ferry token revoke: give one token ID (see 'ferry token list')")
+			return ExitUsage
+		}
+	default:
+		fmt.Fprintf(env.Stderr, "ferry token: unknown verb %q: say create, list or revoke\n", verb)
+		return ExitUsage
+	}
+	if verb == "create" {
+		switch *kind {
+		case store.TokenClient, store.TokenUI:
+		case store.TokenLogin:
+			if *ttl == 0 {
+				*ttl = loginTTL
+			}
+		default:
+			fmt.Fprintf(env.Stderr, "ferry token create: --kind must be client, ui or login, not %q\n", *kind)
+			return ExitUsage
+		}
+		if *ttl < 0 {
+			fmt.Fprintln(env.Stderr, "ferry token create: --ttl must not be negative")
+			return ExitUsage
+		}
+	}
+	st, err := openStore(ctx, env, *db)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry token: %v\n", err)
+		return ExitError
+	}
+	defer func() { _ = st.Close() }()
+	switch verb {
+	case "create":
+		secret, tok, err := auth.Issue(ctx, st, *kind, *name, *ttl)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "ferry token create: %v\n", err)
+			return ExitError
+		}
+		fmt.Fprintln(env.Stdout, secret)
+		fmt.Fprintf(env.Stderr, "token %s (%s) created; the secret above is shown only once\n", tok.ID, tok.Kind)
+	case "list":
+		toks, err := st.ListTokens(ctx)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "ferry token list: %v\n", err)
+			return ExitError
+		}
+		for _, t := range toks {
+			exp := "never"
+			if !t.ExpiresAt.IsZero() {
+				exp = t.ExpiresAt.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(env.Stdout, "%s\t%s\t%s\tcreated %s\texpires %s\n", t.ID, t.Kind, t.Name, t.CreatedAt.UTC().Format(time.RFC3339), exp)
+		}
+	case "revoke":
+		if err := st.RevokeToken(ctx, rest[0]); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				fmt.Fprintf(env.Stderr, "ferry token revoke: no token %q\n", rest[0])
+			} else {
+				fmt.Fprintf(env.Stderr, "ferry token revoke: %v\n", err)
+			}
+			return ExitError
+		}
+		fmt.Fprintf(env.Stderr, "token %s revoked\n", rest[0])
+	}
+	return ExitOK
+}

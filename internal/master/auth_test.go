@@ -1,0 +1,155 @@
+package master_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/auth"
+	"github.com/ferry-dev/ferry/internal/master"
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// refused dials and checks the upgrade is refused with status and, for 401,
+// the JSON body with code unauthorized.
+// refused dials and checks the upgrade is refused with status and, for 401,
+// the JSON body with code unauthorized.
+func refused(t *testing.T, url string, h http.Header, status int) {
+	t.Helper()
+	p, got, body, err := dial(t, url, h)
+	if err == nil {
+		_ = p.ws.CloseNow()
+		t.Fatalf("the upgrade succeeded, want HTTP %d", status)
+	}
+	if got != status {
+		t.Fatalf("HTTP %d (%v), want %d", got, err, status)
+	}
+	if status != http.StatusUnauthorized {
+		return
+	}
+	var e protocol.Error
+	if err := json.Unmarshal(body, &e); err != nil || e.Code != protocol.CodeUnauthorized {
+		t.Fatalf("401 body %q (%v), want code unauthorized", body, err)
+	}
+}
+
+func TestAuthFailures(t *testing.T) {
+	e := newEnv(t, master.Config{})
+	ctx := testCtx(t)
+	revoked, revokedTok, err := auth.Issue(ctx, e.st, store.TokenClient, "old", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.RevokeToken(ctx, revokedTok.ID); err != nil {
+		t.Fatal(err)
+	}
+	// An expired UI token, stored as auth would have stored it.
+	expired := "ferry_ui_" + strings.Repeat("B", 43)
+	if err := e.st.CreateToken(ctx, store.Token{ID: "exp", Kind: store.TokenUI, Name: "x", Hash: auth.Hash(expired),
+		CreatedAt: time.Now().Add(-2 * time.Hour), ExpiresAt: time.Now().Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	client, ui := e.wsURL("/v1/client"), e.wsURL("/v1/ui")
+	for name, c := range map[string]struct {
+		url string
+		h   http.Header
+	}{
+		"client without token":     {client, nil},
+		"client with bad token":    {client, bearer("ferry_client_nonsense")},
+		"client with unknown":      {client, bearer("ferry_client_" + strings.Repeat("A", 43))},
+		"client with a UI token":   {client, bearer(e.ui)},
+		"client with revoked":      {client, bearer(revoked)},
+		"client with basic auth":   {client, http.Header{"Authorization": {"Basic " + e.client}}},
+		"ui without token":         {ui, nil},
+		"ui with a client token":   {ui, bearer(e.client)},
+		"ui with expired token":    {ui, bearer(expired)},
+		"ui cookie without origin": {ui, http.Header{"Cookie": {master.CookieName + "=" + e.ui}}},
+		"ui cookie, foreign origin": {ui, http.Header{"Cookie": {master.CookieName + "=" + e.ui},
+			"Origin": {"https://evil.example"}}},
+		"ui cookie with bad token": {ui, http.Header{"Cookie": {master.CookieName + "=ferry_ui_x"},
+			"Origin": {e.srv.URL}}},
+	} {
+		t.Run(name, func(t *testing.T) { refused(t, c.url, c.h, http.StatusUnauthorized) })
+	}
+	// A bearer UI with a foreign Origin passes our check but not
+	// coder/websocket's own origin check.
+	t.Run("ui bearer, foreign origin", func(t *testing.T) {
+		h := bearer(e.ui)
+		h.Set("Origin", "https://evil.example")
+		refused(t, ui, h, http.StatusForbidden)
+	})
+	t.Run("ui cookie, same origin", func(t *testing.T) {
+		p, _, _, err := dial(t, ui, http.Header{"Cookie": {master.CookieName + "=" + e.ui}, "Origin": {e.srv.URL}})
+		if err != nil {
+			t.Fatalf("dial with the cookie: %v", err)
+		}
+		p.name = "cookie UI"
+		p.sync()
+	})
+}
+
+func TestLogin(t *testing.T) {
+	e := newEnv(t, master.Config{})
+	login, _, err := auth.Issue(testCtx(t), e.st, store.TokenLogin, "login URL", auth.LoginTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	type answer struct {
+		status   int
+		location string
+		cookies  []*http.Cookie
+	}
+	get := func() answer {
+		t.Helper()
+		req, err := http.NewRequestWithContext(testCtx(t), http.MethodGet, e.srv.URL+"/login?token="+login, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return answer{resp.StatusCode, resp.Header.Get("Location"), resp.Cookies()}
+	}
+	resp := get()
+	if resp.status != http.StatusSeeOther || resp.location != "/" {
+		t.Fatalf("login: HTTP %d to %q, want 303 to /", resp.status, resp.location)
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.cookies {
+		if c.Name == master.CookieName {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/" {
+		t.Fatalf("session cookie %+v, want HttpOnly, SameSite=Strict, Path=/", cookie)
+	}
+	// The cookie opens the UI endpoint from the master's own origin.
+	p, _, _, err := dial(t, e.wsURL("/v1/ui"), http.Header{"Cookie": {cookie.Name + "=" + cookie.Value}, "Origin": {e.srv.URL}})
+	if err != nil {
+		t.Fatalf("dial with the login cookie: %v", err)
+	}
+	p.name = "UI"
+	p.sync()
+	// The login URL works once.
+	if resp := get(); resp.status != http.StatusUnauthorized {
+		t.Fatalf("second login: HTTP %d, want 401", resp.status)
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	e := newEnv(t, master.Config{})
+	resp, err := http.Get(e.srv.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz: HTTP %d", resp.StatusCode)
+	}
+}

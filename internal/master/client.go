@@ -1,0 +1,290 @@
+package master
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// maxReplies bounds the answers a client connection routes back: entries
+// of requests never answered are forgotten oldest first.
+const maxReplies = 1024
+
+// clientSide is the state of a client connection.
+type clientSide struct {
+	acks ackQueue
+	// storeFailed is set once one of the connection's events could not be
+	// stored: none of its later events are, so the re-sent ones keep order.
+	storeFailed atomic.Bool
+
+	mu         sync.Mutex
+	machineID  string
+	unsub      func()
+	opened     map[string]bool   // sessions opened on this connection
+	replies    map[string]string // request message_id → topic of its asker
+	replyOrder []string
+}
+
+func (cl *clientSide) addReply(id, topic string) {
+	if _, ok := cl.replies[id]; !ok {
+		cl.replyOrder = append(cl.replyOrder, id)
+	}
+	cl.replies[id] = topic
+	for len(cl.replyOrder) > maxReplies {
+		delete(cl.replies, cl.replyOrder[0])
+		cl.replyOrder = cl.replyOrder[1:]
+	}
+}
+
+// takeReply returns (and forgets) where the answer to request id goes.
+func (cl *clientSide) takeReply(id string) string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	t, ok := cl.replies[id]
+	if ok {
+		delete(cl.replies, id)
+	}
+	return t
+}
+
+func (m *Master) runClient(c *conn) {
+	c.cl = &clientSide{opened: map[string]bool{}, replies: map[string]string{}}
+	c.cl.acks.c = c
+	c.start()
+	c.readLoop(func(data []byte) { m.handleClient(c, data) })
+	m.clientGone(c)
+	c.finish()
+}
+
+func (m *Master) handleClient(c *conn, data []byte) {
+	msg, err := protocol.DecodeFrom(protocol.RoleClient, data)
+	if err != nil {
+		parent, sid := protocol.ParentOf(data)
+		c.sendError(parent, sid, m.wireError(err, "decode"))
+		return
+	}
+	if msg.Type == protocol.TypeCapabilities {
+		m.announce(c, msg)
+		return
+	}
+	c.cl.mu.Lock()
+	machine := c.cl.machineID
+	c.cl.mu.Unlock()
+	if machine == "" {
+		c.sendError(msg.MessageID, msg.SessionID, &protocol.Error{Code: protocol.CodeInvalidValue, Field: "type",
+			Message: "send session.capabilities first"})
+		return
+	}
+	switch msg.Type {
+	case protocol.TypeFileCandidates, protocol.TypeError:
+		m.routeReply(c, msg, data)
+	default: // session.opened and agent.*: the registry allows nothing else
+		m.storeFromClient(c, machine, msg)
+	}
+}
+
+// announce handles session.capabilities: the machine is recorded, its
+// connection subscribes to the machine's topic, and every node learns that
+// it is online.
+func (m *Master) announce(c *conn, msg *protocol.Message) {
+	caps := msg.Payload.(*protocol.Capabilities)
+	if caps.Machine == nil {
+		c.sendError(msg.MessageID, "", &protocol.Error{Code: protocol.CodeMissingField, Field: "payload.machine",
+			Message: "a client of the master must name its machine"})
+		return
+	}
+	id := caps.Machine.ID
+	c.cl.mu.Lock()
+	cur := c.cl.machineID
+	c.cl.mu.Unlock()
+	if cur != "" && cur != id {
+		c.sendError(msg.MessageID, "", &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.machine.id",
+			Message: "a connection serves one machine"})
+		return
+	}
+	ok, err := m.mayServe(c.ctx, id, c.token)
+	if err != nil {
+		c.close(closeInternal, "internal error", m.wireError(err, "check machine owner"), false)
+		return
+	}
+	if !ok {
+		c.log.Warn("refused a machine that belongs to another client token", "machine", id)
+		c.close(websocket.StatusPolicyViolation, "unauthorized", &protocol.Error{Code: protocol.CodeUnauthorized,
+			Message: "this machine is registered with another client token"}, false)
+		return
+	}
+	raw, err := json.Marshal(caps)
+	if err != nil {
+		c.close(closeInternal, "internal error", m.wireError(err, "encode capabilities"), false)
+		return
+	}
+	if err := m.st.PutMachine(c.ctx, store.Machine{ID: id, Name: caps.Machine.Name, TokenID: c.token,
+		Capabilities: raw, LastSeen: time.Now().UTC()}); err != nil {
+		c.close(closeInternal, "internal error", m.wireError(err, "store machine"), false)
+		return
+	}
+	if cur == "" {
+		unsub, err := m.br.Subscribe(machineTopic(id), func(data []byte) { m.deliverControl(c, data) })
+		if err != nil {
+			c.close(closeInternal, "internal error", m.wireError(err, "subscribe to machine"), false)
+			return
+		}
+		c.cl.mu.Lock()
+		c.cl.machineID, c.cl.unsub = id, unsub
+		c.cl.mu.Unlock()
+		c.log = c.log.With("machine", id)
+		m.mu.Lock()
+		old := m.clients[id]
+		m.clients[id] = c
+		m.mu.Unlock()
+		if old != nil && old != c {
+			old.close(websocket.StatusPolicyViolation, "replaced by a newer connection", nil, false)
+		}
+	}
+	m.publishPresence(presenceFrame{MachineID: id, ConnID: c.id, Online: true, Caps: raw})
+}
+
+// mayServe reports whether a client holding token tokenID may act as the
+// machine: a machine stays bound to the token it first registered with
+// until that token is revoked, so one leaked client token cannot take over
+// another machine's sessions.
+func (m *Master) mayServe(ctx context.Context, machineID, tokenID string) (bool, error) {
+	ms, err := m.st.Machines(ctx)
+	if err != nil {
+		return false, err
+	}
+	var owner string
+	for _, mc := range ms {
+		if mc.ID == machineID {
+			owner = mc.TokenID
+		}
+	}
+	if owner == "" || owner == tokenID {
+		return true, nil
+	}
+	toks, err := m.st.ListTokens(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, t := range toks {
+		if t.ID == owner {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (m *Master) publishPresence(f presenceFrame) {
+	b, err := json.Marshal(f)
+	if err != nil {
+		m.log.Error("encode presence", "err", err)
+		return
+	}
+	if err := m.br.Publish(m.ctx, presenceTopic, b); err != nil && !errors.Is(err, context.Canceled) {
+		m.log.Error("publish presence", "err", err)
+	}
+}
+
+// clientGone runs when a client connection ends.
+func (m *Master) clientGone(c *conn) {
+	c.cl.mu.Lock()
+	id, unsub := c.cl.machineID, c.cl.unsub
+	c.cl.mu.Unlock()
+	if id == "" {
+		return
+	}
+	unsub()
+	m.mu.Lock()
+	if m.clients[id] == c {
+		delete(m.clients, id)
+	}
+	m.mu.Unlock()
+	m.publishPresence(presenceFrame{MachineID: id, ConnID: c.id})
+}
+
+// deliverControl is the machine topic's subscriber on the client's
+// connection: it opens the session on this connection first when needed,
+// remembers where the answer goes, and queues the message. It never blocks.
+func (m *Master) deliverControl(c *conn, data []byte) {
+	f, err := decodeControlFrame(data)
+	if err != nil {
+		m.log.Error("bad control frame", "err", err)
+		return
+	}
+	cl := c.cl
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if !m.presence.isCurrent(cl.machineID, c.id) {
+		return // replaced: the newer connection delivers it
+	}
+	if f.ReplyTo != "" {
+		cl.addReply(f.MessageID, f.ReplyTo)
+	}
+	if f.Type == protocol.TypeSessionOpen {
+		cl.opened[f.SessionID] = true
+	} else if !cl.opened[f.SessionID] {
+		open := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: f.Workspace, Adapter: f.Adapter, Mode: f.Mode})
+		open.SessionID = f.SessionID
+		b, err := protocol.Encode(open)
+		if err != nil || !c.tryEnqueue(b) {
+			return
+		}
+		cl.opened[f.SessionID] = true
+	}
+	c.tryEnqueue(f.Msg)
+}
+
+// routeReply sends a client's direct answer (search candidates, or an
+// error about a control message) to whoever asked, and nowhere else.
+func (m *Master) routeReply(c *conn, msg *protocol.Message, data []byte) {
+	if msg.ParentID == "" {
+		c.log.Info("client reported an error", "payload", msg.Payload)
+		return
+	}
+	to := c.cl.takeReply(msg.ParentID)
+	if to == "" {
+		c.log.Debug("answer to an unknown or forgotten request", "type", msg.Type, "parent", msg.ParentID)
+		return
+	}
+	if err := m.br.Publish(c.ctx, to, data); err != nil {
+		c.log.Error("route answer", "err", err)
+	}
+}
+
+// storeFromClient queues a client's session.opened or agent.* event for its
+// session's writer; the ack follows once it is stored.
+func (m *Master) storeFromClient(c *conn, machine string, msg *protocol.Message) {
+	s, err := m.session(c.ctx, msg.SessionID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		// Not acknowledged: closing makes the client re-send it later.
+		c.close(closeInternal, "internal error", m.wireError(err, "load session"), false)
+		return
+	}
+	if err != nil || s.machineID != machine {
+		// It can never be stored; acknowledge it so that the client's
+		// outbox does not re-send it forever, and say why.
+		c.cl.acks.add(msg.MessageID).stored()
+		c.sendError(msg.MessageID, msg.SessionID, &protocol.Error{Code: protocol.CodeNotFound, Field: "session_id",
+			Message: "no such session on this machine"})
+		return
+	}
+	msg.Seq, msg.Epoch = 0, ""
+	data, err := protocol.Encode(msg)
+	if err != nil {
+		c.cl.acks.add(msg.MessageID).stored()
+		c.sendError(msg.MessageID, msg.SessionID, m.wireError(err, "encode event"))
+		return
+	}
+	entry := c.cl.acks.add(msg.MessageID)
+	if err := s.submit(c.ctx, &pending{msg: msg, data: data, ack: entry, from: c}); err != nil {
+		c.close(websocket.StatusGoingAway, "master shutting down", nil, false)
+	}
+}

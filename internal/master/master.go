@@ -1,0 +1,508 @@
+// Package master is ferry's hub (`ferry serve`): the HTTP server that UIs and
+// local clients connect to over WebSockets, which authenticates both,
+// persists every session event before relaying it, and lets a UI or a
+// client that reconnects resume without loss.
+//
+// Endpoints (see Handler): GET /v1/ui and GET /v1/client (WebSockets),
+// GET /login?token=… (one-time login, sets the session cookie), GET /healthz,
+// and the UI (Config.UI) at /.
+//
+// Guarantees:
+//
+//   - Authentication happens before the upgrade: a missing, malformed,
+//     unknown, revoked, expired or wrong-kind token is answered with HTTP 401
+//     and a JSON body {"code":"unauthorized",…}. Cookie authentication of a
+//     UI also needs an Origin header naming the request's own host, so a
+//     foreign page cannot ride on the cookie; coder/websocket refuses a
+//     foreign Origin for every upgrade besides.
+//   - Every frame is decoded once, strictly, for the sender's role
+//     (protocol.DecodeFrom). Bad input is answered with a coded error
+//     message (parent_id = the offending message when it has a readable id)
+//     and the connection stays up. Internal failures are logged and sent as
+//     code internal only; the mapping lives in one function (wireError).
+//   - A frame over protocol.MaxMessageBytes is drained and answered with
+//     message_too_large, the connection kept; only a frame over
+//     hardReadLimit (4× the limit) makes coder/websocket close with 1009.
+//   - Each connection has two long-lived goroutines: a reader (the HTTP
+//     handler returns after the upgrade, freeing its grown stack and the
+//     request) and one writer fed by a bounded queue; pings run on a timer. The hub never blocks on a connection: a connection whose queue
+//     is full is dropped with slow_consumer. A connection's own answers and
+//     replays wait for room instead, using at most half the queue, so they
+//     slow down only that connection's reader. A peer that does not answer
+//     a ping within a ping interval (so at most two intervals after it was
+//     last heard) is dropped.
+//   - Every agent.* event and session.opened from a client, and the master's
+//     own control.prompt.request and agent.interaction.resolved, is stored
+//     with the session's next seq before it is relayed; the client gets a
+//     cumulative master.ack only for what is stored, in the order it sent
+//     it, so a master restart loses nothing acknowledged. A re-sent event
+//     (same message_id) is acknowledged but not relayed again.
+//   - A UI that subscribes from (epoch, after_seq) gets every later event in
+//     order with no gap and no duplicate, then live events; or, when the
+//     epoch differs or the events are no longer retained, recovered:false
+//     with a snapshot. Never a partial replay: a replay that finds a hole
+//     closes the connection so the UI subscribes again.
+//   - Routing between connections goes through a broker.Broker only: a
+//     topic per session (events to UIs), per machine (control messages to
+//     the client's connection), per UI connection (answers meant for one UI)
+//     and one for machine presence.
+//
+// Decisions and limits:
+//
+//   - One user: every valid UI token sees every machine and session. A
+//     machine stays bound to the client token it first registered with
+//     until that token is revoked.
+//   - The master does not refuse a second prompt while a turn runs: the
+//     client knows whether it is busy and answers busy; the master routes
+//     that error to the UI that sent the prompt.
+//   - ui.session.start stores the session before the client opens it; if
+//     the client refuses, the session stays listed, idle and empty.
+//   - Loaded session state stays in memory for the master's lifetime.
+//   - Presence (which machine is online where) is learned from the presence
+//     topic; a node started later knows only what it hears from then on.
+package master
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/ferry-dev/ferry/internal/auth"
+	"github.com/ferry-dev/ferry/internal/broker"
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// Defaults of Config.
+const (
+	DefaultRetention    = 10000
+	DefaultPingInterval = 15 * time.Second
+	DefaultQueueSize    = 1024
+	DefaultOfflineGrace = 5 * time.Second
+)
+
+// CookieName is the browser session cookie holding a UI token.
+const CookieName = "ferry_session"
+
+// hardReadLimit is where coder/websocket gives up on a frame and closes the
+// connection (1009). Frames between protocol.MaxMessageBytes and this are
+// drained and answered with message_too_large, keeping the connection.
+const hardReadLimit = 4 * protocol.MaxMessageBytes
+
+// Config configures a Master.
+type Config struct {
+	// Store persists tokens, machines, sessions and events (required).
+	Store store.Store
+	// Broker routes messages between connections; nil: broker.NewMemory().
+	Broker broker.Broker
+	// Retention is how many events are kept per session; default 10000.
+	Retention int
+	// PingInterval is how often peers are pinged; default 15s. A peer that
+	// does not answer is dropped after at most two intervals.
+	PingInterval time.Duration
+	// QueueSize bounds each connection's outbound queue; default 1024.
+	QueueSize int
+	// OfflineGrace is how long a control message waits for its client to
+	// come back before the UI gets client_offline; default 5s.
+	OfflineGrace time.Duration
+	// Logger receives the master's log; nil: discard.
+	Logger *slog.Logger
+	// UI is served at / when not nil; else a minimal status page.
+	UI http.Handler
+}
+
+// Master is the hub. Create it with New, serve Handler, stop it with Shutdown.
+type Master struct {
+	cfg       Config
+	st        store.Store
+	br        broker.Broker
+	ownBroker bool
+	log       *slog.Logger
+	// ctx outlives every connection; background work (persistence, timers)
+	// runs under it and it ends when Shutdown is done.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	closing  bool
+	conns    map[*conn]struct{}
+	uis      map[*conn]struct{}
+	clients  map[string]*conn // local client connection per machine
+	sessions map[string]*sessionEntry
+
+	presence     presence
+	stopPresence func()
+
+	connWG sync.WaitGroup // one per connection
+	bgWG   sync.WaitGroup // session writers and waiting tasks
+}
+
+// New starts a master on cfg. ctx bounds the start only (loading sessions
+// whose turns were running, to re-arm their interaction timeouts).
+func New(ctx context.Context, cfg Config) (*Master, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("master: Config.Store is required")
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = DefaultPingInterval
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.OfflineGrace <= 0 {
+		cfg.OfflineGrace = DefaultOfflineGrace
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Master{
+		cfg:      cfg,
+		st:       cfg.Store,
+		br:       cfg.Broker,
+		log:      cfg.Logger,
+		conns:    map[*conn]struct{}{},
+		uis:      map[*conn]struct{}{},
+		clients:  map[string]*conn{},
+		sessions: map[string]*sessionEntry{},
+	}
+	if m.br == nil {
+		m.br, m.ownBroker = broker.NewMemory(), true
+	}
+	m.presence.init()
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	unsub, err := m.br.Subscribe(presenceTopic, m.onPresence)
+	if err != nil {
+		m.cancel()
+		return nil, fmt.Errorf("master: subscribe to presence: %w", err)
+	}
+	m.stopPresence = unsub
+	if err := m.resumeRunning(ctx); err != nil {
+		unsub()
+		m.cancel()
+		return nil, err
+	}
+	return m, nil
+}
+
+// resumeRunning loads the sessions whose turn was running when the master
+// stopped, so that their open interactions time out as they should.
+func (m *Master) resumeRunning(ctx context.Context) error {
+	rows, err := m.st.ListSessions(ctx, "", 1000)
+	if err != nil {
+		return fmt.Errorf("master: list sessions: %w", err)
+	}
+	for _, r := range rows {
+		if r.State != protocol.SessionRunning {
+			continue
+		}
+		if _, err := m.session(ctx, r.ID); err != nil {
+			return fmt.Errorf("master: load session %s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// Handler serves the master's endpoints.
+func (m *Master) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/ui", m.serveUI)
+	mux.HandleFunc("GET /v1/client", m.serveClient)
+	mux.HandleFunc("GET /login", m.serveLogin)
+	mux.HandleFunc("GET /healthz", m.serveHealth)
+	if m.cfg.UI != nil {
+		mux.Handle("/", m.cfg.UI)
+	} else {
+		mux.HandleFunc("GET /{$}", m.serveStatus)
+	}
+	return mux
+}
+
+// Shutdown stops accepting connections, closes every connection with a
+// going-away status, waits for every accepted event to be stored and stops
+// the master's timers. It returns ctx's error if that takes too long (the
+// remaining connections are then cut). The Store is not closed.
+func (m *Master) Shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closing {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closing = true
+	conns := make([]*conn, 0, len(m.conns))
+	for c := range m.conns {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		c.close(websocket.StatusGoingAway, "master shutting down", nil, false)
+	}
+	err := waitGroup(ctx, &m.connWG)
+	if err != nil {
+		for _, c := range conns {
+			c.cut()
+		}
+	}
+	if werr := waitGroup(ctx, &m.bgWG); err == nil {
+		err = werr
+	}
+	m.stopPresence()
+	m.presence.stop()
+	m.mu.Lock()
+	for _, e := range m.sessions {
+		if e.s != nil {
+			e.s.stopTimers()
+		}
+	}
+	m.mu.Unlock()
+	if m.ownBroker {
+		_ = m.br.Close()
+	}
+	m.cancel()
+	if err != nil {
+		return fmt.Errorf("master: shutdown: %w", err)
+	}
+	return nil
+}
+
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// goBG runs f in the background, tracked by Shutdown; false after Shutdown.
+func (m *Master) goBG(f func()) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return false
+	}
+	m.bgWG.Go(f)
+	return true
+}
+
+// httpError answers a request refused before the upgrade.
+func httpError(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(protocol.Error{Code: code, Message: message})
+}
+
+func unauthorized(w http.ResponseWriter) {
+	httpError(w, http.StatusUnauthorized, protocol.CodeUnauthorized, "missing, invalid or expired token")
+}
+
+// authenticate verifies secret for kind and answers the request itself when
+// it does not authenticate.
+func (m *Master) authenticate(w http.ResponseWriter, r *http.Request, secret, kind string) (store.Token, bool) {
+	tok, err := auth.Verify(r.Context(), m.st, secret, kind)
+	switch {
+	case errors.Is(err, auth.ErrUnauthorized):
+		m.log.Info("refused connection", "path", r.URL.Path, "remote", r.RemoteAddr)
+		unauthorized(w)
+		return tok, false
+	case err != nil:
+		m.log.Error("verify token", "err", err)
+		httpError(w, http.StatusInternalServerError, protocol.CodeInternal, "internal error")
+		return tok, false
+	}
+	return tok, true
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", false
+	}
+	scheme, secret, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", true // present but not a bearer token: refused
+	}
+	return strings.TrimSpace(secret), true
+}
+
+// sameOrigin reports whether the request's Origin names its own host, which
+// cookie authentication requires (a browser always sends Origin on a
+// WebSocket upgrade).
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return false
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+func (m *Master) serveUI(w http.ResponseWriter, r *http.Request) {
+	secret, ok := bearer(r)
+	if !ok {
+		ck, err := r.Cookie(CookieName)
+		if err != nil || !sameOrigin(r) {
+			unauthorized(w)
+			return
+		}
+		secret = ck.Value
+	}
+	tok, ok := m.authenticate(w, r, secret, store.TokenUI)
+	if !ok {
+		return
+	}
+	m.serveConn(w, r, protocol.RoleUI, tok)
+}
+
+func (m *Master) serveClient(w http.ResponseWriter, r *http.Request) {
+	secret, ok := bearer(r)
+	if !ok {
+		unauthorized(w)
+		return
+	}
+	tok, ok := m.authenticate(w, r, secret, store.TokenClient)
+	if !ok {
+		return
+	}
+	m.serveConn(w, r, protocol.RoleClient, tok)
+}
+
+func (m *Master) serveConn(w http.ResponseWriter, r *http.Request, role protocol.Role, tok store.Token) {
+	m.mu.Lock()
+	closing := m.closing
+	m.mu.Unlock()
+	if closing {
+		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternal, "the master is shutting down")
+		return
+	}
+	// Default options: coder/websocket refuses a foreign Origin.
+	hw := &hijackRecorder{ResponseWriter: w}
+	ws, err := websocket.Accept(hw, r, nil)
+	if err != nil {
+		m.log.Info("websocket upgrade failed", "err", err, "remote", r.RemoteAddr)
+		return
+	}
+	c := newConn(m, ws, hw.conn, role, tok.ID)
+	if !m.register(c) {
+		_ = ws.Close(websocket.StatusGoingAway, "master shutting down")
+		return
+	}
+	c.log.Debug("connected", "remote", r.RemoteAddr, "token", tok.Name)
+	// The reader runs on a fresh goroutine and the handler returns: net/http
+	// no longer needs its goroutine, whose stack grew large serving the
+	// request, nor the request itself, so an idle connection costs less.
+	go func() {
+		defer m.connWG.Done()
+		if role == protocol.RoleUI {
+			m.runUI(c)
+		} else {
+			m.runClient(c)
+		}
+		c.log.Debug("disconnected")
+	}()
+}
+
+// hijackRecorder keeps the socket coder/websocket takes over, so that a
+// connection can be cut at once: coder/websocket's Close waits up to 5 s for
+// a peer that does not read, and CloseNow waits for a Close under way.
+type hijackRecorder struct {
+	http.ResponseWriter
+	conn net.Conn
+}
+
+// Hijack implements http.Hijacker.
+func (h *hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := h.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("the response writer cannot hijack")
+	}
+	c, rw, err := hj.Hijack()
+	h.conn = c
+	return c, rw, err
+}
+
+func (m *Master) register(c *conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return false
+	}
+	m.conns[c] = struct{}{}
+	if c.role == protocol.RoleUI {
+		m.uis[c] = struct{}{}
+	}
+	m.connWG.Add(1)
+	return true
+}
+
+func (m *Master) unregister(c *conn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.conns, c)
+	delete(m.uis, c)
+}
+
+func (m *Master) serveLogin(w http.ResponseWriter, r *http.Request) {
+	secret, err := auth.ExchangeLogin(r.Context(), m.st, r.URL.Query().Get("token"))
+	switch {
+	case errors.Is(err, auth.ErrUnauthorized):
+		m.log.Info("refused login", "remote", r.RemoteAddr)
+		httpError(w, http.StatusUnauthorized, protocol.CodeUnauthorized, "this login link is invalid, expired or already used")
+		return
+	case err != nil:
+		m.log.Error("login", "err", err)
+		httpError(w, http.StatusInternalServerError, protocol.CodeInternal, "internal error")
+		return
+	}
+	// Secure only over TLS: `ferry up` serves plain HTTP on loopback, where
+	// a Secure cookie would not come back from every browser.
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // Secure is set whenever the request came over TLS
+
+		Name:     CookieName,
+		Value:    secret,
+		Path:     "/",
+		MaxAge:   int(auth.UITTL / time.Second),
+		HttpOnly: true,
+		Secure:   r.TLS != nil,
+		SameSite: http.SameSiteStrictMode,
+	})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (m *Master) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	m.mu.Lock()
+	closing := m.closing
+	m.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if closing {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("shutting down\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (m *Master) serveStatus(w http.ResponseWriter, _ *http.Request) {
+	online := m.presence.onlineCount()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = fmt.Fprintf(w, "<!doctype html><title>ferry</title><h1>ferry master</h1><p>%s machine(s) online. The web UI is not built into this binary.</p>\n",
+		html.EscapeString(fmt.Sprint(online)))
+}

@@ -1,0 +1,687 @@
+package master
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// Bounds of the per-session state.
+const (
+	// maxBatch is the most events one AppendEvents stores: under load a
+	// session's writer batches what queued while the last batch was stored.
+	// A batch is relayed in one burst, so it is also kept to a quarter of a
+	// connection's queue (see batchSize).
+	maxBatch = 256
+	// maxQueued is how many events may wait for a session's writer before
+	// the senders wait (the client's reader, so TCP pushes back on it).
+	maxQueued = 4096
+	// snapshotEvery stores the snapshot after this many events even when no
+	// turn ended, so a restart has few events to apply.
+	snapshotEvery = 256
+	// Snapshot limits, so a snapshot always fits in one message.
+	maxSnapshotTurns     = 100
+	maxSnapshotTurnText  = 256 << 10
+	maxSnapshotArtifacts = 1000
+	maxPendingPrompts    = 64
+)
+
+var (
+	errClosing       = errors.New("master is shutting down")
+	errEarlierFailed = errors.New("an earlier event of this connection could not be stored")
+)
+
+type sessionEntry struct {
+	ready chan struct{}
+	s     *session
+	err   error
+}
+
+// session is the master's live state of one session: its row, the snapshot
+// it maintains, its open interactions, and the queue of events its writer
+// stores and relays. At most one writer goroutine runs per session, started
+// on demand, so events are numbered and relayed in the order they queued.
+type session struct {
+	m         *Master
+	id        string
+	machineID string
+	epoch     string
+	epochFld  []byte
+
+	mu        sync.Mutex // guards everything below
+	row       store.Session
+	turns     []protocol.TurnSnapshot
+	artifacts []protocol.Artifact
+	prompts   map[string]string // prompt request id → prompt_text, until its turn starts
+	// text holds the streamed text of turns not yet done: appending to a
+	// []byte keeps a long turn linear (string += would copy it each time).
+	text      map[string][]byte
+	open      []*openInteraction
+	unsaved   int  // events applied since the snapshot was stored
+	untrimmed int  // events stored since the last Trim
+	changed   bool // state or mode changed: store the row soon
+	queue     []*pending
+	running   bool
+	roomCh    chan struct{}
+}
+
+type openInteraction struct {
+	id      string
+	request []byte // the agent.interaction.request as stored (no seq)
+	timer   *time.Timer
+}
+
+// pending is one event waiting for the session's writer.
+type pending struct {
+	msg  *protocol.Message
+	data []byte // wire form without seq and epoch
+	// ack and from are set for a client's event: ack is its place in the
+	// connection's cumulative acknowledgement.
+	ack  *ackEntry
+	from *conn
+	// done, if set, runs after the event is stored and relayed (or failed).
+	done func(seq uint64, dup bool, err error)
+}
+
+// newEpoch names a new history.
+func newEpoch() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// session returns the loaded state of session id, loading it once.
+func (m *Master) session(ctx context.Context, id string) (*session, error) {
+	m.mu.Lock()
+	e := m.sessions[id]
+	if e == nil {
+		e = &sessionEntry{ready: make(chan struct{})}
+		m.sessions[id] = e
+		m.mu.Unlock()
+		e.s, e.err = m.loadSession(ctx, id)
+		if e.err != nil {
+			m.mu.Lock()
+			delete(m.sessions, id)
+			m.mu.Unlock()
+		}
+		close(e.ready)
+		return e.s, e.err
+	}
+	m.mu.Unlock()
+	select {
+	case <-e.ready:
+		return e.s, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// loadSession builds the state from the store: the stored snapshot, brought
+// up to date with the retained events after it, and the open interactions.
+func (m *Master) loadSession(ctx context.Context, id string) (*session, error) {
+	row, err := m.st.Session(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load session: %w", err)
+	}
+	s := newSession(m, row)
+	var from uint64
+	if len(row.Snapshot) > 0 {
+		var snap protocol.SessionSnapshot
+		if err := json.Unmarshal(row.Snapshot, &snap); err != nil {
+			m.log.Error("unreadable session snapshot; rebuilding from events", "session", id, "err", err)
+		} else {
+			s.turns, s.artifacts, from = snap.Turns, snap.Artifacts, snap.Session.LastSeq
+			for _, t := range s.turns {
+				if !t.Done {
+					s.text[t.TurnID] = []byte(t.Text)
+				}
+			}
+		}
+	}
+	for {
+		evs, err := m.st.Events(ctx, id, from, 1000)
+		if err != nil {
+			return nil, fmt.Errorf("load session events: %w", err)
+		}
+		for _, ev := range evs {
+			if msg, err := protocol.Decode(ev.Data); err == nil {
+				s.apply(msg, ev.Seq, ev.CreatedAt)
+			}
+			from = ev.Seq
+		}
+		if len(evs) < 1000 {
+			break
+		}
+	}
+	s.row.LastSeq = max(s.row.LastSeq, from)
+	s.unsaved, s.changed = 0, false
+	ins, err := m.st.OpenInteractions(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load open interactions: %w", err)
+	}
+	for _, in := range ins {
+		msg, err := protocol.Decode(in.Request)
+		if err != nil {
+			continue
+		}
+		if req, ok := msg.Payload.(*protocol.InteractionRequest); ok {
+			s.addOpen(in.ID, in.Request, req.TimeoutMS, in.CreatedAt)
+		}
+	}
+	return s, nil
+}
+
+func newSession(m *Master, row store.Session) *session {
+	if row.Mode == "" {
+		row.Mode = protocol.ModeDefault
+	}
+	if row.State == "" {
+		row.State = protocol.SessionIdle
+	}
+	row.Snapshot = nil
+	return &session{
+		m: m, id: row.ID, machineID: row.MachineID, epoch: row.Epoch, epochFld: epochField(row.Epoch),
+		row: row, prompts: map[string]string{}, text: map[string][]byte{},
+	}
+}
+
+// info describes the session as a UI sees it.
+func (s *session) info() protocol.SessionInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.infoLocked()
+}
+
+func (s *session) infoLocked() protocol.SessionInfo {
+	return sessionInfo(s.row)
+}
+
+func sessionInfo(r store.Session) protocol.SessionInfo {
+	mode, state := r.Mode, r.State
+	if mode == "" {
+		mode = protocol.ModeDefault
+	}
+	if state == "" {
+		state = protocol.SessionIdle
+	}
+	updated := r.UpdatedAt
+	if updated.IsZero() {
+		updated = r.CreatedAt
+	}
+	return protocol.SessionInfo{
+		ID: r.ID, MachineID: r.MachineID, WorkspaceID: r.WorkspaceID, Adapter: r.Adapter,
+		Title: r.Title, Mode: mode, State: state, Epoch: r.Epoch, LastSeq: r.LastSeq,
+		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
+		UpdatedAt: updated.UTC().Format(time.RFC3339Nano),
+	}
+}
+
+// openFields is what a control.session.open for this session carries.
+func (s *session) openFields() (workspace, adapter, mode string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.row.WorkspaceID, s.row.Adapter, s.row.Mode
+}
+
+// snapshot returns the session's state and the seq it reflects.
+func (s *session) snapshot() (protocol.SessionSnapshot, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snapshotLocked(), s.row.LastSeq
+}
+
+func (s *session) snapshotLocked() protocol.SessionSnapshot {
+	snap := protocol.SessionSnapshot{
+		Session:   s.infoLocked(),
+		Turns:     slices.Clone(s.turns),
+		Artifacts: slices.Clone(s.artifacts),
+	}
+	if snap.Turns == nil {
+		snap.Turns = []protocol.TurnSnapshot{}
+	}
+	for i := range snap.Turns {
+		if b, ok := s.text[snap.Turns[i].TurnID]; ok && !snap.Turns[i].Done {
+			snap.Turns[i].Text = string(b)
+		}
+	}
+	for _, o := range s.open {
+		if msg, err := protocol.Decode(o.request); err == nil {
+			if req, ok := msg.Payload.(*protocol.InteractionRequest); ok {
+				snap.OpenInteractions = append(snap.OpenInteractions, *req)
+			}
+		}
+	}
+	return snap
+}
+
+// openRequests returns the stored agent.interaction.request of every open
+// interaction, oldest first.
+func (s *session) openRequests() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([][]byte, len(s.open))
+	for i, o := range s.open {
+		out[i] = o.request
+	}
+	return out
+}
+
+// addOpen records an open interaction and arms its timeout.
+func (s *session) addOpen(id string, request []byte, timeoutMS int, created time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.ContainsFunc(s.open, func(o *openInteraction) bool { return o.id == id }) {
+		return
+	}
+	o := &openInteraction{id: id, request: request}
+	if timeoutMS > 0 {
+		wait := time.Until(created.Add(time.Duration(timeoutMS) * time.Millisecond))
+		o.timer = time.AfterFunc(max(wait, 0), func() {
+			s.m.goBG(func() { s.expire(id) })
+		})
+	}
+	s.open = append(s.open, o)
+}
+
+func (s *session) removeOpenLocked(id string) {
+	s.open = slices.DeleteFunc(s.open, func(o *openInteraction) bool {
+		if o.id == id && o.timer != nil {
+			o.timer.Stop()
+		}
+		return o.id == id
+	})
+}
+
+func (s *session) openIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, len(s.open))
+	for i, o := range s.open {
+		ids[i] = o.id
+	}
+	return ids
+}
+
+func (s *session) stopTimers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range s.open {
+		if o.timer != nil {
+			o.timer.Stop()
+		}
+	}
+}
+
+// expire times an interaction out: the client is told, the UIs see it
+// resolved. It runs in the background when timeout_ms passed.
+func (s *session) expire(id string) {
+	won, err := s.m.st.SettleInteraction(s.m.ctx, s.id, id, "timeout", nil)
+	if err != nil {
+		s.m.log.Error("time out interaction", "session", s.id, "interaction", id, "err", err)
+		return
+	}
+	if !won {
+		return
+	}
+	msg := protocol.New(protocol.TypeInteractionTimeout, &protocol.InteractionTimeout{InteractionID: id})
+	msg.SessionID = s.id
+	s.m.whenOnline(s.machineID, func(_ *protocol.Capabilities, online bool) {
+		if !online {
+			s.m.log.Info("interaction timed out while its client was offline", "session", s.id, "interaction", id)
+			return
+		}
+		s.m.toClient(s, msg, "")
+	})
+	_ = s.submitResolved(id, "timeout", nil)
+}
+
+// submitResolved queues the master's agent.interaction.resolved.
+func (s *session) submitResolved(id, outcome string, resp *protocol.InteractionResponse) error {
+	r := &protocol.InteractionResolved{InteractionID: id, Outcome: outcome}
+	if resp != nil {
+		sv := resp.SelectedValue
+		r.SelectedValue, r.TextInput = &sv, resp.TextInput
+	}
+	msg := protocol.New(protocol.TypeInteractionResolved, r)
+	msg.SessionID = s.id
+	return s.submitMaster(s.m.ctx, msg, nil)
+}
+
+// submitMaster queues one of the master's own events.
+func (s *session) submitMaster(ctx context.Context, msg *protocol.Message, done func(seq uint64, dup bool, err error)) error {
+	data, err := protocol.Encode(msg)
+	if err != nil {
+		return err
+	}
+	return s.submit(ctx, &pending{msg: msg, data: data, done: done})
+}
+
+// submit queues p for the session's writer, starting it if needed. It
+// waits while maxQueued events are already waiting.
+func (s *session) submit(ctx context.Context, p *pending) error {
+	for {
+		s.mu.Lock()
+		if len(s.queue) < maxQueued {
+			s.queue = append(s.queue, p)
+			start := !s.running
+			s.running = true
+			s.mu.Unlock()
+			if start && !s.m.goBG(s.run) {
+				s.mu.Lock()
+				s.running = false
+				s.mu.Unlock()
+				return errClosing
+			}
+			return nil
+		}
+		if s.roomCh == nil {
+			s.roomCh = make(chan struct{})
+		}
+		room := s.roomCh
+		s.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// batchSize is the most events stored and relayed at once: a burst must
+// fit in a UI's queue with room to spare, or a UI that reads as fast as it
+// can would be dropped as slow.
+func (m *Master) batchSize() int {
+	return max(1, min(maxBatch, m.cfg.QueueSize/4))
+}
+
+// run is the session's writer: it stores what queued, in batches, then
+// relays it, until the queue is empty.
+func (s *session) run() {
+	for {
+		s.mu.Lock()
+		n := min(len(s.queue), s.m.batchSize())
+		if n == 0 {
+			s.running = false
+			s.queue = nil
+			s.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(s.queue[:n])
+		k := copy(s.queue, s.queue[n:])
+		clear(s.queue[k:])
+		s.queue = s.queue[:k]
+		if s.roomCh != nil {
+			close(s.roomCh)
+			s.roomCh = nil
+		}
+		s.mu.Unlock()
+		s.persist(batch)
+	}
+}
+
+// persist stores a batch, then relays each new event in seq order. An event
+// that was stored before (same message_id) is acknowledged but not relayed.
+func (s *session) persist(batch []*pending) {
+	ctx := s.m.ctx
+	now := time.Now().UTC()
+	// After a store failure, the rest of that client connection's events are
+	// not stored either: it re-sends them all, in order, after reconnecting.
+	batch = slices.DeleteFunc(batch, func(p *pending) bool {
+		if p.from != nil && p.from.cl.storeFailed.Load() {
+			p.failed(errEarlierFailed)
+			return true
+		}
+		return false
+	})
+	if len(batch) == 0 {
+		return
+	}
+	evs := make([]store.Event, len(batch))
+	for i, p := range batch {
+		evs[i] = store.Event{MessageID: p.msg.MessageID, Type: p.msg.Type, Data: p.data, CreatedAt: now}
+	}
+	res, err := s.m.st.AppendEvents(ctx, s.id, evs)
+	if err == nil && len(res) != len(batch) {
+		err = fmt.Errorf("store returned %d events for %d", len(res), len(batch))
+	}
+	if err != nil {
+		s.m.log.Error("store events", "session", s.id, "err", err)
+		for _, p := range batch {
+			p.failed(err)
+		}
+		return
+	}
+	turnEnded := false
+	frames := make([][]byte, len(res))
+	for i, r := range res {
+		p := batch[i]
+		req, isReq := p.msg.Payload.(*protocol.InteractionRequest)
+		if r.Duplicate {
+			if isReq {
+				// Stored before, but maybe not recorded as open (the
+				// master stopped in between): make sure it is.
+				s.openInteraction(ctx, p, req, now)
+			}
+			continue
+		}
+		if isReq {
+			s.openInteraction(ctx, p, req, now)
+		}
+		if s.apply(p.msg, r.Seq, now) {
+			turnEnded = true
+		}
+		frames[i] = sessionFrame(p.data, r.Seq, s.epochFld)
+		if err := s.m.br.Publish(ctx, sessionTopic(s.id), frames[i]); err != nil {
+			s.m.log.Error("publish event", "session", s.id, "err", err)
+		}
+	}
+	// Acknowledge after the checkpoint: what a client sees acknowledged is
+	// also reflected in the stored snapshot and retention.
+	s.checkpoint(ctx)
+	for i, r := range res {
+		batch[i].stored(r.Seq, frames[i], r.Duplicate)
+	}
+	if turnEnded {
+		s.cancelOpen(ctx)
+	}
+}
+
+// openInteraction records an agent.interaction.request before it is
+// relayed, so an answer racing the relay finds it.
+func (s *session) openInteraction(ctx context.Context, p *pending, req *protocol.InteractionRequest, now time.Time) {
+	err := s.m.st.OpenInteraction(ctx, store.Interaction{
+		SessionID: s.id, ID: req.InteractionID, TurnID: req.TurnID, Request: p.data, CreatedAt: now,
+	})
+	switch {
+	case errors.Is(err, store.ErrExists):
+		s.m.log.Debug("interaction already recorded", "session", s.id, "interaction", req.InteractionID)
+	case err != nil:
+		s.m.log.Error("record interaction", "session", s.id, "err", err)
+	default:
+		s.addOpen(req.InteractionID, p.data, req.TimeoutMS, now)
+	}
+}
+
+// cancelOpen resolves every interaction still open when a turn ended.
+func (s *session) cancelOpen(ctx context.Context) {
+	var resolved []*pending
+	for _, id := range s.openIDs() {
+		won, err := s.m.st.SettleInteraction(ctx, s.id, id, "cancelled", nil)
+		if err != nil {
+			s.m.log.Error("cancel interaction", "session", s.id, "interaction", id, "err", err)
+			continue
+		}
+		if !won {
+			continue // answered or timed out meanwhile: its own resolved is queued
+		}
+		msg := protocol.New(protocol.TypeInteractionResolved, &protocol.InteractionResolved{InteractionID: id, Outcome: "cancelled"})
+		msg.SessionID = s.id
+		data, err := protocol.Encode(msg)
+		if err != nil {
+			continue
+		}
+		resolved = append(resolved, &pending{msg: msg, data: data})
+	}
+	if len(resolved) > 0 {
+		s.persist(resolved)
+	}
+}
+
+// apply folds one stored event into the state and the snapshot; it reports
+// whether the event ended a turn. It has no side effects beyond the state,
+// so loading a session replays events through it too.
+func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEnded bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq > s.row.LastSeq {
+		s.row.LastSeq = seq
+	}
+	s.row.UpdatedAt = at
+	s.unsaved++
+	s.untrimmed++
+	switch p := msg.Payload.(type) {
+	case *protocol.PromptRequest:
+		if len(s.prompts) >= maxPendingPrompts {
+			clear(s.prompts)
+		}
+		s.prompts[msg.MessageID] = p.PromptText
+	case *protocol.TurnStarted:
+		t := protocol.TurnSnapshot{TurnID: p.TurnID, Prompt: s.prompts[msg.ParentID]}
+		delete(s.prompts, msg.ParentID)
+		s.turns = append(s.turns, t)
+		if over := len(s.turns) - maxSnapshotTurns; over > 0 {
+			for _, old := range s.turns[:over] {
+				delete(s.text, old.TurnID)
+			}
+			s.turns = slices.Delete(s.turns, 0, over)
+		}
+		s.text[p.TurnID] = nil
+		s.row.State, s.row.Mode, s.changed = protocol.SessionRunning, p.Mode, true
+	case *protocol.TextDelta:
+		if b, ok := s.text[p.TurnID]; ok && p.Channel == "text" && len(b) < maxSnapshotTurnText {
+			s.text[p.TurnID] = append(b, clip(p.Delta, maxSnapshotTurnText-len(b))...)
+		}
+	case *protocol.TextDone:
+		if t := s.turnLocked(p.TurnID); t != nil {
+			t.Done, t.Cancelled, t.StopReason = true, p.IsCancelled, p.StopReason
+			t.Text = string(s.text[p.TurnID])
+			if p.Text != "" {
+				t.Text = clip(p.Text, maxSnapshotTurnText)
+			}
+		}
+		delete(s.text, p.TurnID)
+		s.row.State, s.changed = protocol.SessionIdle, true
+		turnEnded = true
+	case *protocol.InteractionResolved:
+		s.removeOpenLocked(p.InteractionID)
+	case *protocol.ArtifactRegistered:
+		s.artifacts = append(s.artifacts, p.Artifact)
+		if over := len(s.artifacts) - maxSnapshotArtifacts; over > 0 {
+			s.artifacts = slices.Delete(s.artifacts, 0, over)
+		}
+	case *protocol.ModeChanged:
+		s.row.Mode, s.changed = p.Mode, true
+	case *protocol.SessionOpened:
+		s.row.Adapter, s.row.Mode, s.changed = p.Adapter, p.Mode, true
+	}
+	return turnEnded
+}
+
+func (s *session) turnLocked(id string) *protocol.TurnSnapshot {
+	for i := len(s.turns) - 1; i >= 0; i-- {
+		if s.turns[i].TurnID == id {
+			return &s.turns[i]
+		}
+	}
+	return nil
+}
+
+// clip cuts s to at most n bytes without splitting a UTF-8 sequence.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// checkpoint stores the row and snapshot when the state changed or enough
+// events passed, and trims old events (amortised: once per
+// Retention/16 events). The snapshot is always stored before a Trim, so the
+// stored snapshot plus the retained events never leave a gap.
+func (s *session) checkpoint(ctx context.Context) {
+	trimEvery := max(1, s.m.cfg.Retention/16)
+	s.mu.Lock()
+	trim := s.untrimmed >= trimEvery
+	save := trim || s.changed || s.unsaved >= snapshotEvery
+	var row store.Session
+	if save {
+		row = s.row
+		snap, err := json.Marshal(s.snapshotLocked())
+		if err != nil {
+			s.mu.Unlock()
+			s.m.log.Error("encode snapshot", "session", s.id, "err", err)
+			return
+		}
+		row.Snapshot = snap
+		s.unsaved, s.changed = 0, false
+		if trim {
+			s.untrimmed = 0
+		}
+	}
+	s.mu.Unlock()
+	if !save {
+		return
+	}
+	if err := s.m.st.UpdateSession(ctx, row); err != nil {
+		s.m.log.Error("store session snapshot", "session", s.id, "err", err)
+		return
+	}
+	if trim {
+		if err := s.m.st.Trim(ctx, s.id, s.m.cfg.Retention); err != nil {
+			s.m.log.Error("trim session events", "session", s.id, "err", err)
+		}
+	}
+}
+
+// stored finishes an event after it was stored (and relayed unless dup).
+func (p *pending) stored(seq uint64, frame []byte, dup bool) {
+	if p.ack != nil {
+		p.ack.stored()
+	}
+	if p.from != nil && p.msg.ParentID != "" {
+		// The open's waiter needs the answer; a turn's start just ends the
+		// wait for its prompt.
+		if replyTo := p.from.cl.takeReply(p.msg.ParentID); replyTo != "" && !dup && p.msg.Type == protocol.TypeSessionOpened {
+			if _, wire, ok := frameSeq(frame); ok {
+				_ = p.from.m.br.Publish(p.from.m.ctx, replyTo, wire)
+			}
+		}
+	}
+	if p.done != nil {
+		p.done(seq, dup, nil)
+	}
+}
+
+// failed finishes an event the store refused. A client's connection is
+// closed so that it re-sends its unacknowledged events after reconnecting.
+func (p *pending) failed(err error) {
+	if p.from != nil {
+		p.from.cl.storeFailed.Store(true)
+		p.from.close(closeInternal, "internal error", errInternal, false)
+	}
+	if p.done != nil {
+		p.done(0, false, err)
+	}
+}

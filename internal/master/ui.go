@@ -1,0 +1,597 @@
+package master
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/protocol"
+	"github.com/ferry-dev/ferry/protocol/fileref"
+)
+
+// openTimeout bounds how long ui.session.start waits for the client's
+// session.opened.
+const openTimeout = 30 * time.Second
+
+// replayPage is how many events a replay reads from the store at once.
+const replayPage = 512
+
+// testHookSubscribe, when set (by tests only), runs while a subscription
+// holds live events back, after the store was read and before the replay.
+var testHookSubscribe func(sessionID string)
+
+// uiSide is the state of a UI connection: its session subscriptions.
+type uiSide struct {
+	mu        sync.Mutex
+	subs      map[string]*uiSub
+	unsubConn func()
+}
+
+// uiSub is one UI's subscription to one session's topic. While the missed
+// events are replayed from the store, live events are held back in buf;
+// afterwards every event whose seq was already sent is skipped, so the UI
+// sees each seq once and in order.
+type uiSub struct {
+	c         *conn
+	unsub     func()
+	mu        sync.Mutex
+	replaying bool
+	buf       [][]byte
+	overflow  bool
+	skip      uint64 // highest seq sent
+}
+
+func (sub *uiSub) deliver(frame []byte) {
+	seq, wire, ok := frameSeq(frame)
+	if !ok {
+		return
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.replaying {
+		if len(sub.buf) >= sub.c.m.cfg.QueueSize {
+			sub.overflow = true
+			return
+		}
+		sub.buf = append(sub.buf, frame)
+		return
+	}
+	if seq <= sub.skip {
+		return
+	}
+	sub.skip = seq
+	sub.c.tryEnqueue(wire)
+}
+
+// goLive ends the replay: held-back events after skip follow, then live ones.
+func (sub *uiSub) goLive(skip uint64) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	sub.replaying, sub.skip = false, skip
+	buf := sub.buf
+	sub.buf = nil
+	if sub.overflow {
+		sub.c.drop()
+		return
+	}
+	for _, f := range buf {
+		seq, wire, _ := frameSeq(f)
+		if seq <= sub.skip {
+			continue
+		}
+		sub.skip = seq
+		if !sub.c.tryEnqueue(wire) {
+			return
+		}
+	}
+}
+
+func (u *uiSide) unsubscribe(sessionID string) {
+	u.mu.Lock()
+	sub := u.subs[sessionID]
+	delete(u.subs, sessionID)
+	u.mu.Unlock()
+	if sub != nil {
+		sub.unsub()
+	}
+}
+
+func (m *Master) runUI(c *conn) {
+	c.ui = &uiSide{subs: map[string]*uiSub{}}
+	unsub, err := m.br.Subscribe(connTopic(c.id), func(b []byte) { c.tryEnqueue(b) })
+	if err != nil {
+		c.close(closeInternal, "internal error", m.wireError(err, "subscribe to connection topic"), false)
+		c.start()
+		c.finish()
+		return
+	}
+	c.ui.unsubConn = unsub
+	c.start()
+	c.readLoop(func(data []byte) { m.handleUI(c, data) })
+	unsub()
+	c.ui.mu.Lock()
+	subs := c.ui.subs
+	c.ui.subs = map[string]*uiSub{}
+	c.ui.mu.Unlock()
+	for _, s := range subs {
+		s.unsub()
+	}
+	c.finish()
+}
+
+func (m *Master) handleUI(c *conn, data []byte) {
+	msg, err := protocol.DecodeFrom(protocol.RoleUI, data)
+	if err != nil {
+		parent, sid := protocol.ParentOf(data)
+		c.sendError(parent, sid, m.wireError(err, "decode"))
+		return
+	}
+	switch msg.Type {
+	case protocol.TypeMachinesList:
+		m.listMachines(c, msg)
+	case protocol.TypeSessionsList:
+		m.listSessions(c, msg)
+	case protocol.TypeSessionStart:
+		// It waits for the client; the UI's other messages go on meanwhile.
+		if !m.goBG(func() { m.startSession(c, msg) }) {
+			c.sendError(msg.MessageID, "", m.wireError(errClosing, "start session"))
+		}
+	case protocol.TypeSessionSubscribe:
+		m.subscribe(c, msg)
+	case protocol.TypeSessionUnsubscribe:
+		c.ui.unsubscribe(msg.SessionID)
+	case protocol.TypeUIPrompt:
+		m.prompt(c, msg)
+	case protocol.TypeError:
+		c.log.Info("UI reported an error", "parent", msg.ParentID, "payload", msg.Payload)
+	default: // the control.* types a UI may send
+		m.forward(c, msg)
+	}
+}
+
+func (m *Master) listMachines(c *conn, msg *protocol.Message) {
+	rows, err := m.st.Machines(c.ctx)
+	if err != nil {
+		c.sendError(msg.MessageID, msg.SessionID, m.wireError(err, "list machines"))
+		return
+	}
+	out := make([]protocol.Machine, 0, len(rows))
+	for _, r := range rows {
+		caps, online := m.presence.online(r.ID)
+		if !online {
+			caps = storedCaps(r)
+		}
+		v := machineView(r.ID, caps, online)
+		if (caps == nil || caps.Machine == nil) && r.Name != "" {
+			v.Name = r.Name
+		}
+		out = append(out, v)
+	}
+	slices.SortStableFunc(out, func(a, b protocol.Machine) int {
+		if a.Online != b.Online {
+			if a.Online {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	c.send(msg.Reply(protocol.TypeMachines, &protocol.Machines{Machines: out}))
+}
+
+func (m *Master) listSessions(c *conn, msg *protocol.Message) {
+	p := msg.Payload.(*protocol.SessionsList)
+	limit := 100
+	if p.Limit != nil {
+		limit = *p.Limit
+	}
+	rows, err := m.st.ListSessions(c.ctx, p.MachineID, limit)
+	if err != nil {
+		c.sendError(msg.MessageID, msg.SessionID, m.wireError(err, "list sessions"))
+		return
+	}
+	out := make([]protocol.SessionInfo, len(rows))
+	for i, r := range rows {
+		out[i] = sessionInfo(r)
+	}
+	c.send(msg.Reply(protocol.TypeSessions, &protocol.Sessions{Sessions: out}))
+}
+
+// awaitOnline waits (up to the offline grace) for the machine's client.
+func (m *Master) awaitOnline(ctx context.Context, machineID string) (*protocol.Capabilities, bool) {
+	type result struct {
+		caps   *protocol.Capabilities
+		online bool
+	}
+	ch := make(chan result, 1)
+	m.whenOnline(machineID, func(caps *protocol.Capabilities, online bool) { ch <- result{caps, online} })
+	select {
+	case r := <-ch:
+		return r.caps, r.online
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+var errClientOffline = &protocol.Error{Code: protocol.CodeClientOffline,
+	Message: "the machine's client is not connected; nothing was delivered"}
+
+// startSession handles ui.session.start: create the session, have the
+// client open it, answer master.session once it did.
+func (m *Master) startSession(c *conn, msg *protocol.Message) {
+	p := msg.Payload.(*protocol.SessionStart)
+	fail := func(e *protocol.Error) { c.sendError(msg.MessageID, "", e) }
+	ms, err := m.st.Machines(c.ctx)
+	if err != nil {
+		fail(m.wireError(err, "list machines"))
+		return
+	}
+	if !slices.ContainsFunc(ms, func(mc store.Machine) bool { return mc.ID == p.MachineID }) {
+		fail(&protocol.Error{Code: protocol.CodeNotFound, Field: "payload.machine_id", Message: "no such machine"})
+		return
+	}
+	caps, online := m.awaitOnline(c.ctx, p.MachineID)
+	if !online {
+		fail(errClientOffline)
+		return
+	}
+	mode := cmp.Or(p.Mode, protocol.ModeDefault)
+	ai := slices.IndexFunc(caps.Adapters, func(a protocol.AdapterCapability) bool { return a.ID == p.Adapter })
+	if ai < 0 {
+		fail(&protocol.Error{Code: protocol.CodeNotFound, Field: "payload.adapter", Message: "the machine has no such adapter"})
+		return
+	}
+	if !slices.ContainsFunc(caps.Workspaces, func(w protocol.Workspace) bool { return w.ID == p.WorkspaceID }) {
+		fail(&protocol.Error{Code: protocol.CodeNotFound, Field: "payload.workspace_id", Message: "the machine has no such workspace"})
+		return
+	}
+	if a := caps.Adapters[ai]; len(a.Modes) > 0 && !slices.Contains(a.Modes, mode) {
+		fail(&protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.mode", Message: "the adapter has no such mode"})
+		return
+	}
+	now := time.Now().UTC()
+	row := store.Session{
+		ID: protocol.NewID(), MachineID: p.MachineID, WorkspaceID: p.WorkspaceID, Adapter: p.Adapter,
+		Title: p.Title, Mode: mode, State: protocol.SessionIdle, Epoch: newEpoch(), CreatedAt: now, UpdatedAt: now,
+	}
+	open := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: p.WorkspaceID, Adapter: p.Adapter, Mode: mode})
+	open.SessionID = row.ID
+	if e := caps.Check(open, p.Adapter); e != nil {
+		fail(e)
+		return
+	}
+	if row.Snapshot, err = json.Marshal(newSession(m, row).snapshotLocked()); err != nil {
+		fail(m.wireError(err, "encode snapshot"))
+		return
+	}
+	if err := m.st.CreateSession(c.ctx, row); err != nil {
+		fail(m.wireError(err, "create session"))
+		return
+	}
+	s, err := m.session(c.ctx, row.ID)
+	if err != nil {
+		fail(m.wireError(err, "load session"))
+		return
+	}
+	replies := make(chan []byte, 1)
+	unsub, err := m.br.Subscribe(replyTopic(open.MessageID), func(b []byte) {
+		select {
+		case replies <- b:
+		default:
+		}
+	})
+	if err != nil {
+		fail(m.wireError(err, "subscribe to reply"))
+		return
+	}
+	defer unsub()
+	m.toClient(s, open, replyTopic(open.MessageID))
+	timer := time.NewTimer(openTimeout)
+	defer timer.Stop()
+	select {
+	case b := <-replies:
+		r, err := protocol.Decode(b)
+		if err != nil {
+			fail(m.wireError(err, "decode the client's answer"))
+			return
+		}
+		if e, ok := r.Payload.(*protocol.Error); ok {
+			fail(e) // the client's own coded error, about our open
+			return
+		}
+		ans := msg.Reply(protocol.TypeSessionAnswer, &protocol.SessionAnswer{Session: s.info()})
+		ans.SessionID = s.id
+		c.send(ans)
+	case <-timer.C:
+		fail(&protocol.Error{Code: protocol.CodeClientOffline, Message: "the client did not open the session in time"})
+	case <-c.ctx.Done():
+	}
+}
+
+// subscribe handles ui.session.subscribe: see the package doc.
+func (m *Master) subscribe(c *conn, msg *protocol.Message) {
+	p := msg.Payload.(*protocol.SessionSubscribe)
+	fail := func(e *protocol.Error) { c.sendError(msg.MessageID, msg.SessionID, e) }
+	s, err := m.session(c.ctx, msg.SessionID)
+	if err != nil {
+		fail(sessionError(m.wireError(err, "session")))
+		return
+	}
+	c.ui.unsubscribe(s.id) // a repeated subscribe starts over
+	// Live first, held back, so that nothing stored after the reads below
+	// can be missed.
+	sub := &uiSub{c: c, replaying: true}
+	unsub, err := m.br.Subscribe(sessionTopic(s.id), sub.deliver)
+	if err != nil {
+		fail(m.wireError(err, "subscribe to session"))
+		return
+	}
+	sub.unsub = unsub
+	c.ui.mu.Lock()
+	c.ui.subs[s.id] = sub
+	c.ui.mu.Unlock()
+
+	row, err := m.st.Session(c.ctx, s.id)
+	if err != nil {
+		c.ui.unsubscribe(s.id)
+		fail(m.wireError(err, "session"))
+		return
+	}
+	last := row.LastSeq
+	reason := ""
+	var first []store.Event
+	switch {
+	case p.AfterSeq > 0 && p.Epoch != s.epoch:
+		reason = "epoch"
+	case p.AfterSeq > last:
+		reason = "epoch" // the UI holds seqs this history never had
+	case p.AfterSeq < last:
+		first, err = m.st.Events(c.ctx, s.id, p.AfterSeq, replayPage)
+		if err != nil {
+			c.ui.unsubscribe(s.id)
+			fail(m.wireError(err, "read events"))
+			return
+		}
+		if len(first) == 0 || first[0].Seq != p.AfterSeq+1 {
+			reason = "retention"
+		}
+	}
+	if testHookSubscribe != nil {
+		testHookSubscribe(s.id)
+	}
+	var skip uint64
+	if reason == "" {
+		ans := msg.Reply(protocol.TypeSubscribed, &protocol.Subscribed{Recovered: true, Epoch: s.epoch, FromSeq: p.AfterSeq + 1, LastSeq: last})
+		c.send(ans)
+		if !m.replay(c, s, p.AfterSeq, last, first) {
+			return
+		}
+		skip = last
+	} else {
+		snap, at := s.snapshot()
+		ans := msg.Reply(protocol.TypeSubscribed, &protocol.Subscribed{Recovered: false, Reason: reason, Epoch: s.epoch,
+			FromSeq: at + 1, LastSeq: at, Snapshot: &snap})
+		c.send(fitSnapshot(ans, &snap))
+		skip = at
+	}
+	for _, r := range s.openRequests() {
+		if c.enqueue(c.ctx, r) != nil {
+			return
+		}
+	}
+	sub.goLive(skip)
+}
+
+// replay sends the events (after, last] in order. Retained events are
+// contiguous, so a hole means a Trim overtook the replay: the connection is
+// closed rather than a partial replay sent, and the UI subscribes again.
+func (m *Master) replay(c *conn, s *session, after, last uint64, page []store.Event) bool {
+	next := after
+	for next < last {
+		if page == nil {
+			var err error
+			if page, err = m.st.Events(c.ctx, s.id, next, replayPage); err != nil {
+				c.close(closeInternal, "internal error", m.wireError(err, "read events"), false)
+				return false
+			}
+		}
+		if len(page) == 0 {
+			c.close(closeInternal, "replay overtaken by retention", &protocol.Error{Code: protocol.CodeInternal,
+				Message: "the replay was overtaken by retention; subscribe again"}, false)
+			return false
+		}
+		for _, ev := range page {
+			if ev.Seq > last {
+				return true
+			}
+			if ev.Seq != next+1 {
+				c.close(closeInternal, "replay overtaken by retention", &protocol.Error{Code: protocol.CodeInternal,
+					Message: "the replay was overtaken by retention; subscribe again"}, false)
+				return false
+			}
+			if c.enqueue(c.ctx, appendWithSeq(make([]byte, 0, len(ev.Data)+64), ev.Data, ev.Seq, s.epochFld)) != nil {
+				return false
+			}
+			next = ev.Seq
+		}
+		page = nil
+	}
+	return true
+}
+
+// fitSnapshot drops the oldest turns of a snapshot until the answer fits in
+// one message.
+func fitSnapshot(ans *protocol.Message, snap *protocol.SessionSnapshot) *protocol.Message {
+	for len(snap.Turns) > 0 {
+		b, err := json.Marshal(ans)
+		if err == nil && len(b) <= protocol.MaxMessageBytes {
+			break
+		}
+		snap.Turns = snap.Turns[(len(snap.Turns)+1)/2:]
+	}
+	return ans
+}
+
+// sessionError names the field of a session lookup's not_found.
+func sessionError(e *protocol.Error) *protocol.Error {
+	if e.Code == protocol.CodeNotFound {
+		return &protocol.Error{Code: protocol.CodeNotFound, Field: "session_id", Message: "no such session"}
+	}
+	return e
+}
+
+// prompt handles ui.prompt: compose control.prompt.request, store and relay
+// it as a session event, then send it to the client.
+func (m *Master) prompt(c *conn, msg *protocol.Message) {
+	s, err := m.session(c.ctx, msg.SessionID)
+	if err != nil {
+		c.sendError(msg.MessageID, msg.SessionID, sessionError(m.wireError(err, "session")))
+		return
+	}
+	m.whenOnline(s.machineID, func(caps *protocol.Capabilities, online bool) {
+		fail := func(e *protocol.Error) { c.sendError(msg.MessageID, s.id, e) }
+		if !online {
+			fail(errClientOffline)
+			return
+		}
+		out, data, e := composePrompt(msg, caps)
+		if e != nil {
+			fail(e)
+			return
+		}
+		out.SessionID = s.id
+		if e := caps.Check(out, s.adapter()); e != nil {
+			fail(e)
+			return
+		}
+		err := s.submit(c.ctx, &pending{msg: out, data: data, done: func(_ uint64, dup bool, err error) {
+			switch {
+			case err != nil:
+				fail(m.wireError(err, "store prompt"))
+			case !dup: // a retried ui.prompt (same message_id) is not sent twice
+				m.toClient(s, out, connTopic(c.id))
+			}
+		}})
+		if err != nil {
+			fail(m.wireError(err, "queue prompt"))
+		}
+	})
+}
+
+// composePrompt builds the control.prompt.request for a ui.prompt (same
+// message_id, so a retried ui.prompt is deduplicated like any event). A
+// client without the file-reference block gets each picked file as its
+// display path in plain text and no file_references.
+func composePrompt(msg *protocol.Message, caps *protocol.Capabilities) (*protocol.Message, []byte, *protocol.Error) {
+	p := msg.Payload.(*protocol.UIPrompt)
+	text, refs, err := fileref.Compose(p.Segments)
+	if err != nil {
+		var fe *fileref.FieldError
+		if errors.As(err, &fe) {
+			return nil, nil, &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload." + fe.Field, Message: fe.Err.Error()}
+		}
+		return nil, nil, &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.segments", Message: "the segments cannot be composed"}
+	}
+	if refs != nil && caps.FileReferences == nil {
+		text, refs = fileref.Escape(fileref.Parse(text, refs).Literal()), nil
+	}
+	if text == "" {
+		return nil, nil, &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.segments", Message: "the prompt is empty"}
+	}
+	out := &protocol.Message{Type: protocol.TypePromptRequest, MessageID: msg.MessageID, SessionID: msg.SessionID,
+		Payload: &protocol.PromptRequest{PromptText: text, InputType: p.InputType, ContextFiles: p.ContextFiles,
+			FileReferences: refs, ConfigOverrides: p.ConfigOverrides}}
+	data, err := protocol.Encode(out)
+	if err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return nil, nil, pe
+		}
+		return nil, nil, &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload", Message: "the prompt cannot be encoded"}
+	}
+	// What the master composes must pass the client's strict decoder.
+	if _, err := protocol.Decode(data); err != nil {
+		var pe *protocol.Error
+		if errors.As(err, &pe) {
+			return nil, nil, &protocol.Error{Code: pe.Code, Field: "payload.segments", Message: "the composed prompt is invalid: " + pe.Message}
+		}
+	}
+	return out, data, nil
+}
+
+// forward handles the control.* messages a UI may send: checked against
+// the client's capabilities, then sent to it with the same message_id. The
+// first answer to an interaction settles it; later ones are refused.
+func (m *Master) forward(c *conn, msg *protocol.Message) {
+	s, err := m.session(c.ctx, msg.SessionID)
+	if err != nil {
+		c.sendError(msg.MessageID, msg.SessionID, sessionError(m.wireError(err, "session")))
+		return
+	}
+	m.whenOnline(s.machineID, func(caps *protocol.Capabilities, online bool) {
+		fail := func(e *protocol.Error) { c.sendError(msg.MessageID, s.id, e) }
+		if !online {
+			fail(errClientOffline)
+			return
+		}
+		if e := caps.Check(msg, s.adapter()); e != nil {
+			fail(e)
+			return
+		}
+		resp, _ := msg.Payload.(*protocol.InteractionResponse)
+		if resp != nil {
+			answer, err := json.Marshal(resp)
+			if err != nil {
+				fail(m.wireError(err, "encode answer"))
+				return
+			}
+			won, err := m.st.SettleInteraction(c.ctx, s.id, resp.InteractionID, "answered", answer)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				fail(&protocol.Error{Code: protocol.CodeNotFound, Field: "payload.interaction_id", Message: "no such interaction"})
+				return
+			case err != nil:
+				fail(m.wireError(err, "settle interaction"))
+				return
+			case !won:
+				fail(&protocol.Error{Code: protocol.CodeInteractionSettled, Field: "payload.interaction_id",
+					Message: "the interaction was already settled; the first answer won"})
+				return
+			}
+		}
+		m.toClient(s, msg, connTopic(c.id))
+		if resp != nil {
+			if err := s.submitResolved(resp.InteractionID, "answered", resp); err != nil {
+				m.log.Error("queue resolved interaction", "session", s.id, "err", err)
+			}
+		}
+	})
+}
+
+func (s *session) adapter() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.row.Adapter
+}
+
+// toClient publishes a control message to the session's machine, with the
+// topic its answer goes to ("" for none).
+func (m *Master) toClient(s *session, msg *protocol.Message, replyTo string) {
+	msg.Seq, msg.Epoch = 0, ""
+	b, err := protocol.Encode(msg)
+	if err != nil {
+		m.log.Error("encode control message", "type", msg.Type, "err", err)
+		return
+	}
+	ws, adapter, mode := s.openFields()
+	f := controlFrame{ReplyTo: replyTo, SessionID: s.id, Type: msg.Type, MessageID: msg.MessageID,
+		Workspace: ws, Adapter: adapter, Mode: mode, Msg: b}
+	if err := m.br.Publish(m.ctx, machineTopic(s.machineID), f.encode()); err != nil {
+		m.log.Error("publish control message", "type", msg.Type, "err", err)
+	}
+}

@@ -1,0 +1,139 @@
+package master
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// Broker topics. Everything that crosses from one connection to another goes
+// through one of them, so master nodes sharing a broker route alike.
+const presenceTopic = "presence"
+
+// sessionTopic carries a session's persisted events (sessionFrame) to the
+// UIs subscribed to it.
+func sessionTopic(id string) string { return "session." + id }
+
+// machineTopic carries control messages (controlFrame) to the connection of
+// the machine's client.
+func machineTopic(id string) string { return "machine." + id }
+
+// connTopic carries wire messages meant for one UI connection: search
+// candidates and the client's errors about that UI's messages.
+func connTopic(id string) string { return "conn." + id }
+
+// replyTopic carries the client's answer to one control.session.open to the
+// task waiting for it.
+func replyTopic(msgID string) string { return "reply." + msgID }
+
+// wireError turns any error into what may travel: a *protocol.Error as it
+// is, a missing record as not_found, anything else as internal, with the
+// details logged and never sent. It is the one place that mapping happens.
+func (m *Master) wireError(err error, what string) *protocol.Error {
+	var pe *protocol.Error
+	switch {
+	case errors.As(err, &pe):
+		return pe
+	case errors.Is(err, store.ErrNotFound):
+		return &protocol.Error{Code: protocol.CodeNotFound, Message: "no such " + what}
+	}
+	m.log.Error(what, "err", err)
+	return errInternal
+}
+
+// errInternal is all a peer learns of a failure of the master's own.
+var errInternal = &protocol.Error{Code: protocol.CodeInternal, Message: "internal error"}
+
+// epochField is the `"epoch":"…",` fragment spliced into relayed events.
+func epochField(epoch string) []byte {
+	q, _ := json.Marshal(epoch) // a string always marshals
+	return append(append([]byte(`"epoch":`), q...), ',')
+}
+
+// appendWithSeq appends to dst the wire message data (a JSON object without
+// seq and epoch, as the store keeps it) with seq and epoch spliced in first.
+func appendWithSeq(dst, data []byte, seq uint64, epochFld []byte) []byte {
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendUint(dst, seq, 10)
+	dst = append(dst, ',')
+	dst = append(dst, epochFld...)
+	return append(dst, data[1:]...)
+}
+
+// sessionFrame is what a session topic carries: the seq (8 bytes, big
+// endian), then the wire message with seq and epoch set. The seq up front
+// lets a subscriber skip what it replayed without parsing JSON.
+func sessionFrame(data []byte, seq uint64, epochFld []byte) []byte {
+	f := make([]byte, 8, 8+len(data)+40+len(epochFld))
+	binary.BigEndian.PutUint64(f, seq)
+	return appendWithSeq(f, data, seq, epochFld)
+}
+
+func frameSeq(f []byte) (seq uint64, wire []byte, ok bool) {
+	if len(f) < 9 {
+		return 0, nil, false
+	}
+	return binary.BigEndian.Uint64(f), f[8:], true
+}
+
+// controlFrame is what a machine topic carries: one control message for the
+// client, with what its connection needs to route the answer and to open
+// the session first when it has not yet on this connection.
+type controlFrame struct {
+	ReplyTo   string // topic for the client's direct answers; "" for none
+	SessionID string
+	Type      string
+	MessageID string
+	// Workspace, Adapter and Mode describe the session for the
+	// control.session.open sent ahead of the message when needed.
+	Workspace, Adapter, Mode string
+	Msg                      []byte // the wire message
+}
+
+// encode writes the fields as uvarint-prefixed strings, then Msg: cheaper
+// than JSON for a 4 MiB prompt and needs no escaping.
+func (f *controlFrame) encode() []byte {
+	n := len(f.Msg) + 8*binary.MaxVarintLen32
+	for _, s := range f.strings() {
+		n += len(*s)
+	}
+	b := make([]byte, 0, n)
+	for _, s := range f.strings() {
+		b = binary.AppendUvarint(b, uint64(len(*s)))
+		b = append(b, *s...)
+	}
+	return append(b, f.Msg...)
+}
+
+func (f *controlFrame) strings() []*string {
+	return []*string{&f.ReplyTo, &f.SessionID, &f.Type, &f.MessageID, &f.Workspace, &f.Adapter, &f.Mode}
+}
+
+func decodeControlFrame(b []byte) (*controlFrame, error) {
+	f := &controlFrame{}
+	for _, s := range f.strings() {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return nil, fmt.Errorf("control frame: bad field")
+		}
+		*s = string(b[k : k+int(n)])
+		b = b[k+int(n):]
+	}
+	f.Msg = b
+	return f, nil
+}
+
+// presenceFrame is what the presence topic carries: a client connection
+// came or went. Each master node keeps its own table from these and tells
+// its UIs (master.machine.status).
+type presenceFrame struct {
+	MachineID string          `json:"machine_id"`
+	ConnID    string          `json:"conn_id"`
+	Online    bool            `json:"online"`
+	Caps      json.RawMessage `json:"caps,omitempty"`
+}
