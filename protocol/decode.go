@@ -51,6 +51,9 @@ func Decode(data []byte) (*Message, error) {
 	if !known {
 		return nil, errorf(CodeUnknownType, "type", "%q is not a message type of protocol version %d", truncate(typ), Version)
 	}
+	if err := refuseCaseVariants("", obj, envelopeNames); err != nil {
+		return nil, err
+	}
 	for i := range envelopeRules {
 		r := &envelopeRules[i]
 		x, present := obj[r.name]
@@ -111,6 +114,15 @@ func DecodeFrom(role Role, data []byte) (*Message, error) {
 		return nil, errorf(CodeWrongDirection, "type", "a %s may not send %s", role, m.Type)
 	}
 	return m, nil
+}
+
+// envelopeNames yields the envelope's JSON field names.
+func envelopeNames(yield func(string) bool) {
+	for _, n := range []string{"type", "message_id", "parent_id", "session_id", "seq", "epoch", "payload"} {
+		if !yield(n) {
+			return
+		}
+	}
 }
 
 // DecodeRelayed decodes what a master sends a UI: the master's own messages

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math"
 	"reflect"
 	"regexp"
@@ -186,7 +187,17 @@ func check(path string, v any, t reflect.Type, r *rules) *Error {
 		if !ok {
 			return wrongType(path, "object", v)
 		}
-		for _, f := range fieldsOf(t) {
+		fields := fieldsOf(t)
+		if err := refuseCaseVariants(path, obj, func(yield func(string) bool) {
+			for _, f := range fields {
+				if !yield(f.name) {
+					return
+				}
+			}
+		}); err != nil {
+			return err
+		}
+		for _, f := range fields {
 			sub := f.name
 			if path != "" {
 				sub = path + "." + f.name
@@ -287,4 +298,32 @@ func truncate(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// refuseCaseVariants refuses a key that differs from a field name only in
+// case. encoding/json matches field names case-insensitively, so such a key
+// would fill the field without passing the field's checks (and, beside the
+// exact key, override it). Keys matching no field are still tolerated.
+func refuseCaseVariants(path string, obj map[string]any, names iter.Seq[string]) *Error {
+	for key := range obj {
+		exact := false
+		var variantOf string
+		for name := range names {
+			if key == name {
+				exact = true
+				break
+			}
+			if variantOf == "" && strings.EqualFold(key, name) {
+				variantOf = name
+			}
+		}
+		if !exact && variantOf != "" {
+			sub := key
+			if path != "" {
+				sub = path + "." + key
+			}
+			return errorf(CodeInvalidValue, truncate(sub), "field names are case-sensitive: did you mean %q?", variantOf)
+		}
+	}
+	return nil
 }

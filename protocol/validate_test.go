@@ -345,3 +345,26 @@ func TestDecodeRelayed(t *testing.T) {
 		}
 	}
 }
+
+// TestCaseVariantKeysRefused: encoding/json matches keys case-insensitively,
+// so a key differing only in case would reach a field without its checks
+// (found by FuzzDecode). Such keys are refused; other unknown keys stay
+// tolerated.
+func TestCaseVariantKeysRefused(t *testing.T) {
+	for _, c := range []struct {
+		name, data, field string
+	}{
+		{"payload", `{"type":"agent.text.done","message_id":"00000000-0000-4000-8000-000000000000","session_id":"s","payload":{"turn_id":"t","is_cancelled":false,"stop_reAson":"anything"}}`, "payload.stop_reAson"},
+		{"envelope", `{"type":"agent.text.done","TYPE":"ui.prompt","message_id":"00000000-0000-4000-8000-000000000000","session_id":"s","payload":{"turn_id":"t","is_cancelled":false}}`, "TYPE"},
+	} {
+		_, err := protocol.Decode([]byte(c.data))
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeInvalidValue || pe.Field != c.field {
+			t.Errorf("%s: got %v, want invalid_value at %s", c.name, err, c.field)
+		}
+	}
+	ok := `{"type":"agent.text.done","message_id":"00000000-0000-4000-8000-000000000000","session_id":"s","extra":1,"payload":{"turn_id":"t","is_cancelled":false,"future_field":true}}`
+	if _, err := protocol.Decode([]byte(ok)); err != nil {
+		t.Errorf("unknown fields must stay tolerated: %v", err)
+	}
+}

@@ -292,3 +292,50 @@ func assertContiguous(t *testing.T, ev *events) {
 		}
 	}
 }
+
+func TestModeCompactListAndReopen(t *testing.T) {
+	s := newSystem(t, 10000)
+	s.startClient(time.Millisecond)
+	u := s.ui()
+	sess := u.startSession()
+	mode := protocol.New(protocol.TypeModeSwitch, &protocol.ModeSwitch{Mode: protocol.ModePlan})
+	mode.SessionID = sess.ID
+	u.send(mode)
+	if got := u.next(nil, protocol.TypeModeChanged).Payload.(*protocol.ModeChanged); got.Mode != protocol.ModePlan {
+		t.Fatalf("mode changed to %q", got.Mode)
+	}
+	u.prompt(sess.ID, text("hello there"))
+	u.next(nil, protocol.TypeTextDone)
+	compact := protocol.New(protocol.TypeSessionCompact, &protocol.SessionCompact{})
+	compact.SessionID = sess.ID
+	u.send(compact)
+	if got := u.next(nil, protocol.TypeCompactionDone).Payload.(*protocol.CompactionDone); got.TokensBefore == 0 {
+		t.Fatalf("compaction %+v: the echo agent saw words before", got)
+	}
+	// Another UI finds the session in the list, in plan mode, and reopens
+	// it from the start: every event, from seq 1, in order.
+	v := s.ui()
+	r := v.request(protocol.New(protocol.TypeSessionsList, &protocol.SessionsList{}))
+	list := r.Payload.(*protocol.Sessions)
+	if len(list.Sessions) != 1 || list.Sessions[0].ID != sess.ID || list.Sessions[0].Mode != protocol.ModePlan {
+		t.Fatalf("sessions %s", payloadJSON(t, list))
+	}
+	sub := v.subscribe(sess.ID, 0, "")
+	if !sub.Recovered || sub.LastSeq == 0 {
+		t.Fatalf("reopen: %s", payloadJSON(t, sub))
+	}
+	ev := v.collect(sess.ID, func(m *protocol.Message) bool { return m.Seq == sub.LastSeq })
+	if ev.order[0].Seq != 1 {
+		t.Fatalf("reopen started at seq %d", ev.order[0].Seq)
+	}
+	assertContiguous(t, ev)
+	var types []string
+	for _, m := range ev.order {
+		types = append(types, m.Type)
+	}
+	for _, want := range []string{protocol.TypeModeChanged, protocol.TypePromptRequest, protocol.TypeTextDone, protocol.TypeCompactionDone} {
+		if !strings.Contains(strings.Join(types, " "), want) {
+			t.Errorf("reopened history %v lacks %s", types, want)
+		}
+	}
+}

@@ -153,3 +153,41 @@ func TestHealthz(t *testing.T) {
 		t.Fatalf("healthz: HTTP %d", resp.StatusCode)
 	}
 }
+
+// TestRevokedTokenClosesOpenConnections: authentication holds for a
+// connection's life. Revoking the UI's token closes the UI's connection
+// with an unauthorized error; the client's connection (another token) stays.
+func TestRevokedTokenClosesOpenConnections(t *testing.T) {
+	e := newEnv(t, master.Config{RevokeCheck: 50 * time.Millisecond})
+	ui := e.dialUI("ui")
+	cl := e.dialClient()
+	toks, err := e.st.ListTokens(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range toks {
+		if tok.Kind == store.TokenUI {
+			if err := e.st.RevokeToken(testCtx(t), tok.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := ui.waitClosed()
+	if !isClosed(err) {
+		t.Fatalf("the UI connection did not close: %v", err)
+	}
+	var unauthorized bool
+	for _, m := range got {
+		if pe, ok := m.Payload.(*protocol.Error); ok && pe.Code == protocol.CodeUnauthorized {
+			unauthorized = true
+		}
+	}
+	if !unauthorized {
+		t.Errorf("closed without an unauthorized error; got %d messages", len(got))
+	}
+	// The client's token is still valid: its connection still answers.
+	cl.send(protocol.New(protocol.TypeCapabilities, testCaps("m-still-here")))
+	if _, status, _, err := dial(t, e.wsURL("/v1/ui"), bearer(e.ui)); err == nil || status != http.StatusUnauthorized {
+		t.Fatalf("a revoked UI token could still connect (status %d)", status)
+	}
+}

@@ -121,6 +121,10 @@ type Config struct {
 	Logger *slog.Logger
 	// UI is served at / when not nil; else a minimal status page.
 	UI http.Handler
+	// RevokeCheck is how often open connections are checked against the
+	// stored tokens, so that revoking (or the expiry of) a token closes the
+	// connections it opened; default PingInterval.
+	RevokeCheck time.Duration
 }
 
 // Master is the hub. Create it with New, serve Handler, stop it with Shutdown.
@@ -144,6 +148,9 @@ type Master struct {
 
 	presence     presence
 	stopPresence func()
+
+	// sweepStop ends the revoked-token sweep; sweepDone is closed when it has.
+	sweepStop, sweepDone chan struct{}
 
 	connWG sync.WaitGroup // one per connection
 	bgWG   sync.WaitGroup // session writers and waiting tasks
@@ -196,7 +203,52 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		m.cancel()
 		return nil, err
 	}
+	m.sweepStop, m.sweepDone = make(chan struct{}), make(chan struct{})
+	go m.sweepRevoked()
 	return m, nil
+}
+
+// sweepRevoked closes, every RevokeCheck, the connections whose token was
+// revoked or has expired: one token listing per sweep, whatever the number
+// of connections. Authentication holds for a connection's whole life, not
+// only at its upgrade.
+func (m *Master) sweepRevoked() {
+	defer close(m.sweepDone)
+	every := m.cfg.RevokeCheck
+	if every <= 0 {
+		every = m.cfg.PingInterval
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.sweepStop:
+			return
+		case <-t.C:
+		}
+		toks, err := m.st.ListTokens(m.ctx)
+		if err != nil {
+			m.log.Warn("token sweep failed; trying again later", "err", err)
+			continue
+		}
+		now := time.Now()
+		valid := make(map[string]bool, len(toks))
+		for _, tok := range toks {
+			valid[tok.ID] = tok.ExpiresAt.IsZero() || now.Before(tok.ExpiresAt)
+		}
+		m.mu.Lock()
+		var gone []*conn
+		for c := range m.conns {
+			if !valid[c.token] {
+				gone = append(gone, c)
+			}
+		}
+		m.mu.Unlock()
+		for _, c := range gone {
+			c.log.Info("closing a connection whose token was revoked or expired")
+			c.close(websocket.StatusPolicyViolation, "token revoked", &protocol.Error{Code: protocol.CodeUnauthorized, Message: "the token of this connection was revoked or has expired"}, false)
+		}
+	}
 }
 
 // resumeRunning loads the sessions whose turn was running when the master
@@ -243,11 +295,13 @@ func (m *Master) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	m.closing = true
+	close(m.sweepStop)
 	conns := make([]*conn, 0, len(m.conns))
 	for c := range m.conns {
 		conns = append(conns, c)
 	}
 	m.mu.Unlock()
+	<-m.sweepDone
 	for _, c := range conns {
 		c.close(websocket.StatusGoingAway, "master shutting down", nil, false)
 	}
