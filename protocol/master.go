@@ -111,7 +111,8 @@ type Machines struct {
 	Machines []Machine `json:"machines" jsonschema:"maxItems=10000"`
 }
 
-// MachineStatus is master.machine.status, sent to every UI when a client
+// MachineStatus is master.machine.status, sent to every UI that may see the
+// machine when its client
 // connects, goes away or changes what it announces.
 type MachineStatus struct {
 	// Machine as it is now.

@@ -11,7 +11,10 @@
 //     secret with the one sentinel ErrUnauthorized, so a caller cannot leak
 //     which of those it was. A failing store is reported as another error.
 //   - ExchangeLogin consumes a login token atomically: of any number of
-//     concurrent exchanges of one login secret, at most one succeeds.
+//     concurrent exchanges of one login secret, at most one succeeds. The
+//     UI token it issues sees exactly the machines the login token named.
+//   - A machine scope (WithMachines) is only ever given to UI and login
+//     tokens; Issue refuses one for a client token.
 package auth
 
 import (
@@ -50,12 +53,41 @@ const (
 // now is the clock, replaced by tests of expiry.
 var now = time.Now
 
+// IssueOption adjusts a token Issue creates.
+type IssueOption func(*store.Token)
+
+// WithMachines limits a UI or login token to the machines ids (a repeated
+// ID counts once); without it, or with no ids, the token sees every
+// machine. A login token hands its scope on to the UI token that
+// ExchangeLogin issues for it.
+func WithMachines(ids ...string) IssueOption {
+	var scope []string
+	for _, id := range ids {
+		if !slices.Contains(scope, id) {
+			scope = append(scope, id)
+		}
+	}
+	return func(t *store.Token) { t.Machines = scope }
+}
+
 // Issue creates a token of kind (store.TokenClient, TokenUI or TokenLogin)
 // named name, valid for ttl (0: no expiry), stores its hash and returns the
 // secret, which is shown once and never stored.
-func Issue(ctx context.Context, st store.Store, kind, name string, ttl time.Duration) (secret string, tok store.Token, err error) {
+func Issue(ctx context.Context, st store.Store, kind, name string, ttl time.Duration, opts ...IssueOption) (secret string, tok store.Token, err error) {
 	if !validKind(kind) {
 		return "", store.Token{}, fmt.Errorf("auth: unknown token kind %q", kind)
+	}
+	var o store.Token
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if kind == store.TokenClient && len(o.Machines) > 0 {
+		return "", store.Token{}, errors.New("auth: a client token cannot be limited to machines; only UI and login tokens can")
+	}
+	// Refused rather than dropped: a scope of only empty IDs would
+	// otherwise become no scope, that is every machine.
+	if slices.Contains(o.Machines, "") {
+		return "", store.Token{}, errors.New("auth: empty machine ID in a token's scope")
 	}
 	var raw [secretBytes]byte
 	if _, err := rand.Read(raw[:]); err != nil {
@@ -73,6 +105,7 @@ func Issue(ctx context.Context, st store.Store, kind, name string, ttl time.Dura
 		Name:      name,
 		Hash:      Hash(secret),
 		CreatedAt: t,
+		Machines:  o.Machines,
 	}
 	if ttl > 0 {
 		tok.ExpiresAt = t.Add(ttl)
@@ -111,7 +144,7 @@ func Verify(ctx context.Context, st store.Store, secret string, kinds ...string)
 }
 
 // ExchangeLogin consumes the one-time login token loginSecret and issues a UI
-// token (valid for UITTL) in its place.
+// token (valid for UITTL, limited to the login token's machines) in its place.
 func ExchangeLogin(ctx context.Context, st store.Store, loginSecret string) (uiSecret string, err error) {
 	kind, ok := parse(loginSecret)
 	if !ok || kind != store.TokenLogin {
@@ -138,7 +171,7 @@ func ExchangeLogin(ctx context.Context, st store.Store, loginSecret string) (uiS
 	if !tok.ExpiresAt.IsZero() && !now().Before(tok.ExpiresAt) {
 		return "", ErrUnauthorized
 	}
-	uiSecret, _, err = Issue(ctx, st, store.TokenUI, tok.Name, UITTL)
+	uiSecret, _, err = Issue(ctx, st, store.TokenUI, tok.Name, UITTL, WithMachines(tok.Machines...))
 	if err != nil {
 		return "", err
 	}

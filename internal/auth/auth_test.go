@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -212,5 +213,44 @@ func TestExchangeLoginConcurrent(t *testing.T) {
 	wg.Wait()
 	if wins != 1 {
 		t.Fatalf("%d exchanges of one login token succeeded, want 1", wins)
+	}
+}
+
+func TestMachineScope(t *testing.T) {
+	st := newStore(t)
+	ui, tok, err := Issue(ctx(t), st, store.TokenUI, "phone", 0, WithMachines("m2", "m1", "m2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"m2", "m1"}; !slices.Equal(tok.Machines, want) {
+		t.Fatalf("issued scope %q, want %q (a repeated ID once)", tok.Machines, want)
+	}
+	if _, _, err := Issue(ctx(t), st, store.TokenUI, "nothing?", 0, WithMachines("")); err == nil {
+		t.Fatal("Issue accepted an empty machine ID (which would have meant every machine)")
+	}
+	if got, err := Verify(ctx(t), st, ui, store.TokenUI); err != nil || !slices.Equal(got.Machines, tok.Machines) {
+		t.Fatalf("Verify: scope %q, %v; want %q", got.Machines, err, tok.Machines)
+	}
+	if _, tok, err := Issue(ctx(t), st, store.TokenUI, "all", 0, WithMachines()); err != nil || len(tok.Machines) != 0 {
+		t.Fatalf("WithMachines() = scope %q, %v; want every machine", tok.Machines, err)
+	}
+	if _, _, err := Issue(ctx(t), st, store.TokenClient, "laptop", 0, WithMachines("m1")); err == nil {
+		t.Fatal("Issue gave a client token a machine scope")
+	}
+
+	// The login exchange hands the scope on; an unscoped login stays unscoped.
+	for _, scope := range [][]string{{"m1"}, nil} {
+		login, _, err := Issue(ctx(t), st, store.TokenLogin, "login URL", LoginTTL, WithMachines(scope...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ui, err := ExchangeLogin(ctx(t), st, login)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Verify(ctx(t), st, ui, store.TokenUI)
+		if err != nil || !slices.Equal(got.Machines, scope) {
+			t.Fatalf("UI token from a login scoped to %q: scope %q, %v", scope, got.Machines, err)
+		}
 	}
 }

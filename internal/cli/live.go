@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -303,11 +304,15 @@ func runToken(ctx context.Context, env Env, args []string) int {
 	kind := fs.String("kind", store.TokenClient, "for create: client (for ferry connect), ui (a browser) or login (a one-time login URL)")
 	name := fs.String("name", "", "for create: a `NAME` to recognise the token by")
 	ttl := fs.Duration("ttl", 0, "for create: how long the token is valid (0: until revoked; login tokens: 15m)")
+	var machines stringList
+	fs.Var(&machines, "machine", "for create: let a ui or login token see only the machine `ID` (repeatable; default every machine)")
 	if code, ok := parseFlags(fs, env, args,
-		"Usage: ferry token create [--kind client|ui|login] [--name NAME] [--ttl D] [--db DSN]",
+		"Usage: ferry token create [--kind client|ui|login] [--name NAME] [--ttl D] [--machine ID]... [--db DSN]",
 		"       ferry token list [--db DSN]",
 		"       ferry token revoke [--db DSN] ID",
 		"\nManages the master's tokens. Secrets are printed once and stored hashed.",
+		"A ui or login token with --machine sees only those machines and their",
+		"sessions; the UI token a login URL turns into keeps the login token's machines.",
 	); !ok {
 		return code
 	}
@@ -351,6 +356,14 @@ func runToken(ctx context.Context, env Env, args []string) int {
 			fmt.Fprintln(env.Stderr, "ferry token create: --ttl must not be negative")
 			return ExitUsage
 		}
+		if len(machines) > 0 && *kind == store.TokenClient {
+			fmt.Fprintln(env.Stderr, "ferry token create: --machine limits what a ui or login token sees; a client token cannot have it")
+			return ExitUsage
+		}
+		if slices.Contains(machines, "") {
+			fmt.Fprintln(env.Stderr, "ferry token create: --machine needs a machine ID (see the UI's machine list)")
+			return ExitUsage
+		}
 	}
 	st, err := openStore(ctx, env, *db)
 	if err != nil {
@@ -360,13 +373,13 @@ func runToken(ctx context.Context, env Env, args []string) int {
 	defer func() { _ = st.Close() }()
 	switch verb {
 	case "create":
-		secret, tok, err := auth.Issue(ctx, st, *kind, *name, *ttl)
+		secret, tok, err := auth.Issue(ctx, st, *kind, *name, *ttl, auth.WithMachines(machines...))
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "ferry token create: %v\n", err)
 			return ExitError
 		}
 		fmt.Fprintln(env.Stdout, secret)
-		fmt.Fprintf(env.Stderr, "token %s (%s) created; the secret above is shown only once\n", tok.ID, tok.Kind)
+		fmt.Fprintf(env.Stderr, "token %s (%s) created, %s; the secret above is shown only once\n", tok.ID, tok.Kind, scope(tok))
 	case "list":
 		toks, err := st.ListTokens(ctx)
 		if err != nil {
@@ -378,7 +391,7 @@ func runToken(ctx context.Context, env Env, args []string) int {
 			if !t.ExpiresAt.IsZero() {
 				exp = t.ExpiresAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(env.Stdout, "%s\t%s\t%s\tcreated %s\texpires %s\n", t.ID, t.Kind, t.Name, t.CreatedAt.UTC().Format(time.RFC3339), exp)
+			fmt.Fprintf(env.Stdout, "%s\t%s\t%s\tcreated %s\texpires %s\t%s\n", t.ID, t.Kind, t.Name, t.CreatedAt.UTC().Format(time.RFC3339), exp, scope(t))
 		}
 	case "revoke":
 		if err := st.RevokeToken(ctx, rest[0]); err != nil {
@@ -392,4 +405,15 @@ func runToken(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "token %s revoked\n", rest[0])
 	}
 	return ExitOK
+}
+
+// scope says which machines a token may see, for people.
+func scope(t store.Token) string {
+	switch {
+	case t.Kind == store.TokenClient:
+		return "machines: -" // a client token serves machines, it does not see them
+	case len(t.Machines) == 0:
+		return "machines: all"
+	}
+	return "machines: " + strings.Join(t.Machines, ",")
 }

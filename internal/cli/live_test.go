@@ -35,6 +35,9 @@ func TestLiveCommandsUsage(t *testing.T) {
 		{[]string{"token", "mint"}, `unknown verb "mint"`},
 		{[]string{"token", "create", "--kind", "root"}, "--kind must be client, ui or login"},
 		{[]string{"token", "revoke"}, "give one token ID"},
+		{[]string{"token", "create", "--machine", "m1"}, "a client token cannot have it"},
+		{[]string{"token", "create", "--kind", "client", "--machine", "m1", "--machine", "m2"}, "a client token cannot have it"},
+		{[]string{"token", "create", "--kind", "ui", "--machine", ""}, "--machine needs a machine ID"},
 	}
 	for _, c := range cases {
 		code, _, errOut := run(c.args...)
@@ -66,6 +69,43 @@ func TestTokenLifecycle(t *testing.T) {
 	}
 	if code, _, errOut := run("token", "create", "--db", "mysql://x"); code != cli.ExitError || !strings.Contains(errOut, "mysql") {
 		t.Fatalf("unknown database scheme: %d %q", code, errOut)
+	}
+}
+
+// TestTokenMachineScope: --machine limits a ui or login token, list shows
+// the scope of every token.
+func TestTokenMachineScope(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "ferry.db")
+	created := map[string]string{} // token ID → what list must show
+	for _, c := range []struct {
+		args  []string
+		scope string
+	}{
+		{[]string{"--kind", "ui", "--name", "phone", "--machine", "m1", "--machine", "m2"}, "machines: m1,m2"},
+		{[]string{"--kind", "login", "--machine", "m2"}, "machines: m2"},
+		{[]string{"--kind", "ui", "--name", "desk"}, "machines: all"},
+		{[]string{"--kind", "client"}, "machines: -"},
+	} {
+		code, out, errOut := run(append([]string{"token", "create", "--db", db}, c.args...)...)
+		m := regexp.MustCompile(`token (\S+) \((\w+)\) created, ([^;]*);`).FindStringSubmatch(errOut)
+		if code != cli.ExitOK || out == "" || m == nil || m[3] != c.scope {
+			t.Fatalf("create %v: %d %q %q; want the scope %q said", c.args, code, out, errOut, c.scope)
+		}
+		created[m[1]] = c.scope
+	}
+	code, out, errOut := run("token", "list", "--db", db)
+	if code != cli.ExitOK {
+		t.Fatalf("list: %d %q", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(created) {
+		t.Fatalf("list shows %d tokens, want %d: %q", len(lines), len(created), out)
+	}
+	for _, line := range lines {
+		cols := strings.Split(line, "\t")
+		if want, ok := created[cols[0]]; !ok || cols[len(cols)-1] != want {
+			t.Errorf("list line %q: want the scope %q last", line, want)
+		}
 	}
 }
 

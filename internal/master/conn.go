@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -38,7 +39,8 @@ type conn struct {
 	raw    net.Conn // the socket under ws, to cut it without waiting
 	id     string
 	role   protocol.Role
-	token  string // ID of the token it authenticated with
+	token  string          // ID of the token it authenticated with
+	scope  map[string]bool // UI: the machines its token may see (nil: all); fixed, as the token's
 	log    *slog.Logger
 	ctx    context.Context // done once the connection is finished
 	cancel context.CancelFunc
@@ -62,19 +64,31 @@ type conn struct {
 	cl *clientSide // client connections
 }
 
-func newConn(m *Master, ws *websocket.Conn, raw net.Conn, role protocol.Role, tokenID string) *conn {
+func newConn(m *Master, ws *websocket.Conn, raw net.Conn, role protocol.Role, tok store.Token) *conn {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	c := &conn{
-		m: m, ws: ws, raw: raw, id: hex.EncodeToString(id[:]), role: role, token: tokenID,
+		m: m, ws: ws, raw: raw, id: hex.EncodeToString(id[:]), role: role, token: tok.ID,
 		wake: make(chan struct{}, 1),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
+	}
+	if role == protocol.RoleUI && len(tok.Machines) > 0 {
+		c.scope = make(map[string]bool, len(tok.Machines))
+		for _, id := range tok.Machines {
+			c.scope[id] = true
+		}
 	}
 	c.log = m.log.With("conn", c.id, "role", role.String())
 	c.ctx, c.cancel = context.WithCancel(m.ctx)
 	ws.SetReadLimit(hardReadLimit)
 	return c
+}
+
+// sees reports whether this connection's token lets it see machine id and
+// its sessions (always, for an unscoped token).
+func (c *conn) sees(machineID string) bool {
+	return c.scope == nil || c.scope[machineID]
 }
 
 // start launches the writer and the ping timer.

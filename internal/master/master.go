@@ -49,9 +49,12 @@
 //
 // Decisions and limits:
 //
-//   - One user: every valid UI token sees every machine and session. A
-//     machine stays bound to the client token it first registered with
-//     until that token is revoked.
+//   - A UI token may be limited to some machines (store.Token.Machines;
+//     none: every machine). Its connections are told about, and may act
+//     on, only those machines and their sessions: everything else is
+//     answered exactly as if it did not exist (not_found, or left out of
+//     lists and status broadcasts). A machine stays bound to the client
+//     token it first registered with until that token is revoked.
 //   - The master does not refuse a second prompt while a turn runs: the
 //     client knows whether it is busy and answers busy; the master routes
 //     that error to the UI that sent the prompt.
@@ -453,7 +456,7 @@ func (m *Master) serveConn(w http.ResponseWriter, r *http.Request, role protocol
 		m.log.Info("websocket upgrade failed", "err", err, "remote", r.RemoteAddr)
 		return
 	}
-	c := newConn(m, ws, hw.conn, role, tok.ID)
+	c := newConn(m, ws, hw.conn, role, tok)
 	if !m.register(c) {
 		_ = ws.Close(websocket.StatusGoingAway, "master shutting down")
 		return

@@ -200,7 +200,7 @@ func (m *Master) replaceClient(machineID, connID string) {
 	}
 }
 
-// broadcastMachine tells this node's UIs about a machine.
+// broadcastMachine tells this node's UIs that may see it about a machine.
 func (m *Master) broadcastMachine(view protocol.Machine) {
 	b, err := protocol.Encode(protocol.New(protocol.TypeMachineStatus, &protocol.MachineStatus{Machine: view}))
 	if err != nil {
@@ -210,7 +210,9 @@ func (m *Master) broadcastMachine(view protocol.Machine) {
 	m.mu.Lock()
 	uis := make([]*conn, 0, len(m.uis))
 	for c := range m.uis {
-		uis = append(uis, c)
+		if c.sees(view.ID) {
+			uis = append(uis, c)
+		}
 	}
 	m.mu.Unlock()
 	for _, c := range uis {

@@ -162,6 +162,9 @@ func (m *Master) listMachines(c *conn, msg *protocol.Message) {
 	}
 	out := make([]protocol.Machine, 0, len(rows))
 	for _, r := range rows {
+		if !c.sees(r.ID) {
+			continue
+		}
 		caps, online := m.presence.online(r.ID)
 		if !online {
 			caps = storedCaps(r)
@@ -190,7 +193,7 @@ func (m *Master) listSessions(c *conn, msg *protocol.Message) {
 	if p.Limit != nil {
 		limit = *p.Limit
 	}
-	rows, err := m.st.ListSessions(c.ctx, p.MachineID, limit)
+	rows, err := m.visibleSessions(c, p.MachineID, limit)
 	if err != nil {
 		c.sendError(msg.MessageID, msg.SessionID, m.wireError(err, "list sessions"))
 		return
@@ -200,6 +203,50 @@ func (m *Master) listSessions(c *conn, msg *protocol.Message) {
 		out[i] = sessionInfo(r)
 	}
 	c.send(msg.Reply(protocol.TypeSessions, &protocol.Sessions{Sessions: out}))
+}
+
+// visibleSessions lists the sessions c may see, most recently updated
+// first, at most limit: those of machineID when it is not empty, else those
+// of every machine c may see. A machine c may not see lists nothing, as one
+// that does not exist.
+func (m *Master) visibleSessions(c *conn, machineID string, limit int) ([]store.Session, error) {
+	switch {
+	case machineID != "" && !c.sees(machineID):
+		return nil, nil
+	case machineID != "" || c.scope == nil:
+		return m.st.ListSessions(c.ctx, machineID, limit)
+	}
+	// A scope names a few machines: the newest limit of each, merged, are
+	// the newest limit of all of them, in the store's order.
+	var all []store.Session
+	for id := range c.scope {
+		rows, err := m.st.ListSessions(c.ctx, id, limit)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, rows...)
+	}
+	slices.SortFunc(all, func(a, b store.Session) int {
+		return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), cmp.Compare(b.ID, a.ID))
+	})
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	return all, nil
+}
+
+// uiSession returns the session id for a UI's message; a session on a
+// machine the UI may not see is answered exactly as one that does not
+// exist, so that its existence does not leak.
+func (m *Master) uiSession(c *conn, id string) (*session, *protocol.Error) {
+	s, err := m.session(c.ctx, id)
+	if err != nil {
+		return nil, sessionError(m.wireError(err, "session"))
+	}
+	if !c.sees(s.machineID) {
+		return nil, sessionError(&protocol.Error{Code: protocol.CodeNotFound})
+	}
+	return s, nil
 }
 
 // awaitOnline waits (up to the offline grace) for the machine's client.
@@ -231,7 +278,8 @@ func (m *Master) startSession(c *conn, msg *protocol.Message) {
 		fail(m.wireError(err, "list machines"))
 		return
 	}
-	if !slices.ContainsFunc(ms, func(mc store.Machine) bool { return mc.ID == p.MachineID }) {
+	// A machine the UI may not see is one that does not exist.
+	if !c.sees(p.MachineID) || !slices.ContainsFunc(ms, func(mc store.Machine) bool { return mc.ID == p.MachineID }) {
 		fail(&protocol.Error{Code: protocol.CodeNotFound, Field: "payload.machine_id", Message: "no such machine"})
 		return
 	}
@@ -317,9 +365,9 @@ func (m *Master) startSession(c *conn, msg *protocol.Message) {
 func (m *Master) subscribe(c *conn, msg *protocol.Message) {
 	p := msg.Payload.(*protocol.SessionSubscribe)
 	fail := func(e *protocol.Error) { c.sendError(msg.MessageID, msg.SessionID, e) }
-	s, err := m.session(c.ctx, msg.SessionID)
-	if err != nil {
-		fail(sessionError(m.wireError(err, "session")))
+	s, e := m.uiSession(c, msg.SessionID)
+	if e != nil {
+		fail(e)
 		return
 	}
 	c.ui.unsubscribe(s.id) // a repeated subscribe starts over
@@ -448,9 +496,9 @@ func sessionError(e *protocol.Error) *protocol.Error {
 // prompt handles ui.prompt: compose control.prompt.request, store and relay
 // it as a session event, then send it to the client.
 func (m *Master) prompt(c *conn, msg *protocol.Message) {
-	s, err := m.session(c.ctx, msg.SessionID)
-	if err != nil {
-		c.sendError(msg.MessageID, msg.SessionID, sessionError(m.wireError(err, "session")))
+	s, e := m.uiSession(c, msg.SessionID)
+	if e != nil {
+		c.sendError(msg.MessageID, msg.SessionID, e)
 		return
 	}
 	m.whenOnline(s.machineID, func(caps *protocol.Capabilities, online bool) {
@@ -528,9 +576,9 @@ func composePrompt(msg *protocol.Message, caps *protocol.Capabilities) (*protoco
 // the client's capabilities, then sent to it with the same message_id. The
 // first answer to an interaction settles it; later ones are refused.
 func (m *Master) forward(c *conn, msg *protocol.Message) {
-	s, err := m.session(c.ctx, msg.SessionID)
-	if err != nil {
-		c.sendError(msg.MessageID, msg.SessionID, sessionError(m.wireError(err, "session")))
+	s, e := m.uiSession(c, msg.SessionID)
+	if e != nil {
+		c.sendError(msg.MessageID, msg.SessionID, e)
 		return
 	}
 	m.whenOnline(s.machineID, func(caps *protocol.Capabilities, online bool) {

@@ -50,6 +50,9 @@ type Token struct {
 	CreatedAt time.Time
 	// ExpiresAt is zero for a token that does not expire.
 	ExpiresAt time.Time
+	// Machines are the IDs of the machines a UI or login token may see;
+	// empty: every machine. A client token has none.
+	Machines []string
 }
 
 // Machine is the last announcement of a client.

@@ -201,22 +201,27 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 		return fmt.Errorf("postgres: %s: %w", op, err)
 	}
 	_, err := s.pool.Exec(ctx,
-		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		t.ID, t.Kind, t.Name, t.Hash, check.OrNow(t.CreatedAt), ts(check.Time(t.ExpiresAt)))
+		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at, machines) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		t.ID, t.Kind, t.Name, t.Hash, check.OrNow(t.CreatedAt), ts(check.Time(t.ExpiresAt)), check.EncodeMachines(t.Machines))
 	if pgCode(err) == uniqueViolation {
 		return fmt.Errorf("postgres: %s %s: %w", op, t.ID, store.ErrExists)
 	}
 	return wrap(ctx, op, err)
 }
 
-const tokenCols = `id, kind, name, hash, created_at, expires_at` //nolint:gosec // column names, not a credential
+const tokenCols = `id, kind, name, hash, created_at, expires_at, machines` //nolint:gosec // column names, not a credential
 
 func scanToken(row pgx.Row) (store.Token, error) {
 	var (
 		t                store.Token
 		created, expires *time.Time
+		machines         string
 	)
-	if err := row.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires); err != nil {
+	if err := row.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires, &machines); err != nil {
+		return store.Token{}, err
+	}
+	var err error
+	if t.Machines, err = check.DecodeMachines(machines); err != nil {
 		return store.Token{}, err
 	}
 	t.CreatedAt = fromTS(created)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,40 @@ func TestRefusesNewerSchema(t *testing.T) {
 	_, err = postgres.Open(t.Context(), dsn)
 	if err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("Open of a database from a newer schema = %v, want a refusal", err)
+	}
+}
+
+// TestUpgradeKeepsTokens opens a schema as the first version left it, with
+// a token in it: the token's machine scope (migration 2) comes back empty,
+// that is every machine.
+func TestUpgradeKeepsTokens(t *testing.T) {
+	dsn := freshSchema(t)
+	v1, err := os.ReadFile(filepath.Join("migrations", "0001_init.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	for _, q := range []string{
+		string(v1),
+		"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)",
+		"INSERT INTO schema_migrations VALUES (1, 'init', now())",
+		"INSERT INTO tokens (id, kind, name, hash, created_at) VALUES ('old', 'ui', 'browser', '\\x" + strings.Repeat("ab", 32) + "', now())",
+	} {
+		if _, err := conn.Exec(t.Context(), q); err != nil {
+			t.Fatalf("%.40s…: %v", q, err)
+		}
+	}
+	s := openAt(t, dsn)
+	toks, err := s.ListTokens(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(toks) != 1 || toks[0].ID != "old" || len(toks[0].Machines) != 0 {
+		t.Fatalf("tokens after the upgrade = %+v, want the old token with no machine scope", toks)
 	}
 }
 

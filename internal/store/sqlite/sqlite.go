@@ -391,23 +391,28 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	_, err := s.exec(ctx,
-		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		t.ID, t.Kind, t.Name, t.Hash, check.OrNow(t.CreatedAt).UnixMicro(), micros(check.Time(t.ExpiresAt)))
+		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at, machines) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Kind, t.Name, t.Hash, check.OrNow(t.CreatedAt).UnixMicro(), micros(check.Time(t.ExpiresAt)), check.EncodeMachines(t.Machines))
 	if isConstraint(err) {
 		return fmt.Errorf("sqlite: %s %s: %w", op, t.ID, store.ErrExists)
 	}
 	return wrap(ctx, op, err)
 }
 
-const tokenCols = `id, kind, name, hash, created_at, expires_at` //nolint:gosec // column names, not a credential
+const tokenCols = `id, kind, name, hash, created_at, expires_at, machines` //nolint:gosec // column names, not a credential
 
 func scanToken(sc interface{ Scan(...any) error }) (store.Token, error) {
 	var (
-		t       store.Token
-		created sql.NullInt64
-		expires sql.NullInt64
+		t        store.Token
+		created  sql.NullInt64
+		expires  sql.NullInt64
+		machines string
 	)
-	if err := sc.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires); err != nil {
+	if err := sc.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires, &machines); err != nil {
+		return store.Token{}, err
+	}
+	var err error
+	if t.Machines, err = check.DecodeMachines(machines); err != nil {
 		return store.Token{}, err
 	}
 	t.CreatedAt = fromMicros(created)

@@ -129,6 +129,40 @@ func TestRefusesNewerSchema(t *testing.T) {
 	}
 }
 
+// TestUpgradeKeepsTokens opens a file as the first schema version left it,
+// with a token in it: the token's machine scope (migration 2) comes back
+// empty, that is every machine, and the token still authenticates.
+func TestUpgradeKeepsTokens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ferry.db")
+	v1, err := os.ReadFile(filepath.Join("migrations", "0001_init.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		string(v1),
+		"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT",
+		"INSERT INTO schema_migrations VALUES (1, 'init', 0)",
+		"INSERT INTO tokens (id, kind, name, hash, created_at) VALUES ('old', 'ui', 'browser', x'" + strings.Repeat("ab", 32) + "', 0)",
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%.40s…: %v", q, err)
+		}
+	}
+	_ = db.Close()
+	s := openAt(t, path)
+	toks, err := s.ListTokens(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(toks) != 1 || toks[0].ID != "old" || len(toks[0].Machines) != 0 {
+		t.Fatalf("tokens after the upgrade = %+v, want the old token with no machine scope", toks)
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
 	if _, err := sqlite.Open(t.Context(), ""); err == nil {
 		t.Fatal("Open with an empty path succeeded")

@@ -61,6 +61,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"TokenCreateAndLookup", testTokenCreateAndLookup},
 		{"TokenConsumeOnce", testTokenConsumeOnce},
 		{"TokenRevokeAndList", testTokenRevokeAndList},
+		{"TokenMachineScope", testTokenMachineScope},
 		{"Machines", testMachines},
 		{"SessionCreateAndGet", testSessionCreateAndGet},
 		{"SessionList", testSessionList},
@@ -295,6 +296,40 @@ func testTokenRevokeAndList(t *testing.T, s store.Store) {
 	_, err = s.TokenByHash(c, hash("b"))
 	mustIs(t, err, store.ErrNotFound, "TokenByHash of a revoked token")
 	mustIs(t, s.RevokeToken(c, "b"), store.ErrNotFound, "RevokeToken again")
+}
+
+// testTokenMachineScope: a UI or login token's machines come back from
+// both lookups, in the order given; no scope (nil or empty) comes back empty.
+func testTokenMachineScope(t *testing.T, s store.Store) {
+	c := ctx(t)
+	toks := []store.Token{
+		{ID: "scoped", Kind: store.TokenUI, Name: "phone", Hash: hash("scoped"), CreatedAt: at(0), Machines: []string{"m2", "m1"}},
+		{ID: "login", Kind: store.TokenLogin, Hash: hash("login"), CreatedAt: at(time.Second), ExpiresAt: at(time.Hour), Machines: []string{"m1"}},
+		{ID: "nil", Kind: store.TokenUI, Hash: hash("nil"), CreatedAt: at(2 * time.Second)},
+		{ID: "empty", Kind: store.TokenUI, Hash: hash("empty"), CreatedAt: at(3 * time.Second), Machines: []string{}},
+		{ID: "client", Kind: store.TokenClient, Hash: hash("client"), CreatedAt: at(4 * time.Second)},
+	}
+	for _, tk := range toks {
+		mustNil(t, s.CreateToken(c, tk), "CreateToken "+tk.ID)
+	}
+	same := func(got, want []string) bool { return len(got) == 0 && len(want) == 0 || slices.Equal(got, want) }
+	for _, want := range toks {
+		got, err := s.TokenByHash(c, want.Hash)
+		mustNil(t, err, "TokenByHash "+want.ID)
+		if !same(got.Machines, want.Machines) {
+			t.Errorf("TokenByHash(%s).Machines = %q, want %q", want.ID, got.Machines, want.Machines)
+		}
+	}
+	list, err := s.ListTokens(c)
+	mustNil(t, err, "ListTokens")
+	if len(list) != len(toks) {
+		t.Fatalf("ListTokens lists %d tokens, want %d", len(list), len(toks))
+	}
+	for i, got := range list {
+		if want := toks[i]; got.ID != want.ID || !same(got.Machines, want.Machines) {
+			t.Errorf("ListTokens[%d] = %s %q, want %s %q", i, got.ID, got.Machines, want.ID, want.Machines)
+		}
+	}
 }
 
 // --- machines ---
@@ -908,6 +943,7 @@ func testPersistence(t *testing.T, open Opener) {
 	s := open(t)
 	mustNil(t, s.CreateToken(c, store.Token{ID: "t1", Kind: store.TokenClient, Hash: hash("t1"), CreatedAt: at(0)}), "CreateToken")
 	mustNil(t, s.CreateToken(c, store.Token{ID: "t2", Kind: store.TokenLogin, Hash: hash("t2"), CreatedAt: at(0)}), "CreateToken")
+	mustNil(t, s.CreateToken(c, store.Token{ID: "t3", Kind: store.TokenUI, Hash: hash("t3"), CreatedAt: at(0), Machines: []string{"m1"}}), "CreateToken")
 	mustNil(t, s.ConsumeToken(c, "t2"), "ConsumeToken")
 	mustNil(t, s.PutMachine(c, store.Machine{ID: "m1", Name: "box", Capabilities: json.RawMessage(`{"a":1}`), LastSeen: at(0)}), "PutMachine")
 	sess := newSession(t, s, "s1", "m1")
@@ -926,6 +962,9 @@ func testPersistence(t *testing.T, open Opener) {
 	}
 	_, err := s.TokenByHash(c, hash("t2"))
 	mustIs(t, err, store.ErrNotFound, "consumed token after reopen")
+	if tk, err := s.TokenByHash(c, hash("t3")); err != nil || !slices.Equal(tk.Machines, []string{"m1"}) {
+		t.Fatalf("scoped token after reopen: %q, %v", tk.Machines, err)
+	}
 	ms, err := s.Machines(c)
 	mustNil(t, err, "Machines")
 	if len(ms) != 1 || ms[0].Name != "box" || string(ms[0].Capabilities) != `{"a":1}` {
@@ -1033,6 +1072,10 @@ func testBadInput(t *testing.T, s store.Store) {
 	add("Events empty session ID", "session ID", err)
 	add("CreateToken bad kind", "kind", s.CreateToken(c, store.Token{ID: "t", Kind: "admin", Hash: hash("t")}))
 	add("CreateToken bad hash", "hash", s.CreateToken(c, store.Token{ID: "t", Kind: store.TokenUI, Hash: []byte("short")}))
+	add("CreateToken client with machines", "machine scope", s.CreateToken(c, store.Token{ID: "t", Kind: store.TokenClient,
+		Hash: hash("t"), Machines: []string{"m1"}}))
+	add("CreateToken empty machine", "machine 1", s.CreateToken(c, store.Token{ID: "t", Kind: store.TokenUI,
+		Hash: hash("t"), Machines: []string{"m1", ""}}))
 	add("PutMachine empty ID", "machine ID", s.PutMachine(c, store.Machine{Name: "x"}))
 	add("OpenInteraction empty ID", "interaction ID", s.OpenInteraction(c, store.Interaction{SessionID: "s1"}))
 	_, err = s.SettleInteraction(c, "s1", "", "answered", nil)

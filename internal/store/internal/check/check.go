@@ -5,6 +5,7 @@ package check
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -41,7 +42,37 @@ func Token(t store.Token) error {
 	if len(t.Hash) != sha256.Size {
 		return invalid("token hash of %d bytes (want a SHA-256, %d bytes)", len(t.Hash), sha256.Size)
 	}
+	if t.Kind == store.TokenClient && len(t.Machines) > 0 {
+		return invalid("client token %s has a machine scope (only UI and login tokens have one)", t.ID)
+	}
+	for i, id := range t.Machines {
+		if id == "" {
+			return invalid("token %s: machine %d of its scope is empty", t.ID, i)
+		}
+	}
 	return nil
+}
+
+// EncodeMachines is a token's machine scope as both backends store it: a
+// JSON array, "[]" for none.
+func EncodeMachines(ids []string) string {
+	if len(ids) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(ids) // a []string always marshals
+	return string(b)
+}
+
+// DecodeMachines reads a stored machine scope; an empty scope is nil.
+func DecodeMachines(s string) ([]string, error) {
+	var ids []string
+	if err := json.Unmarshal([]byte(s), &ids); err != nil {
+		return nil, fmt.Errorf("token machines: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return ids, nil
 }
 
 // Hash checks a token hash to look up.
