@@ -44,6 +44,8 @@ const (
 	CodeExists = 16
 	// CodeBadPattern: an invalid glob or regular expression.
 	CodeBadPattern = 17
+	// CodeTimeout: a command ran past its timeout and was stopped.
+	CodeTimeout = 18
 	// CodeInternal: the tool failed for a reason of its own (logged, not shown).
 	CodeInternal = 99
 )

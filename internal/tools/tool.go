@@ -54,6 +54,11 @@ type Env struct {
 	// History records a file's previous content before it is overwritten;
 	// nil keeps none.
 	History FileHistory
+	// Progress, when set, receives a running tool's output as it comes
+	// (Bash: the command's output, in order; the deltas concatenate to all
+	// of it, uncapped, and never split a UTF-8 sequence). It is called from
+	// the goroutine reading the output, so a slow hook slows the command.
+	Progress func(delta string)
 }
 
 // Approval describes a write waiting for permission.

@@ -16,3 +16,8 @@ func FileToolNames() []string {
 	}
 	return names
 }
+
+// AllTools returns every tool of ferry's own agent: the file tools and Bash.
+func AllTools() []Tool {
+	return append(FileTools(), Bash{})
+}

@@ -1,0 +1,357 @@
+package permission
+
+import (
+	"errors"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// Call is one tool call as the rules see it.
+type Call struct {
+	// Tool is the tool's name: "Read", "Bash", …
+	Tool string
+	// Path is what file tools act on, as given; the caller makes it
+	// workspace-relative when it is inside the workspace and leaves it
+	// absolute when outside. "" (Glob and Grep without a path) is the
+	// workspace itself.
+	Path string
+	// Command is Bash's command line.
+	Command string
+	// ReadOnly is true for tools that never change anything
+	// (tools.Tool.ReadOnly).
+	ReadOnly bool
+}
+
+// Rules are a session's permission rules. Decide and Add are not safe to
+// call concurrently with Add: the caller serialises changes, as for a map.
+type Rules struct {
+	Allow, Ask, Deny []Rule
+	// Workspace, when set, is the workspace's absolute path: absolute call
+	// paths inside it then also match relative patterns, and workspace
+	// paths absolute patterns. Empty, only the forms given are compared.
+	Workspace string
+}
+
+// Add records rule as kind (Allow, Ask or Deny); "allow always" adds
+// RuleFor's rule as Allow. The zero Rule, a kind that is none of the three
+// and a rule already present are ignored.
+func (r *Rules) Add(kind Decision, rule Rule) {
+	if rule.IsZero() {
+		return
+	}
+	var list *[]Rule
+	switch kind {
+	case Allow:
+		list = &r.Allow
+	case Ask:
+		list = &r.Ask
+	case Deny:
+		list = &r.Deny
+	default:
+		return
+	}
+	for _, have := range *list {
+		if have == rule {
+			return
+		}
+	}
+	*list = append(*list, rule)
+}
+
+// Decide decides c: Deny if a deny rule matches, else Ask if an ask rule
+// matches, else Allow if allow rules cover it, else Allow for read-only
+// tools and Ask for the others. A nil *Rules has no rules.
+func (r *Rules) Decide(c Call) Decision {
+	var rs Rules
+	if r != nil {
+		rs = *r
+	}
+	if c.Tool == "Bash" {
+		return rs.decideCommand(c)
+	}
+	p := rs.normPath(c.Path)
+	switch {
+	case rs.anyPathRule(rs.Deny, c.Tool, p, true):
+		return Deny
+	case rs.anyPathRule(rs.Ask, c.Tool, p, true):
+		return Ask
+	case rs.anyPathRule(rs.Allow, c.Tool, p, false):
+		return Allow
+	case c.ReadOnly:
+		return Allow
+	}
+	return Ask
+}
+
+// callPath is a call's path in the forms rules compare: rel is
+// workspace-relative ("" when the path is not inside the workspace, or
+// not known to be), abs absolute ("" when not known).
+type callPath struct{ rel, abs string }
+
+func (r Rules) normPath(p string) callPath {
+	ws := ""
+	if path.IsAbs(r.Workspace) {
+		ws = path.Clean(r.Workspace)
+	}
+	if p == "" {
+		p = "."
+	}
+	if path.IsAbs(p) {
+		abs := path.Clean(p)
+		out := callPath{abs: abs}
+		if ws != "" {
+			if abs == ws {
+				out.rel = "."
+			} else if rest, ok := strings.CutPrefix(abs, strings.TrimSuffix(ws, "/")+"/"); ok {
+				out.rel = rest
+			}
+		}
+		return out
+	}
+	rel := path.Clean(p)
+	out := callPath{}
+	if rel != ".." && !strings.HasPrefix(rel, "../") {
+		out.rel = rel
+	}
+	if ws != "" {
+		out.abs = path.Join(ws, rel)
+	}
+	return out
+}
+
+// anyPathRule reports whether a rule in list matches a call of tool on p.
+// failClosed makes a rule that does not compile match (deny and ask lists):
+// a broken deny rule must not quietly stop denying.
+func (r Rules) anyPathRule(list []Rule, tool string, p callPath, failClosed bool) bool {
+	for _, rule := range list {
+		if !covers(rule.Tool, tool) {
+			continue
+		}
+		if rule.Pattern == "" {
+			return true
+		}
+		if !isPathTool(rule.Tool) {
+			continue
+		}
+		pat, err := compiledPath(rule.Pattern)
+		if err != nil {
+			if failClosed {
+				return true
+			}
+			continue
+		}
+		target := p.rel
+		if path.IsAbs(pat) {
+			target = p.abs
+		}
+		if target == "" {
+			continue
+		}
+		if ok, _ := doublestar.Match(pat, target); ok {
+			return true
+		}
+	}
+	return false
+}
+
+var pathCache sync.Map // pattern → cleaned pattern or error
+
+func compiledPath(p string) (string, error) {
+	if v, ok := pathCache.Load(p); ok {
+		if err, bad := v.(error); bad {
+			return "", err
+		}
+		return v.(string), nil
+	}
+	clean, err := cleanPathPattern(p)
+	if err != nil {
+		pathCache.Store(p, err)
+		return "", err
+	}
+	pathCache.Store(p, clean)
+	return clean, nil
+}
+
+// cleanPathPattern validates a path pattern and cleans it: surrounding
+// spaces trimmed, path.Clean applied, and a trailing "/" read as the
+// directory's contents ("src/" is "src/**"). The result cleans to itself.
+func cleanPathPattern(p string) (string, error) {
+	p = strings.TrimSpace(p)
+	dir := strings.HasSuffix(p, "/")
+	clean := path.Clean(p)
+	for range 8 { // "./ x" cleans to " x": trim and clean until stable
+		next := path.Clean(strings.TrimSpace(clean))
+		if next == clean {
+			break
+		}
+		clean = next
+	}
+	switch {
+	case p == "" || clean == "" || clean == ".":
+		if p != "" && dir {
+			clean = "**"
+			break
+		}
+		if p == "" {
+			return "", errors.New("empty pattern")
+		}
+	case strings.IndexByte(p, 0) >= 0:
+		return "", errors.New("the pattern contains a NUL byte")
+	case strings.HasPrefix(p, "~") || strings.HasPrefix(clean, "~"):
+		return "", errors.New(`"~" is not expanded; write the absolute path`)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if strings.TrimSpace(seg) == ".." {
+			return "", errors.New(`".." is not allowed; write an absolute path for files outside the workspace`)
+		}
+	}
+	if dir && clean != "**" && clean != "/" {
+		clean = path.Join(clean, "**")
+	}
+	if !doublestar.ValidatePattern(clean) {
+		return "", errors.New("not a valid glob (doublestar syntax: *, **, ?, [abc], {a,b}, \\ escapes)")
+	}
+	return clean, nil
+}
+
+// decideCommand is Decide for Bash.
+func (r Rules) decideCommand(c Call) Decision {
+	s := analyze(c.Command)
+	if matchCommandRules(r.Deny, s) {
+		return Deny
+	}
+	if matchCommandRules(r.Ask, s) {
+		return Ask
+	}
+	// A command that might run what a deny or ask rule names, where ferry
+	// cannot tell, is for the user to judge.
+	if s.opaque && (hasCommandPatterns(r.Deny) || hasCommandPatterns(r.Ask)) {
+		return Ask
+	}
+	for _, rule := range r.Allow {
+		if rule.Tool == "Bash" && rule.Pattern == "" {
+			return Allow
+		}
+	}
+	if s.allowable() && len(s.cmds) > 0 {
+		all := true
+		for _, cmd := range s.cmds {
+			if cmd.derived {
+				continue
+			}
+			if !anyCommandRule(r.Allow, cmd) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return Allow
+		}
+	}
+	if c.ReadOnly {
+		return Allow
+	}
+	return Ask
+}
+
+// matchCommandRules reports whether a rule of list (deny or ask) matches
+// any simple command of s, derived ones included. A rule that does not
+// compile matches: a broken deny rule must not quietly stop denying.
+func matchCommandRules(list []Rule, s script) bool {
+	for _, rule := range list {
+		if rule.Tool != "Bash" {
+			continue
+		}
+		if rule.Pattern == "" {
+			return true
+		}
+		pat, err := compiledCommand(rule.Pattern)
+		if err != nil {
+			return true
+		}
+		for _, cmd := range s.cmds {
+			if pat.match(cmd.words) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func anyCommandRule(list []Rule, cmd simple) bool {
+	for _, rule := range list {
+		if rule.Tool != "Bash" || rule.Pattern == "" {
+			continue
+		}
+		if pat, err := compiledCommand(rule.Pattern); err == nil && pat.match(cmd.words) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasCommandPatterns(list []Rule) bool {
+	for _, rule := range list {
+		if rule.Tool == "Bash" && rule.Pattern != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// RuleFor is the rule "allow always" records for c: for Bash the command's
+// first word (and its subcommand) as a prefix, "Bash(git diff:*)"; for file
+// tools the exact path. It is the zero Rule when no single rule would allow
+// c again: a Bash command of several commands (see RulesFor), or one no
+// rule can cover (output redirection to a file, assignments, a command
+// computed at run time), or a path that leaves the workspace without being
+// absolute.
+func RuleFor(c Call) Rule {
+	rules := RulesFor(c)
+	if len(rules) != 1 {
+		return Rule{}
+	}
+	return rules[0]
+}
+
+// RulesFor is the set of rules that, added as Allow, let the same call run
+// without asking next time: one prefix rule per distinct command of a Bash
+// command line ("cd sub && make" → "Bash(cd:*)", "Bash(make:*)"), or the
+// exact path for file tools. Nil when no rules can.
+func RulesFor(c Call) []Rule {
+	if c.Tool == "Bash" {
+		return commandRulesFor(c.Command)
+	}
+	if !isPathTool(c.Tool) {
+		return nil
+	}
+	p := c.Path
+	if p == "" {
+		p = "."
+	}
+	p = path.Clean(p)
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return nil
+	}
+	rule := Rule{Tool: c.Tool, Pattern: escapeGlob(p)}
+	if got, err := Parse(rule.String()); err != nil || got != rule {
+		return nil
+	}
+	return []Rule{rule}
+}
+
+// escapeGlob makes a path match itself only, as a doublestar pattern and
+// inside a rule's parentheses.
+func escapeGlob(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if strings.ContainsRune(`*?[]{}\()!`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,274 @@
+// Package permission decides whether an agent's tool call runs, asks the
+// user, or is refused: the permission rules (`Read(src/**)`,
+// `Write(/tmp/**)`, `Bash(git diff:*)`) and the modes (default, plan,
+// review).
+//
+// What it guarantees:
+//
+//   - A deny rule is never overridden: if any deny rule matches a call, or
+//     any part of a Bash command, the decision is Deny whatever the ask and
+//     allow rules say. Then ask rules the same way, then allow rules; with no
+//     rule, read-only tools are allowed and the others ask.
+//   - Where ferry cannot tell whether a deny or ask rule applies to a Bash
+//     command (it does not parse, or runs something named only at run time:
+//     `$CMD`, `eval "$x"`, `bash -c "$x"`), the command is never allowed
+//     automatically: it asks, even under a rule that allows every command.
+//   - An allow rule covers a Bash command only if every simple command in
+//     it (across `;`, `&&`, `||`, `|`, `&`, newlines, subshells, `$(…)` and
+//     backticks) matches an allow rule, and the command does nothing an
+//     allow rule cannot see: no output redirection to a file (`>/dev/null`
+//     and `2>&1` are fine), no variable assignments (`X=1 cmd`, `export`),
+//     no function definitions, no `for` loops, no coprocesses.
+//   - Paths are compared cleaned. A relative pattern matches only paths
+//     inside the workspace: `../x`, and an absolute path outside the
+//     workspace, never match it. An absolute pattern matches absolute paths
+//     (and workspace paths, when Rules.Workspace is set). Matching is
+//     lexical: pass paths with symlinks resolved for decisions that symlinks
+//     must not fool.
+//   - A rule names a tool exactly, except that Read rules also cover Glob
+//     and Grep, and Write and Edit rules each cover both Write and Edit, so
+//     a deny rule cannot be sidestepped with the sibling tool.
+//   - A rule built without Parse that Parse would reject never allows, and
+//     as a deny or ask rule it matches every call of its tool: a broken
+//     deny rule fails closed.
+//   - Parse rejects what would otherwise silently never match: unknown tool
+//     names, `..` or `~` in path patterns, Bash patterns of more than one
+//     command, a trailing ` *` meant as a wildcard. Its errors are *Error
+//     with a Code.
+//   - Plan mode runs read-only tools only; review mode adds Bash commands
+//     that are read-only git commands (ReadOnlyGit). An unknown mode limits
+//     like plan: a typo never lifts the limits.
+//
+// Deny rules for Bash are a guard against mistakes, not a sandbox: a
+// determined command can hide what it runs (a script file, an interpreter,
+// `find -exec` with a computed name). ferry looks through the common
+// wrappers (`sudo`, `env`, `xargs`, `timeout`, `nice`, `command`, `exec`,
+// `nohup`, `find -exec`, `bash -c '…'`, `eval '…'`) and absolute program
+// paths (`/bin/rm` is `rm`) when matching deny and ask rules.
+package permission
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Decision is what happens to a call.
+type Decision int
+
+// The decisions. The zero Decision is none of them.
+const (
+	// Allow runs the call without asking.
+	Allow Decision = iota + 1
+	// Ask asks the user first.
+	Ask
+	// Deny refuses the call.
+	Deny
+)
+
+// String implements fmt.Stringer.
+func (d Decision) String() string {
+	switch d {
+	case Allow:
+		return "allow"
+	case Ask:
+		return "ask"
+	case Deny:
+		return "deny"
+	}
+	return fmt.Sprintf("Decision(%d)", int(d))
+}
+
+// Rule is one permission rule: a tool name and an optional pattern. With no
+// pattern it matches every call of the tool.
+type Rule struct {
+	Tool    string
+	Pattern string
+}
+
+// String is the rule as Parse reads it: "Tool" or "Tool(pattern)".
+func (r Rule) String() string {
+	if r.Pattern == "" {
+		return r.Tool
+	}
+	return r.Tool + "(" + r.Pattern + ")"
+}
+
+// IsZero reports whether r is the zero Rule, which RuleFor returns when no
+// rule can express a call.
+func (r Rule) IsZero() bool { return r == Rule{} }
+
+// Tools whose rules take a path pattern (doublestar glob) and the one whose
+// rules take a command pattern. A tool added to ferry's agent adds its name
+// here; a test keeps this list in step with tools.AllTools.
+var (
+	pathTools    = []string{"Read", "Write", "Edit", "Glob", "Grep"}
+	commandTools = []string{"Bash"}
+)
+
+// KnownTools lists the tool names rules may name.
+func KnownTools() []string {
+	return append(append([]string(nil), pathTools...), commandTools...)
+}
+
+func isPathTool(name string) bool {
+	for _, t := range pathTools {
+		if t == name {
+			return true
+		}
+	}
+	return false
+}
+
+// covers reports whether a rule naming ruleTool applies to a call of
+// callTool. Read rules cover every tool that reads files (Read, Glob,
+// Grep), so `Read(.env)` in deny also stops Grep from being pointed at it;
+// Write and Edit rules each cover both tools that change files, so
+// `Edit(secrets/**)` in deny cannot be sidestepped with Write.
+func covers(ruleTool, callTool string) bool {
+	if ruleTool == callTool {
+		return true
+	}
+	switch ruleTool {
+	case "Read":
+		return callTool == "Glob" || callTool == "Grep"
+	case "Write", "Edit":
+		return callTool == "Write" || callTool == "Edit"
+	}
+	return false
+}
+
+// ErrorCode names what is wrong with a rule.
+type ErrorCode string
+
+// The codes of Parse's errors.
+const (
+	// CodeEmptyTool: no tool name ("", "(x)").
+	CodeEmptyTool ErrorCode = "empty_tool"
+	// CodeUnknownTool: a tool name ferry's agent does not have.
+	CodeUnknownTool ErrorCode = "unknown_tool"
+	// CodeUnbalanced: unbalanced parentheses, or text after the closing one.
+	CodeUnbalanced ErrorCode = "unbalanced_parentheses"
+	// CodeEmptyPattern: "Tool()"; write "Tool" to match every call.
+	CodeEmptyPattern ErrorCode = "empty_pattern"
+	// CodeBadPattern: a path pattern that is not a valid glob, or holds
+	// ".." or a leading "~".
+	CodeBadPattern ErrorCode = "bad_pattern"
+	// CodeBadCommand: a Bash pattern that is not one plain command.
+	CodeBadCommand ErrorCode = "bad_command"
+)
+
+// Error is a rule Parse rejects. Its message quotes the rule and says how to
+// fix it; it holds nothing but the rule's own text.
+type Error struct {
+	Code    ErrorCode
+	Rule    string
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("permission rule %q: %s", e.Rule, e.Message)
+}
+
+// Is matches an *Error with the same Code, so errors.Is(err,
+// &permission.Error{Code: permission.CodeUnknownTool}) works.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	return errors.As(target, &t) && t.Code == e.Code
+}
+
+func ruleErr(code ErrorCode, rule, format string, args ...any) *Error {
+	return &Error{Code: code, Rule: rule, Message: fmt.Sprintf(format, args...)}
+}
+
+// Parse reads a rule: "Tool" (every call of the tool) or "Tool(pattern)".
+// The pattern is everything between the first "(" and the last ")";
+// parentheses inside it must balance unless escaped with a backslash.
+//
+// Path tools (Read, Write, Edit, Glob, Grep) take a doublestar glob:
+// relative patterns ("src/**", "**/*.go") match paths inside the workspace,
+// absolute ones ("/tmp/**") absolute paths; the pattern is cleaned ("./a//b"
+// is "a/b"). Bash takes "prefix:*" (the command starts with these words:
+// "git diff:*" matches "git diff --stat" but not "git diffx") or an exact
+// command ("npm test"); words are compared after shell quote removal, so
+// `git "diff"` is `git diff`.
+func Parse(s string) (Rule, error) {
+	src := s
+	s = strings.TrimSpace(s)
+	open := strings.IndexByte(s, '(')
+	if open < 0 {
+		if strings.IndexByte(s, ')') >= 0 {
+			return Rule{}, ruleErr(CodeUnbalanced, src, `a ")" without "("; write Tool or Tool(pattern)`)
+		}
+		return parseTool(src, s, "", false)
+	}
+	if !strings.HasSuffix(s, ")") {
+		return Rule{}, ruleErr(CodeUnbalanced, src, `the pattern must end with ")": write Tool(pattern)`)
+	}
+	tool := strings.TrimSpace(s[:open])
+	pattern := s[open+1 : len(s)-1]
+	if err := balanced(pattern); err != "" {
+		return Rule{}, ruleErr(CodeUnbalanced, src, "%s; escape a lone parenthesis with a backslash", err)
+	}
+	return parseTool(src, tool, pattern, true)
+}
+
+// balanced checks the parentheses of a pattern; "" when they balance.
+func balanced(p string) string {
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth < 0 {
+				return `the pattern closes a ")" it never opened`
+			}
+		}
+	}
+	if depth > 0 {
+		return `the pattern leaves a "(" open`
+	}
+	return ""
+}
+
+func parseTool(src, tool, pattern string, parens bool) (Rule, error) {
+	if tool == "" {
+		return Rule{}, ruleErr(CodeEmptyTool, src, "no tool name; write Tool or Tool(pattern), e.g. Read(src/**) or Bash(git diff:*)")
+	}
+	known := false
+	for _, t := range KnownTools() {
+		if t == tool {
+			known = true
+			break
+		}
+	}
+	if !known {
+		for _, t := range KnownTools() {
+			if strings.EqualFold(t, tool) {
+				return Rule{}, ruleErr(CodeUnknownTool, src, "unknown tool %q; did you mean %q? Tool names are case-sensitive", tool, t)
+			}
+		}
+		return Rule{}, ruleErr(CodeUnknownTool, src, "unknown tool %q; the tools are %s", tool, strings.Join(KnownTools(), ", "))
+	}
+	if !parens {
+		return Rule{Tool: tool}, nil
+	}
+	if strings.TrimSpace(pattern) == "" {
+		return Rule{}, ruleErr(CodeEmptyPattern, src, "empty pattern; write %s alone to match every call", tool)
+	}
+	if tool == "Bash" {
+		if _, err := compileCommandPattern(pattern); err != nil {
+			return Rule{}, ruleErr(CodeBadCommand, src, "%s", err.Error())
+		}
+		return Rule{Tool: tool, Pattern: strings.TrimSpace(pattern)}, nil
+	}
+	clean, err := cleanPathPattern(pattern)
+	if err != nil {
+		return Rule{}, ruleErr(CodeBadPattern, src, "%s", err.Error())
+	}
+	return Rule{Tool: tool, Pattern: clean}, nil
+}
