@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/builtin"
+	"github.com/ferry-dev/ferry/internal/adapter/echo"
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/client"
 	"github.com/ferry-dev/ferry/internal/master"
@@ -111,6 +114,16 @@ func printLogin(ctx context.Context, env Env, st store.Store, base string) error
 	return nil
 }
 
+// liveAdapters are the agents a client offers: ferry's own (its provider
+// from the environment; without one, opening a session says what to set)
+// and the echo agent, which needs nothing and shows the whole path works.
+func liveAdapters(env Env, log *slog.Logger) []adapter.Adapter {
+	return []adapter.Adapter{
+		builtin.New(builtin.Config{Getenv: env.Getenv, Logger: log}),
+		echo.New(),
+	}
+}
+
 type masterFlags struct {
 	addr, db  string
 	retention int
@@ -205,9 +218,10 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	if len(workspaces) == 0 {
 		workspaces = stringList{"."}
 	}
+	log := newLogger(env, *verbose)
 	c, err := client.New(client.Config{
 		MasterURL: *masterURL, Token: *token, Workspaces: workspaces, StateDir: *stateDir,
-		MachineName: *name, Logger: newLogger(env, *verbose),
+		MachineName: *name, Logger: log, Adapters: liveAdapters(env, log),
 	})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
@@ -267,7 +281,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		return ExitError
 	}
 	defer func() { _ = st.RevokeToken(context.Background(), tok.ID) }()
-	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: *stateDir, Logger: log})
+	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: *stateDir, Logger: log, Adapters: liveAdapters(env, log)})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitError

@@ -391,6 +391,13 @@ func (s *session) emitFor(t *turn) adapter.Emit {
 		if reflect.TypeOf(payload) != payloadTypes[msgType] {
 			return fmt.Errorf("client: %s wants a %v payload, got %T", msgType, payloadTypes[msgType], payload)
 		}
+		if mc, ok := payload.(*protocol.ModeChanged); ok {
+			// The agent switched itself (a /mode command): later turns
+			// report the mode in force.
+			s.mu.Lock()
+			s.mode = mc.Mode
+			s.mu.Unlock()
+		}
 		m := protocol.New(msgType, payload)
 		m.SessionID = s.id
 		t.mu.RLock()

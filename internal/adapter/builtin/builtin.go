@@ -1,0 +1,227 @@
+// Package builtin is the adapter of ferry's own agent (internal/agent): one
+// agent.Agent per session, on the model provider the configuration or the
+// environment names (provider.FromEnv).
+//
+// Open fails with a plain message naming what to set when no provider is
+// configured (an error wrapping llm.ErrNotConfigured), so the session is
+// refused clearly instead of opened to fail at its first prompt. A turn's coded failures (provider errors, a bad rule, an
+// invalid structured answer) are reported by the agent as agent.error and
+// end the turn with stop_reason error; Run returns an error only for a
+// cancelled turn or a failure it could not report.
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/agent"
+	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/llm/provider"
+	"github.com/ferry-dev/ferry/internal/permission"
+	"github.com/ferry-dev/ferry/internal/tools"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// ID is the adapter's id in session.capabilities.
+const ID = "builtin"
+
+// Config configures the adapter; the zero value reads the provider from
+// the process environment.
+type Config struct {
+	// Getenv reads the environment (nil: os.Getenv).
+	Getenv func(string) string
+	// Provider selects and configures the model provider; empty fields
+	// come from the environment (provider.FromEnv).
+	Provider provider.Config
+	// NewProvider replaces provider.FromEnv (tests, embedders).
+	NewProvider func() (llm.Provider, error)
+	// Rules every session starts with (each session gets its own copy;
+	// "allow always" adds to that copy only).
+	Rules permission.Rules
+	// Tools of each session (nil: tools.AllTools()).
+	Tools []tools.Tool
+	// MaxTurns per prompt (0: agent.DefaultMaxTurns).
+	MaxTurns int
+	// Headless denies what the rules would ask about (nobody to ask).
+	Headless bool
+	// InteractionTimeout of permission requests (0: wait for an answer).
+	InteractionTimeout time.Duration
+	// History keeps what writes replace (nil: none).
+	History tools.FileHistory
+	// Logger gets internal errors (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Adapter opens sessions of ferry's agent.
+type Adapter struct {
+	cfg Config
+}
+
+var _ adapter.Adapter = (*Adapter)(nil)
+
+// New returns the adapter.
+func New(cfg Config) *Adapter {
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Adapter{cfg: cfg}
+}
+
+// Capability declares what ferry's agent supports.
+func (a *Adapter) Capability() protocol.AdapterCapability {
+	ts := a.cfg.Tools
+	if ts == nil {
+		ts = tools.AllTools()
+	}
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name()
+	}
+	return protocol.AdapterCapability{
+		ID:           ID,
+		Name:         "ferry agent",
+		Modes:        []string{protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview},
+		InputTypes:   []string{protocol.InputText, protocol.InputSlashCommand, protocol.InputContinuation, protocol.InputPipedStdin},
+		Tools:        names,
+		Interactions: []string{protocol.InteractionPermission},
+		Cancel:       true,
+		Compact:      true,
+		FileTokens:   "file_list",
+	}
+}
+
+// Provider returns the configured model provider.
+func (a *Adapter) Provider() (llm.Provider, error) {
+	var (
+		p   llm.Provider
+		err error
+	)
+	if a.cfg.NewProvider != nil {
+		p, err = a.cfg.NewProvider()
+	} else {
+		p, err = provider.FromEnv(a.cfg.Getenv, a.cfg.Provider)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("builtin: model provider: %w", err)
+	}
+	return p, nil
+}
+
+// NewAgent builds the agent of one session (Open uses it; so does
+// ferry run, which drives the agent without a client). Its error wraps
+// llm.ErrNotConfigured when no provider is configured.
+func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
+	p, err := a.Provider()
+	if err != nil {
+		return nil, err
+	}
+	rules := permission.Rules{
+		Allow: append([]permission.Rule(nil), a.cfg.Rules.Allow...),
+		Ask:   append([]permission.Rule(nil), a.cfg.Rules.Ask...),
+		Deny:  append([]permission.Rule(nil), a.cfg.Rules.Deny...),
+		// The agent sets Workspace to the session's workspace.
+	}
+	ag, err := agent.New(agent.Config{
+		Provider:           p,
+		Workspace:          cfg.Workspace.Path,
+		Tools:              a.cfg.Tools,
+		Mode:               cfg.Mode,
+		Rules:              &rules,
+		MaxTurns:           a.cfg.MaxTurns,
+		Headless:           a.cfg.Headless,
+		InteractionTimeout: a.cfg.InteractionTimeout,
+		History:            a.cfg.History,
+		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("builtin: %w", err)
+	}
+	return ag, nil
+}
+
+// Open starts a session: an agent on the workspace with the configured
+// provider. With no provider configured its error wraps
+// llm.ErrNotConfigured and says what to set.
+func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Session, error) {
+	ag, err := a.NewAgent(cfg)
+	if errors.Is(err, llm.ErrNotConfigured) {
+		// The UI shows this: it says what to set on the client's machine.
+		return nil, &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.adapter",
+			Message: "ferry's agent has no model provider on this machine: set ANTHROPIC_API_KEY, or OPENAI_API_KEY / OPENAI_BASE_URL (any OpenAI-compatible server), where ferry connect runs"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Session{agent: ag, log: a.cfg.Logger}, nil
+}
+
+// Session is one open session of ferry's agent.
+type Session struct {
+	agent *agent.Agent
+	log   *slog.Logger
+}
+
+var _ adapter.Session = (*Session)(nil)
+
+// Agent is the session's agent.
+func (s *Session) Agent() *agent.Agent { return s.agent }
+
+// Run runs one prompt. A coded failure was already reported as agent.error
+// by the agent: the turn ends with stop_reason error and no second error.
+func (s *Session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
+	res, err := s.agent.Run(ctx, turn, emit)
+	out := adapter.Result{Text: res.Text, StopReason: res.StopReason, Structured: res.Structured}
+	if err == nil {
+		return out, nil
+	}
+	if ctx.Err() != nil {
+		out.StopReason = agent.StopCancelled
+		return out, err
+	}
+	var ae *agent.Error
+	if errors.As(err, &ae) && ae.Code != agent.CodeBusy {
+		s.log.Info("turn ended with an error", "turn", turn.ID, "code", ae.Code, "err", err)
+		out.StopReason = agent.StopError
+		return out, nil
+	}
+	return out, err
+}
+
+// Answer delivers an interaction's answer (nil: it timed out).
+func (s *Session) Answer(interactionID string, resp *protocol.InteractionResponse) error {
+	return s.agent.Answer(interactionID, resp)
+}
+
+// SetMode switches the mode from the next tool call on.
+func (s *Session) SetMode(mode string, _ json.RawMessage) error {
+	if err := s.agent.SetMode(mode); err != nil {
+		return &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.mode", Message: "ferry's agent has no such mode"}
+	}
+	return nil
+}
+
+// Compact summarises the session's history.
+func (s *Session) Compact(ctx context.Context, req *protocol.SessionCompact) (*protocol.CompactionDone, error) {
+	done, err := s.agent.Compact(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("builtin: compact: %w", err)
+	}
+	return done, nil
+}
+
+// Close ends the session.
+func (s *Session) Close() error {
+	if err := s.agent.Close(); err != nil {
+		return fmt.Errorf("builtin: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,476 @@
+// Package agent is ferry's own agent runtime: one Agent is one session, a
+// conversation with a model provider (llm.Provider) that calls ferry's
+// tools (Read, Write, Edit, Glob, Grep, Bash) in a workspace.
+//
+// What it guarantees:
+//
+//   - One prompt (Run) is a loop of model call → tool calls → results until
+//     the model ends its turn, the prompt's max_turns is reached, or ctx is
+//     cancelled. Everything in between is streamed as agent.* events
+//     through the Emit it is given: text deltas (channel thinking for
+//     reasoning), tool calls with their input, results, error codes and
+//     diffs, Bash output as it comes, usage (and cost when known) after
+//     every model call, coded agent.error events.
+//   - Modes are enforced here, at every tool call, whatever the model asks:
+//     plan allows read-only tools only, review read-only tools plus
+//     read-only git commands (permission.ModeAllows). SetMode is safe while
+//     a turn runs and takes effect at the next tool call.
+//   - Permission rules decide each call (deny → ask → allow); asking sends
+//     agent.interaction.request (with the diff for Write and Edit, asked
+//     after the change is computed and before it is written) and waits for
+//     Answer; a timeout (Answer nil) denies.
+//   - Cancel (ctx) stops the stream and the running tool at once, and Run
+//     returns promptly; the conversation stays valid for the next prompt
+//     (every tool call gets a result, a cancelled one "cancelled by the
+//     user").
+//   - Tool calls run through tools.Invoke, the one invocation point, which
+//     puts the tool-use id into the tool's context.
+//   - Input types: text; continuation ("continue" when there is no new
+//     text); piped_stdin (framed as material, FramePipedStdin); slash
+//     commands /compact [instruction], /cost, /clear, /mode <m>, /help,
+//     which never call the model except /compact's summary. Referenced
+//     files travel as a list after the text (fileref's FileList form).
+//   - A prompt's config_overrides apply to that prompt only: max_turns
+//     (stop_reason max_turns, every unrun call answered so a continuation
+//     is valid), allowed_tools / denied_tools (parsed by permission.Parse),
+//     json_schema (the final answer must validate; one retry with the
+//     validator's message, then a coded error).
+//   - Compact summarises the older history with the model, keeps the
+//     latest whole turns verbatim, aims at the requested size ratio,
+//     resets Read's dedup state and hands the dropped messages to
+//     Config.OnCompact.
+//   - Failures reach peers as coded errors (*Error, agent.error) with safe
+//     messages; internal text goes to the log only.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/permission"
+	"github.com/ferry-dev/ferry/internal/tools"
+	"github.com/ferry-dev/ferry/internal/vfs"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// DefaultMaxTurns bounds the model calls of one prompt when neither the
+// config nor the prompt's config_overrides says otherwise.
+const DefaultMaxTurns = 100
+
+// Config is what an Agent starts with. Provider and Workspace are required.
+type Config struct {
+	// Provider is the model the agent talks to.
+	Provider llm.Provider
+	// Workspace is the directory the tools work in (confined to it).
+	Workspace string
+	// Tools the model may call; nil means tools.AllTools().
+	Tools []tools.Tool
+	// Mode to start in: default, plan or review ("" is default).
+	Mode string
+	// Rules are the session's permission rules; nil means none (read-only
+	// tools allowed, the others asked). "Allow always" adds to them.
+	Rules *permission.Rules
+	// SystemPrompt replaces the default system prompt (DefaultSystemPrompt).
+	SystemPrompt string
+	// MaxTurns bounds the model calls of a prompt (DefaultMaxTurns when 0);
+	// a prompt's config_overrides.max_turns replaces it for that prompt.
+	MaxTurns int
+	// MaxTokens bounds each model answer (0: the provider's default).
+	MaxTokens int
+	// Limits of the tools (zero value: tools.DefaultLimits()).
+	Limits tools.Limits
+	// History keeps what writes replace (nil: none).
+	History tools.FileHistory
+	// Headless means nobody can be asked: a call the rules would ask about
+	// is denied (ferry run; --allow rules let calls through).
+	Headless bool
+	// InteractionTimeout is how long a permission request waits for an
+	// answer before it counts as denied, also sent as timeout_ms so the
+	// master can time it out; 0 waits until answered or cancelled.
+	InteractionTimeout time.Duration
+	// OnCompact is called with the messages a compaction removed from the
+	// history, before they are dropped (the artifact work keeps what they
+	// reference).
+	OnCompact func(dropped []llm.Message)
+	// Logger gets internal errors (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Agent is one session of ferry's agent. Run is called for one prompt at a
+// time; Answer, SetMode, Mode, Usage and History may be called at any time.
+type Agent struct {
+	provider  llm.Provider
+	fs        *vfs.Local
+	root      string // the canonical workspace path
+	env       tools.Env
+	tools     map[string]tools.Tool
+	specs     []llm.ToolSpec
+	system    string // the system prompt before the mode's section
+	priced    bool   // the model has a known price
+	maxTurns  int
+	maxTok    int
+	headless  bool
+	timeout   time.Duration
+	onCompact func([]llm.Message)
+	log       *slog.Logger
+
+	mu        sync.Mutex
+	mode      string
+	rules     *permission.Rules
+	history   []llm.Message
+	usage     llm.Usage
+	cost      float64
+	costKnown bool
+	calls     int // model calls of the session
+	busy      bool
+	pending   map[string]chan *protocol.InteractionResponse
+}
+
+// New opens an Agent on cfg.Workspace.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Provider == nil {
+		return nil, fmt.Errorf("agent: %w", llm.ErrNotConfigured)
+	}
+	mode := cfg.Mode
+	if mode == "" {
+		mode = protocol.ModeDefault
+	}
+	if !validMode(mode) {
+		return nil, fmt.Errorf("agent: unknown mode %q", mode)
+	}
+	fsys, err := vfs.NewLocal(cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("agent: open workspace: %w", err)
+	}
+	ts := cfg.Tools
+	if ts == nil {
+		ts = tools.AllTools()
+	}
+	limits := cfg.Limits
+	if limits == (tools.Limits{}) {
+		limits = tools.DefaultLimits()
+	}
+	rules := cfg.Rules
+	if rules == nil {
+		rules = &permission.Rules{}
+	}
+	if rules.Workspace == "" {
+		// Absolute paths inside the workspace then match relative rules.
+		rules.Workspace = fsys.Roots()[0]
+	}
+	a := &Agent{
+		provider:  cfg.Provider,
+		fs:        fsys,
+		root:      fsys.Roots()[0],
+		tools:     make(map[string]tools.Tool, len(ts)),
+		system:    cfg.SystemPrompt,
+		maxTurns:  cfg.MaxTurns,
+		maxTok:    cfg.MaxTokens,
+		headless:  cfg.Headless,
+		timeout:   cfg.InteractionTimeout,
+		onCompact: cfg.OnCompact,
+		log:       cfg.Logger,
+		mode:      mode,
+		rules:     rules,
+		pending:   map[string]chan *protocol.InteractionResponse{},
+	}
+	if a.maxTurns <= 0 {
+		a.maxTurns = DefaultMaxTurns
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	for _, t := range ts {
+		a.tools[t.Name()] = t
+		a.specs = append(a.specs, llm.ToolSpec{Name: t.Name(), Description: t.Description(), InputSchema: t.InputSchema()})
+	}
+	if a.system == "" {
+		a.system = DefaultSystemPrompt(a.root, a.ToolNames())
+	}
+	_, a.priced = llm.PriceOf(cfg.Provider.Model())
+	a.env = tools.Env{
+		FS:      fsys,
+		State:   tools.NewReadState(),
+		Limits:  limits,
+		Tokens:  &providerCounter{p: cfg.Provider},
+		History: cfg.History,
+	}
+	return a, nil
+}
+
+func validMode(m string) bool {
+	return m == protocol.ModeDefault || m == protocol.ModePlan || m == protocol.ModeReview
+}
+
+// Provider is the model the agent talks to.
+func (a *Agent) Provider() llm.Provider { return a.provider }
+
+// Workspace is the canonical path of the workspace.
+func (a *Agent) Workspace() string { return a.root }
+
+// ToolNames lists the tools the model may call, in the order it sees them.
+func (a *Agent) ToolNames() []string {
+	names := make([]string, len(a.specs))
+	for i, s := range a.specs {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// Mode is the mode in force.
+func (a *Agent) Mode() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mode
+}
+
+// SetMode switches the mode; it takes effect at the next tool call, also
+// in a turn that is running.
+func (a *Agent) SetMode(mode string) error {
+	if !validMode(mode) {
+		return &Error{Code: CodeBadRequest, Message: fmt.Sprintf("unknown mode %q: use default, plan or review", mode)}
+	}
+	a.mu.Lock()
+	a.mode = mode
+	a.mu.Unlock()
+	return nil
+}
+
+// Rules returns a copy of the session's permission rules.
+func (a *Agent) Rules() permission.Rules {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return cloneRules(a.rules)
+}
+
+// Usage is what the session's model calls consumed so far, and their cost
+// in US dollars when the provider's prices are known (ok false otherwise).
+func (a *Agent) Usage() (u llm.Usage, costUSD float64, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.usage, a.cost, a.costKnown
+}
+
+// History returns a copy of the conversation.
+func (a *Agent) History() []llm.Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.history)
+}
+
+// Clear empties the conversation and forgets what was read (the /clear
+// command). It fails with ErrBusy while a turn or a compaction runs.
+func (a *Agent) Clear() error {
+	if !a.begin() {
+		return ErrBusy
+	}
+	defer a.end()
+	a.clear()
+	return nil
+}
+
+func (a *Agent) clear() {
+	a.mu.Lock()
+	a.history = nil
+	a.mu.Unlock()
+	a.env.State.Forget()
+}
+
+// Answer delivers the user's answer to a permission request of the running
+// turn; resp nil means it timed out (a denial).
+func (a *Agent) Answer(interactionID string, resp *protocol.InteractionResponse) error {
+	a.mu.Lock()
+	ch, ok := a.pending[interactionID]
+	delete(a.pending, interactionID)
+	a.mu.Unlock()
+	if !ok {
+		return ErrUnknownInteraction
+	}
+	ch <- resp // buffered: each channel gets one answer
+	return nil
+}
+
+// ErrUnknownInteraction is returned by Answer for an interaction nobody
+// waits on (answered already, timed out, or its turn ended). It is the
+// adapter seam's error, so the client recognises it.
+var ErrUnknownInteraction = adapter.ErrUnknownInteraction
+
+// Close releases the workspace. A running turn should be cancelled first.
+func (a *Agent) Close() error {
+	if err := a.fs.Close(); err != nil {
+		return fmt.Errorf("agent: close: %w", err)
+	}
+	return nil
+}
+
+// begin marks the agent busy; false when it already is.
+func (a *Agent) begin() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy {
+		return false
+	}
+	a.busy = true
+	return true
+}
+
+func (a *Agent) end() {
+	a.mu.Lock()
+	a.busy = false
+	a.mu.Unlock()
+}
+
+// appendMessage adds m to the history, keeping roles alternating: a
+// message of the same role as the last one is merged into it (a prompt
+// after a cancelled turn, a summary before the kept turns), which both
+// providers' APIs require.
+func appendMessage(h []llm.Message, m llm.Message) []llm.Message {
+	if len(m.Content) == 0 {
+		return h
+	}
+	if n := len(h); n > 0 && h[n-1].Role == m.Role {
+		last := h[n-1]
+		last.Content = append(slices.Clone(last.Content), m.Content...)
+		if m.Role == llm.RoleUser {
+			last.Content = toolResultsFirst(last.Content)
+		}
+		h[n-1] = last
+		return h
+	}
+	return append(h, m)
+}
+
+// toolResultsFirst moves tool_result blocks before the other blocks of a
+// user message: the Messages API wants them first.
+func toolResultsFirst(bs []llm.Block) []llm.Block {
+	out := make([]llm.Block, 0, len(bs))
+	for _, b := range bs {
+		if b.Type == llm.BlockToolResult {
+			out = append(out, b)
+		}
+	}
+	for _, b := range bs {
+		if b.Type != llm.BlockToolResult {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (a *Agent) push(m llm.Message) {
+	a.mu.Lock()
+	a.history = appendMessage(a.history, m)
+	a.mu.Unlock()
+}
+
+func (a *Agent) addUsage(u llm.Usage) (cost float64, known bool) {
+	c, ok := a.costOf(u)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.usage = a.usage.Add(u)
+	a.calls++
+	if ok {
+		a.cost += c
+		a.costKnown = true
+	}
+	return c, ok
+}
+
+// costOf is the cost of u in US dollars, when the model's price is known
+// (llm's list prices); otherwise the cost is left out, never guessed.
+func (a *Agent) costOf(u llm.Usage) (float64, bool) {
+	if !a.priced {
+		return 0, false // skip the price table's search on every call
+	}
+	return llm.Cost(a.provider.Model(), u)
+}
+
+// permCall describes a tool call to the permission rules.
+func (a *Agent) permCall(t tools.Tool, input map[string]any) permission.Call {
+	c := permission.Call{Tool: t.Name(), ReadOnly: t.ReadOnly()}
+	if s, ok := input["command"].(string); ok && t.Name() == "Bash" {
+		c.Command = s
+	}
+	p, _ := input["file_path"].(string)
+	if p == "" {
+		p, _ = input["path"].(string)
+	}
+	c.Path = a.relPath(p)
+	return c
+}
+
+// relPath makes p workspace-relative when it is inside the workspace, and
+// leaves it absolute when outside.
+func (a *Agent) relPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if !filepath.IsAbs(p) {
+		return filepath.ToSlash(filepath.Clean(p))
+	}
+	clean := filepath.Clean(p)
+	if rel, ok := within(clean, a.root); ok {
+		return rel
+	}
+	// The workspace may be reached through a symbolic link (macOS /tmp).
+	if real, err := filepath.EvalSymlinks(filepath.Dir(clean)); err == nil {
+		if rel, ok := within(filepath.Join(real, filepath.Base(clean)), a.root); ok {
+			return rel
+		}
+	}
+	return clean
+}
+
+func within(p, root string) (string, bool) {
+	rel, err := filepath.Rel(root, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+func cloneRules(r *permission.Rules) permission.Rules {
+	if r == nil {
+		return permission.Rules{}
+	}
+	return permission.Rules{Allow: slices.Clone(r.Allow), Ask: slices.Clone(r.Ask), Deny: slices.Clone(r.Deny), Workspace: r.Workspace}
+}
+
+// providerCounter counts tokens with the provider's API for Read's gate;
+// after the provider says it has none, it fails at once, so the gate falls
+// back to the local tokenizer without a round trip.
+type providerCounter struct {
+	p    llm.Provider
+	mu   sync.Mutex
+	none bool
+}
+
+var _ tools.TokenCounter = (*providerCounter)(nil)
+
+func (c *providerCounter) CountTokens(ctx context.Context, text string) (int, error) {
+	c.mu.Lock()
+	none := c.none
+	c.mu.Unlock()
+	if none {
+		return 0, llm.ErrNoTokenCount
+	}
+	n, err := c.p.CountTokens(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockText, Text: text}}}}})
+	if errors.Is(err, llm.ErrNoTokenCount) {
+		c.mu.Lock()
+		c.none = true
+		c.mu.Unlock()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("agent: count tokens: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,141 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// DefaultSystemPrompt is the system prompt of a session in workspace root
+// with the given tools, before the mode's section (which is always added).
+func DefaultSystemPrompt(root string, toolNames []string) string {
+	return fmt.Sprintf(`You are ferry's coding agent. You work in the user's workspace at %s (on %s), through tools: %s.
+
+- Paths are relative to the workspace; you cannot reach outside it.
+- Read a file before you change it: Write and Edit refuse files you have not read, and files that changed since.
+- Prefer Edit for changes to existing files; keep changes small and focused, and check your work (read it back, run the tests) where you can.
+- Some calls need the user's permission. A denied or refused call is final: do not retry it, find another way or say what you need.
+- Bash runs in the workspace with a timeout; do not start long-running servers.
+- When you are done, answer briefly: what you did, and anything the user must know.`,
+		root, runtime.GOOS, strings.Join(toolNames, ", "))
+}
+
+// modeSections tell the model what its mode allows. The runtime enforces
+// the mode anyway; this keeps the model from wasting calls on refusals.
+var modeSections = map[string]string{
+	protocol.ModeDefault: "Mode: default. You may read, search, change files and run commands.",
+	protocol.ModePlan: "Mode: plan. You may only read and search (Read, Glob, Grep); writes and commands are refused. " +
+		"Investigate, then answer with a concrete plan of the changes (files, steps, risks). Do not try to make them.",
+	protocol.ModeReview: "Mode: review. You may only read and search, plus read-only git commands through Bash " +
+		"(git status, diff, log, show, blame, grep, ls-files); everything else is refused. Produce a code review: " +
+		"findings ordered by severity, each with file:line, what is wrong and a suggested fix. Do not change files.",
+}
+
+// systemPrompt is the system prompt for a call in mode.
+func (a *Agent) systemPrompt(mode string) string {
+	return a.system + "\n\n" + modeSections[mode]
+}
+
+// FramePipedStdin frames text that arrived on standard input so the model
+// reads it as material, not as instructions from the user.
+func FramePipedStdin(stdin string) string {
+	return "The user piped this into ferry on standard input:\n<stdin>\n" + strings.TrimRight(stdin, "\n") + "\n</stdin>"
+}
+
+// userText is the user message of a prompt: its text (file tokens written
+// as paths), the files it references, framed by the input type.
+func (t *turnRun) userText(inputType, text string, files []protocol.FileReference) string {
+	switch inputType {
+	case protocol.InputContinuation:
+		if s := strings.TrimSpace(text); s == "" || strings.EqualFold(s, "continue") {
+			text = "Continue where you left off."
+		}
+	case protocol.InputPipedStdin:
+		text = FramePipedStdin(text) + "\n\nDo what it asks, or, if it is material rather than a request, summarise it."
+	}
+	if len(files) > 0 {
+		paths := make([]string, len(files))
+		for i, f := range files {
+			p := f.Path
+			if p == "" {
+				p = f.WorkspaceRelativePath
+			}
+			paths[i] = p
+		}
+		text += "\n\nFiles the user referenced: " + strings.Join(paths, ", ") + " (read them as needed)."
+	}
+	if t.schema != nil {
+		text += "\n\n" + t.schema.instruction()
+	}
+	return text
+}
+
+// slashHelp lists the commands of input_type slash_command.
+const slashHelp = "Commands: /compact [instruction], /cost, /clear, /mode default|plan|review, /help."
+
+// slash runs a slash command: no model call except /compact's summary.
+func (t *turnRun) slash(ctx context.Context, line string) (Result, error) {
+	line = strings.TrimSpace(line)
+	name, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	var reply string
+	switch strings.ToLower(name) {
+	case "/compact":
+		done, err := t.a.compact(ctx, arg, DefaultCompactRatio)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := t.emit(ctx, protocol.TypeCompactionDone, done); err != nil {
+			return Result{}, fmt.Errorf("agent: emit compaction.done: %w", err)
+		}
+		reply = fmt.Sprintf("Compacted the conversation: about %d tokens before, %d after.", done.TokensBefore, done.TokensAfter)
+	case "/cost":
+		reply = t.a.costText()
+	case "/clear":
+		t.a.clear()
+		reply = "Cleared the conversation; the next prompt starts afresh."
+	case "/mode":
+		if arg == "" {
+			reply = fmt.Sprintf("Mode: %s. Switch with /mode default|plan|review.", t.a.Mode())
+			break
+		}
+		if err := t.a.SetMode(arg); err != nil {
+			reply = fmt.Sprintf("Unknown mode %q. Modes: default, plan, review.", arg)
+			break
+		}
+		if err := t.emit(ctx, protocol.TypeModeChanged, &protocol.ModeChanged{Mode: arg}); err != nil {
+			return Result{}, fmt.Errorf("agent: emit mode.changed: %w", err)
+		}
+		reply = "Mode: " + arg + "."
+	case "/help":
+		reply = slashHelp
+	default:
+		reply = fmt.Sprintf("Unknown command %s. %s", shorten(name, 64), slashHelp)
+	}
+	t.text.WriteString(reply)
+	if err := t.emit(ctx, protocol.TypeTextDelta, &protocol.TextDelta{TurnID: t.id, Delta: reply, Channel: "text"}); err != nil {
+		return Result{}, fmt.Errorf("agent: emit text: %w", err)
+	}
+	return Result{Final: reply, StopReason: StopEndTurn}, nil
+}
+
+// costText is /cost's answer.
+func (a *Agent) costText() string {
+	a.mu.Lock()
+	u, cost, known, calls := a.usage, a.cost, a.costKnown, a.calls
+	a.mu.Unlock()
+	s := fmt.Sprintf("Session usage (%s %s): %d model calls, %d input tokens, %d output tokens",
+		a.provider.Name(), a.provider.Model(), calls, u.InputTokens, u.OutputTokens)
+	if u.CacheReadTokens > 0 || u.CacheCreationTokens > 0 {
+		s += fmt.Sprintf(", %d cache-read and %d cache-write tokens", u.CacheReadTokens, u.CacheCreationTokens)
+	}
+	if known {
+		s += fmt.Sprintf("; estimated cost $%.4f.", cost)
+	} else {
+		s += "; cost unknown for this model."
+	}
+	return s
+}

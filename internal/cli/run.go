@@ -1,0 +1,388 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/builtin"
+	"github.com/ferry-dev/ferry/internal/agent"
+	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/llm/provider"
+	"github.com/ferry-dev/ferry/internal/permission"
+	"github.com/ferry-dev/ferry/protocol"
+	"github.com/ferry-dev/ferry/protocol/fileref"
+)
+
+// maxStdinBytes bounds the piped standard input ferry run reads.
+const maxStdinBytes = 10 << 20
+
+// Output formats of ferry run.
+const (
+	formatText       = "text"
+	formatJSON       = "json"
+	formatStreamJSON = "stream-json"
+)
+
+// runRun is `ferry run`: ferry's agent on one prompt, headless (no master,
+// nobody to ask).
+func runRun(ctx context.Context, env Env, args []string) int {
+	fs := flag.NewFlagSet("ferry run", flag.ContinueOnError)
+	workspace := fs.String("workspace", ".", "the workspace `DIR` the agent works in")
+	format := fs.String("output-format", formatText, "`FORMAT` of the output: text (the answer), json (one result object) or stream-json (one event per line, then the result)")
+	mode := fs.String("mode", protocol.ModeDefault, "`MODE`: default, plan (read and search only) or review (read-only plus read-only git)")
+	maxTurns := fs.Int("max-turns", 0, "stop after `N` model calls (default 100)")
+	var allow, deny stringList
+	fs.Var(&allow, "allow", "permission `RULE` allowed without asking, e.g. 'Edit', 'Write(src/**)', 'Bash(go test:*)' (repeatable)")
+	fs.Var(&deny, "deny", "permission `RULE` always refused (repeatable; wins over --allow)")
+	prov := fs.String("provider", "", "model provider `NAME`: anthropic, openai or ollama (default: FERRY_PROVIDER, else inferred from the model and the ANTHROPIC_* / OPENAI_* variables)")
+	model := fs.String("model", "", "the `MODEL` to call (default: FERRY_MODEL, else the provider's default)")
+	baseURL := fs.String("base-url", "", "the provider's `URL` (default: ANTHROPIC_BASE_URL or OPENAI_BASE_URL; an OpenAI-compatible server: Ollama, vLLM, LM Studio, …)")
+	schemaFile := fs.String("json-schema", "", "a JSON Schema `FILE`: the answer must be JSON valid against it (one retry on a mismatch)")
+	noStdin := fs.Bool("no-stdin", false, "do not read piped standard input")
+	verbose := fs.Bool("verbose", false, "log the agent's internals to standard error")
+	if code, ok := parseFlags(fs, env, args,
+		`Usage: ferry run [flags] "prompt"`,
+		"\nRuns ferry's agent on one prompt in the workspace, headless: no master, no",
+		"browser. Piped standard input is read as the prompt's material (with no prompt,",
+		"as the prompt). Flags go before the prompt.",
+		"\nPermissions: read-only tools run freely; anything else the rules would ask",
+		"about is denied, since nobody can be asked. Grant what the task needs with",
+		"--allow (e.g. --allow Edit --allow 'Bash(go test:*)'); denied calls are",
+		"listed on standard error.",
+		"\nThe model provider comes from the flags and the environment: ANTHROPIC_API_KEY",
+		"(Anthropic), or OPENAI_API_KEY and/or OPENAI_BASE_URL (OpenAI or compatible).",
+		"\nExit codes: 0 done, 1 the agent or its provider failed (or stopped at",
+		"--max-turns), 2 bad usage.",
+	); !ok {
+		return code
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(env.Stderr, "ferry run: "+format+"\n", a...)
+		return ExitUsage
+	}
+	switch *format {
+	case formatText, formatJSON, formatStreamJSON:
+	default:
+		return usageErr("--output-format must be text, json or stream-json, not %q", *format)
+	}
+	switch *mode {
+	case protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview:
+	default:
+		return usageErr("--mode must be default, plan or review, not %q", *mode)
+	}
+	if *maxTurns < 0 || *maxTurns > 10000 {
+		return usageErr("--max-turns must be between 1 and 10000")
+	}
+	var rules permission.Rules
+	for _, s := range allow {
+		r, err := permission.Parse(s)
+		if err != nil {
+			return usageErr("--allow %q: %v", s, err)
+		}
+		rules.Allow = append(rules.Allow, r)
+	}
+	for _, s := range deny {
+		r, err := permission.Parse(s)
+		if err != nil {
+			return usageErr("--deny %q: %v", s, err)
+		}
+		rules.Deny = append(rules.Deny, r)
+	}
+	var schema json.RawMessage
+	if *schemaFile != "" {
+		b, err := os.ReadFile(*schemaFile)
+		if err != nil {
+			return usageErr("--json-schema: %v", err)
+		}
+		if !json.Valid(b) {
+			return usageErr("--json-schema: %s is not valid JSON", *schemaFile)
+		}
+		schema = b
+	}
+	root, err := filepath.Abs(*workspace)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(root); err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err != nil {
+		return usageErr("--workspace %s: %v", *workspace, err)
+	}
+
+	prompt := strings.Join(fs.Args(), " ")
+	var stdin string
+	if !*noStdin {
+		if stdin, err = pipedStdin(env.Stdin); err != nil {
+			fmt.Fprintf(env.Stderr, "ferry run: standard input: %v\n", err)
+			return ExitError
+		}
+	}
+	if strings.TrimSpace(prompt) == "" && strings.TrimSpace(stdin) == "" {
+		return usageErr(`give a prompt ("ferry run \"fix the failing test\"") or pipe one on standard input`)
+	}
+
+	getenv := env.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	ad := builtin.New(builtin.Config{
+		Getenv:   getenv,
+		Provider: provider.Config{Provider: *prov, Model: *model, BaseURL: *baseURL},
+		Rules:    rules,
+		Headless: true,
+		Logger:   slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level})),
+	})
+	sessionID := protocol.NewID()
+	ag, err := ad.NewAgent(adapter.SessionConfig{SessionID: sessionID, Workspace: protocol.Workspace{ID: "run", Name: filepath.Base(root), Path: root}, Mode: *mode})
+	if errors.Is(err, llm.ErrNotConfigured) {
+		// Plainly what to set, without the packages' prefixes.
+		msg := err.Error()
+		if i := strings.Index(msg, llm.ErrNotConfigured.Error()); i >= 0 {
+			msg = strings.TrimPrefix(msg[i:], "llm: ")
+		}
+		fmt.Fprintf(env.Stderr, "ferry run: %s\n", msg)
+		return ExitError
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry run: %v\n", err)
+		return ExitError
+	}
+	defer func() { _ = ag.Close() }()
+
+	turn := runTurn(prompt, stdin)
+	o := &protocol.ConfigOverrides{OutputFormat: *format, JSONSchema: schema}
+	if *maxTurns > 0 {
+		o.MaxTurns = maxTurns
+	}
+	turn.Request.ConfigOverrides = o
+
+	out := &runOutput{env: env, format: *format, sessionID: sessionID, turnID: turn.ID, started: map[string]string{}}
+	out.event(protocol.TypeTurnStarted, &protocol.TurnStarted{TurnID: turn.ID, InputType: turn.Request.InputType, Mode: *mode, Adapter: builtin.ID})
+	res, runErr := ag.Run(ctx, turn, out.emit)
+	return out.finish(res, runErr)
+}
+
+// runTurn makes the turn of ferry run's prompt and piped input: the prompt
+// alone (a slash command when it starts with "/"), the input alone as
+// piped_stdin, or the prompt followed by the input as its material.
+func runTurn(prompt, stdin string) adapter.Turn {
+	inputType, text := protocol.InputText, prompt
+	switch {
+	case strings.TrimSpace(stdin) == "":
+		if strings.HasPrefix(strings.TrimSpace(prompt), "/") {
+			inputType, text = protocol.InputSlashCommand, strings.TrimSpace(prompt)
+		}
+	case strings.TrimSpace(prompt) == "":
+		inputType, text = protocol.InputPipedStdin, stdin
+	default:
+		text = prompt + "\n\n" + agent.FramePipedStdin(stdin)
+	}
+	// The text is the user's own: escape it, so a "<@file:…>" in it stays
+	// text (only the UI's picker makes file tokens).
+	req := &protocol.PromptRequest{PromptText: fileref.Escape(text), InputType: inputType}
+	return adapter.Turn{ID: protocol.NewID(), Request: req, Prompt: fileref.Parse(req.PromptText, nil)}
+}
+
+// pipedStdin reads standard input when it is not a terminal.
+func pipedStdin(r io.Reader) (string, error) {
+	if r == nil {
+		return "", nil
+	}
+	if f, ok := r.(*os.File); ok {
+		fi, err := f.Stat()
+		if err != nil {
+			return "", fmt.Errorf("stat: %w", err)
+		}
+		if fi.Mode()&os.ModeCharDevice != 0 {
+			return "", nil // a terminal (or /dev/null): nothing piped
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxStdinBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read: %w", err)
+	}
+	if len(b) > maxStdinBytes {
+		return "", fmt.Errorf("more than %d MiB; pass a file path in the prompt instead", maxStdinBytes>>20)
+	}
+	return string(b), nil
+}
+
+// runOutput writes ferry run's output in its format.
+type runOutput struct {
+	env       Env
+	format    string
+	sessionID string
+	turnID    string
+
+	mu      sync.Mutex
+	started map[string]string // tool_use_id → a short description of the call
+	denied  int
+}
+
+// emit is the agent's Emit: stream-json lines, stderr notes in text mode.
+// Tools may report progress from their own goroutines: it is serialised.
+func (o *runOutput) emit(_ context.Context, typ string, payload any) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch p := payload.(type) {
+	case *protocol.ToolStarted:
+		o.started[p.ToolUseID] = callSummary(p.ToolName, p.Input)
+	case *protocol.ToolFinished:
+		if p.Status == protocol.ToolDenied {
+			o.denied++
+			if o.format == formatText {
+				fmt.Fprintf(o.env.Stderr, "ferry run: denied %s: %s\n", o.started[p.ToolUseID], firstLine(p.Output))
+			}
+		}
+	}
+	o.eventLocked(typ, payload)
+	return nil
+}
+
+func (o *runOutput) event(typ string, payload any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.eventLocked(typ, payload)
+}
+
+func (o *runOutput) eventLocked(typ string, payload any) {
+	if o.format != formatStreamJSON {
+		return
+	}
+	o.writeLine(map[string]any{"type": typ, "session_id": o.sessionID, "payload": payload})
+}
+
+func (o *runOutput) writeLine(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"type": "error", "message": "unencodable event"})
+	}
+	b = append(b, '\n')
+	_, _ = o.env.Stdout.Write(b)
+}
+
+// runResult is the json output, and the last line of stream-json.
+type runResult struct {
+	Type       string          `json:"type"`
+	Result     string          `json:"result"`
+	IsError    bool            `json:"is_error"`
+	StopReason string          `json:"stop_reason"`
+	Usage      runUsage        `json:"usage"`
+	CostUSD    *float64        `json:"cost_usd"`
+	NumTurns   int             `json:"num_turns"`
+	SessionID  string          `json:"session_id"`
+	Structured json.RawMessage `json:"structured,omitempty"`
+	Error      *runError       `json:"error,omitempty"`
+	Denied     int             `json:"denied_tool_calls,omitempty"`
+}
+
+type runUsage struct {
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+}
+
+type runError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// finish writes the end of the output and returns the exit code.
+func (o *runOutput) finish(res agent.Result, runErr error) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := runResult{
+		Type: "result", Result: res.Final, StopReason: res.StopReason, NumTurns: res.NumTurns, SessionID: o.sessionID,
+		Structured: res.Structured, Denied: o.denied,
+		Usage: runUsage{res.Usage.InputTokens, res.Usage.OutputTokens, res.Usage.CacheReadTokens, res.Usage.CacheCreationTokens},
+	}
+	if res.HasCost {
+		c := res.CostUSD
+		r.CostUSD = &c
+	}
+	var msg string
+	switch {
+	case runErr != nil && res.StopReason == agent.StopCancelled:
+		r.Error = &runError{Code: "cancelled", Message: "interrupted"}
+		msg = "interrupted"
+	case runErr != nil:
+		var ae *agent.Error
+		if errors.As(runErr, &ae) {
+			r.Error = &runError{Code: ae.Code, Message: ae.Message}
+		} else {
+			r.Error = &runError{Code: agent.CodeInternal, Message: "the agent failed"}
+		}
+		msg = r.Error.Message + " [" + r.Error.Code + "]"
+		if strings.HasPrefix(r.Error.Code, "provider_") {
+			msg = "the model provider failed: " + msg
+		}
+	case res.StopReason == agent.StopMaxTurns:
+		r.Error = &runError{Code: "max_turns", Message: fmt.Sprintf("stopped after %d model calls (--max-turns); the task may be unfinished", res.NumTurns)}
+		msg = r.Error.Message
+	case res.StopReason == agent.StopRefusal:
+		r.Error = &runError{Code: "refusal", Message: "the model refused the request"}
+		msg = r.Error.Message
+	}
+	r.IsError = r.Error != nil
+
+	switch o.format {
+	case formatJSON:
+		o.writeLine(r)
+	case formatStreamJSON:
+		done := &protocol.TextDone{TurnID: o.turnID, IsCancelled: res.StopReason == agent.StopCancelled, Text: res.Text, StopReason: res.StopReason, Result: res.Structured}
+		o.writeLine(map[string]any{"type": protocol.TypeTextDone, "session_id": o.sessionID, "payload": done})
+		o.writeLine(r)
+	default:
+		answer := res.Final
+		if len(res.Structured) > 0 {
+			answer = string(res.Structured)
+		}
+		if answer != "" && runErr == nil {
+			fmt.Fprintln(o.env.Stdout, strings.TrimRight(answer, "\n"))
+		}
+	}
+	if msg != "" {
+		fmt.Fprintf(o.env.Stderr, "ferry run: %s\n", msg)
+	}
+	if r.IsError {
+		return ExitError
+	}
+	return ExitOK
+}
+
+// callSummary names a call for a denial note: the tool and its path or
+// command.
+func callSummary(tool string, input json.RawMessage) string {
+	var in map[string]any
+	_ = json.Unmarshal(input, &in)
+	for _, k := range []string{"command", "file_path", "path", "pattern"} {
+		if s, ok := in[k].(string); ok && s != "" {
+			return fmt.Sprintf("%s(%s)", tool, firstLine(s))
+		}
+	}
+	return tool
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

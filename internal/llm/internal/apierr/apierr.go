@@ -1,0 +1,173 @@
+// Package apierr holds what the provider implementations share to turn an
+// HTTP failure into an *llm.Error: the kind of a status, the server's
+// Retry-After, a message safe to show, and the middleware that keeps the
+// SDKs from sleeping through a long Retry-After.
+package apierr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/ferry-dev/ferry/internal/llm"
+)
+
+// KindForStatus is the llm error kind of an HTTP status.
+func KindForStatus(status int) string {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return llm.KindRateLimited
+	case status == 529 || status == http.StatusServiceUnavailable:
+		// 529 is Anthropic's "overloaded"; OpenAI-compatible servers say 503.
+		return llm.KindOverloaded
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return llm.KindAuth
+	case status >= 500, status == http.StatusRequestTimeout, status == http.StatusConflict:
+		return llm.KindServer
+	}
+	return llm.KindBadRequest
+}
+
+// maxWaitSeconds bounds a Retry-After taken seriously (11 days).
+const maxWaitSeconds = 1e6
+
+// RetryAfter is the wait a response asks for: retry-after-ms, else
+// Retry-After in seconds (fractions allowed, as the SDKs allow them) or as
+// an HTTP date; 0 when there is none.
+func RetryAfter(h http.Header) time.Duration {
+	if h == nil {
+		return 0
+	}
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		// Written so NaN fails it: a negative, absurd or NaN wait is none.
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms <= maxWaitSeconds*1000 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s > 0 && s <= maxWaitSeconds {
+			return time.Duration(s * float64(time.Second))
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// maxMessage bounds the provider text an *llm.Error carries.
+const maxMessage = 300
+
+// SafeMessage makes a provider's error message fit to show: the API key
+// blanked out wherever it appears, control characters dropped, at most
+// maxMessage bytes (on a rune boundary). Empty becomes fallback.
+func SafeMessage(msg, apiKey, fallback string) string {
+	if apiKey != "" {
+		msg = strings.ReplaceAll(msg, apiKey, "[redacted]")
+	}
+	msg = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return ' '
+		}
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, msg)
+	msg = strings.TrimSpace(msg)
+	if len(msg) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !isRuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	if msg == "" {
+		return fallback
+	}
+	return msg
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// DefaultMessage is the message of an error kind when the provider gave
+// none.
+func DefaultMessage(kind string) string {
+	switch kind {
+	case llm.KindRateLimited:
+		return "the provider is rate-limiting requests"
+	case llm.KindOverloaded:
+		return "the provider is overloaded"
+	case llm.KindServer:
+		return "the provider had an internal error"
+	case llm.KindAuth:
+		return "the provider refused the API key"
+	case llm.KindBadRequest:
+		return "the provider rejected the request"
+	case llm.KindStream:
+		return "the response stream broke off or was malformed"
+	case llm.KindNetwork:
+		return "could not reach the provider"
+	}
+	return "the provider call failed"
+}
+
+// CapRetryWait is an SDK middleware (the signature both SDKs use) that
+// marks a retryable response whose Retry-After exceeds max with
+// "x-should-retry: false", so the SDK returns it at once instead of
+// sleeping: the caller gets a rate_limited error with the wait and decides.
+func CapRetryWait(max time.Duration) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+		res, err := next(req)
+		if err != nil || res == nil || res.StatusCode < 400 {
+			return res, err
+		}
+		if RetryAfter(res.Header) > max {
+			res.Header.Set("x-should-retry", "false")
+		}
+		return res, err
+	}
+}
+
+// Transport classifies an error that is not an API error: ctx's own error
+// (returned wrapped, not as an *llm.Error), a failure to reach the server
+// (network, only before the stream started), or a stream that broke or did
+// not parse (stream).
+func Transport(ctx context.Context, provider string, err error, started bool) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("llm %s: %w", provider, ctxErr)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("llm %s: %w", provider, err)
+	}
+	var urlErr *url.Error
+	var opErr *net.OpError
+	if !started && (errors.As(err, &urlErr) || errors.As(err, &opErr)) {
+		return &llm.Error{Kind: llm.KindNetwork, Message: DefaultMessage(llm.KindNetwork), Err: err}
+	}
+	return &llm.Error{Kind: llm.KindStream, Message: DefaultMessage(llm.KindStream), Err: err}
+}
+
+// Truncated is the error of a stream that ended without its final event.
+func Truncated(provider string) error {
+	return &llm.Error{
+		Kind:    llm.KindStream,
+		Message: "the response stream ended before the model finished",
+		Err:     fmt.Errorf("llm %s: stream ended early: %w", provider, io.ErrUnexpectedEOF),
+	}
+}
