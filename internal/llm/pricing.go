@@ -15,7 +15,12 @@ type Price struct {
 // Anthropic's cache writes are the 5-minute ones (1.25× input); OpenAI
 // has no separate cache-write price (cache writes cost input).
 var prices = map[string]Price{
-	// Anthropic.
+	// Anthropic (the newest rows as Claude Code 2.1.197 prices them).
+	"claude-mythos-5":   {10, 50, 1, 12.50},
+	"claude-fable-5":    {10, 50, 1, 12.50},
+	"claude-sonnet-5":   {3, 15, 0.30, 3.75},
+	"claude-opus-4-8":   {5, 25, 0.50, 6.25},
+	"claude-opus-4-7":   {5, 25, 0.50, 6.25},
 	"claude-opus-4-6":   {5, 25, 0.50, 6.25},
 	"claude-opus-4-5":   {5, 25, 0.50, 6.25},
 	"claude-opus-4-1":   {15, 75, 1.50, 18.75},
@@ -51,7 +56,7 @@ var prices = map[string]Price{
 // longest table entry that is the name itself or the name less a date or
 // "-latest" suffix wins ("claude-sonnet-4-5-20250929",
 // "gpt-4o-2024-08-06", "claude-3-5-sonnet-latest"). A plain prefix match
-// would price "gpt-5.5" as "gpt-5" or "claude-opus-4-7" as "claude-opus-4";
+// would price "gpt-5.5" as "gpt-5" or "claude-opus-4-9" as "claude-opus-4";
 // an unlisted model is reported unknown instead of priced wrong.
 func PriceOf(model string) (Price, bool) {
 	name := strings.ToLower(strings.TrimSpace(model))

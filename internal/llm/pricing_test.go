@@ -31,8 +31,10 @@ func TestCost(t *testing.T) {
 		{"o4-mini", 1.1 + 0.44 + 0.55 + 0.44, true},
 		// A newer version is not the old one's price.
 		{"gpt-5.5", 0, false},
-		{"claude-opus-4-7", 0, false},
-		{"claude-opus-4-7-20260101", 0, false},
+		{"claude-opus-4-8", 5 + 2.5 + 1 + 2.5, true},
+		{"claude-opus-4-9", 0, false},
+		{"claude-opus-4-9-20270101", 0, false},
+		{"claude-sonnet-5-5", 0, false},
 		{"gpt-4o-realtime-preview", 0, false},
 		{"o3-pro", 0, false},
 		{"llama3.1:8b", 0, false},

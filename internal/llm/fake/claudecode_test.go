@@ -2,11 +2,12 @@ package fake_test
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,49 +15,75 @@ import (
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 )
 
+// TestClaudeCodeTalksToFake runs the real Claude Code CLI against the fake:
+// the scripted tool_use makes it run its real Read tool, and the file's
+// content must come back to the "model" as a tool_result. It needs the CLI:
+// FERRY_TEST_CLAUDE names it, else `claude` on PATH; without it the test
+// skips (npm install -g @anthropic-ai/claude-code provides it).
 func TestClaudeCodeTalksToFake(t *testing.T) {
 	bin := os.Getenv("FERRY_TEST_CLAUDE")
 	if bin == "" {
-		t.Skip("FERRY_TEST_CLAUDE not set")
+		var err error
+		if bin, err = exec.LookPath("claude"); err != nil {
+			t.Skip("the Claude Code CLI is not installed (set FERRY_TEST_CLAUDE or put claude on PATH)")
+		}
 	}
 	srv := fake.New(t)
 	ws := t.TempDir()
 	file := filepath.Join(ws, "notes.txt")
-	os.WriteFile(file, []byte("the secret word is pelican\n"), 0o644)
-	main := 0
+	if err := os.WriteFile(file, []byte("the secret word is pelican\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	turns := 0
 	srv.Route(func(r fake.Request) (fake.Reply, bool) {
-		// Side requests (titles, quota) carry no tools.
 		if len(r.ToolNames()) == 0 {
-			return fake.Reply{Text: []string{"side"}}, true
+			return fake.Reply{Text: []string{"side"}}, true // title or quota calls carry no tools
 		}
-		main++
-		if main == 1 {
-			return fake.Reply{Text: []string{"Reading."}, ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": file}}}}, true
+		mu.Lock()
+		defer mu.Unlock()
+		turns++
+		if turns == 1 {
+			return fake.Reply{
+				Text:      []string{"Reading."},
+				ToolCalls: []fake.ToolCall{{ID: "toolu_read1", Name: "Read", Input: map[string]any{"file_path": file}}},
+				Usage:     llm.Usage{InputTokens: 100, OutputTokens: 10},
+			}, true
 		}
-		return fake.Reply{Text: []string{"The word is ", "pelican."}, Usage: llmUsage()}, true
+		return fake.Reply{Text: []string{"The word is ", "pelican."}, Usage: llm.Usage{InputTokens: 120, OutputTokens: 5}}, true
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "-p", "what is the secret word in notes.txt?", "--output-format", "json", "--allowedTools", "Read")
 	cmd.Dir = ws
 	cmd.Env = append(os.Environ(), "ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY=sk-ant-fake",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	t.Logf("output: %s", out)
-	for i, r := range srv.Requests() {
-		t.Logf("request %d: %s %s stream=%v model=%s tools=%d reply=%d", i, r.Method, r.Path, r.Stream(), r.Model(), len(r.ToolNames()), r.Reply)
-		os.WriteFile(fmt.Sprintf("/tmp/ccreq%d.json", i), r.Raw, 0o644)
-	}
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("claude: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "pelican") {
-		t.Fatal("answer missing")
+	var result struct {
+		IsError bool   `json:"is_error"`
+		Result  string `json:"result"`
 	}
-	last := srv.ModelRequests()[len(srv.ModelRequests())-1]
-	if !strings.Contains(string(last.Raw), "the secret word is pelican") {
-		t.Errorf("the tool result did not reach the model: %s", last.Raw)
+	if err := json.Unmarshal(out, &result); err != nil || result.IsError || result.Result != "The word is pelican." {
+		t.Fatalf("claude's result = %s (%v)", out, err)
+	}
+	// The second model call carries the Read result, paired with the call.
+	var sawResult bool
+	for _, r := range srv.ModelRequests() {
+		for _, m := range r.Messages() {
+			blocks, _ := m["content"].([]any)
+			for _, b := range blocks {
+				bm, _ := b.(map[string]any)
+				if bm["type"] == "tool_result" && bm["tool_use_id"] == "toolu_read1" {
+					raw, _ := json.Marshal(bm["content"])
+					sawResult = sawResult || strings.Contains(string(raw), "pelican")
+				}
+			}
+		}
+	}
+	if !sawResult {
+		t.Error("no tool_result with the file's content reached the model")
 	}
 }
-
-func llmUsage() llm.Usage { return llm.Usage{InputTokens: 100, OutputTokens: 10} }

@@ -25,6 +25,11 @@
 //   - A model request with no reply left fails the test (t.Errorf) and is
 //     answered with a 500 that tells the SDK not to retry.
 //   - Close (also run by t.Cleanup) ends held and delayed streams at once.
+//   - HEAD or GET / answers 200 (Claude Code checks reachability so); any
+//     other unknown request is a 404 in the Anthropic error format.
+//
+// The real Claude Code CLI runs against it (TestClaudeCodeTalksToFake): a
+// scripted tool_use makes it run its real Read tool.
 package fake
 
 import (
@@ -306,7 +311,8 @@ func (s *Server) ModelRequests() []Request {
 
 // Route installs fn, asked first for every model request: when it returns
 // true, its reply answers and the queue is left alone. It lets a test answer
-// side requests (a CLI's title or quota calls) without scripting them.
+// side requests (a CLI's title or quota calls) without scripting them. fn
+// runs on the server's goroutines, possibly concurrently.
 func (s *Server) Route(fn func(Request) (Reply, bool)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -386,6 +392,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		req.Format = OpenAI
 	}
 
+	if r.URL.Path == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet) {
+		s.record(req) // a client's reachability check (Claude Code sends HEAD /)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	if req.Format == "" || r.Method != http.MethodPost {
 		s.record(req)
 		writeError(w, req.Format, &Failure{Status: http.StatusNotFound, Message: "fake: no such endpoint: " + r.Method + " " + r.URL.Path})
