@@ -19,6 +19,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/adapter/echo"
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/client"
+	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/master"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/backend"
@@ -118,6 +119,11 @@ func printLogin(ctx context.Context, env Env, st store.Store, base string) error
 // from the environment; without one, opening a session says what to set)
 // and the echo agent, which needs nothing and shows the whole path works.
 func liveAdapters(env Env, log *slog.Logger) []adapter.Adapter {
+	if _, err := provider.Resolve(env.Getenv, provider.Config{}); err != nil {
+		// Start anyway: the echo agent and everything else work; say once,
+		// plainly, what ferry's own agent needs.
+		fmt.Fprintf(env.Stderr, "note: ferry's agent is not available here: %v\n", err)
+	}
 	return []adapter.Adapter{
 		builtin.New(builtin.Config{Getenv: env.Getenv, Logger: log}),
 		echo.New(),
