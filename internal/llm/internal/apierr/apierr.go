@@ -77,18 +77,26 @@ const maxMessage = 300
 // blanked out wherever it appears, control characters dropped, at most
 // maxMessage bytes (on a rune boundary). Empty becomes fallback.
 func SafeMessage(msg, apiKey, fallback string) string {
-	if apiKey != "" {
-		msg = strings.ReplaceAll(msg, apiKey, "[redacted]")
+	clean := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '\n' || r == '\t' {
+				return ' '
+			}
+			if unicode.IsControl(r) {
+				return -1
+			}
+			return r
+		}, s)
 	}
-	msg = strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return ' '
+	// Control characters go first: dropping them after the redaction could
+	// join a key split by one (found by FuzzSafeMessage).
+	msg = clean(msg)
+	if apiKey != "" {
+		msg = redact(msg, apiKey)
+		if k := clean(apiKey); k != "" && k != apiKey {
+			msg = redact(msg, k)
 		}
-		if unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, msg)
+	}
 	msg = strings.TrimSpace(msg)
 	if len(msg) > maxMessage {
 		cut := maxMessage
@@ -101,6 +109,29 @@ func SafeMessage(msg, apiKey, fallback string) string {
 		return fallback
 	}
 	return msg
+}
+
+// redact replaces every occurrence of key in msg, widened to whole runes
+// so that valid text stays valid even when key cuts a character.
+func redact(msg, key string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, key)
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		start, end := i, i+len(key)
+		for start > 0 && !isRuneStart(msg[start]) {
+			start--
+		}
+		for end < len(msg) && !isRuneStart(msg[end]) {
+			end++
+		}
+		b.WriteString(msg[:start])
+		b.WriteString("[redacted]")
+		msg = msg[end:]
+	}
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
