@@ -152,7 +152,7 @@ type peer struct {
 	onRead atomic.Pointer[func(*protocol.Message, time.Time)]
 }
 
-func dial(ctx context.Context, url, token string, role protocol.Role) (*peer, error) {
+func dial(ctx context.Context, url, token string) (*peer, error) {
 	conn, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
@@ -214,7 +214,7 @@ func (p *peer) await(ctx context.Context, match func(*protocol.Message) bool) (*
 const machineName = "relay-bench"
 
 func dialClient(ctx context.Context, m *master) (*peer, error) {
-	p, err := dial(ctx, "ws://"+m.base+"/v1/client", m.cliToken, protocol.RoleClient)
+	p, err := dial(ctx, "ws://"+m.base+"/v1/client", m.cliToken)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +231,7 @@ func dialClient(ctx context.Context, m *master) (*peer, error) {
 }
 
 func dialUI(ctx context.Context, m *master) (*peer, error) {
-	return dial(ctx, "ws://"+m.base+"/v1/ui", m.uiToken, protocol.RoleUI)
+	return dial(ctx, "ws://"+m.base+"/v1/ui", m.uiToken)
 }
 
 // startSession opens a session from the UI, answering the master's

@@ -40,10 +40,10 @@ import (
 const DefaultModel = "claude-sonnet-4-5"
 
 // DefaultMaxRetries is how often a failed request is retried by default.
-const DefaultMaxRetries = 2
+const DefaultMaxRetries = apierr.DefaultMaxRetries
 
 // DefaultMaxRetryWait is the longest Retry-After waited for by default.
-const DefaultMaxRetryWait = 30 * time.Second
+const DefaultMaxRetryWait = apierr.DefaultMaxRetryWait
 
 // Options configure a Provider.
 type Options struct {
@@ -79,17 +79,7 @@ func New(o Options) *Provider {
 	if model == "" {
 		model = DefaultModel
 	}
-	retries := o.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
-	wait := o.MaxRetryWait
-	if wait <= 0 {
-		wait = DefaultMaxRetryWait
-	}
+	retries, wait := apierr.RetryPolicy(o.MaxRetries, o.MaxRetryWait)
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithMaxRetries(retries),

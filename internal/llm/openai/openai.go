@@ -55,10 +55,10 @@ const DefaultModel = "gpt-4.1"
 const DefaultBaseURL = "https://api.openai.com/v1"
 
 // DefaultMaxRetries is how often a failed request is retried by default.
-const DefaultMaxRetries = 2
+const DefaultMaxRetries = apierr.DefaultMaxRetries
 
 // DefaultMaxRetryWait is the longest Retry-After waited for by default.
-const DefaultMaxRetryWait = 30 * time.Second
+const DefaultMaxRetryWait = apierr.DefaultMaxRetryWait
 
 // Options configure a Provider.
 type Options struct {
@@ -101,17 +101,7 @@ func New(o Options) *Provider {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	retries := o.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
-	wait := o.MaxRetryWait
-	if wait <= 0 {
-		wait = DefaultMaxRetryWait
-	}
+	retries, wait := apierr.RetryPolicy(o.MaxRetries, o.MaxRetryWait)
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
 		// Set explicitly, even empty, so OPENAI_API_KEY in the environment

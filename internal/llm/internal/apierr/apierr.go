@@ -202,3 +202,24 @@ func Truncated(provider string) error {
 		Err:     fmt.Errorf("llm %s: stream ended early: %w", provider, io.ErrUnexpectedEOF),
 	}
 }
+
+// Retry defaults shared by the providers.
+const (
+	DefaultMaxRetries   = 2
+	DefaultMaxRetryWait = 30 * time.Second
+)
+
+// RetryPolicy resolves a provider's retry options: 0 retries means the
+// default, a negative count none; a wait of 0 or less means the default.
+func RetryPolicy(maxRetries int, maxWait time.Duration) (int, time.Duration) {
+	switch {
+	case maxRetries == 0:
+		maxRetries = DefaultMaxRetries
+	case maxRetries < 0:
+		maxRetries = 0
+	}
+	if maxWait <= 0 {
+		maxWait = DefaultMaxRetryWait
+	}
+	return maxRetries, maxWait
+}
