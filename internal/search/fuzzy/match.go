@@ -116,12 +116,27 @@ func (p *Pattern) feasible(path string, mask uint64, s *Slab) bool {
 		return true
 	}
 	b := asBytes(path)
-	for _, t := range p.terms {
+	var dts []dirTerm
+	nl := int(mask >> nameLenShift & nameLenMax)
+	if s.dc.on && p.plainMulti && nl < nameLenMax && nl < len(b) {
+		dts = s.dirTerms(p, b[:len(b)-nl])
+	}
+	for i, t := range p.terms {
 		switch {
 		case !t.ascii:
 			return false
 		case t.single:
 			// The mask already proved the one character is there.
+		case t.plain && dts != nil:
+			// The greedy match of the directories is the same for every
+			// file of a directory: continue it on the name.
+			dt := &dts[i]
+			if !dt.feasOK {
+				dt.feas, dt.feasOK = subsequenceFrom(t.words, 0, b[:len(b)-nl]), true
+			}
+			if dt.feas < len(t.words) && subsequenceFrom(t.words, dt.feas, b[len(b)-nl:]) < len(t.words) {
+				return false
+			}
 		case t.plain:
 			if !subsequenceASCII(t.words, b) {
 				return false
@@ -158,9 +173,14 @@ func zeroBytes(x uint64) uint64 {
 // finds the next wanted byte in the word with one comparison (SWAR): paths
 // are short, so this beats byte loops and calls to IndexByte.
 func subsequenceASCII(q []uint64, path []byte) bool {
-	qi := 0
+	return subsequenceFrom(q, 0, path) == len(q)
+}
+
+// subsequenceFrom continues subsequenceASCII: q[:qi] has matched already,
+// and it returns how many of q have matched once path is read too.
+func subsequenceFrom(q []uint64, qi int, path []byte) int {
 	n := len(path)
-	for i := 0; i < n; i += 8 {
+	for i := 0; i < n && qi < len(q); i += 8 {
 		var w uint64
 		keep := ^uint64(0)
 		if i+8 <= n {
@@ -179,13 +199,13 @@ func subsequenceASCII(q []uint64, path []byte) bool {
 			}
 			qi++
 			if qi == len(q) {
-				return true
+				return qi
 			}
 			// Bytes up to the match are spent; a shift of 64 keeps none.
 			keep &= ^uint64(0) << (bits.TrailingZeros64(t) + 1)
 		}
 	}
-	return false
+	return qi
 }
 
 // forwardASCII is forward (without positions) for an ASCII path.

@@ -16,6 +16,13 @@ type Pattern struct {
 	terms []*term
 	mask  uint64 // bits every matching path has
 	ideal int32  // sum of the terms' ideal raw scores
+	// ascii patterns have only ASCII terms; their bound before the name
+	// bonuses is ubName: every unit at the top bonus and in the file name.
+	ascii  bool
+	ubName int32
+	// plainMulti: some term is plain and longer than one unit (its
+	// feasibility test reads the path).
+	plainMulti bool
 }
 
 // term is one space-separated part of a query.
@@ -31,6 +38,8 @@ type term struct {
 	anchored []bool
 	// lead is true when the term began with '/'.
 	lead bool
+	// slash is true when the term has a '/' (after a leading one).
+	slash bool
 	// ascii terms run on the byte fast paths: fold holds only ASCII.
 	ascii bool
 	bytes []byte // fold as bytes when ascii
@@ -44,6 +53,9 @@ type term struct {
 	// rows[c] has bit i set when unit i is the ASCII character c (used for
 	// terms of up to 64 units).
 	rows *[128]uint64
+	// rowsFold[c] is rows[lower(c)]: the same table indexed by the
+	// unfolded ASCII byte.
+	rowsFold *[128]uint64
 	// last is the part after the term's last '/' ("" when it ends with one):
 	// it is compared with file names for the exact and prefix bonuses.
 	last      []rune
@@ -62,7 +74,7 @@ type term struct {
 // character at the start of a segment. An empty or all-space query compiles
 // to a pattern that matches every path with score 0.
 func Compile(query string) *Pattern {
-	p := &Pattern{query: query}
+	p := &Pattern{query: query, ascii: true}
 	for _, f := range strings.FieldsFunc(query, unicode.IsSpace) {
 		t := compileTerm(f)
 		if t == nil {
@@ -71,6 +83,9 @@ func Compile(query string) *Pattern {
 		p.terms = append(p.terms, t)
 		p.mask |= t.mask
 		p.ideal += t.ideal
+		p.ascii = p.ascii && t.ascii
+		p.plainMulti = p.plainMulti || t.plain && !t.single
+		p.ubName += t.ubBase + bonusBase*int32(len(t.fold))
 	}
 	return p
 }
@@ -121,6 +136,7 @@ func compileTerm(s string) *term {
 		}
 	}
 	t.last = t.fold[lastSlash+1:]
+	t.slash = lastSlash >= 0
 	if t.ascii {
 		t.bytes = make([]byte, len(t.fold))
 		for i, r := range t.fold {
@@ -138,6 +154,10 @@ func compileTerm(s string) *term {
 		if r < 0x80 && i < 64 {
 			t.rows[r] |= 1 << i
 		}
+	}
+	t.rowsFold = new([128]uint64)
+	for c := range t.rowsFold {
+		t.rowsFold[c] = t.rows[lowerASCII[c]]
 	}
 	m := int32(len(t.fold))
 	t.cased = make([]bool, len(t.fold))

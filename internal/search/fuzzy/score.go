@@ -32,15 +32,18 @@ import (
 //     its last extension) equals the term's last part, else bonusPrefix when
 //     the file name starts with it.
 const (
-	scoreMatch          = 16
-	gapStart            = 3
-	gapExtend           = 1
-	bonusSegment        = 10
-	bonusWord           = 8
-	bonusCamel          = 7
-	bonusNonWord        = 8
-	bonusConsec         = 4
-	bonusMax            = bonusSegment // no character earns more before doubling
+	scoreMatch   = 16
+	gapStart     = 3
+	gapExtend    = 1
+	bonusSegment = 10
+	bonusWord    = 8
+	bonusCamel   = 7
+	bonusNonWord = 8
+	bonusConsec  = 4
+	bonusMax     = bonusSegment // no character earns more before doubling
+	// bonusOffSegment is the most a character earns anywhere but at the
+	// start of a path segment.
+	bonusOffSegment     = max(bonusWord, bonusCamel, bonusNonWord)
 	firstCharMultiplier = 2
 	bonusBase           = 3
 	bonusCase           = 1
@@ -123,11 +126,13 @@ type Slab struct {
 	cprev []int32 // DP states: predecessor state, -1 in row 0
 	ub    []int32 // per-term upper bounds of the path being scanned
 	name  []int32 // per-term name bonus (exact, prefix) of that path
+	tight []int32 // per-term bound from the file name alone (reachBound)
 	reach []int32 // per-term count of last units that fit in its file name
 	occ   []int32 // per term unit: best bonus among its occurrences
 	state []uint8 // per-term: termDP or termExact
 	hits  []int32 // matched unit indexes of all terms, for ranges
-	ascii bool    // the last path given to raw was ASCII
+	dc    dirCache
+	ascii bool // the last path given to raw was ASCII
 }
 
 func grow32(s []int32, n int) []int32 {

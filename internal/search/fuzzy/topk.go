@@ -102,6 +102,7 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 	}()
 	for w := range workers {
 		st := statePool.Get().(*scanState)
+		st.slab.dc = dirCache{on: true, terms: st.slab.dc.terms} // made for another pattern
 		states[w] = st
 		st.p, st.src, st.k, st.opt, st.matches, st.floor = p, src, k, &opt, matches, &floor
 		wg.Go(func() {
@@ -240,7 +241,32 @@ func (st *scanState) visit(i int) {
 		st.offer(e, path)
 		return
 	}
+	if p.ascii && mask&(1<<bitNonASCII) == 0 && p.ubName < st.floor.Load() && !st.nameMayLift(path, mask) {
+		return
+	}
 	st.rankPath(e, path, mask, true)
+}
+
+// nameMayLift is reachBound's first step inlined for ASCII paths, where
+// most paths end: with every unit at the top bonus and in the file name
+// (Pattern.ubName), only the exact and prefix name bonuses can lift the
+// path to the floor, and each needs the name to start with the first
+// unit of the term's last part.
+func (st *scanState) nameMayLift(path string, mask uint64) bool {
+	nl := int(mask >> nameLenShift & nameLenMax)
+	if nl == nameLenMax {
+		return true // a saturated length: let rank find the name
+	}
+	ub := st.p.ubName
+	if nl > 0 {
+		first := lowerASCII[path[len(path)-nl]]
+		for _, t := range st.p.terms {
+			if len(t.lastBytes) > 0 && nl >= len(t.lastBytes) && first == t.lastBytes[0] {
+				ub += bonusExact
+			}
+		}
+	}
+	return ub >= st.floor.Load()
 }
 
 // rankPath scores a matching path into the heap; see rank.
@@ -272,10 +298,14 @@ func rank[E unit](st *scanState, e entry, path string, v view[E], deferOK bool) 
 	full := len(st.heap) == st.k
 	floor := st.floor.Load()
 	s := &st.slab
-	if ub := reachBound(p, s, v); ub < floor || full && !st.mayEnter(ub, e, path) {
+	thr := floor // a path bounded below thr cannot enter
+	if full {
+		thr = max(thr, st.heap[0].raw)
+	}
+	if ub := reachBound(p, s, v, thr); ub < thr || full && !st.mayEnter(ub, e, path) {
 		return
 	}
-	ub := bounds(p, s, v)
+	ub := bounds(p, s, v, thr)
 	if ub < floor || full && !st.mayEnter(ub, e, path) {
 		return
 	}
