@@ -49,7 +49,7 @@ func init() {
 		"connect": {"run the daemon beside your workspaces, connected to a master", runConnect},
 		"up":      {"the quick start: master and client in one process", runUp},
 		"token":   {"create, list or revoke the master's tokens", runToken},
-		"run":     {"run ferry's agent on one prompt, headless", runRun},
+		"run":     {"run an agent on one prompt, headless (ferry's own by default)", runRun},
 	}
 }
 

@@ -9,14 +9,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/agentspec"
 	"github.com/ferry-dev/ferry/internal/adapter/builtin"
-	"github.com/ferry-dev/ferry/internal/adapter/echo"
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/client"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
@@ -115,19 +116,89 @@ func printLogin(ctx context.Context, env Env, st store.Store, base string) error
 	return nil
 }
 
-// liveAdapters are the agents a client offers: ferry's own (its provider
-// from the environment; without one, opening a session says what to set)
-// and the echo agent, which needs nothing and shows the whole path works.
-func liveAdapters(env Env, log *slog.Logger) []adapter.Adapter {
-	if _, err := provider.Resolve(env.Getenv, provider.Config{}); err != nil {
-		// Start anyway: the echo agent and everything else work; say once,
-		// plainly, what ferry's own agent needs.
-		fmt.Fprintf(env.Stderr, "note: ferry's agent is not available here: %v\n", err)
+// agentUsage is the help of --agent for ferry up and ferry connect.
+const agentUsage = "an agent `SPEC` to offer: builtin, echo, claude-code, acp:CMD or script:CMD (repeatable; " +
+	"default builtin and echo, plus claude-code when a claude executable is on PATH; see docs/adapters.md)"
+
+// agentSpecs reads the --agent values; with none, the defaults.
+func agentSpecs(env Env, values []string) ([]agentspec.Spec, error) {
+	if len(values) == 0 {
+		return agentspec.Defaults(lookPathEnv(env)), nil
 	}
-	return []adapter.Adapter{
-		builtin.New(builtin.Config{Getenv: env.Getenv, Logger: log}),
-		echo.New(),
+	specs, err := agentspec.ParseAll(values)
+	if err != nil {
+		return nil, fmt.Errorf("--%w", err) // reads: --agent "x": why [code]
 	}
+	return specs, nil
+}
+
+// liveAdapters builds the agents a client offers. ferry's own needs a
+// model provider from the environment: without one it is still offered
+// (opening a session says what to set), and a note says so once.
+func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir string) ([]adapter.Adapter, error) {
+	if slices.ContainsFunc(specs, func(s agentspec.Spec) bool { return s.Kind == agentspec.Builtin }) {
+		if _, err := provider.Resolve(env.Getenv, provider.Config{}); err != nil {
+			fmt.Fprintf(env.Stderr, "note: ferry's agent is not available here: %v\n", err)
+		}
+	}
+	ads, err := agentspec.BuildAll(specs, agentspec.Options{
+		Builtin:  builtin.Config{Getenv: env.Getenv, Logger: log},
+		Getenv:   env.Getenv,
+		StateDir: stateDir,
+		Logger:   log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--%w", err)
+	}
+	return ads, nil
+}
+
+// adapterIDs lists the adapters' ids, for the start-up line.
+func adapterIDs(ads []adapter.Adapter) string {
+	ids := make([]string, len(ads))
+	for i, a := range ads {
+		ids[i] = a.Capability().ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+// lookPathEnv finds an executable on the PATH of env (only absolute
+// directories: a relative entry would depend on where ferry was started).
+func lookPathEnv(env Env) func(string) (string, error) {
+	return func(name string) (string, error) {
+		for _, dir := range filepath.SplitList(env.Getenv("PATH")) {
+			if !filepath.IsAbs(dir) {
+				continue
+			}
+			p := filepath.Join(dir, name)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+				return p, nil
+			}
+		}
+		return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
+	}
+}
+
+// clientStateDir is the client's state directory: the flag, else
+// $XDG_STATE_HOME/ferry/client, else ~/.local/state/ferry/client. It is
+// resolved here (not left to the client) so that the adapters keeping
+// state (Claude Code's session map) use the same one.
+func clientStateDir(env Env, flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if d := env.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "ferry", "client"), nil
+	}
+	home := env.Getenv("HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("no state directory: set XDG_STATE_HOME or HOME, or pass --state: %w", err)
+		}
+		home = h
+	}
+	return filepath.Join(home, ".local", "state", "ferry", "client"), nil
 }
 
 type masterFlags struct {
@@ -200,8 +271,10 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	stateDir := fs.String("state", "", "keep the machine id and the outbox in `DIR` (default $XDG_STATE_HOME/ferry/client)")
 	name := fs.String("name", "", "the machine's `NAME` shown in the UI (default the host name)")
 	verbose := fs.Bool("verbose", false, "log every message")
+	var agents stringList
+	fs.Var(&agents, "agent", agentUsage)
 	if code, ok := parseFlags(fs, env, args,
-		"Usage: ferry connect --master URL --token T [--workspace DIR]...",
+		"Usage: ferry connect --master URL --token T [--workspace DIR]... [--agent SPEC]...",
 		"\nRuns the daemon beside your workspaces: it dials out to the master (it opens",
 		"no port), runs the agents and answers the @ file picker.",
 	); !ok {
@@ -221,13 +294,29 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "ferry connect: --token (or $FERRY_TOKEN) is required: create one with 'ferry token create' on the master")
 		return ExitUsage
 	}
+	specs, err := agentSpecs(env, agents)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
+		return ExitUsage
+	}
 	if len(workspaces) == 0 {
 		workspaces = stringList{"."}
 	}
+	state, err := clientStateDir(env, *stateDir)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
+		return ExitError
+	}
 	log := newLogger(env, *verbose)
+	ads, err := liveAdapters(env, log, specs, state)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
+		return ExitUsage
+	}
+	log.Info("offering agents", "agents", adapterIDs(ads))
 	c, err := client.New(client.Config{
-		MasterURL: *masterURL, Token: *token, Workspaces: workspaces, StateDir: *stateDir,
-		MachineName: *name, Logger: log, Adapters: liveAdapters(env, log),
+		MasterURL: *masterURL, Token: *token, Workspaces: workspaces, StateDir: state,
+		MachineName: *name, Logger: log, Adapters: ads,
 	})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
@@ -248,8 +337,10 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	var workspaces stringList
 	fs.Var(&workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
 	stateDir := fs.String("state", "", "the client's state `DIR` (default $XDG_STATE_HOME/ferry/client)")
+	var agents stringList
+	fs.Var(&agents, "agent", agentUsage)
 	if code, ok := parseFlags(fs, env, args,
-		"Usage: ferry up [--addr 127.0.0.1:7860] [--workspace DIR]...",
+		"Usage: ferry up [--addr 127.0.0.1:7860] [--workspace DIR]... [--agent SPEC]...",
 		"\nThe quick start: the master and a client for this machine in one process,",
 		"with the database under your data directory. Prints a one-time login URL.",
 	); !ok {
@@ -259,8 +350,24 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "ferry up: takes no arguments; --retention must be at least 1")
 		return ExitUsage
 	}
+	specs, err := agentSpecs(env, agents)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
+		return ExitUsage
+	}
 	if len(workspaces) == 0 {
 		workspaces = stringList{"."}
+	}
+	state, err := clientStateDir(env, *stateDir)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
+		return ExitError
+	}
+	log := newLogger(env, mf.verbose)
+	ads, err := liveAdapters(env, log, specs, state)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
+		return ExitUsage
 	}
 	st, err := openStore(ctx, env, mf.db)
 	if err != nil {
@@ -268,7 +375,6 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		return ExitError
 	}
 	defer func() { _ = st.Close() }()
-	log := newLogger(env, mf.verbose)
 	m, err := master.New(ctx, mf.config(st, log))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
@@ -287,7 +393,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		return ExitError
 	}
 	defer func() { _ = st.RevokeToken(context.Background(), tok.ID) }()
-	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: *stateDir, Logger: log, Adapters: liveAdapters(env, log)})
+	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: state, Logger: log, Adapters: ads})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitError
@@ -300,7 +406,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		}
 		shown[i] = w
 	}
-	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\n", base, strings.Join(shown, ", "))
+	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", base, strings.Join(shown, ", "), adapterIDs(ads))
 	if err := printLogin(ctx, env, st, base); err != nil {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitError

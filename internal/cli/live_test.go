@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +40,11 @@ func TestLiveCommandsUsage(t *testing.T) {
 		{[]string{"token", "create", "--machine", "m1"}, "a client token cannot have it"},
 		{[]string{"token", "create", "--kind", "client", "--machine", "m1", "--machine", "m2"}, "a client token cannot have it"},
 		{[]string{"token", "create", "--kind", "ui", "--machine", ""}, "--machine needs a machine ID"},
+		{[]string{"up", "--agent", "bogus"}, `--agent "bogus": no such agent; want builtin, echo, claude-code, acp:CMD or script:CMD [agent_unknown]`},
+		{[]string{"up", "--agent", "builtin", "--agent", "script:"}, "[agent_no_command]"},
+		{[]string{"up", "--agent", "script:a $(b)"}, "command substitution is not expanded"},
+		{[]string{"up", "--agent", "script:./a/x.sh", "--agent", "script:/b/x.sh"}, `adapter id "script:x.sh" is already taken`},
+		{[]string{"connect", "--master", "http://127.0.0.1:1", "--token", "t", "--agent", "acp:"}, "[agent_no_command]"},
 	}
 	for _, c := range cases {
 		code, _, errOut := run(c.args...)
@@ -128,47 +135,63 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestUp runs the quick start in-process: it prints a login URL that works
-// once, the UI it logs in sees this machine online with the workspace, and
-// cancelling stops it cleanly.
-func TestUp(t *testing.T) {
+// upInstance is `ferry up` running in-process.
+type upInstance struct {
+	base, loginURL string
+	out, errb      *syncBuffer
+}
+
+// startUp runs `ferry up` in-process with args (plus a free loopback
+// address and throwaway data and state directories) and the environment
+// extra until the test ends, and waits for its login URL.
+func startUp(t *testing.T, extra map[string]string, args ...string) *upInstance {
+	t.Helper()
 	dir := t.TempDir()
-	workspace := t.TempDir()
 	env := map[string]string{"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir}
-	var out, errb syncBuffer
+	for k, v := range extra {
+		env[k] = v
+	}
+	u := &upInstance{out: &syncBuffer{}, errb: &syncBuffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }},
-			[]string{"up", "--addr", "127.0.0.1:0", "--workspace", workspace})
+		done <- cli.Run(ctx, cli.Env{Stdout: u.out, Stderr: u.errb, Getenv: func(k string) string { return env[k] }},
+			append([]string{"up", "--addr", "127.0.0.1:0"}, args...))
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		select {
 		case code := <-done:
 			if code != cli.ExitOK {
-				t.Errorf("up exited %d: %s", code, errb.String())
+				t.Errorf("up exited %d: %s", code, u.errb.String())
 			}
 		case <-time.After(30 * time.Second):
 			t.Error("up did not stop after cancel")
 		}
-	}()
+	})
 	loginRE := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/login\?token=(ferry_login_\S+)`)
-	var m []string
-	for deadline := time.Now().Add(30 * time.Second); m == nil; {
-		if m = loginRE.FindStringSubmatch(out.String()); m == nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("no login URL printed: %q %q", out.String(), errb.String())
-			}
-			time.Sleep(20 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if m := loginRE.FindStringSubmatch(u.out.String()); m != nil {
+			u.base, u.loginURL = m[1], m[0]
+			return u
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("up exited %d: %q %q", code, u.out.String(), u.errb.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no login URL printed: %q %q", u.out.String(), u.errb.String())
 		}
 	}
-	base := m[1]
-	if !strings.Contains(out.String(), workspace) {
-		t.Errorf("up does not say which workspace it serves: %q", out.String())
-	}
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := noRedirect.Get(m[0])
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// login uses the login URL and returns the session cookie.
+func (u *upInstance) login(t *testing.T) *http.Cookie {
+	t.Helper()
+	resp, err := noRedirect.Get(u.loginURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +206,103 @@ func TestUp(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || session == nil || !session.HttpOnly {
 		t.Fatalf("login: %s, cookie %+v", resp.Status, session)
 	}
-	again, err := noRedirect.Get(m[0])
+	return session
+}
+
+// uiConn is a UI's WebSocket to the master.
+type uiConn struct {
+	t    *testing.T
+	ctx  context.Context
+	conn *websocket.Conn
+}
+
+// dial opens the UI WebSocket as a browser does: with the cookie and its
+// own origin.
+func (u *upInstance) dial(t *testing.T, session *http.Cookie) *uiConn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	conn, resp, err := websocket.Dial(ctx, strings.Replace(u.base, "http", "ws", 1)+"/v1/ui", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Cookie": {session.Name + "=" + session.Value}, "Origin": {u.base}},
+	})
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	if err != nil {
+		t.Fatalf("ui with the login cookie: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.CloseNow() })
+	conn.SetReadLimit(protocol.MaxMessageBytes)
+	return &uiConn{t: t, ctx: ctx, conn: conn}
+}
+
+func (c *uiConn) send(m *protocol.Message) {
+	c.t.Helper()
+	data, err := protocol.Encode(m)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.conn.Write(c.ctx, websocket.MessageText, data); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// next reads the next message for which keep is true.
+func (c *uiConn) next(keep func(*protocol.Message) bool) *protocol.Message {
+	c.t.Helper()
+	for {
+		_, data, err := c.conn.Read(c.ctx)
+		if err != nil {
+			c.t.Fatalf("ui read: %v", err)
+		}
+		msg, err := protocol.Decode(data)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if keep(msg) {
+			return msg
+		}
+	}
+}
+
+// request sends m and returns its answer.
+func (c *uiConn) request(m *protocol.Message) *protocol.Message {
+	c.t.Helper()
+	c.send(m)
+	return c.next(func(r *protocol.Message) bool { return r.ParentID == m.MessageID })
+}
+
+// machine waits until the one machine is online and returns it.
+func (c *uiConn) machine() protocol.Machine {
+	c.t.Helper()
+	for {
+		r := c.request(protocol.New(protocol.TypeMachinesList, &protocol.MachinesList{}))
+		machines, ok := r.Payload.(*protocol.Machines)
+		if !ok {
+			c.t.Fatalf("machines list answered %s: %+v", r.Type, r.Payload)
+		}
+		if len(machines.Machines) == 1 && machines.Machines[0].Online {
+			return machines.Machines[0]
+		}
+		select {
+		case <-c.ctx.Done():
+			c.t.Fatal("the machine never came online")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestUp runs the quick start in-process: it prints a login URL that works
+// once, the UI it logs in sees this machine online with the workspace, and
+// cancelling stops it cleanly.
+func TestUp(t *testing.T) {
+	workspace := t.TempDir()
+	u := startUp(t, nil, "--workspace", workspace)
+	if !strings.Contains(u.out.String(), workspace) {
+		t.Errorf("up does not say which workspace it serves: %q", u.out.String())
+	}
+	session := u.login(t)
+	again, err := noRedirect.Get(u.loginURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,45 +310,100 @@ func TestUp(t *testing.T) {
 	if again.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a login URL used twice: %s", again.Status)
 	}
-	// The browser's WebSocket carries the cookie and its own origin.
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-	conn, wresp, err := websocket.Dial(wctx, strings.Replace(base, "http", "ws", 1)+"/v1/ui", &websocket.DialOptions{
-		HTTPHeader: http.Header{"Cookie": {session.Name + "=" + session.Value}, "Origin": {base}},
-	})
-	if wresp != nil && wresp.Body != nil {
-		_ = wresp.Body.Close()
+	m := u.dial(t, session).machine()
+	if ws := m.Workspaces; len(ws) != 1 || ws[0].Path != workspace {
+		t.Fatalf("workspaces %+v, want %s", ws, workspace)
 	}
-	if err != nil {
-		t.Fatalf("ui with the login cookie: %v", err)
+	// No --agent, no claude on PATH: the defaults.
+	var ids []string
+	for _, a := range m.Adapters {
+		ids = append(ids, a.ID)
 	}
-	defer func() { _ = conn.CloseNow() }()
-	for {
-		list := protocol.New(protocol.TypeMachinesList, &protocol.MachinesList{})
-		data, _ := protocol.Encode(list)
-		if err := conn.Write(wctx, websocket.MessageText, data); err != nil {
-			t.Fatal(err)
+	if got := strings.Join(ids, ","); got != "builtin,echo" || !strings.Contains(u.out.String(), "agents: builtin, echo\n") {
+		t.Fatalf("adapters %s, output %q", got, u.out.String())
+	}
+}
+
+// TestUpScriptAgent: `ferry up --agent script:…` offers the script agent
+// beside echo, and a session a UI starts with it runs the real script on a
+// prompt with a picked file, through the whole live path.
+func TestUpScriptAgent(t *testing.T) {
+	workspace := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(workspace, "src"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(workspace, "src", "main.go"), []byte("package main\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "lines.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf 'prompt: %s\\n' \"$(cat)\"\nfor f in \"$@\"; do printf '%s has %s line(s)\\n' \"$f\" \"$(wc -l < \"$f\" | tr -d ' ')\"; done\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	u := startUp(t, nil, "--workspace", workspace, "--agent", "echo", "--agent", "script:"+script)
+	c := u.dial(t, u.login(t))
+	m := c.machine()
+	if len(m.Adapters) != 2 || m.Adapters[0].ID != "echo" || m.Adapters[1].ID != "script:lines.sh" ||
+		m.Adapters[1].FileTokens != "arguments" || strings.Join(m.Adapters[1].Modes, ",") != protocol.ModeDefault {
+		t.Fatalf("adapters %+v", m.Adapters)
+	}
+
+	r := c.request(protocol.New(protocol.TypeSessionStart, &protocol.SessionStart{MachineID: m.ID, WorkspaceID: m.Workspaces[0].ID, Adapter: "script:lines.sh"}))
+	ans, ok := r.Payload.(*protocol.SessionAnswer)
+	if !ok {
+		t.Fatalf("session start answered %s: %+v", r.Type, r.Payload)
+	}
+	sessionID := ans.Session.ID
+	sub := protocol.New(protocol.TypeSessionSubscribe, &protocol.SessionSubscribe{})
+	sub.SessionID = sessionID
+	if r := c.request(sub); r.Type != protocol.TypeSubscribed {
+		t.Fatalf("subscribe answered %s: %+v", r.Type, r.Payload)
+	}
+	prompt := protocol.New(protocol.TypeUIPrompt, &protocol.UIPrompt{Segments: []protocol.PromptSegment{
+		{Kind: protocol.SegmentText, Text: "count "},
+		{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: "src/main.go"}},
+	}})
+	prompt.SessionID = sessionID
+	c.send(prompt)
+	var deltas strings.Builder
+	var adapterID string
+	var done *protocol.TextDone
+	for done == nil {
+		msg := c.next(func(m *protocol.Message) bool { return m.SessionID == sessionID })
+		switch p := msg.Payload.(type) {
+		case *protocol.TurnStarted:
+			adapterID = p.Adapter
+		case *protocol.TextDelta:
+			deltas.WriteString(p.Delta)
+		case *protocol.AgentError:
+			t.Fatalf("agent error %+v", p)
+		case *protocol.TextDone:
+			done = p
 		}
-		var machines *protocol.Machines
-		for machines == nil {
-			_, data, err := conn.Read(wctx)
-			if err != nil {
-				t.Fatalf("no machines answer: %v", err)
-			}
-			msg, err := protocol.Decode(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if msg.ParentID == list.MessageID {
-				machines, _ = msg.Payload.(*protocol.Machines)
-			}
-		}
-		if len(machines.Machines) == 1 && machines.Machines[0].Online {
-			if ws := machines.Machines[0].Workspaces; len(ws) != 1 || ws[0].Path != workspace {
-				t.Fatalf("workspaces %+v, want %s", ws, workspace)
-			}
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	}
+	want := "prompt: count src/main.go\n" + filepath.Join(workspace, "src", "main.go") + " has 1 line(s)\n"
+	if adapterID != "script:lines.sh" || done.StopReason != "end_turn" || done.Text != want || deltas.String() != want {
+		t.Fatalf("adapter %q, done %+v, deltas %q; want %q", adapterID, done, deltas.String(), want)
+	}
+}
+
+// TestUpOffersClaudeCodeWhenInstalled: with no --agent, a claude executable
+// on PATH adds claude-code to the defaults. (The executable here is a
+// stand-in: offering the adapter does not run it.)
+func TestUpOffersClaudeCodeWhenInstalled(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte("#!/bin/sh\nexit 1\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	u := startUp(t, map[string]string{"PATH": "relative/dir" + string(os.PathListSeparator) + bin}, "--workspace", t.TempDir())
+	m := u.dial(t, u.login(t)).machine()
+	var ids []string
+	for _, a := range m.Adapters {
+		ids = append(ids, a.ID)
+	}
+	if got := strings.Join(ids, ","); got != "builtin,echo,claude-code" {
+		t.Fatalf("adapters %s", got)
+	}
+	if c := m.Adapters[2]; c.FileTokens != "mention" || !slices.Contains(c.Modes, protocol.ModePlan) {
+		t.Fatalf("claude-code capability %+v", c)
 	}
 }

@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/agentspec"
 	"github.com/ferry-dev/ferry/internal/adapter/builtin"
 	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/ferry-dev/ferry/internal/llm"
@@ -50,11 +52,15 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	schemaFile := fs.String("json-schema", "", "a JSON Schema `FILE`: the answer must be JSON valid against it (one retry on a mismatch)")
 	noStdin := fs.Bool("no-stdin", false, "do not read piped standard input")
 	verbose := fs.Bool("verbose", false, "log the agent's internals to standard error")
+	agentFlag := fs.String("agent", agentspec.Builtin, "the agent `SPEC` to run: builtin, echo, claude-code, acp:CMD or script:CMD (see docs/adapters.md)")
 	if code, ok := parseFlags(fs, env, args,
 		`Usage: ferry run [flags] "prompt"`,
-		"\nRuns ferry's agent on one prompt in the workspace, headless: no master, no",
-		"browser. Piped standard input is read as the prompt's material (with no prompt,",
-		"as the prompt). Flags go before the prompt.",
+		"\nRuns ferry's agent (or the one --agent names) on one prompt in the workspace,",
+		"headless: no master, no browser. Piped standard input is read as the prompt's",
+		"material (with no prompt, as the prompt). Flags go before the prompt.",
+		"\nWith --agent other than builtin, the agent's questions (permission requests)",
+		"are denied, since nobody can answer, and noted on standard error; --allow,",
+		"--deny, --provider, --model and --base-url are ferry's agent's own.",
 		"\nPermissions: read-only tools run freely; anything else the rules would ask",
 		"about is denied, since nobody can be asked. Grant what the task needs with",
 		"--allow (e.g. --allow Edit --allow 'Bash(go test:*)'); denied calls are",
@@ -74,6 +80,22 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	case formatText, formatJSON, formatStreamJSON:
 	default:
 		return usageErr("--output-format must be text, json or stream-json, not %q", *format)
+	}
+	spec, err := agentspec.Parse(*agentFlag)
+	if err != nil {
+		return usageErr("--%v", err)
+	}
+	if spec.Kind != agentspec.Builtin {
+		var own []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "allow", "deny", "provider", "model", "base-url":
+				own = append(own, "--"+f.Name)
+			}
+		})
+		if len(own) > 0 {
+			return usageErr("%s only apply to --agent builtin, not %s", strings.Join(own, ", "), spec.ID())
+		}
 	}
 	switch *mode {
 	case protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview:
@@ -140,15 +162,28 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	sessionID := protocol.NewID()
+	ws := protocol.Workspace{ID: "run", Name: filepath.Base(root), Path: root}
+	turn := runTurn(prompt, stdin)
+	o := &protocol.ConfigOverrides{OutputFormat: *format, JSONSchema: schema}
+	if *maxTurns > 0 {
+		o.MaxTurns = maxTurns
+	}
+	turn.Request.ConfigOverrides = o
+	out := &runOutput{env: env, format: *format, sessionID: sessionID, turnID: turn.ID, started: map[string]string{}}
+
+	if spec.Kind != agentspec.Builtin {
+		return runAdapter(ctx, env, spec, logger, adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode}, turn, out)
+	}
 	ad := builtin.New(builtin.Config{
 		Getenv:   getenv,
 		Provider: provider.Config{Provider: *prov, Model: *model, BaseURL: *baseURL},
 		Rules:    rules,
 		Headless: true,
-		Logger:   slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level})),
+		Logger:   logger,
 	})
-	sessionID := protocol.NewID()
-	ag, err := ad.NewAgent(adapter.SessionConfig{SessionID: sessionID, Workspace: protocol.Workspace{ID: "run", Name: filepath.Base(root), Path: root}, Mode: *mode})
+	ag, err := ad.NewAgent(adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode})
 	if errors.Is(err, llm.ErrNotConfigured) {
 		// Plainly what to set, without the packages' prefixes.
 		msg := err.Error()
@@ -164,17 +199,57 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	}
 	defer func() { _ = ag.Close() }()
 
-	turn := runTurn(prompt, stdin)
-	o := &protocol.ConfigOverrides{OutputFormat: *format, JSONSchema: schema}
-	if *maxTurns > 0 {
-		o.MaxTurns = maxTurns
-	}
-	turn.Request.ConfigOverrides = o
-
-	out := &runOutput{env: env, format: *format, sessionID: sessionID, turnID: turn.ID, started: map[string]string{}}
 	out.event(protocol.TypeTurnStarted, &protocol.TurnStarted{TurnID: turn.ID, InputType: turn.Request.InputType, Mode: *mode, Adapter: builtin.ID})
 	res, runErr := ag.Run(ctx, turn, out.emit)
 	return out.finish(res, runErr)
+}
+
+// runAdapter is ferry run with an adapter other than builtin: it opens a
+// session, runs the one turn through the adapter's Session and writes the
+// output as for ferry's agent. Nobody can answer the agent's questions:
+// each is denied (and noted).
+func runAdapter(ctx context.Context, env Env, spec agentspec.Spec, log *slog.Logger, cfg adapter.SessionConfig, turn adapter.Turn, out *runOutput) int {
+	ad, err := spec.Build(agentspec.Options{Getenv: env.Getenv, Logger: log})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry run: --%v\n", err)
+		return ExitUsage
+	}
+	caps := ad.Capability()
+	if !slices.Contains(caps.Modes, cfg.Mode) {
+		fmt.Fprintf(env.Stderr, "ferry run: --mode %s: the agent %s cannot enforce it (it offers %s)\n", cfg.Mode, caps.ID, strings.Join(caps.Modes, ", "))
+		return ExitUsage
+	}
+	if !slices.Contains(caps.InputTypes, turn.Request.InputType) {
+		// The text is the same; only the agent's reading of it differs
+		// (e.g. a slash command is plain text to a script).
+		turn.Request.InputType = protocol.InputText
+	}
+	sess, err := ad.Open(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "ferry run: cannot start %s: %v\n", caps.ID, err)
+		return ExitError
+	}
+	defer func() { _ = sess.Close() }()
+	out.answer = sess.Answer
+	defer out.answers.Wait() // before Close: the denials go to an open session
+
+	out.event(protocol.TypeTurnStarted, &protocol.TurnStarted{TurnID: turn.ID, InputType: turn.Request.InputType, Mode: cfg.Mode, Adapter: caps.ID})
+	res, runErr := sess.Run(ctx, turn, out.emit)
+	ar := agent.Result{Text: res.Text, Final: res.Text, StopReason: res.StopReason, Structured: res.Structured}
+	out.adapterTotals(&ar)
+	switch {
+	case ctx.Err() != nil || res.StopReason == agent.StopCancelled:
+		ar.StopReason = agent.StopCancelled
+		if runErr == nil {
+			runErr = context.Canceled
+		}
+	case runErr != nil:
+		log.Error("the agent failed", "agent", caps.ID, "err", runErr)
+		ar.StopReason = agent.StopError
+	case ar.StopReason == "":
+		ar.StopReason = agent.StopEndTurn
+	}
+	return out.finish(ar, runErr)
 }
 
 // runTurn makes the turn of ferry run's prompt and piped input: the prompt
@@ -229,9 +304,18 @@ type runOutput struct {
 	sessionID string
 	turnID    string
 
-	mu      sync.Mutex
-	started map[string]string // tool_use_id → a short description of the call
-	denied  int
+	// answer, when set, is the session's Answer: questions are denied
+	// through it (ferry's own agent asks none when headless).
+	answer  func(interactionID string, resp *protocol.InteractionResponse) error
+	answers sync.WaitGroup // the denials under way
+
+	mu         sync.Mutex
+	started    map[string]string // tool_use_id → a short description of the call
+	denied     int
+	deniedAsks int
+	lastError  *protocol.AgentError // the turn's last agent.error
+	usage      *protocol.Usage      // the turn's last agent.usage (they are cumulative)
+	usages     int
 }
 
 // emit is the agent's Emit: stream-json lines, stderr notes in text mode.
@@ -249,9 +333,65 @@ func (o *runOutput) emit(_ context.Context, typ string, payload any) error {
 				fmt.Fprintf(o.env.Stderr, "ferry run: denied %s: %s\n", o.started[p.ToolUseID], firstLine(p.Output))
 			}
 		}
+	case *protocol.InteractionRequest:
+		o.eventLocked(typ, payload) // the question, then its denial
+		o.deny(p)
+		return nil
+	case *protocol.AgentError:
+		e := *p
+		o.lastError = &e
+	case *protocol.Usage:
+		u := *p
+		o.usage = &u
+		o.usages++
 	}
 	o.eventLocked(typ, payload)
 	return nil
+}
+
+// deny answers a question nobody can answer: "deny" where the question
+// offers it, else no answer (a timeout, which adapters treat as a denial).
+// The answer goes from its own goroutine: the adapter may be holding its
+// own lock while it emits.
+func (o *runOutput) deny(p *protocol.InteractionRequest) {
+	o.deniedAsks++
+	what := p.Title
+	if p.ToolName != "" {
+		what = callSummary(p.ToolName, p.ToolInput)
+	}
+	if o.format == formatText {
+		fmt.Fprintf(o.env.Stderr, "ferry run: denied %s: nobody can answer in ferry run\n", firstLine(what))
+	}
+	if o.answer == nil {
+		return
+	}
+	var resp *protocol.InteractionResponse
+	if slices.ContainsFunc(p.Options, func(op protocol.Option) bool { return op.Value == protocol.Deny }) {
+		resp = &protocol.InteractionResponse{InteractionID: p.InteractionID, SelectedValue: protocol.Single(protocol.Deny)}
+	}
+	answer, id := o.answer, p.InteractionID
+	o.answers.Add(1)
+	go func() {
+		defer o.answers.Done()
+		// ErrUnknownInteraction: the turn already moved on.
+		_ = answer(id, resp)
+	}()
+}
+
+// adapterTotals fills what an adapter reports only as events: usage and
+// cost from the last agent.usage, and the number of agent.usage events as
+// the model calls.
+func (o *runOutput) adapterTotals(res *agent.Result) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.usage != nil {
+		res.Usage = llm.Usage{InputTokens: o.usage.InputTokens, OutputTokens: o.usage.OutputTokens,
+			CacheReadTokens: o.usage.CacheReadTokens, CacheCreationTokens: o.usage.CacheCreationTokens}
+		if o.usage.CostUSD > 0 {
+			res.CostUSD, res.HasCost = o.usage.CostUSD, true
+		}
+	}
+	res.NumTurns = o.usages
 }
 
 func (o *runOutput) event(typ string, payload any) {
@@ -289,6 +429,7 @@ type runResult struct {
 	Structured json.RawMessage `json:"structured,omitempty"`
 	Error      *runError       `json:"error,omitempty"`
 	Denied     int             `json:"denied_tool_calls,omitempty"`
+	DeniedAsks int             `json:"denied_interactions,omitempty"`
 }
 
 type runUsage struct {
@@ -309,7 +450,7 @@ func (o *runOutput) finish(res agent.Result, runErr error) int {
 	defer o.mu.Unlock()
 	r := runResult{
 		Type: "result", Result: res.Final, StopReason: res.StopReason, NumTurns: res.NumTurns, SessionID: o.sessionID,
-		Structured: res.Structured, Denied: o.denied,
+		Structured: res.Structured, Denied: o.denied, DeniedAsks: o.deniedAsks,
 		Usage: runUsage{res.Usage.InputTokens, res.Usage.OutputTokens, res.Usage.CacheReadTokens, res.Usage.CacheCreationTokens},
 	}
 	if res.HasCost {
@@ -332,6 +473,13 @@ func (o *runOutput) finish(res agent.Result, runErr error) int {
 		if strings.HasPrefix(r.Error.Code, "provider_") {
 			msg = "the model provider failed: " + msg
 		}
+	case res.StopReason == agent.StopError:
+		// An adapter that reported its failure as agent.error.
+		r.Error = &runError{Code: agent.CodeInternal, Message: "the agent failed"}
+		if o.lastError != nil {
+			r.Error = &runError{Code: o.lastError.Code, Message: o.lastError.Message}
+		}
+		msg = r.Error.Message + " [" + r.Error.Code + "]"
 	case res.StopReason == agent.StopMaxTurns:
 		r.Error = &runError{Code: "max_turns", Message: fmt.Sprintf("stopped after %d model calls (--max-turns); the task may be unfinished", res.NumTurns)}
 		msg = r.Error.Message

@@ -1,0 +1,276 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Bounds of a connection's queues and shutdown.
+const (
+	// outQueue is how many lines may wait for the writer.
+	outQueue = 256
+	// inQueue is how many batches of inbound messages may wait for the
+	// session's dispatcher; the reader blocks (and so the agent) past it.
+	inQueue = 64
+	// closeGrace is how long Close lets the agent exit after its stdin is
+	// closed before the process group is killed.
+	closeGrace = 500 * time.Millisecond
+	// stderrLine caps a logged line of the agent's stderr.
+	stderrLine = 4 << 10
+	// stderrKeep is how many last stderr lines are kept for the crash log.
+	stderrKeep = 20
+)
+
+// errClosed is returned by send once the connection is down.
+var errClosed = errors.New("acp: the agent's connection is closed")
+
+// item is one unit of the dispatcher's ordered queue: inbound messages (a
+// batch read together), a function to run in order with them, or the end
+// of the agent's output.
+type item struct {
+	msgs []*message
+	fn   func()
+	eof  bool
+}
+
+// conn is an agent process and the JSON-RPC stream on its stdio: one
+// goroutine reads stdout, one writes stdin, one drains stderr into the log.
+type conn struct {
+	log   *slog.Logger
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+
+	out   chan []byte
+	items chan item
+	// stop ends the writer and unblocks the reader's queue sends.
+	stop     chan struct{}
+	stopOnce sync.Once
+	// writerDone is closed when the writer gave up (stop or a write error).
+	writerDone chan struct{}
+	// exited is closed once the process was reaped; exitErr is its status.
+	exited  chan struct{}
+	exitErr error
+
+	nextID atomic.Int64
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	stderr []string
+}
+
+// startConn starts argv in dir with env added to the environment, in a
+// process group of its own so that killing it reaches its children.
+func startConn(argv []string, dir string, env []string, maxLine int, log *slog.Logger) (*conn, error) {
+	cmd := exec.Command(argv[0], argv[1:]...) // #nosec G204 -- the user configured this agent command
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	setProcessGroup(cmd)
+	// Plain os.Pipe ends, not exec's StdoutPipe: exec closes those right
+	// after the process exits, which could drop the last lines the agent
+	// wrote before dying. Our read ends see EOF once every process holding
+	// the write ends is gone (the waiter kills the group for that).
+	var (
+		parent []*os.File // ends ferry keeps
+		child  []*os.File // ends the agent gets, closed here after Start
+	)
+	fail := func(err error) (*conn, error) {
+		for _, f := range append(parent, child...) {
+			_ = f.Close()
+		}
+		return nil, err
+	}
+	for range 3 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(fmt.Errorf("acp: pipe: %w", err))
+		}
+		if len(parent) == 0 { // stdin: the agent reads
+			parent, child = append(parent, w), append(child, r)
+		} else {
+			parent, child = append(parent, r), append(child, w)
+		}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = child[0], child[1], child[2]
+	if err := cmd.Start(); err != nil {
+		return fail(fmt.Errorf("acp: start %s: %w", argv[0], err))
+	}
+	for _, f := range child {
+		_ = f.Close()
+	}
+	stdin, stdout, stderr := parent[0], parent[1], parent[2]
+	c := &conn{
+		log:        log.With("pid", cmd.Process.Pid),
+		cmd:        cmd,
+		stdin:      stdin,
+		out:        make(chan []byte, outQueue),
+		items:      make(chan item, inQueue),
+		stop:       make(chan struct{}),
+		writerDone: make(chan struct{}),
+		exited:     make(chan struct{}),
+	}
+	c.wg.Add(4)
+	go func() { defer c.wg.Done(); defer stdout.Close(); c.readLoop(stdout, maxLine) }()
+	go func() { defer c.wg.Done(); defer stderr.Close(); c.stderrLoop(stderr) }()
+	go func() { defer c.wg.Done(); c.writeLoop() }()
+	go func() {
+		defer c.wg.Done()
+		c.exitErr = cmd.Wait()
+		// The agent is gone: whatever it left in its group goes too, which
+		// also lets the readers see the end of their pipes.
+		killGroup(cmd)
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+// readLoop reads the agent's stdout and queues what it parses, in order.
+// Lines that arrived in one read are queued as one batch, so the
+// dispatcher handles them back to back (see session.dispatch).
+func (c *conn) readLoop(r io.Reader, maxLine int) {
+	lr := newLineReader(r, maxLine)
+	for {
+		var batch []*message
+		var err error
+		for {
+			var (
+				line    []byte
+				skipped int64
+			)
+			line, skipped, err = lr.next()
+			switch {
+			case skipped > 0:
+				c.log.Warn("acp: skipped a line over the size limit", "bytes", skipped, "limit", lr.max)
+			case len(strings.TrimSpace(string(line))) == 0:
+			default:
+				m, perr := parseMessage(line)
+				if perr != nil {
+					c.log.Warn("acp: skipped a malformed JSON-RPC line", "err", perr, "bytes", len(line), "start", clip(string(line), 120))
+					break
+				}
+				batch = append(batch, m)
+			}
+			if err != nil || !lr.lineBuffered() {
+				break
+			}
+		}
+		if len(batch) > 0 && !c.queue(item{msgs: batch}) {
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				c.log.Warn("acp: reading the agent's output failed", "err", err)
+			}
+			c.queue(item{eof: true})
+			return
+		}
+	}
+}
+
+// queue hands it to the dispatcher; false once the connection is stopped.
+func (c *conn) queue(it item) bool {
+	select {
+	case c.items <- it:
+		return true
+	case <-c.stop:
+		return false
+	}
+}
+
+// writeLoop writes queued lines to the agent's stdin.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	for {
+		select {
+		case b := <-c.out:
+			if _, err := c.stdin.Write(b); err != nil {
+				select {
+				case <-c.stop: // closing: the pipe went first
+				default:
+					c.log.Warn("acp: writing to the agent failed", "err", err)
+				}
+				return
+			}
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+// stderrLoop logs the agent's stderr line by line and keeps the last lines.
+func (c *conn) stderrLoop(r io.Reader) {
+	lr := newLineReader(r, stderrLine)
+	for {
+		line, skipped, err := lr.next()
+		if len(line) > 0 || skipped > 0 {
+			s := string(line)
+			if skipped > 0 {
+				s = fmt.Sprintf("(a line of %d bytes)", skipped)
+			}
+			c.log.Debug("acp: agent stderr", "line", s)
+			c.mu.Lock()
+			c.stderr = append(c.stderr, s)
+			if len(c.stderr) > stderrKeep {
+				c.stderr = c.stderr[len(c.stderr)-stderrKeep:]
+			}
+			c.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// lastStderr returns the last lines the agent wrote to stderr.
+func (c *conn) lastStderr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.stderr, "\n")
+}
+
+// send queues one encoded line for the writer.
+func (c *conn) send(ctx context.Context, b []byte) error {
+	select {
+	case c.out <- b:
+		return nil
+	case <-c.writerDone:
+		return errClosed
+	case <-c.exited:
+		return errClosed
+	case <-ctx.Done():
+		return fmt.Errorf("acp: send: %w", ctx.Err())
+	}
+}
+
+// newID returns the next request id.
+func (c *conn) newID() int64 { return c.nextID.Add(1) }
+
+// kill ends the agent's whole process group now.
+func (c *conn) kill() { killGroup(c.cmd) }
+
+// close stops the agent: its stdin is closed (an ACP agent exits at end of
+// input), and after closeGrace the group is killed. It returns once the
+// process is reaped and every goroutine of the connection has finished.
+func (c *conn) close() {
+	c.stopOnce.Do(func() {
+		close(c.stop)
+		_ = c.stdin.Close()
+	})
+	t := time.NewTimer(closeGrace)
+	select {
+	case <-c.exited:
+		t.Stop()
+	case <-t.C:
+		c.kill()
+		<-c.exited
+	}
+	c.wg.Wait()
+}

@@ -1,0 +1,86 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+)
+
+// FuzzLineDecoder checks the codec on arbitrary agent output: the line
+// splitter against a plain split (lines over the limit reported by size,
+// never kept), and every parsed message for a consistent shape that
+// survives a re-encode. Seeds: testdata/fuzz/FuzzLineDecoder.
+func FuzzLineDecoder(f *testing.F) {
+	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"))
+	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s\"}}\r\n\n{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"fs/read_text_file\",\"params\":{}}"))
+	f.Add([]byte("not json\n{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"x\"}}\n[1]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const maxLine = 64
+		lr := newLineReader(bytes.NewReader(data), maxLine)
+		segs := bytes.Split(data, []byte("\n"))
+		for i, seg := range segs {
+			line, skipped, err := lr.next()
+			last := i == len(segs)-1
+			if last != (err != nil) {
+				t.Fatalf("segment %d of %d: err = %v", i, len(segs), err)
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				t.Fatalf("read error %v", err)
+			}
+			if len(seg) > maxLine {
+				if line != nil || skipped != int64(len(seg)) {
+					t.Fatalf("segment %d (%d bytes): line %q, skipped %d", i, len(seg), line, skipped)
+				}
+				continue
+			}
+			if skipped != 0 || !bytes.Equal(line, bytes.TrimSuffix(seg, []byte("\r"))) {
+				t.Fatalf("segment %d: line %q, skipped %d, want %q", i, line, skipped, seg)
+			}
+			checkMessage(t, line)
+		}
+	})
+}
+
+// checkMessage parses line and, if it is a message, checks its shape and
+// that encoding it again gives the same message.
+func checkMessage(t *testing.T, line []byte) {
+	m, err := parseMessage(line)
+	if err != nil {
+		if !errors.Is(err, errMalformed) {
+			t.Fatalf("parse error %v does not wrap errMalformed", err)
+		}
+		return
+	}
+	shapes := 0
+	for _, ok := range []bool{m.isRequest(), m.isNotification(), m.isResponse()} {
+		if ok {
+			shapes++
+		}
+	}
+	if shapes != 1 || m.isResponse() && (m.ID == nil || (m.Result == nil) == (m.Error == nil)) {
+		t.Fatalf("message %+v has %d shapes", m, shapes)
+	}
+	w := wireOut{ID: m.ID, Method: m.Method, Error: m.Error}
+	if m.Params != nil {
+		w.Params = m.Params
+	}
+	if m.Result != nil {
+		w.Result = m.Result
+	}
+	b, err := encodeLine(w)
+	if err != nil {
+		t.Fatalf("re-encode %+v: %v", m, err)
+	}
+	m2, err := parseMessage(b)
+	if err != nil {
+		t.Fatalf("re-parse %s: %v", b, err)
+	}
+	if m2.Method != m.Method || idKey(m2.ID) != idKey(m.ID) && (!isNull(m.ID) || m2.ID != nil) || (m2.Error == nil) != (m.Error == nil) {
+		t.Fatalf("round trip %+v → %s → %+v", m, b, m2)
+	}
+	if !json.Valid(b) || bytes.Count(b, []byte("\n")) != 1 {
+		t.Fatalf("encoded line %q", b)
+	}
+}

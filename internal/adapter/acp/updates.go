@@ -1,0 +1,471 @@
+package acp
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ferry-dev/ferry/internal/permission"
+	"github.com/ferry-dev/ferry/internal/textdiff"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// Sizes that keep every event under protocol.MaxMessageBytes (4 MiB) even
+// when JSON escaping grows text sixfold.
+const (
+	// maxDelta is the largest text delta; a bigger chunk is split.
+	maxDelta = 512 << 10
+	// maxResultText caps Result.Text (the deltas carry all of it).
+	maxResultText = 512 << 10
+	// maxToolOutput caps agent.tool.finished output.
+	maxToolOutput = 64 << 10
+	// maxToolInput is the largest tool input passed on whole.
+	maxToolInput = 64 << 10
+)
+
+const truncatedNote = "\n[… cut here: the whole text was streamed]"
+
+// toolState is a tool call the turn has seen.
+type toolState struct {
+	name      string
+	title     string
+	content   json.RawMessage
+	rawOutput json.RawMessage
+	finished  bool
+}
+
+// onUpdate handles one session/update. Session bookkeeping (commands,
+// mode, usage) happens whenever it comes; events only while a turn runs.
+func (s *session) onUpdate(u *sessionUpdate) {
+	ts := s.turn
+	switch u.SessionUpdate {
+	case "available_commands_update":
+		cmds := map[string]bool{}
+		for _, c := range u.AvailableCommands {
+			cmds[c.Name] = true
+		}
+		s.mu.Lock()
+		s.commands = cmds
+		s.mu.Unlock()
+		return
+	case "current_mode_update":
+		s.onModeUpdate(ts, u.CurrentModeID)
+		return
+	case "usage_update":
+		if u.Used != nil {
+			s.mu.Lock()
+			s.used = *u.Used
+			s.mu.Unlock()
+		}
+		return
+	case "user_message_chunk", "config_option_update", "session_info_update":
+		return
+	}
+	if ts == nil {
+		s.log.Info("acp: an update outside a turn was dropped", "update", clip(u.SessionUpdate, 64))
+		return
+	}
+	switch u.SessionUpdate {
+	case "agent_message_chunk":
+		text := chunkText(u.Content)
+		ts.addText(text)
+		s.streamText(ts, text, "text")
+	case "agent_thought_chunk":
+		s.streamText(ts, chunkText(u.Content), "thinking")
+	case "tool_call", "tool_call_update":
+		s.onToolCall(ts, u)
+	case "plan":
+		s.onPlan(ts, u.Entries)
+	default:
+		s.log.Debug("acp: update ignored", "update", clip(u.SessionUpdate, 64))
+	}
+}
+
+// streamText emits text as deltas of at most maxDelta bytes.
+func (s *session) streamText(ts *turnState, text, channel string) {
+	for text != "" {
+		piece := clip(text, maxDelta)
+		if piece == "" { // bytes that are no UTF-8 may offer no rune start to cut at
+			piece = text
+		}
+		text = text[len(piece):]
+		s.emit(ts, protocol.TypeTextDelta, &protocol.TextDelta{TurnID: ts.id, Delta: piece, Channel: channel})
+	}
+}
+
+// chunkText is the text of a message chunk's content block: a text block's
+// text, a resource's text, a link's URI; nothing for media.
+func chunkText(raw json.RawMessage) string {
+	var b contentBlock
+	if len(raw) == 0 || json.Unmarshal(raw, &b) != nil {
+		return ""
+	}
+	return blockText(b)
+}
+
+func blockText(b contentBlock) string {
+	switch b.Type {
+	case "text":
+		return b.Text
+	case "resource_link":
+		return b.URI
+	case "resource":
+		if b.Resource != nil {
+			return b.Resource.Text
+		}
+	}
+	return ""
+}
+
+// onToolCall maps tool_call and tool_call_update: the first sight of a
+// call is agent.tool.started, a new title agent.tool.updated, status
+// completed or failed agent.tool.finished.
+func (s *session) onToolCall(ts *turnState, u *sessionUpdate) {
+	if u.ToolCallID == "" {
+		s.log.Warn("acp: a tool call without an id was dropped")
+		return
+	}
+	id := clip(u.ToolCallID, 256)
+	st := ts.tools[u.ToolCallID]
+	if st == nil {
+		st = &toolState{name: toolName(deref(u.Kind))}
+		ts.tools[u.ToolCallID] = st
+		s.emit(ts, protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: ts.id, ToolUseID: id, ToolName: st.name, Input: toolInput(u.RawInput)})
+	}
+	if st.finished {
+		return
+	}
+	if t := deref(u.Title); t != "" && t != st.title {
+		st.title = t
+		s.emit(ts, protocol.TypeToolUpdated, &protocol.ToolUpdated{TurnID: ts.id, ToolUseID: id, Status: clip(t, 1024)})
+	}
+	if len(u.Content) > 0 && string(u.Content) != "null" {
+		st.content = u.Content
+	}
+	if len(u.RawOutput) > 0 && string(u.RawOutput) != "null" {
+		st.rawOutput = u.RawOutput
+	}
+	status := deref(u.Status)
+	if status != "completed" && status != "failed" {
+		return
+	}
+	st.finished = true
+	fin := &protocol.ToolFinished{TurnID: ts.id, ToolUseID: id, ToolName: st.name, Status: protocol.ToolOK}
+	if status == "failed" {
+		fin.Status = protocol.ToolError
+	}
+	fin.Output, fin.Diff = s.toolOutput(st)
+	s.emit(ts, protocol.TypeToolFinished, fin)
+}
+
+// toolName names a call by its ACP kind: ACP gives calls a kind and a
+// human title, not a tool name.
+func toolName(kind string) string {
+	switch kind {
+	case "read":
+		return "Read"
+	case "edit":
+		return "Edit"
+	case "delete":
+		return "Delete"
+	case "move":
+		return "Move"
+	case "search":
+		return "Search"
+	case "execute":
+		return "Execute"
+	case "think":
+		return "Think"
+	case "fetch":
+		return "Fetch"
+	case "switch_mode":
+		return "SwitchMode"
+	}
+	return "Tool"
+}
+
+// toolInput is a call's raw input as an event input: an object as it is,
+// anything else wrapped, an oversized one replaced by a note.
+func toolInput(raw json.RawMessage) json.RawMessage {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil
+	case len(raw) > maxToolInput:
+		b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(raw)}) // always encodes
+		return b
+	case raw[0] == '{':
+		return raw
+	}
+	b, _ := json.Marshal(map[string]json.RawMessage{"value": raw}) // raw is valid JSON
+	return b
+}
+
+// toolOutput renders a finished call's content: text blocks as text, the
+// first diff as a FileDiff (inside the workspace), terminals as a note;
+// with no content, the raw output.
+func (s *session) toolOutput(st *toolState) (string, *protocol.FileDiff) {
+	var (
+		parts []string
+		diff  *protocol.FileDiff
+	)
+	var items []toolContent
+	if len(st.content) > 0 && json.Unmarshal(st.content, &items) == nil {
+		for _, c := range items {
+			switch c.Type {
+			case "content":
+				if c.Content != nil {
+					if t := blockText(*c.Content); t != "" {
+						parts = append(parts, t)
+					}
+				}
+			case "diff":
+				rel, ok := s.relPath(c.Path)
+				if !ok {
+					parts = append(parts, "changed a file outside the workspace")
+					continue
+				}
+				parts = append(parts, "changed "+rel)
+				if diff == nil {
+					diff = textdiff.Diff(rel, deref(c.OldText), c.NewText, 3)
+					diff.IsNewFile = c.OldText == nil
+				}
+			case "terminal":
+				parts = append(parts, "(terminal output)")
+			}
+		}
+	}
+	if len(parts) == 0 && len(st.rawOutput) > 0 {
+		var str string
+		if json.Unmarshal(st.rawOutput, &str) == nil {
+			parts = append(parts, str)
+		} else {
+			parts = append(parts, string(st.rawOutput))
+		}
+	}
+	out := strings.Join(parts, "\n")
+	if len(out) > maxToolOutput {
+		out = clip(out, maxToolOutput) + "\n[… output cut]"
+	}
+	return out, diff
+}
+
+// relPath makes an agent's absolute path workspace-relative.
+func (s *session) relPath(p string) (string, bool) {
+	if p == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(s.ws, p)
+	}
+	rel, err := filepath.Rel(s.ws, filepath.Clean(p))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// onPlan shows a plan update as a "Plan" tool call whose output is the
+// checklist: ACP sends the whole plan each time, so each update is a call
+// of its own.
+func (s *session) onPlan(ts *turnState, entries []planEntry) {
+	s.plans++
+	id := fmt.Sprintf("ferry-plan-%d", s.plans)
+	input, _ := json.Marshal(map[string]any{"entries": entries}) // plain strings: always encodes
+	if len(input) > maxToolInput {
+		input = toolInput(input)
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		mark := " "
+		switch e.Status {
+		case "completed":
+			mark = "x"
+		case "in_progress":
+			mark = "~"
+		}
+		fmt.Fprintf(&b, "- [%s] %s\n", mark, e.Content)
+	}
+	out := b.String()
+	if len(out) > maxToolOutput {
+		out = clip(out, maxToolOutput) + "\n[… plan cut]"
+	}
+	s.emit(ts, protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: ts.id, ToolUseID: id, ToolName: "Plan", Input: input})
+	s.emit(ts, protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: ts.id, ToolUseID: id, ToolName: "Plan", Status: protocol.ToolOK, Output: out})
+}
+
+// onModeUpdate follows the agent's own mode switches (e.g. leaving plan
+// mode after the user approved the plan).
+func (s *session) onModeUpdate(ts *turnState, agentID string) {
+	if agentID == "" {
+		return
+	}
+	mode := s.ferryMode(agentID)
+	s.mu.Lock()
+	if strictness(mode) < strictness(s.mode) && !s.relaxOK {
+		// Never trust the agent to keep to a mode: it may not leave one on
+		// its own, only after the user allowed it (or by SetMode).
+		cur := s.mode
+		s.agentMode = agentID
+		s.mu.Unlock()
+		s.log.Warn("acp: the agent left a mode without the user's leave; ferry keeps enforcing it", "mode", cur, "agent_mode", clip(agentID, 64))
+		return
+	}
+	s.relaxOK = false
+	changed := s.mode != mode
+	s.mode, s.agentMode = mode, agentID
+	s.mu.Unlock()
+	if changed && ts != nil {
+		s.emit(ts, protocol.TypeModeChanged, &protocol.ModeChanged{Mode: mode})
+	}
+}
+
+// strictness orders the modes: plan allows least, default most.
+func strictness(mode string) int {
+	switch mode {
+	case protocol.ModePlan:
+		return 2
+	case protocol.ModeReview:
+		return 1
+	}
+	return 0
+}
+
+// onPermission turns session/request_permission into an interaction.
+func (s *session) onPermission(m *message) {
+	var p permissionRequest
+	if err := json.Unmarshal(m.Params, &p); err != nil || len(p.Options) == 0 || p.SessionID != s.sid {
+		s.replyError(m.ID, &rpcError{Code: rpcInvalidParams, Message: "invalid params: a known sessionId, a toolCall and options are required"})
+		return
+	}
+	ts := s.turn
+	if ts == nil {
+		// Nobody to ask outside a turn (ACP only asks while a prompt runs).
+		s.reply(m.ID, cancelledOutcome())
+		return
+	}
+	reject := ""
+	for _, kind := range []string{"reject_once", "reject_always"} {
+		for _, o := range p.Options {
+			if reject == "" && o.Kind == kind {
+				reject = o.OptionID
+			}
+		}
+	}
+	// Never trust the agent to keep to the mode: a writing or executing
+	// call is refused in plan and review mode without asking.
+	if ok, why := permission.ModeAllows(s.currentMode(), modeCall(p.ToolCall)); !ok {
+		s.log.Info("acp: permission refused by the mode", "tool", clip(deref(p.ToolCall.Title), 200), "why", why)
+		if reject != "" {
+			s.reply(m.ID, selectedOutcome(reject))
+		} else {
+			s.reply(m.ID, cancelledOutcome())
+		}
+		return
+	}
+	a := &ask{rpcID: m.ID, turn: ts, values: map[string]string{}, kinds: map[string]string{}, reject: reject,
+		switchMode: deref(p.ToolCall.Kind) == "switch_mode"}
+	var opts []protocol.Option
+	for i, o := range p.Options {
+		v := optionValue(o.Kind)
+		if _, dup := a.values[v]; v == "" || dup {
+			v = fmt.Sprintf("option_%d", i+1)
+		}
+		a.values[v], a.kinds[v] = o.OptionID, o.Kind
+		label := clip(o.Name, 1024)
+		if label == "" {
+			label = v
+		}
+		opts = append(opts, protocol.Option{Value: v, Label: label})
+	}
+	tc := p.ToolCall
+	title := clip(deref(tc.Title), 1024)
+	if title == "" {
+		title = "The agent asks for permission"
+	}
+	name := toolName(deref(tc.Kind))
+	if st := ts.tools[tc.ToolCallID]; st != nil && deref(tc.Kind) == "" {
+		name = st.name
+	}
+	st := &toolState{content: tc.Content}
+	msg, diff := s.toolOutput(st)
+	id := protocol.NewID()
+	s.mu.Lock()
+	if ts.cancelled {
+		s.mu.Unlock()
+		s.reply(m.ID, cancelledOutcome())
+		return
+	}
+	s.asks[id] = a
+	s.mu.Unlock()
+	if err := s.tryEmit(ts, protocol.TypeInteractionRequest, &protocol.InteractionRequest{
+		InteractionID: id, TurnID: ts.id, Kind: protocol.InteractionPermission,
+		Title: title, Message: clip(msg, 65536), Options: opts,
+		ToolUseID: clip(tc.ToolCallID, 256), ToolName: name, ToolInput: toolInput(tc.RawInput), Diff: diff,
+	}); err != nil {
+		// Nobody was asked: the agent must not wait for an answer.
+		s.mu.Lock()
+		_, open := s.asks[id]
+		delete(s.asks, id)
+		s.mu.Unlock()
+		if open {
+			s.reply(m.ID, cancelledOutcome())
+		}
+	}
+}
+
+// optionValue maps an ACP permission option kind onto ferry's values.
+func optionValue(kind string) string {
+	switch kind {
+	case "allow_once":
+		return protocol.AllowOnce
+	case "allow_always":
+		return protocol.AllowAlways
+	case "reject_once":
+		return protocol.Deny
+	case "reject_always":
+		return "deny_always"
+	}
+	return ""
+}
+
+// modeCall describes a permission request for permission.ModeAllows: read,
+// search, think, fetch and mode switches are read-only; an execute call is
+// a Bash command (review mode allows read-only git).
+func modeCall(tc sessionUpdate) permission.Call {
+	kind := deref(tc.Kind)
+	switch kind {
+	case "read", "search", "think", "fetch", "switch_mode":
+		return permission.Call{Tool: toolName(kind), ReadOnly: true}
+	case "execute":
+		var in struct {
+			Command string `json:"command"`
+		}
+		_ = json.Unmarshal(tc.RawInput, &in) // no command: refused as a write
+		return permission.Call{Tool: "Bash", Command: in.Command}
+	}
+	return permission.Call{Tool: toolName(kind)}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// clip cuts s to at most n bytes at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,81 @@
+package claudecode
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// promptFlags are the command-line flags a prompt's config_overrides map
+// to. Claude Code takes them only at start, so a process runs with one set;
+// a prompt with another set restarts it (resuming the conversation).
+type promptFlags struct {
+	maxTurns int
+	allowed  []string
+	denied   []string
+	schema   string // compact JSON, "" for none
+}
+
+// flagsOf reads a prompt's overrides. output_format is not among them:
+// the adapter always streams.
+func flagsOf(req *protocol.PromptRequest) promptFlags {
+	var f promptFlags
+	if req == nil || req.ConfigOverrides == nil {
+		return f
+	}
+	o := req.ConfigOverrides
+	if o.MaxTurns != nil && *o.MaxTurns > 0 {
+		f.maxTurns = *o.MaxTurns
+	}
+	f.allowed = cleanRules(o.AllowedTools)
+	f.denied = cleanRules(o.DeniedTools)
+	if len(bytes.TrimSpace(o.JSONSchema)) > 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, o.JSONSchema); err == nil && b.String() != "null" {
+			f.schema = b.String()
+		}
+	}
+	return f
+}
+
+// cleanRules drops empty rules and rules no command line can carry (NUL,
+// line breaks).
+func cleanRules(rules []string) []string {
+	var out []string
+	for _, r := range rules {
+		r = strings.TrimSpace(r)
+		if r == "" || strings.ContainsAny(r, "\x00\r\n") {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// args are the flags on Claude Code's command line. Values are attached
+// with "=", so none can be read as a flag of its own, and the variadic
+// tool lists cannot swallow the arguments after them.
+func (f promptFlags) args() []string {
+	var a []string
+	if f.maxTurns > 0 {
+		a = append(a, "--max-turns", strconv.Itoa(f.maxTurns))
+	}
+	if len(f.allowed) > 0 {
+		a = append(a, "--allowedTools="+strings.Join(f.allowed, ","))
+	}
+	if len(f.denied) > 0 {
+		a = append(a, "--disallowedTools="+strings.Join(f.denied, ","))
+	}
+	if f.schema != "" {
+		a = append(a, "--json-schema="+f.schema)
+	}
+	return a
+}
+
+// key identifies the set: processes with equal keys take the same prompts.
+func (f promptFlags) key() string {
+	return strings.Join(f.args(), "\x00")
+}

@@ -1,0 +1,499 @@
+package claudecode
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// This file is the stream-json wire of `claude -p --input-format stream-json
+// --output-format stream-json`: one JSON object per line in both
+// directions. Reading is two-stage: the line's "type" first, then the shape
+// that type has, so a field this package does not know, or one whose shape
+// a newer CLI changed, costs one line at most, never the stream.
+
+// Message types the CLI writes.
+const (
+	typeSystem          = "system"
+	typeAssistant       = "assistant"
+	typeUser            = "user"
+	typeResult          = "result"
+	typeStreamEvent     = "stream_event"
+	typeControlRequest  = "control_request"
+	typeControlResponse = "control_response"
+	typeControlCancel   = "control_cancel_request"
+	typeKeepAlive       = "keep_alive"
+)
+
+// defaultMaxLine bounds one stream line. Claude Code puts whole files into
+// single lines (a Read result, an Edit's original file), so the bound is
+// far above any file an agent edits: a 64 MiB line must parse.
+const defaultMaxLine = 128 << 20
+
+// keepBuffer is the largest line buffer kept between lines; a bigger one
+// is dropped after its line, so one huge line does not pin its memory.
+const keepBuffer = 1 << 20
+
+// lineReader splits a stream into lines of any length up to max bytes.
+// bufio.Scanner is not used: its token limit kills the stream at the first
+// line over it.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	if max <= 0 {
+		max = defaultMaxLine
+	}
+	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// next returns the next line without its "\n" (and "\r"). The line is only
+// valid until the next call. A line longer than max is skipped whole:
+// next returns skipped > 0 (its length) and a nil line. At the end of the
+// stream it returns io.EOF (after a last line without "\n", if any).
+func (lr *lineReader) next() (line []byte, skipped int64, err error) {
+	if cap(lr.buf) > keepBuffer {
+		lr.buf = nil
+	}
+	lr.buf = lr.buf[:0]
+	var over int64
+	for {
+		chunk, rerr := lr.r.ReadSlice('\n')
+		switch {
+		case over > 0:
+			over += int64(len(chunk))
+		case len(lr.buf)+len(chunk) > lr.max+1: // +1: the "\n" does not count
+			over = int64(len(lr.buf) + len(chunk))
+			lr.buf = lr.buf[:0]
+		default:
+			lr.buf = append(lr.buf, chunk...)
+		}
+		if errors.Is(rerr, bufio.ErrBufferFull) {
+			continue
+		}
+		if rerr != nil && (len(lr.buf) == 0 && over == 0 || !errors.Is(rerr, io.EOF)) {
+			if errors.Is(rerr, io.EOF) {
+				return nil, 0, io.EOF
+			}
+			return nil, 0, fmt.Errorf("claudecode: read stream: %w", rerr)
+		}
+		// A whole line, or the last one before EOF.
+		if over > 0 {
+			return nil, over, nil
+		}
+		b := bytes.TrimSuffix(lr.buf, []byte("\n"))
+		return bytes.TrimSuffix(b, []byte("\r")), 0, nil
+	}
+}
+
+// line is one decoded stream line: Type says which of the pointers is set
+// (none for types this package ignores).
+type line struct {
+	Type    string
+	System  *systemLine
+	Chat    *chatLine // assistant and user
+	Result  *resultLine
+	Event   *streamLine
+	Request *controlRequestLine
+	Reply   *controlResponseLine
+	Cancel  *controlCancelLine
+}
+
+// errNotObject is the decode error of a line that is no JSON object.
+var errNotObject = errors.New("claudecode: the line is not a JSON object")
+
+// decodeLine decodes one stream line. It never panics; an error means the
+// line is malformed (the caller logs it and goes on).
+func decodeLine(b []byte) (*line, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		return nil, errNotObject
+	}
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("claudecode: decode line: %w", err)
+	}
+	l := &line{Type: head.Type}
+	var v any
+	switch head.Type {
+	case typeSystem:
+		l.System = &systemLine{}
+		v = l.System
+	case typeAssistant, typeUser:
+		l.Chat = &chatLine{}
+		v = l.Chat
+	case typeResult:
+		l.Result = &resultLine{}
+		v = l.Result
+	case typeStreamEvent:
+		l.Event = &streamLine{}
+		v = l.Event
+	case typeControlRequest:
+		l.Request = &controlRequestLine{}
+		v = l.Request
+	case typeControlResponse:
+		l.Reply = &controlResponseLine{}
+		v = l.Reply
+	case typeControlCancel:
+		l.Cancel = &controlCancelLine{}
+		v = l.Cancel
+	case "":
+		return nil, errors.New("claudecode: the line has no type")
+	default:
+		return l, nil // a type this package does not use (keep_alive, …)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return nil, fmt.Errorf("claudecode: decode %s line: %w", head.Type, err)
+	}
+	return l, nil
+}
+
+// systemLine is a "system" line: init (session id, model), status
+// (compaction progress), compact_boundary, and others this package ignores.
+type systemLine struct {
+	Subtype         string           `json:"subtype"`
+	SessionID       string           `json:"session_id"`
+	Model           string           `json:"model"`
+	PermissionMode  string           `json:"permissionMode"`
+	CompactResult   string           `json:"compact_result"`
+	CompactError    string           `json:"compact_error"`
+	CompactMetadata *compactMetadata `json:"compact_metadata"`
+}
+
+type compactMetadata struct {
+	Trigger    string `json:"trigger"`
+	PreTokens  int64  `json:"pre_tokens"`
+	PostTokens int64  `json:"post_tokens"`
+}
+
+// chatLine is an "assistant" or "user" line: one message of the
+// conversation. Claude Code writes an assistant message one content block
+// per line, all with the message's id.
+type chatLine struct {
+	SessionID       string         `json:"session_id"`
+	ParentToolUseID *string        `json:"parent_tool_use_id"`
+	Message         chatMessage    `json:"message"`
+	ToolUseResult   *toolUseResult `json:"tool_use_result"`
+	// Error marks an assistant message Claude Code made up to report a
+	// failure ("API Error: …"): its text is the provider's error.
+	Error json.RawMessage `json:"error"`
+}
+
+// isError reports whether the line reports a failure rather than speaks.
+func (c *chatLine) isError() bool {
+	e := bytes.TrimSpace(c.Error)
+	return len(e) > 0 && !bytes.Equal(e, []byte("null")) && !bytes.Equal(e, []byte(`""`)) && !bytes.Equal(e, []byte("false"))
+}
+
+type chatMessage struct {
+	ID      string      `json:"id"`
+	Model   string      `json:"model"`
+	Role    string      `json:"role"`
+	Content flexContent `json:"content"`
+}
+
+// contentBlock is one block of a message: text, thinking, tool_use,
+// tool_result (others are ignored).
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   flexText        `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// flexContent is a message's content: a string (one text block) or a list
+// of blocks.
+type flexContent []contentBlock
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *flexContent) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0 || bytes.Equal(b, []byte("null")):
+		*c = nil
+		return nil
+	case b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("claudecode: message content: %w", err)
+		}
+		*c = flexContent{{Type: "text", Text: s}}
+		return nil
+	}
+	var blocks []contentBlock
+	if err := json.Unmarshal(b, &blocks); err != nil {
+		return fmt.Errorf("claudecode: message content: %w", err)
+	}
+	*c = blocks
+	return nil
+}
+
+// flexText is a tool result's content as text: a string, or the text of a
+// list of blocks (other blocks, such as images, as "[type]").
+type flexText string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *flexText) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0 || bytes.Equal(b, []byte("null")):
+		*t = ""
+		return nil
+	case b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("claudecode: text: %w", err)
+		}
+		*t = flexText(s)
+		return nil
+	case b[0] == '[':
+		var blocks []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(b, &blocks); err != nil {
+			return fmt.Errorf("claudecode: text blocks: %w", err)
+		}
+		var sb strings.Builder
+		for _, bl := range blocks {
+			if bl.Type == "text" {
+				sb.WriteString(bl.Text)
+			} else {
+				sb.WriteString("[" + bl.Type + "]")
+			}
+		}
+		*t = flexText(sb.String())
+		return nil
+	}
+	*t = flexText(b) // a number or an object: shown as it is
+	return nil
+}
+
+// toolUseResult is the structured result Claude Code attaches to a
+// tool_result line: for Edit and Write the file's path and the patch. It is
+// a string for some tools (and for refusals); only what ferry shows is
+// decoded, the rest (the whole original file) is skipped.
+type toolUseResult struct {
+	FilePath        string      `json:"filePath"`
+	Type            string      `json:"type"`
+	Content         string      `json:"content"` // a created file's content (Write)
+	StructuredPatch []patchHunk `json:"structuredPatch"`
+}
+
+// UnmarshalJSON implements json.Unmarshaler: an object is decoded, any
+// other value leaves the result empty.
+func (r *toolUseResult) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		*r = toolUseResult{}
+		return nil
+	}
+	type plain toolUseResult
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		// A shape this package does not know: no patch, not a bad line.
+		*r = toolUseResult{}
+		return nil //nolint:nilerr // the structured result is optional
+	}
+	*r = toolUseResult(p)
+	return nil
+}
+
+// patchHunk is one hunk of a structuredPatch: lines start with " ", "-" or
+// "+".
+type patchHunk struct {
+	OldStart int      `json:"oldStart"`
+	OldLines int      `json:"oldLines"`
+	NewStart int      `json:"newStart"`
+	NewLines int      `json:"newLines"`
+	Lines    []string `json:"lines"`
+}
+
+// resultLine ends a turn.
+type resultLine struct {
+	Subtype          string          `json:"subtype"`
+	IsError          bool            `json:"is_error"`
+	Result           flexText        `json:"result"`
+	StopReason       string          `json:"stop_reason"`
+	SessionID        string          `json:"session_id"`
+	TotalCostUSD     float64         `json:"total_cost_usd"`
+	Usage            usageBlock      `json:"usage"`
+	StructuredOutput json.RawMessage `json:"structured_output"`
+	APIErrorStatus   json.RawMessage `json:"api_error_status"`
+	TerminalReason   string          `json:"terminal_reason"`
+}
+
+// Result subtypes.
+const (
+	resultSuccess  = "success"
+	resultMaxTurns = "error_max_turns"
+)
+
+type usageBlock struct {
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// streamLine is a "stream_event" line (--include-partial-messages): one
+// raw Messages API event.
+type streamLine struct {
+	ParentToolUseID *string `json:"parent_tool_use_id"`
+	Event           struct {
+		Type    string `json:"type"`
+		Message *struct {
+			ID    string `json:"id"`
+			Model string `json:"model"`
+		} `json:"message"`
+		Delta *struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			Thinking string `json:"thinking"`
+		} `json:"delta"`
+	} `json:"event"`
+}
+
+// controlRequestLine is a request of the CLI to ferry: can_use_tool,
+// hook_callback, or one ferry does not serve.
+type controlRequestLine struct {
+	RequestID string         `json:"request_id"`
+	Request   controlRequest `json:"request"`
+}
+
+// controlRequest is the body of a control request of the CLI; which fields
+// are set depends on Subtype.
+type controlRequest struct {
+	Subtype               string            `json:"subtype"`
+	ToolName              string            `json:"tool_name"`
+	Input                 json.RawMessage   `json:"input"`
+	ToolUseID             string            `json:"tool_use_id"`
+	PermissionSuggestions []json.RawMessage `json:"permission_suggestions"`
+	BlockedPath           *string           `json:"blocked_path"`
+	Description           string            `json:"description"`
+	AgentID               string            `json:"agent_id"`
+	CallbackID            string            `json:"callback_id"`
+}
+
+// hookInput is a hook_callback's input for PreToolUse.
+type hookInput struct {
+	HookEventName string          `json:"hook_event_name"`
+	ToolName      string          `json:"tool_name"`
+	ToolInput     json.RawMessage `json:"tool_input"`
+	ToolUseID     string          `json:"tool_use_id"`
+}
+
+// controlResponseLine answers a request ferry sent.
+type controlResponseLine struct {
+	Response struct {
+		Subtype   string          `json:"subtype"`
+		RequestID string          `json:"request_id"`
+		Response  json.RawMessage `json:"response"`
+		Error     string          `json:"error"`
+	} `json:"response"`
+}
+
+// controlCancelLine withdraws a request the CLI sent (the turn was
+// interrupted, the permission is no longer needed).
+type controlCancelLine struct {
+	RequestID string `json:"request_id"`
+}
+
+// Lines ferry writes.
+
+// userLine is a prompt.
+type userLine struct {
+	Type            string      `json:"type"`
+	Message         userMessage `json:"message"`
+	ParentToolUseID *string     `json:"parent_tool_use_id"`
+	SessionID       string      `json:"session_id"`
+}
+
+type userMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+func newUserLine(text string) userLine {
+	return userLine{Type: typeUser, Message: userMessage{Role: "user", Content: text}}
+}
+
+// outRequest is a control request ferry sends (initialize, interrupt,
+// set_permission_mode).
+type outRequest struct {
+	Type      string `json:"type"`
+	RequestID string `json:"request_id"`
+	Request   any    `json:"request"`
+}
+
+// outResponse answers a control request of the CLI.
+type outResponse struct {
+	Type     string          `json:"type"`
+	Response outResponseBody `json:"response"`
+}
+
+type outResponseBody struct {
+	Subtype   string `json:"subtype"`
+	RequestID string `json:"request_id"`
+	Response  any    `json:"response,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+func successResponse(requestID string, body any) outResponse {
+	return outResponse{Type: typeControlResponse, Response: outResponseBody{Subtype: "success", RequestID: requestID, Response: body}}
+}
+
+func errorResponse(requestID, msg string) outResponse {
+	return outResponse{Type: typeControlResponse, Response: outResponseBody{Subtype: "error", RequestID: requestID, Error: msg}}
+}
+
+// permissionResult is can_use_tool's answer.
+type permissionResult struct {
+	Behavior           string            `json:"behavior"`
+	UpdatedInput       json.RawMessage   `json:"updatedInput,omitempty"`
+	UpdatedPermissions []json.RawMessage `json:"updatedPermissions,omitempty"`
+	Message            string            `json:"message,omitempty"`
+}
+
+func allow(input json.RawMessage, perms []json.RawMessage) permissionResult {
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	return permissionResult{Behavior: "allow", UpdatedInput: input, UpdatedPermissions: perms}
+}
+
+func deny(msg string) permissionResult {
+	return permissionResult{Behavior: "deny", Message: msg}
+}
+
+// hookDeny is a PreToolUse hook's refusal; hookPass lets the call go on to
+// Claude Code's own permission flow.
+type hookDecision struct {
+	HookSpecificOutput *hookSpecific `json:"hookSpecificOutput,omitempty"`
+}
+
+type hookSpecific struct {
+	HookEventName            string `json:"hookEventName"`
+	PermissionDecision       string `json:"permissionDecision"`
+	PermissionDecisionReason string `json:"permissionDecisionReason"`
+}
+
+func hookDeny(reason string) hookDecision {
+	return hookDecision{HookSpecificOutput: &hookSpecific{HookEventName: "PreToolUse", PermissionDecision: "deny", PermissionDecisionReason: reason}}
+}
+
+var hookPass = hookDecision{}

@@ -1,0 +1,266 @@
+package claudecode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/ferry-dev/ferry/internal/vfs"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+func readAllLines(t *testing.T, r io.Reader, max int) (lines []string, skipped []int64) {
+	t.Helper()
+	lr := newLineReader(r, max)
+	for {
+		b, sk, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			return lines, skipped
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sk > 0 {
+			skipped = append(skipped, sk)
+			continue
+		}
+		lines = append(lines, string(b))
+	}
+}
+
+func TestLineReader(t *testing.T) {
+	in := "a\r\nbb\n\nlast"
+	lines, skipped := readAllLines(t, iotest.OneByteReader(strings.NewReader(in)), 10)
+	if strings.Join(lines, "|") != "a|bb||last" || len(skipped) != 0 {
+		t.Errorf("%q %v", lines, skipped)
+	}
+	// A line over the bound is skipped whole; the next line is intact.
+	long := strings.Repeat("x", 100)
+	lines, skipped = readAllLines(t, strings.NewReader("ok\n"+long+"\nafter\n"), 50)
+	if strings.Join(lines, "|") != "ok|after" || len(skipped) != 1 || skipped[0] != 101 {
+		t.Errorf("%q %v", lines, skipped)
+	}
+}
+
+func TestLineReader64MiB(t *testing.T) {
+	big := bytes.Repeat([]byte("y"), 64<<20)
+	in := io.MultiReader(strings.NewReader("first\n"), bytes.NewReader(big), strings.NewReader("\nnext\n"))
+	lr := newLineReader(in, defaultMaxLine)
+	want := []int{5, 64 << 20, 4}
+	for i, n := range want {
+		b, sk, err := lr.next()
+		if err != nil || sk != 0 || len(b) != n {
+			t.Fatalf("line %d: %d bytes, skipped %d, %v", i, len(b), sk, err)
+		}
+	}
+	// The big buffer is not kept for the next line.
+	if _, _, err := lr.next(); !errors.Is(err, io.EOF) || cap(lr.buf) > keepBuffer {
+		t.Errorf("%v, buffer %d", err, cap(lr.buf))
+	}
+}
+
+func TestLineReaderError(t *testing.T) {
+	lr := newLineReader(iotest.ErrReader(errors.New("boom")), 10)
+	if _, _, err := lr.next(); err == nil || errors.Is(err, io.EOF) {
+		t.Errorf("%v", err)
+	}
+}
+
+func TestDecodeLine(t *testing.T) {
+	cases := []struct {
+		in   string
+		ok   bool
+		kind string
+	}{
+		{`{"type":"system","subtype":"init","session_id":"s","model":"m"}`, true, "system"},
+		{`{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"t","name":"Read","input":{"file_path":"a"}}]}}`, true, "chat"},
+		{`{"type":"user","message":{"role":"user","content":"plain text"}}`, true, "chat"},
+		{`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a"},{"type":"image"}]}]},"tool_use_result":"Error: x"}`, true, "chat"},
+		{`{"type":"result","subtype":"success","result":"done","stop_reason":null,"api_error_status":null,"total_cost_usd":0.1}`, true, "result"},
+		{`{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}}}`, true, "event"},
+		{`{"type":"control_request","request_id":"r","request":{"subtype":"can_use_tool","tool_name":"Edit","input":{},"blocked_path":null}}`, true, "request"},
+		{`{"type":"control_response","response":{"subtype":"success","request_id":"r"}}`, true, "reply"},
+		{`{"type":"control_cancel_request","request_id":"r"}`, true, "cancel"},
+		{`{"type":"keep_alive"}`, true, ""},
+		{`{"type":"brand_new","x":[1]}`, true, ""},
+		{``, false, ""},
+		{`null`, false, ""},
+		{`"str"`, false, ""},
+		{`{"type":3}`, false, ""},
+		{`{"no":"type"}`, false, ""},
+		{`{"type":"assistant","message":[]}`, false, ""},
+		{`{"type":"result","total_cost_usd":"a lot"}`, false, ""},
+		{`{"type":"system"`, false, ""},
+	}
+	for _, c := range cases {
+		l, err := decodeLine([]byte(c.in))
+		if (err == nil) != c.ok {
+			t.Errorf("%s: %v", c.in, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		var kind string
+		switch {
+		case l.System != nil:
+			kind = "system"
+		case l.Chat != nil:
+			kind = "chat"
+		case l.Result != nil:
+			kind = "result"
+		case l.Event != nil:
+			kind = "event"
+		case l.Request != nil:
+			kind = "request"
+		case l.Reply != nil:
+			kind = "reply"
+		case l.Cancel != nil:
+			kind = "cancel"
+		}
+		if kind != c.kind {
+			t.Errorf("%s: decoded as %q", c.in, kind)
+		}
+	}
+	l, _ := decodeLine([]byte(cases[3].in))
+	if got := string(l.Chat.Message.Content[0].Content); got != "a[image]" || l.Chat.ToolUseResult == nil || l.Chat.ToolUseResult.FilePath != "" {
+		t.Errorf("tool result %q %+v", got, l.Chat.ToolUseResult)
+	}
+}
+
+// nopTurn is a turn on workspace ws whose events are only validated, for
+// the fuzzer.
+func nopTurn(t testing.TB, ws *vfs.Local, wsPath string) *turn {
+	s := &session{log: slog.New(slog.DiscardHandler), ws: wsPath, fs: ws, mode: protocol.ModeDefault, pending: map[string]*ask{}, byRequest: map[string]*ask{}, denied: map[string]bool{},
+		a: New(Config{Logger: slog.New(slog.DiscardHandler)})}
+	emit := func(_ context.Context, typ string, payload any) error {
+		m := protocol.New(typ, payload)
+		m.SessionID = "s"
+		data, err := protocol.Encode(m)
+		if err == nil {
+			_, err = protocol.DecodeFrom(protocol.RoleClient, data)
+		}
+		if err != nil {
+			t.Errorf("invalid %s: %v", typ, err)
+		}
+		return nil
+	}
+	tr := newTurn(s, "turn-1", context.Background(), emit, true)
+	tr.p = &proc{out: make(chan []byte, 1024), stopOut: make(chan struct{}), exited: make(chan struct{}), pending: map[string]chan *controlResponseLine{}, log: s.log}
+	return tr
+}
+
+// FuzzDecodeLine feeds arbitrary lines to the decoder and what it decodes
+// to a turn: nothing may panic, and every event the turn emits must be a
+// valid protocol message.
+func FuzzDecodeLine(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"system","subtype":"init","session_id":"s","model":"m"}`,
+		`{"type":"system","subtype":"compact_boundary","compact_metadata":{"trigger":"auto","pre_tokens":100,"post_tokens":10}}`,
+		`{"type":"system","subtype":"status","compact_result":"failed","compact_error":"Not enough messages to compact."}`,
+		`{"type":"assistant","message":{"id":"m1","model":"x","content":[{"type":"thinking","thinking":"hm"},{"type":"text","text":"hi"},{"type":"tool_use","id":"toolu_1","name":"Edit","input":{"file_path":"a.txt","old_string":"a","new_string":"b"}}]}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]},"tool_use_result":{"filePath":"/ws/a.txt","structuredPatch":[{"oldStart":1,"oldLines":1,"newStart":1,"newLines":1,"lines":["-a","+b"," c","\\ No newline"]}]}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_2","content":"x","is_error":true}]},"tool_use_result":{"type":"create","filePath":"/ws/new.txt","content":"new\n"}}`,
+		`{"type":"stream_event","event":{"type":"message_start","message":{"id":"m2","model":"x"}}}`,
+		`{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"thinking_delta","thinking":"t"}}}`,
+		`{"type":"stream_event","parent_tool_use_id":"toolu_9","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":"sub"}}}`,
+		`{"type":"result","subtype":"success","result":"done","session_id":"s","total_cost_usd":0.5,"usage":{"input_tokens":1,"output_tokens":2},"structured_output":{"a":1}}`,
+		`{"type":"result","subtype":"error_during_execution","is_error":true,"api_error_status":529}`,
+		`{"type":"result","subtype":"error_max_turns","is_error":true}`,
+		`{"type":"control_request","request_id":"r1","request":{"subtype":"hook_callback","callback_id":"x","input":{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}}}`,
+		`{"type":"control_request","request_id":"r2","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"rm -rf /"},"tool_use_id":"t"}}`,
+		`{"type":"control_request","request_id":"r3","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[{"question":"Q?","options":[{"label":"A"},{"label":"A"}]}]}}}`,
+		`{"type":"control_request","request_id":"r4","request":{"subtype":"mcp_message"}}`,
+		`{"type":"control_request","request_id":"r5","request":{"subtype":"can_use_tool","tool_name":"Write","input":{"file_path":"n.txt","content":"x"},"permission_suggestions":[{"type":"setMode","mode":"acceptEdits"}]}}`,
+		`{"type":"control_response","response":{"subtype":"error","request_id":"r","error":"no"}}`,
+		`{"type":"control_cancel_request","request_id":"r2"}`,
+		`{"type":"assistant","message":{"content":"just text"}}`,
+		"{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"\xff\xfe\"}]}}",
+		`not json`, `{}`, `[]`, `{"type":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	ws, err := vfs.NewLocal(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = ws.Close() })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l, err := decodeLine(b)
+		if err != nil {
+			return
+		}
+		tr := nopTurn(t, ws, dir)
+		if tr.handle(l) {
+			_ = tr.finish()
+		}
+		tr.finishOpen(protocol.ToolCancelled, "x")
+		// Whatever the turn answered the CLI must be one JSON line each.
+		for {
+			select {
+			case out := <-tr.p.out:
+				if !json.Valid(bytes.TrimSpace(out)) || bytes.Count(out, []byte("\n")) != 1 {
+					t.Errorf("bad control line %q", out)
+				}
+				continue
+			default:
+			}
+			break
+		}
+		close(tr.p.exited) // releases whatever waits for an answer
+		tr.s.wg.Wait()
+	})
+}
+
+// FuzzLineReader checks that the reader gives back the stream's lines, for
+// any bytes and any bound.
+func FuzzLineReader(f *testing.F) {
+	f.Add([]byte("a\nb\r\n\nc"), 4)
+	f.Add([]byte("\n\n\n"), 1)
+	f.Add([]byte("0123456789\nab"), 3)
+	f.Fuzz(func(t *testing.T, in []byte, max int) {
+		if max <= 0 || max > 1<<16 {
+			return
+		}
+		lr := newLineReader(iotest.HalfReader(bytes.NewReader(in)), max)
+		var got [][]byte
+		var skips []bool
+		for i := 0; ; i++ {
+			b, sk, err := lr.next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil || i > len(in)+1 {
+				t.Fatalf("%v after %d lines", err, i)
+			}
+			skips = append(skips, sk > 0)
+			got = append(got, append([]byte(nil), b...))
+		}
+		want := bytes.Split(in, []byte("\n"))
+		if len(in) > 0 && in[len(in)-1] == '\n' || len(in) == 0 {
+			want = want[:len(want)-1]
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d lines, want %d", len(got), len(want))
+		}
+		for i := range want {
+			w := bytes.TrimSuffix(want[i], []byte("\r"))
+			if skips[i] {
+				if len(want[i]) <= max {
+					t.Errorf("line %d (%d bytes) skipped under bound %d", i, len(want[i]), max)
+				}
+				continue
+			}
+			if !bytes.Equal(got[i], w) {
+				t.Errorf("line %d = %q, want %q", i, got[i], w)
+			}
+		}
+	})
+}

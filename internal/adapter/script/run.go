@@ -1,0 +1,444 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// Timing bounds of stopping a command; none is a wait on a healthy path.
+const (
+	// KillGrace is how long a command's process group gets between SIGTERM
+	// and SIGKILL when its turn is cancelled, or when the command exited
+	// and left processes behind.
+	KillGrace = 250 * time.Millisecond
+	// drainWait bounds how long output is still read once the command's
+	// process group is gone: a process that left the group (setsid, a
+	// daemon) may hold the pipes open for ever, and the turn must end.
+	drainWait = 500 * time.Millisecond
+	// reapWait bounds the wait for the command to be reaped after SIGKILL.
+	// Only a process stuck in the kernel takes longer; Run then returns and
+	// a goroutine reaps it when it can.
+	reapWait = 2 * time.Second
+)
+
+// readChunk is the most one read of standard output takes, so the most one
+// delta carries (plus up to three bytes of a split UTF-8 sequence).
+const readChunk = 32 << 10
+
+// deltaQueue bounds the deltas read ahead of emit: a command that writes
+// faster than the client sends is slowed by the pipe, not buffered here.
+const deltaQueue = 8
+
+// runner is one turn of a session.
+type runner struct {
+	s      *session
+	turnID string
+	emit   adapter.Emit
+
+	text      strings.Builder
+	truncated bool
+}
+
+// run starts the command, streams its output and reports how it ended.
+func (r *runner) run(ctx context.Context, text string, args []string) (adapter.Result, error) {
+	log := r.s.a.log.With("session", r.s.id, "turn", r.turnID)
+	p, err := start(r.s, text, args)
+	if err != nil {
+		log.Error("script did not start", "command", r.s.a.command[0], "err", err)
+		msg := fmt.Sprintf("the script's command %q could not be started; the client's log has the details", filepath.Base(r.s.a.command[0]))
+		return r.fail(ctx, CodeStartFailed, msg)
+	}
+	defer p.release()
+	log.Debug("script started", "pid", p.pgid, "args", len(args))
+
+	deltas, waited := p.deltas, p.waited
+	var leftovers chan struct{} // closed once what the command left running is stopped
+	for deltas != nil || waited != nil || leftovers != nil {
+		select {
+		case <-ctx.Done():
+			p.stop()
+			return adapter.Result{Text: r.final(), StopReason: "cancelled"}, ctx.Err()
+		case d, ok := <-deltas:
+			if !ok {
+				deltas = nil
+				continue
+			}
+			if err := r.emit(ctx, protocol.TypeTextDelta, &protocol.TextDelta{TurnID: r.turnID, Delta: d, Channel: "text"}); err != nil {
+				if ctx.Err() != nil {
+					continue // the cancel case above ends the turn
+				}
+				p.stop()
+				return adapter.Result{Text: r.final(), StopReason: "error"}, fmt.Errorf("script: emit: %w", err)
+			}
+			r.add(d)
+		case <-waited:
+			waited = nil
+			leftovers = make(chan struct{})
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				defer close(leftovers)
+				p.stopLeftovers()
+			}()
+		case <-leftovers:
+			leftovers = nil
+			// The group is gone: what still holds the pipes left it.
+			p.drain(drainWait)
+		}
+	}
+	<-p.stderrDone // bounded: the readers drain
+
+	ps := p.cmd.ProcessState
+	stderr := p.stderrTail.bytes()
+	if ps.Success() {
+		if len(stderr) > 0 {
+			log.Debug("script standard error", "stderr", string(stderr))
+		}
+		return adapter.Result{Text: r.final(), StopReason: "end_turn"}, nil
+	}
+	code, status := CodeExitStatus, fmt.Sprintf("the script exited with status %d", ps.ExitCode())
+	if sig, ok := signaled(ps); ok {
+		code, status = CodeKilled, "the script was killed by signal "+sig
+	}
+	log.Warn("script failed", "status", ps.String(), "stderr", string(stderr))
+	res, err := r.fail(ctx, code, status+reportTail(stderr))
+	res.Text = r.final()
+	return res, err
+}
+
+// fail emits the turn's agent.error and returns the error result.
+func (r *runner) fail(ctx context.Context, code, msg string) (adapter.Result, error) {
+	res := adapter.Result{StopReason: "error"}
+	err := r.emit(ctx, protocol.TypeAgentError, &protocol.AgentError{TurnID: r.turnID, Code: code, Message: msg})
+	if err != nil {
+		if ctx.Err() != nil {
+			res.StopReason = "cancelled"
+			return res, ctx.Err()
+		}
+		return res, fmt.Errorf("script: emit: %w", err)
+	}
+	return res, nil
+}
+
+// reportTail is the end of standard error for the failure message.
+func reportTail(stderr []byte) string {
+	if len(stderr) > maxReported {
+		stderr = stderr[len(stderr)-maxReported:]
+		for len(stderr) > 0 && !utf8.RuneStart(stderr[0]) {
+			stderr = stderr[1:]
+		}
+	}
+	s := strings.TrimSpace(strings.ToValidUTF8(string(stderr), "\uFFFD"))
+	if s == "" {
+		return ""
+	}
+	return "; the end of its standard error:\n" + s
+}
+
+// add keeps d in the final text, up to MaxText.
+func (r *runner) add(d string) {
+	if r.truncated {
+		return
+	}
+	if room := MaxText - r.text.Len(); len(d) > room {
+		r.text.WriteString(cutRunes(d, room))
+		r.truncated = true
+		return
+	}
+	r.text.WriteString(d)
+}
+
+func (r *runner) final() string {
+	if r.truncated {
+		return r.text.String() + truncatedNote
+	}
+	return r.text.String()
+}
+
+// proc is one running command with its pipes and goroutines.
+type proc struct {
+	cmd  *exec.Cmd
+	pgid int
+
+	stdin, stdout, stderr *os.File // our ends of the pipes
+
+	deltas     chan string   // standard output, closed after EOF
+	outEOF     chan struct{} // closed when standard output is closed by every holder
+	stderrTail tail
+	stderrDone chan struct{}
+	waited     chan struct{} // closed when the command is reaped
+
+	quit     chan struct{} // closed when nobody reads deltas any more
+	quitOnce sync.Once
+	wg       sync.WaitGroup // the stdin writer, the readers, the leftover stopper
+
+	// drainNs, once non-zero, bounds each wait of the readers for data:
+	// that many nanoseconds, or none at all when negative (see drain).
+	drainNs atomic.Int64
+}
+
+// drainReader reads a pipe; once its proc drains, each read waits for data
+// at most the drain time. The bound is per read, not for the whole drain,
+// so output still buffered in the pipe is read whole however slowly the
+// deltas are sent on.
+type drainReader struct {
+	f *os.File
+	p *proc
+}
+
+func (r drainReader) Read(b []byte) (int, error) {
+	if ns := r.p.drainNs.Load(); ns != 0 {
+		_ = r.f.SetReadDeadline(time.Now().Add(time.Duration(max(ns, 0))))
+	}
+	return r.f.Read(b)
+}
+
+// start starts the command with text on its standard input.
+func start(s *session, text string, args []string) (_ *proc, err error) {
+	attr := newSession()
+	if attr == nil {
+		return nil, errUnsupportedOS
+	}
+	var files []*os.File // every pipe end, closed on failure
+	defer func() {
+		if err != nil {
+			for _, f := range files {
+				_ = f.Close()
+			}
+		}
+	}()
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err != nil {
+			return nil, nil, fmt.Errorf("pipe: %w", err)
+		}
+		files = append(files, r, w)
+		return r, w, nil
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		return nil, err
+	}
+	argv := append(append([]string(nil), s.a.command[1:]...), args...)
+	cmd := exec.Command(s.a.command[0], argv...) //nolint:gosec // running the configured command is this adapter's purpose
+	cmd.Dir = s.ws
+	cmd.Env = s.environ()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = attr
+	err = cmd.Start()
+	// The child holds its own copies; ours must go, so that EOF means every
+	// process holding the pipe has closed it.
+	for _, f := range []*os.File{inR, outW, errW} {
+		_ = f.Close()
+	}
+	files = []*os.File{inW, outR, errR}
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	p := &proc{
+		cmd: cmd, pgid: cmd.Process.Pid,
+		stdin: inW, stdout: outR, stderr: errR,
+		deltas: make(chan string, deltaQueue), outEOF: make(chan struct{}),
+		stderrDone: make(chan struct{}), waited: make(chan struct{}), quit: make(chan struct{}),
+	}
+	go func() {
+		defer close(p.waited)
+		_ = cmd.Wait() // the status is read from cmd.ProcessState
+	}()
+	p.wg.Add(3)
+	go func() {
+		defer p.wg.Done()
+		// A command that never reads its input gets EPIPE here once it
+		// exits, or blocks this write until release closes the pipe.
+		_, _ = io.WriteString(inW, text)
+		_ = inW.Close()
+	}()
+	go func() {
+		defer p.wg.Done()
+		p.readStdout()
+	}()
+	go func() {
+		defer p.wg.Done()
+		defer close(p.stderrDone)
+		_, _ = io.Copy(&p.stderrTail, drainReader{errR, p})
+	}()
+	return p, nil
+}
+
+// readStdout sends standard output as deltas until its end, or until
+// nobody reads them (then it discards the rest).
+func (p *proc) readStdout() {
+	defer close(p.deltas)
+	if !streamUTF8(drainReader{p.stdout, p}, p.send) {
+		p.discard()
+		return
+	}
+	close(p.outEOF)
+}
+
+// streamUTF8 reads r to its end (or first error) and hands what it reads to
+// send in pieces that are valid UTF-8 and never end inside a multi-byte
+// sequence: the start of one is held for the next read. It returns false
+// when send refuses a piece.
+func streamUTF8(r io.Reader, send func(string) bool) bool {
+	buf := make([]byte, readChunk+utf8.UTFMax)
+	held := 0 // bytes of an incomplete sequence kept at buf[:held]
+	for {
+		n, err := r.Read(buf[held : held+readChunk])
+		n += held
+		cut := n
+		if err == nil {
+			cut = completeUpTo(buf[:n])
+		}
+		if cut > 0 && !send(strings.ToValidUTF8(string(buf[:cut]), "\uFFFD")) {
+			return false
+		}
+		held = copy(buf, buf[cut:n])
+		if err != nil {
+			return true
+		}
+	}
+}
+
+// discard reads standard output to its end once nobody wants it, so
+// writers are not blocked on a full pipe while they are being stopped.
+func (p *proc) discard() {
+	_, _ = io.Copy(io.Discard, drainReader{p.stdout, p})
+	close(p.outEOF)
+}
+
+// send queues one delta; false when nobody reads deltas any more.
+func (p *proc) send(d string) bool {
+	select {
+	case p.deltas <- d:
+		return true
+	case <-p.quit:
+		return false
+	}
+}
+
+// completeUpTo returns how much of b ends on a rune boundary: b without a
+// trailing multi-byte sequence that is still incomplete. An invalid
+// sequence counts as complete (it becomes U+FFFD).
+func completeUpTo(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-(utf8.UTFMax-1); i-- {
+		if utf8.RuneStart(b[i]) {
+			if utf8.FullRune(b[i:]) {
+				return len(b)
+			}
+			return i
+		}
+	}
+	return len(b)
+}
+
+// stop ends the command: SIGTERM to its group, SIGKILL once the group has
+// closed its output and the command is reaped, or KillGrace has passed.
+func (p *proc) stop() {
+	p.quitOnce.Do(func() { close(p.quit) })
+	signalGroup(p.pgid, sigTerm)
+	graceEnd := time.Now().Add(KillGrace)
+	if waitUntil(p.waited, graceEnd) {
+		waitUntil(p.outEOF, graceEnd)
+	}
+	signalGroup(p.pgid, sigKill)
+	waitUntil(p.waited, time.Now().Add(reapWait))
+}
+
+// stopLeftovers stops what the exited command left running in its group:
+// SIGTERM, then SIGKILL once they have closed the output or KillGrace has
+// passed.
+func (p *proc) stopLeftovers() {
+	if !signalGroup(p.pgid, sigTerm) {
+		return // nobody left
+	}
+	waitUntil(p.outEOF, time.Now().Add(KillGrace))
+	signalGroup(p.pgid, sigKill)
+}
+
+// drain bounds each wait of the output readers for more data to d; with
+// d < 0 they stop at once.
+func (p *proc) drain(d time.Duration) {
+	if d == 0 {
+		d = -1
+	}
+	p.drainNs.Store(int64(d))
+	t := time.Now().Add(max(d, 0))
+	_ = p.stdout.SetReadDeadline(t)
+	_ = p.stderr.SetReadDeadline(t)
+}
+
+// release closes our pipe ends, which ends the goroutines, and waits for
+// them.
+func (p *proc) release() {
+	p.quitOnce.Do(func() { close(p.quit) })
+	_ = p.stdin.Close()
+	p.drain(-1) // readers still blocked return at once
+	p.wg.Wait()
+	_ = p.stdout.Close()
+	_ = p.stderr.Close()
+}
+
+// waitUntil waits for ch to close until t; false when t came first.
+func waitUntil(ch <-chan struct{}, t time.Time) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+	}
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
+// tail keeps the last MaxStderr bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > 2*MaxStderr {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-MaxStderr:]...)
+	}
+	return len(b), nil
+}
+
+func (t *tail) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.buf) > MaxStderr {
+		return append([]byte(nil), t.buf[len(t.buf)-MaxStderr:]...)
+	}
+	return append([]byte(nil), t.buf...)
+}
+
+var errUnsupportedOS = errors.New("script agents need a Unix system (process groups)")

@@ -1,0 +1,404 @@
+// Package script is the adapter of script agents: any command, run once per
+// prompt (spec §16.3, third row).
+//
+// What it guarantees:
+//
+//   - The prompt's text goes to the command's standard input, each file
+//     token written as its workspace-relative path; the absolute paths of
+//     the referenced files are appended to the command's arguments, each
+//     once, in order of first mention. A reference that leaves the
+//     workspace (lexically or through a symlink) is not passed: its token
+//     stays in the text as its display path, as is any token fileref cannot
+//     convert. Absolute arguments cannot be mistaken for options.
+//   - The command runs in the workspace, in a new session (its own process
+//     group, no controlling terminal), with ferry's environment minus
+//     FERRY_TOKEN, the configured extra variables, and FERRY_SESSION_ID,
+//     FERRY_WORKSPACE and FERRY_MODE.
+//   - Standard output is streamed as agent.text.delta as it arrives, never
+//     splitting a UTF-8 sequence across two deltas (bytes that are not
+//     UTF-8 become U+FFFD). Standard error is kept, its last MaxStderr
+//     bytes, for the log and the failure report.
+//   - Exit status 0 ends the turn with end_turn. Any other end emits one
+//     coded agent.error (CodeExitStatus, CodeKilled, CodeStartFailed) with
+//     a message safe to show, and the turn ends with stop_reason error.
+//   - When the turn's context is cancelled (or the session closed), the
+//     whole process group gets SIGTERM, then SIGKILL after KillGrace, and
+//     Run returns within about KillGrace. When the command exits by
+//     itself, whatever it left running in its group is stopped the same
+//     way: no process outlives its turn (bar one that left the group with
+//     setsid, which nobody can find).
+//   - A script cannot be trusted to respect plan or review mode, so only
+//     default is declared and SetMode refuses the others; there are no
+//     interactions, and Compact is refused: a script keeps no history.
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/protocol"
+	"github.com/ferry-dev/ferry/protocol/fileref"
+)
+
+// Prefix starts every script adapter's id: the id is Prefix + Config.Name.
+const Prefix = "script:"
+
+// Error codes of the agent.error a failed turn emits.
+const (
+	// CodeExitStatus: the command exited with a non-zero status.
+	CodeExitStatus = "script_exit_status"
+	// CodeKilled: the command was ended by a signal ferry did not send.
+	CodeKilled = "script_killed"
+	// CodeStartFailed: the command could not be started.
+	CodeStartFailed = "script_start_failed"
+)
+
+// Limits.
+const (
+	// MaxStderr is how much of the end of standard error is kept.
+	MaxStderr = 64 << 10
+	// MaxText bounds the turn's final text (Result.Text): agent.text.done
+	// must fit in one message. Every byte is still streamed as deltas.
+	MaxText = 1 << 20
+	// maxReported is how much of the end of standard error goes into the
+	// agent.error message (whose limit is 4096 characters).
+	maxReported = 2048
+	// maxIDLen is the protocol's limit on an adapter id.
+	maxIDLen = 128
+	// maxNameLen is the protocol's limit on an adapter's display name.
+	maxNameLen = 256
+)
+
+// truncatedNote ends a final text cut at MaxText.
+const truncatedNote = "\n[ferry: the output was longer than 1 MiB; it was streamed whole, this text keeps its start]"
+
+// Config configures a script adapter.
+type Config struct {
+	// Command is the argv; the prompt's referenced file paths are appended
+	// as arguments, the text goes to standard input. A first word with a
+	// path separator is made absolute against the current directory at New;
+	// a bare name is looked up on PATH.
+	Command []string
+	// Name makes the adapter id "script:"+Name (default: the base name of
+	// Command[0]).
+	Name string
+	// Env is extra KEY=VALUE on top of ferry's environment.
+	Env []string
+	// Logger gets what failed, in detail (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Adapter opens script sessions.
+type Adapter struct {
+	command []string
+	name    string
+	env     []string
+	log     *slog.Logger
+}
+
+var _ adapter.Adapter = (*Adapter)(nil)
+
+// New checks cfg and returns the adapter. It fails when Command is empty,
+// Name would make an invalid id, or an Env entry is not KEY=VALUE.
+func New(cfg Config) (*Adapter, error) {
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return nil, errors.New("script: no command")
+	}
+	command := slices.Clone(cfg.Command)
+	if strings.ContainsRune(command[0], filepath.Separator) && !filepath.IsAbs(command[0]) {
+		abs, err := filepath.Abs(command[0])
+		if err != nil {
+			return nil, fmt.Errorf("script: command %q: %w", command[0], err)
+		}
+		command[0] = abs
+	}
+	name := cfg.Name
+	if name == "" {
+		name = filepath.Base(command[0])
+	}
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	for _, kv := range cfg.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, fmt.Errorf("script: environment entry %q is not KEY=VALUE", kv)
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Adapter{command: command, name: name, env: slices.Clone(cfg.Env), log: log.With("adapter", Prefix+name)}, nil
+}
+
+// checkName refuses a name that cannot be part of an adapter id.
+func checkName(name string) error {
+	if name == "" || len(Prefix)+len(name) > maxIDLen || !utf8.ValidString(name) {
+		return fmt.Errorf("script: name %q: want 1 to %d bytes of UTF-8", name, maxIDLen-len(Prefix))
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return fmt.Errorf("script: name %q: no spaces or control characters", name)
+		}
+	}
+	return nil
+}
+
+// ID is the adapter's id: "script:" and its name.
+func (a *Adapter) ID() string { return Prefix + a.name }
+
+// Capability declares what a script agent supports: default mode only,
+// text input, cancel, file tokens as arguments.
+func (a *Adapter) Capability() protocol.AdapterCapability {
+	return protocol.AdapterCapability{
+		ID:         a.ID(),
+		Name:       displayName(a.command),
+		Modes:      []string{protocol.ModeDefault},
+		InputTypes: []string{protocol.InputText, protocol.InputPipedStdin},
+		Cancel:     true,
+		Compact:    false,
+		FileTokens: "arguments",
+	}
+}
+
+// displayName is "Script: " and the command, cut to the protocol's limit.
+func displayName(command []string) string {
+	s := "Script: " + strings.Join(command, " ")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	if len(s) > maxNameLen {
+		s = cutRunes(s, maxNameLen-len("…")) + "…"
+	}
+	return s
+}
+
+// cutRunes returns the longest prefix of s of at most n bytes that ends on
+// a rune boundary.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Open starts a session on the workspace. It fails when the mode is not
+// default, the workspace is not a directory, or the command is not found.
+func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Session, error) {
+	if cfg.Mode != "" && cfg.Mode != protocol.ModeDefault {
+		return nil, unsupportedMode()
+	}
+	ws := cfg.Workspace.Path
+	if !filepath.IsAbs(ws) {
+		return nil, fmt.Errorf("script: workspace %q is not an absolute path", ws)
+	}
+	ws = filepath.Clean(ws)
+	fi, err := os.Stat(ws)
+	if err != nil {
+		return nil, fmt.Errorf("script: workspace: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("script: workspace %s is not a directory", ws)
+	}
+	root, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return nil, fmt.Errorf("script: workspace: %w", err)
+	}
+	// Found now, so a missing command refuses the session clearly instead
+	// of failing every prompt.
+	if _, err := exec.LookPath(a.command[0]); err != nil {
+		return nil, fmt.Errorf("script: command %q: %w", a.command[0], err)
+	}
+	return &session{a: a, id: cfg.SessionID, ws: ws, root: root}, nil
+}
+
+func unsupportedMode() error {
+	return &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.mode",
+		Message: "a script agent cannot be made to respect plan or review mode; only default is offered"}
+}
+
+// session is one script session: each Run starts the command afresh.
+type session struct {
+	a    *Adapter
+	id   string
+	ws   string // the workspace as configured: the working directory
+	root string // ws with symlinks resolved: what confinement checks against
+
+	mu     sync.Mutex
+	closed bool
+	cancel context.CancelFunc // of the running turn
+	done   chan struct{}      // closed when the running turn's Run returns
+}
+
+var errClosed = errors.New("script: the session is closed")
+
+// Run runs the command once for the turn (see the package doc).
+func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return adapter.Result{StopReason: "error"}, errClosed
+	}
+	if s.done != nil {
+		s.mu.Unlock()
+		return adapter.Result{StopReason: "error"}, errors.New("script: a turn is already running")
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s.cancel, s.done = cancel, done
+	s.mu.Unlock()
+	defer func() {
+		cancel()
+		s.mu.Lock()
+		s.cancel, s.done = nil, nil
+		s.mu.Unlock()
+		close(done)
+	}()
+
+	text, args := s.prepare(turn.Prompt)
+	r := &runner{s: s, turnID: turn.ID, emit: emit}
+	return r.run(runCtx, text, args)
+}
+
+// prepare converts the prompt: the text for standard input and the
+// absolute paths for the arguments. Tokens whose file leaves the workspace
+// become their display path.
+func (s *session) prepare(pr fileref.Prompt) (text string, args []string) {
+	parts := make([]fileref.Part, len(pr.Parts))
+	for i, p := range pr.Parts {
+		if !p.IsFile() {
+			parts[i] = p
+			continue
+		}
+		rel, ok := s.confine(*p.File)
+		if !ok {
+			parts[i] = fileref.Part{Text: p.DisplayPath}
+			continue
+		}
+		f := *p.File
+		f.Path, f.WorkspaceRelativePath = rel, rel
+		parts[i] = fileref.Part{File: &f, DisplayPath: p.DisplayPath}
+	}
+	text, rels := fileref.Prompt{Parts: parts}.ScriptArgs()
+	for _, rel := range rels {
+		args = append(args, filepath.Join(s.ws, rel))
+	}
+	return text, args
+}
+
+// confine returns ref's path relative to the workspace, or false when it
+// leaves the workspace: lexically ("..", an absolute path elsewhere) or
+// through a symlink in the part of the path that exists.
+func (s *session) confine(ref protocol.FileReference) (string, bool) {
+	p := ref.Path
+	if p == "" {
+		p = ref.WorkspaceRelativePath
+	}
+	if p == "" || strings.ContainsRune(p, 0) {
+		return "", false
+	}
+	abs := filepath.Clean(p)
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(s.ws, abs)
+	}
+	rel, ok := within(s.ws, abs)
+	if !ok {
+		// An absolute path may name the workspace by its resolved form.
+		if rel, ok = within(s.root, abs); !ok {
+			return "", false
+		}
+	}
+	if _, ok := within(s.root, resolveExisting(abs)); !ok {
+		return "", false
+	}
+	return rel, true
+}
+
+// within returns abs relative to root when abs is root or below it.
+func within(root, abs string) (string, bool) {
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return rel, true
+}
+
+// resolveExisting resolves the symlinks of the longest existing prefix of
+// abs and appends the rest unchanged.
+func resolveExisting(abs string) string {
+	rest := ""
+	for dir := abs; ; {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}
+
+// environ is the command's environment: ferry's minus its token, the
+// configured extras, then the FERRY_* variables (the last of a duplicate
+// key wins).
+func (s *session) environ() []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "FERRY_TOKEN=") })
+	env = append(env, s.a.env...)
+	return append(env,
+		"FERRY_SESSION_ID="+s.id,
+		"FERRY_WORKSPACE="+s.ws,
+		"FERRY_MODE="+protocol.ModeDefault,
+	)
+}
+
+// Answer: a script asks nothing.
+func (s *session) Answer(string, *protocol.InteractionResponse) error {
+	return adapter.ErrUnknownInteraction
+}
+
+// SetMode accepts default only (see the package doc).
+func (s *session) SetMode(mode string, _ json.RawMessage) error {
+	if mode != protocol.ModeDefault {
+		return unsupportedMode()
+	}
+	return nil
+}
+
+// Compact is refused: a script keeps no history.
+func (s *session) Compact(context.Context, *protocol.SessionCompact) (*protocol.CompactionDone, error) {
+	return nil, &protocol.Error{Code: protocol.CodeUnsupported, Field: "type", Message: "a script agent keeps no history to compact"}
+}
+
+// Close stops a running command (as a cancel does) and waits for its turn
+// to end; later Runs fail.
+func (s *session) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	cancel, done := s.cancel, s.done
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	return nil
+}
