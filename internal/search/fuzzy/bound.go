@@ -172,7 +172,8 @@ type dirTerm struct {
 // emptied when the pattern or the directory changed.
 func (s *Slab) dirTerms(p *Pattern, dir []byte) []dirTerm {
 	c := &s.dc
-	if c.p == p && bytes.Equal(c.dir, dir) {
+	if c.p == p && len(c.dir) == len(dir) && (len(dir) == 0 || &c.dir[0] == &dir[0] || bytes.Equal(c.dir, dir)) {
+		c.dir = dir // the same slice next time: the feasibility test and the bounds ask in turn
 		return c.terms
 	}
 	c.p, c.dir = p, dir
