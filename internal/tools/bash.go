@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ferry-dev/ferry/internal/procgroup"
 )
 
 //go:embed bash.md
@@ -191,12 +193,17 @@ type bashOutcome struct {
 // runBash runs command and always stops its whole process group before it
 // returns; the error is for failures to run it at all.
 func runBash(ctx context.Context, dir, command string, timeout time.Duration, progress func(string)) (bashOutcome, error) {
+	if !procgroup.Supported {
+		// Without process groups a command could not be stopped with
+		// everything it started: run none.
+		return bashOutcome{}, errors.New("bash: the Bash tool needs a Unix system")
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return bashOutcome{}, fmt.Errorf("bash: output pipe: %w", err)
 	}
 	cmd := shellCommand(dir, command, w)
-	err = cmd.Start()
+	group, err := procgroup.Start(cmd)
 	// The child holds its own copy; ours must go so EOF means "every
 	// process holding the output has closed it".
 	_ = w.Close()
@@ -204,7 +211,6 @@ func runBash(ctx context.Context, dir, command string, timeout time.Duration, pr
 		_ = r.Close()
 		return bashOutcome{}, fmt.Errorf("bash: start %s: %w", cmd.Path, err)
 	}
-	pgid := cmd.Process.Pid
 
 	capt := newCapture(BashMaxOutput, progress)
 	readDone := make(chan struct{})
@@ -232,13 +238,13 @@ func runBash(ctx context.Context, dir, command string, timeout time.Duration, pr
 	// graceEnd is when the group's survivors get SIGKILL.
 	var graceEnd time.Time
 	if stop != stopNone {
-		signalGroup(pgid, sigTerm)
+		group.Terminate()
 		graceEnd = time.Now().Add(BashKillGrace)
 		if !waitUntil(waited, graceEnd) {
-			signalGroup(pgid, sigKill)
+			group.Kill()
 			waitUntil(waited, time.Now().Add(bashReapWait))
 		}
-	} else if signalGroup(pgid, sigTerm) {
+	} else if group.Terminate() {
 		// The shell is done but left processes behind (`cmd &`): they
 		// belong to this call and end with it.
 		graceEnd = time.Now().Add(BashKillGrace)
@@ -247,7 +253,7 @@ func runBash(ctx context.Context, dir, command string, timeout time.Duration, pr
 		// Survivors that still write get the grace to finish; once the
 		// output is closed there is nothing to wait for.
 		waitUntil(readDone, graceEnd)
-		signalGroup(pgid, sigKill)
+		group.Kill()
 	}
 	_ = r.SetReadDeadline(time.Now().Add(bashDrain))
 	<-readDone
@@ -261,6 +267,30 @@ func runBash(ctx context.Context, dir, command string, timeout time.Duration, pr
 		out.status = "The shell could not be reaped after SIGKILL (stuck in the kernel); its exit code is unknown."
 	}
 	return out, nil
+}
+
+// shellCommand prepares `bash -c command` in dir, writing to w; stdin
+// nil is /dev/null. procgroup.Start runs it in a new session: its own
+// process group (so the whole tree can be signalled) and no controlling
+// terminal (so nothing can read from or prompt on the user's terminal).
+func shellCommand(dir, command string, w *os.File) *exec.Cmd {
+	cmd := exec.Command(shellPath(), "-c", command) //nolint:gosec // running the agent's command is this tool's purpose; permissions are checked before the call
+	cmd.Dir = dir
+	cmd.Env = bashEnviron(os.Environ())
+	cmd.Stdout = w
+	cmd.Stderr = w
+	return cmd
+}
+
+// exitStatus describes how the shell ended, for the agent.
+func exitStatus(ps *os.ProcessState) string {
+	if ps == nil {
+		return "Exit code: unknown"
+	}
+	if sig, ok := procgroup.ExitSignal(ps); ok {
+		return fmt.Sprintf("Killed by signal %d (%s).", int(sig), sig)
+	}
+	return fmt.Sprintf("Exit code: %d", ps.ExitCode())
 }
 
 // waitUntil waits for ch to close or the deadline to pass; it reports

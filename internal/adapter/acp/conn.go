@@ -12,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferry-dev/ferry/internal/lines"
+	"github.com/ferry-dev/ferry/internal/procgroup"
 )
 
 // Bounds of a connection's queues and shutdown.
@@ -22,8 +25,13 @@ const (
 	// session's dispatcher; the reader blocks (and so the agent) past it.
 	inQueue = 64
 	// closeGrace is how long Close lets the agent exit after its stdin is
-	// closed before the process group is killed.
+	// closed before its process tree is killed.
 	closeGrace = 500 * time.Millisecond
+	// pipeDrain is how long the agent's output is still read after it
+	// exited and its tree was killed: a process that escaped the kill (a
+	// daemon that left every process ferry can see) may hold the pipes
+	// open for ever, and Close must still return.
+	pipeDrain = 2 * time.Second
 	// stderrLine caps a logged line of the agent's stderr.
 	stderrLine = 4 << 10
 	// stderrKeep is how many last stderr lines are kept for the crash log.
@@ -47,6 +55,7 @@ type item struct {
 type conn struct {
 	log   *slog.Logger
 	cmd   *exec.Cmd
+	group *procgroup.Group // the agent's session and process group
 	stdin io.WriteCloser
 
 	out   chan []byte
@@ -68,16 +77,16 @@ type conn struct {
 }
 
 // startConn starts argv in dir with env added to the environment, in a
-// process group of its own so that killing it reaches its children.
+// session of its own (procgroup.Start), so that killing it reaches what it
+// started and nothing it runs can use the user's terminal.
 func startConn(argv []string, dir string, env []string, maxLine int, log *slog.Logger) (*conn, error) {
 	cmd := exec.Command(argv[0], argv[1:]...) // #nosec G204 -- the user configured this agent command
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	setProcessGroup(cmd)
 	// Plain os.Pipe ends, not exec's StdoutPipe: exec closes those right
 	// after the process exits, which could drop the last lines the agent
 	// wrote before dying. Our read ends see EOF once every process holding
-	// the write ends is gone (the waiter kills the group for that).
+	// the write ends is gone (the waiter kills the tree for that).
 	var (
 		parent []*os.File // ends ferry keeps
 		child  []*os.File // ends the agent gets, closed here after Start
@@ -100,7 +109,8 @@ func startConn(argv []string, dir string, env []string, maxLine int, log *slog.L
 		}
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = child[0], child[1], child[2]
-	if err := cmd.Start(); err != nil {
+	group, err := procgroup.Start(cmd)
+	if err != nil {
 		return fail(fmt.Errorf("acp: start %s: %w", argv[0], err))
 	}
 	for _, f := range child {
@@ -110,6 +120,7 @@ func startConn(argv []string, dir string, env []string, maxLine int, log *slog.L
 	c := &conn{
 		log:        log.With("pid", cmd.Process.Pid),
 		cmd:        cmd,
+		group:      group,
 		stdin:      stdin,
 		out:        make(chan []byte, outQueue),
 		items:      make(chan item, inQueue),
@@ -117,17 +128,40 @@ func startConn(argv []string, dir string, env []string, maxLine int, log *slog.L
 		writerDone: make(chan struct{}),
 		exited:     make(chan struct{}),
 	}
+	readDone, stderrDone := make(chan struct{}), make(chan struct{})
 	c.wg.Add(4)
-	go func() { defer c.wg.Done(); defer stdout.Close(); c.readLoop(stdout, maxLine) }()
-	go func() { defer c.wg.Done(); defer stderr.Close(); c.stderrLoop(stderr) }()
+	go func() { defer c.wg.Done(); defer close(readDone); defer stdout.Close(); c.readLoop(stdout, maxLine) }()
+	go func() { defer c.wg.Done(); defer close(stderrDone); defer stderr.Close(); c.stderrLoop(stderr) }()
 	go func() { defer c.wg.Done(); c.writeLoop() }()
 	go func() {
 		defer c.wg.Done()
 		c.exitErr = cmd.Wait()
-		// The agent is gone: whatever it left in its group goes too, which
-		// also lets the readers see the end of their pipes.
-		killGroup(cmd)
+		// The agent is gone: whatever it left running goes too (what is
+		// still in its group, and below that), which also lets the
+		// readers see the end of their pipes.
+		group.KillTree()
 		close(c.exited)
+		// Past pipeDrain the pipes are closed under their readers, which
+		// ends their wait (os.ErrClosed, taken as the end of the output).
+		t := time.NewTimer(pipeDrain)
+		defer t.Stop()
+		expired := false
+		for _, p := range []struct {
+			done <-chan struct{}
+			f    *os.File
+		}{{readDone, stdout}, {stderrDone, stderr}} {
+			if !expired {
+				select {
+				case <-p.done:
+					continue
+				case <-t.C:
+					expired = true
+					c.log.Warn("acp: a process outside the agent's tree holds its output open; no longer reading it")
+				}
+			}
+			_ = p.f.Close()
+			<-p.done
+		}
 	}()
 	return c, nil
 }
@@ -136,7 +170,7 @@ func startConn(argv []string, dir string, env []string, maxLine int, log *slog.L
 // Lines that arrived in one read are queued as one batch, so the
 // dispatcher handles them back to back (see session.dispatch).
 func (c *conn) readLoop(r io.Reader, maxLine int) {
-	lr := newLineReader(r, maxLine)
+	lr := lines.NewReader(r, maxLine)
 	for {
 		var batch []*message
 		var err error
@@ -145,10 +179,10 @@ func (c *conn) readLoop(r io.Reader, maxLine int) {
 				line    []byte
 				skipped int64
 			)
-			line, skipped, err = lr.next()
+			line, skipped, err = lr.Next()
 			switch {
 			case skipped > 0:
-				c.log.Warn("acp: skipped a line over the size limit", "bytes", skipped, "limit", lr.max)
+				c.log.Warn("acp: skipped a line over the size limit", "bytes", skipped, "limit", lr.Max())
 			case len(strings.TrimSpace(string(line))) == 0:
 			default:
 				m, perr := parseMessage(line)
@@ -158,7 +192,7 @@ func (c *conn) readLoop(r io.Reader, maxLine int) {
 				}
 				batch = append(batch, m)
 			}
-			if err != nil || !lr.lineBuffered() {
+			if err != nil || !lr.LineBuffered() {
 				break
 			}
 		}
@@ -207,9 +241,9 @@ func (c *conn) writeLoop() {
 
 // stderrLoop logs the agent's stderr line by line and keeps the last lines.
 func (c *conn) stderrLoop(r io.Reader) {
-	lr := newLineReader(r, stderrLine)
+	lr := lines.NewReader(r, stderrLine)
 	for {
-		line, skipped, err := lr.next()
+		line, skipped, err := lr.Next()
 		if len(line) > 0 || skipped > 0 {
 			s := string(line)
 			if skipped > 0 {
@@ -253,13 +287,19 @@ func (c *conn) send(ctx context.Context, b []byte) error {
 // newID returns the next request id.
 func (c *conn) newID() int64 { return c.nextID.Add(1) }
 
-// kill ends the agent's whole process group now.
-func (c *conn) kill() { killGroup(c.cmd) }
+// kill ends the agent now, with its process group and every process below
+// it, also those in sessions of their own (claude-code-acp runs Claude
+// Code, which runs each Bash command under setsid).
+func (c *conn) kill() { c.group.KillTree() }
 
 // close stops the agent: its stdin is closed (an ACP agent exits at end of
-// input), and after closeGrace the group is killed. It returns once the
-// process is reaped and every goroutine of the connection has finished.
+// input), and after closeGrace its tree is killed. What it started is
+// recorded before: once the agent exits, processes that left its group
+// (and whose parents are gone) no longer lead back to it. It returns once
+// the process is reaped, what was recorded is killed, and every goroutine
+// of the connection has finished.
 func (c *conn) close() {
+	below := c.group.Snapshot()
 	c.stopOnce.Do(func() {
 		close(c.stop)
 		_ = c.stdin.Close()
@@ -272,5 +312,6 @@ func (c *conn) close() {
 		c.kill()
 		<-c.exited
 	}
+	below.Kill()
 	c.wg.Wait()
 }

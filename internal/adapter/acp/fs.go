@@ -43,7 +43,7 @@ func (s *session) onReadTextFile(m *message) {
 		s.replyError(m.ID, fsError(rpcInvalidParams, tools.CodeInvalidInput, "invalid params: path is required"))
 		return
 	}
-	if p.SessionID != s.sid {
+	if p.SessionID != s.sessionID() {
 		s.replyError(m.ID, fsError(rpcInvalidParams, tools.CodeInvalidInput, "invalid params: unknown sessionId"))
 		return
 	}
@@ -123,7 +123,7 @@ func (s *session) onWriteTextFile(m *message) {
 		s.replyError(m.ID, fsError(rpcInvalidParams, tools.CodeInvalidInput, "invalid params: path and content are required"))
 		return
 	}
-	if p.SessionID != s.sid {
+	if p.SessionID != s.sessionID() {
 		s.replyError(m.ID, fsError(rpcInvalidParams, tools.CodeInvalidInput, "invalid params: unknown sessionId"))
 		return
 	}

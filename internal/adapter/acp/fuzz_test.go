@@ -6,29 +6,38 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"github.com/ferry-dev/ferry/internal/lines"
 )
 
-// FuzzLineDecoder checks the codec on arbitrary agent output: the line
-// splitter against a plain split (lines over the limit reported by size,
-// never kept), and every parsed message for a consistent shape that
-// survives a re-encode. Seeds: testdata/fuzz/FuzzLineDecoder.
+// FuzzLineDecoder checks the codec on arbitrary agent output, split into
+// lines as the connection splits it (lines.Reader, fuzzed on its own in
+// its package): every line the reader hands on is the stream's line, and
+// every parsed message has a consistent shape that survives a re-encode.
+// Seeds: testdata/fuzz/FuzzLineDecoder.
 func FuzzLineDecoder(f *testing.F) {
 	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n"))
 	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"sessionId\":\"s\"}}\r\n\n{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"fs/read_text_file\",\"params\":{}}"))
 	f.Add([]byte("not json\n{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32700,\"message\":\"x\"}}\n[1]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const maxLine = 64
-		lr := newLineReader(bytes.NewReader(data), maxLine)
+		lr := lines.NewReader(bytes.NewReader(data), maxLine)
 		segs := bytes.Split(data, []byte("\n"))
-		for i, seg := range segs {
-			line, skipped, err := lr.next()
-			last := i == len(segs)-1
-			if last != (err != nil) {
-				t.Fatalf("segment %d of %d: err = %v", i, len(segs), err)
+		if len(segs[len(segs)-1]) == 0 {
+			segs = segs[:len(segs)-1] // nothing after the last newline
+		}
+		for i := 0; ; i++ {
+			line, skipped, err := lr.Next()
+			if i == len(segs) {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("after %d lines: %v", i, err)
+				}
+				return
 			}
-			if err != nil && !errors.Is(err, io.EOF) {
-				t.Fatalf("read error %v", err)
+			if err != nil {
+				t.Fatalf("segment %d of %d: %v", i, len(segs), err)
 			}
+			seg := segs[i]
 			if len(seg) > maxLine {
 				if line != nil || skipped != int64(len(seg)) {
 					t.Fatalf("segment %d (%d bytes): line %q, skipped %d", i, len(seg), line, skipped)

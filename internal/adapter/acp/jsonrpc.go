@@ -1,12 +1,12 @@
 package acp
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+
+	"github.com/ferry-dev/ferry/internal/lines"
 )
 
 // JSON-RPC 2.0 over newline-delimited JSON, the framing ACP uses on stdio:
@@ -19,19 +19,10 @@ import (
 // raw lines at error level. The SDK's generated types are used for what
 // ferry sends (see wire.go).
 
-// Default bounds of the codec.
-const (
-	// defaultMaxLine is the longest line parsed: a 64 MiB line (a big tool
-	// result) is read and handled; a longer one is skipped without being
-	// held in memory.
-	defaultMaxLine = 128 << 20
-	// readBufSize is the reader's buffer: lines that arrive in one read
-	// are handed on together (see conn.readLoop).
-	readBufSize = 64 << 10
-	// keepBuf is the largest line buffer kept between lines; a bigger one
-	// is dropped after use so one huge line does not pin its memory.
-	keepBuf = 1 << 20
-)
+// defaultMaxLine is the longest line parsed: a 64 MiB line (a big tool
+// result) is read and handled; a longer one is skipped without being held
+// in memory (lines.Reader splits the stream).
+const defaultMaxLine = lines.DefaultMax
 
 // JSON-RPC error codes ferry sends or reads (JSON-RPC 2.0 and ACP).
 const (
@@ -202,69 +193,4 @@ func encodeError(id json.RawMessage, e *rpcError) ([]byte, error) {
 		id = json.RawMessage("null")
 	}
 	return encodeLine(wireOut{ID: id, Error: e})
-}
-
-// lineReader splits a stream into lines of at most max bytes. A longer
-// line is consumed and dropped without being buffered; next reports its
-// size instead.
-type lineReader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
-}
-
-func newLineReader(r io.Reader, maxLine int) *lineReader {
-	if maxLine <= 0 {
-		maxLine = defaultMaxLine
-	}
-	return &lineReader{r: bufio.NewReaderSize(r, readBufSize), max: maxLine}
-}
-
-// next returns the next line without its "\n" (and a "\r" before it).
-// A line of more than max bytes (not counting the "\n") is consumed without
-// being kept: line is nil and skipped is its length. The line is valid
-// until the next call. At the end of the stream the rest after the last
-// newline is returned as a last line (possibly empty) with err io.EOF, or
-// with the read error.
-func (l *lineReader) next() (line []byte, skipped int64, err error) {
-	if cap(l.buf) > keepBuf {
-		l.buf = nil
-	}
-	l.buf = l.buf[:0]
-	over := false
-	for {
-		chunk, err := l.r.ReadSlice('\n')
-		nl := 0
-		if err == nil {
-			nl = 1 // the chunk ends with the newline
-		}
-		if !over && len(l.buf)+len(chunk)-nl > l.max {
-			over = true
-			skipped = int64(len(l.buf))
-			l.buf = l.buf[:0]
-		}
-		if over {
-			skipped += int64(len(chunk) - nl)
-		} else {
-			l.buf = append(l.buf, chunk...)
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if over {
-			return nil, skipped, err
-		}
-		return bytes.TrimSuffix(l.buf[:len(l.buf)-nl], []byte{'\r'}), 0, err
-	}
-}
-
-// lineBuffered reports whether a whole line is already buffered, so next
-// returns without reading from the stream.
-func (l *lineReader) lineBuffered() bool {
-	n := l.r.Buffered()
-	if n == 0 {
-		return false
-	}
-	b, _ := l.r.Peek(n) // never blocks: n bytes are buffered
-	return bytes.IndexByte(b, '\n') >= 0
 }

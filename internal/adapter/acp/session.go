@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acpsdk "github.com/coder/acp-go-sdk"
@@ -65,8 +66,9 @@ type session struct {
 	dead         chan struct{}
 	dispatchDone chan struct{}
 
-	// Set by handshake, read-only after.
-	sid   string
+	// sid is set by handshake while the dispatcher may already read it
+	// (an agent can send notifications before answering session/new).
+	sid   atomic.Pointer[string]
 	init  initializeResult
 	modes *modeState
 
@@ -160,7 +162,8 @@ func (s *session) handshake(ctx context.Context, mode string) error {
 		s.log.Warn("acp: bad session/new answer", "err", err)
 		return &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.adapter", Message: "the ACP agent answered session/new without a session id"}
 	}
-	s.sid, s.modes = ns.SessionID, ns.Modes
+	s.sid.Store(&ns.SessionID)
+	s.modes = ns.Modes
 	if ns.Modes != nil {
 		s.mu.Lock()
 		s.agentMode = ns.Modes.CurrentModeID
@@ -359,7 +362,7 @@ func (s *session) onNotification(m *message) {
 			s.log.Warn("acp: an unreadable session/update was dropped", "err", err)
 			return
 		}
-		if n.SessionID != s.sid {
+		if n.SessionID != s.sessionID() {
 			s.log.Warn("acp: a session/update for another session was dropped")
 			return
 		}
@@ -457,7 +460,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	}
 	id := s.c.newID()
 	line, err := encodeRequest(id, acpsdk.AgentMethodSessionPrompt, acpsdk.PromptRequest{
-		SessionId: acpsdk.SessionId(s.sid), Prompt: promptBlocks(turn.Prompt, s.ws)})
+		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: promptBlocks(turn.Prompt, s.ws)})
 	if err != nil {
 		s.release()
 		return adapter.Result{}, err
@@ -522,7 +525,7 @@ func (s *session) reportGone(ctx context.Context, turnID string, emit adapter.Em
 // If it does not come within cancelWait, Run returns anyway and a reaper
 // gives the agent killAfter before it kills the process group.
 func (s *session) cancelTurn(ctx context.Context, ts *turnState) (adapter.Result, error) {
-	s.notify(acpsdk.AgentMethodSessionCancel, acpsdk.CancelNotification{SessionId: acpsdk.SessionId(s.sid)})
+	s.notify(acpsdk.AgentMethodSessionCancel, acpsdk.CancelNotification{SessionId: acpsdk.SessionId(s.sessionID())})
 	s.cancelAsks(ts)
 	t := time.NewTimer(s.a.cancelWait)
 	defer t.Stop()
@@ -733,7 +736,7 @@ func (s *session) SetMode(mode string, _ json.RawMessage) error {
 	ctx, cancel := context.WithTimeout(s.ctx, setModeTimeout)
 	defer cancel()
 	if _, err := s.call(ctx, acpsdk.AgentMethodSessionSetMode, acpsdk.SetSessionModeRequest{
-		SessionId: acpsdk.SessionId(s.sid), ModeId: acpsdk.SessionModeId(id)}); err != nil {
+		SessionId: acpsdk.SessionId(s.sessionID()), ModeId: acpsdk.SessionModeId(id)}); err != nil {
 		s.log.Warn("acp: session/set_mode failed", "mode", id, "err", err)
 		return &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.mode",
 			Message: fmt.Sprintf("the ACP agent did not switch to %s mode", mode)}
@@ -803,7 +806,7 @@ func (s *session) Compact(ctx context.Context, req *protocol.SessionCompact) (*p
 		text += " " + req.Instruction
 	}
 	raw, err := s.call(ctx, acpsdk.AgentMethodSessionPrompt, acpsdk.PromptRequest{
-		SessionId: acpsdk.SessionId(s.sid), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(text)}})
+		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(text)}})
 	if err != nil {
 		return nil, fmt.Errorf("acp: compact: %w", err)
 	}
@@ -855,4 +858,12 @@ func (ts *turnState) textSoFar() string {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	return ts.text.String()
+}
+
+// sessionID is the agent's session id ("" before session/new answered).
+func (s *session) sessionID() string {
+	if p := s.sid.Load(); p != nil {
+		return *p
+	}
+	return ""
 }

@@ -336,7 +336,7 @@ func strictness(mode string) int {
 // onPermission turns session/request_permission into an interaction.
 func (s *session) onPermission(m *message) {
 	var p permissionRequest
-	if err := json.Unmarshal(m.Params, &p); err != nil || len(p.Options) == 0 || p.SessionID != s.sid {
+	if err := json.Unmarshal(m.Params, &p); err != nil || len(p.Options) == 0 || p.SessionID != s.sessionID() {
 		s.replyError(m.ID, &rpcError{Code: rpcInvalidParams, Message: "invalid params: a known sessionId, a toolCall and options are required"})
 		return
 	}

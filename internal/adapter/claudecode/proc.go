@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferry-dev/ferry/internal/lines"
+	"github.com/ferry-dev/ferry/internal/procgroup"
 )
 
 // Bounds of one CLI process's plumbing.
@@ -33,12 +36,13 @@ const (
 // errExited is returned for a request to a process that is gone.
 var errExited = errors.New("claudecode: the Claude Code process exited")
 
-// proc is one running Claude Code CLI: a child in its own process group,
-// with one writer goroutine on its stdin, one reader on its stdout (which
-// hands every decoded line to route, in order) and one on its stderr
-// (which logs, boundedly).
+// proc is one running Claude Code CLI: a child in a session and process
+// group of its own (procgroup.Start), with one writer goroutine on its
+// stdin, one reader on its stdout (which hands every decoded line to
+// route, in order) and one on its stderr (which logs, boundedly).
 type proc struct {
 	cmd     *exec.Cmd
+	group   *procgroup.Group
 	log     *slog.Logger
 	flagSet promptFlags // the per-prompt flags it was started with
 	flags   string      // flagSet.key()
@@ -62,7 +66,6 @@ func startProc(command string, args, env []string, dir string, flags promptFlags
 	cmd := exec.Command(command, args...) //nolint:gosec // the user configures which claude to run
 	cmd.Dir = dir
 	cmd.Env = env
-	setProcessGroup(cmd)
 
 	// Plain pipes (not Cmd.StdoutPipe): Wait then only waits for the
 	// process, and ferry decides how long to keep reading after it.
@@ -81,14 +84,15 @@ func startProc(command string, args, env []string, dir string, flags promptFlags
 		return nil, fmt.Errorf("claudecode: stderr pipe: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
+	group, err := procgroup.Start(cmd)
+	if err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, fmt.Errorf("claudecode: start %s: %w", command, err)
 	}
 	closeAll(inR, outW, errW) // the child's ends
 
 	p := &proc{
-		cmd: cmd, log: log.With("pid", cmd.Process.Pid), flagSet: flags, flags: flags.key(),
+		cmd: cmd, group: group, log: log.With("pid", cmd.Process.Pid), flagSet: flags, flags: flags.key(),
 		out: make(chan []byte, outQueue), stopOut: make(chan struct{}), exited: make(chan struct{}),
 		pending: map[string]chan *controlResponseLine{},
 	}
@@ -138,9 +142,9 @@ func (p *proc) write(w *os.File) {
 // read is the one reader of the CLI's stdout.
 func (p *proc) read(r io.Reader, maxLine int, route func(*proc, *line), done chan<- struct{}) {
 	defer close(done)
-	lr := newLineReader(r, maxLine)
+	lr := lines.NewReader(r, maxLine)
 	for {
-		b, skipped, err := lr.next()
+		b, skipped, err := lr.Next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				p.log.Debug("claude stdout", "err", err)
@@ -148,7 +152,7 @@ func (p *proc) read(r io.Reader, maxLine int, route func(*proc, *line), done cha
 			return
 		}
 		if skipped > 0 {
-			p.log.Warn("a Claude Code stream line is over the size limit; skipped", "bytes", skipped, "limit", lr.max)
+			p.log.Warn("a Claude Code stream line is over the size limit; skipped", "bytes", skipped, "limit", lr.Max())
 			continue
 		}
 		if len(b) == 0 {
@@ -170,10 +174,10 @@ func (p *proc) read(r io.Reader, maxLine int, route func(*proc, *line), done cha
 // readStderr logs the CLI's stderr, boundedly, and keeps its tail.
 func (p *proc) readStderr(r io.Reader, done chan<- struct{}) {
 	defer close(done)
-	lr := newLineReader(r, 1<<20)
+	lr := lines.NewReader(r, 1<<20)
 	logged := 0
 	for {
-		b, _, err := lr.next()
+		b, _, err := lr.Next()
 		if err != nil {
 			return
 		}
@@ -198,24 +202,31 @@ func (p *proc) readStderr(r io.Reader, done chan<- struct{}) {
 }
 
 // wait reaps the process, gives its pipes a moment to drain, then marks it
-// exited. Whatever is left in its process group is killed: nothing the CLI
-// started outlives it.
+// exited. Whatever is left in its process group, and below that, is killed:
+// nothing the CLI started outlives it (see stop for what has left the
+// group, and whose parent is gone, by then).
 func (p *proc) wait(outR, errR *os.File, readDone, errDone <-chan struct{}) {
 	err := p.cmd.Wait()
-	killGroup(p.cmd)
+	p.group.KillTree()
+	// Past pipeDrain a process outside the tree holds the pipes: they are
+	// closed, which ends their readers' wait. (Once the timer has fired it
+	// fires no more: the second pipe is closed at once then.)
 	timer := time.NewTimer(pipeDrain)
 	defer timer.Stop()
+	expired := false
 	for _, c := range []struct {
 		done <-chan struct{}
 		f    *os.File
 	}{{readDone, outR}, {errDone, errR}} {
-		select {
-		case <-c.done:
-		case <-timer.C:
-			_ = c.f.Close() // a grandchild holds the pipe: stop reading
-			<-c.done
+		if !expired {
+			select {
+			case <-c.done:
+			case <-timer.C:
+				expired = true
+			}
 		}
 		_ = c.f.Close()
+		<-c.done
 	}
 	p.waitErr = err
 	p.log.Debug("Claude Code exited", "err", err)
@@ -320,12 +331,13 @@ func (p *proc) closeInput() {
 	p.stopped.Do(func() { close(p.stopOut) })
 }
 
-// kill ends the process and everything it started, at once. The tree is
+// kill ends the process and everything it started, at once, including
+// the Bash commands Claude Code runs in sessions of their own. The tree is
 // killed before stdin is closed: a CLI that exits on EOF would orphan its
 // children before they could be found.
 func (p *proc) kill() {
 	if p.alive() {
-		killTree(p.cmd)
+		p.group.KillTree()
 	}
 	p.closeInput()
 }
@@ -334,20 +346,20 @@ func (p *proc) kill() {
 // when ctx ends first), then kills it; it returns once the process is gone.
 // What the CLI started and left running when it exited is killed too.
 func (p *proc) stop(ctx context.Context, grace time.Duration) {
-	below := treeOf(p.cmd)
+	below := p.group.Snapshot() // before the CLI's end orphans them
 	p.closeInput()
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {
 	case <-p.exited:
-		killProcs(below)
+		below.Kill()
 		return
 	case <-timer.C:
 	case <-ctx.Done():
 	}
 	p.kill()
 	<-p.exited
-	killProcs(below)
+	below.Kill()
 }
 
 // addCost records the CLI's cumulative cost and returns what it grew by.

@@ -1,13 +1,13 @@
 package claudecode
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
+
+	"github.com/ferry-dev/ferry/internal/lines"
 )
 
 // This file is the stream-json wire of `claude -p --input-format stream-json
@@ -31,67 +31,9 @@ const (
 
 // defaultMaxLine bounds one stream line. Claude Code puts whole files into
 // single lines (a Read result, an Edit's original file), so the bound is
-// far above any file an agent edits: a 64 MiB line must parse.
-const defaultMaxLine = 128 << 20
-
-// keepBuffer is the largest line buffer kept between lines; a bigger one
-// is dropped after its line, so one huge line does not pin its memory.
-const keepBuffer = 1 << 20
-
-// lineReader splits a stream into lines of any length up to max bytes.
-// bufio.Scanner is not used: its token limit kills the stream at the first
-// line over it.
-type lineReader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
-}
-
-func newLineReader(r io.Reader, max int) *lineReader {
-	if max <= 0 {
-		max = defaultMaxLine
-	}
-	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
-}
-
-// next returns the next line without its "\n" (and "\r"). The line is only
-// valid until the next call. A line longer than max is skipped whole:
-// next returns skipped > 0 (its length) and a nil line. At the end of the
-// stream it returns io.EOF (after a last line without "\n", if any).
-func (lr *lineReader) next() (line []byte, skipped int64, err error) {
-	if cap(lr.buf) > keepBuffer {
-		lr.buf = nil
-	}
-	lr.buf = lr.buf[:0]
-	var over int64
-	for {
-		chunk, rerr := lr.r.ReadSlice('\n')
-		switch {
-		case over > 0:
-			over += int64(len(chunk))
-		case len(lr.buf)+len(chunk) > lr.max+1: // +1: the "\n" does not count
-			over = int64(len(lr.buf) + len(chunk))
-			lr.buf = lr.buf[:0]
-		default:
-			lr.buf = append(lr.buf, chunk...)
-		}
-		if errors.Is(rerr, bufio.ErrBufferFull) {
-			continue
-		}
-		if rerr != nil && (len(lr.buf) == 0 && over == 0 || !errors.Is(rerr, io.EOF)) {
-			if errors.Is(rerr, io.EOF) {
-				return nil, 0, io.EOF
-			}
-			return nil, 0, fmt.Errorf("claudecode: read stream: %w", rerr)
-		}
-		// A whole line, or the last one before EOF.
-		if over > 0 {
-			return nil, over, nil
-		}
-		b := bytes.TrimSuffix(lr.buf, []byte("\n"))
-		return bytes.TrimSuffix(b, []byte("\r")), 0, nil
-	}
-}
+// far above any file an agent edits: a 64 MiB line must parse. Longer
+// lines are skipped without being held (lines.Reader splits the stream).
+const defaultMaxLine = lines.DefaultMax
 
 // line is one decoded stream line: Type says which of the pointers is set
 // (none for types this package ignores).

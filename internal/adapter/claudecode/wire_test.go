@@ -4,73 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
-	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/ferry-dev/ferry/internal/vfs"
 	"github.com/ferry-dev/ferry/protocol"
 )
-
-func readAllLines(t *testing.T, r io.Reader, max int) (lines []string, skipped []int64) {
-	t.Helper()
-	lr := newLineReader(r, max)
-	for {
-		b, sk, err := lr.next()
-		if errors.Is(err, io.EOF) {
-			return lines, skipped
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sk > 0 {
-			skipped = append(skipped, sk)
-			continue
-		}
-		lines = append(lines, string(b))
-	}
-}
-
-func TestLineReader(t *testing.T) {
-	in := "a\r\nbb\n\nlast"
-	lines, skipped := readAllLines(t, iotest.OneByteReader(strings.NewReader(in)), 10)
-	if strings.Join(lines, "|") != "a|bb||last" || len(skipped) != 0 {
-		t.Errorf("%q %v", lines, skipped)
-	}
-	// A line over the bound is skipped whole; the next line is intact.
-	long := strings.Repeat("x", 100)
-	lines, skipped = readAllLines(t, strings.NewReader("ok\n"+long+"\nafter\n"), 50)
-	if strings.Join(lines, "|") != "ok|after" || len(skipped) != 1 || skipped[0] != 101 {
-		t.Errorf("%q %v", lines, skipped)
-	}
-}
-
-func TestLineReader64MiB(t *testing.T) {
-	big := bytes.Repeat([]byte("y"), 64<<20)
-	in := io.MultiReader(strings.NewReader("first\n"), bytes.NewReader(big), strings.NewReader("\nnext\n"))
-	lr := newLineReader(in, defaultMaxLine)
-	want := []int{5, 64 << 20, 4}
-	for i, n := range want {
-		b, sk, err := lr.next()
-		if err != nil || sk != 0 || len(b) != n {
-			t.Fatalf("line %d: %d bytes, skipped %d, %v", i, len(b), sk, err)
-		}
-	}
-	// The big buffer is not kept for the next line.
-	if _, _, err := lr.next(); !errors.Is(err, io.EOF) || cap(lr.buf) > keepBuffer {
-		t.Errorf("%v, buffer %d", err, cap(lr.buf))
-	}
-}
-
-func TestLineReaderError(t *testing.T) {
-	lr := newLineReader(iotest.ErrReader(errors.New("boom")), 10)
-	if _, _, err := lr.next(); err == nil || errors.Is(err, io.EOF) {
-		t.Errorf("%v", err)
-	}
-}
 
 func TestDecodeLine(t *testing.T) {
 	cases := []struct {
@@ -216,51 +155,5 @@ func FuzzDecodeLine(f *testing.F) {
 		}
 		close(tr.p.exited) // releases whatever waits for an answer
 		tr.s.wg.Wait()
-	})
-}
-
-// FuzzLineReader checks that the reader gives back the stream's lines, for
-// any bytes and any bound.
-func FuzzLineReader(f *testing.F) {
-	f.Add([]byte("a\nb\r\n\nc"), 4)
-	f.Add([]byte("\n\n\n"), 1)
-	f.Add([]byte("0123456789\nab"), 3)
-	f.Fuzz(func(t *testing.T, in []byte, max int) {
-		if max <= 0 || max > 1<<16 {
-			return
-		}
-		lr := newLineReader(iotest.HalfReader(bytes.NewReader(in)), max)
-		var got [][]byte
-		var skips []bool
-		for i := 0; ; i++ {
-			b, sk, err := lr.next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil || i > len(in)+1 {
-				t.Fatalf("%v after %d lines", err, i)
-			}
-			skips = append(skips, sk > 0)
-			got = append(got, append([]byte(nil), b...))
-		}
-		want := bytes.Split(in, []byte("\n"))
-		if len(in) > 0 && in[len(in)-1] == '\n' || len(in) == 0 {
-			want = want[:len(want)-1]
-		}
-		if len(got) != len(want) {
-			t.Fatalf("%d lines, want %d", len(got), len(want))
-		}
-		for i := range want {
-			w := bytes.TrimSuffix(want[i], []byte("\r"))
-			if skips[i] {
-				if len(want[i]) <= max {
-					t.Errorf("line %d (%d bytes) skipped under bound %d", i, len(want[i]), max)
-				}
-				continue
-			}
-			if !bytes.Equal(got[i], w) {
-				t.Errorf("line %d = %q, want %q", i, got[i], w)
-			}
-		}
 	})
 }

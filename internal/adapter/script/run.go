@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/procgroup"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -62,7 +63,7 @@ func (r *runner) run(ctx context.Context, text string, args []string) (adapter.R
 		return r.fail(ctx, CodeStartFailed, msg)
 	}
 	defer p.release()
-	log.Debug("script started", "pid", p.pgid, "args", len(args))
+	log.Debug("script started", "pid", p.group.Pid(), "args", len(args))
 
 	deltas, waited := p.deltas, p.waited
 	var leftovers chan struct{} // closed once what the command left running is stopped
@@ -110,8 +111,8 @@ func (r *runner) run(ctx context.Context, text string, args []string) (adapter.R
 		return adapter.Result{Text: r.final(), StopReason: "end_turn"}, nil
 	}
 	code, status := CodeExitStatus, fmt.Sprintf("the script exited with status %d", ps.ExitCode())
-	if sig, ok := signaled(ps); ok {
-		code, status = CodeKilled, "the script was killed by signal "+sig
+	if sig, ok := procgroup.ExitSignal(ps); ok {
+		code, status = CodeKilled, fmt.Sprintf("the script was killed by signal %d (%s)", int(sig), sig)
 	}
 	log.Warn("script failed", "status", ps.String(), "stderr", string(stderr))
 	res, err := r.fail(ctx, code, status+reportTail(stderr))
@@ -170,8 +171,8 @@ func (r *runner) final() string {
 
 // proc is one running command with its pipes and goroutines.
 type proc struct {
-	cmd  *exec.Cmd
-	pgid int
+	cmd   *exec.Cmd
+	group *procgroup.Group // the command's session and process group
 
 	stdin, stdout, stderr *os.File // our ends of the pipes
 
@@ -208,8 +209,7 @@ func (r drainReader) Read(b []byte) (int, error) {
 
 // start starts the command with text on its standard input.
 func start(s *session, text string, args []string) (_ *proc, err error) {
-	attr := newSession()
-	if attr == nil {
+	if !procgroup.Supported {
 		return nil, errUnsupportedOS
 	}
 	var files []*os.File // every pipe end, closed on failure
@@ -244,8 +244,10 @@ func start(s *session, text string, args []string) (_ *proc, err error) {
 	cmd.Dir = s.ws
 	cmd.Env = s.environ()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = attr
-	err = cmd.Start()
+	// A new session: its own process group (so the whole tree can be
+	// signalled) and no controlling terminal (so nothing can read from or
+	// prompt on the user's terminal).
+	group, err := procgroup.Start(cmd)
 	// The child holds its own copies; ours must go, so that EOF means every
 	// process holding the pipe has closed it.
 	for _, f := range []*os.File{inR, outW, errW} {
@@ -256,7 +258,7 @@ func start(s *session, text string, args []string) (_ *proc, err error) {
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	p := &proc{
-		cmd: cmd, pgid: cmd.Process.Pid,
+		cmd: cmd, group: group,
 		stdin: inW, stdout: outR, stderr: errR,
 		deltas: make(chan string, deltaQueue), outEOF: make(chan struct{}),
 		stderrDone: make(chan struct{}), waited: make(chan struct{}), quit: make(chan struct{}),
@@ -356,12 +358,12 @@ func completeUpTo(b []byte) int {
 // closed its output and the command is reaped, or KillGrace has passed.
 func (p *proc) stop() {
 	p.quitOnce.Do(func() { close(p.quit) })
-	signalGroup(p.pgid, sigTerm)
+	p.group.Terminate()
 	graceEnd := time.Now().Add(KillGrace)
 	if waitUntil(p.waited, graceEnd) {
 		waitUntil(p.outEOF, graceEnd)
 	}
-	signalGroup(p.pgid, sigKill)
+	p.group.Kill()
 	waitUntil(p.waited, time.Now().Add(reapWait))
 }
 
@@ -369,11 +371,11 @@ func (p *proc) stop() {
 // SIGTERM, then SIGKILL once they have closed the output or KillGrace has
 // passed.
 func (p *proc) stopLeftovers() {
-	if !signalGroup(p.pgid, sigTerm) {
+	if !p.group.Terminate() {
 		return // nobody left
 	}
 	waitUntil(p.outEOF, time.Now().Add(KillGrace))
-	signalGroup(p.pgid, sigKill)
+	p.group.Kill()
 }
 
 // drain bounds each wait of the output readers for more data to d; with
