@@ -242,31 +242,6 @@ type InteractionResolved struct {
 	TextInput string `json:"text_input,omitempty"`
 }
 
-// Artifact is a file an agent handed to the user (spec 004): the
-// message-side form, with the download token the master issued.
-type Artifact struct {
-	// Path of the file, relative to the workspace.
-	Path string `json:"path" jsonschema:"minLength=1,maxLength=4096"`
-	// FileName is the last element of Path.
-	FileName string `json:"file_name" jsonschema:"minLength=1,maxLength=1024"`
-	// Size in bytes when registered.
-	Size int64 `json:"size" jsonschema:"minimum=0"`
-	// MimeType is an IANA media type (application/octet-stream when unknown).
-	MimeType string `json:"mime_type" jsonschema:"minLength=1,maxLength=256"`
-	// ToolUseID of the Write, Edit or other call that made the file.
-	ToolUseID string `json:"tool_use_id" jsonschema:"minLength=1,maxLength=256"`
-	// DownloadToken is the master's unguessable token for GET /v1/artifacts/{token}.
-	DownloadToken string `json:"download_token,omitempty" jsonschema:"maxLength=256"`
-}
-
-// ArtifactRegistered is agent.artifact.registered.
-type ArtifactRegistered struct {
-	// TurnID names the turn (from agent.turn.started).
-	TurnID string `json:"turn_id" jsonschema:"minLength=1,maxLength=128"`
-	// Artifact is the file handed over.
-	Artifact Artifact `json:"artifact"`
-}
-
 // Usage is agent.usage: tokens and cost of the model calls so far in a turn.
 type Usage struct {
 	// TurnID names the turn (from agent.turn.started).

@@ -32,5 +32,10 @@
 //     workspaces in session.capabilities, control.session.open and
 //     session.opened, the ui.* session requests, the master.* answers,
 //     master.ack, and the error codes unauthorized, not_found,
-//     client_offline, interaction_settled, busy and slow_consumer.
+//     client_offline, interaction_settled, busy and slow_consumer; then
+//     agent.artifact (replacing the unused agent.artifact.registered
+//     placeholder) for issue 8's file artifacts, and their downloads:
+//     ui.artifacts.list and master.artifacts, control.artifact.read,
+//     .range, .ack and .cancel, session.artifact.meta and .end, and the
+//     binary data frame (ArtifactChunk), the one message that is not JSON.
 package protocol

@@ -49,7 +49,7 @@ const (
 	TypeToolFinished        = "agent.tool.finished"
 	TypeInteractionRequest  = "agent.interaction.request"
 	TypeInteractionResolved = "agent.interaction.resolved"
-	TypeArtifactRegistered  = "agent.artifact.registered"
+	TypeArtifact            = "agent.artifact"
 	TypeUsage               = "agent.usage"
 	TypeAgentError          = "agent.error"
 	TypeModeChanged         = "agent.mode.changed"
@@ -106,7 +106,7 @@ var registry = map[string]spec{
 	TypeToolFinished:        {reflect.TypeFor[ToolFinished](), RoleClient, true, false, "a tool call's result"},
 	TypeInteractionRequest:  {reflect.TypeFor[InteractionRequest](), RoleClient, true, false, "the agent asks the user"},
 	TypeInteractionResolved: {reflect.TypeFor[InteractionResolved](), RoleMaster, true, false, "an interaction was settled"},
-	TypeArtifactRegistered:  {reflect.TypeFor[ArtifactRegistered](), RoleClient, true, false, "the agent handed the user a file"},
+	TypeArtifact:            {reflect.TypeFor[Artifact](), RoleClient, true, false, "the agent handed the user a file"},
 	TypeUsage:               {reflect.TypeFor[Usage](), RoleClient, true, false, "tokens and cost so far"},
 	TypeAgentError:          {reflect.TypeFor[AgentError](), RoleClient, true, false, "the agent or its provider failed"},
 	TypeModeChanged:         {reflect.TypeFor[ModeChanged](), RoleClient, true, false, "a mode switch took effect"},
@@ -125,6 +125,14 @@ var registry = map[string]spec{
 	TypeSessions:            {reflect.TypeFor[Sessions](), RoleMaster, false, true, "the sessions a UI may see"},
 	TypeSubscribed:          {reflect.TypeFor[Subscribed](), RoleMaster, true, true, "how a subscription resumes: replay or snapshot"},
 	TypeAck:                 {reflect.TypeFor[Ack](), RoleMaster, false, false, "the client's messages up to one are persisted"},
+	TypeArtifactsList:       {reflect.TypeFor[ArtifactsList](), RoleUI, true, false, "list a session's artifacts with fresh download links"},
+	TypeArtifacts:           {reflect.TypeFor[Artifacts](), RoleMaster, true, true, "a session's artifacts with this UI's download links"},
+	TypeArtifactRead:        {reflect.TypeFor[ArtifactRead](), RoleMaster, true, false, "open a recorded artifact for a download"},
+	TypeArtifactRange:       {reflect.TypeFor[ArtifactRange](), RoleMaster, true, false, "send a byte range of an opened artifact"},
+	TypeArtifactAck:         {reflect.TypeFor[ArtifactAck](), RoleMaster, true, false, "a download's bytes up to an offset were delivered"},
+	TypeArtifactCancel:      {reflect.TypeFor[ArtifactCancel](), RoleMaster, true, false, "stop a download"},
+	TypeArtifactMeta:        {reflect.TypeFor[ArtifactMeta](), RoleClient, true, true, "the opened artifact's size, time and version"},
+	TypeArtifactEnd:         {reflect.TypeFor[ArtifactEnd](), RoleClient, true, false, "the last message of a download"},
 	TypeError:               {reflect.TypeFor[Error](), RoleMaster | RoleClient | RoleUI, false, false, "a coded error about a message"},
 }
 

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
@@ -58,6 +59,10 @@ type Result struct {
 	StopReason string
 	// Structured is the json_schema answer, if the prompt asked for one.
 	Structured json.RawMessage
+	// Artifacts are the files the turn handed to the user (each was also
+	// sent as agent.artifact while the turn ran), whatever the stop reason;
+	// adapters without artifacts leave it empty.
+	Artifacts []llm.Artifact
 }
 
 // Session is one open agent session. Run is called for one turn at a time;

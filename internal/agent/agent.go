@@ -38,7 +38,19 @@
 //   - Compact summarises the older history with the model, keeps the
 //     latest whole turns verbatim, aims at the requested size ratio,
 //     resets Read's dedup state and hands the dropped messages to
-//     Config.OnCompact.
+//     Config.OnCompact. The artifacts of the summarised messages move to
+//     the summary message, so compaction never loses one.
+//   - Artifacts (Config.Artifacts): Write, Edit and Bash are the
+//     internal/artifact decorators (the `artifact` and `artifact_paths`
+//     parameters appear in their schemas only then). Each prompt has its
+//     own artifact.Collector in the context its tools see; the artifacts
+//     one model call's tool calls registered go on that call's assistant
+//     message (llm.Message.Artifacts, persisted with the history, never
+//     sent to the model), one agent.artifact event per file follows the
+//     agent.tool.finished of the call that made it, and Result.Artifacts
+//     has all of the prompt's on every exit path: end_turn, max_turns,
+//     refusal, error, cancelled and slash commands. ferry's agent has no
+//     subagents; a sub-run would get its own collector (artifact.Fork).
 //   - Failures reach peers as coded errors (*Error, agent.error) with safe
 //     messages; internal text goes to the log only.
 package agent
@@ -55,6 +67,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
@@ -98,9 +111,15 @@ type Config struct {
 	// master can time it out; 0 waits until answered or cancelled.
 	InteractionTimeout time.Duration
 	// OnCompact is called with the messages a compaction removed from the
-	// history, before they are dropped (the artifact work keeps what they
-	// reference).
+	// history, before they are dropped. Their artifacts are kept anyway: they
+	// move to the summary message that replaces them.
 	OnCompact func(dropped []llm.Message)
+	// Artifacts turns on file artifacts (internal/artifact): Write, Edit
+	// and Bash become their decorators, whose schemas have the `artifact`
+	// and `artifact_paths` parameters, and the files they register reach
+	// the user as agent.artifact events and Result.Artifacts. Off, the
+	// tools are the plain ones and the parameters are absent.
+	Artifacts bool
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -151,9 +170,16 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: open workspace: %w", err)
 	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	ts := cfg.Tools
 	if ts == nil {
 		ts = tools.AllTools()
+	}
+	if cfg.Artifacts {
+		ts = artifact.Decorate(ts, artifact.Config{Logger: log})
 	}
 	limits := cfg.Limits
 	if limits == (tools.Limits{}) {
@@ -178,16 +204,13 @@ func New(cfg Config) (*Agent, error) {
 		headless:  cfg.Headless,
 		timeout:   cfg.InteractionTimeout,
 		onCompact: cfg.OnCompact,
-		log:       cfg.Logger,
+		log:       log,
 		mode:      mode,
 		rules:     rules,
 		pending:   map[string]chan *protocol.InteractionResponse{},
 	}
 	if a.maxTurns <= 0 {
 		a.maxTurns = DefaultMaxTurns
-	}
-	if a.log == nil {
-		a.log = slog.Default()
 	}
 	for _, t := range ts {
 		a.tools[t.Name()] = t
@@ -340,6 +363,9 @@ func appendMessage(h []llm.Message, m llm.Message) []llm.Message {
 	if n := len(h); n > 0 && h[n-1].Role == m.Role {
 		last := h[n-1]
 		last.Content = append(slices.Clone(last.Content), m.Content...)
+		if len(m.Artifacts) > 0 {
+			last.Artifacts = slices.Concat(last.Artifacts, m.Artifacts)
+		}
 		if m.Role == llm.RoleUser {
 			last.Content = toolResultsFirst(last.Content)
 		}
@@ -367,9 +393,34 @@ func toolResultsFirst(bs []llm.Block) []llm.Block {
 }
 
 func (a *Agent) push(m llm.Message) {
+	a.pushAt(m)
+}
+
+// pushAt pushes m and returns the index of the message it landed in (-1
+// when it was empty and dropped).
+func (a *Agent) pushAt(m llm.Message) int {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.history = appendMessage(a.history, m)
-	a.mu.Unlock()
+	if len(m.Content) == 0 {
+		return -1
+	}
+	return len(a.history) - 1
+}
+
+// attach adds artifacts to the history's message at i, an assistant
+// message pushAt returned. The slice is copied, never appended to in
+// place: History's snapshots share the old one.
+func (a *Agent) attach(i int, arts []llm.Artifact) {
+	if i < 0 || len(arts) == 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if i >= len(a.history) || a.history[i].Role != llm.RoleAssistant {
+		return // the history was rewritten meanwhile: nothing to attach to
+	}
+	a.history[i].Artifacts = slices.Concat(a.history[i].Artifacts, arts)
 }
 
 func (a *Agent) addUsage(u llm.Usage) (cost float64, known bool) {

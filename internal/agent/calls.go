@@ -3,12 +3,14 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
@@ -68,6 +70,7 @@ func (t *turnRun) runTool(ctx context.Context, use llm.Block) (llm.Block, error)
 	if err := t.emit(ctx, protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: t.id, ToolUseID: use.ToolUseID, ToolName: use.ToolName, Input: input}); err != nil {
 		return errorResult(use.ToolUseID, cancelledText), fmt.Errorf("agent: emit tool.started: %w", err)
 	}
+	mark := t.col.Len()
 	f, err := t.decideAndInvoke(ctx, use, input, use.Input)
 	if err != nil {
 		f = finish{status: protocol.ToolCancelled, output: "cancelled by the user", isErr: true,
@@ -89,6 +92,7 @@ func (t *turnRun) runTool(ctx context.Context, use llm.Block) (llm.Block, error)
 	if eerr := t.emit(ectx, protocol.TypeToolFinished, ev); eerr != nil && err == nil {
 		err = fmt.Errorf("agent: emit tool.finished: %w", eerr)
 	}
+	t.emitArtifacts(ctx, use.ToolUseID, t.col.SliceFrom(mark))
 	return llm.Block{Type: llm.BlockToolResult, ToolUseID: use.ToolUseID, Content: f.blocks, IsError: f.isErr}, err
 }
 
@@ -162,6 +166,33 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 	}
 	return succeeded(res), nil
 }
+
+// emitArtifacts sends one agent.artifact per file the call registered:
+// those since its mark that carry its tool-use id (calls running beside it
+// have their own). The user should hear of a file the call made even when
+// the turn is being cancelled, so a cancelled ctx gets a short grace; a
+// failure to send is logged, never a reason to fail the call.
+func (t *turnRun) emitArtifacts(ctx context.Context, toolUseID string, fs []artifact.File) {
+	for _, f := range fs {
+		if f.ToolUseID() != toolUseID {
+			continue
+		}
+		ev := &protocol.Artifact{TurnID: t.id, ArtifactID: newArtifactID(), Path: f.Path(), FileName: f.FileName(),
+			Size: f.Size(), MimeType: f.MimeType(), ToolUseID: f.ToolUseID()}
+		ectx, cancel := ctx, context.CancelFunc(func() {})
+		if ctx.Err() != nil {
+			ectx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 200*time.Millisecond)
+		}
+		if err := t.emit(ectx, protocol.TypeArtifact, ev); err != nil {
+			t.a.log.Warn("agent.artifact not sent", "turn", t.id, "path", f.Path(), "err", err)
+		}
+		cancel()
+	}
+}
+
+// newArtifactID names an artifact within its session: "art_" and 130 random
+// bits, so ids from any number of turns and clients never collide.
+func newArtifactID() string { return "art_" + rand.Text() }
 
 func denied(text string) finish {
 	msg := tools.AgentMessage(tools.Errorf(tools.CodeDenied, "%s", text))

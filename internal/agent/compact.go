@@ -67,7 +67,13 @@ func (a *Agent) compact(ctx context.Context, instruction string, ratio float64) 
 	if err != nil {
 		return nil, err
 	}
-	next := appendMessage(nil, userText(summaryPrefix+summary))
+	// The summary stands for the older messages, so it carries their
+	// artifacts (the files stay the user's, tool call or not).
+	sm := userText(summaryPrefix + summary)
+	for _, m := range older {
+		sm.Artifacts = append(sm.Artifacts, m.Artifacts...)
+	}
+	next := appendMessage(nil, sm)
 	for _, m := range kept {
 		next = appendMessage(next, m)
 	}

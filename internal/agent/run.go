@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/protocol"
@@ -39,6 +40,11 @@ type Result struct {
 	HasCost bool
 	// NumTurns counts this prompt's model calls.
 	NumTurns int
+	// Artifacts are the files this prompt's tool calls handed to the user,
+	// in the order they were registered, on every exit path: a failed or
+	// cancelled prompt's files are on disk too, and the user may want the
+	// partial result (Config.Artifacts; empty when off).
+	Artifacts []artifact.File
 }
 
 // turnRun is the state of one running prompt.
@@ -49,6 +55,7 @@ type turnRun struct {
 	rules    permission.Rules // the session's rules plus this prompt's overrides
 	maxTurns int
 	schema   *outputSchema
+	col      *artifact.Collector // this prompt's artifacts
 
 	text    strings.Builder // everything streamed
 	usage   llm.Usage
@@ -61,14 +68,24 @@ type turnRun struct {
 // coded failure (an agent.error event was emitted for it), and ctx's error
 // when cancelled; Result says how far the turn got either way.
 func (a *Agent) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (Result, error) {
+	return a.runWith(ctx, turn, emit, artifact.NewCollector())
+}
+
+// runWith is Run with the prompt's collector: every tool call of the
+// prompt sees it in its context (a collector a caller's context carried is
+// replaced: each run keeps its own), and the result takes its artifacts on
+// every path out.
+func (a *Agent) runWith(ctx context.Context, turn adapter.Turn, emit adapter.Emit, col *artifact.Collector) (Result, error) {
 	if !a.begin() {
-		return Result{StopReason: StopError}, ErrBusy
+		return Result{StopReason: StopError, Artifacts: col.Artifacts()}, ErrBusy
 	}
 	defer a.end()
-	t := &turnRun{a: a, id: turn.ID, emit: emit, maxTurns: a.maxTurns}
+	ctx = artifact.WithCollector(ctx, col)
+	t := &turnRun{a: a, id: turn.ID, emit: emit, maxTurns: a.maxTurns, col: col}
 	res, err := t.run(ctx, turn)
 	res.Text = t.text.String()
 	res.Usage, res.CostUSD, res.HasCost, res.NumTurns = t.usage, t.cost, t.hasCost, t.calls
+	res.Artifacts = col.Artifacts()
 	if err != nil && ctx.Err() != nil {
 		res.StopReason = StopCancelled
 		return res, fmt.Errorf("agent: turn cancelled: %w", ctx.Err())
@@ -162,12 +179,13 @@ func (t *turnRun) loop(ctx context.Context) (Result, error) {
 		}
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant
+		msg.Artifacts = nil // the model does not hand out files; tools do
 		if len(msg.Content) == 0 {
 			// Both APIs refuse an empty assistant message; keep the
 			// history valid with a visible placeholder.
 			msg.Content = []llm.Block{{Type: llm.BlockText, Text: "(no answer)"}}
 		}
-		t.a.push(msg)
+		at := t.a.pushAt(msg)
 		uses := toolUses(msg)
 		if len(uses) == 0 {
 			final := messageText(msg)
@@ -195,8 +213,12 @@ func (t *turnRun) loop(ctx context.Context) (Result, error) {
 			t.a.push(toolResults(uses, fmt.Sprintf("Not run: this prompt reached its limit of %d turns. The user may ask you to continue.", t.maxTurns)))
 			return Result{Final: messageText(msg), StopReason: StopMaxTurns}, nil
 		}
+		// The files this call's tools register belong to its assistant
+		// message: what the collector got from the mark on (spec §6).
+		mark := t.col.Len()
 		results, err := t.runTools(ctx, uses)
 		t.a.push(llm.Message{Role: llm.RoleUser, Content: results})
+		t.a.attach(at, artifact.ToMessages(t.col.SliceFrom(mark)))
 		if err != nil {
 			return Result{}, err
 		}

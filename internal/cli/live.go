@@ -24,6 +24,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/master"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/backend"
+	"github.com/ferry-dev/ferry/web"
 )
 
 // DefaultAddr is where ferry serve and ferry up listen unless told otherwise:
@@ -142,7 +143,8 @@ func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir st
 		}
 	}
 	ads, err := agentspec.BuildAll(specs, agentspec.Options{
-		Builtin:  builtin.Config{Getenv: env.Getenv, Logger: log},
+		// Sessions driven from the UI hand files to the user: artifacts on.
+		Builtin:  builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true},
 		Getenv:   env.Getenv,
 		StateDir: stateDir,
 		Logger:   log,
@@ -215,7 +217,8 @@ func (f *masterFlags) register(fs *flag.FlagSet) {
 }
 
 func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
-	return master.Config{Store: st, Retention: f.retention, Logger: log}
+	// The web UI is embedded: serve and up show it at "/" (see docs/ui.md).
+	return master.Config{Store: st, Retention: f.retention, Logger: log, UI: web.Handler()}
 }
 
 func runServe(ctx context.Context, env Env, args []string) int {

@@ -52,6 +52,8 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	schemaFile := fs.String("json-schema", "", "a JSON Schema `FILE`: the answer must be JSON valid against it (one retry on a mismatch)")
 	noStdin := fs.Bool("no-stdin", false, "do not read piped standard input")
 	verbose := fs.Bool("verbose", false, "log the agent's internals to standard error")
+	artifacts := fs.Bool("artifacts", false, "hand the files the agent makes to the user: Write and Edit get an `artifact` parameter, Bash `artifact_paths`; "+
+		"the output lists the files (json: \"artifacts\", stream-json: agent.artifact events, text: standard error)")
 	agentFlag := fs.String("agent", agentspec.Builtin, "the agent `SPEC` to run: builtin, echo, claude-code, acp:CMD or script:CMD (see docs/adapters.md)")
 	if code, ok := parseFlags(fs, env, args,
 		`Usage: ferry run [flags] "prompt"`,
@@ -60,7 +62,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		"material (with no prompt, as the prompt). Flags go before the prompt.",
 		"\nWith --agent other than builtin, the agent's questions (permission requests)",
 		"are denied, since nobody can answer, and noted on standard error; --allow,",
-		"--deny, --provider, --model and --base-url are ferry's agent's own.",
+		"--deny, --provider, --model, --base-url and --artifacts are ferry's agent's own.",
 		"\nPermissions: read-only tools run freely; anything else the rules would ask",
 		"about is denied, since nobody can be asked. Grant what the task needs with",
 		"--allow (e.g. --allow Edit --allow 'Bash(go test:*)'); denied calls are",
@@ -89,7 +91,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		var own []string
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "allow", "deny", "provider", "model", "base-url":
+			case "allow", "deny", "provider", "model", "base-url", "artifacts":
 				own = append(own, "--"+f.Name)
 			}
 		})
@@ -171,17 +173,18 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		o.MaxTurns = maxTurns
 	}
 	turn.Request.ConfigOverrides = o
-	out := &runOutput{env: env, format: *format, sessionID: sessionID, turnID: turn.ID, started: map[string]string{}}
+	out := &runOutput{env: env, format: *format, sessionID: sessionID, turnID: turn.ID, started: map[string]string{}, artifacts: *artifacts}
 
 	if spec.Kind != agentspec.Builtin {
 		return runAdapter(ctx, env, spec, logger, adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode}, turn, out)
 	}
 	ad := builtin.New(builtin.Config{
-		Getenv:   getenv,
-		Provider: provider.Config{Provider: *prov, Model: *model, BaseURL: *baseURL},
-		Rules:    rules,
-		Headless: true,
-		Logger:   logger,
+		Getenv:    getenv,
+		Provider:  provider.Config{Provider: *prov, Model: *model, BaseURL: *baseURL},
+		Rules:     rules,
+		Headless:  true,
+		Artifacts: *artifacts,
+		Logger:    logger,
 	})
 	ag, err := ad.NewAgent(adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode})
 	if errors.Is(err, llm.ErrNotConfigured) {
@@ -303,6 +306,7 @@ type runOutput struct {
 	format    string
 	sessionID string
 	turnID    string
+	artifacts bool // --artifacts: list the turn's artifacts
 
 	// answer, when set, is the session's Answer: questions are denied
 	// through it (ferry's own agent asks none when headless).
@@ -430,6 +434,9 @@ type runResult struct {
 	Error      *runError       `json:"error,omitempty"`
 	Denied     int             `json:"denied_tool_calls,omitempty"`
 	DeniedAsks int             `json:"denied_interactions,omitempty"`
+	// Artifacts are the files the agent handed to the user (--artifacts
+	// only; then always present, [] when none), on every stop reason.
+	Artifacts []llm.Artifact `json:"artifacts,omitzero"`
 }
 
 type runUsage struct {
@@ -456,6 +463,12 @@ func (o *runOutput) finish(res agent.Result, runErr error) int {
 	if res.HasCost {
 		c := res.CostUSD
 		r.CostUSD = &c
+	}
+	if o.artifacts {
+		r.Artifacts = make([]llm.Artifact, 0, len(res.Artifacts))
+		for _, f := range res.Artifacts {
+			r.Artifacts = append(r.Artifacts, f.ToMessage())
+		}
 	}
 	var msg string
 	switch {
@@ -505,6 +518,11 @@ func (o *runOutput) finish(res agent.Result, runErr error) int {
 			fmt.Fprintln(o.env.Stdout, strings.TrimRight(answer, "\n"))
 		}
 	}
+	if o.format == formatText {
+		for _, a := range r.Artifacts {
+			fmt.Fprintf(o.env.Stderr, "ferry run: artifact %s (%d bytes%s)\n", a.Path(), a.Size(), prefixed(", ", a.MimeType()))
+		}
+	}
 	if msg != "" {
 		fmt.Fprintf(o.env.Stderr, "ferry run: %s\n", msg)
 	}
@@ -525,6 +543,14 @@ func callSummary(tool string, input json.RawMessage) string {
 		}
 	}
 	return tool
+}
+
+// prefixed is p+s, or "" when s is.
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
 }
 
 func firstLine(s string) string {

@@ -52,7 +52,7 @@ type Config struct {
 	// Workspaces are the directories served (made absolute, symlinks
 	// resolved; each must exist).
 	Workspaces []string
-	// StateDir holds the machine id and the outbox; default
+	// StateDir holds the machine id, the outbox and the artifact log; default
 	// $XDG_STATE_HOME/ferry/client (or ~/.local/state/ferry/client).
 	StateDir string
 	// MachineName is shown to people; default os.Hostname().
@@ -84,6 +84,10 @@ var handledMessages = []string{
 	protocol.TypeModeSwitch,
 	protocol.TypeFileSearch,
 	protocol.TypeFileSearchCancel,
+	protocol.TypeArtifactRead,
+	protocol.TypeArtifactRange,
+	protocol.TypeArtifactAck,
+	protocol.TypeArtifactCancel,
 }
 
 // workspace is one served folder.
@@ -108,7 +112,10 @@ type Client struct {
 	capsData   []byte // encoded payload of session.capabilities
 	svc        *search.Service
 	out        *outbox
+	arts       *artifactLog
 	lock       *os.File
+	// readSlots bounds the downloads served at once (one token each).
+	readSlots chan struct{}
 
 	// stop is cancelled by Close: Run, session workers, turns and searches
 	// end. drain outlives it briefly so that a cancelled turn can still
@@ -182,6 +189,7 @@ func New(cfg Config) (_ *Client, err error) {
 		adCaps:    map[string]protocol.AdapterCapability{},
 		sessions:  map[string]*session{},
 		connected: make(chan struct{}),
+		readSlots: make(chan struct{}, maxReads),
 	}
 	c.stop, c.stopFn = context.WithCancel(context.Background())
 	c.drain, c.drainFn = context.WithCancel(context.Background())
@@ -217,6 +225,9 @@ func New(cfg Config) (_ *Client, err error) {
 	}
 	c.machine = protocol.MachineInfo{ID: id, Name: cfg.MachineName}
 	if c.out, err = openOutbox(filepath.Join(cfg.StateDir, "outbox.db"), cfg.OutboxLimit); err != nil {
+		return nil, err
+	}
+	if c.arts, err = openArtifactLog(filepath.Join(cfg.StateDir, "artifacts.db")); err != nil {
 		return nil, err
 	}
 
@@ -389,6 +400,9 @@ func (c *Client) release() error {
 	}
 	if c.out != nil {
 		errs = append(errs, c.out.Close())
+	}
+	if c.arts != nil {
+		errs = append(errs, c.arts.Close())
 	}
 	if c.lock != nil {
 		errs = append(errs, c.lock.Close())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -23,15 +24,31 @@ const outboxBatch = 64
 // conn is one live connection to the master.
 type conn struct {
 	ws     *websocket.Conn
-	direct chan []byte
+	direct chan outFrame
 	done   chan struct{}
+
+	// reads are the downloads this connection streams, by request_id:
+	// their acks and cancels arrive here, and they end with it.
+	mu    sync.Mutex
+	reads map[string]*read
 }
 
-// send queues data for the writer; it waits while the queue is full and
-// gives up when the connection ends.
+// outFrame is a frame for the writer: a JSON message, or a download's
+// binary data frame.
+type outFrame struct {
+	data   []byte
+	binary bool
+}
+
+// send queues a text frame for the writer; it waits while the queue is
+// full and gives up when the connection ends.
 func (cn *conn) send(data []byte) bool {
+	return cn.sendFrame(outFrame{data: data})
+}
+
+func (cn *conn) sendFrame(f outFrame) bool {
 	select {
-	case cn.direct <- data:
+	case cn.direct <- f:
 		return true
 	case <-cn.done:
 		return false
@@ -130,7 +147,7 @@ func (c *Client) connectOnce(ctx context.Context) (bool, error) {
 // serve runs one connection: a reader, a writer and a pinger, until one of
 // them fails or ctx is done.
 func (c *Client) serve(ctx context.Context, ws *websocket.Conn) (registered bool, err error) {
-	cn := &conn{ws: ws, direct: make(chan []byte, directQueue), done: make(chan struct{})}
+	cn := &conn{ws: ws, direct: make(chan outFrame, directQueue), done: make(chan struct{}), reads: map[string]*read{}}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// Answers of session workers may go out as soon as the reader runs;
@@ -152,6 +169,7 @@ func (c *Client) serve(ctx context.Context, ws *websocket.Conn) (registered bool
 	err = context.Cause(ctx)
 	c.clearConn(cn)
 	close(cn.done)
+	cn.endReads()
 	_ = ws.CloseNow()
 	for range 3 {
 		<-done
@@ -238,8 +256,8 @@ func (c *Client) writer(ctx context.Context, cn *conn, registered chan<- struct{
 			// queued, then read the next batch.
 			for {
 				select {
-				case data := <-cn.direct:
-					if err := c.write(ctx, cn, data); err != nil {
+				case f := <-cn.direct:
+					if err := c.writeFrame(ctx, cn, f); err != nil {
 						return err
 					}
 					continue
@@ -252,8 +270,8 @@ func (c *Client) writer(ctx context.Context, cn *conn, registered chan<- struct{
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case data := <-cn.direct:
-			if err := c.write(ctx, cn, data); err != nil {
+		case f := <-cn.direct:
+			if err := c.writeFrame(ctx, cn, f); err != nil {
 				return err
 			}
 		case <-c.out.Added():
@@ -262,9 +280,17 @@ func (c *Client) writer(ctx context.Context, cn *conn, registered chan<- struct{
 }
 
 func (c *Client) write(ctx context.Context, cn *conn, data []byte) error {
+	return c.writeFrame(ctx, cn, outFrame{data: data})
+}
+
+func (c *Client) writeFrame(ctx context.Context, cn *conn, f outFrame) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*c.cfg.PingInterval)
 	defer cancel()
-	if err := cn.ws.Write(ctx, websocket.MessageText, data); err != nil {
+	typ := websocket.MessageText
+	if f.binary {
+		typ = websocket.MessageBinary
+	}
+	if err := cn.ws.Write(ctx, typ, f.data); err != nil {
 		return fmt.Errorf("client: write: %w", err)
 	}
 	return nil

@@ -40,12 +40,24 @@
 //     search offers) or another workspace of the client (global scope);
 //     anything else is refused with invalid_value before the adapter sees
 //     the prompt.
+//   - Downloads read only what an agent handed over. Every agent.artifact
+//     a session's adapter emits is recorded (artifact_id → workspace and
+//     path, in artifacts.db in the state directory) before it is sent; a
+//     download names a session and an artifact_id, never a path, and is
+//     served only for an artifact that session recorded, after resolving
+//     its real path, through an os.Root on the workspace (nothing outside
+//     it is ever opened, a symlink swapped in later included), and only
+//     for a regular file. Data goes out in binary frames within the
+//     master's credit window: at most one window per download is in
+//     memory, at most 32 downloads run at once, and a download ends when
+//     the master cancels it or its connection drops.
 //
 // # Dispatch
 //
 // One reader goroutine per connection decodes frames and handles what must
 // not wait: master.ack, control.prompt.cancel, control.file.search and its
-// cancel. Everything else for a session (open, prompt, interaction answers,
+// cancel, and the control.artifact.* messages (a download runs on its own
+// goroutine). Everything else for a session (open, prompt, interaction answers,
 // mode switch, compaction) goes, in order, to the session's own worker
 // goroutine through a bounded queue, so a slow adapter or a full outbox never
 // stalls the reader (which must keep reading acks to make room). A turn runs

@@ -98,9 +98,14 @@ func (fc *fakeConn) read(ctx context.Context) {
 	defer close(fc.done)
 	defer fc.drop()
 	for {
-		_, data, err := fc.ws.Read(ctx)
+		typ, data, err := fc.ws.Read(ctx)
 		if err != nil {
 			return
+		}
+		if typ == websocket.MessageBinary {
+			// A download's data frame, kept in order among the messages.
+			fc.msgs <- &protocol.Message{Type: binaryFrame, Payload: data}
+			continue
 		}
 		msg, err := protocol.DecodeFrom(protocol.RoleClient, data)
 		if err != nil {
@@ -121,6 +126,10 @@ func (fc *fakeConn) read(ctx context.Context) {
 		}
 	}
 }
+
+// binaryFrame is the Type of the pseudo-message that carries a binary
+// frame (its Payload is the frame's bytes).
+const binaryFrame = "binary"
 
 func kept(typ string) bool {
 	return strings.HasPrefix(typ, "agent.") || typ == protocol.TypeSessionOpened

@@ -72,6 +72,9 @@ func (c *Client) dispatch(cn *conn, m *protocol.Message) {
 		c.openSession(cn, m, p)
 		return
 	}
+	if c.dispatchDownload(cn, m) {
+		return
+	}
 	if !slices.Contains(handledMessages, m.Type) {
 		c.reply(cn, protocol.ErrorMessage(m.MessageID, m.SessionID, &protocol.Error{
 			Code: protocol.CodeUnsupported, Field: "type", Message: fmt.Sprintf("a client does not handle %s", m.Type),
@@ -398,6 +401,10 @@ func (s *session) emitFor(t *turn) adapter.Emit {
 			s.mode = mc.Mode
 			s.mu.Unlock()
 		}
+		art, isArtifact := payload.(*protocol.Artifact)
+		if isArtifact && art.ArtifactID == "" {
+			art.ArtifactID = newArtifactID()
+		}
 		m := protocol.New(msgType, payload)
 		m.SessionID = s.id
 		t.mu.RLock()
@@ -405,7 +412,20 @@ func (s *session) emitFor(t *turn) adapter.Emit {
 		if t.ended {
 			return errTurnOver
 		}
-		return s.c.emit(ctx, m)
+		if !isArtifact {
+			return s.c.emit(ctx, m)
+		}
+		// Checked first, recorded second, sent last: a download can only
+		// ever name an artifact the master saw, and every artifact the
+		// master sees can be read.
+		data, err := checkedEncode(m)
+		if err != nil {
+			return err
+		}
+		if err := s.recordArtifact(ctx, art); err != nil {
+			return err
+		}
+		return s.c.out.Append(ctx, m.MessageID, data)
 	}
 }
 

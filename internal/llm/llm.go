@@ -76,6 +76,11 @@ type Block struct {
 type Message struct {
 	Role    string  `json:"role"`
 	Content []Block `json:"content"`
+	// Artifacts are the files handed to the user while this message's tool
+	// calls ran (on assistant messages), or those of the messages a
+	// compaction summarised (on the summary). They persist with the
+	// transcript and are never sent to the model.
+	Artifacts []Artifact `json:"artifacts,omitempty"`
 }
 
 // ToolSpec describes a tool to the model.

@@ -31,6 +31,10 @@ type clientSide struct {
 	opened     map[string]bool   // sessions opened on this connection
 	replies    map[string]string // request message_id → topic of its asker
 	replyOrder []string
+	// reads are the downloads this connection was asked to stream and has
+	// not ended: only their frames are relayed, and if the connection
+	// goes, each of them is ended with client_offline.
+	reads map[string]string // request_id → session_id
 }
 
 func (cl *clientSide) addReply(id, topic string) {
@@ -56,10 +60,10 @@ func (cl *clientSide) takeReply(id string) string {
 }
 
 func (m *Master) runClient(c *conn) {
-	c.cl = &clientSide{opened: map[string]bool{}, replies: map[string]string{}}
+	c.cl = &clientSide{opened: map[string]bool{}, replies: map[string]string{}, reads: map[string]string{}}
 	c.cl.acks.c = c
 	c.start()
-	c.readLoop(func(data []byte) { m.handleClient(c, data) })
+	c.readLoop(func(data []byte) { m.handleClient(c, data) }, func(data []byte) { m.handleClientChunk(c, data) })
 	m.clientGone(c)
 	c.finish()
 }
@@ -86,6 +90,8 @@ func (m *Master) handleClient(c *conn, data []byte) {
 	switch msg.Type {
 	case protocol.TypeFileCandidates, protocol.TypeError:
 		m.routeReply(c, msg, data)
+	case protocol.TypeArtifactMeta, protocol.TypeArtifactEnd:
+		m.routeArtifact(c, machine, msg, data)
 	default: // session.opened and agent.*: the registry allows nothing else
 		m.storeFromClient(c, machine, msg)
 	}
@@ -197,11 +203,14 @@ func (m *Master) publishPresence(f presenceFrame) {
 func (m *Master) clientGone(c *conn) {
 	c.cl.mu.Lock()
 	id, unsub := c.cl.machineID, c.cl.unsub
+	reads := c.cl.reads
+	c.cl.reads = map[string]string{}
 	c.cl.mu.Unlock()
 	if id == "" {
 		return
 	}
 	unsub()
+	m.endReads(id, reads)
 	m.mu.Lock()
 	if m.clients[id] == c {
 		delete(m.clients, id)
@@ -227,6 +236,15 @@ func (m *Master) deliverControl(c *conn, data []byte) {
 	}
 	if f.ReplyTo != "" {
 		cl.addReply(f.MessageID, f.ReplyTo)
+	}
+	if f.Stream != "" {
+		// A download reads what the client recorded; it needs no open
+		// session (opening one could start an agent).
+		if m.trackRead(c, f) && !c.tryEnqueue(f.Msg) && f.Type == protocol.TypeArtifactRead {
+			delete(cl.reads, f.Stream)
+			m.endRead(cl.machineID, f.Stream, f.SessionID, &protocol.Error{Code: protocol.CodeClientOffline, Message: "the client connection is closing"})
+		}
+		return
 	}
 	if f.Type == protocol.TypeSessionOpen {
 		cl.opened[f.SessionID] = true

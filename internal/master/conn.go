@@ -351,14 +351,29 @@ func (c *conn) closeWS() {
 }
 
 // readLoop reads frames until the connection ends and hands each text frame
-// that fits the limit to handle; an oversize or binary frame is answered
-// here.
-func (c *conn) readLoop(handle func(data []byte)) {
+// that fits the limit to handle, and each binary frame (a client's artifact
+// data, see protocol.ArtifactChunk) to binary; an oversize frame, or a
+// binary one where binary is nil, is answered here.
+func (c *conn) readLoop(handle, binary func(data []byte)) {
 	for {
 		typ, r, err := c.ws.Reader(c.ctx)
 		if err != nil {
 			c.log.Debug("read ended", "err", err, "status", websocket.CloseStatus(err))
 			return
+		}
+		if typ == websocket.MessageBinary && binary != nil {
+			data, tooBig, err := readFrame(r, protocol.ArtifactChunkHeader+protocol.ArtifactChunkSize)
+			switch {
+			case err != nil:
+				c.log.Debug("read failed", "err", err)
+				return
+			case tooBig:
+				c.sendError("", "", &protocol.Error{Code: protocol.CodeInvalidValue, Field: "frame",
+					Message: "a binary frame is one artifact data chunk of at most 64 KiB"})
+			default:
+				binary(data)
+			}
+			continue
 		}
 		data, tooBig, err := readMessage(r)
 		if err != nil {
@@ -388,6 +403,25 @@ func readMessage(r io.Reader) (data []byte, tooBig bool, err error) {
 	}
 	if len(data) <= protocol.MaxMessageBytes {
 		return data, false, nil
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return nil, true, err
+	}
+	return nil, true, nil
+}
+
+// readFrame reads a binary frame of at most limit bytes into one buffer of
+// that size (a download's frames are all nearly that size, so growing a
+// buffer as io.ReadAll does would only make garbage); a longer frame is
+// drained and reported.
+func readFrame(r io.Reader, limit int) (data []byte, tooBig bool, err error) {
+	buf := make([]byte, limit+1)
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return buf[:n:n], false, nil
+	case err != nil:
+		return nil, false, err
 	}
 	if _, err := io.Copy(io.Discard, r); err != nil {
 		return nil, true, err

@@ -4,8 +4,9 @@
 // client that reconnects resume without loss.
 //
 // Endpoints (see Handler): GET /v1/ui and GET /v1/client (WebSockets),
-// GET /login?token=… (one-time login, sets the session cookie), GET /healthz,
-// and the UI (Config.UI) at /.
+// GET /login?token=… (one-time login, sets the session cookie), GET
+// /v1/artifacts/{token} (artifact downloads), GET /healthz, and the UI
+// (Config.UI) at /.
 //
 // Guarantees:
 //
@@ -42,10 +43,24 @@
 //     epoch differs or the events are no longer retained, recovered:false
 //     with a snapshot. Never a partial replay: a replay that finds a hole
 //     closes the connection so the UI subscribes again.
+//   - Artifacts: every agent.artifact is registered in the store before it
+//     is stored as an event; ui.artifacts.list issues download tokens (32
+//     random bytes, stored hashed, bound to the asking UI token, the
+//     session and the artifact, expiring after Config.DownloadTTL). A
+//     download needs the token and the login of the UI token it was issued
+//     to: no login is 401, any other problem with the token the same 404.
+//     The file is streamed from the session's client within a credit
+//     window (protocol/download.go), so a download holds at most that much
+//     memory whatever its size; when the downloader goes away the client's
+//     read is cancelled. Range, If-Range, If-None-Match and
+//     If-Modified-Since follow RFC 9110 for one range (several get the
+//     whole file); the response is always an attachment with a sanitised
+//     name (RFC 6266) that cannot run as a page of the master's origin.
 //   - Routing between connections goes through a broker.Broker only: a
 //     topic per session (events to UIs), per machine (control messages to
-//     the client's connection), per UI connection (answers meant for one UI)
-//     and one for machine presence.
+//     the client's connection), per UI connection (answers meant for one UI),
+//     per download (the client's stream to the request serving it) and one
+//     for machine presence.
 //
 // Decisions and limits:
 //
@@ -126,8 +141,12 @@ type Config struct {
 	UI http.Handler
 	// RevokeCheck is how often open connections are checked against the
 	// stored tokens, so that revoking (or the expiry of) a token closes the
-	// connections it opened; default PingInterval.
+	// connections it opened; default PingInterval. Expired download tokens
+	// are deleted as often.
 	RevokeCheck time.Duration
+	// DownloadTTL is how long the download links ui.artifacts.list hands
+	// out work; default DefaultDownloadTTL.
+	DownloadTTL time.Duration
 }
 
 // Master is the hub. Create it with New, serve Handler, stop it with Shutdown.
@@ -176,6 +195,9 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	}
 	if cfg.OfflineGrace <= 0 {
 		cfg.OfflineGrace = DefaultOfflineGrace
+	}
+	if cfg.DownloadTTL <= 0 {
+		cfg.DownloadTTL = DefaultDownloadTTL
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -229,6 +251,9 @@ func (m *Master) sweepRevoked() {
 			return
 		case <-t.C:
 		}
+		if _, err := m.st.DeleteExpiredDownloadTokens(m.ctx, time.Now()); err != nil {
+			m.log.Warn("deleting expired download tokens failed; trying again later", "err", err)
+		}
 		toks, err := m.st.ListTokens(m.ctx)
 		if err != nil {
 			m.log.Warn("token sweep failed; trying again later", "err", err)
@@ -279,6 +304,7 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/client", m.serveClient)
 	mux.HandleFunc("GET /login", m.serveLogin)
 	mux.HandleFunc("GET /healthz", m.serveHealth)
+	mux.HandleFunc("GET /v1/artifacts/{token}", m.serveArtifact)
 	if m.cfg.UI != nil {
 		mux.Handle("/", m.cfg.UI)
 	} else {

@@ -445,6 +445,17 @@ func (s *session) persist(batch []*pending) {
 	if len(batch) == 0 {
 		return
 	}
+	batch, err := s.registerArtifacts(ctx, batch, now)
+	if err != nil {
+		s.m.log.Error("register artifacts", "session", s.id, "err", err)
+		for _, p := range batch {
+			p.failed(err)
+		}
+		return
+	}
+	if len(batch) == 0 {
+		return
+	}
 	evs := make([]store.Event, len(batch))
 	for i, p := range batch {
 		evs[i] = store.Event{MessageID: p.msg.MessageID, Type: p.msg.Type, Data: p.data, CreatedAt: now}
@@ -493,6 +504,36 @@ func (s *session) persist(batch []*pending) {
 	if turnEnded {
 		s.cancelOpen(ctx)
 	}
+}
+
+// registerArtifacts registers the batch's agent.artifact events as the
+// session's artifacts before they are stored, so that every artifact a UI
+// sees can be downloaded (registering again, for a re-sent event, changes
+// nothing). An artifact_id the session already has for another file is
+// refused: that event is acknowledged, answered with invalid_value and
+// dropped. On a store failure the batch is returned whole with the error.
+func (s *session) registerArtifacts(ctx context.Context, batch []*pending, now time.Time) ([]*pending, error) {
+	kept := make([]*pending, 0, len(batch))
+	for _, p := range batch {
+		a, ok := p.msg.Payload.(*protocol.Artifact)
+		if !ok {
+			kept = append(kept, p)
+			continue
+		}
+		err := s.m.st.PutArtifact(ctx, store.Artifact{SessionID: s.id, ID: a.ArtifactID, TurnID: a.TurnID, Path: a.Path,
+			FileName: a.FileName, Size: a.Size, MimeType: a.MimeType, ToolUseID: a.ToolUseID, CreatedAt: now})
+		switch {
+		case errors.Is(err, store.ErrExists):
+			s.m.log.Warn("refused an artifact_id registered for another file", "session", s.id, "artifact", a.ArtifactID)
+			p.refused(&protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.artifact_id",
+				Message: "another file of this session already has this artifact_id"})
+		case err != nil:
+			return batch, err
+		default:
+			kept = append(kept, p)
+		}
+	}
+	return kept, nil
 }
 
 // openInteraction records an agent.interaction.request before it is
@@ -583,8 +624,8 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 		turnEnded = true
 	case *protocol.InteractionResolved:
 		s.removeOpenLocked(p.InteractionID)
-	case *protocol.ArtifactRegistered:
-		s.artifacts = append(s.artifacts, p.Artifact)
+	case *protocol.Artifact:
+		s.artifacts = append(s.artifacts, *p)
 		if over := len(s.artifacts) - maxSnapshotArtifacts; over > 0 {
 			s.artifacts = slices.Delete(s.artifacts, 0, over)
 		}
@@ -671,6 +712,22 @@ func (p *pending) stored(seq uint64, frame []byte, dup bool) {
 	}
 	if p.done != nil {
 		p.done(seq, dup, nil)
+	}
+}
+
+// refused finishes an event that is not stored because of what it says:
+// acknowledged (re-sending cannot help) and answered with e.
+func (p *pending) refused(e *protocol.Error) {
+	if p.ack != nil {
+		p.ack.stored()
+	}
+	if p.from != nil {
+		if b, err := protocol.Encode(protocol.ErrorMessage(p.msg.MessageID, p.msg.SessionID, e)); err == nil {
+			p.from.tryEnqueue(b)
+		}
+	}
+	if p.done != nil {
+		p.done(0, false, e)
 	}
 }
 

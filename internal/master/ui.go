@@ -112,7 +112,7 @@ func (m *Master) runUI(c *conn) {
 	}
 	c.ui.unsubConn = unsub
 	c.start()
-	c.readLoop(func(data []byte) { m.handleUI(c, data) })
+	c.readLoop(func(data []byte) { m.handleUI(c, data) }, nil)
 	unsub()
 	c.ui.mu.Lock()
 	subs := c.ui.subs
@@ -147,6 +147,8 @@ func (m *Master) handleUI(c *conn, data []byte) {
 		c.ui.unsubscribe(msg.SessionID)
 	case protocol.TypeUIPrompt:
 		m.prompt(c, msg)
+	case protocol.TypeArtifactsList:
+		m.listArtifacts(c, msg)
 	case protocol.TypeError:
 		c.log.Info("UI reported an error", "parent", msg.ParentID, "payload", msg.Payload)
 	default: // the control.* types a UI may send

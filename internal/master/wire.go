@@ -31,6 +31,16 @@ func connTopic(id string) string { return "conn." + id }
 // task waiting for it.
 func replyTopic(msgID string) string { return "reply." + msgID }
 
+// artifactTopic carries one download's stream from the connection of the
+// machine's client to the request serving it: the client's
+// session.artifact.meta and session.artifact.end as they came, its binary
+// data frames, or the master's own end when the client went away. The
+// machine is part of the name, so a client can only ever reach downloads
+// of its own machine.
+func artifactTopic(machineID, requestID string) string {
+	return "artifact." + machineID + "." + requestID
+}
+
 // wireError turns any error into what may travel: a *protocol.Error as it
 // is, a missing record as not_found, anything else as internal, with the
 // details logged and never sent. It is the one place that mapping happens.
@@ -92,7 +102,10 @@ type controlFrame struct {
 	// Workspace, Adapter and Mode describe the session for the
 	// control.session.open sent ahead of the message when needed.
 	Workspace, Adapter, Mode string
-	Msg                      []byte // the wire message
+	// Stream is the request_id of a control.artifact.* message, which
+	// needs no open session on the client; "" for every other message.
+	Stream string
+	Msg    []byte // the wire message
 }
 
 // encode writes the fields as uvarint-prefixed strings, then Msg: cheaper
@@ -111,7 +124,7 @@ func (f *controlFrame) encode() []byte {
 }
 
 func (f *controlFrame) strings() []*string {
-	return []*string{&f.ReplyTo, &f.SessionID, &f.Type, &f.MessageID, &f.Workspace, &f.Adapter, &f.Mode}
+	return []*string{&f.ReplyTo, &f.SessionID, &f.Type, &f.MessageID, &f.Workspace, &f.Adapter, &f.Mode, &f.Stream}
 }
 
 func decodeControlFrame(b []byte) (*controlFrame, error) {

@@ -1,5 +1,6 @@
 // Package store is the master's persistence seam: tokens, machines,
-// sessions, every persisted event with its seq, and open interactions.
+// sessions, every persisted event with its seq, open interactions, the
+// artifacts agents handed to users and the download tokens that grant them.
 //
 // Guarantees every implementation gives (checked by storetest.Run):
 //
@@ -11,6 +12,10 @@
 //   - SettleInteraction settles an interaction at most once: exactly one
 //     caller wins, whatever the concurrency.
 //   - ConsumeToken deletes a one-time token at most once.
+//   - A download token lives no longer than the UI token it was issued to
+//     (its owner) and the artifact it grants: deleting either deletes it.
+//   - PutArtifact is idempotent: registering the same artifact again
+//     changes nothing, so a re-sent event registers once.
 //   - Not-found conditions are reported as ErrNotFound (errors.Is).
 //
 // Implementations: internal/store/sqlite (the embedded default, one file)
@@ -114,6 +119,38 @@ type Interaction struct {
 	Answer json.RawMessage
 }
 
+// Artifact is a file an agent handed to the user, registered by the master
+// from the session's agent.artifact event. Only its reference is kept: the
+// file stays on the client's machine.
+type Artifact struct {
+	SessionID string
+	// ID is the artifact_id, unique within the session.
+	ID     string
+	TurnID string
+	// Path is workspace-relative and '/'-separated.
+	Path      string
+	FileName  string
+	Size      int64
+	MimeType  string
+	ToolUseID string
+	CreatedAt time.Time
+}
+
+// DownloadToken lets one UI token (its owner) download one artifact until
+// it expires or is revoked. Only the SHA-256 of its secret is stored.
+type DownloadToken struct {
+	ID   string
+	Hash []byte
+	// SessionID and ArtifactID name the artifact it grants.
+	SessionID  string
+	ArtifactID string
+	// OwnerID is the ID of the UI token it was issued to.
+	OwnerID   string
+	CreatedAt time.Time
+	// ExpiresAt is required: a download token always expires.
+	ExpiresAt time.Time
+}
+
 // Store is the master's persistence.
 type Store interface {
 	CreateToken(ctx context.Context, t Token) error
@@ -159,6 +196,30 @@ type Store interface {
 	SettleInteraction(ctx context.Context, sessionID, id, outcome string, answer json.RawMessage) (won bool, err error)
 	// OpenInteractions lists a session's open interactions, oldest first.
 	OpenInteractions(ctx context.Context, sessionID string) ([]Interaction, error)
+
+	// PutArtifact registers an artifact. Registering one again with every
+	// field equal (CreatedAt aside) changes nothing; a different artifact
+	// under a taken (session, ID) is ErrExists; ErrNotFound when the
+	// session does not exist.
+	PutArtifact(ctx context.Context, a Artifact) error
+	// Artifact returns one artifact (ErrNotFound when there is none).
+	Artifact(ctx context.Context, sessionID, id string) (Artifact, error)
+	// Artifacts lists the newest limit (all when limit <= 0) of a
+	// session's artifacts, in registration order (oldest first).
+	// ErrNotFound when the session does not exist.
+	Artifacts(ctx context.Context, sessionID string, limit int) ([]Artifact, error)
+
+	// CreateDownloadTokens stores tokens, all or none: ErrExists when an ID
+	// or hash is taken, ErrNotFound when an owner or artifact does not exist.
+	CreateDownloadTokens(ctx context.Context, ts []DownloadToken) error
+	// DownloadTokenByHash finds a download token by the hash of its
+	// secret, expired or not (ErrNotFound when there is none).
+	DownloadTokenByHash(ctx context.Context, hash []byte) (DownloadToken, error)
+	// RevokeDownloadToken deletes one (ErrNotFound when it does not exist).
+	RevokeDownloadToken(ctx context.Context, id string) error
+	// DeleteExpiredDownloadTokens deletes the download tokens that expired
+	// at or before now and reports how many.
+	DeleteExpiredDownloadTokens(ctx context.Context, now time.Time) (int, error)
 
 	Close() error
 }

@@ -8,6 +8,11 @@
 // invalid structured answer) are reported by the agent as agent.error and
 // end the turn with stop_reason error; Run returns an error only for a
 // cancelled turn or a failure it could not report.
+//
+// With Config.Artifacts (on for sessions driven from the UI, off by default
+// for ferry run) the files the agent's Write, Edit and Bash calls hand to
+// the user are sent as agent.artifact events while the turn runs and listed
+// in the turn's adapter.Result.Artifacts (docs/artifacts.md).
 package builtin
 
 import (
@@ -21,6 +26,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/agent"
+	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -54,6 +60,10 @@ type Config struct {
 	InteractionTimeout time.Duration
 	// History keeps what writes replace (nil: none).
 	History tools.FileHistory
+	// Artifacts turns on file artifacts for every session (agent.Config's
+	// Artifacts): on for sessions driven from the UI, off by default for
+	// ferry run (--artifacts).
+	Artifacts bool
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -140,6 +150,7 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
 		Headless:           a.cfg.Headless,
 		InteractionTimeout: a.cfg.InteractionTimeout,
 		History:            a.cfg.History,
+		Artifacts:          a.cfg.Artifacts,
 		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
 	})
 	if err != nil {
@@ -179,7 +190,7 @@ func (s *Session) Agent() *agent.Agent { return s.agent }
 // by the agent: the turn ends with stop_reason error and no second error.
 func (s *Session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
 	res, err := s.agent.Run(ctx, turn, emit)
-	out := adapter.Result{Text: res.Text, StopReason: res.StopReason, Structured: res.Structured}
+	out := adapter.Result{Text: res.Text, StopReason: res.StopReason, Structured: res.Structured, Artifacts: artifact.ToMessages(res.Artifacts)}
 	if err == nil {
 		return out, nil
 	}

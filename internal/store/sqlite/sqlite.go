@@ -438,19 +438,21 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, erro
 
 // ConsumeToken deletes the token; ErrNotFound when it is already gone.
 func (s *Store) ConsumeToken(ctx context.Context, id string) error {
-	return s.deleteToken(ctx, "consume token", id)
+	return s.deleteByID(ctx, "consume token", "token", `DELETE FROM tokens WHERE id = ?`, id)
 }
 
 // RevokeToken deletes the token; ErrNotFound when it does not exist.
 func (s *Store) RevokeToken(ctx context.Context, id string) error {
-	return s.deleteToken(ctx, "revoke token", id)
+	return s.deleteByID(ctx, "revoke token", "token", `DELETE FROM tokens WHERE id = ?`, id)
 }
 
-func (s *Store) deleteToken(ctx context.Context, op, id string) error {
-	if err := check.ID("token", id); err != nil {
+// deleteByID runs del (a DELETE of one row by id) for the kind of row
+// named what: ErrNotFound when no row went.
+func (s *Store) deleteByID(ctx context.Context, op, what, del, id string) error {
+	if err := check.ID(what, id); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
-	res, err := s.exec(ctx, `DELETE FROM tokens WHERE id = ?`, id)
+	res, err := s.exec(ctx, del, id)
 	if err != nil {
 		return wrap(ctx, op, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -75,6 +76,9 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"EventsUnknownSession", testEventsUnknownSession},
 		{"Interactions", testInteractions},
 		{"InteractionSettleOnce", testInteractionSettleOnce},
+		{"Artifacts", testArtifacts},
+		{"ArtifactsConcurrentPut", testArtifactsConcurrentPut},
+		{"DownloadTokens", testDownloadTokens},
 		{"ContextCancelled", testContextCancelled},
 		{"BadInput", testBadInput},
 	}
@@ -954,9 +958,11 @@ func testPersistence(t *testing.T, open Opener) {
 	if won, err := s.SettleInteraction(c, "s1", "done", "answered", json.RawMessage(`"ok"`)); err != nil || !won {
 		t.Fatalf("SettleInteraction = %v, %v", won, err)
 	}
+	persistArtifacts(t, s)
 	mustNil(t, s.Close(), "Close")
 
 	s = open(t)
+	checkArtifactsPersisted(t, s)
 	if _, err := s.TokenByHash(c, hash("t1")); err != nil {
 		t.Fatalf("token lost across reopen: %v", err)
 	}
@@ -1032,6 +1038,7 @@ func testContextCancelled(t *testing.T, s store.Store) {
 		},
 		"OpenInteractions": func() error { _, err := s.OpenInteractions(c, "s1"); return err },
 	}
+	maps.Copy(calls, artifactCalls(c, s))
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, context.Canceled) {
 			t.Errorf("%s with a cancelled context: got %v, want an error wrapping context.Canceled", name, err)
@@ -1080,6 +1087,10 @@ func testBadInput(t *testing.T, s store.Store) {
 	add("OpenInteraction empty ID", "interaction ID", s.OpenInteraction(c, store.Interaction{SessionID: "s1"}))
 	_, err = s.SettleInteraction(c, "s1", "", "answered", nil)
 	add("SettleInteraction empty ID", "interaction ID", err)
+	for _, b := range badArtifactInput(c, s) {
+		err, _ := b[2].(error)
+		add(b[0].(string), b[1].(string), err)
+	}
 
 	for _, tc := range cases {
 		if tc.err == nil {

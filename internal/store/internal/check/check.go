@@ -155,6 +155,56 @@ func Outcome(outcome string) error {
 	return invalid("interaction outcome %q (want answered, timeout or cancelled)", outcome)
 }
 
+// Artifact checks an artifact about to be registered.
+func Artifact(a store.Artifact) error {
+	if err := ID("session", a.SessionID); err != nil {
+		return err
+	}
+	if err := ID("artifact", a.ID); err != nil {
+		return err
+	}
+	if a.Path == "" {
+		return invalid("artifact %s has an empty path", a.ID)
+	}
+	if a.FileName == "" {
+		return invalid("artifact %s has an empty file name", a.ID)
+	}
+	if a.Size < 0 {
+		return invalid("artifact %s has a negative size %d", a.ID, a.Size)
+	}
+	return nil
+}
+
+// SameArtifact reports whether a and b register the same file: every
+// field but CreatedAt is equal.
+func SameArtifact(a, b store.Artifact) bool {
+	a.CreatedAt, b.CreatedAt = time.Time{}, time.Time{}
+	return a == b
+}
+
+// DownloadToken checks a download token about to be created.
+func DownloadToken(t store.DownloadToken) error {
+	if err := ID("download token", t.ID); err != nil {
+		return err
+	}
+	if len(t.Hash) != sha256.Size {
+		return invalid("download token hash of %d bytes (want a SHA-256, %d bytes)", len(t.Hash), sha256.Size)
+	}
+	if err := ID("session", t.SessionID); err != nil {
+		return err
+	}
+	if err := ID("artifact", t.ArtifactID); err != nil {
+		return err
+	}
+	if err := ID("owner token", t.OwnerID); err != nil {
+		return err
+	}
+	if t.ExpiresAt.IsZero() {
+		return invalid("download token %s never expires (an expiry is required)", t.ID)
+	}
+	return nil
+}
+
 // Seq converts an input seq to the signed integer both databases store;
 // seqs beyond math.MaxInt64 never exist, so a larger bound is clamped.
 func Seq(seq uint64) int64 {

@@ -1,0 +1,136 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// errUnknownArtifact is returned by artifactLog.Lookup for an artifact the
+// session never registered.
+var errUnknownArtifact = errors.New("client: no such artifact in this session")
+
+// errArtifactIDTaken is returned by artifactLog.Record for an artifact_id
+// the session already has for another file.
+var errArtifactIDTaken = errors.New("client: the session already has this artifact_id for another file")
+
+// artifactLog records, in the state directory, every artifact the client's
+// sessions handed to the user: (session, artifact_id) → the workspace and
+// the path. A download names only the session and the artifact_id, and
+// reads exactly the file recorded here, so a download can never reach a
+// file no agent registered; the record outlives restarts of the client.
+type artifactLog struct {
+	db          *sql.DB
+	put, lookup *sql.Stmt
+}
+
+// artifactRecord is one recorded artifact.
+type artifactRecord struct {
+	// Root is the workspace's absolute path when it was recorded.
+	Root string
+	// Path is workspace-relative and '/'-separated.
+	Path string
+}
+
+func openArtifactLog(path string) (*artifactLog, error) {
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("client: open artifact log %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	l := &artifactLog{db: db}
+	_, err = db.Exec(`CREATE TABLE IF NOT EXISTS artifacts (
+		session_id  TEXT NOT NULL,
+		artifact_id TEXT NOT NULL,
+		root        TEXT NOT NULL,
+		path        TEXT NOT NULL,
+		created_at  INTEGER NOT NULL,
+		PRIMARY KEY (session_id, artifact_id)
+	)`)
+	if err == nil {
+		l.put, err = db.Prepare(`INSERT INTO artifacts (session_id, artifact_id, root, path, created_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (session_id, artifact_id) DO NOTHING`)
+	}
+	if err == nil {
+		l.lookup, err = db.Prepare(`SELECT root, path FROM artifacts WHERE session_id = ? AND artifact_id = ?`)
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("client: open artifact log %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// Record stores an artifact before its event is sent. Recording the same
+// artifact again changes nothing; another file under a recorded
+// artifact_id is errArtifactIDTaken.
+func (l *artifactLog) Record(ctx context.Context, sessionID, artifactID string, rec artifactRecord) error {
+	res, err := l.put.ExecContext(ctx, sessionID, artifactID, rec.Root, rec.Path, time.Now().UnixMicro())
+	if err != nil {
+		return fmt.Errorf("client: record artifact: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		if err != nil {
+			return fmt.Errorf("client: record artifact: %w", err)
+		}
+		return nil
+	}
+	old, err := l.Lookup(ctx, sessionID, artifactID)
+	if err != nil {
+		return err
+	}
+	if old != rec {
+		return errArtifactIDTaken
+	}
+	return nil
+}
+
+// Lookup returns a recorded artifact (errUnknownArtifact when there is none).
+func (l *artifactLog) Lookup(ctx context.Context, sessionID, artifactID string) (artifactRecord, error) {
+	var rec artifactRecord
+	err := l.lookup.QueryRowContext(ctx, sessionID, artifactID).Scan(&rec.Root, &rec.Path)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rec, errUnknownArtifact
+	}
+	if err != nil {
+		return rec, fmt.Errorf("client: look up artifact: %w", err)
+	}
+	return rec, nil
+}
+
+func (l *artifactLog) Close() error {
+	if err := l.db.Close(); err != nil {
+		return fmt.Errorf("client: close artifact log: %w", err)
+	}
+	return nil
+}
+
+// newArtifactID names an artifact: "art_" and 16 random bytes.
+func newArtifactID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return "art_" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// recordArtifact records an agent.artifact a session's adapter emits, before
+// it is sent: the path must name a place inside the session's workspace
+// (the decoder already refused absolute paths and ".." components; this
+// holds whatever it lets through).
+func (s *session) recordArtifact(ctx context.Context, a *protocol.Artifact) error {
+	abs := filepath.Join(s.ws.Path, filepath.FromSlash(a.Path))
+	if rel, err := filepath.Rel(s.ws.Path, abs); err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return fmt.Errorf("client: artifact path %q is not inside the workspace", a.Path)
+	}
+	return s.c.arts.Record(ctx, s.id, a.ArtifactID, artifactRecord{Root: s.ws.Path, Path: a.Path})
+}

@@ -1,0 +1,543 @@
+// Browser tests of ferry's web UI: Playwright (playwright-core) driving
+// headless Chromium against a real `ferry up` whose agent talks to a fake
+// Anthropic server. Started by web/e2e_test.go (go test ./web), which
+// passes a config file: the master's URLs, a control URL for what only Go
+// can do (new login links, revoking UI tokens), the flows and where to put
+// screenshots and downloads. Every wait is bounded.
+
+import { chromium } from 'playwright-core';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+
+const cfg = JSON.parse(await fs.readFile(process.argv[2], 'utf8'));
+const WAIT = 15000;
+const axeSource = await fs.readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const started = Date.now();
+const problems = [];
+
+function log(s) {
+  console.log(`${String(((Date.now() - started) / 1000).toFixed(1)).padStart(6)}s  ${s}`);
+}
+
+async function step(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    log(`ok    ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    log(`FAIL  ${name}: ${e.stack || e}`);
+    throw e;
+  }
+}
+
+async function control(what) {
+  const r = await fetch(cfg.control + what, { method: 'POST' });
+  if (!r.ok) throw new Error(`control ${what}: ${r.status} ${await r.text()}`);
+  return r.text();
+}
+
+/** watch records page errors and CSP or Trusted Types violations. */
+function watch(page, name) {
+  page.on('pageerror', (e) => problems.push(`${name}: page error: ${e.message}`));
+  page.on('console', (m) => {
+    const t = m.text();
+    if (m.type() !== 'error') return;
+    // A refused upgrade (signed out) and a closed socket are expected.
+    if (/WebSocket connection to .* failed|Failed to load resource/.test(t)) return;
+    problems.push(`${name}: console error: ${t}`);
+  });
+}
+
+/**
+ * routeSockets passes the page's UI WebSocket through Playwright, so the
+ * test sees every frame the page sends, can inject frames, and can drop the
+ * connection from the server's side.
+ */
+async function routeSockets(page) {
+  const r = { sent: [], sockets: [] };
+  await page.routeWebSocket(/\/v1\/ui$/, (ws) => {
+    const server = ws.connectToServer();
+    const pair = { ws, server };
+    r.sockets.push(pair);
+    ws.onMessage((m) => {
+      if (typeof m === 'string') {
+        try {
+          r.sent.push(JSON.parse(m));
+        } catch {
+          // not JSON: forwarded as it is
+        }
+      }
+      server.send(m);
+    });
+    server.onMessage((m) => ws.send(m));
+  });
+  r.last = () => r.sockets[r.sockets.length - 1];
+  return r;
+}
+
+/**
+ * audit runs axe-core's WCAG 2.1 A and AA rules (labels, names, roles,
+ * contrast, …) on the page as it is and records every violation.
+ */
+async function audit(page, name) {
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(axeSource);
+  const res = await page.evaluate(() => window.axe.run(document, {
+    runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'],
+  }));
+  for (const v of res.violations) {
+    problems.push(`${name}: accessibility: ${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+  }
+}
+
+async function shot(page, name) {
+  await audit(page, name);
+  await fs.mkdir(cfg.screenshots, { recursive: true });
+  await page.screenshot({ path: path.join(cfg.screenshots, `${name}.png`) });
+}
+
+const sessionID = (page) => decodeURIComponent(new URL(page.url()).hash.replace(/^#\/s\//, ''));
+
+/** lastTurn is the newest agent answer of the conversation. */
+const lastTurn = (page) => page.locator('article.msg.agent').last();
+
+async function turnText(page) {
+  return (await lastTurn(page).locator('.block.k-text').last().innerText()).trim();
+}
+
+/** startSession fills the new-session form. */
+async function startSession(page, title) {
+  await page.locator('#ns-agent').selectOption('builtin');
+  await page.locator('#ns-title').fill(title);
+  await page.getByRole('button', { name: 'Start session' }).click();
+  await page.waitForURL(/#\/s\//, { timeout: WAIT });
+  await page.getByRole('heading', { name: title }).waitFor({ timeout: WAIT });
+}
+
+/** send sends what the prompt box holds: Enter, or Send on a touch screen. */
+async function send(page, phone) {
+  if (phone) await page.locator('button.send').tap();
+  else await page.keyboard.press('Enter');
+}
+
+/** typePrompt types text into the prompt box, key by key. */
+async function typePrompt(page, text) {
+  await page.locator('#prompt').click();
+  await page.keyboard.type(text, { delay: 15 });
+}
+
+async function pickFile(page, f, phone, routed) {
+  await typePrompt(page, 'Please fix the check in ');
+  await page.keyboard.type('@');
+  const popup = page.locator('.popup-box');
+  await popup.waitFor({ state: 'visible', timeout: WAIT });
+  // Empty query: the most recently modified files.
+  await page.locator('.popup .opt').first().waitFor({ timeout: WAIT });
+  for (const ch of f.query) await page.keyboard.type(ch, { delay: 70 });
+  const first = page.locator('.popup .opt').first();
+  await page.waitForFunction((file) => document.querySelector('.popup .opt .opt-path')?.textContent === file, f.file, { timeout: WAIT });
+  assert.equal(await first.getAttribute('aria-selected'), 'true');
+  // The match ranges are highlighted: the marked letters spell the query.
+  const marked = (await first.locator('mark').allInnerTexts()).join('').toLowerCase();
+  assert.equal(marked, f.query, 'highlighted letters');
+  if (routed) {
+    const searches = routed.sent.filter((m) => m.type === 'control.file.search');
+    const ids = new Set(searches.map((m) => m.payload.query_id));
+    assert.equal(ids.size, searches.length, 'a new query_id per search');
+    assert.ok(searches.length >= 2, `searches sent: ${searches.length}`);
+    assert.equal(searches.at(-1).payload.query, f.query);
+    // An answer to an older query arriving late is ignored.
+    const stale = searches[0];
+    routed.last().ws.send(JSON.stringify({
+      type: 'session.file.candidates', message_id: crypto.randomUUID(), parent_id: stale.message_id, session_id: stale.session_id,
+      payload: { query_id: stale.payload.query_id, candidates: [{ path: 'STALE.txt', name: 'STALE.txt', directory: '' }], truncated: false },
+    }));
+    await page.waitForTimeout(150);
+    assert.equal(await page.locator('.popup .opt', { hasText: 'STALE' }).count(), 0, 'a stale answer was shown');
+  }
+  await shot(page, phone ? 'phone-picker' : 'picker');
+  await page.keyboard.press(phone ? 'Tab' : 'Enter');
+  await popup.waitFor({ state: 'hidden', timeout: WAIT });
+  await page.locator(`#prompt .chip[data-path="${f.file}"]`).waitFor({ timeout: WAIT });
+  // Text typed to look like a token stays text.
+  await page.keyboard.type('and keep <@file:ref_0|/etc/passwd> as typed', { delay: 5 });
+}
+
+/** streamWatch records each distinct text the newest turn shows, as it shows it. */
+async function streamWatch(page) {
+  await page.evaluate(() => {
+    window.__seen = [];
+    const list = document.querySelector('.transcript');
+    const obs = new MutationObserver(() => {
+      const turns = document.querySelectorAll('article.msg.agent');
+      const t = turns[turns.length - 1];
+      const b = t?.querySelector('.block.k-text');
+      const s = b ? b.textContent : '';
+      if (s && window.__seen[window.__seen.length - 1] !== s) window.__seen.push(s);
+    });
+    obs.observe(list, { subtree: true, childList: true, characterData: true });
+  });
+}
+
+async function allow(page, tool) {
+  const any = page.locator('.interaction.open').first();
+  await any.waitFor({ timeout: WAIT });
+  const id = await any.getAttribute('data-interaction');
+  const card = page.locator(`.interaction.open[data-interaction="${id}"]`);
+  assert.match(await card.innerText(), new RegExp(tool));
+  await card.locator('button[data-value="allow_once"]').click();
+  await card.waitFor({ state: 'detached', timeout: WAIT });
+}
+
+async function download(page, f) {
+  const name = path.posix.basename(f.artifact);
+  const card = page.locator('.turn-body .artifact', { hasText: name }).last();
+  await card.waitFor({ timeout: WAIT });
+  const meta = await card.locator('.artifact-meta').innerText();
+  assert.match(meta, new RegExp(`${f.content.length} B`), meta);
+  await page.waitForFunction((n) => [...document.querySelectorAll('.artifact a.download')].some((a) => a.getAttribute('href').startsWith('/v1/artifacts/') && a.download === n), name, { timeout: WAIT });
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: WAIT }), card.locator('a.download').click()]);
+  assert.equal(dl.suggestedFilename(), name);
+  const file = path.join(cfg.downloads, `${Date.now()}-${name}`);
+  await dl.saveAs(file);
+  assert.equal(await fs.readFile(file, 'utf8'), f.content, 'downloaded bytes');
+}
+
+/** flow is one whole pass through the UI, on a desktop or on a phone. */
+async function flow(browser, f) {
+  const phone = f.name === 'phone';
+  const ctx = await browser.newContext(phone
+    ? { viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true, deviceScaleFactor: 1, acceptDownloads: true, colorScheme: 'dark' }
+    : { viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  ctx.setDefaultTimeout(WAIT);
+  const page = await ctx.newPage();
+  watch(page, f.name);
+  const routed = phone ? null : await routeSockets(page);
+  const P = (s) => `${f.name}: ${s}`;
+
+  if (phone) {
+    await step(P('sign in with a login link'), async () => {
+      const link = await control('/login');
+      await page.goto(link);
+      await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+      // The lists: machine, workspace, the desktop's session.
+      await page.locator('.machine-name').first().waitFor();
+      await page.locator('.session-link').first().waitFor();
+      assert.ok(await page.locator('.sidebar').isVisible());
+      await shot(page, 'phone-sessions');
+      await page.getByRole('link', { name: 'New session' }).first().tap();
+      await page.locator('#ns-agent').waitFor();
+    });
+  } else {
+    await step(P('signed out, then sign in by pasting the login link'), async () => {
+      await page.goto(cfg.base);
+      await page.getByRole('heading', { name: 'Sign in to ferry' }).waitFor();
+      await shot(page, 'signin');
+      await page.locator('#login-link').fill(cfg.login);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+      await page.locator('#ns-agent option[value="builtin"]').waitFor({ state: 'attached' });
+      await page.locator('.machine-name').first().waitFor();
+    });
+  }
+
+  await step(P('start a session with ferry\'s agent'), () => startSession(page, phone ? 'Move the home route' : 'Fix the token check'));
+
+  await step(P('@ picks a file by fuzzy query; Esc and deleting @ cancel'), async () => {
+    if (!phone) {
+      // Esc closes the picker and cancels the search; the text stays text.
+      await typePrompt(page, 'mail a@b.c then @gui');
+      await page.locator('.popup .opt').first().waitFor();
+      await page.keyboard.press('Escape');
+      await page.locator('.popup-box').waitFor({ state: 'hidden' });
+      let cancels = routed.sent.filter((m) => m.type === 'control.file.search.cancel');
+      let searches = routed.sent.filter((m) => m.type === 'control.file.search');
+      assert.equal(cancels.at(-1)?.payload.query_id, searches.at(-1).payload.query_id, 'Esc cancels the latest query');
+      assert.ok(!searches.some((m) => m.payload.query.includes('b.c')), 'an @ inside a word opened the picker');
+      // Deleting the @ closes it too.
+      await page.keyboard.type(' @rea');
+      await page.locator('.popup .opt').first().waitFor();
+      for (let i = 0; i < 4; i++) await page.keyboard.press('Backspace');
+      await page.locator('.popup-box').waitFor({ state: 'hidden' });
+      cancels = routed.sent.filter((m) => m.type === 'control.file.search.cancel');
+      searches = routed.sent.filter((m) => m.type === 'control.file.search');
+      assert.equal(cancels.at(-1)?.payload.query_id, searches.at(-1).payload.query_id, 'deleting @ cancels the latest query');
+      assert.equal(await page.locator('#prompt').innerText(), 'mail a@b.c then @gui ');
+      await page.keyboard.press('Control+A');
+      await page.keyboard.press('Backspace');
+    }
+    await pickFile(page, f, phone, routed);
+  });
+
+  await step(P('send: the prompt shows the chip, typed token-like text stays text'), async () => {
+    await streamWatch(page);
+    await send(page, phone);
+    const bubble = page.locator('.msg.user .bubble').last();
+    await bubble.waitFor();
+    await page.waitForFunction(() => document.querySelector('.msg.user:last-of-type') !== null);
+    assert.equal(await bubble.locator('.chip').count(), 1);
+    assert.match(await bubble.locator('.chip').innerText(), new RegExp(f.file.replace('.', '\\.')));
+    await page.locator('.msg.user .bubble', { hasText: '<@file:ref_0|/etc/passwd>' }).last().waitFor();
+    assert.equal(await page.locator('#prompt').innerText(), '');
+  });
+
+  await step(P('streamed text, then a permission prompt with the diff'), async () => {
+    await lastTurn(page).locator('.block.k-text', { hasText: 'first.' }).waitFor();
+    const seen = await page.evaluate(() => window.__seen);
+    assert.ok(seen.length >= 2 && seen.some((s) => !s.includes('first.')), `streamed in pieces: ${JSON.stringify(seen)}`);
+    const card = page.locator('.interaction.open').first();
+    await card.waitFor();
+    await card.locator('.diff-box').waitFor();
+    assert.equal(await card.locator(`table.diff.${phone ? 'unified' : 'split'}`).count(), 1, 'diff layout');
+    assert.match(await card.locator(phone ? 'tr.add td.code' : 'td.code.add').first().innerText(), new RegExp(f.new.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+    await page.locator('.status-pill', { hasText: 'Waiting for you' }).waitFor();
+    await shot(page, phone ? 'phone-permission' : 'permission');
+  });
+
+  await step(P('answer the permissions; the Edit shows its diff'), async () => {
+    await allow(page, 'Edit');
+    const edit = page.locator('.tool[data-tool="Edit"]').last();
+    await edit.locator('.diff-box').waitFor();
+    await page.locator('.tool[data-tool="Edit"].status-ok').last().waitFor();
+    await allow(page, 'Write');
+  });
+
+  await step(P('the artifact downloads with its bytes'), () => download(page, f));
+
+  await step(P('the turn ends: Markdown, highlighted code, usage and cost'), async () => {
+    await page.locator('article.msg.agent[data-state="done"]').last().waitFor();
+    const md = lastTurn(page).locator('.block.k-text').last();
+    await md.locator(phone ? 'li code' : 'pre code.hljs').first().waitFor();
+    if (!phone) assert.ok(await md.locator('pre code.language-ts .hljs-keyword').count() > 0, 'highlighted');
+    assert.match(await page.locator('.usage-total').textContent(), /tokens · \$/);
+    assert.match(await lastTurn(page).locator('.usage').innerText(), /in · .* out/);
+    await page.locator('.status-pill', { hasText: 'Done' }).waitFor();
+    await page.locator('.transcript').evaluate((e) => { e.scrollTop = e.scrollHeight; });
+    await shot(page, phone ? 'phone-session' : 'session');
+  });
+
+  await step(P('the session\'s file list'), async () => {
+    await page.locator('.session-head button', { hasText: 'Files (1)' }).click();
+    const dlg = page.locator('dialog[open]');
+    await dlg.locator('.artifact', { hasText: path.posix.basename(f.artifact) }).waitFor();
+    await dlg.getByRole('button', { name: 'Close' }).click();
+  });
+
+  await step(P('cancel a running turn'), async () => {
+    await typePrompt(page, 'Analyse everything');
+    await send(page, phone);
+    await lastTurn(page).locator('.block.k-text', { hasText: 'analysis of everything' }).waitFor();
+    await page.locator('.status-pill', { hasText: 'Running' }).waitFor();
+    const stop = page.locator('button.stop');
+    if (phone) await stop.tap();
+    else await stop.click();
+    await page.locator('article.msg.agent[data-state="cancelled"]').last().waitFor();
+    await page.locator('.status-pill', { hasText: 'Cancelled' }).waitFor();
+  });
+
+  await step(P('switch to plan mode'), async () => {
+    if (phone) {
+      // With the slash command and its completion.
+      await typePrompt(page, '/mo');
+      await page.locator('.popup .opt', { hasText: '/mode' }).waitFor();
+      await page.keyboard.press('Tab');
+      await page.locator('.popup .opt', { hasText: 'plan' }).waitFor();
+      await page.keyboard.type('p');
+      await page.keyboard.press('Tab');
+      assert.equal(await page.locator('#prompt').innerText(), '/mode plan');
+      await page.locator('button.send').tap();
+    } else {
+      await page.locator('#mode-select').selectOption('plan');
+    }
+    await page.locator('.note.mode', { hasText: 'Mode switched to plan' }).waitFor();
+    assert.equal(await page.locator('#mode-select').inputValue(), 'plan');
+  });
+
+  const expect = (p) => Array.from({ length: f.long_words }, (_, i) => `${p}${String(i + 1).padStart(2, '0')}`).join(' ');
+
+  await step(P('reload mid-turn: the turn goes on without a gap'), async () => {
+    await typePrompt(page, 'Explain at length');
+    await send(page, phone);
+    await lastTurn(page).locator('.block.k-text', { hasText: 'r05' }).waitFor();
+    const t0 = Date.now();
+    await page.reload();
+    log(`reloaded in ${Date.now() - t0} ms`);
+    await page.waitForFunction(() => document.querySelectorAll('article.msg.agent').length >= 3, null, { timeout: WAIT });
+    log(`history back in ${Date.now() - t0} ms, the turn at ${(await turnText(page).catch(() => '')).split(' ').length} words`);
+    // Back in the same session, with its history, while the turn still runs.
+    const states = await page.locator('article.msg.agent').evaluateAll((els) => els.map((e) => e.dataset.state));
+    assert.deepEqual(states.slice(0, 2), ['done', 'cancelled'], `history after the reload: ${states}`);
+    assert.equal(states.at(-1), 'running', 'the turn was still running after the reload');
+    await streamWatch(page);
+    await page.locator('article.msg.agent[data-state="done"]').nth(1).waitFor();
+    assert.equal(await turnText(page), expect('r'));
+    const seen = await page.evaluate(() => window.__seen);
+    assert.ok(seen.length >= 2, `it kept streaming after the reload: ${seen.length} updates`);
+    assert.equal(await page.locator('#mode-select').inputValue(), 'plan', 'the mode after the reload');
+  });
+
+  if (f.drop) {
+    await step(P('connection lost mid-turn: resumed from the last seq'), async () => {
+      await typePrompt(page, 'Once more');
+      await send(page, phone);
+      await lastTurn(page).locator('.block.k-text', { hasText: 'd05' }).waitFor();
+      const before = routed.sockets.length;
+      // Every state the banner and the session's pill go through.
+      await page.evaluate(() => {
+        window.__states = [];
+        const note = () => window.__states.push(`${document.querySelector('.banner').textContent} | ${document.querySelector('.status-pill').textContent}`);
+        const obs = new MutationObserver(note);
+        for (const sel of ['.banner', '.status-pill']) obs.observe(document.querySelector(sel), { subtree: true, childList: true, characterData: true, attributes: true });
+      });
+      await routed.last().server.close();
+      await page.locator('.banner', { hasText: 'Reconnected' }).waitFor();
+      const states = await page.evaluate(() => window.__states);
+      assert.ok(states.some((x) => x.startsWith('Connection lost') && x.includes('resuming')), `states: ${states.join(' / ')}`);
+      assert.equal(routed.sockets.length, before + 1, 'one new connection');
+      const sub = routed.sent.filter((m) => m.type === 'ui.session.subscribe').at(-1);
+      assert.ok(sub.payload.after_seq > 0 && sub.payload.epoch, `resubscribed from the last seq: ${JSON.stringify(sub.payload)}`);
+      await page.locator('article.msg.agent[data-state="done"]').nth(2).waitFor();
+      assert.equal(await turnText(page), expect('d'));
+    });
+  }
+
+  if (!phone) {
+    await step(P('compact with an instruction, /cost (the echo agent)'), async () => {
+      await page.getByRole('link', { name: 'New session' }).first().click();
+      await page.locator('#ns-agent').selectOption('echo');
+      await page.locator('#ns-title').fill('Echo');
+      await page.getByRole('button', { name: 'Start session' }).click();
+      await page.getByRole('heading', { name: 'Echo' }).waitFor();
+      await typePrompt(page, 'hello there');
+      await page.keyboard.press('Enter');
+      await page.locator('article.msg.agent[data-state="done"]').waitFor();
+      await page.getByRole('button', { name: 'Compact…' }).click();
+      await page.locator('#compact-instruction').fill('keep the greetings');
+      await page.locator('dialog[open]').getByRole('button', { name: 'Compact', exact: true }).click();
+      await page.locator('div.note', { hasText: 'History compacted' }).waitFor();
+      const sent = routed.sent.filter((m) => m.type === 'control.session.compact').at(-1);
+      assert.equal(sent?.payload.instruction, 'keep the greetings');
+      await typePrompt(page, '/cos');
+      await page.locator('.popup .opt', { hasText: '/cost' }).waitFor();
+      await page.keyboard.press('Enter'); // completes
+      await page.keyboard.press('Enter'); // runs
+      await page.locator('div.note', { hasText: /No usage reported yet|This session:/ }).waitFor();
+    });
+    await step(P('questions of every kind, with their timeout'), () => questions(page));
+    await step(P('agent text cannot inject HTML or script'), () => hostileMarkdown(page));
+  }
+  return { ctx, page };
+}
+
+/** hostileMarkdown renders hostile agent text and checks what is left of it. */
+async function hostileMarkdown(page) {
+  const out = await page.evaluate(async () => {
+    const base = new URL('.', document.querySelector('script[type="module"]').src).href;
+    const { renderMarkdown } = await import(`${base}markdown.js`);
+    const el = document.createElement('div');
+    document.querySelector('.transcript').appendChild(el);
+    renderMarkdown(el, [
+      '<img src=x onerror="window.__pwned=1"> <script>window.__pwned=1</script>',
+      '[x](javascript:window.__pwned=1) <a href="javascript:window.__pwned=1">a</a> ![i](https://example.com/t.png)',
+      '<iframe src="https://example.com"></iframe> <style>body{display:none}</style> <svg onload="window.__pwned=1"></svg>',
+      '',
+      '`<b>code</b>` [ok](https://example.com/ok) <details open ontoggle="window.__pwned=1">d</details>',
+      '',
+      '```html',
+      '<script>alert(1)</script>',
+      '```',
+    ].join('\n'));
+    await new Promise((r) => setTimeout(r, 100));
+    const html = el.innerHTML;
+    const all = [...el.querySelectorAll('*')];
+    const tags = [...new Set(all.map((e) => e.tagName.toLowerCase()))].sort();
+    const attrs = [...new Set(all.flatMap((e) => [...e.attributes].map((a) => a.name)))].sort();
+    const links = [...el.querySelectorAll('a')].map((a) => a.getAttribute('href'));
+    el.remove();
+    return { html, tags, attrs, links, pwned: !!window.__pwned };
+  });
+  assert.equal(out.pwned, false, 'a script ran');
+  assert.deepEqual(out.tags.filter((t) => !['p', 'a', 'code', 'pre', 'span'].includes(t)), [], out.html);
+  assert.deepEqual(out.attrs.filter((a) => !['href', 'target', 'rel', 'class'].includes(a)), [], out.html);
+  assert.deepEqual(out.links, ['https://example.com/t.png', 'https://example.com/ok']);
+  assert.match(out.html, /&lt;b&gt;code&lt;\/b&gt;/);
+}
+
+/** questions renders single, multiple and text questions and answers them. */
+async function questions(page) {
+  await page.evaluate(async () => {
+    const base = new URL('.', document.querySelector('script[type="module"]').src).href;
+    const { renderInteraction } = await import(`${base}interaction.js`);
+    const mk = (req) => ({ id: req.interaction_id, req, status: 'open', seenAt: Date.now(), live: true, resolved: null, sending: false, error: '' });
+    window.__answers = [];
+    const respond = (it, value, text) => window.__answers.push({ id: it.id, value, text });
+    const box = document.createElement('div');
+    box.id = 'fixture';
+    const reqs = [
+      { interaction_id: 'q1', turn_id: 't', kind: 'single_select', title: 'Which database?', timeout_ms: 300000,
+        options: [{ value: 'pg', label: 'PostgreSQL', description: 'the shared one' }, { value: 'lite', label: 'SQLite', description: 'a file' }] },
+      { interaction_id: 'q2', turn_id: 't', kind: 'multi_select', title: 'Which checks?', default_value: 'lint',
+        options: [{ value: 'lint', label: 'Lint' }, { value: 'test', label: 'Tests' }, { value: 'vet', label: 'Vet' }] },
+      { interaction_id: 'q3', turn_id: 't', kind: 'text_input', title: 'Anything else?', default_value: 'no' },
+    ];
+    for (const r of reqs) box.appendChild(renderInteraction(mk(r), respond));
+    document.querySelector('.transcript').prepend(box);
+  });
+  const fx = page.locator('#fixture');
+  assert.match(await fx.locator('.q-timeout').first().innerText(), /Answer within (5:00|4:5\d)/);
+  await fx.getByLabel('SQLite').check();
+  await fx.locator('[data-interaction="q1"] button[type="submit"]').click();
+  await fx.getByLabel('Tests').check();
+  await fx.locator('[data-interaction="q2"] button[type="submit"]').click();
+  await fx.locator('[data-interaction="q3"] textarea').fill('also run vet');
+  await fx.locator('[data-interaction="q3"] button[type="submit"]').click();
+  const answers = await page.evaluate(() => JSON.parse(JSON.stringify(window.__answers)));
+  assert.deepEqual(answers, [
+    { id: 'q1', value: 'lite' },
+    { id: 'q2', value: ['lint', 'test'] },
+    { id: 'q3', value: [], text: 'also run vet' },
+  ]);
+  await page.evaluate(() => document.getElementById('fixture').remove());
+}
+
+const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+let code = 0;
+try {
+  await fs.mkdir(cfg.downloads, { recursive: true });
+  const desktop = await flow(browser, cfg.flows[0]);
+  await step('desktop: the lists show the session, and a second reopens it with its history', async () => {
+    const page = await desktop.ctx.newPage();
+    watch(page, 'desktop, second page');
+    await page.goto(cfg.base);
+    const link = page.locator('.session-link', { hasText: 'Fix the token check' });
+    await link.waitFor();
+    await link.click();
+    await page.locator('article.msg.agent[data-state="done"]').nth(2).waitFor();
+    assert.equal(await page.locator('.turn-body .artifact').count(), 1);
+    assert.equal(await page.locator('.tool[data-tool="Edit"] .diff-box').count(), 1);
+    assert.equal(await page.locator('.msg.user .bubble .chip').count(), 1);
+    assert.equal(await turnText(page), Array.from({ length: cfg.flows[0].long_words }, (_, i) => `d${String(i + 1).padStart(2, '0')}`).join(' '));
+  });
+  const phone = await flow(browser, cfg.flows[1]);
+  await step('signed out: a revoked sign-in shows the sign-in screen', async () => {
+    const n = Number(await control('/revoke-ui'));
+    assert.ok(n >= 2, `revoked ${n} UI tokens`);
+    const { page } = phone;
+    await page.reload();
+    await page.getByRole('heading', { name: 'Signed out' }).waitFor();
+    await page.getByText('Open a new login link').waitFor();
+  });
+  await desktop.ctx.close();
+  await phone.ctx.close();
+} catch {
+  code = 1;
+} finally {
+  await browser.close();
+}
+if (problems.length) {
+  console.log(`problems in the pages:\n  ${problems.join('\n  ')}`);
+  code = 1;
+}
+log(code ? 'the browser tests failed' : 'the browser tests passed');
+process.exit(code);

@@ -1,0 +1,341 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/cli"
+	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/llm/fake"
+)
+
+var screenshots = flag.String("screenshots", "", "write the browser test's screenshots to this `DIR` (the README's are in ../docs/screenshots)")
+
+// browserTimeout bounds the whole browser run.
+const browserTimeout = 150 * time.Second
+
+const installHelp = "the browser tests need Node.js, playwright-core and Chromium: " +
+	"apt-get install -y chromium nodejs npm && npm ci --prefix web " +
+	"(or set FERRY_CHROMIUM to a Chromium binary); set FERRY_REQUIRE_BROWSER=1 to fail instead of skipping"
+
+// browserDeps finds node, playwright-core and Chromium, or skips the test
+// (fails it when FERRY_REQUIRE_BROWSER is set).
+func browserDeps(t *testing.T) (node, chromium string) {
+	t.Helper()
+	missing := func(what string) {
+		if os.Getenv("FERRY_REQUIRE_BROWSER") != "" {
+			t.Fatalf("%s is missing; %s", what, installHelp)
+		}
+		t.Skipf("%s is missing; %s", what, installHelp)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node")
+	}
+	for _, pkg := range []string{"playwright-core", "axe-core"} {
+		if _, err := os.Stat(filepath.Join("node_modules", pkg, "package.json")); err != nil {
+			missing("web/node_modules/" + pkg)
+		}
+	}
+	chromium = os.Getenv("FERRY_CHROMIUM")
+	if chromium == "" {
+		for _, name := range []string{"chromium", "chromium-browser"} {
+			if p, err := exec.LookPath(name); err == nil {
+				chromium = p
+				break
+			}
+		}
+	}
+	if chromium == "" {
+		missing("chromium")
+	}
+	return node, chromium
+}
+
+// syncBuffer is a goroutine-safe writer `ferry up` prints to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// ferryUp runs `ferry up` in-process until the test ends and returns its
+// base URL and login URL.
+func ferryUp(t *testing.T, env map[string]string, args ...string) (base, login string) {
+	t.Helper()
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, cli.Env{Stdout: out, Stderr: errb, Getenv: func(k string) string { return env[k] }},
+			append([]string{"up", "--addr", "127.0.0.1:0"}, args...))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != cli.ExitOK {
+				t.Errorf("ferry up exited %d: %s", code, errb.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("ferry up did not stop")
+		}
+	})
+	re := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/login\?token=ferry_login_\S+`)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m[1], m[0]
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("ferry up exited %d: %s %s", code, out.String(), errb.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ferry up printed no login URL: %s %s", out.String(), errb.String())
+		}
+	}
+}
+
+// ferryCLI runs one ferry command in-process and returns its output.
+func ferryCLI(env map[string]string, args ...string) (string, error) {
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }}, args)
+	if code != cli.ExitOK {
+		return "", fmt.Errorf("ferry %s: exit %d: %s", strings.Join(args, " "), code, errb.String())
+	}
+	return out.String(), nil
+}
+
+// flowFile is what one browser flow works on: a file it picks and edits,
+// and the artifact it gets.
+type flowFile struct {
+	Name      string `json:"name"`
+	Query     string `json:"query"`      // the fuzzy query typed after @
+	File      string `json:"file"`       // the file it must pick
+	Old       string `json:"old"`        // what the Edit replaces
+	New       string `json:"new"`        // with what
+	Artifact  string `json:"artifact"`   // the file the agent hands over
+	Content   string `json:"content"`    // its bytes
+	Reply     string `json:"reply"`      // the turn's last text
+	LongWords int    `json:"long_words"` // pieces of the long turns
+	Drop      bool   `json:"drop"`       // also drop the connection mid-turn
+}
+
+// script queues the model's replies for one flow, in the order the flow
+// sends its prompts (see e2e/ui.mjs).
+func script(srv *fake.Server, f flowFile) {
+	usage := llm.Usage{InputTokens: 1800, OutputTokens: 120}
+	srv.Script(
+		// Turn 1: read, edit (asks), write the artifact (asks), answer.
+		fake.Reply{Text: []string{"I'll look ", "at the file ", "first."}, Delay: 120 * time.Millisecond,
+			ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": f.File}}}, Usage: usage},
+		fake.Reply{Text: []string{"Now fixing ", "the comparison."},
+			ToolCalls: []fake.ToolCall{{Name: "Edit", Input: map[string]any{"file_path": f.File, "old_string": f.Old, "new_string": f.New, "artifact": false}}}, Usage: usage},
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": f.Artifact, "content": f.Content}}}, Usage: usage},
+		fake.Reply{Text: []string{f.Reply[:20], f.Reply[20:]}, Usage: usage},
+		// Turn 2: streams, then hangs until cancelled.
+		fake.Reply{Text: []string{"Starting a long ", "analysis of everything…"}, Hold: true},
+		// Turn 3 (plan mode): a long answer, the page reloaded in the middle.
+		fake.Reply{Text: words("r", f.LongWords), Delay: 100 * time.Millisecond, Usage: usage},
+	)
+	if f.Drop {
+		// Turn 4: a long answer, the connection dropped in the middle.
+		srv.Script(fake.Reply{Text: words("d", f.LongWords), Delay: 100 * time.Millisecond, Usage: usage})
+	}
+}
+
+// words returns n pieces "p01 ", "p02 ", … so a gap or a duplicate shows.
+func words(p string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%02d ", p, i+1)
+	}
+	return out
+}
+
+// TestBrowser drives the UI in headless Chromium (Playwright) against a
+// real `ferry up` whose agent talks to the fake Anthropic server: sign-in,
+// the lists, a session with the @ picker, streaming, a diff, permission
+// prompts, an artifact download, cancel, plan mode, a reload and a dropped
+// connection mid-turn, on a desktop and on a phone viewport. See docs/ui.md.
+func TestBrowser(t *testing.T) {
+	node, chromium := browserDeps(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "project")
+	files := map[string]string{
+		"README.md":           "# project\n",
+		"src/auth.ts":         "export function check(t: string) {\n  return t == expected\n}\n",
+		"src/router.ts":       "export const routes = {\n  home: '/'\n}\n",
+		"src/util/strings.ts": "export const trim = (s: string) => s.trim()\n",
+		"docs/guide.md":       "# Guide\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(ws, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flows := []flowFile{
+		{Name: "desktop", Query: "sauth", File: "src/auth.ts", Old: "t == expected", New: "t === expected",
+			Artifact: "out/report.csv", Content: "region,sales\nnorth,10\nsouth,20\n",
+			Reply: "Done: the check now uses `===`.\n\n```ts\nreturn t === expected\n```\n\nThe report is **out/report.csv**.", LongWords: 50, Drop: true},
+		{Name: "phone", Query: "srout", File: "src/router.ts", Old: "home: '/'", New: "home: '/home'",
+			Artifact: "out/routes.txt", Content: "home /home\n",
+			Reply: "Done: the home route moved.\n\n- `home` → `/home`", LongWords: 40},
+	}
+	srv := fake.New(t)
+	for _, f := range flows {
+		script(srv, f)
+	}
+	env := map[string]string{
+		"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir,
+		"ANTHROPIC_BASE_URL": srv.URL(), "ANTHROPIC_API_KEY": "test-key", "PATH": os.Getenv("PATH"),
+	}
+	db := filepath.Join(dir, "ferry.db")
+	base, login := ferryUp(t, env, "--db", db, "--workspace", ws, "--agent", "builtin", "--agent", "echo")
+
+	// The harness serves the script two things only Go can do: fresh
+	// login URLs and revoking every UI token.
+	var mu sync.Mutex
+	logins := []string{login}
+	ctl := http.NewServeMux()
+	ctl.HandleFunc("POST /login", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		secret, err := ferryCLI(env, "token", "create", "--kind", "login", "--db", db)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		u := base + "/login?token=" + strings.TrimSpace(secret)
+		logins = append(logins, u)
+		_, _ = w.Write([]byte(u))
+	})
+	ctl.HandleFunc("POST /revoke-ui", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		list, err := ferryCLI(env, "token", "list", "--db", db)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+			cols := strings.Split(line, "\t")
+			if len(cols) > 1 && cols[1] == "ui" {
+				if _, err := ferryCLI(env, "token", "revoke", "--db", db, cols[0]); err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+				n++
+			}
+		}
+		_, _ = fmt.Fprint(w, n)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: ctl, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+
+	shots := *screenshots
+	if shots == "" {
+		shots = filepath.Join(dir, "screenshots")
+	} else if shots, err = filepath.Abs(shots); err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{
+		"base": base, "login": login, "control": "http://" + ln.Addr().String(), "chromium": chromium,
+		"screenshots": shots, "downloads": filepath.Join(dir, "downloads"), "flows": flows,
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "ui.mjs"), cfgPath)
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	runErr := cmd.Run()
+	t.Logf("browser run (%s):\n%s", time.Since(start).Round(time.Millisecond), out.String())
+	if runErr != nil {
+		t.Fatalf("the browser run failed: %v", runErr)
+	}
+
+	// What the browser did reached the workspace and the model.
+	for _, f := range flows {
+		got, err := os.ReadFile(filepath.Join(ws, filepath.FromSlash(f.File)))
+		if err != nil || !strings.Contains(string(got), f.New) {
+			t.Errorf("%s: %s after the allowed Edit: %q %v", f.Name, f.File, got, err)
+		}
+		art, err := os.ReadFile(filepath.Join(ws, filepath.FromSlash(f.Artifact)))
+		if err != nil || string(art) != f.Content {
+			t.Errorf("%s: the artifact %s: %q %v", f.Name, f.Artifact, art, err)
+		}
+	}
+	var firsts []string
+	for _, r := range srv.ModelRequests() {
+		msgs := r.Messages()
+		if len(msgs) == 0 {
+			continue
+		}
+		if b, err := json.Marshal(msgs[len(msgs)-1]); err == nil && strings.Contains(string(b), "Files the user referenced") {
+			firsts = append(firsts, string(b))
+		}
+	}
+	for _, f := range flows {
+		if !containsAny(firsts, f.File) {
+			t.Errorf("%s: no prompt reached the model with the picked file %s listed: %q", f.Name, f.File, firsts)
+		}
+	}
+	if n := srv.Pending(); n != 0 {
+		t.Errorf("%d scripted replies were never asked for", n)
+	}
+}
+
+func containsAny(list []string, sub string) bool {
+	for _, s := range list {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,411 @@
+// The application: the connection, the machines and sessions lists, the
+// router (#/ the lists, #/new a new session, #/s/<id> a session) and the
+// sign-in screen.
+
+import { h, clear, formatWhen, frameThrottle } from './util.js';
+import { Connection, message } from './conn.js';
+import { SessionState } from './session.js';
+import { SessionView } from './sessionview.js';
+
+const ERROR_WAIT = 60000;
+
+function wsURL() {
+  const u = new URL('/v1/ui', location.href);
+  u.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  return u.href;
+}
+
+function parseRoute() {
+  const raw = location.hash.replace(/^#/, '');
+  if (!raw.startsWith('/')) return { name: 'home' };
+  const [path, query] = raw.split('?');
+  const params = new URLSearchParams(query || '');
+  const m = /^\/s\/([^/]+)$/.exec(path);
+  if (m) return { name: 'session', id: decodeURIComponent(m[1]) };
+  if (path === '/new') return { name: 'new', params };
+  return { name: 'home' };
+}
+
+export class App {
+  constructor(root) {
+    this.root = root;
+    this.conn = new Connection(wsURL());
+    this.machines = [];
+    this.sessions = [];
+    this.listed = false;
+    this.states = new Map(); // session id → SessionState
+    this.view = null; // the SessionView shown
+    this.errorHandlers = new Map(); // message_id → {fn, timer}
+    this.signedOut = null;
+    this.renderSidebar = frameThrottle(() => this.drawSidebar());
+    this.buildShell();
+    this.conn.addEventListener('state', (e) => this.onState(e.detail));
+    this.conn.addEventListener('message', (e) => this.onMessage(e.detail));
+    this.conn.addEventListener('heartbeat', () => this.refreshSessionsSoon());
+    addEventListener('hashchange', () => this.route());
+    this.route();
+    this.conn.start();
+  }
+
+  buildShell() {
+    this.back = h('a', { class: 'back', href: '#/', 'aria-label': 'Back to the sessions', text: '‹ Sessions' });
+    this.connPill = h('span', { class: 'conn-pill', role: 'status' });
+    this.banner = h('div', { class: 'banner', role: 'status', hidden: true });
+    this.sidebar = h('nav', { class: 'sidebar', 'aria-label': 'Machines and sessions' });
+    this.main = h('main', { id: 'main', tabindex: '-1' });
+    this.announcer = h('div', { class: 'sr-only', 'aria-live': 'polite', 'aria-atomic': 'true', id: 'announcer' });
+    this.toasts = h('div', { class: 'toasts', 'aria-live': 'assertive' });
+    this.topbar = h('header', { class: 'topbar' },
+      this.back,
+      h('a', { class: 'brand', href: '#/', 'aria-label': 'ferry: home' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), 'ferry'),
+      h('span', { class: 'spacer' }),
+      this.connPill);
+    clear(this.root).append(
+      h('a', { class: 'skip', href: '#main', text: 'Skip to the content', onclick: (e) => { e.preventDefault(); this.main.focus(); } }),
+      this.topbar, this.banner, h('div', { class: 'shell' }, this.sidebar, this.main), this.announcer, this.toasts);
+  }
+
+  /** announce tells screen readers (the polite live region). */
+  announce(text) {
+    this.announcer.textContent = '';
+    setTimeout(() => {
+      this.announcer.textContent = text;
+    }, 30);
+  }
+
+  toast(text) {
+    const t = h('div', { class: 'toast', role: 'alert' }, h('span', { text }),
+      h('button', { type: 'button', class: 'link', 'aria-label': 'Dismiss', text: '✕', onclick: () => t.remove() }));
+    this.toasts.appendChild(t);
+    setTimeout(() => t.remove(), 8000);
+  }
+
+  /**
+   * sendControl sends msg, which has no answer but an error; onError gets
+   * that error (or a connection error right away). false when not sent.
+   */
+  sendControl(msg, onError) {
+    if (!this.conn.send(msg)) {
+      onError?.({ code: 'connection_lost', message: 'not connected to the master' });
+      return false;
+    }
+    if (onError) {
+      const timer = setTimeout(() => this.errorHandlers.delete(msg.message_id), ERROR_WAIT);
+      this.errorHandlers.set(msg.message_id, { fn: onError, timer });
+    }
+    return true;
+  }
+
+  /** control sends a control.* message of a session. */
+  control(type, payload, sessionId, onError) {
+    return this.sendControl(message(type, payload, sessionId), onError || ((err) => this.toast(`${type}: ${err.message}`)));
+  }
+
+  onState({ state, reason }) {
+    const labels = { connecting: 'Connecting…', open: 'Connected', lost: 'Reconnecting…', signedout: 'Signed out' };
+    this.connPill.textContent = labels[state] || state;
+    this.connPill.dataset.state = state;
+    if (state === 'lost') {
+      this.banner.hidden = false;
+      this.banner.dataset.kind = 'lost';
+      this.banner.textContent = 'Connection lost — resuming… Nothing is lost: the session picks up where it stopped.';
+      this.wasLost = true;
+      this.announce('Connection lost. Reconnecting.');
+    } else if (state === 'open') {
+      if (this.wasLost) {
+        this.banner.hidden = false;
+        this.banner.dataset.kind = 'ok';
+        this.banner.textContent = 'Reconnected.';
+        this.announce('Reconnected.');
+        clearTimeout(this.bannerTimer);
+        this.bannerTimer = setTimeout(() => {
+          this.banner.hidden = true;
+        }, 2500);
+      } else {
+        this.banner.hidden = true;
+      }
+      this.wasLost = false;
+      this.signedOut = null;
+      this.refreshLists();
+    } else if (state === 'signedout') {
+      this.banner.hidden = true;
+      this.signedOut = reason || 'none';
+    }
+    this.view?.onConnState(state);
+    if (state === 'signedout' || (state === 'open' && this.root.dataset.view === 'signin')) this.route();
+  }
+
+  async refreshLists() {
+    try {
+      const [ms, ss] = await Promise.all([
+        this.conn.request(message('ui.machines.list')),
+        this.conn.request(message('ui.sessions.list', { limit: 200 })),
+      ]);
+      this.machines = ms.payload.machines || [];
+      this.sessions = ss.payload.sessions || [];
+      this.listed = true;
+    } catch (e) {
+      if (e.code !== 'connection_lost') this.toast(`Could not list the machines: ${e.message}`);
+      return;
+    }
+    for (const s of this.sessions) {
+      const st = this.states.get(s.id);
+      if (st) st.info.title = s.title;
+    }
+    this.renderSidebar();
+    if (!this.view) this.route();
+    else this.view.render();
+  }
+
+  onMessage(msg) {
+    if (msg.type === 'error' && !msg.parent_id && msg.payload?.code !== 'unauthorized') {
+      this.toast(`The master reports: ${msg.payload?.message || msg.payload?.code}`);
+      return;
+    }
+    if (msg.type === 'error' && msg.parent_id) {
+      const hd = this.errorHandlers.get(msg.parent_id);
+      if (hd) {
+        clearTimeout(hd.timer);
+        this.errorHandlers.delete(msg.parent_id);
+        hd.fn(msg.payload || {});
+      }
+      return;
+    }
+    switch (msg.type) {
+      case 'master.machines':
+        this.machines = msg.payload.machines || [];
+        this.renderSidebar();
+        this.view?.render();
+        return;
+      case 'master.machine.status': {
+        const m = msg.payload.machine;
+        const i = this.machines.findIndex((x) => x.id === m.id);
+        if (i >= 0) this.machines[i] = m;
+        else this.machines.push(m);
+        this.renderSidebar();
+        this.view?.render();
+        if (this.root.dataset.view === 'new' || this.root.dataset.view === 'home') this.drawForm?.();
+        return;
+      }
+      default:
+        break;
+    }
+    if (msg.session_id && this.view && msg.session_id === this.view.state.id) this.view.onMessage(msg);
+  }
+
+  /** refreshSessionsSoon refreshes the sessions list (the heartbeat's pace). */
+  async refreshSessionsSoon() {
+    if (document.hidden) return;
+    try {
+      const ss = await this.conn.request(message('ui.sessions.list', { limit: 200 }));
+      this.sessions = ss.payload.sessions || [];
+      this.renderSidebar();
+    } catch {
+      // the next heartbeat tries again
+    }
+  }
+
+  /** sessionChanged updates the session's row after one of its events. */
+  sessionChanged(state) {
+    const row = this.sessions.find((s) => s.id === state.id);
+    if (!row) return;
+    const next = state.running ? 'running' : 'idle';
+    if (row.state !== next || row.mode !== state.mode) {
+      row.state = next;
+      row.mode = state.mode;
+      row.updated_at = new Date().toISOString();
+      this.renderSidebar();
+    }
+  }
+
+  route() {
+    const r = parseRoute();
+    if (this.signedOut) {
+      this.leaveSession();
+      this.showSignIn(this.signedOut);
+      return;
+    }
+    this.root.dataset.view = r.name;
+    if (r.name === 'session') {
+      if (this.view && this.view.state.id === r.id) return;
+      this.leaveSession();
+      const info = this.sessions.find((s) => s.id === r.id);
+      if (!info) {
+        clear(this.main).appendChild(h('section', { class: 'panel' },
+          this.listed ? h('h1', { text: 'No such session' }) : h('p', { class: 'muted', text: 'Loading…' }),
+          this.listed ? h('p', {}, 'It may have been removed, or this login may not see it. ', h('a', { href: '#/', text: 'Back to the sessions' })) : null));
+        this.renderSidebar();
+        return;
+      }
+      let st = this.states.get(r.id);
+      if (!st) {
+        st = new SessionState(info);
+        this.states.set(r.id, st);
+      }
+      this.view = new SessionView(this, st);
+      this.view.mount(this.main);
+      this.renderSidebar();
+      return;
+    }
+    this.leaveSession();
+    this.showStart(r.name === 'new' ? r.params : null);
+    this.renderSidebar();
+  }
+
+  leaveSession() {
+    if (this.view) {
+      this.view.unmount();
+      this.view = null;
+    }
+  }
+
+  showSignIn(reason) {
+    this.root.dataset.view = 'signin';
+    clear(this.sidebar);
+    const input = h('input', { id: 'login-link', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: 'http://…/login?token=ferry_login_…', 'aria-describedby': 'login-help' });
+    const err = h('p', { class: 'form-error', role: 'alert' });
+    const form = h('form', { class: 'stack signin-form' },
+      h('label', { for: 'login-link', text: 'Login link or token' }), input, err,
+      h('button', { type: 'submit', class: 'btn primary', text: 'Sign in' }));
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      const v = input.value.trim();
+      let tok = '';
+      try {
+        tok = new URL(v).searchParams.get('token') || '';
+      } catch {
+        tok = v;
+      }
+      if (!/^ferry_login_[A-Za-z0-9_-]+$/.test(tok)) {
+        err.textContent = 'That is not a login link: it looks like …/login?token=ferry_login_…';
+        return;
+      }
+      location.assign(`/login?token=${encodeURIComponent(tok)}`);
+    });
+    const expired = reason === 'expired';
+    clear(this.main).appendChild(h('section', { class: 'panel signin', 'aria-labelledby': 'signin-title' },
+      h('h1', { id: 'signin-title', text: expired ? 'Signed out' : 'Sign in to ferry' }),
+      expired
+        ? h('p', { class: 'callout', role: 'status', text: 'Your sign-in ended: it was revoked, or the token expired. Open a new login link to go on; nothing in your sessions is lost.' })
+        : h('p', { text: 'This browser is not signed in. Open the one-time login link that ferry printed when it started, or paste it here.' }),
+      form,
+      h('div', { id: 'login-help', class: 'muted small' },
+        h('p', {}, h('code', { text: 'ferry up' }), ' and ', h('code', { text: 'ferry serve' }), ' print a login link when they start. For a new one, run ',
+          h('code', { text: 'ferry token create --kind login' }), ' where the master runs and open ', h('code', { text: '/login?token=…' }), ' with it.'),
+        h('p', { text: 'A login link works once and for 15 minutes; the sign-in it gives lasts on this browser.' })),
+      h('button', { type: 'button', class: 'btn', text: 'Try again', onclick: () => { this.signedOut = null; this.route(); this.conn.start(); } })));
+  }
+
+  showStart(params) {
+    const wrap = h('section', { class: 'panel new-session', 'aria-labelledby': 'new-title' });
+    clear(this.main).appendChild(wrap);
+    const machineSel = h('select', { id: 'ns-machine' });
+    const wsSel = h('select', { id: 'ns-workspace' });
+    const agentSel = h('select', { id: 'ns-agent' });
+    const modeSel = h('select', { id: 'ns-mode' });
+    const title = h('input', { id: 'ns-title', type: 'text', maxlength: '200', placeholder: 'e.g. fix the login bug', autocomplete: 'off' });
+    const err = h('p', { class: 'form-error', role: 'alert' });
+    const startBtn = h('button', { type: 'submit', class: 'btn primary', text: 'Start session' });
+    const form = h('form', { class: 'stack' },
+      h('label', { for: 'ns-machine', text: 'Machine' }), machineSel,
+      h('label', { for: 'ns-workspace', text: 'Workspace' }), wsSel,
+      h('label', { for: 'ns-agent', text: 'Agent' }), agentSel,
+      h('label', { for: 'ns-mode', text: 'Mode' }), modeSel,
+      h('label', { for: 'ns-title', text: 'Title (optional)' }), title,
+      err, startBtn);
+    const none = h('div', { class: 'callout', hidden: true },
+      h('p', { text: 'No machine is connected yet.' }),
+      h('p', { class: 'small' }, 'Run ', h('code', { text: 'ferry up' }), ' on the machine with your code, or ', h('code', { text: 'ferry connect --master URL --token T' }), ' with a client token from ', h('code', { text: 'ferry token create' }), '.'));
+    const loading = h('p', { class: 'muted', text: 'Loading the machines…' });
+    wrap.append(h('h1', { id: 'new-title', text: 'New session' }), loading,
+      h('p', { class: 'muted narrow-hide', text: 'Pick a workspace and an agent, or reopen a session from the list.' }), none, form);
+    const want = { machine: params?.get('machine') || '', workspace: params?.get('workspace') || '' };
+    const fill = (sel, items, value) => {
+      const keep = value || sel.value;
+      clear(sel);
+      for (const it of items) sel.appendChild(h('option', { value: it.value, disabled: !!it.disabled, text: it.label }));
+      if (items.some((it) => it.value === keep && !it.disabled)) sel.value = keep;
+    };
+    const draw = () => {
+      const ms = this.machines;
+      none.hidden = !this.listed || ms.some((m) => m.online);
+      form.hidden = !ms.length;
+      loading.hidden = this.listed;
+      fill(machineSel, ms.map((m) => ({ value: m.id, label: `${m.name}${m.online ? '' : ' (offline)'}`, disabled: !m.online })), want.machine);
+      want.machine = '';
+      const m = ms.find((x) => x.id === machineSel.value);
+      fill(wsSel, (m?.workspaces || []).map((w) => ({ value: w.id, label: `${w.name} — ${w.path}` })), want.workspace);
+      want.workspace = '';
+      fill(agentSel, (m?.adapters || []).map((a) => ({ value: a.id, label: a.name === a.id ? a.id : `${a.name} (${a.id})` })));
+      const a = m?.adapters?.find((x) => x.id === agentSel.value);
+      fill(modeSel, (a?.modes?.length ? a.modes : ['default']).map((x) => ({ value: x, label: x })), modeSel.value || 'default');
+      startBtn.disabled = !m || !m.online;
+    };
+    this.drawForm = () => {
+      if (wrap.isConnected) draw();
+    };
+    machineSel.addEventListener('change', draw);
+    agentSel.addEventListener('change', draw);
+    draw();
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      err.textContent = '';
+      const payload = { machine_id: machineSel.value, workspace_id: wsSel.value, adapter: agentSel.value, mode: modeSel.value };
+      if (title.value.trim()) payload.title = title.value.trim();
+      startBtn.disabled = true;
+      startBtn.textContent = 'Starting…';
+      try {
+        const ans = await this.conn.request(message('ui.session.start', payload), 40000);
+        const info = ans.payload.session;
+        this.sessions.unshift(info);
+        location.hash = `#/s/${encodeURIComponent(info.id)}`;
+      } catch (ex) {
+        err.textContent = `The session did not start: ${ex.message}`;
+        startBtn.disabled = false;
+        startBtn.textContent = 'Start session';
+      }
+    });
+  }
+
+  drawSidebar() {
+    if (this.root.dataset.view === 'signin') return;
+    const current = this.view?.state.id || '';
+    const side = clear(this.sidebar);
+    side.appendChild(h('div', { class: 'side-head' }, h('h2', { text: 'Sessions' }), h('a', { class: 'btn primary small', href: '#/new', text: 'New session' })));
+    if (!this.listed) {
+      side.appendChild(h('p', { class: 'muted small pad', text: this.conn.state === 'open' ? 'Loading…' : 'Connecting…' }));
+      return;
+    }
+    if (!this.machines.length) side.appendChild(h('p', { class: 'muted small pad', text: 'No machine has connected yet.' }));
+    const ul = h('ul', { class: 'machines' });
+    for (const m of this.machines) {
+      const sess = this.sessions.filter((s) => s.machine_id === m.id);
+      const wsIDs = new Set((m.workspaces || []).map((w) => w.id));
+      const groups = (m.workspaces || []).map((w) => ({ w, list: sess.filter((s) => s.workspace_id === w.id) }));
+      const stray = sess.filter((s) => !wsIDs.has(s.workspace_id));
+      if (stray.length) groups.push({ w: { id: '', name: 'Other workspaces', path: '' }, list: stray });
+      const wsList = h('ul', { class: 'workspaces' });
+      for (const { w, list } of groups) {
+        const sl = h('ul', { class: 'sessions' });
+        for (const s of list) {
+          const label = s.title || 'Untitled session';
+          sl.appendChild(h('li', {}, h('a', {
+            href: `#/s/${encodeURIComponent(s.id)}`, class: 'session-link', 'aria-current': s.id === current ? 'page' : false,
+            dataset: { session: s.id },
+          }, h('span', { class: 'session-name', text: label }),
+          h('span', { class: 'session-sub small muted' }, s.state === 'running' ? h('span', { class: 'run-dot', 'aria-label': 'running' }) : null, `${s.adapter} · ${formatWhen(s.updated_at)}`))));
+        }
+        if (!list.length) sl.appendChild(h('li', { class: 'muted small none', text: 'No sessions yet' }));
+        const head = h('div', { class: 'ws-head' },
+          h('span', { class: 'ws-name', title: w.path, text: w.name }),
+          w.id && m.online ? h('a', { class: 'link small', href: `#/new?machine=${encodeURIComponent(m.id)}&workspace=${encodeURIComponent(w.id)}`, 'aria-label': `New session in ${w.name}`, text: '+ New' }) : null);
+        wsList.appendChild(h('li', { class: 'workspace' }, head, sl));
+      }
+      ul.appendChild(h('li', { class: 'machine' },
+        h('div', { class: 'machine-head' }, h('span', { class: `dot ${m.online ? 'on' : 'off'}`, 'aria-hidden': 'true' }),
+          h('span', { class: 'machine-name', text: m.name }), h('span', { class: 'small muted', text: m.online ? 'online' : 'offline' })),
+        wsList));
+    }
+    side.appendChild(ul);
+  }
+}

@@ -1,0 +1,237 @@
+// The UI WebSocket (/v1/ui): one connection to the master, kept open.
+//
+// - Messages are the protocol's envelope (docs/protocol.md). request() sends
+//   one and resolves with the answer (the message whose parent_id is its
+//   message_id), or rejects with the coded error the master answered.
+// - Every message received is also dispatched as a "message" event, so
+//   session events, machine status and search answers reach their views.
+// - When the connection drops it is opened again with exponential backoff
+//   and full jitter; "state" events say connecting / open / lost / signedout.
+//   The views then resubscribe from the last seq they hold.
+// - A browser cannot read the HTTP status of a refused WebSocket upgrade, so
+//   "signed out" is inferred: the upgrade fails twice in a row while
+//   /healthz answers, or the master closes the connection with
+//   error{code: unauthorized} (a revoked or expired token).
+// - A heartbeat (ui.machines.list every 25 s while visible, answered within
+//   10 s) notices a connection that died silently, as on a phone that
+//   changed networks; each one answered is a "heartbeat" event.
+
+import { uuid } from './util.js';
+
+const BACKOFF_BASE = 400;
+const BACKOFF_CAP = 10000;
+const HEARTBEAT_EVERY = 25000;
+const HEARTBEAT_WAIT = 10000;
+const REQUEST_WAIT = 45000;
+const SIGNED_IN = 'ferry.signedIn';
+
+function wasSignedIn() {
+  try {
+    return localStorage.getItem(SIGNED_IN) === '1';
+  } catch {
+    return false;
+  }
+}
+
+/** ProtoError is a coded error the master answered. */
+export class ProtoError extends Error {
+  constructor(payload) {
+    super(payload?.message || payload?.code || 'error');
+    this.code = payload?.code || 'internal';
+    this.field = payload?.field || '';
+  }
+}
+
+/** message builds an envelope. */
+export function message(type, payload = {}, sessionId = '') {
+  const m = { type, message_id: uuid(), payload };
+  if (sessionId) m.session_id = sessionId;
+  return m;
+}
+
+export class Connection extends EventTarget {
+  constructor(url) {
+    super();
+    this.url = url;
+    this.state = 'idle';
+    this.ws = null;
+    this.pending = new Map(); // message_id → {resolve, reject, timer}
+    this.attempt = 0;
+    this.failedUpgrades = 0;
+    this.retryTimer = 0;
+    this.heartbeatTimer = 0;
+    this.everOpened = false;
+    addEventListener('online', () => this.retryNow());
+    document.addEventListener('visibilitychange', () => {
+      if (document.hidden) return;
+      if (this.state === 'open') this.heartbeat();
+      else this.retryNow();
+    });
+  }
+
+  setState(s, detail = {}) {
+    if (this.state === s && !detail.force) return;
+    this.state = s;
+    this.dispatchEvent(new CustomEvent('state', { detail: { state: s, ...detail } }));
+  }
+
+  /** start opens the connection (again, after a sign-in). */
+  start() {
+    clearTimeout(this.retryTimer);
+    this.failedUpgrades = 0;
+    this.attempt = 0;
+    this.open();
+  }
+
+  open() {
+    if (this.ws) return;
+    this.setState(this.everOpened ? 'lost' : 'connecting');
+    let ws;
+    try {
+      ws = new WebSocket(this.url);
+    } catch {
+      this.scheduleRetry();
+      return;
+    }
+    this.ws = ws;
+    let opened = false;
+    let unauthorized = false;
+    ws.onopen = () => {
+      opened = true;
+      this.everOpened = true;
+      this.attempt = 0;
+      this.failedUpgrades = 0;
+      try {
+        localStorage.setItem(SIGNED_IN, '1');
+      } catch {
+        // private mode: "signed out" cannot tell an ended sign-in from none
+      }
+      this.setState('open', { force: true });
+      this.scheduleHeartbeat();
+    };
+    ws.onmessage = (ev) => {
+      if (typeof ev.data !== 'string') return;
+      let msg;
+      try {
+        msg = JSON.parse(ev.data);
+      } catch {
+        return;
+      }
+      if (msg.type === 'error' && msg.payload?.code === 'unauthorized' && !msg.parent_id) unauthorized = true;
+      this.receive(msg);
+    };
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      clearTimeout(this.heartbeatTimer);
+      this.failPending(new ProtoError({ code: 'connection_lost', message: 'the connection to the master was lost' }));
+      if (unauthorized) {
+        this.setState('signedout', { reason: 'expired' });
+        return;
+      }
+      if (!opened) {
+        this.checkSignedOut();
+        return;
+      }
+      this.setState('lost');
+      this.scheduleRetry();
+    };
+  }
+
+  async checkSignedOut() {
+    let healthy = false;
+    try {
+      const r = await fetch('/healthz', { cache: 'no-store' });
+      healthy = r.ok;
+    } catch {
+      healthy = false;
+    }
+    if (healthy) this.failedUpgrades++;
+    else this.failedUpgrades = 0;
+    if (this.failedUpgrades >= 2) {
+      this.setState('signedout', { reason: this.everOpened || wasSignedIn() ? 'expired' : 'none' });
+      return;
+    }
+    this.setState(this.everOpened ? 'lost' : 'connecting');
+    this.scheduleRetry(healthy ? 200 : 0);
+  }
+
+  scheduleRetry(fixed = 0) {
+    clearTimeout(this.retryTimer);
+    const ceiling = Math.min(BACKOFF_CAP, BACKOFF_BASE * 2 ** this.attempt);
+    this.attempt++;
+    const wait = fixed || Math.random() * ceiling;
+    this.retryTimer = setTimeout(() => this.open(), wait);
+  }
+
+  /** retryNow reconnects at once when the connection is down. */
+  retryNow() {
+    if (this.ws || this.state === 'signedout' || this.state === 'idle') return;
+    clearTimeout(this.retryTimer);
+    this.open();
+  }
+
+  /** drop closes the connection; it reconnects as after any loss. */
+  drop() {
+    if (this.ws) this.ws.close();
+  }
+
+  scheduleHeartbeat() {
+    clearTimeout(this.heartbeatTimer);
+    this.heartbeatTimer = setTimeout(() => this.heartbeat(), HEARTBEAT_EVERY);
+  }
+
+  async heartbeat() {
+    clearTimeout(this.heartbeatTimer);
+    if (this.state !== 'open') return;
+    const ws = this.ws;
+    try {
+      await this.request(message('ui.machines.list'), HEARTBEAT_WAIT);
+      this.dispatchEvent(new Event('heartbeat'));
+    } catch (e) {
+      if (e.code === 'timeout' && this.ws === ws && ws) ws.close();
+    }
+    if (this.state === 'open') this.scheduleHeartbeat();
+  }
+
+  receive(msg) {
+    const p = msg.parent_id && this.pending.get(msg.parent_id);
+    if (p) {
+      this.pending.delete(msg.parent_id);
+      clearTimeout(p.timer);
+      if (msg.type === 'error') p.reject(new ProtoError(msg.payload));
+      else p.resolve(msg);
+    }
+    this.dispatchEvent(new CustomEvent('message', { detail: msg }));
+  }
+
+  failPending(err) {
+    for (const [, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
+    this.pending.clear();
+  }
+
+  /** send sends msg now; false when the connection is not open. */
+  send(msg) {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return false;
+    this.ws.send(JSON.stringify(msg));
+    return true;
+  }
+
+  /** request sends msg and resolves with its answer. */
+  request(msg, wait = REQUEST_WAIT) {
+    return new Promise((resolve, reject) => {
+      if (!this.send(msg)) {
+        reject(new ProtoError({ code: 'connection_lost', message: 'not connected to the master' }));
+        return;
+      }
+      const timer = setTimeout(() => {
+        this.pending.delete(msg.message_id);
+        reject(new ProtoError({ code: 'timeout', message: 'the master did not answer in time' }));
+      }, wait);
+      this.pending.set(msg.message_id, { resolve, reject, timer });
+    });
+  }
+}

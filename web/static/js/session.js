@@ -1,0 +1,403 @@
+// SessionState is what the UI knows of one session: its transcript (prompts,
+// turns with their text, tool calls, interactions and artifacts, notes), the
+// mode, and where it stands in the session's history (epoch, last seq).
+// It holds no DOM: the transcript view renders it. Kept per session for the
+// page's lifetime, so reopening a session resumes from its last seq.
+//
+// Resume rules (docs/live.md): events carrying a seq are applied once and in
+// order. One at or below lastSeq is a duplicate and dropped; one that skips
+// a seq, or names another epoch, means this history cannot be continued:
+// accept() says "resync" and the caller subscribes again from lastSeq. A
+// master.subscribed with recovered:false replaces everything with its
+// snapshot. Events without a seq (open interactions re-sent on subscribe)
+// are applied by id, idempotently.
+
+import { parsePrompt } from './fileref.js';
+
+export const TURN_LABELS = {
+  running: 'Running',
+  waiting: 'Waiting for you',
+  done: 'Done',
+  cancelled: 'Cancelled',
+  error: 'Error',
+  stopped: 'Stopped',
+};
+
+export class SessionState {
+  constructor(info) {
+    this.id = info.id;
+    this.info = { ...info };
+    this.epoch = '';
+    this.lastSeq = 0;
+    this.liveFrom = 0;
+    this.subscribed = false;
+    this.summary = null; // why the history is a snapshot, when it is
+    this.reset();
+  }
+
+  reset() {
+    this.items = []; // {kind: 'prompt'|'turn'|'note', key, ref (the prompt or turn)}
+    this.prompts = new Map(); // message_id → prompt
+    this.turns = new Map(); // turn_id → turn
+    this.interactions = new Map(); // interaction_id → interaction
+    this.artifacts = new Map(); // artifact_id → artifact (registration order)
+    this.mode = this.info.mode || 'default';
+    this.running = this.info.state === 'running';
+    this.current = ''; // the open turn's id
+    this.version = 0; // bumped on every change: the header re-renders
+    this.dirty = new Set(); // item keys to re-render
+    this.noteSeq = 0;
+  }
+
+  /** subscribePayload is the payload of ui.session.subscribe. */
+  subscribePayload() {
+    return this.epoch ? { after_seq: this.lastSeq, epoch: this.epoch } : { after_seq: 0 };
+  }
+
+  touch(key) {
+    this.version++;
+    if (key) this.dirty.add(key);
+  }
+
+  /** takeDirty returns and forgets the keys changed since the last call. */
+  takeDirty() {
+    const d = this.dirty;
+    this.dirty = new Set();
+    return d;
+  }
+
+  /** onSubscribed applies master.subscribed. */
+  onSubscribed(p) {
+    this.subscribed = true;
+    if (!p.recovered) {
+      this.loadSnapshot(p);
+    } else {
+      this.epoch = p.epoch;
+    }
+    this.liveFrom = p.last_seq;
+    this.touch();
+    return { reset: !p.recovered };
+  }
+
+  loadSnapshot(p) {
+    const snap = p.snapshot || { turns: [], session: this.info };
+    if (snap.session) this.info = { ...this.info, ...snap.session };
+    this.reset();
+    this.epoch = p.epoch;
+    this.lastSeq = p.last_seq;
+    this.summary = p.reason || 'snapshot';
+    if (p.reason === 'retention') this.addNote('info', 'Older events are no longer kept: this is a summary of the session so far.');
+    if (p.reason === 'epoch') this.addNote('info', "The session's history was reset on the master: this is a summary of it.");
+    for (const t of snap.turns || []) {
+      const pkey = `snap-${t.turn_id}`;
+      const prompt = { key: pkey, id: pkey, parts: parsePrompt(t.prompt || '', [], { anyRef: true }), inputType: 'text', status: 'sent', turnId: t.turn_id };
+      this.prompts.set(pkey, prompt);
+      this.items.push({ kind: 'prompt', key: pkey, ref: prompt });
+      const turn = this.newTurn(t.turn_id, pkey);
+      if (t.text) turn.blocks.push({ kind: 'text', text: t.text, v: 1 });
+      turn.text = t.text || '';
+      if (t.done) turn.state = endState(t.cancelled, t.stop_reason);
+      turn.stopReason = t.stop_reason || '';
+      if (!t.done) this.current = t.turn_id;
+    }
+    for (const a of snap.artifacts || []) this.addArtifact(a);
+    for (const req of snap.open_interactions || []) this.addInteraction(req, false);
+    this.running = snap.session?.state === 'running' || !!this.current;
+  }
+
+  /**
+   * accept applies one message of this session. It returns "resync" when
+   * the history cannot be continued from here, "dup" for a duplicate, else
+   * "ok".
+   */
+  accept(msg) {
+    if (typeof msg.seq === 'number') {
+      if (msg.epoch && this.epoch && msg.epoch !== this.epoch) return 'resync';
+      if (msg.seq <= this.lastSeq) return 'dup';
+      if (msg.seq !== this.lastSeq + 1) return 'resync';
+      if (!this.epoch && msg.epoch) this.epoch = msg.epoch;
+      this.lastSeq = msg.seq;
+    }
+    this.apply(msg);
+    return 'ok';
+  }
+
+  newTurn(id, promptKey = '') {
+    let t = this.turns.get(id);
+    if (t) return t;
+    t = { key: `turn-${id}`, id, promptKey, blocks: [], tools: new Map(), state: 'running', text: '', usage: null, errors: [], mode: '', adapter: '', stopReason: '' };
+    this.turns.set(id, t);
+    this.items.push({ kind: 'turn', key: t.key, ref: t });
+    return t;
+  }
+
+  turn(id) {
+    return this.turns.get(id) || this.newTurn(id);
+  }
+
+  addNote(level, text) {
+    const key = `note-${++this.noteSeq}`;
+    this.items.push({ kind: 'note', key, level, text });
+    this.touch(key);
+    return key;
+  }
+
+  addArtifact(a) {
+    if (this.artifacts.has(a.artifact_id)) return false;
+    this.artifacts.set(a.artifact_id, { ...a });
+    const t = this.turns.get(a.turn_id);
+    if (t) {
+      t.blocks.push({ kind: 'artifact', id: a.artifact_id, v: 1 });
+      this.touch(t.key);
+    }
+    this.touch();
+    return true;
+  }
+
+  addInteraction(req, live) {
+    const known = this.interactions.get(req.interaction_id);
+    if (known) return known;
+    const it = { id: req.interaction_id, req, status: 'open', seenAt: Date.now(), live, resolved: null, sending: false, error: '' };
+    this.interactions.set(it.id, it);
+    const t = this.turn(req.turn_id);
+    t.blocks.push({ kind: 'interaction', id: it.id, v: 1 });
+    if (!isEnded(t)) t.state = 'waiting';
+    this.touch(t.key);
+    return it;
+  }
+
+  /** addPending shows a prompt the user just sent, before the master echoes it. */
+  addPending(id, parts, inputType) {
+    const p = { key: `prompt-${id}`, id, parts, inputType, status: 'sending', turnId: '' };
+    this.prompts.set(id, p);
+    this.items.push({ kind: 'prompt', key: p.key, ref: p });
+    this.touch(p.key);
+    return p;
+  }
+
+  /** promptFailed marks a prompt the master or the client refused. */
+  promptFailed(id, err) {
+    const p = this.prompts.get(id);
+    if (!p) return;
+    p.status = 'failed';
+    p.error = err;
+    this.touch(p.key);
+  }
+
+  apply(msg) {
+    const p = msg.payload || {};
+    switch (msg.type) {
+      case 'control.prompt.request': {
+        let pr = this.prompts.get(msg.message_id);
+        if (!pr) {
+          pr = { key: `prompt-${msg.message_id}`, id: msg.message_id, turnId: '' };
+          this.prompts.set(msg.message_id, pr);
+          this.items.push({ kind: 'prompt', key: pr.key, ref: pr });
+        }
+        pr.parts = parsePrompt(p.prompt_text || '', p.file_references || []);
+        pr.inputType = p.input_type || 'text';
+        if (pr.status !== 'failed') pr.status = 'sent';
+        this.touch(pr.key);
+        break;
+      }
+      case 'session.opened':
+        if (p.mode) this.mode = p.mode;
+        this.touch();
+        break;
+      case 'agent.turn.started': {
+        const pr = this.prompts.get(msg.parent_id);
+        const t = this.newTurn(p.turn_id, pr ? pr.key : '');
+        if (pr) {
+          pr.turnId = p.turn_id;
+          pr.status = 'sent';
+          this.touch(pr.key);
+        }
+        t.mode = p.mode;
+        t.adapter = p.adapter || '';
+        t.inputType = p.input_type;
+        if (p.mode) this.mode = p.mode;
+        this.running = true;
+        this.current = p.turn_id;
+        this.touch(t.key);
+        break;
+      }
+      case 'agent.text.delta': {
+        const t = this.turn(p.turn_id);
+        const ch = p.channel || 'text';
+        const last = t.blocks[t.blocks.length - 1];
+        if (last && last.kind === ch) {
+          last.text += p.delta;
+          last.v++;
+        } else {
+          t.blocks.push({ kind: ch, text: p.delta, v: 1 });
+        }
+        if (ch === 'text') t.text += p.delta;
+        this.touch(t.key);
+        break;
+      }
+      case 'agent.tool.started': {
+        const t = this.turn(p.turn_id);
+        const tool = { id: p.tool_use_id, name: p.tool_name, input: p.input || {}, status: 'running', output: '', statusLine: '', diff: null, errorCode: 0 };
+        t.tools.set(tool.id, tool);
+        t.blocks.push({ kind: 'tool', id: tool.id, v: 1 });
+        this.touch(t.key);
+        break;
+      }
+      case 'agent.tool.updated': {
+        const t = this.turn(p.turn_id);
+        const tool = this.tool(t, p.tool_use_id, '');
+        if (p.output_delta) tool.output += p.output_delta;
+        if (p.status) tool.statusLine = p.status;
+        this.bumpBlock(t, 'tool', tool.id);
+        break;
+      }
+      case 'agent.tool.finished': {
+        const t = this.turn(p.turn_id);
+        const tool = this.tool(t, p.tool_use_id, p.tool_name);
+        tool.status = p.status;
+        if (typeof p.output === 'string') tool.output = p.output;
+        tool.diff = p.diff || null;
+        tool.errorCode = p.error_code || 0;
+        this.bumpBlock(t, 'tool', tool.id);
+        break;
+      }
+      case 'agent.usage': {
+        const t = this.turn(p.turn_id);
+        t.usage = p;
+        this.touch(t.key);
+        break;
+      }
+      case 'agent.artifact':
+        this.addArtifact(p);
+        break;
+      case 'agent.interaction.request':
+        this.addInteraction(p, typeof msg.seq === 'number' && msg.seq > this.liveFrom);
+        break;
+      case 'agent.interaction.resolved': {
+        const it = this.interactions.get(p.interaction_id);
+        if (!it) break;
+        it.status = p.outcome;
+        it.resolved = p;
+        it.sending = false;
+        const t = this.turns.get(it.req.turn_id);
+        if (t) {
+          this.bumpBlock(t, 'interaction', it.id);
+          if (t.state === 'waiting' && !this.openIn(t)) t.state = 'running';
+        }
+        this.touch();
+        break;
+      }
+      case 'agent.mode.changed':
+        this.mode = p.mode;
+        this.addNote('mode', `Mode switched to ${p.mode}.`);
+        break;
+      case 'agent.compaction.done':
+        this.addNote('info', `History compacted: ${p.tokens_before.toLocaleString()} → ${p.tokens_after.toLocaleString()} tokens.`);
+        break;
+      case 'agent.error':
+        if (p.turn_id && this.turns.has(p.turn_id)) {
+          const t = this.turns.get(p.turn_id);
+          t.errors.push(p);
+          t.blocks.push({ kind: 'error', error: p, v: 1 });
+          this.touch(t.key);
+        } else {
+          this.addNote('error', `${p.message || p.code} (${p.code})`);
+        }
+        break;
+      case 'agent.text.done': {
+        const t = this.turn(p.turn_id);
+        t.state = endState(p.is_cancelled, p.stop_reason);
+        t.stopReason = p.stop_reason || (p.is_cancelled ? 'cancelled' : '');
+        if (!t.text && p.text) {
+          t.blocks.push({ kind: 'text', text: p.text, v: 1 });
+          t.text = p.text;
+        }
+        if (p.result !== undefined && p.result !== null) t.result = p.result;
+        for (const b of t.blocks) {
+          if (b.kind !== 'interaction') continue;
+          const it = this.interactions.get(b.id);
+          if (it && it.status === 'open') {
+            it.status = 'cancelled';
+            b.v++;
+          }
+        }
+        for (const tool of t.tools.values()) {
+          if (tool.status === 'running') {
+            tool.status = t.state === 'cancelled' ? 'cancelled' : 'unfinished';
+            this.bumpBlock(t, 'tool', tool.id);
+          }
+        }
+        if (this.current === p.turn_id) this.current = '';
+        this.running = false;
+        this.touch(t.key);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  tool(t, id, name) {
+    let tool = t.tools.get(id);
+    if (!tool) {
+      tool = { id, name: name || 'tool', input: {}, status: 'running', output: '', statusLine: '', diff: null, errorCode: 0 };
+      t.tools.set(id, tool);
+      t.blocks.push({ kind: 'tool', id, v: 0 });
+    }
+    return tool;
+  }
+
+  bumpBlock(t, kind, id) {
+    for (const b of t.blocks) if (b.kind === kind && b.id === id) b.v++;
+    this.touch(t.key);
+  }
+
+  openIn(t) {
+    for (const b of t.blocks) {
+      if (b.kind === 'interaction' && this.interactions.get(b.id)?.status === 'open') return true;
+    }
+    return false;
+  }
+
+  /** openInteractions lists the questions waiting for an answer. */
+  openInteractions() {
+    return [...this.interactions.values()].filter((i) => i.status === 'open');
+  }
+
+  /** status is the session's state for its header. */
+  status() {
+    if (this.openInteractions().length) return 'waiting';
+    if (this.running) return 'running';
+    const last = [...this.turns.values()].pop();
+    return last && last.state !== 'running' ? last.state : 'idle';
+  }
+
+  /** totals adds up the usage of every turn (each turn reports its running total). */
+  totals() {
+    const sum = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, hasCost: false, turns: 0 };
+    for (const t of this.turns.values()) {
+      if (!t.usage) continue;
+      sum.turns++;
+      sum.input += t.usage.input_tokens || 0;
+      sum.output += t.usage.output_tokens || 0;
+      sum.cacheRead += t.usage.cache_read_tokens || 0;
+      sum.cacheWrite += t.usage.cache_creation_tokens || 0;
+      if (typeof t.usage.cost_usd === 'number') {
+        sum.cost += t.usage.cost_usd;
+        sum.hasCost = true;
+      }
+    }
+    return sum;
+  }
+}
+
+function endState(cancelled, stop) {
+  if (cancelled || stop === 'cancelled') return 'cancelled';
+  if (stop === 'error') return 'error';
+  if (stop === 'max_turns' || stop === 'refusal') return 'stopped';
+  return 'done';
+}
+
+function isEnded(t) {
+  return t.state !== 'running' && t.state !== 'waiting';
+}

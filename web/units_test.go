@@ -1,0 +1,114 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-dev/ferry/protocol"
+	"github.com/ferry-dev/ferry/protocol/fileref"
+)
+
+// jsPart is a part of a parsed prompt as the JavaScript parser gives it.
+type jsPart struct {
+	Text    *string `json:"text,omitempty"`
+	RefID   string  `json:"ref_id,omitempty"`
+	Display string  `json:"display,omitempty"`
+}
+
+type vector struct {
+	Text  string                   `json:"text"`
+	Refs  []protocol.FileReference `json:"refs"`
+	Parts []jsPart                 `json:"parts"`
+}
+
+// pieces are what random prompts are made of: the characters the token
+// grammar and the escaping care about, and some text.
+var pieces = []string{`\`, `\\`, `<`, `@`, `<@`, `<@file:`, `ref_0`, `ref_1`, `x`, `|`, `>`, ` `, `é`, `😀`, "\n",
+	`<@file:ref_0|a.go>`, `<@file:ref_1|b/c.ts>`, `<@file:nope|d>`, `\<@file:ref_0|e>`, `<@user:x>`, `|path>`}
+
+func randomText(r *rand.Rand) string {
+	var b strings.Builder
+	for n := r.IntN(12); n >= 0; n-- {
+		b.WriteString(pieces[r.IntN(len(pieces))])
+	}
+	return b.String()
+}
+
+// vectors builds prompts and what protocol/fileref parses them into: random
+// texts, and prompts composed from random segments as the master does.
+func vectors() []vector {
+	r := rand.New(rand.NewPCG(9, 9))
+	refs := []protocol.FileReference{
+		{RefID: "ref_0", Path: "a.go", Name: "a.go", WorkspaceRelativePath: "a.go"},
+		{RefID: "ref_1", Path: "b/c.ts", Name: "c.ts", WorkspaceRelativePath: "b/c.ts"},
+	}
+	var texts []vector
+	for range 600 {
+		texts = append(texts, vector{Text: randomText(r), Refs: refs[:r.IntN(3)]})
+	}
+	for range 400 {
+		var segs []protocol.PromptSegment
+		for n := r.IntN(5); n >= 0; n-- {
+			if r.IntN(3) == 0 {
+				p := []string{"src/auth.ts", "a>b|c.go", "dir/\\file<@.md", "ü/ñ.txt"}[r.IntN(4)]
+				segs = append(segs, protocol.PromptSegment{Kind: "file", File: &protocol.PickedFile{Path: p, DisplayPath: p}})
+			} else {
+				segs = append(segs, protocol.PromptSegment{Kind: "text", Text: randomText(r)})
+			}
+		}
+		text, rs, err := fileref.Compose(segs)
+		if err != nil || text == "" {
+			continue
+		}
+		texts = append(texts, vector{Text: text, Refs: rs})
+	}
+	for i := range texts {
+		for _, p := range fileref.Parse(texts[i].Text, texts[i].Refs).Parts {
+			if p.IsFile() {
+				texts[i].Parts = append(texts[i].Parts, jsPart{RefID: p.File.RefID, Display: p.DisplayPath})
+			} else {
+				t := p.Text
+				texts[i].Parts = append(texts[i].Parts, jsPart{Text: &t})
+			}
+		}
+	}
+	return texts
+}
+
+// TestJSUnits runs the UI's pure modules under Node: the prompt parser
+// (static/js/fileref.js) against protocol/fileref on a thousand prompts,
+// and the session state's resume rules (static/js/session.js).
+func TestJSUnits(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("FERRY_REQUIRE_BROWSER") != "" {
+			t.Fatal("node is missing: apt-get install -y nodejs")
+		}
+		t.Skip("node is missing: apt-get install -y nodejs")
+	}
+	b, err := json.Marshal(vectors())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "vectors.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "units.mjs"), path)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Log(out.String())
+}
