@@ -2,6 +2,7 @@ package master_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -139,6 +140,24 @@ func TestLogin(t *testing.T) {
 	// The login URL works once.
 	if resp := get(); resp.status != http.StatusUnauthorized {
 		t.Fatalf("second login: HTTP %d, want 401", resp.status)
+	}
+	// A browser that opens a used link gets a page saying what to do.
+	req, err := http.NewRequestWithContext(testCtx(t), http.MethodGet, e.srv.URL+"/login?token="+login+"%3Cscript%3E", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/html,application/xhtml+xml")
+	page, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer page.Body.Close()
+	body, _ := io.ReadAll(page.Body)
+	if page.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(body), "ferry token create --kind login") || strings.Contains(string(body), "<script") ||
+		!strings.Contains(page.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatalf("used link in a browser: HTTP %d %q %q:\n%s", page.StatusCode, page.Header.Get("Content-Type"),
+			page.Header.Get("Content-Security-Policy"), body)
 	}
 }
 

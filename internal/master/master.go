@@ -87,6 +87,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -547,6 +548,12 @@ func (m *Master) serveLogin(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, auth.ErrUnauthorized):
 		m.log.Info("refused login", "remote", r.RemoteAddr)
+		if strings.Contains(r.Header.Get("Accept"), "text/html") {
+			// A person clicked an old link: a page that says what to do,
+			// rather than a JSON error.
+			loginRefusedPage(w)
+			return
+		}
 		httpError(w, http.StatusUnauthorized, protocol.CodeUnauthorized, "this login link is invalid, expired or already used")
 		return
 	case err != nil:
@@ -569,6 +576,30 @@ func (m *Master) serveLogin(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
+
+// loginRefusedPage answers a browser whose login link did not work: static
+// text, no script, nothing from the request echoed back.
+func loginRefusedPage(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusUnauthorized)
+	_, _ = io.WriteString(w, loginRefusedHTML)
+}
+
+const loginRefusedHTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>ferry: this login link does not work</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#1a1a1a;background:#fff}
+code{background:#f0f0f0;padding:0 .25rem}@media (prefers-color-scheme:dark){body{color:#eee;background:#151515}code{background:#2a2a2a}}</style>
+</head><body><main><h1>This login link does not work</h1>
+<p>It is invalid, expired or already used: each link signs in one browser, once.</p>
+<p>Ask for a new one where ferry runs: <code>ferry token create --kind login</code>, then open
+<code>/login?token=…</code> with what it prints. If you are signed in already, <a href="/">go to ferry</a>.</p>
+</main></body></html>
+`
 
 func (m *Master) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	m.mu.Lock()
