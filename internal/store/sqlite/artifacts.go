@@ -106,16 +106,8 @@ func (s *Store) Artifacts(ctx context.Context, sessionID string, limit int) ([]s
 	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
-	defer rows.Close()
-	var out []store.Artifact
-	for rows.Next() {
-		a, err := scanArtifact(rows)
-		if err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collectRows(rows, scanArtifact)
+	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
 	if len(out) == 0 {

@@ -401,6 +401,24 @@ func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
 
 const tokenCols = `id, kind, name, hash, created_at, expires_at, machines` //nolint:gosec // column names, not a credential
 
+// collectRows scans every row with scan and closes rows (pgx.CollectRows
+// for database/sql).
+func collectRows[T any](rows *sql.Rows, scan func(interface{ Scan(...any) error }) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func scanToken(sc interface{ Scan(...any) error }) (store.Token, error) {
 	var (
 		t        store.Token
@@ -473,16 +491,8 @@ func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
 	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
-	defer rows.Close()
-	var out []store.Token
-	for rows.Next() {
-		t, err := scanToken(rows)
-		if err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collectRows(rows, scanToken)
+	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
 	return out, nil
@@ -511,22 +521,20 @@ func (s *Store) Machines(ctx context.Context) ([]store.Machine, error) {
 	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
-	defer rows.Close()
-	var out []store.Machine
-	for rows.Next() {
+	out, err := collectRows(rows, func(row interface{ Scan(...any) error }) (store.Machine, error) {
 		var (
 			m    store.Machine
 			caps []byte
 			seen sql.NullInt64
 		)
-		if err := rows.Scan(&m.ID, &m.Name, &m.TokenID, &caps, &seen); err != nil {
-			return nil, wrap(ctx, op, err)
+		if err := row.Scan(&m.ID, &m.Name, &m.TokenID, &caps, &seen); err != nil {
+			return store.Machine{}, err
 		}
 		m.Capabilities = rawJSON(caps)
 		m.LastSeen = fromMicros(seen)
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
+		return m, nil
+	})
+	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
 	return out, nil
@@ -617,16 +625,8 @@ func (s *Store) ListSessions(ctx context.Context, machineID string, limit int) (
 	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
-	defer rows.Close()
-	var out []store.Session
-	for rows.Next() {
-		ss, err := scanSession(rows)
-		if err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-		out = append(out, ss)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collectRows(rows, scanSession)
+	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
 	return out, nil
@@ -767,22 +767,20 @@ func (s *Store) Events(ctx context.Context, sessionID string, afterSeq uint64, l
 	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
-	defer rows.Close()
-	var out []store.Event
-	for rows.Next() {
+	out, err := collectRows(rows, func(row interface{ Scan(...any) error }) (store.Event, error) {
 		var (
 			ev      store.Event
 			seq     int64
 			created sql.NullInt64
 		)
-		if err := rows.Scan(&seq, &ev.MessageID, &ev.Type, &ev.Data, &created); err != nil {
-			return nil, wrap(ctx, op, err)
+		if err := row.Scan(&seq, &ev.MessageID, &ev.Type, &ev.Data, &created); err != nil {
+			return store.Event{}, err
 		}
 		ev.Seq = uint64(seq)
 		ev.CreatedAt = fromMicros(created)
-		out = append(out, ev)
-	}
-	if err := rows.Err(); err != nil {
+		return ev, nil
+	})
+	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
 	if len(out) == 0 {
@@ -921,22 +919,20 @@ func (s *Store) OpenInteractions(ctx context.Context, sessionID string) ([]store
 	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
-	defer rows.Close()
-	var out []store.Interaction
-	for rows.Next() {
+	out, err := collectRows(rows, func(row interface{ Scan(...any) error }) (store.Interaction, error) {
 		var (
 			in      = store.Interaction{SessionID: sessionID}
 			req     []byte
 			created sql.NullInt64
 		)
-		if err := rows.Scan(&in.ID, &in.TurnID, &req, &created); err != nil {
-			return nil, wrap(ctx, op, err)
+		if err := row.Scan(&in.ID, &in.TurnID, &req, &created); err != nil {
+			return store.Interaction{}, err
 		}
 		in.Request = rawJSON(req)
 		in.CreatedAt = fromMicros(created)
-		out = append(out, in)
-	}
-	if err := rows.Err(); err != nil {
+		return in, nil
+	})
+	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
 	if len(out) == 0 {
