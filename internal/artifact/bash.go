@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/ferry-dev/ferry/internal/runecut"
+
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/vfs"
 )
@@ -81,7 +83,7 @@ func (d *bashTool) before(ctx context.Context, fsys vfs.FS, raw json.RawMessage)
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil || items == nil {
-		warn("artifact_paths is not an array of paths; ignored", "value", clip(string(raw), 64))
+		warn("artifact_paths is not an array of paths; ignored", "value", runecut.Ellipsis(string(raw), 64))
 		return nil
 	}
 	if len(items) > MaxDeclaredPaths {
@@ -92,7 +94,7 @@ func (d *bashTool) before(ctx context.Context, fsys vfs.FS, raw json.RawMessage)
 	for _, it := range items {
 		var name string
 		if err := json.Unmarshal(it, &name); err != nil || name == "" {
-			warn("an artifact_paths entry is not a path; ignored", "value", clip(string(it), 64))
+			warn("an artifact_paths entry is not a path; ignored", "value", runecut.Ellipsis(string(it), 64))
 			continue
 		}
 		info, err := fsys.Stat(name)
@@ -105,15 +107,15 @@ func (d *bashTool) before(ctx context.Context, fsys vfs.FS, raw json.RawMessage)
 				_, rerr = workspaceRel(fsys, p)
 			}
 			if rerr != nil {
-				warn("a declared artifact path is outside the workspace; ignored", "path", clip(name, 256), "err", rerr)
+				warn("a declared artifact path is outside the workspace; ignored", "path", runecut.Ellipsis(name, 256), "err", rerr)
 				continue
 			}
 			out = append(out, declared{name: name})
 		case err != nil:
-			warn("a declared artifact path cannot be used; ignored", "path", clip(name, 256), "err", err)
+			warn("a declared artifact path cannot be used; ignored", "path", runecut.Ellipsis(name, 256), "err", err)
 		default:
 			if _, rerr := workspaceRel(fsys, info.Path); rerr != nil {
-				warn("a declared artifact path is outside the workspace; ignored", "path", clip(name, 256))
+				warn("a declared artifact path is outside the workspace; ignored", "path", runecut.Ellipsis(name, 256))
 				continue
 			}
 			out = append(out, declared{name: name, before: info.Stamp, existed: true})
@@ -132,16 +134,16 @@ func (d *bashTool) after(ctx context.Context, fsys vfs.FS, col *Collector, decl 
 	for _, dc := range decl {
 		info, err := fsys.Stat(dc.name)
 		if err != nil {
-			warn("a declared artifact path is not there after the command; ignored", "path", clip(dc.name, 256), "err", err)
+			warn("a declared artifact path is not there after the command; ignored", "path", runecut.Ellipsis(dc.name, 256), "err", err)
 			continue
 		}
 		if info.IsDir {
-			warn("a declared artifact path is a directory, not a file; ignored", "path", clip(dc.name, 256))
+			warn("a declared artifact path is a directory, not a file; ignored", "path", runecut.Ellipsis(dc.name, 256))
 			continue
 		}
 		rel, err := workspaceRel(fsys, info.Path)
 		if err != nil {
-			warn("a declared artifact path is outside the workspace; ignored", "path", clip(dc.name, 256))
+			warn("a declared artifact path is outside the workspace; ignored", "path", runecut.Ellipsis(dc.name, 256))
 			continue
 		}
 		if dc.existed && info.Stamp == dc.before {

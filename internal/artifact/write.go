@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 
+	"github.com/ferry-dev/ferry/internal/runecut"
 	"github.com/ferry-dev/ferry/internal/tools"
 )
 
@@ -96,7 +97,7 @@ func (d *fileTool) flag(ctx context.Context, raw json.RawMessage, found bool) bo
 	var b bool
 	if err := json.Unmarshal(raw, &b); err != nil || string(raw) == "null" {
 		d.log.Warn("artifact: the artifact parameter is not a boolean; counting it as true",
-			"tool", d.Name(), "tool_use_id", tools.ToolUseID(ctx), "value", clip(string(raw), 64))
+			"tool", d.Name(), "tool_use_id", tools.ToolUseID(ctx), "value", runecut.Ellipsis(string(raw), 64))
 		return true
 	}
 	return b
@@ -136,12 +137,4 @@ func (d *fileTool) register(ctx context.Context, env *tools.Env, col *Collector,
 		return
 	}
 	col.Add(f)
-}
-
-// clip cuts s for a log line.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ferry-dev/ferry/internal/vfs"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -45,7 +46,7 @@ func (w *workspace) allowed(p string) bool {
 	if !w.within(abs) {
 		return false
 	}
-	return w.within(resolveExisting(abs))
+	return w.within(vfs.ResolveExisting(abs))
 }
 
 func (w *workspace) within(abs string) bool {
@@ -59,21 +60,4 @@ func (w *workspace) within(abs string) bool {
 		}
 	}
 	return false
-}
-
-// resolveExisting resolves the symlinks of the longest existing prefix of
-// abs and appends the rest unchanged.
-func resolveExisting(abs string) string {
-	rest := ""
-	for dir := abs; ; {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(real, rest)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return abs
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
-	}
 }

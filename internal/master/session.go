@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/runecut"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -609,14 +610,14 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 		s.row.State, s.row.Mode, s.changed = protocol.SessionRunning, p.Mode, true
 	case *protocol.TextDelta:
 		if b, ok := s.text[p.TurnID]; ok && p.Channel == "text" && len(b) < maxSnapshotTurnText {
-			s.text[p.TurnID] = append(b, clip(p.Delta, maxSnapshotTurnText-len(b))...)
+			s.text[p.TurnID] = append(b, runecut.Prefix(p.Delta, maxSnapshotTurnText-len(b))...)
 		}
 	case *protocol.TextDone:
 		if t := s.turnLocked(p.TurnID); t != nil {
 			t.Done, t.Cancelled, t.StopReason = true, p.IsCancelled, p.StopReason
 			t.Text = string(s.text[p.TurnID])
 			if p.Text != "" {
-				t.Text = clip(p.Text, maxSnapshotTurnText)
+				t.Text = runecut.Prefix(p.Text, maxSnapshotTurnText)
 			}
 		}
 		delete(s.text, p.TurnID)
@@ -644,17 +645,6 @@ func (s *session) turnLocked(id string) *protocol.TurnSnapshot {
 		}
 	}
 	return nil
-}
-
-// clip cuts s to at most n bytes without splitting a UTF-8 sequence.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 // checkpoint stores the row and snapshot when the state changed or enough

@@ -722,3 +722,22 @@ func overwrite(f *os.File, data []byte) error {
 	}
 	return f.Sync()
 }
+
+// ResolveExisting resolves the symlinks of the longest existing prefix of
+// abs (an absolute path) and appends the rest unchanged: where a path
+// would really land, even when its last parts do not exist yet. Callers
+// check the result against their root to confine a path.
+func ResolveExisting(abs string) string {
+	rest := ""
+	for dir := abs; ; {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}

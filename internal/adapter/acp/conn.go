@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/runecut"
+
 	"github.com/ferry-dev/ferry/internal/lines"
 	"github.com/ferry-dev/ferry/internal/procgroup"
 )
@@ -187,7 +189,7 @@ func (c *conn) readLoop(r io.Reader, maxLine int) {
 			default:
 				m, perr := parseMessage(line)
 				if perr != nil {
-					c.log.Warn("acp: skipped a malformed JSON-RPC line", "err", perr, "bytes", len(line), "start", clip(string(line), 120))
+					c.log.Warn("acp: skipped a malformed JSON-RPC line", "err", perr, "bytes", len(line), "start", runecut.Prefix(string(line), 120))
 					break
 				}
 				batch = append(batch, m)

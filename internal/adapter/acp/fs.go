@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/runecut"
+
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -208,5 +210,5 @@ func (s *session) shown(name string) string {
 		}
 		return rel
 	}
-	return clip(filepath.Clean(name), 1024)
+	return runecut.Prefix(filepath.Clean(name), 1024)
 }

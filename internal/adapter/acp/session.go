@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/runecut"
+
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
@@ -199,7 +201,7 @@ func (s *session) authMessage() string {
 		if m.Description != "" {
 			n += " (" + m.Description + ")"
 		}
-		names = append(names, clip(n, 200))
+		names = append(names, runecut.Prefix(n, 200))
 	}
 	msg := "the ACP agent needs you to log in first: run it once in a terminal on this machine"
 	if len(names) > 0 {
@@ -325,7 +327,7 @@ func (s *session) dispatch() {
 
 func (s *session) handle(m *message) {
 	if s.log.Enabled(s.ctx, slog.LevelDebug) {
-		s.log.Debug("acp: received", "method", m.Method, "id", clip(string(m.ID), 64), "error", m.Error != nil)
+		s.log.Debug("acp: received", "method", m.Method, "id", runecut.Prefix(string(m.ID), 64), "error", m.Error != nil)
 	}
 	switch {
 	case m.isResponse():
@@ -348,7 +350,7 @@ func (s *session) onResponse(m *message) {
 	delete(s.calls, key)
 	s.mu.Unlock()
 	if ch == nil {
-		s.log.Warn("acp: a response to no open request was dropped", "id", clip(key, 64))
+		s.log.Warn("acp: a response to no open request was dropped", "id", runecut.Prefix(key, 64))
 		return
 	}
 	ch <- m
@@ -368,7 +370,7 @@ func (s *session) onNotification(m *message) {
 		}
 		s.onUpdate(n.Update)
 	default:
-		s.log.Debug("acp: notification ignored", "method", clip(m.Method, 128))
+		s.log.Debug("acp: notification ignored", "method", runecut.Prefix(m.Method, 128))
 	}
 }
 
@@ -591,7 +593,7 @@ func (s *session) finishTurn(ts *turnState, m *message) {
 	case m.Error != nil && (s.isCancelled(ts) || m.Error.Code == rpcCancelled):
 		res.StopReason = stopCancelled
 	case m.Error != nil:
-		s.log.Warn("acp: the agent failed the prompt", "code", m.Error.Code, "message", clip(m.Error.Message, 1024))
+		s.log.Warn("acp: the agent failed the prompt", "code", m.Error.Code, "message", runecut.Prefix(m.Error.Message, 1024))
 		ev := &protocol.AgentError{TurnID: ts.id, Code: codeAgentError, Message: fmt.Sprintf("the ACP agent failed the prompt (JSON-RPC error %d); the client's log has the details", m.Error.Code)}
 		if m.Error.Code == rpcAuthRequired {
 			ev.Code, ev.Message = codeAuthRequired, s.authMessage()
@@ -637,7 +639,7 @@ func (s *session) endTurn(ts *turnState, res adapter.Result) {
 	for id, st := range ts.tools {
 		if !st.finished {
 			st.finished = true
-			s.emit(ts, protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: ts.id, ToolUseID: clip(id, 256), ToolName: st.name, Status: status, Output: out})
+			s.emit(ts, protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: ts.id, ToolUseID: runecut.Prefix(id, 256), ToolName: st.name, Status: status, Output: out})
 		}
 	}
 	res.Text = ts.textSoFar()
@@ -846,7 +848,7 @@ func (ts *turnState) addText(t string) {
 		return
 	}
 	if ts.text.Len()+len(t) > maxResultText {
-		ts.text.WriteString(clip(t, maxResultText-ts.text.Len()))
+		ts.text.WriteString(runecut.Prefix(t, maxResultText-ts.text.Len()))
 		ts.text.WriteString(truncatedNote)
 		ts.truncated = true
 		return

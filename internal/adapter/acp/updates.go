@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/permission"
+	"github.com/ferry-dev/ferry/internal/runecut"
 	"github.com/ferry-dev/ferry/internal/textdiff"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -64,7 +64,7 @@ func (s *session) onUpdate(u *sessionUpdate) {
 		return
 	}
 	if ts == nil {
-		s.log.Info("acp: an update outside a turn was dropped", "update", clip(u.SessionUpdate, 64))
+		s.log.Info("acp: an update outside a turn was dropped", "update", runecut.Prefix(u.SessionUpdate, 64))
 		return
 	}
 	switch u.SessionUpdate {
@@ -79,14 +79,14 @@ func (s *session) onUpdate(u *sessionUpdate) {
 	case "plan":
 		s.onPlan(ts, u.Entries)
 	default:
-		s.log.Debug("acp: update ignored", "update", clip(u.SessionUpdate, 64))
+		s.log.Debug("acp: update ignored", "update", runecut.Prefix(u.SessionUpdate, 64))
 	}
 }
 
 // streamText emits text as deltas of at most maxDelta bytes.
 func (s *session) streamText(ts *turnState, text, channel string) {
 	for text != "" {
-		piece := clip(text, maxDelta)
+		piece := runecut.Prefix(text, maxDelta)
 		if piece == "" { // bytes that are no UTF-8 may offer no rune start to cut at
 			piece = text
 		}
@@ -127,7 +127,7 @@ func (s *session) onToolCall(ts *turnState, u *sessionUpdate) {
 		s.log.Warn("acp: a tool call without an id was dropped")
 		return
 	}
-	id := clip(u.ToolCallID, 256)
+	id := runecut.Prefix(u.ToolCallID, 256)
 	st := ts.tools[u.ToolCallID]
 	if st == nil {
 		st = &toolState{name: toolName(deref(u.Kind))}
@@ -139,7 +139,7 @@ func (s *session) onToolCall(ts *turnState, u *sessionUpdate) {
 	}
 	if t := deref(u.Title); t != "" && t != st.title {
 		st.title = t
-		s.emit(ts, protocol.TypeToolUpdated, &protocol.ToolUpdated{TurnID: ts.id, ToolUseID: id, Status: clip(t, 1024)})
+		s.emit(ts, protocol.TypeToolUpdated, &protocol.ToolUpdated{TurnID: ts.id, ToolUseID: id, Status: runecut.Prefix(t, 1024)})
 	}
 	if len(u.Content) > 0 && string(u.Content) != "null" {
 		st.content = u.Content
@@ -247,7 +247,7 @@ func (s *session) toolOutput(st *toolState) (string, *protocol.FileDiff) {
 	}
 	out := strings.Join(parts, "\n")
 	if len(out) > maxToolOutput {
-		out = clip(out, maxToolOutput) + "\n[… output cut]"
+		out = runecut.Prefix(out, maxToolOutput) + "\n[… output cut]"
 	}
 	return out, diff
 }
@@ -290,7 +290,7 @@ func (s *session) onPlan(ts *turnState, entries []planEntry) {
 	}
 	out := b.String()
 	if len(out) > maxToolOutput {
-		out = clip(out, maxToolOutput) + "\n[… plan cut]"
+		out = runecut.Prefix(out, maxToolOutput) + "\n[… plan cut]"
 	}
 	s.emit(ts, protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: ts.id, ToolUseID: id, ToolName: "Plan", Input: input})
 	s.emit(ts, protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: ts.id, ToolUseID: id, ToolName: "Plan", Status: protocol.ToolOK, Output: out})
@@ -310,7 +310,7 @@ func (s *session) onModeUpdate(ts *turnState, agentID string) {
 		cur := s.mode
 		s.agentMode = agentID
 		s.mu.Unlock()
-		s.log.Warn("acp: the agent left a mode without the user's leave; ferry keeps enforcing it", "mode", cur, "agent_mode", clip(agentID, 64))
+		s.log.Warn("acp: the agent left a mode without the user's leave; ferry keeps enforcing it", "mode", cur, "agent_mode", runecut.Prefix(agentID, 64))
 		return
 	}
 	s.relaxOK = false
@@ -357,7 +357,7 @@ func (s *session) onPermission(m *message) {
 	// Never trust the agent to keep to the mode: a writing or executing
 	// call is refused in plan and review mode without asking.
 	if ok, why := permission.ModeAllows(s.currentMode(), modeCall(p.ToolCall)); !ok {
-		s.log.Info("acp: permission refused by the mode", "tool", clip(deref(p.ToolCall.Title), 200), "why", why)
+		s.log.Info("acp: permission refused by the mode", "tool", runecut.Prefix(deref(p.ToolCall.Title), 200), "why", why)
 		if reject != "" {
 			s.reply(m.ID, selectedOutcome(reject))
 		} else {
@@ -374,14 +374,14 @@ func (s *session) onPermission(m *message) {
 			v = fmt.Sprintf("option_%d", i+1)
 		}
 		a.values[v], a.kinds[v] = o.OptionID, o.Kind
-		label := clip(o.Name, 1024)
+		label := runecut.Prefix(o.Name, 1024)
 		if label == "" {
 			label = v
 		}
 		opts = append(opts, protocol.Option{Value: v, Label: label})
 	}
 	tc := p.ToolCall
-	title := clip(deref(tc.Title), 1024)
+	title := runecut.Prefix(deref(tc.Title), 1024)
 	if title == "" {
 		title = "The agent asks for permission"
 	}
@@ -402,8 +402,8 @@ func (s *session) onPermission(m *message) {
 	s.mu.Unlock()
 	if err := s.tryEmit(ts, protocol.TypeInteractionRequest, &protocol.InteractionRequest{
 		InteractionID: id, TurnID: ts.id, Kind: protocol.InteractionPermission,
-		Title: title, Message: clip(msg, 65536), Options: opts,
-		ToolUseID: clip(tc.ToolCallID, 256), ToolName: name, ToolInput: toolInput(tc.RawInput), Diff: diff,
+		Title: title, Message: runecut.Prefix(msg, 65536), Options: opts,
+		ToolUseID: runecut.Prefix(tc.ToolCallID, 256), ToolName: name, ToolInput: toolInput(tc.RawInput), Diff: diff,
 	}); err != nil {
 		// Nobody was asked: the agent must not wait for an answer.
 		s.mu.Lock()
@@ -454,18 +454,4 @@ func deref(p *string) string {
 		return ""
 	}
 	return *p
-}
-
-// clip cuts s to at most n bytes at a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

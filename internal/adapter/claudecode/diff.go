@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/ferry-dev/ferry/internal/runecut"
+
 	"github.com/ferry-dev/ferry/internal/textdiff"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -27,7 +29,7 @@ func (s *session) resultDiff(r *toolUseResult) *protocol.FileDiff {
 	if r.FilePath == "" {
 		return nil
 	}
-	path := clip(s.rel(r.FilePath), 4096)
+	path := runecut.Ellipsis(s.rel(r.FilePath), 4096)
 	if len(r.StructuredPatch) == 0 {
 		if r.Type == "create" && r.Content != "" {
 			d := textdiff.Diff(path, "", r.Content, 3)
@@ -64,7 +66,7 @@ func patchDiff(path string, hunks []patchHunk, isNew bool) *protocol.FileDiff {
 			}
 			text := strings.ToValidUTF8(l[1:], "\uFFFD")
 			if len(text) > maxDiffLineSize {
-				text = clip(text, maxDiffLineSize)
+				text = runecut.Ellipsis(text, maxDiffLineSize)
 				d.Truncated = true
 			}
 			if lines >= maxDiffLines || size+len(text) > maxDiffBytes {

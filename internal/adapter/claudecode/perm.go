@@ -11,6 +11,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/ferry-dev/ferry/internal/runecut"
+
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -132,7 +134,7 @@ func (s *session) answerIdle(p *proc, r *controlRequestLine) {
 		s.markDenied(r.Request.ToolUseID)
 		s.reply(p, successResponse(r.RequestID, deny("Refused by ferry: no prompt is running, so the user cannot be asked.")))
 	default:
-		s.reply(p, errorResponse(r.RequestID, "ferry does not serve "+clip(r.Request.Subtype, 64)))
+		s.reply(p, errorResponse(r.RequestID, "ferry does not serve "+runecut.Ellipsis(r.Request.Subtype, 64)))
 	}
 }
 
@@ -356,18 +358,18 @@ func (s *session) permissionRequest(turnID string, req *controlRequest, call per
 	switch {
 	case call.Command != "":
 		title = "Allow Bash to run " + shorten(call.Command, 200) + "?"
-		msg.WriteString("Claude Code wants to run:\n\n```sh\n" + clip(call.Command, 8<<10) + "\n```")
+		msg.WriteString("Claude Code wants to run:\n\n```sh\n" + runecut.Ellipsis(call.Command, 8<<10) + "\n```")
 	case call.Path != "":
 		title = fmt.Sprintf("Allow %s on %s?", req.ToolName, shorten(call.Path, 200))
-		fmt.Fprintf(&msg, "Claude Code wants to use %s on `%s`.", req.ToolName, clip(call.Path, 4<<10))
+		fmt.Fprintf(&msg, "Claude Code wants to use %s on `%s`.", req.ToolName, runecut.Ellipsis(call.Path, 4<<10))
 	default:
 		fmt.Fprintf(&msg, "Claude Code wants to use %s.", req.ToolName)
 	}
 	if d := strings.TrimSpace(req.Description); d != "" && call.Path == "" {
-		msg.WriteString("\n\n" + clip(d, 4<<10))
+		msg.WriteString("\n\n" + runecut.Ellipsis(d, 4<<10))
 	}
 	if req.BlockedPath != nil && *req.BlockedPath != "" {
-		msg.WriteString("\n\nIt reaches outside the allowed directories: `" + clip(*req.BlockedPath, 4<<10) + "`.")
+		msg.WriteString("\n\nIt reaches outside the allowed directories: `" + runecut.Ellipsis(*req.BlockedPath, 4<<10) + "`.")
 	}
 	opts := []protocol.Option{{Value: protocol.AllowOnce, Label: "Allow once"}}
 	if always := sessionScoped(req.PermissionSuggestions); len(always) > 0 {
@@ -380,11 +382,11 @@ func (s *session) permissionRequest(turnID string, req *controlRequest, call per
 		TurnID:        turnID,
 		Kind:          protocol.InteractionPermission,
 		Title:         shorten(title, 1000),
-		Message:       clip(msg.String(), 60<<10),
+		Message:       runecut.Ellipsis(msg.String(), 60<<10),
 		Options:       opts,
 		DefaultValue:  protocol.AllowOnce,
-		ToolUseID:     clip(req.ToolUseID, 256),
-		ToolName:      clip(req.ToolName, 256),
+		ToolUseID:     runecut.Ellipsis(req.ToolUseID, 256),
+		ToolName:      runecut.Ellipsis(req.ToolName, 256),
 		ToolInput:     eventInput(req.Input),
 		Diff:          s.proposedDiff(req.ToolName, req.Input),
 	}
@@ -437,7 +439,7 @@ func questionRequest(turnID string, req *controlRequest, qs []question, i int) *
 	}
 	var msg string
 	if h := strings.TrimSpace(q.Header); h != "" {
-		msg = "**" + clip(h, 1<<10) + "**"
+		msg = "**" + runecut.Ellipsis(h, 1<<10) + "**"
 	}
 	if len(qs) > 1 {
 		if msg != "" {
@@ -451,7 +453,7 @@ func questionRequest(turnID string, req *controlRequest, qs []question, i int) *
 		Kind:          protocol.InteractionTextInput,
 		Title:         shorten(title, 1000),
 		Message:       msg,
-		ToolUseID:     clip(req.ToolUseID, 256),
+		ToolUseID:     runecut.Ellipsis(req.ToolUseID, 256),
 		ToolName:      askUserQuestion,
 	}
 	if len(q.Options) == 0 {
@@ -578,7 +580,7 @@ func cutStrings(v any) any {
 	switch x := v.(type) {
 	case string:
 		if len(x) > maxInputString {
-			return clip(x, maxInputString) + fmt.Sprintf(" [%d bytes in all]", len(x))
+			return runecut.Ellipsis(x, maxInputString) + fmt.Sprintf(" [%d bytes in all]", len(x))
 		}
 		return x
 	case []any:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/lines"
 	"github.com/ferry-dev/ferry/internal/procgroup"
+	"github.com/ferry-dev/ferry/internal/runecut"
 )
 
 // Bounds of one CLI process's plumbing.
@@ -160,7 +161,7 @@ func (p *proc) read(r io.Reader, maxLine int, route func(*proc, *line), done cha
 		}
 		l, err := decodeLine(b)
 		if err != nil {
-			p.log.Warn("malformed Claude Code stream line; skipped", "err", err, "line", clip(string(b), 200))
+			p.log.Warn("malformed Claude Code stream line; skipped", "err", err, "line", runecut.Ellipsis(string(b), 200))
 			continue
 		}
 		if l.Reply != nil {
@@ -181,7 +182,7 @@ func (p *proc) readStderr(r io.Reader, done chan<- struct{}) {
 		if err != nil {
 			return
 		}
-		s := clip(strings.TrimSpace(string(b)), stderrLine)
+		s := runecut.Ellipsis(strings.TrimSpace(string(b)), stderrLine)
 		if s == "" {
 			continue
 		}
@@ -279,7 +280,7 @@ func (p *proc) request(ctx context.Context, body any) (json.RawMessage, error) {
 	select {
 	case r := <-ch:
 		if r.Response.Subtype == "error" {
-			return nil, fmt.Errorf("claudecode: control request refused: %s", clip(r.Response.Error, 500))
+			return nil, fmt.Errorf("claudecode: control request refused: %s", runecut.Ellipsis(r.Response.Error, 500))
 		}
 		return r.Response.Response, nil
 	case <-p.exited:
@@ -373,17 +374,3 @@ func (p *proc) addCost(total float64) float64 {
 	p.lastCost = total
 	return max(d, 0)
 }
-
-// clip cuts s to at most n bytes (on a rune boundary), marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && cut < len(s) && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

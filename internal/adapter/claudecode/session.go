@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/runecut"
+
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/vfs"
 	"github.com/ferry-dev/ferry/protocol"
@@ -514,7 +516,7 @@ func (s *session) Compact(ctx context.Context, req *protocol.SessionCompact) (*p
 	if t.compact == nil {
 		why := t.compactErr
 		if why == "" {
-			why = clip(res.Text, 500)
+			why = runecut.Ellipsis(res.Text, 500)
 		}
 		return nil, fmt.Errorf("claudecode: Claude Code did not compact: %s", why)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ferry-dev/ferry/internal/runecut"
+
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -176,7 +178,7 @@ func (t *turn) chat(typ string, c *chatLine) {
 			for _, b := range c.Message.Content {
 				text.WriteString(b.Text)
 			}
-			t.log.Warn("Claude Code reports an error", "error", clip(string(c.Error), 200), "text", clip(text.String(), 2000))
+			t.log.Warn("Claude Code reports an error", "error", runecut.Ellipsis(string(c.Error), 200), "text", runecut.Ellipsis(text.String(), 2000))
 			return
 		}
 		if m := c.Message.Model; m != "" && m != "<synthetic>" && !sub {
@@ -223,7 +225,7 @@ func (t *turn) textDelta(s, channel string) {
 	}
 	if channel == "text" && !t.cut {
 		if t.text.Len()+len(s) > maxResultText {
-			t.text.WriteString(clip(s, maxResultText-t.text.Len()))
+			t.text.WriteString(runecut.Ellipsis(s, maxResultText-t.text.Len()))
 			t.cut = true
 		} else {
 			t.text.WriteString(s)
@@ -253,7 +255,7 @@ func (t *turn) toolStarted(b *contentBlock) {
 		t.openOrder = append(t.openOrder, b.ID)
 	}
 	t.open[b.ID] = b.Name
-	t.send(protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: t.id, ToolUseID: clip(b.ID, 256), ToolName: clip(b.Name, 256), Input: eventInput(b.Input)})
+	t.send(protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: t.id, ToolUseID: runecut.Ellipsis(b.ID, 256), ToolName: runecut.Ellipsis(b.Name, 256), Input: eventInput(b.Input)})
 }
 
 func (t *turn) toolFinished(b *contentBlock, tur *toolUseResult) {
@@ -281,8 +283,8 @@ func (t *turn) toolFinished(b *contentBlock, tur *toolUseResult) {
 	case b.IsError:
 		status = protocol.ToolError
 	}
-	fin := &protocol.ToolFinished{TurnID: t.id, ToolUseID: clip(b.ToolUseID, 256), ToolName: clip(name, 256), Status: status,
-		Output: clip(string(b.Content), maxEventOutput)}
+	fin := &protocol.ToolFinished{TurnID: t.id, ToolUseID: runecut.Ellipsis(b.ToolUseID, 256), ToolName: runecut.Ellipsis(name, 256), Status: status,
+		Output: runecut.Ellipsis(string(b.Content), maxEventOutput)}
 	if status == protocol.ToolOK && tur != nil {
 		fin.Diff = t.s.resultDiff(tur)
 	}
@@ -292,7 +294,7 @@ func (t *turn) toolFinished(b *contentBlock, tur *toolUseResult) {
 // finishOpen ends the tool calls that got no result.
 func (t *turn) finishOpen(status, output string) {
 	for _, id := range t.openOrder {
-		t.send(protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: t.id, ToolUseID: clip(id, 256), ToolName: clip(t.open[id], 256), Status: status, Output: output})
+		t.send(protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: t.id, ToolUseID: runecut.Ellipsis(id, 256), ToolName: runecut.Ellipsis(t.open[id], 256), Status: status, Output: output})
 	}
 	t.openOrder = nil
 	clear(t.open)
@@ -305,7 +307,7 @@ func (t *turn) control(r *controlRequestLine) {
 	case subHookCallback:
 		t.s.answerHook(t.p, r)
 	default:
-		t.s.reply(t.p, errorResponse(r.RequestID, "ferry does not serve "+clip(r.Request.Subtype, 64)))
+		t.s.reply(t.p, errorResponse(r.RequestID, "ferry does not serve "+runecut.Ellipsis(r.Request.Subtype, 64)))
 	}
 }
 
@@ -315,7 +317,7 @@ func (t *turn) finish() adapter.Result {
 	r := t.result
 	cost := t.p.addCost(r.TotalCostUSD)
 	if t.id != "" {
-		t.send(protocol.TypeUsage, &protocol.Usage{TurnID: t.id, Model: clip(t.model, 256),
+		t.send(protocol.TypeUsage, &protocol.Usage{TurnID: t.id, Model: runecut.Ellipsis(t.model, 256),
 			InputTokens: max(r.Usage.InputTokens, 0), OutputTokens: max(r.Usage.OutputTokens, 0),
 			CacheReadTokens: max(r.Usage.CacheReadTokens, 0), CacheCreationTokens: max(r.Usage.CacheCreationTokens, 0),
 			CostUSD: cost})
@@ -366,7 +368,7 @@ func structured(raw json.RawMessage) json.RawMessage {
 func (t *turn) reportError(r *resultLine) {
 	status, _ := strconv.Atoi(strings.TrimSpace(string(r.APIErrorStatus)))
 	t.log.Warn("Claude Code ended the turn with an error", "subtype", r.Subtype, "api_status", status,
-		"terminal_reason", r.TerminalReason, "result", clip(string(r.Result), 2000))
+		"terminal_reason", r.TerminalReason, "result", runecut.Ellipsis(string(r.Result), 2000))
 	e := &protocol.AgentError{TurnID: t.id, Code: "agent_error", Message: "Claude Code reported an error; the client's log has the details."}
 	switch {
 	case status == 429:

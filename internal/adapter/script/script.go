@@ -48,6 +48,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/vfs"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
@@ -326,7 +327,7 @@ func (s *session) confine(ref protocol.FileReference) (string, bool) {
 			return "", false
 		}
 	}
-	if _, ok := within(s.root, resolveExisting(abs)); !ok {
+	if _, ok := within(s.root, vfs.ResolveExisting(abs)); !ok {
 		return "", false
 	}
 	return rel, true
@@ -339,23 +340,6 @@ func within(root, abs string) (string, bool) {
 		return "", false
 	}
 	return rel, true
-}
-
-// resolveExisting resolves the symlinks of the longest existing prefix of
-// abs and appends the rest unchanged.
-func resolveExisting(abs string) string {
-	rest := ""
-	for dir := abs; ; {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(real, rest)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return abs
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
-	}
 }
 
 // environ is the command's environment: ferry's minus its token, the
