@@ -16,7 +16,8 @@
 # postgres user when run as root (initdb refuses root) or as the current
 # user otherwise, and creates the database ferry_test. The tests create
 # and drop their own schemas in it. Progress goes to stderr, with the
-# command that stops the cluster; a CI machine simply ends it.
+# command that stops the cluster, which it also exports as
+# FERRY_TEST_POSTGRES_STOP (.ci/run runs it on exit).
 set -euo pipefail
 
 log() { printf 'start-postgres: %s\n' "$*" >&2; }
@@ -86,3 +87,5 @@ fi
 "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres ferry_test >&2
 log "running on 127.0.0.1:$port, data in $dir; stop with: ${run_as}$bin/pg_ctl -D $dir/data stop -m fast"
 printf "export FERRY_TEST_POSTGRES='postgres://postgres@127.0.0.1:%s/ferry_test?sslmode=disable'\n" "$port"
+# The command that stops this cluster, for the caller's exit trap.
+printf "export FERRY_TEST_POSTGRES_STOP=%q\n" "${run_as}$bin/pg_ctl -D $dir/data stop -m fast"
