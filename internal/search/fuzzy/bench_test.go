@@ -53,7 +53,7 @@ func BenchmarkReplayUnicode(b *testing.B) {
 // a shared machine disturb less than wall time.
 func BenchmarkQuery(b *testing.B) {
 	l := loadCorpus(b, "k100.txt")
-	for _, q := range []string{"r", "d", "dr", "dri", "drivers ne", "rou", "read", "inc", "drvi", "Doc",
+	for _, q := range []string{"r", "d", "dr", "dri", "drivers ne", "rou", "read", "inc", "drvi", "drvie", "drvier", "Doc",
 		"fs/", "mm/pa", "Documentation ad", "shced", "kconfig", "netwrok"} { //nolint:misspell // typed misspellings are the point
 		p := Compile(q)
 		b.Run(q, func(b *testing.B) {

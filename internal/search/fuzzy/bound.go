@@ -107,6 +107,7 @@ func termBound[E unit](t *term, s *Slab, text, orig []E, base int, name int32, r
 		}
 		best = max(best, common+bonusBase*int32(m)+v)
 	}
+	var last, first []int32 // of each unit, in the directories and in the name
 	for r := 1; r < m && r <= reach; r++ {
 		p, ok := runBound(dir[:m-r], true, breaks)
 		if !ok {
@@ -118,9 +119,27 @@ func termBound[E unit](t *term, s *Slab, text, orig []E, base int, name int32, r
 			best = max(best, common+bonusBase*int32(r)+p+bonusMax*int32(r))
 			continue
 		}
-		if q, ok := runBound(nameOcc[m-r:], false, breaks>>(m-r)); ok {
-			best = max(best, common+bonusBase*int32(r)-gapStart+p+q)
+		q, ok := runBound(nameOcc[m-r:], false, breaks>>(m-r))
+		if !ok {
+			continue
 		}
+		if last == nil {
+			if b, ok := any(text).([]byte); ok && dt != nil {
+				last = dt.lastIn(t, b[:base])
+			} else {
+				s.last = grow32(s.last, m)
+				lastOccurrences(t, text[:base], s.last)
+				last = s.last
+			}
+			s.first = grow32(s.first, m)
+			firstOccurrences(t, text[base:], s.first)
+			first = s.first
+		}
+		// The gap runs at least from the last occurrence of the unit
+		// before the name's part to the first occurrence in the name of
+		// the part's first unit.
+		gap := first[m-r] + int32(base) - last[m-r-1] - 1
+		best = max(best, common+bonusBase*int32(r)-gapStart-gapExtend*(gap-1)+p+q)
 	}
 	bound = min(bound, best)
 	return bound, bound == chain
@@ -161,11 +180,12 @@ type dirCache struct {
 
 // dirTerm is the cached directory part of one term's bound.
 type dirTerm struct {
-	chainOK, occOK, feasOK bool
-	feas                   int   // units matched greedily in the directories
-	chain                  int32 // best chain in the directories, without the name bonus
-	pairs                  uint64
-	occ                    []int32
+	chainOK, occOK, feasOK, splitOK, lastOK bool
+	feas                                    int   // units matched greedily in the directories
+	chain                                   int32 // best chain in the directories, without the name bonus
+	pairs                                   uint64
+	occ                                     []int32
+	split, off, last                        []int32 // see fillSplit
 }
 
 // dirTerms returns the cache entries of p's terms for directory part dir,
@@ -182,7 +202,7 @@ func (s *Slab) dirTerms(p *Pattern, dir []byte) []dirTerm {
 	}
 	c.terms = c.terms[:len(p.terms)]
 	for i := range c.terms {
-		c.terms[i].chainOK, c.terms[i].occOK, c.terms[i].feasOK = false, false, false
+		c.terms[i] = dirTerm{occ: c.terms[i].occ, split: c.terms[i].split, off: c.terms[i].off, last: c.terms[i].last}
 	}
 	return c.terms
 }
@@ -240,6 +260,36 @@ func occurrencesASCII(t *term, text []byte, base int, dir, nameOcc []int32) (pai
 		prevRows, prev = rows, cls
 	}
 	return pairs
+}
+
+// lastOccurrences sets last[i] to the last position of unit i of t in
+// text, -1 where it does not occur.
+func lastOccurrences[E unit](t *term, text []E, last []int32) {
+	m := len(t.fold)
+	fill(last, -1)
+	var seen uint64
+	for j := len(text) - 1; j >= 0 && seen != 1<<m-1; j-- {
+		rows := t.rowsOf(foldAt(text, j)) &^ seen
+		seen |= rows
+		for ; rows != 0; rows &= rows - 1 {
+			last[bits.TrailingZeros64(rows)] = int32(j)
+		}
+	}
+}
+
+// firstOccurrences sets first[i] to the first position of unit i of t in
+// text, -1 where it does not occur.
+func firstOccurrences[E unit](t *term, text []E, first []int32) {
+	m := len(t.fold)
+	fill(first, -1)
+	var seen uint64
+	for j := 0; j < len(text) && seen != 1<<m-1; j++ {
+		rows := t.rowsOf(foldAt(text, j)) &^ seen
+		seen |= rows
+		for ; rows != 0; rows &= rows - 1 {
+			first[bits.TrailingZeros64(rows)] = int32(j)
+		}
+	}
 }
 
 // nextSegment returns the start of the first path segment after j (past

@@ -99,3 +99,81 @@ func checkBoundsView[E unit](t *testing.T, p *Pattern, path string, s *Slab, v v
 	}
 	return len(p.terms)
 }
+
+// TestQuickScanIsSound checks the quick scan against Match on runs of files
+// in one directory, as TopK's workers see them: it must decide the match
+// exactly, and a bound it returns (below a threshold or not) must not be
+// below the exact score when it claims to reach the threshold, nor above
+// the threshold when it claims not to.
+func TestQuickScanIsSound(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	checked := 0
+	for range 20000 {
+		dir := randomPath(r) + "/"
+		if hasNonASCII(dir) {
+			continue
+		}
+		p := Compile(randomQuery(r, dir+randomPath(r)))
+		if !p.quick {
+			continue
+		}
+		s := &Slab{dc: dirCache{on: true}}
+		for range 1 + r.IntN(6) {
+			name := randomPath(r)
+			if i := strings.LastIndexByte(name, '/'); i >= 0 {
+				name = name[i+1:]
+			}
+			path := dir + name
+			if r.IntN(8) == 0 {
+				path = name // no directory
+			}
+			if hasNonASCII(path) || p.mask&MaskOf(path) != p.mask {
+				continue
+			}
+			thr := int32(neg)
+			if r.IntN(2) == 0 {
+				thr = int32(r.IntN(300))
+			}
+			res, want := p.Match(path, nil)
+			match, ub := s.quick(p, path, len(name), thr)
+			if path == name {
+				match, ub = s.quick(p, path, len(path), thr)
+			}
+			if match != want {
+				t.Fatalf("%q on %q: the quick scan says match %v, Match %v", p.query, path, match, want)
+			}
+			if !match {
+				continue
+			}
+			checked++
+			if ub >= thr && ub < res.Raw || ub < thr && res.Raw >= thr {
+				t.Fatalf("%q on %q (threshold %d): quick bound %d, score %d", p.query, path, thr, ub, res.Raw)
+			}
+		}
+	}
+	if checked < 2000 {
+		t.Fatalf("only %d matching paths checked", checked)
+	}
+}
+
+// TestReachFrom checks the eight-bytes-at-a-time reach against baseReach.
+func TestReachFrom(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		path := randomPath(r)
+		if hasNonASCII(path) {
+			continue
+		}
+		p := Compile(strings.ToLower(randomQuery(r, path)))
+		b := []byte(path)
+		base := baseStart(b)
+		for _, tm := range p.terms {
+			if !tm.plain {
+				continue
+			}
+			if got, want := reachFrom(tm.words, b, base), int(baseReach(b, base, tm.fold)); got != want {
+				t.Fatalf("reach of %q in %q: %d, want %d", string(tm.fold), path, got, want)
+			}
+		}
+	}
+}

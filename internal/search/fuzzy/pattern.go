@@ -23,6 +23,9 @@ type Pattern struct {
 	// plainMulti: some term is plain and longer than one unit (its
 	// feasibility test reads the path).
 	plainMulti bool
+	// quick patterns run on the quick scan (see quick.go); singles ones
+	// have only single terms.
+	quick, singles bool
 }
 
 // term is one space-separated part of a query.
@@ -65,6 +68,11 @@ type term struct {
 	// bonuses (basename, exact, prefix), for pruning.
 	ubBase int32
 	ideal  int32
+	// allInName is, for a plain term, what its units gain with all of
+	// them in the file name, before position bonuses (see Slab.quick);
+	// split and off are its quick bounds for any directories.
+	allInName  int32
+	split, off []int32
 }
 
 // Compile parses a query. Terms are separated by white space and must all
@@ -87,6 +95,8 @@ func Compile(query string) *Pattern {
 		p.plainMulti = p.plainMulti || t.plain && !t.single
 		p.ubName += t.ubBase + bonusBase*int32(len(t.fold))
 	}
+	p.quick = quickTerms(p)
+	p.singles = p.quick && singleTerms(p)
 	return p
 }
 
@@ -166,8 +176,13 @@ func compileTerm(s string) *term {
 			t.caseMax += bonusCase
 		}
 	}
+	t.allInName = m*(scoreMatch+bonusBase) + t.caseMax
 	t.ubBase = m*scoreMatch + t.caseMax + firstCharMultiplier*bonusMax + (m-1)*bonusMax
 	t.ideal = idealScore(t)
+	if t.plain && m <= 64 {
+		t.split, t.off = make([]int32, m), make([]int32, m+1)
+		splitBounds(t, t.split, t.off, anyDirs(t))
+	}
 	return t
 }
 

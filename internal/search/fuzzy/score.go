@@ -129,6 +129,8 @@ type Slab struct {
 	tight []int32 // per-term bound from the file name alone (reachBound)
 	reach []int32 // per-term count of last units that fit in its file name
 	occ   []int32 // per term unit: best bonus among its occurrences
+	last  []int32 // per term unit: last position in the directories
+	first []int32 // per term unit: first position in the file name
 	state []uint8 // per-term: termDP or termExact
 	hits  []int32 // matched unit indexes of all terms, for ranges
 	dc    dirCache

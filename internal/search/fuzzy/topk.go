@@ -116,7 +116,10 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 				}
 				lo := c * chunkSize
 				st.scan(lo, min(lo+chunkSize, n))
+				st.rankCandidates(ctx, st.k)
 			}
+			st.cands, st.later = st.later, st.cands[:0]
+			st.rankCandidates(ctx, len(st.cands))
 			st.resolve(ctx)
 		})
 	}
@@ -178,7 +181,8 @@ var statePool = sync.Pool{New: func() any { return new(scanState) }}
 
 // release returns st to the pool, keeping only its buffers.
 func (st *scanState) release() {
-	*st = scanState{slab: st.slab, heap: st.heap[:0], deferred: st.deferred[:0], lower: st.lower[:0]}
+	*st = scanState{slab: st.slab, heap: st.heap[:0], deferred: st.deferred[:0], lower: st.lower[:0],
+		cands: st.cands[:0], sorted: st.sorted[:0], later: st.later[:0]}
 	statePool.Put(st)
 }
 
@@ -189,15 +193,19 @@ type scanState struct {
 	// score that much, so a path bounded below it cannot enter.
 	floor    *atomic.Int32
 	deferred []entry // phase 1 leftovers: raw holds the bound
-	lower    []int32 // min-heap of the k best lower bounds of deferred paths
-	p        *Pattern
-	src      Source
-	k        int
-	opt      *Options
-	matches  *Set
-	slab     Slab
-	heap     []entry
-	total    int
+	// cands are the quick scan's paths that may enter, raw holding their
+	// quick bound, ranked best bound first (see rankCandidates); sorted
+	// is scratch for that.
+	cands, sorted, later []entry
+	lower                []int32 // min-heap of the k best lower bounds of deferred paths
+	p                    *Pattern
+	src                  Source
+	k                    int
+	opt                  *Options
+	matches              *Set
+	slab                 Slab
+	heap                 []entry
+	total                int
 }
 
 func (st *scanState) scan(lo, hi int) {
@@ -226,6 +234,26 @@ func (st *scanState) visit(i int) {
 		return
 	}
 	path := st.src.Path(i)
+	if nl := int(mask >> nameLenShift & nameLenMax); p.quick && mask&(1<<bitNonASCII) == 0 && nl < nameLenMax {
+		thr := st.floor.Load()
+		full := len(st.heap) == st.k
+		if full {
+			thr = max(thr, st.heap[0].raw)
+		}
+		match, ub := st.slab.quick(p, path, nl, thr)
+		if !match || st.opt.Accept != nil && !st.opt.Accept(i) {
+			return
+		}
+		st.total++
+		if st.matches != nil {
+			st.matches.words[i>>6] |= 1 << (i & 63)
+		}
+		e := entry{raw: ub, length: int32(len(path)), idx: int32(i)}
+		if ub >= thr && (!full || st.mayEnter(ub, e, path)) {
+			st.cands = append(st.cands, e)
+		}
+		return
+	}
 	if !p.feasible(path, mask, &st.slab) {
 		return
 	}
@@ -388,6 +416,63 @@ func offerLower[E unit](st *scanState, p *Pattern, v view[E], ub int32) {
 	if len(h) == st.k {
 		st.publishFloor(h[0])
 	}
+}
+
+// candBuckets bounds the counting sort of candidates: bounds above it
+// share the top bucket.
+const candBuckets = 1 << 10
+
+// rankCandidates ranks the quick scan's candidates best bound first, so
+// that the threshold rises as fast as it can, and stops when the bounds
+// fall below it. After each chunk it ranks only the best few (limit), so
+// that the threshold rises during the scan, and keeps the rest that may
+// still enter in st.later, ranked when the scan is over.
+func (st *scanState) rankCandidates(ctx context.Context, limit int) {
+	if len(st.cands) == 0 {
+		return
+	}
+	var hist [candBuckets + 1]int32
+	bucket := func(ub int32) int32 { return candBuckets - 1 - min(max(ub, 0), candBuckets-1) }
+	for _, c := range st.cands {
+		hist[bucket(c.raw)+1]++
+	}
+	for b := 1; b <= candBuckets; b++ {
+		hist[b] += hist[b-1]
+	}
+	st.sorted = slices.Grow(st.sorted[:0], len(st.cands))[:len(st.cands)]
+	for _, c := range st.cands {
+		b := bucket(c.raw)
+		st.sorted[hist[b]] = c
+		hist[b]++
+	}
+	for n, c := range st.sorted {
+		if n%256 == 255 && ctx.Err() != nil {
+			return
+		}
+		thr := st.floor.Load()
+		full := len(st.heap) == st.k
+		if full {
+			thr = max(thr, st.heap[0].raw)
+		}
+		if c.raw < thr {
+			if c.raw < candBuckets-1 {
+				break // sorted: every later bound is as low
+			}
+			continue
+		}
+		i := int(c.idx)
+		path := st.src.Path(i)
+		if full && !st.mayEnter(c.raw, c, path) {
+			continue
+		}
+		if limit == 0 {
+			st.later = append(st.later, c)
+			continue
+		}
+		limit--
+		st.rankPath(entry{length: c.length, idx: c.idx}, path, st.src.Mask(i), false)
+	}
+	st.cands = st.cands[:0]
 }
 
 // resolve runs the DPs that phase 1 deferred, best bound first, and stops

@@ -1,0 +1,258 @@
+package fuzzy
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// The quick scan: most paths of a large list match a short or misspelt
+// query and still fall far below the k-th best score. For a pattern whose
+// terms are all plain ASCII (no '/'), an ASCII path costs here at most one
+// backward pass over its file name per term: what the directory part
+// allows is computed once per directory (lists keep a directory's files
+// together) and kept in the slab's dirCache. The pass decides the match
+// exactly (a plain term matches when the most of its head the directories
+// take greedily and the most of its tail the name takes add up to the
+// term) and bounds the score; only paths whose bound reaches the threshold
+// go on to rank.
+
+// quickTerms reports whether p's terms all run on the quick scan.
+func quickTerms(p *Pattern) bool {
+	if len(p.terms) == 0 {
+		return false
+	}
+	for _, t := range p.terms {
+		if !t.plain || len(t.bytes) > 64 {
+			return false
+		}
+	}
+	return true
+}
+
+// singleTerms reports whether p's terms are all single characters whose
+// presence the mask proves.
+func singleTerms(p *Pattern) bool {
+	for _, t := range p.terms {
+		if !t.single {
+			return false
+		}
+	}
+	return true
+}
+
+// quick decides whether the ASCII path whose file name has nl bytes
+// (nl < nameLenMax) matches p (p.quick) and, if so, bounds its score; once
+// the bound is proved below thr it returns a value below thr at once.
+func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bound int32) {
+	b := asBytes(path)
+	base := len(b) - nl
+	name := b[base:]
+	// Every unit at the top bonus and in the name (ubName): only a name
+	// starting like a term can lift that to thr.
+	ub := p.ubName
+	first := byte(0) // the name's first character, folded ('/' never is)
+	if nl > 0 {
+		first = lowerASCII[name[0]]
+		for _, t := range p.terms {
+			if first == t.bytes[0] && nl >= len(t.bytes) {
+				ub += bonusExact
+			}
+		}
+	}
+	if ub < thr && p.singles {
+		return true, ub // the mask proved the match
+	}
+	dts := s.dirTerms(p, b[:base])
+	s.reach = grow32(s.reach, len(p.terms))
+	for i, t := range p.terms {
+		dt := &dts[i]
+		if !dt.feasOK {
+			dt.feas, dt.feasOK = subsequenceFrom(t.words, 0, b[:base]), true
+		}
+		r := int32(-1) // not read yet
+		if dt.feas < len(t.words) {
+			// The directories leave a tail of the term to the name.
+			r = int32(reachFrom(t.words, b, base))
+			if dt.feas+int(r) < len(t.words) {
+				return false, 0
+			}
+		}
+		s.reach[i] = r
+	}
+	if ub < thr {
+		return true, ub
+	}
+	// First without the directories: every unit there at the top bonus.
+	// A term whose bound then comes from the name alone keeps it.
+	s.tight = grow32(s.tight, len(p.terms))
+	ub = 0
+	dirsMatter := false
+	for i, t := range p.terms {
+		if s.reach[i] < 0 {
+			s.reach[i] = int32(reachFrom(t.words, b, base))
+		}
+		b, dirs := quickTerm(t, t.split, t.off, int(s.reach[i]), first, name)
+		ub += b
+		s.tight[i] = b
+		if !dirs {
+			s.tight[i] = neg
+		}
+		dirsMatter = dirsMatter || dirs
+	}
+	if ub < thr || !dirsMatter {
+		return true, ub
+	}
+	ub = 0
+	for i, t := range p.terms {
+		if s.tight[i] == neg {
+			b, _ := quickTerm(t, t.split, t.off, int(s.reach[i]), first, name)
+			ub += b
+			continue
+		}
+		dt := &dts[i]
+		if !dt.splitOK {
+			dt.fillSplit(t, b[:base])
+		}
+		b, _ := quickTerm(t, dt.split, dt.off, int(s.reach[i]), first, name)
+		ub += b
+	}
+	return true, ub
+}
+
+// quickTerm is the quick bound of plain term t on a file name whose first
+// character is first and which holds the term's last r units, from the
+// split bounds made by fillSplit (or, for any directories, compileTerm).
+// dirs reports that the bound comes from an alignment with units in the
+// directories (else tighter split bounds cannot lower it).
+func quickTerm(t *term, split, off []int32, r int, first byte, name []byte) (bound int32, dirs bool) {
+	m := len(t.bytes)
+	inDirs := off[r] // r = m: off includes the name-only alignment, counted below too
+	inName := int32(neg)
+	if r == m {
+		inName = t.allInName + int32(m+1)*bonusOffSegment
+	}
+	// The name's first character earns the top bonus: so do the units
+	// of a run that starts there.
+	for rows := t.rowsFold[first] &^ (1<<(m-r) - 1); rows != 0; rows &= rows - 1 {
+		k := m - bits.TrailingZeros64(rows)
+		if k == m {
+			inName = t.allInName + int32(m+1)*bonusMax
+		} else if split[k] != neg {
+			inDirs = max(inDirs, split[k]+int32(k)*bonusMax)
+		}
+	}
+	bound = max(inDirs, inName)
+	if first == t.bytes[0] {
+		bound += nameBonus(name, 0, t.last)
+	}
+	return bound, inDirs > inName
+}
+
+// reachFrom is baseReach on an ASCII path b whose file name starts at
+// base, for q as subsequenceFrom takes it: how many of q's last units the
+// name holds in order. It reads eight bytes at a time from the end, the
+// first of them from the directories when the name is short.
+func reachFrom(q []uint64, b []byte, base int) int {
+	qi := len(q) - 1
+	for end := len(b); end > base; end -= 8 {
+		var w uint64
+		keep := ^uint64(0)
+		switch {
+		case end >= 8:
+			w = binary.LittleEndian.Uint64(b[end-8:])
+			if lo := end - 8; lo < base {
+				keep <<= 8 * (base - lo) // bytes before the name
+			}
+		default: // a path shorter than eight bytes
+			for k := end - 1; k >= base; k-- {
+				w = w<<8 | uint64(b[k])
+			}
+			w <<= 8 * (8 - (end - base))
+			keep <<= 8 * (8 - (end - base))
+		}
+		w = foldWord(w)
+		for {
+			t := zeroBytes(w^q[qi]) & keep
+			if t == 0 {
+				break
+			}
+			qi--
+			if qi < 0 {
+				return len(q)
+			}
+			// Bytes from the match on are spent.
+			keep &= 1<<((63-bits.LeadingZeros64(t))&^7) - 1
+		}
+	}
+	return len(q) - 1 - qi
+}
+
+// fillSplit prepares the quick bound of plain term t for the files of
+// directory part dir: see splitBounds.
+func (dt *dirTerm) fillSplit(t *term, dir []byte) {
+	m := len(t.bytes)
+	if !dt.occOK {
+		dt.occ = grow32(dt.occ, m)
+		fill(dt.occ, -1)
+		dt.pairs, dt.occOK = occurrencesASCII(t, dir, len(dir), dt.occ, dt.occ), true
+	}
+	dt.split = grow32(dt.split, m)
+	dt.off = grow32(dt.off, m+1)
+	last := dt.lastIn(t, dir)
+	splitBounds(t, dt.split, dt.off, func(k int) (int32, bool) {
+		p, ok := runBound(dt.occ[:m-k], true, ^dt.pairs&^1&(1<<m-1))
+		if ok && k > 0 {
+			// The name starts after the '/' ending dir.
+			p -= gapExtend * (int32(len(dir)) - last[m-k-1] - 2)
+		}
+		return p, ok
+	})
+	dt.splitOK = true
+}
+
+// splitBounds fills split and off for plain term t. split[k], for k <
+// len(t) units matched in the file name, bounds the term's score without
+// the name's position bonuses and name bonus: the gains of every unit, the
+// bonusBase of the k in the name, gapStart between the two parts, and what
+// dirPart(k) allows the first len(t)-k units in the directories (ok false
+// when they cannot all be there: split[k] is then neg). off[r] is the best
+// bound for a name holding r of the term's last units whose first
+// character starts no run: every unit in the name then earns at most
+// bonusOffSegment.
+func splitBounds(t *term, split, off []int32, dirPart func(k int) (int32, bool)) {
+	m := len(t.bytes)
+	gains := int32(m)*scoreMatch + t.caseMax
+	best := int32(neg)
+	for k := range m {
+		v := int32(neg)
+		if p, ok := dirPart(k); ok {
+			v = gains + p + bonusBase*int32(k)
+			if k > 0 {
+				v -= gapStart
+			}
+			best = max(best, v+int32(k)*bonusOffSegment)
+		}
+		split[k] = v
+		off[k] = best
+	}
+	off[m] = max(best, t.allInName+int32(m+1)*bonusOffSegment)
+}
+
+// anyDirs is splitBounds' dirPart for any directories: every unit there
+// at the top bonus, the first counted twice.
+func anyDirs(t *term) func(k int) (int32, bool) {
+	return func(k int) (int32, bool) {
+		return int32(len(t.bytes)-k+1) * bonusMax, true
+	}
+}
+
+// lastIn returns, for each unit of t, its last position in dir (-1 where
+// it does not occur), computed once per directory.
+func (dt *dirTerm) lastIn(t *term, dir []byte) []int32 {
+	if !dt.lastOK {
+		dt.last = grow32(dt.last, len(t.fold))
+		lastOccurrences(t, dir, dt.last)
+		dt.lastOK = true
+	}
+	return dt.last
+}
