@@ -180,12 +180,13 @@ type dirCache struct {
 
 // dirTerm is the cached directory part of one term's bound.
 type dirTerm struct {
-	chainOK, occOK, feasOK, splitOK, lastOK bool
-	feas                                    int   // units matched greedily in the directories
-	chain                                   int32 // best chain in the directories, without the name bonus
-	pairs                                   uint64
-	occ                                     []int32
-	split, off, last                        []int32 // see fillSplit
+	chainOK, occOK, feasOK, splitOK, lastOK, headOK bool
+	feas                                            int   // units matched greedily in the directories
+	chain                                           int32 // best chain in the directories, without the name bonus
+	pairs                                           uint64
+	occ                                             []int32
+	split, off, last                                []int32 // see fillSplit
+	hsplit, hoff                                    []int32 // see fillHead
 }
 
 // dirTerms returns the cache entries of p's terms for directory part dir,
@@ -202,7 +203,8 @@ func (s *Slab) dirTerms(p *Pattern, dir []byte) []dirTerm {
 	}
 	c.terms = c.terms[:len(p.terms)]
 	for i := range c.terms {
-		c.terms[i] = dirTerm{occ: c.terms[i].occ, split: c.terms[i].split, off: c.terms[i].off, last: c.terms[i].last}
+		old := &c.terms[i]
+		*old = dirTerm{occ: old.occ, split: old.split, off: old.off, last: old.last, hsplit: old.hsplit, hoff: old.hoff}
 	}
 	return c.terms
 }

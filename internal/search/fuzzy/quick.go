@@ -116,7 +116,107 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 		b, _ := quickTerm(t, dt.split, dt.off, int(s.reach[i]), first, name)
 		ub += b
 	}
+	if ub < thr {
+		return true, ub
+	}
+	// Last, the directories' part from a DP over them, unless they hold
+	// the term as a run from a segment start: that alignment earns every
+	// bonus there is, so nothing tighter would lower the bound.
+	ub = 0
+	for i, t := range p.terms {
+		if s.tight[i] == neg {
+			b, _ := quickTerm(t, t.split, t.off, int(s.reach[i]), first, name)
+			ub += b
+			continue
+		}
+		dt := &dts[i]
+		if !dt.chainOK {
+			s.pos = grow32(s.pos, len(t.fold))
+			dt.chain, dt.chainOK = chains(t, s, b, b, base, 0, base), true
+		}
+		if dt.chain != neg {
+			b, _ := quickTerm(t, dt.split, dt.off, int(s.reach[i]), first, name)
+			ub += b
+			continue
+		}
+		if !dt.headOK {
+			dt.fillHead(t, b[:base], s)
+		}
+		b, _ := quickTerm(t, dt.hsplit, dt.hoff, int(s.reach[i]), first, name)
+		ub += b
+	}
 	return true, ub
+}
+
+// fillHead is fillSplit with the directories' part of each split bounded
+// by headBounds instead of runBound: tighter, and costlier.
+func (dt *dirTerm) fillHead(t *term, dir []byte, s *Slab) {
+	m := len(t.bytes)
+	s.head = grow32(s.head, m)
+	headBounds(t, dir, s)
+	dt.hsplit = grow32(dt.hsplit, m)
+	dt.hoff = grow32(dt.hoff, m+1)
+	splitBounds(t, dt.hsplit, dt.hoff, func(k int) (int32, bool) {
+		return s.head[k], s.head[k] != neg
+	})
+	dt.headOK = true
+}
+
+// headBounds sets s.head[k], for each k < len(t), to a bound on the
+// bonuses (the first unit's twice), less the gaps, of the term's first
+// len(t)-k units aligned in dir, less (for k > 0) the extension of the gap
+// from the last of them to the end of dir; neg when they do not fit. It is
+// the DP of sparseDP over dir with the run's first bonus kept as the most
+// any alignment ending at a cell has, beside the best score: each is a
+// bound, so their combination is one.
+func headBounds(t *term, dir []byte, s *Slab) {
+	m, n := len(t.bytes), len(dir)
+	s.hrow = grow32(s.hrow, 4*n)
+	prev, prevFB, cur, curFB := s.hrow[:n], s.hrow[n:2*n], s.hrow[2*n:3*n], s.hrow[3*n:]
+	for i := range m {
+		c := t.bytes[i]
+		gapBest := int32(neg) // max over j' <= j-2 of prev[j'] + gapExtend*j'
+		rowBest := int32(neg)
+		k := m - 1 - i
+		prevCls := clsSep
+		for j := range n {
+			if i > 0 && j >= 2 && prev[j-2] != neg {
+				gapBest = max(gapBest, prev[j-2]+gapExtend*int32(j-2))
+			}
+			ch := dir[j] & 0x7f
+			cls := classASCII[ch]
+			bonus := bonusTable[prevCls][cls]
+			prevCls = cls
+			cur[j], curFB[j] = neg, 0
+			if lowerASCII[ch] != c {
+				continue
+			}
+			if i == 0 {
+				cur[j], curFB[j] = firstCharMultiplier*bonus, bonus
+			} else {
+				if j > 0 && prev[j-1] != neg {
+					cur[j] = prev[j-1] + max(bonus, prevFB[j-1], bonusConsec)
+					curFB[j] = max(bonus, prevFB[j-1])
+				}
+				if gapBest != neg {
+					if v := gapBest - gapExtend*int32(j-2) - gapStart + bonus; v > cur[j] {
+						cur[j] = v
+					}
+					curFB[j] = max(curFB[j], bonus)
+				}
+			}
+			if cur[j] == neg {
+				continue
+			}
+			v := cur[j]
+			if k > 0 {
+				v -= gapExtend * int32(n-j-2)
+			}
+			rowBest = max(rowBest, v)
+		}
+		s.head[k] = rowBest
+		prev, prevFB, cur, curFB = cur, curFB, prev, prevFB
+	}
 }
 
 // quickTerm is the quick bound of plain term t on a file name whose first

@@ -131,6 +131,8 @@ type Slab struct {
 	occ   []int32 // per term unit: best bonus among its occurrences
 	last  []int32 // per term unit: last position in the directories
 	first []int32 // per term unit: first position in the file name
+	head  []int32 // per split of a term: headBounds
+	hrow  []int32 // headBounds' rows
 	state []uint8 // per-term: termDP or termExact
 	hits  []int32 // matched unit indexes of all terms, for ranges
 	dc    dirCache
