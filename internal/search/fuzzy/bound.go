@@ -182,6 +182,7 @@ type dirCache struct {
 type dirTerm struct {
 	chainOK, occOK, feasOK, splitOK, lastOK, headOK bool
 	feas                                            int   // units matched greedily in the directories
+	dirScore                                        int32 // a term ending with '/': see dirScore
 	chain                                           int32 // best chain in the directories, without the name bonus
 	pairs                                           uint64
 	occ                                             []int32

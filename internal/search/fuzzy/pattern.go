@@ -26,6 +26,9 @@ type Pattern struct {
 	// quick patterns run on the quick scan (see quick.go); singles ones
 	// have only single terms.
 	quick, singles bool
+	// firstLift[c] is the most the exact and prefix name bonuses add to
+	// ubName for a file name starting with the folded ASCII character c.
+	firstLift [128]int32
 }
 
 // term is one space-separated part of a query.
@@ -49,7 +52,9 @@ type term struct {
 	// plain ASCII terms (no '/', no lead anchor) are tested for a match by
 	// subsequenceASCII, with each byte broadcast to a word in words.
 	plain bool
-	words []uint64
+	// dirOnly ASCII terms end with '/': only the directories hold them.
+	dirOnly bool
+	words   []uint64
 	// single terms are one character with a mask bit of its own: the
 	// path's mask alone decides whether they match.
 	single bool
@@ -96,6 +101,11 @@ func Compile(query string) *Pattern {
 		p.ubName += t.ubBase + bonusBase*int32(len(t.fold))
 	}
 	p.quick = quickTerms(p)
+	for _, t := range p.terms {
+		if t.ascii {
+			p.firstLift[t.bytes[0]] += bonusExact
+		}
+	}
 	p.singles = p.quick && singleTerms(p)
 	return p
 }
@@ -155,6 +165,7 @@ func compileTerm(s string) *term {
 		t.lastBytes = t.bytes[lastSlash+1:]
 		t.plain = !t.lead && lastSlash < 0
 		t.single = t.plain && len(t.bytes) == 1 && maskASCII[t.bytes[0]]&(1<<bitPunct) == 0
+		t.dirOnly = t.bytes[len(t.bytes)-1] == '/'
 		for _, c := range t.bytes {
 			t.words = append(t.words, uint64(c)*ones)
 		}

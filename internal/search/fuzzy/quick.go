@@ -7,8 +7,9 @@ import (
 
 // The quick scan: most paths of a large list match a short or misspelt
 // query and still fall far below the k-th best score. For a pattern whose
-// terms are all plain ASCII (no '/'), an ASCII path costs here at most one
-// backward pass over its file name per term: what the directory part
+// terms are all plain ASCII (no '/') or end with '/' (matched, and scored,
+// in the directories alone, once per directory), an ASCII path costs here
+// at most one backward pass over its file name per term: what the directory part
 // allows is computed once per directory (lists keep a directory's files
 // together) and kept in the slab's dirCache. The pass decides the match
 // exactly (a plain term matches when the most of its head the directories
@@ -16,17 +17,31 @@ import (
 // term) and bounds the score; only paths whose bound reaches the threshold
 // go on to rank.
 
-// quickTerms reports whether p's terms all run on the quick scan.
+// quickTerms reports whether p's terms all run on the quick scan: plain
+// ASCII terms of up to 64 units, and ASCII terms ending with '/', which
+// only the directories can hold.
 func quickTerms(p *Pattern) bool {
 	if len(p.terms) == 0 {
 		return false
 	}
 	for _, t := range p.terms {
-		if !t.plain || len(t.bytes) > 64 {
+		if !t.dirOnly && (!t.plain || len(t.bytes) > 64) {
 			return false
 		}
 	}
 	return true
+}
+
+// dirScore is the score of a term ending with '/' in directory part dir
+// (its whole alignment lies there, so the file name changes nothing), or
+// neg when it does not match. It is used as a bound: for paths so long
+// that align scores them greedily, the greedy score is lower.
+func dirScore(t *term, s *Slab, dir []byte) int32 {
+	raw, ok := align(t, s, dir, dir, len(dir), false)
+	if !ok {
+		return neg
+	}
+	return raw
 }
 
 // singleTerms reports whether p's terms are all single characters whose
@@ -48,24 +63,30 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 	base := len(b) - nl
 	name := b[base:]
 	// Every unit at the top bonus and in the name (ubName): only a name
-	// starting like a term can lift that to thr.
-	ub := p.ubName
+	// starting like a term can lift that to thr (firstLift).
 	first := byte(0) // the name's first character, folded ('/' never is)
 	if nl > 0 {
-		first = lowerASCII[name[0]]
-		for _, t := range p.terms {
-			if first == t.bytes[0] && nl >= len(t.bytes) {
-				ub += bonusExact
-			}
-		}
+		first = lowerASCII[name[0]] & 0x7f
 	}
+	ub := p.ubName + p.firstLift[first]
 	if ub < thr && p.singles {
 		return true, ub // the mask proved the match
 	}
 	dts := s.dirTerms(p, b[:base])
 	s.reach = grow32(s.reach, len(p.terms))
+	var fixed int32 // the bounds of the terms matched in the directories
 	for i, t := range p.terms {
 		dt := &dts[i]
+		if t.dirOnly {
+			if !dt.feasOK {
+				dt.dirScore, dt.feasOK = dirScore(t, s, b[:base]), true
+			}
+			if dt.dirScore == neg {
+				return false, 0
+			}
+			fixed += dt.dirScore
+			continue
+		}
 		if !dt.feasOK {
 			dt.feas, dt.feasOK = subsequenceFrom(t.words, 0, b[:base]), true
 		}
@@ -82,17 +103,43 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 	if ub < thr {
 		return true, ub
 	}
-	// First without the directories: every unit there at the top bonus.
+	// First without the directories: every unit there at the top bonus,
+	// and a term the directories hold whole taken as reaching as far into
+	// the name as its length allows, which spares reading the name when
+	// even that stays below thr (the bound grows with the reach).
+	ub = fixed
+	unread := false
+	for i, t := range p.terms {
+		if t.dirOnly {
+			continue
+		}
+		r := int(s.reach[i])
+		if r < 0 {
+			r, unread = min(len(t.bytes), nl), true
+		}
+		b, _ := quickTerm(t, t.split, t.off, r, first, name)
+		ub += b
+	}
+	if ub < thr {
+		return true, ub
+	}
 	// A term whose bound then comes from the name alone keeps it.
 	s.tight = grow32(s.tight, len(p.terms))
-	ub = 0
+	if unread {
+		ub = fixed
+	}
 	dirsMatter := false
 	for i, t := range p.terms {
+		if t.dirOnly {
+			continue
+		}
 		if s.reach[i] < 0 {
 			s.reach[i] = int32(reachFrom(t.words, b, base))
 		}
 		b, dirs := quickTerm(t, t.split, t.off, int(s.reach[i]), first, name)
-		ub += b
+		if unread {
+			ub += b
+		}
 		s.tight[i] = b
 		if !dirs {
 			s.tight[i] = neg
@@ -102,8 +149,11 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 	if ub < thr || !dirsMatter {
 		return true, ub
 	}
-	ub = 0
+	ub = fixed
 	for i, t := range p.terms {
+		if t.dirOnly {
+			continue
+		}
 		if s.tight[i] == neg {
 			b, _ := quickTerm(t, t.split, t.off, int(s.reach[i]), first, name)
 			ub += b
@@ -122,8 +172,11 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 	// Last, the directories' part from a DP over them, unless they hold
 	// the term as a run from a segment start: that alignment earns every
 	// bonus there is, so nothing tighter would lower the bound.
-	ub = 0
+	ub = fixed
 	for i, t := range p.terms {
+		if t.dirOnly {
+			continue
+		}
 		if s.tight[i] == neg {
 			b, _ := quickTerm(t, t.split, t.off, int(s.reach[i]), first, name)
 			ub += b

@@ -240,13 +240,15 @@ func (st *scanState) visit(i int) {
 		if full {
 			thr = max(thr, st.heap[0].raw)
 		}
-		match, ub := st.slab.quick(p, path, nl, thr)
-		if !match || st.opt.Accept != nil && !st.opt.Accept(i) {
+		if p.singles && nl > 0 && p.ubName+p.firstLift[lowerASCII[path[len(path)-nl]]&0x7f] < thr {
+			// The mask proved the match and the bound is too low: no
+			// need to look further (Slab.quick's first step, inlined).
+			st.count(i)
 			return
 		}
-		st.total++
-		if st.matches != nil {
-			st.matches.words[i>>6] |= 1 << (i & 63)
+		match, ub := st.slab.quick(p, path, nl, thr)
+		if !match || !st.count(i) {
+			return
 		}
 		e := entry{raw: ub, length: int32(len(path)), idx: int32(i)}
 		if ub >= thr && (!full || st.mayEnter(ub, e, path)) {
@@ -254,15 +256,8 @@ func (st *scanState) visit(i int) {
 		}
 		return
 	}
-	if !p.feasible(path, mask, &st.slab) {
+	if !p.feasible(path, mask, &st.slab) || !st.count(i) {
 		return
-	}
-	if st.opt.Accept != nil && !st.opt.Accept(i) {
-		return
-	}
-	st.total++
-	if st.matches != nil {
-		st.matches.words[i>>6] |= 1 << (i & 63)
 	}
 	e := entry{length: int32(len(path)), idx: int32(i)}
 	if p.Empty() {
@@ -273,6 +268,19 @@ func (st *scanState) visit(i int) {
 		return
 	}
 	st.rankPath(e, path, mask, true)
+}
+
+// count counts matching path i, unless Options.Accept rejects it, and
+// reports whether it counted.
+func (st *scanState) count(i int) bool {
+	if st.opt.Accept != nil && !st.opt.Accept(i) {
+		return false
+	}
+	st.total++
+	if st.matches != nil {
+		st.matches.words[i>>6] |= 1 << (i & 63)
+	}
+	return true
 }
 
 // nameMayLift is reachBound's first step inlined for ASCII paths, where
