@@ -105,6 +105,7 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 		st.slab.dc = dirCache{on: true, terms: st.slab.dc.terms} // made for another pattern
 		states[w] = st
 		st.p, st.src, st.k, st.opt, st.matches, st.floor = p, src, k, &opt, matches, &floor
+		st.list, _ = src.(*List)
 		wg.Go(func() {
 			for {
 				c := int(next.Add(1) - 1)
@@ -116,10 +117,25 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 				}
 				lo := c * chunkSize
 				st.scan(lo, min(lo+chunkSize, n))
-				st.rankCandidates(ctx, st.k)
+				st.rankCandidates(ctx)
 			}
-			st.cands, st.later = st.later, st.cands[:0]
-			st.rankCandidates(ctx, len(st.cands))
+		})
+	}
+	wg.Wait()
+	// The candidates left after the scan, best bound first, shared by
+	// every worker: the one that scanned the crowded chunks does not rank
+	// them alone.
+	later := states[0].cands[:0]
+	for _, st := range states {
+		later = append(later, st.later...)
+	}
+	states[0].cands = later
+	shared := sortByBound(states[0].sorted, later)
+	states[0].sorted = shared
+	var nextCand atomic.Int64
+	for _, st := range states {
+		wg.Go(func() {
+			st.rankShared(ctx, shared, &nextCand)
 			st.resolve(ctx)
 		})
 	}
@@ -195,11 +211,12 @@ type scanState struct {
 	deferred []entry // phase 1 leftovers: raw holds the bound
 	// cands are the quick scan's paths that may enter, raw holding their
 	// quick bound, ranked best bound first (see rankCandidates); sorted
-	// is scratch for that.
+	// is scratch for that; later waits for rankShared.
 	cands, sorted, later []entry
 	lower                []int32 // min-heap of the k best lower bounds of deferred paths
 	p                    *Pattern
 	src                  Source
+	list                 *List // src, when it is a List
 	k                    int
 	opt                  *Options
 	matches              *Set
@@ -229,11 +246,21 @@ func (st *scanState) scan(lo, hi int) {
 
 func (st *scanState) visit(i int) {
 	p := st.p
-	mask := st.src.Mask(i)
+	var mask uint64
+	if st.list != nil {
+		mask = st.list.masks[i] // no dynamic call on the hottest line
+	} else {
+		mask = st.src.Mask(i)
+	}
 	if mask&p.mask != p.mask {
 		return
 	}
-	path := st.src.Path(i)
+	var path string
+	if st.list != nil {
+		path = st.list.Path(i)
+	} else {
+		path = st.src.Path(i)
+	}
 	if nl := int(mask >> nameLenShift & nameLenMax); p.quick && mask&(1<<bitNonASCII) == 0 && nl < nameLenMax {
 		thr := st.floor.Load()
 		full := len(st.heap) == st.k
@@ -426,61 +453,99 @@ func offerLower[E unit](st *scanState, p *Pattern, v view[E], ub int32) {
 	}
 }
 
+// rankCandidates ranks the quick scan's candidates of one chunk best
+// bound first: the best k of them at once, so that the threshold rises
+// during the scan, and the rest that may still enter after the scan
+// (st.later, see rankShared).
+func (st *scanState) rankCandidates(ctx context.Context) {
+	if len(st.cands) == 0 {
+		return
+	}
+	st.sorted = sortByBound(st.sorted, st.cands)
+	st.cands = st.cands[:0]
+	ranked := 0
+	for n, c := range st.sorted {
+		if n%256 == 255 && ctx.Err() != nil {
+			return
+		}
+		path, ok, stop := st.admit(c)
+		if stop {
+			break
+		}
+		if !ok {
+			continue
+		}
+		if ranked == st.k {
+			st.later = append(st.later, c)
+			continue
+		}
+		ranked++
+		st.rankPath(entry{length: c.length, idx: c.idx}, path, st.src.Mask(int(c.idx)), false)
+	}
+}
+
+// rankShared ranks the candidates every worker left after the scan,
+// sorted best bound first, claiming them a block at a time with next.
+func (st *scanState) rankShared(ctx context.Context, sorted []entry, next *atomic.Int64) {
+	const block = 16
+	for {
+		lo := int(next.Add(block) - block)
+		if lo >= len(sorted) || ctx.Err() != nil {
+			return
+		}
+		for _, c := range sorted[lo:min(lo+block, len(sorted))] {
+			path, ok, stop := st.admit(c)
+			if stop {
+				return // sorted: nothing later can enter this heap either
+			}
+			if ok {
+				st.rankPath(entry{length: c.length, idx: c.idx}, path, st.src.Mask(int(c.idx)), false)
+			}
+		}
+	}
+}
+
+// admit reports whether candidate c (raw holding its bound) may still
+// enter the heap, with its path; stop reports that it cannot and that no
+// candidate sorted after it can either.
+func (st *scanState) admit(c entry) (path string, ok, stop bool) {
+	thr := st.floor.Load()
+	full := len(st.heap) == st.k
+	if full {
+		thr = max(thr, st.heap[0].raw)
+	}
+	if c.raw < thr {
+		return "", false, c.raw < candBuckets-1
+	}
+	path = st.src.Path(int(c.idx))
+	if full && !st.mayEnter(c.raw, c, path) {
+		return "", false, false
+	}
+	return path, true, false
+}
+
 // candBuckets bounds the counting sort of candidates: bounds above it
 // share the top bucket.
 const candBuckets = 1 << 10
 
-// rankCandidates ranks the quick scan's candidates best bound first, so
-// that the threshold rises as fast as it can, and stops when the bounds
-// fall below it. After each chunk it ranks only the best few (limit), so
-// that the threshold rises during the scan, and keeps the rest that may
-// still enter in st.later, ranked when the scan is over.
-func (st *scanState) rankCandidates(ctx context.Context, limit int) {
-	if len(st.cands) == 0 {
-		return
-	}
+// sortByBound returns cands sorted best bound first (a counting sort,
+// stable), in dst's memory.
+func sortByBound(dst, cands []entry) []entry {
 	var hist [candBuckets + 1]int32
 	bucket := func(ub int32) int32 { return candBuckets - 1 - min(max(ub, 0), candBuckets-1) }
-	for _, c := range st.cands {
+	for _, c := range cands {
 		hist[bucket(c.raw)+1]++
 	}
 	for b := 1; b <= candBuckets; b++ {
 		hist[b] += hist[b-1]
 	}
-	st.sorted = slices.Grow(st.sorted[:0], len(st.cands))[:len(st.cands)]
-	for _, c := range st.cands {
+	dst = slices.Grow(dst[:0], len(cands))[:len(cands)]
+	for _, c := range cands {
 		b := bucket(c.raw)
-		st.sorted[hist[b]] = c
+		dst[hist[b]] = c
 		hist[b]++
 	}
-	for n, c := range st.sorted {
-		if n%256 == 255 && ctx.Err() != nil {
-			return
-		}
-		thr := st.floor.Load()
-		full := len(st.heap) == st.k
-		if full {
-			thr = max(thr, st.heap[0].raw)
-		}
-		if c.raw < thr {
-			if c.raw < candBuckets-1 {
-				break // sorted: every later bound is as low
-			}
-			continue
-		}
-		i := int(c.idx)
-		path := st.src.Path(i)
-		if full && !st.mayEnter(c.raw, c, path) {
-			continue
-		}
-		if limit == 0 {
-			st.later = append(st.later, c)
-			continue
-		}
-		limit--
-		st.rankPath(entry{length: c.length, idx: c.idx}, path, st.src.Mask(i), false)
-	}
-	st.cands = st.cands[:0]
+	return dst
 }
 
 // resolve runs the DPs that phase 1 deferred, best bound first, and stops
