@@ -146,59 +146,50 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 		}
 		dirsMatter = dirsMatter || dirs
 	}
-	if ub < thr || !dirsMatter {
+	if !dirsMatter {
 		return true, ub
 	}
-	ub = fixed
-	for i, t := range p.terms {
-		if t.dirOnly {
-			continue
+	// Then with the directories' part bounded from their occurrences
+	// (level 1) and, if that is not enough, from a DP over them (level 2).
+	for level := 1; level <= 2 && ub >= thr; level++ {
+		ub = fixed
+		for i, t := range p.terms {
+			if t.dirOnly {
+				continue
+			}
+			split, off := t.split, t.off
+			if s.tight[i] != neg {
+				split, off = s.dirSplits(t, &dts[i], b, base, level)
+			}
+			v, _ := quickTerm(t, split, off, int(s.reach[i]), first, name)
+			ub += v
 		}
-		if s.tight[i] == neg {
-			b, _ := quickTerm(t, t.split, t.off, int(s.reach[i]), first, name)
-			ub += b
-			continue
-		}
-		dt := &dts[i]
-		if !dt.splitOK {
-			dt.fillSplit(t, b[:base])
-		}
-		b, _ := quickTerm(t, dt.split, dt.off, int(s.reach[i]), first, name)
-		ub += b
 	}
-	if ub < thr {
-		return true, ub
-	}
-	// Last, the directories' part from a DP over them, unless they hold
-	// the term as a run from a segment start: that alignment earns every
-	// bonus there is, so nothing tighter would lower the bound.
-	ub = fixed
-	for i, t := range p.terms {
-		if t.dirOnly {
-			continue
-		}
-		if s.tight[i] == neg {
-			b, _ := quickTerm(t, t.split, t.off, int(s.reach[i]), first, name)
-			ub += b
-			continue
-		}
-		dt := &dts[i]
+	return true, ub
+}
+
+// dirSplits returns the split bounds of plain term t for the directories
+// b[:base] at a level of quick: 1 from fillSplit, 2 from fillHead, unless
+// the directories hold the term as a run from a segment start: that
+// alignment earns every bonus there is, so nothing tighter would lower
+// the bound.
+func (s *Slab) dirSplits(t *term, dt *dirTerm, b []byte, base, level int) (split, off []int32) {
+	if level == 2 {
 		if !dt.chainOK {
 			s.pos = grow32(s.pos, len(t.fold))
 			dt.chain, dt.chainOK = chains(t, s, b, b, base, 0, base), true
 		}
-		if dt.chain != neg {
-			b, _ := quickTerm(t, dt.split, dt.off, int(s.reach[i]), first, name)
-			ub += b
-			continue
+		if dt.chain == neg {
+			if !dt.headOK {
+				dt.fillHead(t, b[:base], s)
+			}
+			return dt.hsplit, dt.hoff
 		}
-		if !dt.headOK {
-			dt.fillHead(t, b[:base], s)
-		}
-		b, _ := quickTerm(t, dt.hsplit, dt.hoff, int(s.reach[i]), first, name)
-		ub += b
 	}
-	return true, ub
+	if !dt.splitOK {
+		dt.fillSplit(t, b[:base])
+	}
+	return dt.split, dt.off
 }
 
 // fillHead is fillSplit with the directories' part of each split bounded
