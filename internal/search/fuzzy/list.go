@@ -51,3 +51,8 @@ func (l *List) Path(i int) string {
 
 // Mask returns MaskOf(Path(i)), computed when the list was built.
 func (l *List) Mask(i int) uint64 { return l.masks[i] }
+
+// RunAt returns the whole list as one run.
+func (l *List) RunAt(int) Run { return Run{Text: l.text, Ends: l.ends, Masks: l.masks} }
+
+var _ RunSource = (*List)(nil)

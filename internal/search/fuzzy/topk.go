@@ -22,6 +22,24 @@ type Source interface {
 	Mask(i int) uint64
 }
 
+// Run is a stretch of consecutive paths a Source keeps together: paths
+// Base to Base+len(Ends)-1, path Base+j being Text[Ends[j-1]:Ends[j]]
+// (from 0 for j = 0), Masks[j] its mask.
+type Run struct {
+	Base  int
+	Text  string
+	Ends  []uint32
+	Masks []uint64
+}
+
+// RunSource is a Source that hands the scan its storage a run at a time,
+// sparing it two calls per path.
+type RunSource interface {
+	Source
+	// RunAt returns the run that holds index i.
+	RunAt(i int) Run
+}
+
 // Options tune TopK.
 type Options struct {
 	// K is how many hits to return (default 20).
@@ -105,7 +123,7 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 		st.slab.dc = dirCache{on: true, terms: st.slab.dc.terms} // made for another pattern
 		states[w] = st
 		st.p, st.src, st.k, st.opt, st.matches, st.floor = p, src, k, &opt, matches, &floor
-		st.list, _ = src.(*List)
+		st.runs, _ = src.(RunSource)
 		wg.Go(func() {
 			for {
 				c := int(next.Add(1) - 1)
@@ -216,7 +234,7 @@ type scanState struct {
 	lower                []int32 // min-heap of the k best lower bounds of deferred paths
 	p                    *Pattern
 	src                  Source
-	list                 *List // src, when it is a List
+	runs                 RunSource // src, when it is one
 	k                    int
 	opt                  *Options
 	matches              *Set
@@ -226,41 +244,57 @@ type scanState struct {
 }
 
 func (st *scanState) scan(lo, hi int) {
+	if st.runs == nil {
+		st.scanEach(lo, hi)
+		return
+	}
+	var r Run // the run of the last index read
+	in := func(i int) bool { return i >= r.Base && i < r.Base+len(r.Ends) }
+	p := st.p
+	visit := func(i int) {
+		if !in(i) {
+			r = st.runs.RunAt(i)
+		}
+		j := i - r.Base
+		mask := r.Masks[j]
+		if mask&p.mask != p.mask {
+			return
+		}
+		start := uint32(0)
+		if j > 0 {
+			start = r.Ends[j-1]
+		}
+		st.visit(i, mask, r.Text[start:r.Ends[j]])
+	}
 	if st.opt.Within == nil {
 		for i := lo; i < hi; i++ {
-			st.visit(i)
+			visit(i)
 		}
 		return
 	}
-	words := st.opt.Within.words
-	for w := lo / 64; w < (hi+63)/64 && w < len(words); w++ {
-		for word := words[w]; word != 0; word &= word - 1 {
-			i := w*64 + bits.TrailingZeros64(word)
-			if i >= hi {
-				break
-			}
-			st.visit(i)
-		}
-	}
+	st.opt.Within.each(lo, hi, visit)
 }
 
-func (st *scanState) visit(i int) {
+// scanEach is scan for a Source that is not a RunSource: a call per path.
+func (st *scanState) scanEach(lo, hi int) {
 	p := st.p
-	var mask uint64
-	if st.list != nil {
-		mask = st.list.masks[i] // no dynamic call on the hottest line
-	} else {
-		mask = st.src.Mask(i)
+	visit := func(i int) {
+		if mask := st.src.Mask(i); mask&p.mask == p.mask {
+			st.visit(i, mask, st.src.Path(i))
+		}
 	}
-	if mask&p.mask != p.mask {
+	if st.opt.Within == nil {
+		for i := lo; i < hi; i++ {
+			visit(i)
+		}
 		return
 	}
-	var path string
-	if st.list != nil {
-		path = st.list.Path(i)
-	} else {
-		path = st.src.Path(i)
-	}
+	st.opt.Within.each(lo, hi, visit)
+}
+
+// visit ranks path i, whose mask has every bit of the pattern's.
+func (st *scanState) visit(i int, mask uint64, path string) {
+	p := st.p
 	if nl := int(mask >> nameLenShift & nameLenMax); p.quick && mask&(1<<bitNonASCII) == 0 && nl < nameLenMax {
 		thr := st.floor.Load()
 		full := len(st.heap) == st.k
@@ -670,6 +704,22 @@ func (s *Set) Add(i int) { s.words[i>>6] |= 1 << (i & 63) }
 // Has reports whether i is in the set.
 func (s *Set) Has(i int) bool {
 	return i >= 0 && i < s.n && s.words[i>>6]&(1<<(i&63)) != 0
+}
+
+// each calls f for every index of the set in [lo, hi), in order.
+func (s *Set) each(lo, hi int, f func(i int)) {
+	for w := lo / 64; w < (hi+63)/64 && w < len(s.words); w++ {
+		for word := s.words[w]; word != 0; word &= word - 1 {
+			i := w*64 + bits.TrailingZeros64(word)
+			if i < lo {
+				continue
+			}
+			if i >= hi {
+				break
+			}
+			f(i)
+		}
+	}
 }
 
 // Count returns the number of indexes in the set.

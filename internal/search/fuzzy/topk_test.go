@@ -100,8 +100,8 @@ func TestTopKEqualsBruteForce(t *testing.T) {
 				accept = func(i int) bool { return i%3 != 0 }
 			}
 			want, wantTotal := bruteForce(p, l, k, accept)
-			for _, workers := range []int{1, 2, 3} {
-				out, err := TopK(context.Background(), p, l, Options{K: k, Workers: workers, Accept: accept, Collect: true})
+			for workers, src := range sources(l, r) {
+				out, err := TopK(context.Background(), p, src, Options{K: k, Workers: workers + 1, Accept: accept, Collect: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -156,7 +156,8 @@ func TestNarrowingEqualsFullScan(t *testing.T) {
 				opt.Within = prevMatches
 				narrowed++
 			}
-			out, err := TopK(context.Background(), p, l, opt)
+			src := sources(l, r)[n%3]
+			out, err := TopK(context.Background(), p, src, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,18 +187,71 @@ func TestTopKOnKernelList(t *testing.T) {
 	}
 }
 
-// countingSource counts path reads, to observe where a scan stopped.
+// countingSource counts path reads, to observe where a scan stopped. It
+// is a plain Source (no RunAt): the scan calls Mask for every path.
 type countingSource struct {
-	*List
+	l     *List
 	reads atomic.Int64
 	stop  func()
 }
+
+func (c *countingSource) Len() int          { return c.l.Len() }
+func (c *countingSource) Path(i int) string { return c.l.Path(i) }
 
 func (c *countingSource) Mask(i int) uint64 {
 	if c.reads.Add(1) == 2*chunkSize && c.stop != nil {
 		c.stop()
 	}
-	return c.List.Mask(i)
+	return c.l.Mask(i)
+}
+
+// plainSource hides List's RunAt, so that the scan reads path by path.
+type plainSource struct{ l *List }
+
+func (s plainSource) Len() int          { return s.l.Len() }
+func (s plainSource) Path(i int) string { return s.l.Path(i) }
+func (s plainSource) Mask(i int) uint64 { return s.l.Mask(i) }
+
+// runsSource serves a List as runs of a few hundred paths, as the index's
+// blocks do.
+type runsSource struct {
+	*List
+	runs []Run
+}
+
+func newRunsSource(l *List, r *rand.Rand) *runsSource {
+	s := &runsSource{List: l}
+	for base := 0; base < l.Len(); {
+		n := min(l.Len()-base, 1+r.IntN(700))
+		run := Run{Base: base, Masks: l.masks[base : base+n]}
+		var b strings.Builder
+		for i := base; i < base+n; i++ {
+			b.WriteString(l.Path(i))
+			run.Ends = append(run.Ends, uint32(b.Len()))
+		}
+		run.Text = b.String()
+		s.runs = append(s.runs, run)
+		base += n
+	}
+	return s
+}
+
+func (s *runsSource) RunAt(i int) Run {
+	k, _ := slices.BinarySearchFunc(s.runs, i, func(r Run, i int) int {
+		if i < r.Base {
+			return 1
+		}
+		if i >= r.Base+len(r.Ends) {
+			return -1
+		}
+		return 0
+	})
+	return s.runs[k]
+}
+
+// sources returns l as a List, as a plain Source and as runs.
+func sources(l *List, r *rand.Rand) []Source {
+	return []Source{l, plainSource{l}, newRunsSource(l, r)}
 }
 
 func TestCancelStopsTheScan(t *testing.T) {
@@ -211,7 +265,7 @@ func TestCancelStopsTheScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	src := &countingSource{List: l, stop: cancel}
+	src := &countingSource{l: l, stop: cancel}
 	_, err = TopK(ctx, Compile("e"), src, Options{Workers: 2})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)

@@ -195,6 +195,16 @@ func (s *Snapshot) Mask(i int) uint64 {
 	return c.mask[j]
 }
 
+// RunAt returns the storage block that holds entry i as a fuzzy.Run, so
+// that a search reads the block's paths and masks without a lookup per
+// entry.
+func (s *Snapshot) RunAt(i int) fuzzy.Run {
+	c, j := s.locate(i)
+	return fuzzy.Run{Base: i - j, Text: c.text, Ends: c.ends, Masks: c.mask}
+}
+
+var _ fuzzy.RunSource = (*Snapshot)(nil)
+
 // ModTime is entry i's modification time (for a symlink, its target's);
 // the zero Time when unknown (FromPaths).
 func (s *Snapshot) ModTime(i int) time.Time {

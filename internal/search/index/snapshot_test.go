@@ -320,3 +320,50 @@ func FuzzApply(f *testing.F) {
 		checkSnapshot(t, s, m)
 	})
 }
+
+// TestSnapshotRuns checks that a search over a snapshot of many blocks,
+// which the scan reads a block at a time (RunAt), finds what a search over
+// a fuzzy.List of the same paths finds.
+func TestSnapshotRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 2))
+	words := []string{"src", "lib", "drivers", "net", "include", "linux", "Makefile", "main", "café", "test"}
+	paths := make([]string, 20000)
+	for i := range paths {
+		var b strings.Builder
+		for range 1 + r.IntN(4) {
+			b.WriteString(words[r.IntN(len(words))] + "/")
+		}
+		fmt.Fprintf(&b, "%s_%d.c", words[r.IntN(len(words))], i)
+		paths[i] = b.String()
+	}
+	s := FromPaths(paths)
+	if len(s.Blocks()) < 4 {
+		t.Fatalf("%d blocks: the test needs several", len(s.Blocks()))
+	}
+	l, err := fuzzy.NewList(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"dr", "drv net", "inc/", "make", "café", "lnx main", "e"} {
+		p := fuzzy.Compile(q)
+		got, err := fuzzy.TopK(t.Context(), p, s, fuzzy.Options{K: 20, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := fuzzy.TopK(t.Context(), p, l, fuzzy.Options{K: 20, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Total != want.Total || len(got.Hits) != len(want.Hits) {
+			t.Fatalf("%q: %d matches, %d hits; the list: %d, %d", q, got.Total, len(got.Hits), want.Total, len(want.Hits))
+		}
+		for i := range want.Hits {
+			if got.Hits[i].Index != want.Hits[i].Index || got.Hits[i].Raw != want.Hits[i].Raw {
+				t.Fatalf("%q hit %d: %q, the list: %q", q, i, s.Path(got.Hits[i].Index), l.Path(want.Hits[i].Index))
+			}
+		}
+		if want.Total == 0 {
+			t.Fatalf("%q matches nothing: the test checks nothing", q)
+		}
+	}
+}
