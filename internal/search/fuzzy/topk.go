@@ -55,6 +55,11 @@ type Options struct {
 	// Accept, if not nil, is called for each matching index (from several
 	// goroutines at once); a path it rejects does not count as a match.
 	Accept func(i int) bool
+	// Seeds are indexes likely to rank high, such as the hits of the
+	// previous keystroke: when K of them match, their scores set the
+	// threshold before the scan starts, so that it rejects more at once.
+	// Any indexes may be given; the result does not depend on them.
+	Seeds []int
 }
 
 // Hit is one ranked path.
@@ -118,6 +123,12 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 			st.release()
 		}
 	}()
+	// Scores can be negative (long gaps): until k paths are known to score
+	// something, the floor rejects nothing.
+	floor.Store(neg)
+	if len(opt.Seeds) >= k && !p.Empty() {
+		floor.Store(seedFloor(p, src, k, &opt))
+	}
 	for w := range workers {
 		st := statePool.Get().(*scanState)
 		st.slab.dc = dirCache{on: true, terms: st.slab.dc.terms} // made for another pattern
@@ -186,6 +197,30 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 		out.Hits = append(out.Hits, h)
 	}
 	return out, nil
+}
+
+// seedFloor returns the k-th best score among the distinct seeds that match
+// p (and that Accept takes): k paths score at least that much. It returns
+// neg when fewer than k seeds match.
+func seedFloor(p *Pattern, src Source, k int, opt *Options) int32 {
+	var slab Slab
+	seen := make(map[int]bool, len(opt.Seeds))
+	var scores []int32
+	for _, i := range opt.Seeds {
+		if i < 0 || i >= src.Len() || seen[i] {
+			continue
+		}
+		seen[i] = true
+		raw, ok := p.raw(src.Path(i), &slab, false)
+		if ok && (opt.Accept == nil || opt.Accept(i)) {
+			scores = append(scores, raw)
+		}
+	}
+	if len(scores) < k {
+		return neg
+	}
+	slices.SortFunc(scores, func(a, b int32) int { return cmp.Compare(b, a) })
+	return scores[k-1]
 }
 
 // entry is a heap element; the path itself is fetched only to break ties.
@@ -549,7 +584,9 @@ func (st *scanState) admit(c entry) (path string, ok, stop bool) {
 		thr = max(thr, st.heap[0].raw)
 	}
 	if c.raw < thr {
-		return "", false, c.raw < candBuckets-1
+		// Bounds from 0 to the top bucket's have buckets of their own:
+		// below such a one, everything later is as low.
+		return "", false, c.raw >= 0 && c.raw < candBuckets-1
 	}
 	path = st.src.Path(int(c.idx))
 	if full && !st.mayEnter(c.raw, c, path) {
@@ -559,7 +596,7 @@ func (st *scanState) admit(c entry) (path string, ok, stop bool) {
 }
 
 // candBuckets bounds the counting sort of candidates: bounds above it
-// share the top bucket.
+// share the top bucket, and bounds up to 0 the bottom one.
 const candBuckets = 1 << 10
 
 // sortByBound returns cands sorted best bound first (a counting sort,

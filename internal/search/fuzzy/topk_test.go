@@ -100,8 +100,12 @@ func TestTopKEqualsBruteForce(t *testing.T) {
 				accept = func(i int) bool { return i%3 != 0 }
 			}
 			want, wantTotal := bruteForce(p, l, k, accept)
+			var seeds []int // random guesses, repeated, out of range: the answer must not change
+			for range r.IntN(3) * k {
+				seeds = append(seeds, r.IntN(len(paths)+10)-5)
+			}
 			for workers, src := range sources(l, r) {
-				out, err := TopK(context.Background(), p, src, Options{K: k, Workers: workers + 1, Accept: accept, Collect: true})
+				out, err := TopK(context.Background(), p, src, Options{K: k, Workers: workers + 1, Accept: accept, Collect: true, Seeds: seeds})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -148,12 +152,13 @@ func TestNarrowingEqualsFullScan(t *testing.T) {
 		typed := []rune(randomQuery(r, paths[r.IntN(len(paths))]))
 		var prev *Pattern
 		var prevMatches *Set
+		var prevHits []int
 		for n := 1; n <= len(typed); n++ {
 			q := string(typed[:n])
 			p := Compile(q)
 			opt := Options{K: 20, Collect: true}
 			if prevMatches != nil && p.Refines(prev) {
-				opt.Within = prevMatches
+				opt.Within, opt.Seeds = prevMatches, prevHits
 				narrowed++
 			}
 			src := sources(l, r)[n%3]
@@ -163,7 +168,10 @@ func TestNarrowingEqualsFullScan(t *testing.T) {
 			}
 			want, total := bruteForce(p, l, 20, nil)
 			checkSame(t, q, l, out, want, total)
-			prev, prevMatches = p, out.Matches
+			prev, prevMatches, prevHits = p, out.Matches, nil
+			for _, h := range out.Hits {
+				prevHits = append(prevHits, h.Index)
+			}
 		}
 	}
 	if narrowed < 60 {
@@ -278,6 +286,30 @@ func TestCancelStopsTheScan(t *testing.T) {
 	src.reads.Store(0)
 	if _, err := TopK(ctx, Compile("e"), src, Options{}); !errors.Is(err, context.Canceled) || src.reads.Load() != 0 {
 		t.Errorf("cancelled search: err %v, %d reads", err, src.reads.Load())
+	}
+}
+
+// TestNegativeScores: a long gap makes a score negative; with fewer
+// matches than K every match is still a hit.
+func TestNegativeScores(t *testing.T) {
+	long := "a" + strings.Repeat("/xxxxxxxx", 60) + "/by/c.txt"
+	l, err := NewList([]string{long, "zzz", "q/" + long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"ab", "ac", "ay/", "a/xb"} {
+		p := Compile(q)
+		want, total := bruteForce(p, l, 20, nil)
+		if len(want) == 0 || want[len(want)-1].Raw >= 0 {
+			t.Fatalf("%q: the test needs a negative score among %v", q, want)
+		}
+		for _, src := range sources(l, rand.New(rand.NewPCG(1, 2))) {
+			out, err := TopK(context.Background(), p, src, Options{K: 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, q, l, out, want, total)
+		}
 	}
 }
 
