@@ -198,12 +198,14 @@ func (f *filter) keep(rel string) bool {
 }
 
 // narrowing remembers the last completed search of a picker, so that one
-// more typed character scans only the previous matches.
+// more typed character scans only the previous matches, starting from the
+// scores of the previous hits.
 type narrowing struct {
 	pattern *fuzzy.Pattern
 	key     string
 	gens    []uint64
 	sets    []*fuzzy.Set
+	hits    [][]int
 }
 
 type ranked struct {
@@ -300,7 +302,8 @@ func filterKey(f *protocol.SearchFilters) string {
 }
 
 func (s *Service) fuzzy(ctx context.Context, srcs []source, pat *fuzzy.Pattern, flt *filter, max int, prev *narrowing, key string) ([]ranked, int, *narrowing, error) {
-	next := &narrowing{pattern: pat, key: key, gens: make([]uint64, len(srcs)), sets: make([]*fuzzy.Set, len(srcs))}
+	next := &narrowing{pattern: pat, key: key, gens: make([]uint64, len(srcs)), sets: make([]*fuzzy.Set, len(srcs)),
+		hits: make([][]int, len(srcs))}
 	usePrev := prev != nil && prev.key == key && len(prev.sets) == len(srcs) && pat.Refines(prev.pattern)
 	var all []ranked
 	total := 0
@@ -312,7 +315,7 @@ func (s *Service) fuzzy(ctx context.Context, srcs []source, pat *fuzzy.Pattern, 
 		}
 		next.gens[i] = src.snap.Generation()
 		if usePrev && prev.gens[i] == next.gens[i] {
-			opt.Within = prev.sets[i]
+			opt.Within, opt.Seeds = prev.sets[i], prev.hits[i]
 		}
 		res, err := fuzzy.TopK(ctx, pat, src.snap, opt)
 		if err != nil {
@@ -321,6 +324,7 @@ func (s *Service) fuzzy(ctx context.Context, srcs []source, pat *fuzzy.Pattern, 
 		next.sets[i] = res.Matches
 		total += res.Total
 		for _, h := range res.Hits {
+			next.hits[i] = append(next.hits[i], h.Index)
 			all = append(all, ranked{src: i, idx: h.Index, raw: h.Raw, path: src.snap.Path(h.Index), matched: true, res: h.Result})
 		}
 	}

@@ -56,23 +56,24 @@ type narrowEngine struct {
 	workers int
 	prev    *fuzzy.Pattern
 	matches *fuzzy.Set
+	hits    []int
 }
 
 func (f *narrowEngine) name() string { return "ferry+narrow" }
-func (f *narrowEngine) reset()       { f.prev, f.matches = nil, nil }
+func (f *narrowEngine) reset()       { f.prev, f.matches, f.hits = nil, nil, nil }
 
 func (f *narrowEngine) search(query string) ([]int, int, error) {
 	p := fuzzy.Compile(query)
 	opt := fuzzy.Options{K: topN, Workers: f.workers, Collect: true}
 	if f.matches != nil && p.Refines(f.prev) {
-		opt.Within = f.matches
+		opt.Within, opt.Seeds = f.matches, f.hits // as the request service does
 	}
 	out, err := fuzzy.TopK(context.Background(), p, f.list, opt)
 	if err != nil {
 		return nil, 0, fmt.Errorf("ferry search %q: %w", query, err)
 	}
-	f.prev, f.matches = p, out.Matches
-	return hitIndexes(out.Hits), out.Total, nil
+	f.prev, f.matches, f.hits = p, out.Matches, hitIndexes(out.Hits)
+	return f.hits, out.Total, nil
 }
 
 func hitIndexes(hits []fuzzy.Hit) []int {
