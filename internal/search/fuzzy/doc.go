@@ -26,6 +26,7 @@
 //     path string, sorted and merged; a character matched inside a
 //     decomposed sequence highlights the whole sequence.
 //   - TopK returns exactly the K best paths a full ranking would, with the
-//     exact number of matches, whatever the number of workers, pruning and
-//     narrowing; it stops within one chunk of paths when its context ends.
+//     exact number of matches, whatever the number of workers, pruning,
+//     seeds and narrowing; it stops within one chunk of paths when its
+//     context ends.
 package fuzzy
