@@ -89,21 +89,14 @@ func start(t *testing.T, name string) (*Group, *exec.Cmd, []string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), helperEnv+"="+name, tokenEnv+"="+token(t))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, out := startReading(t, cmd)
 	t.Cleanup(func() {
 		g.KillTree()
 		_ = cmd.Wait()
 	})
 	var fields []string
 	if name != "sleep" {
-		line, err := bufio.NewReader(out).ReadString('\n')
+		line, err := out.ReadString('\n')
 		if err != nil {
 			t.Fatalf("helper %s: %q, %v", name, line, err)
 		}
@@ -113,6 +106,21 @@ func start(t *testing.T, name string) (*Group, *exec.Cmd, []string) {
 		t.Fatalf("helper %s: %v", name, fields)
 	}
 	return g, cmd, fields
+}
+
+// startReading starts cmd in a Group with its standard output piped to
+// the returned reader.
+func startReading(t *testing.T, cmd *exec.Cmd) (*Group, *bufio.Reader) {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, bufio.NewReader(out)
 }
 
 // token is the test's mark on the processes it starts.
@@ -190,20 +198,13 @@ func TestStartError(t *testing.T) {
 // stops signalling it.
 func TestTerminateGroup(t *testing.T) {
 	cmd := exec.Command("sh", "-c", "sleep 300 & sleep 300 & echo $!; wait")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(out).ReadString('\n')
+	g, out := startReading(t, cmd)
+	line, _ := out.ReadString('\n')
 	bg := atoi(t, strings.TrimSpace(line))
 	if !g.Terminate() {
 		t.Fatal("Terminate reached nobody")
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if sig, ok := ExitSignal(cmd.ProcessState); !ok || sig != syscall.SIGTERM {
 		t.Errorf("ExitSignal = %v, %v (%v)", sig, ok, err)
 	}

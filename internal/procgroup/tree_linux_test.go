@@ -1,7 +1,6 @@
 package procgroup
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -88,15 +87,8 @@ func TestSnapshotAfterExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
+	g, out := startReading(t, cmd)
+	line, err := out.ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
 	}

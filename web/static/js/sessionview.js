@@ -9,15 +9,11 @@ import { message } from './conn.js';
 import { TranscriptView, artifactCard } from './transcript.js';
 import { Composer, COMMANDS } from './composer.js';
 import { onLayoutChange } from './diff.js';
+import { TURN_LABELS } from './session.js';
 
 const STATUS_TEXT = {
   idle: 'Ready',
-  running: 'Running',
-  waiting: 'Waiting for you',
-  done: 'Done',
-  cancelled: 'Cancelled',
-  error: 'Error',
-  stopped: 'Stopped',
+  ...TURN_LABELS,
   lost: 'Connection lost — resuming…',
   resuming: 'Resuming…',
   offline: 'Machine offline',
