@@ -199,6 +199,11 @@ func (s *Slab) dirTerms(p *Pattern, dir []byte) []dirTerm {
 		return c.terms
 	}
 	c.p, c.dir = p, dir
+	s.memoGen++
+	if s.memoGen == 0 { // wrapped: no entry may look current
+		s.memo = [65]memoEntry{}
+		s.memoGen = 1
+	}
 	if cap(c.terms) < len(p.terms) {
 		c.terms = make([]dirTerm, len(p.terms))
 	}

@@ -29,6 +29,10 @@ type Pattern struct {
 	// firstLift[c] is the most the exact and prefix name bonuses add to
 	// ubName for a file name starting with the folded ASCII character c.
 	firstLift [128]int32
+	// solo is the index of a quick pattern's only plain term when its
+	// other terms end with '/', else -1: its quick bounds are memoised
+	// (see Slab.memo).
+	solo int
 }
 
 // term is one space-separated part of a query.
@@ -87,7 +91,7 @@ type term struct {
 // character at the start of a segment. An empty or all-space query compiles
 // to a pattern that matches every path with score 0.
 func Compile(query string) *Pattern {
-	p := &Pattern{query: query, ascii: true}
+	p := &Pattern{query: query, ascii: true, solo: -1}
 	for _, f := range strings.FieldsFunc(query, unicode.IsSpace) {
 		t := compileTerm(f)
 		if t == nil {
@@ -107,6 +111,19 @@ func Compile(query string) *Pattern {
 		}
 	}
 	p.singles = p.quick && singleTerms(p)
+	p.solo = -1
+	if p.quick {
+		for i, t := range p.terms {
+			if t.dirOnly {
+				continue
+			}
+			if p.solo >= 0 {
+				p.solo = -1
+				break
+			}
+			p.solo = i
+		}
+	}
 	return p
 }
 

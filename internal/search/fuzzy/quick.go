@@ -103,6 +103,77 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 	if ub < thr {
 		return true, ub
 	}
+	// A solo term's bound on a name starting with a character not in the
+	// term depends on nothing but the directories and the reach: once
+	// known for this directory and reach, it is not computed again. An
+	// unread name may take the bound of the most reach it allows (the
+	// bound grows with the reach).
+	var memo *memoEntry
+	if p.solo >= 0 && p.terms[p.solo].rows[first] == 0 {
+		t := p.terms[p.solo]
+		r := int(s.reach[p.solo])
+		if r < 0 {
+			if e := &s.memo[min(len(t.bytes), nl)]; e.gen == s.memoGen && e.ub < thr {
+				return true, e.ub
+			}
+			r = reachFrom(t.words, b, base)
+			s.reach[p.solo] = int32(r)
+		}
+		memo = &s.memo[r]
+		if memo.gen == s.memoGen && memo.ub < thr {
+			return true, memo.ub
+		}
+	}
+	if memo == nil || memo.gen != s.memoGen || !memo.final {
+		var final bool
+		ub, final = s.quickLevels(p, dts, b, base, nl, first, fixed, thr)
+		if memo != nil {
+			*memo = memoEntry{gen: s.memoGen, ub: ub, final: final}
+		}
+		if ub < thr {
+			return true, ub
+		}
+	} else {
+		ub = memo.ub
+	}
+	// Last, what the name's characters allow (see nameBound), unless the
+	// directories alone reach thr (nameBound never goes below them) or
+	// the name starts with a term (the bound of that run is exact).
+	dirsAlone := fixed
+	for i, t := range p.terms {
+		if t.dirOnly {
+			continue
+		}
+		if first == t.bytes[0] && len(name) >= len(t.bytes) && foldedPrefix(name, t.bytes) {
+			return true, ub
+		}
+		dirsAlone += max(dts[i].tightest(t)[0], neg)
+	}
+	if dirsAlone >= thr {
+		return true, ub
+	}
+	tight := fixed
+	for i, t := range p.terms {
+		if !t.dirOnly {
+			tight += s.nameBound(t, dts[i].tightest(t), int(s.reach[i]), name)
+		}
+	}
+	return true, min(ub, tight)
+}
+
+// memoEntry is a memoised quick bound: final when no level of quick
+// would lower it, else only known to fall below the threshold it met.
+type memoEntry struct {
+	gen   uint32
+	ub    int32
+	final bool
+}
+
+// quickLevels is the rest of quick once the path is known to match and
+// its first bound reached thr: tighter bounds level by level until one
+// falls below thr. final reports that the bound is the tightest quick has.
+func (s *Slab) quickLevels(p *Pattern, dts []dirTerm, b []byte, base, nl int, first byte, fixed, thr int32) (ub int32, final bool) {
+	name := b[base:]
 	// First without the directories: every unit there at the top bonus,
 	// and a term the directories hold whole taken as reaching as far into
 	// the name as its length allows, which spares reading the name when
@@ -121,7 +192,7 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 		ub += b
 	}
 	if ub < thr {
-		return true, ub
+		return ub, false
 	}
 	// A term whose bound then comes from the name alone keeps it.
 	s.tight = grow32(s.tight, len(p.terms))
@@ -147,7 +218,7 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 		dirsMatter = dirsMatter || dirs
 	}
 	if !dirsMatter {
-		return true, ub
+		return ub, true
 	}
 	// Then with the directories' part bounded from their occurrences
 	// (level 1) and, if that is not enough, from a DP over them (level 2).
@@ -165,7 +236,7 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 			ub += v
 		}
 	}
-	return true, ub
+	return ub, ub >= thr
 }
 
 // dirSplits returns the split bounds of plain term t for the directories
@@ -290,6 +361,142 @@ func quickTerm(t *term, split, off []int32, r int, first byte, name []byte) (bou
 		bound += nameBonus(name, 0, t.last)
 	}
 	return bound, inDirs > inName
+}
+
+// foldedPrefix reports whether name starts with the folded ASCII term
+// bytes q (len(name) >= len(q)).
+func foldedPrefix(name, q []byte) bool {
+	for i, c := range q {
+		if lowerASCII[name[i]] != c {
+			return false
+		}
+	}
+	return true
+}
+
+// tightest returns the tightest split bounds of plain term t computed so
+// far for these directories (see dirSplits), or those for any directories.
+func (dt *dirTerm) tightest(t *term) []int32 {
+	switch {
+	case dt.headOK:
+		return dt.hsplit
+	case dt.splitOK:
+		return dt.split
+	}
+	return t.split
+}
+
+// nameBound is quickTerm with what the file name's characters allow, from
+// one pass over it: for each unit of term t, the best bonus among its
+// occurrences past the name's first character (bhi), and whether it
+// follows an occurrence of the unit before it anywhere (pairs). No
+// position past the first earns the segment bonus, so a unit there earns
+// at most its bhi when it starts a run, and when it continues one (only
+// possible with its pair) at most bonusConsec or the bhi of a unit that
+// may have started that run. A run that starts at the name's first
+// character and that the name does not continue to the term's end is cut
+// after l units, l up to their common prefix: the next unit starts
+// another run past a gap. split are split bounds for the directories and
+// r the term's reach in the name.
+func (s *Slab) nameBound(t *term, split []int32, r int, name []byte) int32 {
+	m := len(t.bytes)
+	if len(name) == 0 {
+		return max(split[0], neg) // r = 0: the directories hold the term
+	}
+	s.bhi = grow32(s.bhi, 2*m+1)
+	bhi, suf := s.bhi[:m], s.bhi[m:]
+	fill(bhi, neg)
+	var pairs uint64
+	first := lowerASCII[name[0]] & 0x7f
+	prevCls, prevRows := classASCII[name[0]&0x7f], t.rowsFold[first]
+	for _, c := range name[1:] {
+		c &= 0x7f
+		cls, rows := classASCII[c], t.rowsFold[c]
+		if rows != 0 {
+			b := bonusTable[prevCls][cls]
+			pairs |= rows & (prevRows << 1)
+			for u := rows; u != 0; u &= u - 1 {
+				j := bits.TrailingZeros64(u)
+				bhi[j] = max(bhi[j], b)
+			}
+		}
+		prevCls, prevRows = cls, rows
+	}
+	// suf[j]: the most units j.. earn past the first character, unit j
+	// counted as continuing a run where its pair allows (neg when one of
+	// them does not occur there).
+	suf[m] = 0
+	run := int32(neg) // the most the first unit of a run holding unit j-1 earned
+	for j := range m {
+		e := bhi[j]
+		if e != neg && j > 0 && pairs>>j&1 != 0 && run != neg {
+			e = max(e, run, bonusConsec)
+			run = max(run, bhi[j])
+		} else {
+			run = bhi[j]
+		}
+		suf[j] = e
+	}
+	for j := m - 1; j >= 0; j-- {
+		if suf[j] == neg || suf[j+1] == neg {
+			suf[j] = neg
+		} else {
+			suf[j] += suf[j+1]
+		}
+	}
+	// startAt is what units j.. earn with unit j starting a run past the
+	// first character (so not continuing one).
+	startAt := func(j int) int32 {
+		if bhi[j] == neg || suf[j+1] == neg {
+			return neg
+		}
+		return bhi[j] + suf[j+1]
+	}
+	inDirs := int32(neg)
+	if split[0] != neg {
+		inDirs = split[0]
+	}
+	for k := 1; k <= min(r, m-1); k++ {
+		if v := startAt(m - k); v != neg && split[k] != neg {
+			inDirs = max(inDirs, split[k]+v)
+		}
+	}
+	inName := int32(neg)
+	if r == m {
+		if v := startAt(0); v != neg {
+			inName = t.allInName + v + bhi[0] // the first unit's bonus counts twice
+		}
+	}
+	for rows := t.rowsFold[first] &^ (1<<(m-r) - 1); rows != 0; rows &= rows - 1 {
+		i := bits.TrailingZeros64(rows)
+		k := m - i
+		common := 1
+		for common < k && common < len(name) && lowerASCII[name[common]] == t.bytes[i+common] {
+			common++
+		}
+		v := int32(k) * bonusMax
+		if common < k {
+			v = neg
+			for l := 1; l <= common; l++ {
+				if w := startAt(i + l); w != neg {
+					v = max(v, int32(l)*bonusMax+w-gapStart)
+				}
+			}
+			if v == neg {
+				continue
+			}
+		}
+		if i == 0 {
+			inName = max(inName, t.allInName+v+bonusMax)
+		} else if split[k] != neg {
+			inDirs = max(inDirs, split[k]+v)
+		}
+	}
+	bound := max(inDirs, inName)
+	if bound != neg && first == t.bytes[0] {
+		bound += nameBonus(name, 0, t.last)
+	}
+	return bound
 }
 
 // reachFrom is baseReach on an ASCII path b whose file name starts at

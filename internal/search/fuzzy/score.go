@@ -136,7 +136,14 @@ type Slab struct {
 	state []uint8 // per-term: termDP or termExact
 	hits  []int32 // matched unit indexes of all terms, for ranges
 	dc    dirCache
-	ascii bool // the last path given to raw was ASCII
+	// memo holds quick's bounds of a solo term for the directory part dc
+	// holds, by reach, for names starting with a character not in the
+	// term (see Slab.quick); entries of another generation than memoGen
+	// are empty.
+	memo    [65]memoEntry
+	memoGen uint32
+	bhi     []int32 // nameBound's best bonus of each unit past the name's start, and sums
+	ascii   bool    // the last path given to raw was ASCII
 }
 
 func grow32(s []int32, n int) []int32 {

@@ -129,11 +129,12 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 	if len(opt.Seeds) >= k && !p.Empty() {
 		floor.Store(seedFloor(p, src, k, &opt))
 	}
+	top := newBest(k, src)
 	for w := range workers {
 		st := statePool.Get().(*scanState)
 		st.slab.dc = dirCache{on: true, terms: st.slab.dc.terms} // made for another pattern
 		states[w] = st
-		st.p, st.src, st.k, st.opt, st.matches, st.floor = p, src, k, &opt, matches, &floor
+		st.p, st.src, st.k, st.opt, st.matches, st.floor, st.best = p, src, k, &opt, matches, &floor, top
 		st.runs, _ = src.(RunSource)
 		wg.Go(func() {
 			for {
@@ -173,11 +174,10 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 		return Outcome{}, fmt.Errorf("fuzzy: search for %q stopped: %w", p.query, err)
 	}
 	out := Outcome{Matches: matches}
-	var all []entry
 	for _, st := range states {
 		out.Total += st.total
-		all = append(all, st.heap...)
 	}
+	all := top.heap
 	slices.SortFunc(all, func(a, b entry) int { return compareEntries(src, a, b) })
 	if len(all) > k {
 		all = all[:k]
@@ -250,13 +250,13 @@ var statePool = sync.Pool{New: func() any { return new(scanState) }}
 
 // release returns st to the pool, keeping only its buffers.
 func (st *scanState) release() {
-	*st = scanState{slab: st.slab, heap: st.heap[:0], deferred: st.deferred[:0], lower: st.lower[:0],
+	*st = scanState{slab: st.slab, deferred: st.deferred[:0], lower: st.lower[:0],
 		cands: st.cands[:0], sorted: st.sorted[:0], later: st.later[:0]}
 	statePool.Put(st)
 }
 
-// scanState is one worker's private state: its slab, its count and a
-// min-heap (worst on top) of its best k entries.
+// scanState is one worker's state: its slab, its count and queues, and
+// the best entries all workers share.
 type scanState struct {
 	// floor is the best heap minimum of all workers: at least k paths
 	// score that much, so a path bounded below it cannot enter.
@@ -274,7 +274,7 @@ type scanState struct {
 	opt                  *Options
 	matches              *Set
 	slab                 Slab
-	heap                 []entry
+	best                 *best
 	total                int
 }
 
@@ -331,11 +331,7 @@ func (st *scanState) scanEach(lo, hi int) {
 func (st *scanState) visit(i int, mask uint64, path string) {
 	p := st.p
 	if nl := int(mask >> nameLenShift & nameLenMax); p.quick && mask&(1<<bitNonASCII) == 0 && nl < nameLenMax {
-		thr := st.floor.Load()
-		full := len(st.heap) == st.k
-		if full {
-			thr = max(thr, st.heap[0].raw)
-		}
+		thr := max(st.floor.Load(), st.best.worstRaw())
 		if p.singles && nl > 0 && p.ubName+p.firstLift[lowerASCII[path[len(path)-nl]]&0x7f] < thr {
 			// The mask proved the match and the bound is too low: no
 			// need to look further (Slab.quick's first step, inlined).
@@ -347,7 +343,7 @@ func (st *scanState) visit(i int, mask uint64, path string) {
 			return
 		}
 		e := entry{raw: ub, length: int32(len(path)), idx: int32(i)}
-		if ub >= thr && (!full || st.mayEnter(ub, e, path)) {
+		if ub >= thr && st.best.mayEnter(ub, e, path) {
 			st.cands = append(st.cands, e)
 		}
 		return
@@ -427,18 +423,14 @@ func (st *scanState) rankPath(e entry, path string, mask uint64, deferOK bool) {
 // as high as it gets, so most never run.
 func rank[E unit](st *scanState, e entry, path string, v view[E], deferOK bool) {
 	p := st.p
-	full := len(st.heap) == st.k
 	floor := st.floor.Load()
 	s := &st.slab
-	thr := floor // a path bounded below thr cannot enter
-	if full {
-		thr = max(thr, st.heap[0].raw)
-	}
-	if ub := reachBound(p, s, v, thr); ub < thr || full && !st.mayEnter(ub, e, path) {
+	thr := max(floor, st.best.worstRaw()) // a path bounded below thr cannot enter
+	if ub := reachBound(p, s, v, thr); ub < thr || !st.best.mayEnter(ub, e, path) {
 		return
 	}
 	ub := bounds(p, s, v, thr)
-	if ub < floor || full && !st.mayEnter(ub, e, path) {
+	if ub < floor || !st.best.mayEnter(ub, e, path) {
 		return
 	}
 	if !slices.Contains(s.state, termDP) {
@@ -459,7 +451,7 @@ func rank[E unit](st *scanState, e entry, path string, v view[E], deferOK bool) 
 		}
 		raw, _ := align(t, s, v.fold, v.orig, v.base, false)
 		ub += raw - s.ub[i]
-		if full && !st.mayEnter(ub, e, path) {
+		if !st.best.mayEnter(ub, e, path) {
 			return
 		}
 	}
@@ -565,7 +557,7 @@ func (st *scanState) rankShared(ctx context.Context, sorted []entry, next *atomi
 		for _, c := range sorted[lo:min(lo+block, len(sorted))] {
 			path, ok, stop := st.admit(c)
 			if stop {
-				return // sorted: nothing later can enter this heap either
+				return // sorted: nothing later can enter either
 			}
 			if ok {
 				st.rankPath(entry{length: c.length, idx: c.idx}, path, st.src.Mask(int(c.idx)), false)
@@ -578,18 +570,14 @@ func (st *scanState) rankShared(ctx context.Context, sorted []entry, next *atomi
 // enter the heap, with its path; stop reports that it cannot and that no
 // candidate sorted after it can either.
 func (st *scanState) admit(c entry) (path string, ok, stop bool) {
-	thr := st.floor.Load()
-	full := len(st.heap) == st.k
-	if full {
-		thr = max(thr, st.heap[0].raw)
-	}
+	thr := max(st.floor.Load(), st.best.worstRaw())
 	if c.raw < thr {
 		// Bounds from 0 to the top bucket's have buckets of their own:
 		// below such a one, everything later is as low.
 		return "", false, c.raw >= 0 && c.raw < candBuckets-1
 	}
 	path = st.src.Path(int(c.idx))
-	if full && !st.mayEnter(c.raw, c, path) {
+	if !st.best.mayEnter(c.raw, c, path) {
 		return "", false, false
 	}
 	return path, true, false
@@ -626,7 +614,7 @@ func (st *scanState) resolve(ctx context.Context) {
 	// them before sorting the rest.
 	d := st.deferred[:0]
 	for _, e := range st.deferred {
-		if e.raw >= st.floor.Load() && (len(st.heap) < st.k || e.raw >= st.heap[0].raw) {
+		if e.raw >= max(st.floor.Load(), st.best.worstRaw()) {
 			d = append(d, e)
 		}
 	}
@@ -643,7 +631,7 @@ func (st *scanState) resolve(ctx context.Context) {
 		if n%256 == 255 && ctx.Err() != nil {
 			return
 		}
-		if len(st.heap) == st.k && e.raw < st.heap[0].raw || e.raw < st.floor.Load() {
+		if e.raw < max(st.floor.Load(), st.best.worstRaw()) {
 			break // sorted: every later bound is as low
 		}
 		i := int(e.idx)
@@ -651,65 +639,11 @@ func (st *scanState) resolve(ctx context.Context) {
 	}
 }
 
-// mayEnter reports whether an entry scoring up to ub could enter the full
-// heap.
-func (st *scanState) mayEnter(ub int32, e entry, path string) bool {
-	top := st.heap[0]
-	if ub != top.raw {
-		return ub > top.raw
-	}
-	if e.length != top.length {
-		return e.length < top.length
-	}
-	return path < st.src.Path(int(top.idx))
-}
-
-// worse reports whether a ranks below b.
-func (st *scanState) worse(a, b entry) bool {
-	return compareEntries(st.src, a, b) > 0
-}
-
+// offer puts e into the shared best entries if it ranks among them, and
+// raises the floor to their minimum once there are k.
 func (st *scanState) offer(e entry, path string) {
-	h := st.heap
-	if len(h) < st.k {
-		h = append(h, e)
-		for j := len(h) - 1; j > 0; {
-			parent := (j - 1) / 2
-			if !st.worse(h[j], h[parent]) {
-				break
-			}
-			h[j], h[parent] = h[parent], h[j]
-			j = parent
-		}
-		st.heap = h
-		st.raiseFloor()
-		return
-	}
-	if !st.mayEnter(e.raw, e, path) {
-		return
-	}
-	h[0] = e
-	for j := 0; ; {
-		l, r, worst := 2*j+1, 2*j+2, j
-		if l < len(h) && st.worse(h[l], h[worst]) {
-			worst = l
-		}
-		if r < len(h) && st.worse(h[r], h[worst]) {
-			worst = r
-		}
-		if worst == j {
-			break
-		}
-		h[j], h[worst] = h[worst], h[j]
-		j = worst
-	}
-	st.raiseFloor()
-}
-
-// raiseFloor publishes this worker's heap minimum once the heap is full.
-func (st *scanState) raiseFloor() {
-	if len(st.heap) == st.k {
-		st.publishFloor(st.heap[0].raw)
+	if worst, full := st.best.offer(e, path); full {
+		st.publishFloor(worst)
 	}
 }
 
