@@ -149,7 +149,7 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 		}
 		dirsAlone += max(dts[i].tightest(t)[0], neg)
 	}
-	if dirsAlone >= thr {
+	if dirsAlone >= ub {
 		return true, ub
 	}
 	tight := fixed
@@ -403,13 +403,14 @@ func (s *Slab) nameBound(t *term, split []int32, r int, name []byte) int32 {
 	if len(name) == 0 {
 		return max(split[0], neg) // r = 0: the directories hold the term
 	}
-	s.bhi = grow32(s.bhi, 2*m+1)
-	bhi, suf := s.bhi[:m], s.bhi[m:]
+	s.bhi = grow32(s.bhi, 3*m+1)
+	bhi, near, suf := s.bhi[:m], s.bhi[m:2*m], s.bhi[2*m:]
 	fill(bhi, neg)
+	fill(near, neg)
 	var pairs uint64
 	first := lowerASCII[name[0]] & 0x7f
 	prevCls, prevRows := classASCII[name[0]&0x7f], t.rowsFold[first]
-	for _, c := range name[1:] {
+	for at, c := range name[1:] {
 		c &= 0x7f
 		cls, rows := classASCII[c], t.rowsFold[c]
 		if rows != 0 {
@@ -418,6 +419,7 @@ func (s *Slab) nameBound(t *term, split []int32, r int, name []byte) int32 {
 			for u := rows; u != 0; u &= u - 1 {
 				j := bits.TrailingZeros64(u)
 				bhi[j] = max(bhi[j], b)
+				near[j] = max(near[j], b-gapExtend*int32(at+1))
 			}
 		}
 		prevCls, prevRows = cls, rows
@@ -479,6 +481,9 @@ func (s *Slab) nameBound(t *term, split []int32, r int, name []byte) int32 {
 			v = neg
 			for l := 1; l <= common; l++ {
 				if w := startAt(i + l); w != neg {
+					// Unit i+l lands past position l: the gap grows
+					// with the distance (near).
+					w -= bhi[i+l] - min(bhi[i+l], near[i+l]+gapExtend*int32(l+1))
 					v = max(v, int32(l)*bonusMax+w-gapStart)
 				}
 			}

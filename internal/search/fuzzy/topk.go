@@ -85,6 +85,10 @@ type Outcome struct {
 // enough that a cancelled search stops within well under a millisecond.
 const chunkSize = 4096
 
+// earlyBlock is how many indexes a worker scans between rankings while
+// fewer than k paths are ranked (a multiple of 64, as chunkSize).
+const earlyBlock = 256
+
 // DefaultK is the number of hits TopK returns when Options.K is zero.
 const DefaultK = 20
 
@@ -145,9 +149,19 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 				if ctx.Err() != nil {
 					return
 				}
-				lo := c * chunkSize
-				st.scan(lo, min(lo+chunkSize, n))
-				st.rankCandidates(ctx)
+				lo, hi := c*chunkSize, min((c+1)*chunkSize, n)
+				for lo < hi {
+					// Until k paths are ranked every path is a
+					// candidate: rank some early, so that the
+					// threshold rises within the first chunks.
+					end := hi
+					if st.best.worstRaw() == neg && floor.Load() == neg {
+						end = min(hi, lo+earlyBlock)
+					}
+					st.scan(lo, end)
+					st.rankCandidates(ctx)
+					lo = end
+				}
 			}
 		})
 	}
