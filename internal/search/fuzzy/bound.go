@@ -201,7 +201,7 @@ func (s *Slab) dirTerms(p *Pattern, dir []byte) []dirTerm {
 	c.p, c.dir = p, dir
 	s.memoGen++
 	if s.memoGen == 0 { // wrapped: no entry may look current
-		s.memo = [65]memoEntry{}
+		clear(s.memo)
 		s.memoGen = 1
 	}
 	if cap(c.terms) < len(p.terms) {

@@ -29,10 +29,14 @@ type Pattern struct {
 	// firstLift[c] is the most the exact and prefix name bonuses add to
 	// ubName for a file name starting with the folded ASCII character c.
 	firstLift [128]int32
-	// solo is the index of a quick pattern's only plain term when its
-	// other terms end with '/', else -1: its quick bounds are memoised
-	// (see Slab.memo).
-	solo int
+	// Quick bounds are memoised per directory (see Slab.quick) under a
+	// key of the name's first character (memoFirst: 1 + its index among
+	// the plain terms' characters, 0 for any other) plus each plain term's
+	// reach times its stride; memoSize is the number of keys, 0 when too
+	// many to keep.
+	memoFirst  [128]uint8
+	memoStride []int
+	memoSize   int
 }
 
 // term is one space-separated part of a query.
@@ -91,7 +95,7 @@ type term struct {
 // character at the start of a segment. An empty or all-space query compiles
 // to a pattern that matches every path with score 0.
 func Compile(query string) *Pattern {
-	p := &Pattern{query: query, ascii: true, solo: -1}
+	p := &Pattern{query: query, ascii: true}
 	for _, f := range strings.FieldsFunc(query, unicode.IsSpace) {
 		t := compileTerm(f)
 		if t == nil {
@@ -111,20 +115,47 @@ func Compile(query string) *Pattern {
 		}
 	}
 	p.singles = p.quick && singleTerms(p)
-	p.solo = -1
 	if p.quick {
-		for i, t := range p.terms {
-			if t.dirOnly {
-				continue
-			}
-			if p.solo >= 0 {
-				p.solo = -1
-				break
-			}
-			p.solo = i
-		}
+		p.memoKeys()
 	}
 	return p
+}
+
+// memoMax bounds a pattern's memo keys (see Pattern.memoSize).
+const memoMax = 1 << 13
+
+// memoKeys lays out the memo keys of quick pattern p.
+func (p *Pattern) memoKeys() {
+	n := 1
+	for _, t := range p.terms {
+		if t.dirOnly {
+			continue
+		}
+		for _, c := range t.bytes {
+			if p.memoFirst[c] == 0 {
+				p.memoFirst[c] = uint8(n) //nolint:gosec // at most 64 units a term, bounded below
+				n++
+				if n > 255 {
+					p.memoFirst = [128]uint8{}
+					return
+				}
+			}
+		}
+	}
+	p.memoStride = make([]int, len(p.terms))
+	size := n
+	for i, t := range p.terms {
+		if t.dirOnly {
+			continue
+		}
+		p.memoStride[i] = size
+		size *= len(t.bytes) + 1
+		if size > memoMax {
+			p.memoFirst, p.memoStride = [128]uint8{}, nil
+			return
+		}
+	}
+	p.memoSize = size
 }
 
 func compileTerm(s string) *term {

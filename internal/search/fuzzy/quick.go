@@ -103,38 +103,56 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 	if ub < thr {
 		return true, ub
 	}
-	// A solo term's bound on a name starting with a character not in the
-	// term depends on nothing but the directories and the reach: once
-	// known for this directory and reach, it is not computed again. An
-	// unread name may take the bound of the most reach it allows (the
-	// bound grows with the reach).
-	var memo *memoEntry
-	if p.solo >= 0 && p.terms[p.solo].rows[first] == 0 {
-		t := p.terms[p.solo]
-		r := int(s.reach[p.solo])
-		if r < 0 {
-			if e := &s.memo[min(len(t.bytes), nl)]; e.gen == s.memoGen && e.ub < thr {
-				return true, e.ub
-			}
-			r = reachFrom(t.words, b, base)
-			s.reach[p.solo] = int32(r)
+	// The exact and prefix name bonuses aside (nb), the bound depends on
+	// nothing but the directories, the reaches and the name's first
+	// character: once known for these, it is not computed again.
+	var nb int32
+	for _, t := range p.terms {
+		if !t.dirOnly && first == t.bytes[0] {
+			nb += nameBonus(name, 0, t.last)
 		}
-		memo = &s.memo[r]
-		if memo.gen == s.memoGen && memo.ub < thr {
-			return true, memo.ub
+	}
+	var memo *memoEntry
+	if p.memoSize > 0 {
+		if len(s.memo) < p.memoSize {
+			s.memo = make([]memoEntry, p.memoSize)
+		}
+		key := int(p.memoFirst[first])
+		for i, t := range p.terms {
+			if t.dirOnly {
+				continue
+			}
+			r := int(s.reach[i])
+			if r < 0 && len(p.terms) == 1 {
+				// An unread name may take the bound of the most reach
+				// it allows (the bound grows with the reach).
+				if e := &s.memo[key+p.memoStride[i]*min(len(t.bytes), nl)]; e.gen == s.memoGen && e.ub+nb < thr {
+					return true, e.ub + nb
+				}
+			}
+			if r < 0 {
+				r = reachFrom(t.words, b, base)
+				s.reach[i] = int32(r)
+			}
+			key += p.memoStride[i] * r
+		}
+		memo = &s.memo[key]
+		if memo.gen == s.memoGen && memo.ub+nb < thr {
+			return true, memo.ub + nb
 		}
 	}
 	if memo == nil || memo.gen != s.memoGen || !memo.final {
 		var final bool
-		ub, final = s.quickLevels(p, dts, b, base, nl, first, fixed, thr)
+		ub, final = s.quickLevels(p, dts, b, base, nl, first, fixed, thr-nb)
 		if memo != nil {
 			*memo = memoEntry{gen: s.memoGen, ub: ub, final: final}
 		}
+		ub += nb
 		if ub < thr {
 			return true, ub
 		}
 	} else {
-		ub = memo.ub
+		ub = memo.ub + nb
 	}
 	// Last, what the name's characters allow (see nameBound), unless the
 	// directories alone reach thr (nameBound never goes below them) or
@@ -171,9 +189,9 @@ type memoEntry struct {
 
 // quickLevels is the rest of quick once the path is known to match and
 // its first bound reached thr: tighter bounds level by level until one
-// falls below thr. final reports that the bound is the tightest quick has.
+// falls below thr, without the exact and prefix name bonuses. final
+// reports that the bound is the tightest quick has.
 func (s *Slab) quickLevels(p *Pattern, dts []dirTerm, b []byte, base, nl int, first byte, fixed, thr int32) (ub int32, final bool) {
-	name := b[base:]
 	// First without the directories: every unit there at the top bonus,
 	// and a term the directories hold whole taken as reaching as far into
 	// the name as its length allows, which spares reading the name when
@@ -188,7 +206,7 @@ func (s *Slab) quickLevels(p *Pattern, dts []dirTerm, b []byte, base, nl int, fi
 		if r < 0 {
 			r, unread = min(len(t.bytes), nl), true
 		}
-		b, _ := quickTerm(t, t.split, t.off, r, first, name)
+		b, _ := quickTerm(t, t.split, t.off, r, first)
 		ub += b
 	}
 	if ub < thr {
@@ -207,7 +225,7 @@ func (s *Slab) quickLevels(p *Pattern, dts []dirTerm, b []byte, base, nl int, fi
 		if s.reach[i] < 0 {
 			s.reach[i] = int32(reachFrom(t.words, b, base))
 		}
-		b, dirs := quickTerm(t, t.split, t.off, int(s.reach[i]), first, name)
+		b, dirs := quickTerm(t, t.split, t.off, int(s.reach[i]), first)
 		if unread {
 			ub += b
 		}
@@ -232,7 +250,7 @@ func (s *Slab) quickLevels(p *Pattern, dts []dirTerm, b []byte, base, nl int, fi
 			if s.tight[i] != neg {
 				split, off = s.dirSplits(t, &dts[i], b, base, level)
 			}
-			v, _ := quickTerm(t, split, off, int(s.reach[i]), first, name)
+			v, _ := quickTerm(t, split, off, int(s.reach[i]), first)
 			ub += v
 		}
 	}
@@ -336,10 +354,10 @@ func headBounds(t *term, dir []byte, s *Slab) {
 
 // quickTerm is the quick bound of plain term t on a file name whose first
 // character is first and which holds the term's last r units, from the
-// split bounds made by fillSplit (or, for any directories, compileTerm).
-// dirs reports that the bound comes from an alignment with units in the
+// split bounds made by fillSplit (or, for any directories, compileTerm),
+// without the exact and prefix name bonuses. dirs reports that the bound comes from an alignment with units in the
 // directories (else tighter split bounds cannot lower it).
-func quickTerm(t *term, split, off []int32, r int, first byte, name []byte) (bound int32, dirs bool) {
+func quickTerm(t *term, split, off []int32, r int, first byte) (bound int32, dirs bool) {
 	m := len(t.bytes)
 	inDirs := off[r] // r = m: off includes the name-only alignment, counted below too
 	inName := int32(neg)
@@ -356,11 +374,7 @@ func quickTerm(t *term, split, off []int32, r int, first byte, name []byte) (bou
 			inDirs = max(inDirs, split[k]+int32(k)*bonusMax)
 		}
 	}
-	bound = max(inDirs, inName)
-	if first == t.bytes[0] {
-		bound += nameBonus(name, 0, t.last)
-	}
-	return bound, inDirs > inName
+	return max(inDirs, inName), inDirs > inName
 }
 
 // foldedPrefix reports whether name starts with the folded ASCII term

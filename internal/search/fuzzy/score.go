@@ -140,7 +140,7 @@ type Slab struct {
 	// holds, by reach, for names starting with a character not in the
 	// term (see Slab.quick); entries of another generation than memoGen
 	// are empty.
-	memo    [65]memoEntry
+	memo    []memoEntry
 	memoGen uint32
 	bhi     []int32 // nameBound's best bonus of each unit past the name's start, and sums
 	ascii   bool    // the last path given to raw was ASCII
