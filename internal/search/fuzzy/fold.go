@@ -1,6 +1,7 @@
 package fuzzy
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -200,7 +201,9 @@ type units struct {
 	orig  []rune
 	start []int32
 	end   []int32
-	it    norm.Iter // kept here: a local one escapes to the heap
+	it    norm.Iter  // kept here: a local one escapes to the heap
+	one   [1]nfdUnit // nfdOf's answer for a rune without decomposition
+	spans bool       // start and end are filled (decompose, not decomposeUnits)
 }
 
 func (u *units) reset() {
@@ -213,6 +216,17 @@ func (u *units) reset() {
 // decompose fills u with the units of s. Invalid UTF-8 decodes to U+FFFD,
 // one UTF-16 unit per bad byte, as a browser would show it.
 func (u *units) decompose(s string) {
+	u.spans = true
+	u.reset()
+	if !u.simple(s) {
+		u.full(s)
+	}
+}
+
+// decomposeUnits is decompose without the spans (start and end), which
+// only ranges need.
+func (u *units) decomposeUnits(s string) {
+	u.spans = false
 	u.reset()
 	if !u.simple(s) {
 		u.full(s)
@@ -238,8 +252,10 @@ func (u *units) full(s string) {
 			seg = seg[w:]
 			u.orig = append(u.orig, r)
 			u.fold = append(u.fold, foldRune(r))
-			u.start = append(u.start, segStart)
-			u.end = append(u.end, u16)
+			if u.spans {
+				u.start = append(u.start, segStart)
+				u.end = append(u.end, u16)
+			}
 		}
 	}
 }
@@ -255,14 +271,23 @@ func (u *units) simple(s string) bool {
 	u16 := int32(0)
 	seg, segU16 := 0, int32(0) // first unit and offset of the current segment
 	lastCCC := uint8(0)
-	for i, r := range s {
-		w := int32(utf16Len(r))
-		if r < utf8.RuneSelf {
-			seg, segU16, lastCCC = len(u.fold), u16, 0
-			u.add(r, u16, u16+w)
-			u16 += w
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			// A run of ASCII: one unit, and one segment, a byte.
+			j := i + 1
+			for j < len(s) && s[j] < utf8.RuneSelf {
+				j++
+			}
+			u.addASCII(s[i:j], u16)
+			u16 += int32(j - i)
+			seg, segU16, lastCCC = len(u.fold)-1, u16-1, 0
+			i = j
 			continue
 		}
+		at := i
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		w := int32(utf16Len(r))
 		if r == utf8.RuneError {
 			return false // bad bytes group differently
 		}
@@ -277,7 +302,20 @@ func (u *units) simple(s string) bool {
 			u16 += w
 			continue
 		}
-		p := norm.NFD.PropertiesString(s[i:])
+		if units, ok := nfdOf(r, &u.one); ok {
+			for k, du := range units {
+				if !u.stepFolded(du, k == 0, &seg, &segU16, &lastCCC, u16, w) {
+					return false
+				}
+			}
+			// The segment grew: its earlier units span it all.
+			for k := seg; k < len(u.end); k++ {
+				u.end[k] = u16 + w
+			}
+			u16 += w
+			continue
+		}
+		p := norm.NFD.PropertiesString(s[at:])
 		d := p.Decomposition()
 		if d == nil {
 			if !u.step(r, p.CCC(), true, &seg, &segU16, &lastCCC, u16, w) {
@@ -317,6 +355,25 @@ func (u *units) step(r rune, ccc uint8, first bool, seg *int, segU16 *int32, las
 	return true
 }
 
+// stepFolded is step for a unit from the decomposition tables.
+func (u *units) stepFolded(du nfdUnit, first bool, seg *int, segU16 *int32, lastCCC *uint8, u16, w int32) bool {
+	switch {
+	case du.ccc == 0 && first:
+		*seg, *segU16, *lastCCC = len(u.fold), u16, 0
+	case du.ccc == 0 || du.ccc < *lastCCC:
+		return false // a starter inside a decomposition, or reordering
+	default:
+		*lastCCC = du.ccc
+	}
+	u.orig = append(u.orig, du.r)
+	u.fold = append(u.fold, du.fold)
+	if u.spans {
+		u.start = append(u.start, *segU16)
+		u.end = append(u.end, u16+w)
+	}
+	return true
+}
+
 // Hangul syllable decomposition (Unicode 3.12).
 const (
 	hangulBase  = 0xAC00
@@ -331,8 +388,28 @@ const (
 func (u *units) add(r rune, start, end int32) {
 	u.orig = append(u.orig, r)
 	u.fold = append(u.fold, foldRune(r))
-	u.start = append(u.start, start)
-	u.end = append(u.end, end)
+	if u.spans {
+		u.start = append(u.start, start)
+		u.end = append(u.end, end)
+	}
+}
+
+// addASCII adds the units of run, an ASCII string at UTF-16 offset u16.
+func (u *units) addASCII(run string, u16 int32) {
+	n, k := len(u.fold), len(run)
+	u.orig, u.fold = slices.Grow(u.orig, k)[:n+k], slices.Grow(u.fold, k)[:n+k]
+	orig, fold := u.orig[n:], u.fold[n:]
+	for x := range k {
+		c := run[x] & 0x7f
+		orig[x], fold[x] = rune(c), rune(lowerASCII[c])
+	}
+	if u.spans {
+		u.start, u.end = slices.Grow(u.start, k)[:n+k], slices.Grow(u.end, k)[:n+k]
+		start, end := u.start[n:], u.end[n:]
+		for x := range k {
+			start[x], end[x] = u16+int32(x), u16+int32(x)+1
+		}
+	}
 }
 
 func utf16Len(r rune) int {

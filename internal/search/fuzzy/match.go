@@ -52,7 +52,11 @@ func (p *Pattern) raw(path string, s *Slab, withPos bool) (int32, bool) {
 		b := asBytes(path)
 		return rawTerms(p, s, b, b, baseStart(b), withPos)
 	}
-	s.u.decompose(path)
+	if withPos {
+		s.u.decompose(path)
+	} else {
+		s.u.decomposeUnits(path)
+	}
 	return rawTerms(p, s, s.u.fold, s.u.orig, baseStart(s.u.fold), withPos)
 }
 
@@ -107,7 +111,7 @@ func (s *Slab) ranges(path string) []protocol.MatchRange {
 // non-ASCII path it leaves the path's units in s.u.
 func (p *Pattern) feasible(path string, mask uint64, s *Slab) bool {
 	if mask&(1<<bitNonASCII) != 0 {
-		s.u.decompose(path)
+		s.u.decomposeUnits(path)
 		for _, t := range p.terms {
 			if !forward(t, s.u.fold, nil) {
 				return false

@@ -416,7 +416,7 @@ func (st *scanState) rankPath(e entry, path string, mask uint64, deferOK bool) {
 	if mask&(1<<bitNonASCII) != 0 {
 		u := &st.slab.u
 		if !deferOK {
-			u.decompose(path)
+			u.decomposeUnits(path)
 		}
 		rank(st, e, path, view[rune]{fold: u.fold, orig: u.orig, base: baseStart(u.fold)}, deferOK)
 		return
