@@ -561,6 +561,14 @@ func reachFrom(q []uint64, b []byte, base int) int {
 // directory part dir: see splitBounds.
 func (dt *dirTerm) fillSplit(t *term, dir []byte) {
 	m := len(t.bytes)
+	if !dt.occOK && !dt.lastOK {
+		// Both from one pass over the directories.
+		dt.occ, dt.last = grow32(dt.occ, m), grow32(dt.last, m)
+		fill(dt.occ, -1)
+		fill(dt.last, -1)
+		dt.pairs = dirOccurrences(t, dir, dt.occ, dt.last)
+		dt.occOK, dt.lastOK = true, true
+	}
 	if !dt.occOK {
 		dt.occ = grow32(dt.occ, m)
 		fill(dt.occ, -1)
@@ -614,6 +622,29 @@ func anyDirs(t *term) func(k int) (int32, bool) {
 	return func(k int) (int32, bool) {
 		return int32(len(t.bytes)-k+1) * bonusMax, true
 	}
+}
+
+// dirOccurrences is occurrencesASCII on directories alone that also sets
+// last[i] to the last position of unit i in them (as lastOccurrences).
+func dirOccurrences(t *term, dir []byte, occ, last []int32) (pairs uint64) {
+	var prevRows uint64
+	prev := clsSep
+	for j, c := range dir {
+		c &= 0x7f
+		cls := classASCII[c]
+		rows := t.rowsFold[c]
+		if rows != 0 {
+			pairs |= rows & (prevRows << 1)
+			b := bonusTable[prev][cls]
+			for r := rows; r != 0; r &= r - 1 {
+				i := bits.TrailingZeros64(r)
+				occ[i] = max(occ[i], b)
+				last[i] = int32(j) //nolint:gosec // a path's length fits
+			}
+		}
+		prevRows, prev = rows, cls
+	}
+	return pairs
 }
 
 // lastIn returns, for each unit of t, its last position in dir (-1 where
