@@ -37,6 +37,9 @@ type Pattern struct {
 	memoFirst  [128]uint8
 	memoStride []int
 	memoSize   int
+	// soloPlain quick patterns are one plain term with memo keys (see
+	// Slab.quickSolo).
+	soloPlain bool
 }
 
 // term is one space-separated part of a query.
@@ -117,6 +120,7 @@ func Compile(query string) *Pattern {
 	p.singles = p.quick && singleTerms(p)
 	if p.quick {
 		p.memoKeys()
+		p.soloPlain = len(p.terms) == 1 && !p.terms[0].dirOnly && p.memoSize > 0
 	}
 	return p
 }
