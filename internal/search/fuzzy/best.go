@@ -34,6 +34,21 @@ func packWorst(raw, length int32) uint64 {
 // k entries.
 func (b *best) worstRaw() int32 { return int32(b.worst.Load() >> 32) }
 
+// threshold is the least score a path of length bytes must reach to
+// enter, given floor: the worst entry's score, plus one when the path is
+// longer than that entry (a tie would rank it below), or floor if higher.
+func (b *best) threshold(floor int32, length int) int32 {
+	w := b.worst.Load()
+	raw, wl := int32(w>>32), int32(uint32(w))
+	switch {
+	case raw < floor || raw == neg:
+		return floor
+	case int32(length) > wl: //nolint:gosec // a path's length fits
+		return raw + 1
+	}
+	return raw
+}
+
 // mayEnter reports whether entry e scoring up to ub could enter.
 func (b *best) mayEnter(ub int32, e entry, path string) bool {
 	w := b.worst.Load()

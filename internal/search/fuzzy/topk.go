@@ -345,7 +345,7 @@ func (st *scanState) scanEach(lo, hi int) {
 func (st *scanState) visit(i int, mask uint64, path string) {
 	p := st.p
 	if nl := int(mask >> nameLenShift & nameLenMax); p.quick && mask&(1<<bitNonASCII) == 0 && nl < nameLenMax {
-		thr := max(st.floor.Load(), st.best.worstRaw())
+		thr := st.best.threshold(st.floor.Load(), len(path))
 		if p.singles && nl > 0 && p.ubName+p.firstLift[lowerASCII[path[len(path)-nl]]&0x7f] < thr {
 			// The mask proved the match and the bound is too low: no
 			// need to look further (Slab.quick's first step, inlined).
