@@ -3,6 +3,7 @@ package fuzzy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -328,5 +329,37 @@ func TestEmptyPatternMatchesAll(t *testing.T) {
 	}
 	if out.Total != 4 || !slices.Equal(got, []string{"a", "ab", "bb"}) {
 		t.Errorf("empty query: total %d, hits %q", out.Total, got)
+	}
+}
+
+// TestTiesBreakByLengthThenPath checks the order of equal scores at the
+// k-th place: thousands of paths tie on score, many on length too, listed
+// so that the scan meets the later ones (shorter, or lexically smaller)
+// after its best k are full of the others.
+func TestTiesBreakByLengthThenPath(t *testing.T) {
+	var paths []string
+	for i := 2999; i >= 0; i-- {
+		paths = append(paths, fmt.Sprintf("src/mod%d/widget_%04d.go", i%7, i))
+		if i%500 == 0 {
+			paths = append(paths, fmt.Sprintf("src/mod%d/widget_%d.go", i%7, i)) // shorter
+		}
+	}
+	l, err := NewList(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 5))
+	for _, q := range []string{"widget", "wdg", "mod widget", "src/mod"} {
+		p := Compile(q)
+		for _, k := range []int{1, 5, 20} {
+			want, wantTotal := bruteForce(p, l, k, nil)
+			for workers, src := range sources(l, r) {
+				out, err := TopK(context.Background(), p, src, Options{K: k, Workers: workers + 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkSame(t, q, l, out, want, wantTotal)
+			}
+		}
 	}
 }
