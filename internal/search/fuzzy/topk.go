@@ -85,6 +85,9 @@ type Outcome struct {
 // enough that a cancelled search stops within well under a millisecond.
 const chunkSize = 4096
 
+// narrowChunkSize is chunkSize for a scan of Options.Within.
+const narrowChunkSize = 1024
+
 // earlyBlock is how many indexes a worker scans between rankings while
 // fewer than k paths are ranked (a multiple of 64, as chunkSize).
 const earlyBlock = 256
@@ -110,7 +113,13 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 		workers = runtime.GOMAXPROCS(0)
 	}
 	n := src.Len()
-	chunks := (n + chunkSize - 1) / chunkSize
+	size := chunkSize
+	if opt.Within != nil {
+		// A narrowed scan's work gathers where the previous matches
+		// do: smaller chunks spread it over the workers.
+		size = narrowChunkSize
+	}
+	chunks := (n + size - 1) / size
 	workers = max(1, min(workers, chunks))
 	var matches *Set
 	if opt.Collect {
@@ -149,7 +158,7 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 				if ctx.Err() != nil {
 					return
 				}
-				lo, hi := c*chunkSize, min((c+1)*chunkSize, n)
+				lo, hi := c*size, min((c+1)*size, n)
 				for lo < hi {
 					// Until k paths are ranked every path is a
 					// candidate: rank some early, so that the
