@@ -82,11 +82,10 @@ type Outcome struct {
 
 // chunkSize is how many indexes a worker claims at a time. It is a multiple
 // of 64 so that each worker owns whole words of the Matches set, and small
-// enough that a cancelled search stops within well under a millisecond.
-const chunkSize = 4096
-
-// narrowChunkSize is chunkSize for a scan of Options.Within.
-const narrowChunkSize = 1024
+// enough that a cancelled search stops within well under a millisecond and
+// that the workers share the work where it gathers (a narrowed scan's
+// previous matches, a directory full of near ties).
+const chunkSize = 1024
 
 // earlyBlock is how many indexes a worker scans between rankings while
 // fewer than k paths are ranked (a multiple of 64, as chunkSize).
@@ -113,13 +112,7 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 		workers = runtime.GOMAXPROCS(0)
 	}
 	n := src.Len()
-	size := chunkSize
-	if opt.Within != nil {
-		// A narrowed scan's work gathers where the previous matches
-		// do: smaller chunks spread it over the workers.
-		size = narrowChunkSize
-	}
-	chunks := (n + size - 1) / size
+	chunks := (n + chunkSize - 1) / chunkSize
 	workers = max(1, min(workers, chunks))
 	var matches *Set
 	if opt.Collect {
@@ -158,7 +151,7 @@ func TopK(ctx context.Context, p *Pattern, src Source, opt Options) (Outcome, er
 				if ctx.Err() != nil {
 					return
 				}
-				lo, hi := c*size, min((c+1)*size, n)
+				lo, hi := c*chunkSize, min((c+1)*chunkSize, n)
 				for lo < hi {
 					// Until k paths are ranked every path is a
 					// candidate: rank some early, so that the
