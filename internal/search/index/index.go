@@ -21,7 +21,7 @@
 //     (HasMetadata), because a stat per file costs more than the listing.
 //   - With watching on (the default), files that appear, change or vanish
 //     are in a snapshot within Debounce plus the time to list what
-//     changed: fsnotify watches every directory that is not ignored
+//     changed: inotify (fsnotify off Linux) watches every directory that is not ignored
 //     (added before the directory is read, so nothing is missed), events
 //     are hints and the file system is the truth (each changed path is
 //     looked at again). A new directory is listed with its contents; an
@@ -48,8 +48,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
 	"github.com/ferry-dev/ferry/internal/ignore"
 )
 
@@ -57,7 +55,8 @@ import (
 type Mode int
 
 const (
-	// Watch uses fsnotify, falling back to Poll at the watch limit.
+	// Watch uses inotify (fsnotify off Linux), falling back to Poll at
+	// the watch limit.
 	Watch Mode = iota
 	// Poll lists the whole workspace again every PollInterval.
 	Poll
@@ -121,7 +120,7 @@ type Options struct {
 	Warn func(error)
 
 	// addWatch, in tests, stands in for the watcher's Add.
-	addWatch func(w *fsnotify.Watcher, dir string) error
+	addWatch func(w watcher, dir string) error
 }
 
 // Progress reports a full listing under way. A listing first finds the
@@ -186,7 +185,7 @@ type Index struct {
 
 	// w is set and cleared by the run goroutine; listings it runs read
 	// it from their workers.
-	w atomic.Pointer[fsnotify.Watcher]
+	w atomic.Pointer[watcherRef]
 	// Owned by the run goroutine.
 	fellBack bool
 	gen      uint64
@@ -329,8 +328,8 @@ func (ix *Index) run(ctx context.Context) {
 	defer ix.wg.Done()
 	defer ix.metaOnce.Do(func() { close(ix.meta) })
 	defer func() {
-		if w := ix.w.Swap(nil); w != nil {
-			_ = w.Close()
+		if ref := ix.w.Swap(nil); ref != nil {
+			_ = ref.w.Close()
 		}
 	}()
 	if ix.opts.Mode == Watch {
@@ -377,37 +376,40 @@ func (ix *Index) run(ctx context.Context) {
 // startWatcher creates the watcher and its event collector; on failure
 // (the inotify instance limit) the index polls.
 func (ix *Index) startWatcher() {
-	w, err := fsnotify.NewWatcher()
+	w, err := newWatcher(ix.root)
 	if err != nil {
 		ix.fallBack(fmt.Errorf("%w: %w", ErrWatchLimit, err))
 		return
 	}
-	ix.w.Store(w)
+	ix.w.Store(&watcherRef{w})
 	ix.wg.Add(1)
 	go ix.collect(w)
 }
 
 // collect gathers the watcher's events into the pending set until the
 // watcher closes.
-func (ix *Index) collect(w *fsnotify.Watcher) {
+func (ix *Index) collect(w watcher) {
 	defer ix.wg.Done()
 	for {
 		select {
-		case ev, ok := <-w.Events:
+		case name, ok := <-w.Events():
 			if !ok {
 				return
 			}
-			ix.note(ev.Name, false)
-		case _, ok := <-w.Errors:
+			ix.note(name, false)
+		case _, ok := <-w.Errors():
 			if !ok {
 				return
 			}
-			// A queue overflow (fsnotify.ErrEventOverflow) lost events,
-			// and so may a failed read: only a rescan is safe.
+			// A queue overflow lost events, and so may a failed read:
+			// only a rescan is safe.
 			ix.note("", true)
 		}
 	}
 }
+
+// watcherRef holds the index's watcher for an atomic pointer.
+type watcherRef struct{ w watcher }
 
 func (ix *Index) note(name string, overflow bool) {
 	ix.pmu.Lock()
@@ -429,15 +431,15 @@ func (ix *Index) note(name string, overflow bool) {
 // Other failures (the directory vanished, permissions) are ignored: the
 // listing sees the same.
 func (ix *Index) addWatch(dir string) error {
-	w := ix.w.Load()
-	if w == nil {
+	ref := ix.w.Load()
+	if ref == nil {
 		return nil
 	}
 	var err error
 	if ix.opts.addWatch != nil {
-		err = ix.opts.addWatch(w, dir)
+		err = ix.opts.addWatch(ref.w, dir)
 	} else {
-		err = w.Add(dir)
+		err = ref.w.Add(dir)
 	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE) {
 		return fmt.Errorf("%w: watch %s: %w", ErrWatchLimit, dir, err)
@@ -451,8 +453,8 @@ func (ix *Index) fallBack(err error) {
 		return
 	}
 	ix.fellBack = true
-	if w := ix.w.Swap(nil); w != nil {
-		_ = w.Close()
+	if ref := ix.w.Swap(nil); ref != nil {
+		_ = ref.w.Close()
 	}
 	ix.setStatus(func(s *Status) { s.Mode, s.Err = Poll, err })
 	ix.warn(err)
@@ -636,10 +638,8 @@ func (ix *Index) update(ctx context.Context) {
 
 // unwatchAll removes every watch.
 func (ix *Index) unwatchAll() {
-	if w := ix.w.Load(); w != nil {
-		for _, p := range w.WatchList() {
-			_ = w.Remove(p)
-		}
+	if ref := ix.w.Load(); ref != nil {
+		ref.w.RemoveWhere(func(string) bool { return true })
 	}
 }
 

@@ -136,19 +136,18 @@ func (ix *Index) updatePaths(ctx context.Context, abs []string) error {
 // unwatchTargets removes the watches of the targets and everything under
 // them.
 func (ix *Index) unwatchTargets(targets []string) {
-	w := ix.w.Load()
-	if w == nil {
+	ref := ix.w.Load()
+	if ref == nil {
 		return
 	}
 	set := make(map[string]bool, len(targets))
 	for _, t := range targets {
 		set[t] = true
 	}
-	for _, p := range w.WatchList() {
-		if rel, ok := ix.rel(p); ok && rel != "" && (set[rel] || hasAncestorIn(set, rel)) {
-			_ = w.Remove(p)
-		}
-	}
+	ref.w.RemoveWhere(func(p string) bool {
+		rel, ok := ix.rel(p)
+		return ok && rel != "" && (set[rel] || hasAncestorIn(set, rel))
+	})
 }
 
 // classify looks at the workspace-relative path rel on disk.

@@ -14,11 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
-// These tests change real directories under a real fsnotify watcher and
+// These tests change real directories under a real watcher (inotify) and
 // wait (5 s at most) for the snapshot to show the change.
 
 const testDebounce = 20 * time.Millisecond
@@ -43,12 +41,12 @@ func watchedTree(t *testing.T, opts Options) (string, *Index) {
 
 // watched lists the watched directories, workspace-relative.
 func watched(ix *Index) []string {
-	w := ix.w.Load()
-	if w == nil {
+	ref := ix.w.Load()
+	if ref == nil {
 		return nil
 	}
 	var out []string
-	for _, p := range w.WatchList() {
+	for _, p := range ref.w.WatchList() {
 		rel, _ := ix.rel(p)
 		out = append(out, rel)
 	}
@@ -280,9 +278,9 @@ func TestWatchBurst(t *testing.T) {
 
 // enospcAfter makes the watcher's Add fail with ENOSPC after n watches,
 // as the kernel does at fs.inotify.max_user_watches.
-func enospcAfter(n int64) func(w *fsnotify.Watcher, dir string) error {
+func enospcAfter(n int64) func(w watcher, dir string) error {
 	var count atomic.Int64
-	return func(w *fsnotify.Watcher, dir string) error {
+	return func(w watcher, dir string) error {
 		if count.Add(1) > n {
 			return fmt.Errorf("add watch %s: %w", dir, syscall.ENOSPC)
 		}
