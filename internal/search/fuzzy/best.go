@@ -50,7 +50,7 @@ func (b *best) threshold(floor int32, length int) int32 {
 }
 
 // mayEnter reports whether entry e scoring up to ub could enter.
-func (b *best) mayEnter(ub int32, e entry, path string) bool {
+func (b *best) mayEnter(ub int32, e entry) bool {
 	w := b.worst.Load()
 	raw, length := int32(w>>32), int32(uint32(w))
 	if ub != raw {
@@ -62,30 +62,19 @@ func (b *best) mayEnter(ub int32, e entry, path string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e.raw = ub
-	return len(b.heap) < b.k || b.better(e, path, b.heap[0])
+	return len(b.heap) < b.k || b.better(e, b.heap[0])
 }
 
-// better reports whether e (at path) ranks above o.
-func (b *best) better(e entry, path string, o entry) bool {
-	if e.raw != o.raw {
-		return e.raw > o.raw
-	}
-	if e.length != o.length {
-		return e.length < o.length
-	}
-	if op := b.src.Path(int(o.idx)); path != op {
-		return path < op
-	}
-	return e.idx < o.idx
-}
+// better reports whether x ranks above y (see compareEntries).
+func (b *best) better(x, y entry) bool { return compareEntries(b.src, x, y) < 0 }
 
 // offer adds e if it ranks among the k best, and returns the worst score
 // among them and whether there are k.
-func (b *best) offer(e entry, path string) (worst int32, full bool) {
+func (b *best) offer(e entry) (worst int32, full bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h := b.heap
-	worse := func(i, j int) bool { return b.better(h[j], b.src.Path(int(h[j].idx)), h[i]) }
+	worse := func(i, j int) bool { return b.better(h[j], h[i]) }
 	switch {
 	case len(h) < b.k:
 		h = append(h, e)
@@ -97,7 +86,7 @@ func (b *best) offer(e entry, path string) (worst int32, full bool) {
 			h[j], h[parent] = h[parent], h[j]
 			j = parent
 		}
-	case b.better(e, path, h[0]):
+	case b.better(e, h[0]):
 		h[0] = e
 		for j := 0; ; {
 			l, r, w := 2*j+1, 2*j+2, j

@@ -63,14 +63,10 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 		return s.quickSolo(p, path, nl, thr)
 	}
 	b := asBytes(path)
-	base := len(b) - nl
+	base, first := nameStart(b, nl)
 	name := b[base:]
 	// Every unit at the top bonus and in the name (ubName): only a name
 	// starting like a term can lift that to thr (firstLift).
-	first := byte(0) // the name's first character, folded ('/' never is)
-	if nl > 0 {
-		first = lowerASCII[name[0]] & 0x7f
-	}
 	ub := p.ubName + p.firstLift[first]
 	if ub < thr && p.singles {
 		return true, ub // the mask proved the match
@@ -125,19 +121,10 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 			if t.dirOnly {
 				continue
 			}
-			r := int(s.reach[i])
-			if r < 0 && len(p.terms) == 1 {
-				// An unread name may take the bound of the most reach
-				// it allows (the bound grows with the reach).
-				if e := &s.memo[key+p.memoStride[i]*min(len(t.bytes), nl)]; e.gen == s.memoGen && e.ub+nb < thr {
-					return true, e.ub + nb
-				}
+			if s.reach[i] < 0 {
+				s.reach[i] = int32(reachFrom(t.words, b, base))
 			}
-			if r < 0 {
-				r = reachFrom(t.words, b, base)
-				s.reach[i] = int32(r)
-			}
-			key += p.memoStride[i] * r
+			key += p.memoStride[i] * int(s.reach[i])
 		}
 		memo = &s.memo[key]
 		if memo.gen == s.memoGen && memo.ub+nb < thr {
@@ -182,17 +169,23 @@ func (s *Slab) quick(p *Pattern, path string, nl int, thr int32) (match bool, bo
 	return true, min(ub, tight)
 }
 
+// nameStart returns where the file name of ASCII path b (nl bytes long)
+// starts and its first character, folded (0 for none; '/' never is).
+func nameStart(b []byte, nl int) (base int, first byte) {
+	base = len(b) - nl
+	if nl > 0 {
+		first = lowerASCII[b[base]] & 0x7f
+	}
+	return base, first
+}
+
 // quickSolo is quick for a pattern of one plain term, the commonest and
 // the one whose keystrokes cost most: the same steps, without the loops
 // over terms (a few percent of every path's cost).
 func (s *Slab) quickSolo(p *Pattern, path string, nl int, thr int32) (match bool, bound int32) {
 	b := asBytes(path)
-	base := len(b) - nl
+	base, first := nameStart(b, nl)
 	name := b[base:]
-	first := byte(0) // the name's first character, folded ('/' never is)
-	if nl > 0 {
-		first = lowerASCII[name[0]] & 0x7f
-	}
 	ub := p.ubName + p.firstLift[first]
 	t := p.terms[0]
 	m := len(t.words)
@@ -429,8 +422,9 @@ func headBounds(t *term, dir []byte, s *Slab) {
 // quickTerm is the quick bound of plain term t on a file name whose first
 // character is first and which holds the term's last r units, from the
 // split bounds made by fillSplit (or, for any directories, compileTerm),
-// without the exact and prefix name bonuses. dirs reports that the bound comes from an alignment with units in the
-// directories (else tighter split bounds cannot lower it).
+// without the exact and prefix name bonuses. dirs reports that the bound
+// comes from an alignment with units in the directories (else tighter
+// split bounds cannot lower it).
 func quickTerm(t *term, split, off []int32, r int, first byte) (bound int32, dirs bool) {
 	m := len(t.bytes)
 	inDirs := off[r] // r = m: off includes the name-only alignment, counted below too

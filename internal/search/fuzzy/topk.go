@@ -359,7 +359,7 @@ func (st *scanState) visit(i int, mask uint64, path string) {
 			return
 		}
 		e := entry{raw: ub, length: int32(len(path)), idx: int32(i)}
-		if ub >= thr && st.best.mayEnter(ub, e, path) {
+		if ub >= thr && st.best.mayEnter(ub, e) {
 			st.cands = append(st.cands, e)
 		}
 		return
@@ -369,7 +369,7 @@ func (st *scanState) visit(i int, mask uint64, path string) {
 	}
 	e := entry{length: int32(len(path)), idx: int32(i)}
 	if p.Empty() {
-		st.offer(e, path)
+		st.offer(e)
 		return
 	}
 	if p.ascii && mask&(1<<bitNonASCII) == 0 && p.ubName < st.floor.Load() && !st.nameMayLift(path, mask) {
@@ -442,16 +442,16 @@ func rank[E unit](st *scanState, e entry, path string, v view[E], deferOK bool) 
 	floor := st.floor.Load()
 	s := &st.slab
 	thr := max(floor, st.best.worstRaw()) // a path bounded below thr cannot enter
-	if ub := reachBound(p, s, v, thr); ub < thr || !st.best.mayEnter(ub, e, path) {
+	if ub := reachBound(p, s, v, thr); ub < thr || !st.best.mayEnter(ub, e) {
 		return
 	}
 	ub := bounds(p, s, v, thr)
-	if ub < floor || !st.best.mayEnter(ub, e, path) {
+	if ub < floor || !st.best.mayEnter(ub, e) {
 		return
 	}
 	if !slices.Contains(s.state, termDP) {
 		e.raw = ub
-		st.offer(e, path)
+		st.offer(e)
 		return
 	}
 	if deferOK {
@@ -467,12 +467,12 @@ func rank[E unit](st *scanState, e entry, path string, v view[E], deferOK bool) 
 		}
 		raw, _ := align(t, s, v.fold, v.orig, v.base, false)
 		ub += raw - s.ub[i]
-		if !st.best.mayEnter(ub, e, path) {
+		if !st.best.mayEnter(ub, e) {
 			return
 		}
 	}
 	e.raw = ub
-	st.offer(e, path)
+	st.offer(e)
 }
 
 // offerLower raises the floor while the DPs wait: the score along the
@@ -593,7 +593,7 @@ func (st *scanState) admit(c entry) (path string, ok, stop bool) {
 		return "", false, c.raw >= 0 && c.raw < candBuckets-1
 	}
 	path = st.src.Path(int(c.idx))
-	if !st.best.mayEnter(c.raw, c, path) {
+	if !st.best.mayEnter(c.raw, c) {
 		return "", false, false
 	}
 	return path, true, false
@@ -657,8 +657,8 @@ func (st *scanState) resolve(ctx context.Context) {
 
 // offer puts e into the shared best entries if it ranks among them, and
 // raises the floor to their minimum once there are k.
-func (st *scanState) offer(e entry, path string) {
-	if worst, full := st.best.offer(e, path); full {
+func (st *scanState) offer(e entry) {
+	if worst, full := st.best.offer(e); full {
 		st.publishFloor(worst)
 	}
 }

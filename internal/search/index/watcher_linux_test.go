@@ -9,15 +9,22 @@ import (
 	"testing"
 )
 
-// TestInotifyRenamedDirectory checks that a directory watched again under
-// a new name (the kernel keeps one watch per inode) reports the new name.
-func TestInotifyRenamedDirectory(t *testing.T) {
-	root := t.TempDir()
+// testInotify is an inotify watcher for root, closed with the test.
+func testInotify(t *testing.T, root string) *inotifyWatcher {
+	t.Helper()
 	w, err := newInotifyWatcher(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	t.Cleanup(func() { _ = w.Close() })
+	return w
+}
+
+// TestInotifyRenamedDirectory checks that a directory watched again under
+// a new name (the kernel keeps one watch per inode) reports the new name.
+func TestInotifyRenamedDirectory(t *testing.T) {
+	root := t.TempDir()
+	w := testInotify(t, root)
 	old, renamed := filepath.Join(root, "old"), filepath.Join(root, "new")
 	if err := os.Mkdir(old, 0o755); err != nil {
 		t.Fatal(err)
@@ -45,11 +52,7 @@ func TestInotifyRenamedDirectory(t *testing.T) {
 // their removal, which rebuilds it: every watch keeps its name.
 func TestInotifyNamesCompact(t *testing.T) {
 	root := t.TempDir()
-	w, err := newInotifyWatcher(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := testInotify(t, root)
 	var dirs []string
 	for i := range 600 {
 		d := filepath.Join(root, fmt.Sprintf("d%03d-%s", i, strings.Repeat("x", 200)))
