@@ -10,8 +10,7 @@ import (
 
 // watcherImpls are the watchers the index may run on this system, for the
 // shared tests below.
-func watcherImpls(t *testing.T) map[string]func(root string) (watcher, error) {
-	t.Helper()
+func watcherImpls() map[string]func(root string) (watcher, error) {
 	return map[string]func(string) (watcher, error){
 		"default":  newWatcher,
 		"fsnotify": func(string) (watcher, error) { return newFsnotifyWatcher() },
@@ -44,7 +43,7 @@ func waitEvent(t *testing.T, w watcher, want string) {
 // directories, named by absolute path; the watch list; dropping watches;
 // a clear error for a missing directory; channels closed by Close.
 func TestWatcherContract(t *testing.T) {
-	for name, newW := range watcherImpls(t) {
+	for name, newW := range watcherImpls() {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
 			w, err := newW(root)
