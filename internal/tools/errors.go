@@ -46,6 +46,9 @@ const (
 	CodeBadPattern = 17
 	// CodeTimeout: a command ran past its timeout and was stopped.
 	CodeTimeout = 18
+	// CodeHardLinked: the file has other hard links, which may lead out of
+	// the workspace; Write and Edit refuse it rather than write through.
+	CodeHardLinked = 19
 	// CodeInternal: the tool failed for a reason of its own (logged, not shown).
 	CodeInternal = 99
 )

@@ -70,6 +70,10 @@ func wrLoad(env *Env, name string) (*writeTarget, error) {
 	case info.Path == vfs.DevNull:
 		// Served as empty for reading; never a write target.
 		return nil, Errorf(CodeNotRegular, "%s is a device; Write and Edit only change regular files.", name)
+	case info.Links > 1:
+		// Refused before anything is computed or asked; the vfs refuses
+		// it again under its lock.
+		return nil, hardLinked(wrShown(env.FS, info.Path, info.Rel), nil)
 	}
 	t := &writeTarget{path: info.Path, rel: info.Rel, shown: wrShown(env.FS, info.Path, info.Rel), exists: true}
 	state := env.State
@@ -212,6 +216,8 @@ func writeFSError(name string, err error) error {
 		return &Error{Code: CodeOutside, Err: err, Message: fmt.Sprintf("%s. ferry only writes inside the workspace and the roots the user allowed; choose a path inside them.", wrTrimErr(err))}
 	case errors.Is(err, vfs.ErrNotRegular):
 		return &Error{Code: CodeNotRegular, Err: err, Message: fmt.Sprintf("%s. Write and Edit only change regular files.", wrTrimErr(err))}
+	case errors.Is(err, vfs.ErrHardLinked):
+		return hardLinked(name, err)
 	case errors.Is(err, vfs.ErrIsDir):
 		return &Error{Code: CodeIsDirectory, Err: err, Message: fmt.Sprintf("%s is a directory, not a file. Give the path of a file inside it.", name)}
 	case errors.Is(err, vfs.ErrPermission):
@@ -226,6 +232,11 @@ func writeFSError(name string, err error) error {
 		return &Error{Code: CodeInvalidInput, Err: err, Message: fmt.Sprintf("%q is not a valid path.", name)}
 	}
 	return fmt.Errorf("%s: %w", name, err)
+}
+
+// hardLinked is CodeHardLinked for the file shown as name.
+func hardLinked(name string, err error) *Error {
+	return &Error{Code: CodeHardLinked, Err: err, Message: fmt.Sprintf("%s has other hard links (names elsewhere that share its content, possibly outside the workspace), so ferry does not write it. Leave it unchanged, or ask the user to replace it with a plain copy.", name)}
 }
 
 // wrTrimErr is a vfs error's text without the sentinel suffix, which the

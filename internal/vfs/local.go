@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -505,7 +504,7 @@ func (l *Local) WriteFile(name string, data []byte, opts WriteOptions) (Info, er
 			return Info{}, err
 		}
 		if _, links := sysStamp(cur); links > 1 {
-			return l.writeInPlace(name, t, data, opts)
+			return Info{}, hardLinkedError(name, links)
 		}
 	}
 	return l.writeAtomic(name, t, data, opts, cur)
@@ -594,16 +593,19 @@ func (l *Local) writeAtomic(name string, t target, data []byte, opts WriteOption
 		return Info{}, l.mapErr(name, err)
 	}
 
+	// Stat, not Lstat: rel is canonical, so this is the file itself.
+	fi, serr := t.root.r.Stat(t.rel)
+	var cur Info
+	ok := serr == nil
+	if ok {
+		cur = t.info(fi)
+	} else if !errors.Is(serr, fs.ErrNotExist) {
+		return Info{}, l.mapErr(name, serr)
+	}
+	if cur.Links > 1 { // linked since the first look
+		return Info{}, hardLinkedError(name, cur.Links)
+	}
 	if opts.Check != nil {
-		// Stat, not Lstat: rel is canonical, so this is the file itself.
-		fi, serr := t.root.r.Stat(t.rel)
-		var cur Info
-		ok := serr == nil
-		if ok {
-			cur = t.info(fi)
-		} else if !errors.Is(serr, fs.ErrNotExist) {
-			return Info{}, l.mapErr(name, serr)
-		}
 		if err := opts.Check(cur, ok); err != nil {
 			return Info{}, err
 		}
@@ -613,7 +615,7 @@ func (l *Local) writeAtomic(name string, t target, data []byte, opts WriteOption
 	}
 	renamed = true
 	syncDir(t.root.r, dir)
-	fi, err := t.root.r.Stat(t.rel)
+	fi, err = t.root.r.Stat(t.rel)
 	if err != nil {
 		// The content is in place; only the report failed.
 		return Info{}, l.mapErr(name, err)
@@ -668,59 +670,11 @@ func syncDir(r *os.Root, dir string) {
 	d.Close()
 }
 
-// writeInPlace rewrites a hard-linked file through its descriptor, so every
-// link sees the new content (a rename would split the links). It is not
-// atomic: a reader may see a mix. If the write fails, the old content is put
-// back as far as possible.
-func (l *Local) writeInPlace(name string, t target, data []byte, opts WriteOptions) (Info, error) {
-	f, err := t.root.r.OpenFile(t.rel, os.O_RDWR|openFlags, 0)
-	if err != nil {
-		return Info{}, l.mapErr(name, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return Info{}, l.mapErr(name, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return Info{}, servable(name, fi)
-	}
-	cur := t.info(fi)
-	// Other names of the same inode take other path locks: lock the inode too.
-	defer writeLocks.lock(fmt.Sprintf("inode:%d:%d", cur.Stamp.Device, cur.Stamp.Inode))()
-
-	old, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<62))
-	if err != nil {
-		return Info{}, l.mapErr(name, err)
-	}
-	if opts.Check != nil {
-		if fi, err = f.Stat(); err != nil {
-			return Info{}, l.mapErr(name, err)
-		}
-		if err := opts.Check(t.info(fi), true); err != nil {
-			return Info{}, err
-		}
-	}
-	if err := overwrite(f, data); err != nil {
-		if rerr := overwrite(f, old); rerr != nil {
-			return Info{}, fmt.Errorf("%s: writing the hard-linked file in place failed (%w) and restoring its old content failed too: %w", name, err, rerr)
-		}
-		return Info{}, fmt.Errorf("%s: writing the hard-linked file in place failed, old content restored: %w", name, err)
-	}
-	if fi, err = f.Stat(); err != nil {
-		return Info{}, l.mapErr(name, err)
-	}
-	return t.info(fi), nil
-}
-
-func overwrite(f *os.File, data []byte) error {
-	if _, err := f.WriteAt(data, 0); err != nil {
-		return err
-	}
-	if err := f.Truncate(int64(len(data))); err != nil {
-		return err
-	}
-	return f.Sync()
+// hardLinkedError refuses a file with links other names: they may be
+// outside every root.
+func hardLinkedError(name string, links uint64) error {
+	return fmt.Errorf("%s has %d hard links; ferry does not write a file that has other names, which may lie outside the workspace: %w",
+		name, links, ErrHardLinked)
 }
 
 // ResolveExisting resolves the symlinks of the longest existing prefix of

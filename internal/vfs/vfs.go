@@ -15,9 +15,14 @@
 //   - WriteFile is atomic: the new content goes to a temporary file in the
 //     same directory, is fsynced and renamed over the target, so a reader sees
 //     the old or the new content, never a mix (an implementation documents
-//     its exceptions: Local's is hard links). Missing parent directories are
-//     created. An existing file keeps its mode. A symlink is written through
-//     to its (confined) target and stays a symlink.
+//     Missing parent directories are created. An existing file keeps its
+//     mode. A symlink is written through to its (confined) target and stays
+//     a symlink.
+//   - A regular file with more than one hard link is never written:
+//     WriteFile refuses it with ErrHardLinked and leaves it untouched. Its
+//     other names may lie outside every root (ln /etc/passwd ws/f), so
+//     writing through it would escape, and replacing it would silently
+//     split the links.
 //   - Stamp identifies a version of a file cheaply (size, mtime, ctime, inode):
 //     any write changes it, even one that restores the mtime.
 //
@@ -49,11 +54,11 @@
 //     does not override a file's read-only mode. Other users are held to the
 //     owner/group/other write bit that applies to them, since the rename
 //     would otherwise replace a file they could not write.
-//   - Hard links: a file with more than one link is rewritten in place
-//     (write, truncate, fsync on its own descriptor, under the path lock and
-//     an inode lock) so every link sees the new content; a rename would
-//     silently split the links. This one case is not atomic; if the write
-//     fails, the old content is written back.
+//   - Hard links: a file with more than one link is refused (ErrHardLinked)
+//     when it is first stat'ed under the path lock, and again right before
+//     the rename (a link made meanwhile): the rename would only replace this
+//     name, but a tool that wrote through the other names could reach a file
+//     outside the roots, and one that replaced it would split them silently.
 //   - Mode and owner: a replaced file keeps its permission bits (setuid,
 //     setgid and sticky included) and, best effort, its owner and group (only
 //     root may give a file away; a group member keeps the group). A new file
@@ -89,6 +94,8 @@ var (
 	ErrNotRegular = errors.New("not a regular file")
 	// ErrIsDir: a directory where a file was wanted.
 	ErrIsDir = errors.New("is a directory")
+	// ErrHardLinked: a write target with other hard links.
+	ErrHardLinked = errors.New("the file has other hard links")
 	// ErrNotExist and ErrPermission are the io/fs ones.
 	ErrNotExist   = fs.ErrNotExist
 	ErrPermission = fs.ErrPermission
