@@ -28,7 +28,8 @@ import (
 // Defaults for Config.
 const (
 	DefaultMinBackoff   = 200 * time.Millisecond
-	DefaultMaxBackoff   = 10 * time.Second
+	DefaultMaxBackoff   = 30 * time.Second
+	DefaultStableAfter  = 30 * time.Second
 	DefaultOutboxLimit  = 100000
 	DefaultPingInterval = 15 * time.Second
 )
@@ -36,8 +37,15 @@ const (
 // ClientName is the client software's name in session.capabilities.
 const ClientName = "ferry"
 
-// ErrUnauthorized is returned by Run when the master refuses the token.
-var ErrUnauthorized = errors.New("client: the master refused the token (HTTP 401)")
+// ErrUnauthorized is returned by Run when the master refuses the token:
+// unknown, revoked or expired (HTTP 401 at dial, or a connection closed
+// because its token was revoked). Retrying cannot fix it.
+var ErrUnauthorized = errors.New("client: the master refused the token (revoked, unknown or expired)")
+
+// ErrMachineTaken is returned by Run when the master refuses the machine
+// because it is registered with another client token that is still
+// valid. Retrying cannot fix it either: that token must be revoked first.
+var ErrMachineTaken = errors.New("client: the master refused this machine: it is registered with another client token")
 
 // ErrClosed is returned by Run after Close.
 var ErrClosed = errors.New("client: closed")
@@ -61,9 +69,15 @@ type Config struct {
 	Adapters []adapter.Adapter
 	// Logger receives the client's log; default slog.Default().
 	Logger *slog.Logger
-	// MinBackoff and MaxBackoff bound the reconnect delay (full jitter);
-	// defaults DefaultMinBackoff and DefaultMaxBackoff.
+	// MinBackoff and MaxBackoff bound the reconnect delay, which doubles
+	// after every failed attempt (with jitter); defaults DefaultMinBackoff
+	// and DefaultMaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
+	// StableAfter is how long a connection must stay registered before its
+	// loss starts the backoff over from MinBackoff; default
+	// DefaultStableAfter. A master that accepts and then drops the client
+	// at once must not make it retry in a tight loop.
+	StableAfter time.Duration
 	// OutboxLimit is the most unacknowledged messages kept on disk; default
 	// DefaultOutboxLimit. When it is reached, Emit blocks until an ack.
 	OutboxLimit int
@@ -147,6 +161,9 @@ func New(cfg Config) (_ *Client, err error) {
 	}
 	if cfg.MaxBackoff < cfg.MinBackoff {
 		cfg.MaxBackoff = cfg.MinBackoff
+	}
+	if cfg.StableAfter <= 0 {
+		cfg.StableAfter = DefaultStableAfter
 	}
 	if cfg.OutboxLimit <= 0 {
 		cfg.OutboxLimit = DefaultOutboxLimit

@@ -731,8 +731,8 @@ func TestBackoff(t *testing.T) {
 	for n := range 40 {
 		ceil := min(hi, lo<<min(n, 31))
 		for range 50 {
-			if d := backoff(lo, hi, n); d < 0 || d > ceil {
-				t.Fatalf("backoff(%d) = %v, outside [0, %v]", n, d, ceil)
+			if d := backoff(lo, hi, n); d < ceil/2 || d > ceil {
+				t.Fatalf("backoff(%d) = %v, outside [%v, %v]", n, d, ceil/2, ceil)
 			}
 		}
 	}

@@ -31,6 +31,22 @@ type conn struct {
 	// their acks and cancels arrive here, and they end with it.
 	mu    sync.Mutex
 	reads map[string]*read
+	// refused is the permanent refusal the master closed with, if any:
+	// the reader sees the close frame, but the writer or the pinger may
+	// be the first to fail.
+	refused error
+}
+
+func (cn *conn) setRefusal(err error) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	cn.refused = err
+}
+
+func (cn *conn) refusedWith() error {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.refused
 }
 
 // outFrame is a frame for the writer: a JSON message, or a download's
@@ -55,11 +71,13 @@ func (cn *conn) sendFrame(f outFrame) bool {
 	}
 }
 
-// Run connects to the master and serves it, reconnecting with backoff and
-// jitter after every failure, until ctx is done (it then returns nil) or
-// Close is called. It returns ErrUnauthorized when the master refuses the
-// token, and ErrClosed when called after Close. Run must not be called
-// twice at the same time.
+// Run connects to the master and serves it, reconnecting after every
+// transient failure (dial errors, 5xx, a master shutting down, a dropped
+// connection) with exponential backoff and jitter, until ctx is done (it
+// then returns nil) or Close is called. A refusal that retrying cannot fix
+// ends it: ErrUnauthorized when the master refuses the token,
+// ErrMachineTaken when it refuses the machine. It returns ErrClosed when
+// called after Close. Run must not be called twice at the same time.
 func (c *Client) Run(ctx context.Context) error {
 	c.mu.Lock()
 	switch {
@@ -85,20 +103,16 @@ func (c *Client) Run(ctx context.Context) error {
 	stopAfter := context.AfterFunc(c.stop, cancel)
 	defer stopAfter()
 
-	attempt := 0
+	retry := reconnectPolicy{lo: c.cfg.MinBackoff, hi: c.cfg.MaxBackoff, stable: c.cfg.StableAfter}
 	for {
-		registered, err := c.connectOnce(ctx)
+		up, err := c.connectOnce(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, ErrUnauthorized) {
+		if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrMachineTaken) {
 			return err
 		}
-		if registered {
-			attempt = 0
-		}
-		delay := backoff(c.cfg.MinBackoff, c.cfg.MaxBackoff, attempt)
-		attempt++
+		delay := retry.next(up)
 		c.log.Info("disconnected from the master; reconnecting", "err", err, "in", delay.Round(time.Millisecond))
 		t := time.NewTimer(delay)
 		select {
@@ -110,9 +124,31 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 }
 
+// reconnectPolicy chooses the delay before each reconnect attempt.
+type reconnectPolicy struct {
+	lo, hi, stable time.Duration
+	attempt        int
+}
+
+// next is the delay after a connection that stayed registered for up (0:
+// it never got that far). Only a connection that lasted stable starts the
+// backoff over: one the master accepts and drops at once counts as a
+// failed attempt like a refused dial.
+func (p *reconnectPolicy) next(up time.Duration) time.Duration {
+	if up >= p.stable {
+		p.attempt = 0
+	}
+	d := backoff(p.lo, p.hi, p.attempt)
+	if p.attempt < 64 {
+		p.attempt++
+	}
+	return d
+}
+
 // backoff is the delay before reconnect attempt n (0-based): uniform in
-// [0, min(max, min·2ⁿ)] ("full jitter"), so that many clients a restarted
-// master lost do not all come back at once.
+// [c/2, c] where c = min(hi, lo·2ⁿ) ("equal jitter"), so that many
+// clients a restarted master lost do not all come back at once, and no
+// client retries faster than half the ceiling.
 func backoff(lo, hi time.Duration, n int) time.Duration {
 	ceil := hi
 	if n < 32 {
@@ -120,12 +156,30 @@ func backoff(lo, hi time.Duration, n int) time.Duration {
 			ceil = d
 		}
 	}
-	return rand.N(ceil + 1) //nolint:gosec // jitter needs no cryptographic randomness
+	half := ceil / 2
+	return half + rand.N(ceil-half+1) //nolint:gosec // jitter needs no cryptographic randomness
+}
+
+// refusal maps how the master closed a connection to a permanent error,
+// or nil when reconnecting may help. The close reasons are the master's
+// (internal/master: announce and the revocation check).
+func refusal(err error) error {
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation {
+		return nil
+	}
+	switch ce.Reason {
+	case "unauthorized":
+		return ErrMachineTaken
+	case "token revoked":
+		return ErrUnauthorized
+	}
+	return nil
 }
 
 // connectOnce dials, serves the connection until it fails, and reports
-// whether it got as far as registering.
-func (c *Client) connectOnce(ctx context.Context) (bool, error) {
+// how long it stayed registered (0 when it never got that far).
+func (c *Client) connectOnce(ctx context.Context) (time.Duration, error) {
 	dialCtx, cancel := context.WithTimeout(ctx, 2*c.cfg.PingInterval)
 	defer cancel()
 	ws, resp, err := websocket.Dial(dialCtx, c.dialURL, &websocket.DialOptions{
@@ -136,17 +190,19 @@ func (c *Client) connectOnce(ctx context.Context) (bool, error) {
 	}
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return false, ErrUnauthorized
+			return 0, ErrUnauthorized
 		}
-		return false, fmt.Errorf("client: dial %s: %w", c.dialURL, err)
+		return 0, fmt.Errorf("client: dial %s: %w", c.dialURL, err)
 	}
 	ws.SetReadLimit(protocol.MaxMessageBytes)
 	return c.serve(ctx, ws)
 }
 
 // serve runs one connection: a reader, a writer and a pinger, until one of
-// them fails or ctx is done.
-func (c *Client) serve(ctx context.Context, ws *websocket.Conn) (registered bool, err error) {
+// them fails or ctx is done. It reports how long the connection stayed
+// registered, and a permanent refusal in preference to whatever error
+// ended the connection first.
+func (c *Client) serve(ctx context.Context, ws *websocket.Conn) (up time.Duration, err error) {
 	cn := &conn{ws: ws, direct: make(chan outFrame, directQueue), done: make(chan struct{}), reads: map[string]*read{}}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -161,9 +217,10 @@ func (c *Client) serve(ctx context.Context, ws *websocket.Conn) (registered bool
 
 	select {
 	case <-regCh:
-		registered = true
 		c.markRegistered(cn)
+		start := time.Now()
 		<-ctx.Done()
+		up = time.Since(start)
 	case <-ctx.Done():
 	}
 	err = context.Cause(ctx)
@@ -174,7 +231,10 @@ func (c *Client) serve(ctx context.Context, ws *websocket.Conn) (registered bool
 	for range 3 {
 		<-done
 	}
-	return registered, err
+	if r := cn.refusedWith(); r != nil {
+		err = r
+	}
+	return up, err
 }
 
 func (c *Client) setConn(cn *conn) {
@@ -212,6 +272,10 @@ func (c *Client) reader(ctx context.Context, cn *conn) error {
 	for {
 		typ, data, err := cn.ws.Read(ctx)
 		if err != nil {
+			if r := refusal(err); r != nil {
+				cn.setRefusal(r)
+				return r
+			}
 			return fmt.Errorf("client: read: %w", err)
 		}
 		if typ != websocket.MessageText {

@@ -5,10 +5,13 @@
 // Guarantees:
 //
 //   - Outbound only. The client dials <master>/v1/client with its token
-//     (Authorization: Bearer) and reconnects after any failure with
-//     exponential backoff and full jitter, until its context is done. A
-//     refused token (HTTP 401) ends Run with ErrUnauthorized instead: it
-//     will not get better by retrying.
+//     (Authorization: Bearer) and reconnects after any transient failure
+//     with exponential backoff and jitter (never faster than half the
+//     current ceiling; the backoff starts over only after a connection
+//     that stayed registered for StableAfter), until its context is done.
+//     A refusal that retrying cannot fix ends Run instead: ErrUnauthorized
+//     for a refused token (HTTP 401, or closed because it was revoked),
+//     ErrMachineTaken for a machine registered with another valid token.
 //   - Registration first. On every connection the first message is
 //     session.capabilities; then every message still in the outbox, oldest
 //     first; then live traffic.
