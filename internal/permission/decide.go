@@ -20,6 +20,11 @@ type Call struct {
 	Path string
 	// Command is Bash's command line.
 	Command string
+	// Dir is the absolute directory a Bash command runs in (the workspace
+	// root for every adapter): review mode reads the git repository there
+	// to check that its configuration cannot make git run a program. ""
+	// refuses git in review mode.
+	Dir string
 	// ReadOnly is true for tools that never change anything
 	// (tools.Tool.ReadOnly).
 	ReadOnly bool
@@ -239,8 +244,8 @@ func (r Rules) decideCommand(c Call) Decision {
 	if s.allowable() && len(s.cmds) > 0 {
 		all := true
 		for _, cmd := range s.cmds {
-			if cmd.derived {
-				continue
+			if cmd.alias {
+				continue // the same program as the command it came from
 			}
 			if !anyCommandRule(r.Allow, cmd) {
 				all = false

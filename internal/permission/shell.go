@@ -31,9 +31,13 @@ type simple struct {
 	words []word
 	// derived commands are seen through a wrapper (`sudo rm` → `rm`), a
 	// program path (`/bin/rm` → `rm`), `find -exec` or a nested script
-	// (`bash -c '…'`, `eval '…'`). They count for deny and ask rules only:
-	// allowing `sudo` is the user's call, not inferred from `rm`.
+	// (`bash -c '…'`, `eval '…'`). Each must be allowed on its own as well
+	// as the command that runs it: allowing `find` or `sudo` does not allow
+	// what they run, and allowing `rm` does not allow `sudo rm`.
 	derived bool
+	// alias: a derived command that is the same program under another
+	// name (`/bin/rm` seen as `rm`); it counts for deny and ask rules only.
+	alias bool
 }
 
 // script is what analysing a command line found.
@@ -47,7 +51,9 @@ type script struct {
 	opaque bool
 	// unvetted: the line does something no allow rule looks at: output
 	// redirection to a file, variable assignments, function definitions,
-	// declarations, for loops, coprocesses.
+	// declarations, for loops, coprocesses, or code that no simple
+	// command shows (hidden.go: arithmetic, subscripts, builtins that
+	// take code or variable names).
 	unvetted bool
 }
 
@@ -95,17 +101,17 @@ func analyze(line string) script {
 	return s
 }
 
-// walk collects the simple commands under n. Nested scripts (derived) add
-// commands but never change whether the outer line is allowable.
+// walk collects the simple commands under n. Nested scripts (derived) are
+// held to the same checks as the line itself: `bash -c 'ls > f'` writes f.
 func (s *script) walk(n syntax.Node, depth int, derived bool) {
 	syntax.Walk(n, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Stmt:
-			if !derived && (n.Coprocess || n.Disown) {
+			if n.Coprocess || n.Disown {
 				s.unvetted = true
 			}
 			for _, rd := range n.Redirs {
-				if !derived && writesFile(rd) {
+				if writesFile(rd) {
 					s.unvetted = true
 				}
 			}
@@ -114,7 +120,9 @@ func (s *script) walk(n syntax.Node, depth int, derived bool) {
 		case *syntax.FuncDecl, *syntax.DeclClause, *syntax.CoprocClause, *syntax.TestDecl, *syntax.WordIter:
 			// Each changes what later commands mean (a function named
 			// git, an exported variable, a loop variable).
-			if !derived {
+			s.unvetted = true
+		default:
+			if hidesCode(n) {
 				s.unvetted = true
 			}
 		}
@@ -125,18 +133,19 @@ func (s *script) walk(n syntax.Node, depth int, derived bool) {
 func (s *script) call(n *syntax.CallExpr, depth int, derived bool) {
 	if len(n.Args) == 0 {
 		// NAME=value alone changes the shell's variables.
-		if !derived {
-			s.unvetted = true
-		}
+		s.unvetted = true
 		return
 	}
-	if len(n.Assigns) > 0 && !derived {
+	if len(n.Assigns) > 0 {
 		// NAME=value cmd: GIT_EXTERNAL_DIFF=x git diff runs x.
 		s.unvetted = true
 	}
 	words := wordsOf(n.Args)
 	if !words[0].lit {
 		s.opaque = true
+	}
+	if builtinHidesCode(words) {
+		s.unvetted = true
 	}
 	s.cmds = append(s.cmds, simple{words: words, derived: derived})
 	s.derive(words, depth)
@@ -200,7 +209,7 @@ func (s *script) derive(words []word, depth int) {
 		if i := strings.LastIndexByte(name, '/'); i >= 0 && i < len(name)-1 {
 			name = name[i+1:]
 			words = append([]word{{text: name, lit: true}}, words[1:]...)
-			s.cmds = append(s.cmds, simple{words: words, derived: true})
+			s.cmds = append(s.cmds, simple{words: words, derived: true, alias: true})
 		}
 		switch {
 		case name == "eval":
@@ -214,15 +223,21 @@ func (s *script) derive(words []word, depth int) {
 		case name == "find":
 			s.findExec(words, depth)
 			return
+		case name == "jobs":
+			s.jobsExec(words, depth)
+			return
 		}
 		w, ok := wrappers[name]
 		if !ok {
 			return
 		}
-		inner, opaque := unwrap(name, w, words[1:])
+		inner, opaque, assigns := unwrap(name, w, words[1:])
 		if opaque {
 			s.opaque = true
 			return
+		}
+		if assigns {
+			s.unvetted = true // env GIT_EXTERNAL_DIFF=x git diff runs x
 		}
 		if len(inner) == 0 {
 			return
@@ -236,22 +251,23 @@ func (s *script) derive(words []word, depth int) {
 	}
 }
 
-// unwrap returns the command a wrapper runs; opaque when it cannot be told.
-func unwrap(name string, w wrapper, args []word) (inner []word, opaque bool) {
+// unwrap returns the command a wrapper runs; opaque when it cannot be told;
+// assigns when it sets environment variables for it (env X=1, sudo X=1).
+func unwrap(name string, w wrapper, args []word) (inner []word, opaque, assigns bool) {
 	positional := w.positional
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !a.lit {
-			return nil, true
+			return nil, true, assigns
 		}
 		t := a.text
 		switch {
 		case t == "--":
-			return skipPositional(args[i+1:], positional), false
+			return skipPositional(args[i+1:], positional), false, assigns
 		case name == "command" && (t == "-v" || t == "-V"):
-			return nil, false // only looks the name up
+			return nil, false, assigns // only looks the name up
 		case name == "env" && (strings.HasPrefix(t, "-S") || strings.HasPrefix(t, "--split-string")):
-			return nil, true
+			return nil, true, assigns
 		case strings.HasPrefix(t, "--"):
 			continue
 		case strings.HasPrefix(t, "-") && len(t) > 1:
@@ -259,12 +275,13 @@ func unwrap(name string, w wrapper, args []word) (inner []word, opaque bool) {
 				i++ // the option's argument
 			}
 			continue
-		case name == "env" && isAssignment(t):
+		case (name == "env" || name == "sudo" || name == "doas") && isAssignment(t):
+			assigns = true
 			continue
 		}
-		return skipPositional(args[i:], positional), false
+		return skipPositional(args[i:], positional), false, assigns
 	}
-	return nil, false
+	return nil, false, assigns
 }
 
 func skipPositional(args []word, n int) []word {
@@ -328,6 +345,23 @@ func (s *script) findExec(words []word, depth int) {
 		}
 		i = j
 	}
+}
+
+// jobsExec adds the command of `jobs -x COMMAND ARGS…`, which bash runs.
+func (s *script) jobsExec(words []word, depth int) {
+	opts, operands, ok := getopt(words[1:], builtinOpts["jobs"])
+	if !ok {
+		s.opaque = true
+		return
+	}
+	if !hasOpt(opts, "x") || len(operands) == 0 {
+		return
+	}
+	s.cmds = append(s.cmds, simple{words: operands, derived: true})
+	if !operands[0].lit {
+		s.opaque = true
+	}
+	s.derive(operands, depth+1)
 }
 
 // endsExec reports whether w ends find's -exec command (";" or "+").
@@ -591,7 +625,7 @@ func commandRulesFor(line string) []Rule {
 	}
 	var rules []Rule
 	for _, c := range s.cmds {
-		if c.derived {
+		if c.alias {
 			continue
 		}
 		n := 1

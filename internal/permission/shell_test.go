@@ -166,7 +166,9 @@ func FuzzSplit(f *testing.F) {
 			back := analyze(strings.Join(parts, " "))
 			got := primary(back)
 			want := primary(script{cmds: []simple{c}})
-			if !back.parsed || back.unvetted || len(got) != 1 || got[0] != want[0] {
+			// Quoting adds nothing an allow rule cannot see (what a
+			// command's own words do, such as env X=1, stays).
+			if !back.parsed || (back.unvetted && !s.unvetted) || len(got) != 1 || got[0] != want[0] {
 				t.Fatalf("command %q of %q quoted as %q splits to %q (parsed %v, unvetted %v)", want, line, strings.Join(parts, " "), got, back.parsed, back.unvetted)
 			}
 		}
