@@ -34,13 +34,14 @@
 //     declares it will create or overwrite. After a successful run each one
 //     that is a regular file inside the workspace and was created or changed
 //     during the run (its vfs.Stamp differs) is registered; a path outside
-//     the workspace, a directory or an unchanged file is skipped with a
-//     warning. Bash gives no other way to know which files a command meant
+//     the workspace, a directory, an unchanged file or a file with other
+//     hard links (another name may lie outside the workspace) is skipped
+//     with a warning. Bash gives no other way to know which files a command meant
 //     for the user.
 //   - Paths are workspace-relative and "/"-separated, taken from the
 //     canonical path the tool wrote (symlinks resolved); a file outside the
 //     workspace (an extra root) is not registered, since a download is
-//     confined to the workspace. Size and MIME type come from the file
+//     confined to the workspace; nor is a file with other hard links. Size and MIME type come from the file
 //     (vfs open and stat, then a content sniff with mimetype); when that
 //     fails Write falls back to the UTF-8 byte length of its content (and a
 //     sniff of it) and Edit to size 0 (spec §5).

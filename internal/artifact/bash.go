@@ -146,6 +146,10 @@ func (d *bashTool) after(ctx context.Context, fsys vfs.FS, col *Collector, decl 
 			warn("a declared artifact path is outside the workspace; ignored", "path", runecut.Ellipsis(dc.name, 256))
 			continue
 		}
+		if info.Links > 1 {
+			warn("a declared artifact path has other hard links (names that may lie outside the workspace); not registered", "path", rel, "links", info.Links)
+			continue
+		}
 		if dc.existed && info.Stamp == dc.before {
 			warn("the command did not create or change a declared artifact path; not registered", "path", rel)
 			continue

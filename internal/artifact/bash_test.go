@@ -139,3 +139,27 @@ func TestBashTooManyPaths(t *testing.T) {
 		t.Fatalf("%v %s %s", err, paths(got), fx.log)
 	}
 }
+
+// TestBashRefusesHardLinkedArtifact: a command that hard-links a file from
+// outside the workspace (ln /etc/shadow out.txt) and declares it gets it
+// skipped with a warning that says why; so does a file linked inside.
+func TestBashRefusesHardLinkedArtifact(t *testing.T) {
+	fx := newFixture(t)
+	outside := filepath.Join(t.TempDir(), "shadow")
+	if err := os.WriteFile(outside, []byte("root:$6$secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, text, err := bashCall(t, fx, map[string]any{
+		"command":        "ln " + outside + " out.txt && echo mine > a.txt && ln a.txt b.txt && echo ok > ok.txt",
+		"artifact_paths": []any{"out.txt", "b.txt", "ok.txt"},
+	})
+	if err != nil || !strings.Contains(text, "Exit code: 0") {
+		t.Fatalf("%v %q", err, text)
+	}
+	if paths(got) != "ok.txt" {
+		t.Fatalf("registered %s, want only ok.txt", paths(got))
+	}
+	if log := fx.log.String(); strings.Count(log, "hard link") < 2 {
+		t.Errorf("no warning naming the hard links in %s", log)
+	}
+}

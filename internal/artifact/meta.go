@@ -15,6 +15,10 @@ import (
 // errOutside: the file is not inside the workspace (the first root).
 var errOutside = errors.New("the file is outside the workspace")
 
+// errHardLinked: the file has other hard links, which may lie outside the
+// workspace; it is never handed over (the client refuses it too).
+var errHardLinked = errors.New("the file has other hard links (names that may lie outside the workspace)")
+
 // workspaceRel returns p (a canonical absolute path) relative to the
 // workspace, "/"-separated, or errOutside.
 func workspaceRel(fsys vfs.FS, p string) (string, error) {
@@ -47,6 +51,9 @@ func lookup(fsys vfs.FS, p string) (meta, error) {
 	info := f.Info()
 	if info.IsDir {
 		return meta{}, fmt.Errorf("%s: %w", p, vfs.ErrIsDir)
+	}
+	if info.Links > 1 {
+		return meta{}, fmt.Errorf("%s: %w", p, errHardLinked)
 	}
 	m, err := mimetype.DetectReader(f)
 	if err != nil {

@@ -3,6 +3,7 @@ package artifact
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 
 	"github.com/ferry-dev/ferry/internal/runecut"
@@ -127,6 +128,10 @@ func (d *fileTool) register(ctx context.Context, env *tools.Env, col *Collector,
 		return
 	}
 	m, err := lookup(env.FS, p)
+	if errors.Is(err, errHardLinked) {
+		d.log.Warn("artifact: not registered", "tool", d.Name(), "tool_use_id", tools.ToolUseID(ctx), "path", rel, "err", err)
+		return
+	}
 	if err != nil {
 		d.log.Warn("artifact: cannot read the file's size and type; using the fallback", "tool", d.Name(), "tool_use_id", tools.ToolUseID(ctx), "path", rel, "err", err)
 		m = d.fallback(input, p)

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -24,10 +26,13 @@ var errUnknownArtifact = errors.New("client: no such artifact in this session")
 var errArtifactIDTaken = errors.New("client: the session already has this artifact_id for another file")
 
 // artifactLog records, in the state directory, every artifact the client's
-// sessions handed to the user: (session, artifact_id) → the workspace and
-// the path. A download names only the session and the artifact_id, and
-// reads exactly the file recorded here, so a download can never reach a
-// file no agent registered; the record outlives restarts of the client.
+// sessions handed to the user: (session, artifact_id) → the workspace, the
+// path and the identity of the file there (device and inode, size and
+// modification time). A download names only the session and the
+// artifact_id, and reads exactly the file recorded here, so a download can
+// never reach a file no agent registered — nor another file put in its
+// place later, such as a hard link to a file outside the workspace. The
+// record outlives restarts of the client.
 type artifactLog struct {
 	db          *sql.DB
 	put, lookup *sql.Stmt
@@ -39,6 +44,30 @@ type artifactRecord struct {
 	Root string
 	// Path is workspace-relative and '/'-separated.
 	Path string
+	// ID is the file as registered; zero in records written before
+	// identities were kept (those are served only while the file has a
+	// single link).
+	ID fileVersion
+}
+
+// fileVersion identifies the registered version of a file: its identity
+// on the file system (device and inode where there are such), its size and
+// its modification time. A file renamed over the path, a hard link swapped
+// in, or a write since all give another version.
+type fileVersion struct {
+	Ident []byte
+	Size  int64
+	MTime int64 // UnixNano
+}
+
+func (v fileVersion) known() bool { return v.MTime != 0 || v.Size != 0 || len(v.Ident) != 0 }
+
+func versionOf(fi os.FileInfo) fileVersion {
+	return fileVersion{Ident: fileIdentity(fi), Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
+}
+
+func (v fileVersion) equal(w fileVersion) bool {
+	return bytes.Equal(v.Ident, w.Ident) && v.Size == w.Size && v.MTime == w.MTime
 }
 
 func openArtifactLog(path string) (*artifactLog, error) {
@@ -59,11 +88,15 @@ func openArtifactLog(path string) (*artifactLog, error) {
 		PRIMARY KEY (session_id, artifact_id)
 	)`)
 	if err == nil {
-		l.put, err = db.Prepare(`INSERT INTO artifacts (session_id, artifact_id, root, path, created_at) VALUES (?, ?, ?, ?, ?)
+		err = addVersionColumns(db)
+	}
+	if err == nil {
+		l.put, err = db.Prepare(`INSERT INTO artifacts (session_id, artifact_id, root, path, created_at, ident, size, mtime)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (session_id, artifact_id) DO NOTHING`)
 	}
 	if err == nil {
-		l.lookup, err = db.Prepare(`SELECT root, path FROM artifacts WHERE session_id = ? AND artifact_id = ?`)
+		l.lookup, err = db.Prepare(`SELECT root, path, ident, size, mtime FROM artifacts WHERE session_id = ? AND artifact_id = ?`)
 	}
 	if err != nil {
 		_ = db.Close()
@@ -72,11 +105,43 @@ func openArtifactLog(path string) (*artifactLog, error) {
 	return l, nil
 }
 
+// addVersionColumns upgrades a log written before file versions were
+// recorded: its rows get NULLs, which Lookup reads as an unknown version.
+func addVersionColumns(db *sql.DB) error {
+	rows, err := db.Query(`SELECT name FROM pragma_table_info('artifacts')`)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		have[name] = true
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	for _, col := range []string{"ident BLOB", "size INTEGER", "mtime INTEGER"} {
+		name, _, _ := strings.Cut(col, " ")
+		if have[name] {
+			continue
+		}
+		if _, err := db.Exec(`ALTER TABLE artifacts ADD COLUMN ` + col); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Record stores an artifact before its event is sent. Recording the same
 // artifact again changes nothing; another file under a recorded
 // artifact_id is errArtifactIDTaken.
 func (l *artifactLog) Record(ctx context.Context, sessionID, artifactID string, rec artifactRecord) error {
-	res, err := l.put.ExecContext(ctx, sessionID, artifactID, rec.Root, rec.Path, time.Now().UnixMicro())
+	res, err := l.put.ExecContext(ctx, sessionID, artifactID, rec.Root, rec.Path, time.Now().UnixMicro(),
+		rec.ID.Ident, rec.ID.Size, rec.ID.MTime)
 	if err != nil {
 		return fmt.Errorf("client: record artifact: %w", err)
 	}
@@ -90,7 +155,7 @@ func (l *artifactLog) Record(ctx context.Context, sessionID, artifactID string, 
 	if err != nil {
 		return err
 	}
-	if old != rec {
+	if old.Root != rec.Root || old.Path != rec.Path {
 		return errArtifactIDTaken
 	}
 	return nil
@@ -99,7 +164,9 @@ func (l *artifactLog) Record(ctx context.Context, sessionID, artifactID string, 
 // Lookup returns a recorded artifact (errUnknownArtifact when there is none).
 func (l *artifactLog) Lookup(ctx context.Context, sessionID, artifactID string) (artifactRecord, error) {
 	var rec artifactRecord
-	err := l.lookup.QueryRowContext(ctx, sessionID, artifactID).Scan(&rec.Root, &rec.Path)
+	var size, mtime sql.NullInt64
+	err := l.lookup.QueryRowContext(ctx, sessionID, artifactID).Scan(&rec.Root, &rec.Path, &rec.ID.Ident, &size, &mtime)
+	rec.ID.Size, rec.ID.MTime = size.Int64, mtime.Int64
 	if errors.Is(err, sql.ErrNoRows) {
 		return rec, errUnknownArtifact
 	}
@@ -124,13 +191,24 @@ func newArtifactID() string {
 }
 
 // recordArtifact records an agent.artifact a session's adapter emits, before
-// it is sent: the path must name a place inside the session's workspace
-// (the decoder already refused absolute paths and ".." components; this
-// holds whatever it lets through).
+// it is sent: the path must name a regular file inside the session's
+// workspace (the decoder already refused absolute paths and ".."
+// components; this holds whatever it lets through), with no other hard
+// link — an agent could otherwise hand over any file it can link
+// (ln /etc/shadow out.txt). The version recorded is the file's now: a
+// download serves that version or nothing.
 func (s *session) recordArtifact(ctx context.Context, a *protocol.Artifact) error {
 	abs := filepath.Join(s.ws.Path, filepath.FromSlash(a.Path))
 	if rel, err := filepath.Rel(s.ws.Path, abs); err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
 		return fmt.Errorf("client: artifact path %q is not inside the workspace", a.Path)
 	}
-	return s.c.arts.Record(ctx, s.id, a.ArtifactID, artifactRecord{Root: s.ws.Path, Path: a.Path})
+	f, fi, err := openInWorkspace(s.ws.Path, a.Path)
+	if err != nil {
+		return fmt.Errorf("client: artifact %q not registered: %w", a.Path, err)
+	}
+	_ = f.Close()
+	if n := linkCount(fi); n > 1 {
+		return fmt.Errorf("client: artifact %q not registered: %w (it has %d names, which may lie outside the workspace)", a.Path, errHardLinked, n)
+	}
+	return s.c.arts.Record(ctx, s.id, a.ArtifactID, artifactRecord{Root: s.ws.Path, Path: a.Path, ID: versionOf(fi)})
 }

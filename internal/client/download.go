@@ -35,6 +35,8 @@ var readIdle = 2 * time.Minute
 var (
 	errOutside    = errors.New("the file resolves outside its workspace")
 	errNotRegular = errors.New("not a regular file")
+	errHardLinked = errors.New("the file has other hard links")
+	errChanged    = errors.New("the file is not the one registered")
 	errReadIdle   = errors.New("the master stopped asking for data")
 )
 
@@ -188,7 +190,12 @@ func (r *read) serve(parentID, artifactID string) {
 		return
 	}
 	f, fi, err := r.c.openArtifact(rec)
-	if err != nil {
+	switch {
+	case errors.Is(err, errChanged), errors.Is(err, errHardLinked):
+		log.Warn("download refused", "path", rec.Path, "err", err)
+		r.fail(&protocol.Error{Code: protocol.CodeNotFound, Message: "the artifact's file changed or was replaced since it was handed over; ask the agent to hand it over again"})
+		return
+	case err != nil:
 		log.Warn("download refused", "path", rec.Path, "err", err)
 		r.fail(&protocol.Error{Code: protocol.CodeNotFound, Message: "the artifact's file is gone or has left the workspace"})
 		return
@@ -284,12 +291,11 @@ func (r *read) waitCredit(limit, window int64) error {
 }
 
 // openArtifact opens a recorded artifact for reading, refusing what is not
-// inside its workspace now: the path is resolved at read time (a symlink
-// swapped in after the agent registered the file is followed here, and
-// refused when it leads outside), and the file is opened through an
-// os.Root on the workspace, which refuses any step outside it — also one a
-// swap between the check and the open would add — and follows no
-// symlink without checking it. Only a regular file is served.
+// inside its workspace now, and anything but the version registered: the
+// same file (device and inode), size and modification time, so a hard
+// link, a rename over the path or a write since is refused (errChanged).
+// A record from before versions were kept is served only while the file
+// has a single link (errHardLinked otherwise).
 func (c *Client) openArtifact(rec artifactRecord) (*os.File, os.FileInfo, error) {
 	var ws *workspace
 	for _, w := range c.workspaces {
@@ -300,15 +306,41 @@ func (c *Client) openArtifact(rec artifactRecord) (*os.File, os.FileInfo, error)
 	if ws == nil {
 		return nil, nil, fmt.Errorf("workspace %s is no longer served", rec.Root)
 	}
-	real, err := filepath.EvalSymlinks(filepath.Join(ws.Path, filepath.FromSlash(rec.Path)))
+	f, fi, err := openInWorkspace(ws.Path, rec.Path)
 	if err != nil {
 		return nil, nil, err
 	}
-	rel, err := filepath.Rel(ws.Path, real)
+	switch {
+	case rec.ID.known() && !rec.ID.equal(versionOf(fi)):
+		err = fmt.Errorf("%w: %s", errChanged, rec.Path)
+	case !rec.ID.known() && linkCount(fi) > 1:
+		err = fmt.Errorf("%w: %s", errHardLinked, rec.Path)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// openInWorkspace opens the regular file at rel ('/'-separated) in the
+// workspace at wsPath, refusing what is not inside it now: the path is
+// resolved at open time (a symlink swapped in after the agent registered
+// the file is followed here, and refused when it leads outside), and the
+// file is opened through an os.Root on the workspace, which refuses any
+// step outside it — also one a swap between the check and the open would
+// add — and follows no symlink without checking it. The FileInfo is the
+// open descriptor's.
+func openInWorkspace(wsPath, relPath string) (*os.File, os.FileInfo, error) {
+	real, err := filepath.EvalSymlinks(filepath.Join(wsPath, filepath.FromSlash(relPath)))
+	if err != nil {
+		return nil, nil, err
+	}
+	rel, err := filepath.Rel(wsPath, real)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
 		return nil, nil, fmt.Errorf("%w: %s", errOutside, real)
 	}
-	root, err := os.OpenRoot(ws.Path)
+	root, err := os.OpenRoot(wsPath)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -25,3 +25,12 @@ func fileIdentity(fi os.FileInfo) []byte {
 	b = binary.BigEndian.AppendUint64(b, st.Ino)
 	return b
 }
+
+// linkCount is the number of hard links of fi.
+func linkCount(fi os.FileInfo) uint64 {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 1
+	}
+	return uint64(st.Nlink) //nolint:unconvert // Nlink's type differs between platforms
+}

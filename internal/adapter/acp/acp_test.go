@@ -425,6 +425,9 @@ func TestFileSystemMethods(t *testing.T) {
 	if err := os.Symlink(secret, filepath.Join(ws, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Link(secret, filepath.Join(ws, "hard.txt")); err != nil {
+		t.Fatal(err)
+	}
 	abs := func(name string) string { return filepath.Join(ws, name) }
 	read := func(path string, line, limit *int) step {
 		params := map[string]any{"sessionId": acppeer.SessionID, "path": path}
@@ -454,6 +457,8 @@ func TestFileSystemMethods(t *testing.T) {
 		read(abs("a.txt"), intp(0), nil), // 11: bad line
 		read(ws, nil, nil),               // 12: a directory
 		{Request: &acppeer.Request{Method: "terminal/create", Params: map[string]any{"sessionId": acppeer.SessionID, "command": "ls"}}}, // 13
+		read(abs("hard.txt"), nil, nil),   // 14: a hard link to the secret reads (same as cat)
+		write(abs("hard.txt"), "pwned\n"), // 15: but is never written through
 	}
 	p.setScript(t, acppeer.Script{Turns: [][]step{steps}})
 	s := p.open(t, "")
@@ -515,6 +520,12 @@ func TestFileSystemMethods(t *testing.T) {
 	}
 	if code, _ := rpcCode(t, resp[12]); code != 7 {
 		t.Errorf("directory: code %d", code)
+	}
+	if code, fc := rpcCode(t, resp[15]); code != 19 || fc != 19 {
+		t.Errorf("write of a hard-linked file: code %d/%d, want 19", code, fc)
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "top secret\n" {
+		t.Error("the file outside was written through a hard link")
 	}
 	if code, _ := rpcCode(t, resp[13]); code != rpcMethodNotFound {
 		t.Errorf("terminal/create: code %d", code)

@@ -190,6 +190,8 @@ func (s *session) writeFailure(name string, err error) *rpcError {
 		return fsError(code, code, shown+" is a directory")
 	case tools.CodePermission:
 		return fsError(code, code, shown+" is read-only; ferry does not override a file's permissions")
+	case tools.CodeHardLinked:
+		return fsError(code, code, shown+" has other hard links (maybe outside the workspace); ferry does not write it")
 	case tools.CodeNotFound:
 		return fsError(rpcNotFound, code, shown+" cannot be created: a folder on its path is a file or missing")
 	case tools.CodeInvalidInput:
