@@ -170,9 +170,11 @@ func downloadError(w http.ResponseWriter, status int, e *protocol.Error) {
 // serveArtifact handles GET (and HEAD) /v1/artifacts/{token}.
 //
 // The token alone is not enough: the request must also carry the login of
-// the UI token it was issued to (the session cookie, or that UI token as a
-// bearer token). A request without a valid login is 401; with one, every
-// problem with the token itself — malformed, unknown, expired, revoked,
+// the UI token it was issued to (that token's cookie share in the session
+// cookie, or that UI token as a bearer token). A request without a valid
+// login is 401 (with the cookie, so is a link that no longer exists: the
+// share is checked against the link's owner); with one, every problem
+// with the token itself — malformed, unknown, expired, revoked,
 // issued to another UI token, or for a session that UI may no longer see —
 // is the same 404.
 func (m *Master) serveArtifact(w http.ResponseWriter, r *http.Request) {
@@ -180,18 +182,24 @@ func (m *Master) serveArtifact(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "private, no-cache")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
-	secret, ok := bearer(r)
-	if !ok {
-		ck, err := r.Cookie(CookieName)
-		if err != nil {
+	var owner store.Token
+	if secret, ok := bearer(r); ok {
+		if owner, ok = m.authenticate(w, r, secret, store.TokenUI); !ok {
+			return
+		}
+	} else {
+		// A browser navigates to the link: its cookie share is checked
+		// against the link's owner (browser.go).
+		var err error
+		if owner, err = m.downloadOwner(r.Context(), r); err != nil {
+			if !errors.Is(err, errNotBrowser) {
+				downloadError(w, http.StatusInternalServerError, m.wireError(err, "check a download's login"))
+				return
+			}
+			m.log.Info("refused connection", "path", "/v1/artifacts/…", "remote", m.remote(r))
 			unauthorized(w)
 			return
 		}
-		secret = ck.Value
-	}
-	owner, ok := m.authenticate(w, r, secret, store.TokenUI)
-	if !ok {
-		return
 	}
 	dl, sess, art, err := m.lookupDownload(r.Context(), r.PathValue("token"), owner)
 	switch {

@@ -4,7 +4,7 @@
 // client that reconnects resume without loss.
 //
 // Endpoints (see Handler): GET /v1/ui and GET /v1/client (WebSockets),
-// GET /login?token=… (one-time login, sets the session cookie), GET
+// GET and POST /login (the one-time login link; login.go), GET
 // /v1/artifacts/{token} (artifact downloads), GET /healthz, and the UI
 // (Config.UI) at /.
 //
@@ -12,10 +12,22 @@
 //
 //   - Authentication happens before the upgrade: a missing, malformed,
 //     unknown, revoked, expired or wrong-kind token is answered with HTTP 401
-//     and a JSON body {"code":"unauthorized",…}. Cookie authentication of a
-//     UI also needs an Origin header naming the request's own host, so a
-//     foreign page cannot ride on the cookie; coder/websocket refuses a
+//     and a JSON body {"code":"unauthorized",…}. coder/websocket refuses a
 //     foreign Origin for every upgrade besides.
+//   - The session cookie alone, replayed by any client with any headers,
+//     opens nothing (a browser sends it to every port of the host). A
+//     browser's UI token is split into a cookie share and a key share kept
+//     in the origin's localStorage (browser.go); /v1/ui needs both, and an
+//     Origin naming the master's own origin. Only the POST that consumes a
+//     login token hands out a key share. A download needs its link and the
+//     cookie share of the link's owner.
+//   - Forwarded headers (X-Forwarded-Proto, -Host, -For) are believed only
+//     from Config.TrustedProxies: the session cookie is Secure whenever the
+//     browser came over HTTPS, directly or through such a proxy, and origin
+//     checks compare the browser's own scheme and host.
+//   - A login link opened from another site never replaces a session
+//     silently, and fetching it (a link preview) does not use it up
+//     (login.go).
 //   - Every frame is decoded once, strictly, for the sender's role
 //     (protocol.DecodeFrom). Bad input is answered with a coded error
 //     message (parent_id = the offending message when it has a readable id)
@@ -87,11 +99,10 @@ import (
 	"errors"
 	"fmt"
 	"html"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -112,7 +123,8 @@ const (
 	DefaultOfflineGrace = 5 * time.Second
 )
 
-// CookieName is the browser session cookie holding a UI token.
+// CookieName is the browser session cookie, holding a UI token's cookie
+// share (browser.go).
 const CookieName = "ferry_session"
 
 // hardReadLimit is where coder/websocket gives up on a frame and closes the
@@ -148,6 +160,10 @@ type Config struct {
 	// DownloadTTL is how long the download links ui.artifacts.list hands
 	// out work; default DefaultDownloadTTL.
 	DownloadTTL time.Duration
+	// TrustedProxies are the addresses of TLS-terminating reverse proxies
+	// whose X-Forwarded-Proto, -Host and -For are believed (package
+	// forwarded); none: those headers are ignored.
+	TrustedProxies []netip.Prefix
 }
 
 // Master is the hub. Create it with New, serve Handler, stop it with Shutdown.
@@ -304,6 +320,7 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/ui", m.serveUI)
 	mux.HandleFunc("GET /v1/client", m.serveClient)
 	mux.HandleFunc("GET /login", m.serveLogin)
+	mux.HandleFunc("POST /login", m.serveLoginPost)
 	mux.HandleFunc("GET /healthz", m.serveHealth)
 	mux.HandleFunc("GET /v1/artifacts/{token}", m.serveArtifact)
 	if m.cfg.UI != nil {
@@ -403,7 +420,7 @@ func (m *Master) authenticate(w http.ResponseWriter, r *http.Request, secret, ki
 	tok, err := auth.Verify(r.Context(), m.st, secret, kind)
 	switch {
 	case errors.Is(err, auth.ErrUnauthorized):
-		m.log.Info("refused connection", "path", r.URL.Path, "remote", r.RemoteAddr)
+		m.log.Info("refused connection", "path", r.URL.Path, "remote", m.remote(r))
 		unauthorized(w)
 		return tok, false
 	case err != nil:
@@ -426,27 +443,16 @@ func bearer(r *http.Request) (string, bool) {
 	return strings.TrimSpace(secret), true
 }
 
-// sameOrigin reports whether the request's Origin names its own host, which
-// cookie authentication requires (a browser always sends Origin on a
-// WebSocket upgrade).
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return false
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
-}
-
+// serveUI authenticates a UI by its bearer token, or a browser by both
+// shares of its token (browser.go): the cookie alone opens nothing.
 func (m *Master) serveUI(w http.ResponseWriter, r *http.Request) {
 	secret, ok := bearer(r)
 	if !ok {
-		ck, err := r.Cookie(CookieName)
-		if err != nil || !sameOrigin(r) {
+		if secret, ok = m.browserSecret(r); !ok {
+			m.log.Info("refused connection", "path", r.URL.Path, "remote", m.remote(r))
 			unauthorized(w)
 			return
 		}
-		secret = ck.Value
 	}
 	tok, ok := m.authenticate(w, r, secret, store.TokenUI)
 	if !ok {
@@ -476,11 +482,11 @@ func (m *Master) serveConn(w http.ResponseWriter, r *http.Request, role protocol
 		httpError(w, http.StatusServiceUnavailable, protocol.CodeInternal, "the master is shutting down")
 		return
 	}
-	// Default options: coder/websocket refuses a foreign Origin.
+	// coder/websocket refuses a foreign Origin.
 	hw := &hijackRecorder{ResponseWriter: w}
-	ws, err := websocket.Accept(hw, r, nil)
+	ws, err := websocket.Accept(hw, r, m.acceptOptions(r))
 	if err != nil {
-		m.log.Info("websocket upgrade failed", "err", err, "remote", r.RemoteAddr)
+		m.log.Info("websocket upgrade failed", "err", err, "remote", m.remote(r))
 		return
 	}
 	c := newConn(m, ws, hw.conn, role, tok)
@@ -488,7 +494,7 @@ func (m *Master) serveConn(w http.ResponseWriter, r *http.Request, role protocol
 		_ = ws.Close(websocket.StatusGoingAway, "master shutting down")
 		return
 	}
-	c.log.Debug("connected", "remote", r.RemoteAddr, "token", tok.Name)
+	c.log.Debug("connected", "remote", m.remote(r), "token", tok.Name)
 	// The reader runs on a fresh goroutine and the handler returns: net/http
 	// no longer needs its goroutine, whose stack grew large serving the
 	// request, nor the request itself, so an idle connection costs less.
@@ -542,64 +548,6 @@ func (m *Master) unregister(c *conn) {
 	delete(m.conns, c)
 	delete(m.uis, c)
 }
-
-func (m *Master) serveLogin(w http.ResponseWriter, r *http.Request) {
-	secret, err := auth.ExchangeLogin(r.Context(), m.st, r.URL.Query().Get("token"))
-	switch {
-	case errors.Is(err, auth.ErrUnauthorized):
-		m.log.Info("refused login", "remote", r.RemoteAddr)
-		if strings.Contains(r.Header.Get("Accept"), "text/html") {
-			// A person clicked an old link: a page that says what to do,
-			// rather than a JSON error.
-			loginRefusedPage(w)
-			return
-		}
-		httpError(w, http.StatusUnauthorized, protocol.CodeUnauthorized, "this login link is invalid, expired or already used")
-		return
-	case err != nil:
-		m.log.Error("login", "err", err)
-		httpError(w, http.StatusInternalServerError, protocol.CodeInternal, "internal error")
-		return
-	}
-	// Secure only over TLS: `ferry up` serves plain HTTP on loopback, where
-	// a Secure cookie would not come back from every browser.
-	http.SetCookie(w, &http.Cookie{ //nolint:gosec // Secure is set whenever the request came over TLS
-
-		Name:     CookieName,
-		Value:    secret,
-		Path:     "/",
-		MaxAge:   int(auth.UITTL / time.Second),
-		HttpOnly: true,
-		Secure:   r.TLS != nil,
-		SameSite: http.SameSiteStrictMode,
-	})
-	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, "/", http.StatusSeeOther)
-}
-
-// loginRefusedPage answers a browser whose login link did not work: static
-// text, no script, nothing from the request echoed back.
-func loginRefusedPage(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusUnauthorized)
-	_, _ = io.WriteString(w, loginRefusedHTML)
-}
-
-const loginRefusedHTML = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>ferry: this login link does not work</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#1a1a1a;background:#fff}
-code{background:#f0f0f0;padding:0 .25rem}@media (prefers-color-scheme:dark){body{color:#eee;background:#151515}code{background:#2a2a2a}}</style>
-</head><body><main><h1>This login link does not work</h1>
-<p>It is invalid, expired or already used: each link signs in one browser, once.</p>
-<p>Ask for a new one where ferry runs: <code>ferry token create --kind login</code>, then open
-<code>/login?token=…</code> with what it prints. If you are signed in already, <a href="/">go to ferry</a>.</p>
-</main></body></html>
-`
 
 func (m *Master) serveHealth(w http.ResponseWriter, _ *http.Request) {
 	m.mu.Lock()

@@ -2,7 +2,6 @@ package master_test
 
 import (
 	"fmt"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -237,41 +236,12 @@ func sameSet(a, b []string) bool {
 // sees only the login token's machines.
 func TestLoginKeepsMachineScope(t *testing.T) {
 	e := newEnv(t, master.Config{})
-	login, _, err := auth.Issue(testCtx(t), e.st, store.TokenLogin, "login URL", auth.LoginTTL, auth.WithMachines("m2"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	all := e.dialUI("unscoped UI")
 	e.connectClient(testCaps("m1"), all)
 	e.connectClient(testCaps("m2"), all)
 
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, err := http.NewRequestWithContext(testCtx(t), http.MethodGet, e.srv.URL+"/login?token="+login, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	var cookie *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == master.CookieName {
-			cookie = c
-		}
-	}
-	if resp.StatusCode != http.StatusSeeOther || cookie == nil {
-		t.Fatalf("login: HTTP %d, cookie %v", resp.StatusCode, cookie)
-	}
-	tok, err := auth.Verify(testCtx(t), e.st, cookie.Value, store.TokenUI)
-	if err != nil || !slices.Equal(tok.Machines, []string{"m2"}) {
-		t.Fatalf("the login's UI token: scope %q, %v; want [m2]", tok.Machines, err)
-	}
-	p, _, _, err := dial(t, e.wsURL("/v1/ui"), http.Header{"Cookie": {cookie.Name + "=" + cookie.Value}, "Origin": {e.srv.URL}})
-	if err != nil {
-		t.Fatalf("dial with the login cookie: %v", err)
-	}
+	b := e.login(auth.WithMachines("m2"))
+	p := e.mustDialBrowserNoSync(b)
 	p.name = "logged-in UI"
 	if _, machines := drainSync(p); !slices.Equal(machineIDs(machines), []string{"m2"}) {
 		t.Fatalf("the logged-in UI lists machines %v, want [m2]", machineIDs(machines))
