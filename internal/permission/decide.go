@@ -16,10 +16,17 @@ type Call struct {
 	// Path is what file tools act on, as given; the caller makes it
 	// workspace-relative when it is inside the workspace and leaves it
 	// absolute when outside. "" (Glob and Grep without a path) is the
-	// workspace itself.
+	// workspace itself. Rules match it as given and with its symbolic
+	// links resolved (see Rules.Workspace), so a caller keeps any ".."
+	// as given: after a link it leads elsewhere than the text says.
 	Path string
 	// Command is Bash's command line.
 	Command string
+	// Writes are the files a Bash command declares it creates or
+	// overwrites (artifact_paths), in the forms Path takes. Write and
+	// Edit rules apply to each: a deny or ask rule matching one decides
+	// the call as it would a Write of that file.
+	Writes []string
 	// Dir is the absolute directory a Bash command runs in (the workspace
 	// root for every adapter): review mode reads the git repository there
 	// to check that its configuration cannot make git run a program. ""
@@ -36,7 +43,9 @@ type Rules struct {
 	Allow, Ask, Deny []Rule
 	// Workspace, when set, is the workspace's absolute path: absolute call
 	// paths inside it then also match relative patterns, and workspace
-	// paths absolute patterns. Empty, only the forms given are compared.
+	// paths absolute patterns; and relative paths are resolved against it
+	// to match rules with their symbolic links resolved too. Empty,
+	// relative paths are compared only as given.
 	Workspace string
 }
 
@@ -69,26 +78,88 @@ func (r *Rules) Add(kind Decision, rule Rule) {
 // Decide decides c: Deny if a deny rule matches, else Ask if an ask rule
 // matches, else Allow if allow rules cover it, else Allow for read-only
 // tools and Ask for the others. A nil *Rules has no rules.
+//
+// A file tool's path is matched as given and with its symbolic links
+// resolved (and so are the fixed directories a pattern starts with): a
+// deny or ask rule matching either form applies, and allow rules must
+// cover both. A path whose links cannot be resolved (a loop, a directory
+// that cannot be read) is never allowed by a rule.
 func (r *Rules) Decide(c Call) Decision {
 	var rs Rules
 	if r != nil {
 		rs = *r
 	}
+	m := rs.matcher()
 	if c.Tool == "Bash" {
-		return rs.decideCommand(c)
+		d := rs.decideCommand(c)
+		for _, w := range c.Writes {
+			if d == Deny {
+				break
+			}
+			switch m.decidePath(Call{Tool: "Write", Path: w}) {
+			case Deny:
+				d = Deny
+			case Ask:
+				d = Ask
+			}
+		}
+		return d
 	}
-	p := rs.normPath(c.Path)
-	switch {
-	case rs.anyPathRule(rs.Deny, c.Tool, p, true):
-		return Deny
-	case rs.anyPathRule(rs.Ask, c.Tool, p, true):
-		return Ask
-	case rs.anyPathRule(rs.Allow, c.Tool, p, false):
-		return Allow
-	case c.ReadOnly:
+	if d := m.decidePath(c); d != 0 {
+		return d
+	}
+	if c.ReadOnly {
 		return Allow
 	}
 	return Ask
+}
+
+// matcher matches paths against a session's rules.
+type matcher struct {
+	rules Rules
+	// ws is the workspace as given (absolute and clean, or ""), wsReal
+	// with its links resolved ("" when that fails).
+	ws, wsReal string
+}
+
+func (r Rules) matcher() matcher {
+	m := matcher{rules: r}
+	if path.IsAbs(r.Workspace) {
+		m.ws = path.Clean(r.Workspace)
+		if real, err := realPath(m.ws); err == nil {
+			m.wsReal = real
+		}
+	}
+	return m
+}
+
+// decidePath is what the rules say of a file tool's call: Deny, Ask,
+// Allow, or 0 when no rule speaks.
+func (m matcher) decidePath(c Call) Decision {
+	forms, sure := m.forms(c.Path)
+	anyForm := func(list []Rule) bool {
+		for _, f := range forms {
+			if m.anyPathRule(list, c.Tool, f, true) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case anyForm(m.rules.Deny):
+		return Deny
+	case anyForm(m.rules.Ask):
+		return Ask
+	}
+	if !sure {
+		return 0
+	}
+	for _, f := range forms {
+		if !m.anyPathRule(m.rules.Allow, c.Tool, f, false) {
+			return 0
+		}
+	}
+	return Allow
 }
 
 // callPath is a call's path in the forms rules compare: rel is
@@ -96,11 +167,38 @@ func (r *Rules) Decide(c Call) Decision {
 // not known to be), abs absolute ("" when not known).
 type callPath struct{ rel, abs string }
 
-func (r Rules) normPath(p string) callPath {
-	ws := ""
-	if path.IsAbs(r.Workspace) {
-		ws = path.Clean(r.Workspace)
+// forms are p as given and, when it differs, with its links resolved.
+// sure is false when the links could not be resolved.
+func (m matcher) forms(p string) (forms []callPath, sure bool) {
+	given := m.normPath(p, m.ws)
+	start := p
+	if start == "" {
+		start = "."
 	}
+	if !path.IsAbs(start) {
+		if m.ws == "" {
+			return []callPath{given}, true // nothing to resolve against
+		}
+		start = m.ws + "/" + start
+	}
+	real, err := realPath(start)
+	if err != nil || m.ws != "" && m.wsReal == "" {
+		return []callPath{given}, false
+	}
+	resolved := callPath{abs: real}
+	for _, ws := range []string{m.wsReal, m.ws} {
+		if rel, ok := relTo(real, ws); ws != "" && ok {
+			resolved.rel = rel
+			break
+		}
+	}
+	if resolved == given {
+		return []callPath{given}, true
+	}
+	return []callPath{given, resolved}, true
+}
+
+func (m matcher) normPath(p, ws string) callPath {
 	if p == "" {
 		p = "."
 	}
@@ -108,10 +206,8 @@ func (r Rules) normPath(p string) callPath {
 		abs := path.Clean(p)
 		out := callPath{abs: abs}
 		if ws != "" {
-			if abs == ws {
-				out.rel = "."
-			} else if rest, ok := strings.CutPrefix(abs, strings.TrimSuffix(ws, "/")+"/"); ok {
-				out.rel = rest
+			if rel, ok := relTo(abs, ws); ok {
+				out.rel = rel
 			}
 		}
 		return out
@@ -130,7 +226,7 @@ func (r Rules) normPath(p string) callPath {
 // anyPathRule reports whether a rule in list matches a call of tool on p.
 // failClosed makes a rule that does not compile match (deny and ask lists):
 // a broken deny rule must not quietly stop denying.
-func (r Rules) anyPathRule(list []Rule, tool string, p callPath, failClosed bool) bool {
+func (m matcher) anyPathRule(list []Rule, tool string, p callPath, failClosed bool) bool {
 	for _, rule := range list {
 		if !covers(rule.Tool, tool) {
 			continue
@@ -148,18 +244,26 @@ func (r Rules) anyPathRule(list []Rule, tool string, p callPath, failClosed bool
 			}
 			continue
 		}
-		target := p.rel
-		if path.IsAbs(pat) {
-			target = p.abs
+		if matchPath(pat, path.IsAbs(pat), p) {
+			return true
 		}
-		if target == "" {
-			continue
-		}
-		if ok, _ := doublestar.Match(pat, target); ok {
+		if real, abs := m.realPattern(pat); real != "" && matchPath(real, abs, p) {
 			return true
 		}
 	}
 	return false
+}
+
+func matchPath(pat string, abs bool, p callPath) bool {
+	target := p.rel
+	if abs {
+		target = p.abs
+	}
+	if target == "" {
+		return false
+	}
+	ok, _ := doublestar.Match(pat, target)
+	return ok
 }
 
 var pathCache sync.Map // pattern → cleaned pattern or error

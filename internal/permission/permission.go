@@ -15,16 +15,30 @@
 //     automatically: it asks, even under a rule that allows every command.
 //   - An allow rule covers a Bash command only if every simple command in
 //     it (across `;`, `&&`, `||`, `|`, `&`, newlines, subshells, `$(…)` and
-//     backticks) matches an allow rule, and the command does nothing an
-//     allow rule cannot see: no output redirection to a file (`>/dev/null`
-//     and `2>&1` are fine), no variable assignments (`X=1 cmd`, `export`),
-//     no function definitions, no `for` loops, no coprocesses.
-//   - Paths are compared cleaned. A relative pattern matches only paths
-//     inside the workspace: `../x`, and an absolute path outside the
-//     workspace, never match it. An absolute pattern matches absolute paths
-//     (and workspace paths, when Rules.Workspace is set). Matching is
-//     lexical: pass paths with symlinks resolved for decisions that symlinks
-//     must not fool.
+//     backticks) matches an allow rule, every command it runs through
+//     another (`find -exec`, `xargs`, `sudo`, `env`, `bash -c`, `eval`,
+//     `jobs -x`) does too, and the command does nothing an allow rule
+//     cannot see: no output redirection to a file (`>/dev/null` and `2>&1`
+//     are fine), no variable assignments (`X=1 cmd`, `export`, `env X=1`),
+//     no function definitions, no `for` loops, no coprocesses, and no code
+//     that bash runs without a simple command showing it: arithmetic
+//     (`$((…))`, `((…))`, `let`, `[[ x -eq y ]]`), array subscripts in
+//     variable names given to builtins (`printf -v 'a[$(cmd)]'`, `read`,
+//     `test -v`, `unset`, …), evaluating expansions (`${a[i]}`, `${x:i}`,
+//     `${!x}`, `${x@P}`), and builtins that take code (`trap`,
+//     `mapfile -C`, `compgen -C`, `hash -p`, `alias`, …). Such a command
+//     asks.
+//   - Paths are compared cleaned, as given and with their symbolic links
+//     resolved (relative paths against Rules.Workspace): a deny or ask
+//     rule matching either form applies, and allow rules must cover both,
+//     so a link cannot lead a call past a rule. A path whose links cannot
+//     be resolved is never allowed by a rule. A relative pattern matches
+//     only paths inside the workspace: `../x`, and an absolute path
+//     outside the workspace, never match it. An absolute pattern matches
+//     absolute paths (and workspace paths, when Rules.Workspace is set).
+//     The fixed directories a pattern starts with are resolved too.
+//   - A Bash call's declared output files (Call.Writes) meet the Write and
+//     Edit rules as a Write of each would.
 //   - A rule names a tool exactly, except that Read rules also cover Glob
 //     and Grep, and Write and Edit rules each cover both Write and Edit, so
 //     a deny rule cannot be sidestepped with the sibling tool.

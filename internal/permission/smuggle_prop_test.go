@@ -90,7 +90,9 @@ var forms = []func(rng *rand.Rand, q, e string) string{
 		read := []string{"read x <<< " + q, "printf -v x %s " + q, "mapfile -t x <<< " + q, "getopts a: o -a " + q + "; x=$OPTARG"}[rng.IntN(4)]
 		return read + "; " + use
 	},
-	func(_ *rand.Rand, q, _ string) string { return "read x <<< " + strings.Replace(q, "a[", "-va[", 1) + `; printf "$x" 1` },
+	func(_ *rand.Rand, q, _ string) string {
+		return "read x <<< " + strings.Replace(q, "a[", "-va[", 1) + `; printf "$x" 1`
+	},
 	func(_ *rand.Rand, _, _ string) string { return `read x <<< '$(touch MARKER)'; echo ${x@P}` },
 	// Builtins and programs that run code.
 	func(rng *rand.Rand, _, _ string) string {
@@ -109,7 +111,9 @@ var forms = []func(rng *rand.Rand, q, e string) string{
 	func(_ *rand.Rand, q, _ string) string { return "test -n " + q },
 	func(_ *rand.Rand, q, _ string) string { return "[[ " + q + " == x ]]" },
 	func(_ *rand.Rand, _, _ string) string { return `printf -v y %s 1; echo "$y"` },
-	func(_ *rand.Rand, _, _ string) string { return `read -ra p <<< "a b"; echo "${p[@]}" "${p[0]}" "${#p[@]}"` },
+	func(_ *rand.Rand, _, _ string) string {
+		return `read -ra p <<< "a b"; echo "${p[@]}" "${p[0]}" "${#p[@]}"`
+	},
 	func(_ *rand.Rand, _, _ string) string { return "trap - EXIT; test -v HOME" },
 	func(_ *rand.Rand, q, _ string) string { return "command -v " + q },
 }
