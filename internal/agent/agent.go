@@ -449,7 +449,16 @@ func (a *Agent) costOf(u llm.Usage) (float64, bool) {
 func (a *Agent) permCall(t tools.Tool, input map[string]any) permission.Call {
 	c := permission.Call{Tool: t.Name(), ReadOnly: t.ReadOnly()}
 	if s, ok := input["command"].(string); ok && t.Name() == "Bash" {
-		c.Command = s
+		c.Command, c.Dir = s, a.root // Bash runs in the workspace root
+	}
+	if t.Name() == "Bash" {
+		// The files Bash declares it writes meet the Write and Edit rules.
+		paths, _ := input[artifact.PathsParam].([]any)
+		for _, v := range paths[:min(len(paths), artifact.MaxDeclaredPaths)] {
+			if s, ok := v.(string); ok && s != "" {
+				c.Writes = append(c.Writes, a.relPath(s))
+			}
+		}
 	}
 	p, _ := input["file_path"].(string)
 	if p == "" {
@@ -465,6 +474,11 @@ func (a *Agent) relPath(p string) string {
 	if p == "" {
 		return ""
 	}
+	if hasDotDot(p) {
+		// After a symbolic link ".." leads to the target's parent, not
+		// where the text says: the rules resolve the path as given.
+		return filepath.ToSlash(p)
+	}
 	if !filepath.IsAbs(p) {
 		return filepath.ToSlash(filepath.Clean(p))
 	}
@@ -479,6 +493,15 @@ func (a *Agent) relPath(p string) string {
 		}
 	}
 	return clean
+}
+
+func hasDotDot(p string) bool {
+	for _, seg := range strings.Split(filepath.ToSlash(p), "/") {
+		if seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 func within(p, root string) (string, bool) {
