@@ -25,6 +25,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/client"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
+	"github.com/ferry-dev/ferry/internal/master"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
@@ -269,8 +270,13 @@ func TestDownloadExactBytes(t *testing.T) {
 	if head.StatusCode != http.StatusOK || len(body) != 0 || head.Header.Get("ETag") != etag || head.ContentLength != int64(len(content)) {
 		t.Fatalf("HEAD = %d, %d body bytes, ETag %q, length %d", head.StatusCode, len(body), head.Header.Get("ETag"), head.ContentLength)
 	}
-	// The login cookie works as well as the bearer token.
-	resp, body = s.get(http.MethodGet, l.DownloadURL, "", http.Header{"Cookie": {"ferry_session=" + s.uiToken}})
+	// The login cookie works as well as the bearer token: a browser holds
+	// its token's cookie share there (the whole token never is).
+	cookie, _, err := master.SplitUISecret(s.uiToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body = s.get(http.MethodGet, l.DownloadURL, "", http.Header{"Cookie": {master.CookieName + "=" + cookie}})
 	if resp.StatusCode != http.StatusOK || string(body) != content {
 		t.Fatalf("GET with the cookie = %d %q", resp.StatusCode, body)
 	}

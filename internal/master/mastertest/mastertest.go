@@ -1,0 +1,100 @@
+// Package mastertest signs tests in to a master the way a browser does:
+// it opens the login link, posts the login page's form from the master's
+// origin, and keeps the session cookie and the key share the answer holds,
+// so that a test can open /v1/ui with both, as the UI page does.
+package mastertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/coder/websocket"
+
+	"github.com/ferry-dev/ferry/internal/master"
+)
+
+// Browser is what a browser holds after a login.
+type Browser struct {
+	// Origin is the master's origin, scheme://host.
+	Origin string
+	// Cookie is the session cookie (HttpOnly, holding the cookie share).
+	Cookie *http.Cookie
+	// Key is the key share the login page stored in localStorage.
+	Key string
+}
+
+var (
+	formToken = regexp.MustCompile(`name="token" value="([^"]+)"`)
+	keyShare  = regexp.MustCompile(`data-key="([^"]+)"`)
+)
+
+// Login signs in with loginURL (http://host:port/login?token=…), as a
+// person who opened the link themselves.
+func Login(ctx context.Context, loginURL string) (Browser, error) {
+	u, err := url.Parse(loginURL)
+	if err != nil {
+		return Browser{}, fmt.Errorf("mastertest: login URL: %w", err)
+	}
+	b := Browser{Origin: u.Scheme + "://" + u.Host}
+	page, _, err := do(ctx, http.MethodGet, loginURL, http.Header{"Accept": {"text/html"}, "Sec-Fetch-Site": {"none"}}, nil)
+	if err != nil {
+		return b, err
+	}
+	m := formToken.FindStringSubmatch(page)
+	if m == nil {
+		return b, errors.New("mastertest: the login page has no form")
+	}
+	page, resp, err := do(ctx, http.MethodPost, b.Origin+"/login",
+		http.Header{"Origin": {b.Origin}, "Sec-Fetch-Site": {"same-origin"}, "Content-Type": {"application/x-www-form-urlencoded"}},
+		strings.NewReader(url.Values{"token": {m[1]}}.Encode()))
+	if err != nil {
+		return b, err
+	}
+	for _, c := range resp.Cookies() {
+		if c.Name == master.CookieName {
+			b.Cookie = c
+		}
+	}
+	k := keyShare.FindStringSubmatch(page)
+	if b.Cookie == nil || k == nil {
+		return b, errors.New("mastertest: the login answer holds no cookie or no key share")
+	}
+	b.Key = k[1]
+	return b, nil
+}
+
+// DialOptions open /v1/ui as the UI page does: cookie, Origin, and the key
+// share offered as a subprotocol.
+func (b Browser) DialOptions() *websocket.DialOptions {
+	return &websocket.DialOptions{
+		HTTPHeader:   http.Header{"Cookie": {b.Cookie.Name + "=" + b.Cookie.Value}, "Origin": {b.Origin}},
+		Subprotocols: []string{master.UIProtocol, b.Key},
+	}
+}
+
+func do(ctx context.Context, method, u string, h http.Header, body io.Reader) (string, *http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return "", nil, err
+	}
+	req.Header = h
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", nil, fmt.Errorf("mastertest: %s %s: HTTP %d", method, req.URL.Path, resp.StatusCode)
+	}
+	return string(b), resp, nil
+}
