@@ -50,6 +50,13 @@ const (
 // that tests can shorten it).
 var metaWait = 30 * time.Second
 
+// maxDownloadLinks caps the download links one UI token holds. Every
+// listing issues fresh links (only their hashes are stored, so an old one
+// cannot be handed out again); past the cap the oldest go, so a UI that
+// lists in a loop cannot grow the store without bound. Four full listings
+// (protocol.MaxArtifactsLimit each) stay valid. A variable for tests.
+var maxDownloadLinks = 4 * protocol.MaxArtifactsLimit
+
 // errNoDownload is the one answer to a download token that is malformed,
 // unknown, expired, revoked or another UI's: the body never says which.
 var errNoDownload = &protocol.Error{Code: protocol.CodeNotFound, Message: "no such download"}
@@ -146,6 +153,11 @@ func (m *Master) listArtifacts(c *conn, msg *protocol.Message) {
 	keep := fitLinks(msg, links)
 	if err := m.st.CreateDownloadTokens(c.ctx, toks[len(toks)-keep:]); err != nil {
 		fail(m.wireError(err, "store download tokens"))
+		return
+	}
+	// Never below this listing's own links: they were just handed out.
+	if _, err := m.st.TrimDownloadTokens(c.ctx, c.token, max(maxDownloadLinks, keep)); err != nil {
+		fail(m.wireError(err, "trim download tokens"))
 		return
 	}
 	c.send(msg.Reply(protocol.TypeArtifacts, &protocol.Artifacts{Artifacts: links[len(links)-keep:]}))

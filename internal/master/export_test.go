@@ -17,3 +17,11 @@ func SetMetaWait(d time.Duration) (restore func()) {
 	metaWait = d
 	return func() { metaWait = old }
 }
+
+// SetMaxDownloadLinks lowers the cap on the download links one UI token
+// holds. It returns the undo.
+func SetMaxDownloadLinks(n int) (restore func()) {
+	old := maxDownloadLinks
+	maxDownloadLinks = n
+	return func() { maxDownloadLinks = old }
+}

@@ -220,6 +220,11 @@ type Store interface {
 	// DeleteExpiredDownloadTokens deletes the download tokens that expired
 	// at or before now and reports how many.
 	DeleteExpiredDownloadTokens(ctx context.Context, now time.Time) (int, error)
+	// TrimDownloadTokens deletes the download tokens of one owner (a UI
+	// token) but its newest keep, by creation time, and reports how many
+	// went: the cap that keeps listings from growing the store without
+	// bound. keep may be 0; an owner with none is not an error.
+	TrimDownloadTokens(ctx context.Context, ownerID string, keep int) (int, error)
 
 	Close() error
 }

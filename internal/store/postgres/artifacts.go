@@ -188,3 +188,17 @@ func (s *Store) DeleteExpiredDownloadTokens(ctx context.Context, now time.Time) 
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+// TrimDownloadTokens deletes ownerID's download tokens but the newest keep.
+func (s *Store) TrimDownloadTokens(ctx context.Context, ownerID string, keep int) (int, error) {
+	const op = "trim download tokens"
+	if err := check.Trim(ownerID, keep); err != nil {
+		return 0, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM download_tokens WHERE owner_id = $1 AND id NOT IN (
+		SELECT id FROM download_tokens WHERE owner_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2)`, ownerID, keep)
+	if err != nil {
+		return 0, wrap(ctx, op, err)
+	}
+	return int(tag.RowsAffected()), nil
+}

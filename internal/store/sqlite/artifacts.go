@@ -198,3 +198,21 @@ func (s *Store) DeleteExpiredDownloadTokens(ctx context.Context, now time.Time) 
 	}
 	return int(n), nil
 }
+
+// TrimDownloadTokens deletes ownerID's download tokens but the newest keep.
+func (s *Store) TrimDownloadTokens(ctx context.Context, ownerID string, keep int) (int, error) {
+	const op = "trim download tokens"
+	if err := check.Trim(ownerID, keep); err != nil {
+		return 0, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	res, err := s.exec(ctx, `DELETE FROM download_tokens WHERE owner_id = ? AND id NOT IN (
+		SELECT id FROM download_tokens WHERE owner_id = ? ORDER BY created_at DESC, id DESC LIMIT ?)`, ownerID, ownerID, keep)
+	if err != nil {
+		return 0, wrap(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, wrap(ctx, op, err)
+	}
+	return int(n), nil
+}

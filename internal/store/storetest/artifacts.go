@@ -208,6 +208,51 @@ func testDownloadTokens(t *testing.T, s store.Store) {
 	}
 }
 
+// testDownloadTokensTrim: TrimDownloadTokens keeps an owner's newest keep
+// download tokens (by creation time), deletes the rest, touches no other
+// owner's, and says how many went.
+func testDownloadTokensTrim(t *testing.T, s store.Store) {
+	c := ctx(t)
+	newSession(t, s, "s1", "m1")
+	mustNil(t, s.PutArtifact(c, artifact("s1", "a1", 0)), "PutArtifact")
+	uiToken(t, s, "u1")
+	uiToken(t, s, "u2")
+	var mine []store.DownloadToken
+	for i := range 5 {
+		tk := downloadToken(fmt.Sprintf("m%d", i), "s1", "a1", "u1", time.Hour)
+		tk.CreatedAt = at(time.Duration(i) * time.Minute)
+		mine = append(mine, tk)
+	}
+	theirs := []store.DownloadToken{downloadToken("o1", "s1", "a1", "u2", time.Hour), downloadToken("o2", "s1", "a1", "u2", time.Hour)}
+	mustNil(t, s.CreateDownloadTokens(c, append(slices.Clone(mine), theirs...)), "CreateDownloadTokens")
+	live := func(ts []store.DownloadToken) []string {
+		var ids []string
+		for _, tk := range ts {
+			if _, err := s.DownloadTokenByHash(c, tk.Hash); err == nil {
+				ids = append(ids, tk.ID)
+			}
+		}
+		return ids
+	}
+	n, err := s.TrimDownloadTokens(c, "u1", 3)
+	mustNil(t, err, "TrimDownloadTokens")
+	if n != 2 || !slices.Equal(live(mine), []string{"m2", "m3", "m4"}) {
+		t.Fatalf("TrimDownloadTokens(u1, 3) deleted %d and kept %v, want 2 deleted and m2-m4 kept", n, live(mine))
+	}
+	if n, err := s.TrimDownloadTokens(c, "u1", 3); err != nil || n != 0 {
+		t.Fatalf("TrimDownloadTokens again = %d, %v; want 0", n, err)
+	}
+	if got := live(theirs); len(got) != 2 {
+		t.Fatalf("another owner's tokens went with u1's trim: %v left", got)
+	}
+	if n, err := s.TrimDownloadTokens(c, "u1", 0); err != nil || n != 3 || len(live(mine)) != 0 {
+		t.Fatalf("TrimDownloadTokens(u1, 0) = %d, %v, %v left; want all 3 gone", n, err, live(mine))
+	}
+	if n, err := s.TrimDownloadTokens(c, "nobody", 1); err != nil || n != 0 {
+		t.Fatalf("TrimDownloadTokens of an owner with none = %d, %v", n, err)
+	}
+}
+
 // persistArtifacts writes what checkArtifactsPersisted expects after a
 // reopen.
 func persistArtifacts(t *testing.T, s store.Store) {
@@ -240,6 +285,7 @@ func artifactCalls(c context.Context, s store.Store) map[string]func() error {
 		"DownloadTokenByHash":         func() error { _, err := s.DownloadTokenByHash(c, hash("x")); return err },
 		"RevokeDownloadToken":         func() error { return s.RevokeDownloadToken(c, "x") },
 		"DeleteExpiredDownloadTokens": func() error { _, err := s.DeleteExpiredDownloadTokens(c, at(0)); return err },
+		"TrimDownloadTokens":          func() error { _, err := s.TrimDownloadTokens(c, "u", 1); return err },
 	}
 }
 
@@ -255,6 +301,8 @@ func badArtifactInput(c context.Context, s store.Store) [][3]any {
 	_, errGet := s.Artifact(c, "s1", "")
 	_, errList := s.Artifacts(c, "", 0)
 	_, errHash := s.DownloadTokenByHash(c, []byte("x"))
+	_, errTrimOwner := s.TrimDownloadTokens(c, "", 1)
+	_, errTrimKeep := s.TrimDownloadTokens(c, "u", -1)
 	return [][3]any{
 		{"PutArtifact empty ID", "artifact ID", s.PutArtifact(c, store.Artifact{SessionID: "s1", Path: "p", FileName: "p"})},
 		{"PutArtifact empty path", "path", s.PutArtifact(c, store.Artifact{SessionID: "s1", ID: "a", FileName: "p"})},
@@ -267,5 +315,7 @@ func badArtifactInput(c context.Context, s store.Store) [][3]any {
 		{"CreateDownloadTokens empty owner", "owner token ID", s.CreateDownloadTokens(c, []store.DownloadToken{{ID: "t", Hash: hash("t"), SessionID: "s1", ArtifactID: "a", ExpiresAt: at(time.Hour)}})},
 		{"DownloadTokenByHash bad hash", "hash", errHash},
 		{"RevokeDownloadToken empty ID", "download token ID", s.RevokeDownloadToken(c, "")},
+		{"TrimDownloadTokens empty owner", "owner token ID", errTrimOwner},
+		{"TrimDownloadTokens negative keep", "keep", errTrimKeep},
 	}
 }

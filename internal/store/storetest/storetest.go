@@ -79,6 +79,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"Artifacts", testArtifacts},
 		{"ArtifactsConcurrentPut", testArtifactsConcurrentPut},
 		{"DownloadTokens", testDownloadTokens},
+		{"DownloadTokensTrim", testDownloadTokensTrim},
 		{"ContextCancelled", testContextCancelled},
 		{"BadInput", testBadInput},
 	}

@@ -205,6 +205,17 @@ func DownloadToken(t store.DownloadToken) error {
 	return nil
 }
 
+// Trim checks the arguments of TrimDownloadTokens.
+func Trim(ownerID string, keep int) error {
+	if err := ID("owner token", ownerID); err != nil {
+		return err
+	}
+	if keep < 0 {
+		return invalid("keep %d is negative", keep)
+	}
+	return nil
+}
+
 // Seq converts an input seq to the signed integer both databases store;
 // seqs beyond math.MaxInt64 never exist, so a larger bound is clamped.
 func Seq(seq uint64) int64 {
