@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/adapter/builtin"
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/client"
+	"github.com/ferry-dev/ferry/internal/forwarded"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/master"
 	"github.com/ferry-dev/ferry/internal/store"
@@ -207,6 +208,7 @@ type masterFlags struct {
 	addr, db  string
 	retention int
 	verbose   bool
+	proxies   forwarded.Proxies
 }
 
 func (f *masterFlags) register(fs *flag.FlagSet) {
@@ -214,11 +216,12 @@ func (f *masterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.db, "db", "", "database: a SQLite file path or a postgres:// `DSN` (default $XDG_DATA_HOME/ferry/ferry.db)")
 	fs.IntVar(&f.retention, "retention", 10000, "events kept per session for resuming `N`")
 	fs.BoolVar(&f.verbose, "verbose", false, "log every connection")
+	fs.Var(&f.proxies, "trusted-proxy", "believe X-Forwarded-Proto/-Host/-For from this TLS-terminating proxy's `CIDR` or address (repeatable)")
 }
 
 func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
 	// The web UI is embedded: serve and up show it at "/" (see docs/ui.md).
-	return master.Config{Store: st, Retention: f.retention, Logger: log, UI: web.Handler()}
+	return master.Config{Store: st, Retention: f.retention, Logger: log, UI: web.Handler(), TrustedProxies: f.proxies}
 }
 
 func runServe(ctx context.Context, env Env, args []string) int {
