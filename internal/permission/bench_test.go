@@ -59,3 +59,18 @@ func BenchmarkReadOnlyGit(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecidePathLinks is BenchmarkDecidePath on a real workspace,
+// where every decision resolves the path's links and the patterns' fixed
+// directories (Lstat only).
+func BenchmarkDecidePathLinks(b *testing.B) {
+	r := benchRules(b)
+	r.Workspace = b.TempDir()
+	c := permission.Call{Tool: "Edit", Path: "docs/guide.md"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r.Decide(c) != permission.Allow {
+			b.Fatal("not allowed")
+		}
+	}
+}

@@ -120,10 +120,17 @@ type matcher struct {
 	// ws is the workspace as given (absolute and clean, or ""), wsReal
 	// with its links resolved ("" when that fails).
 	ws, wsReal string
+	// patterns memoises realPattern for one decision.
+	patterns map[string]realPat
+}
+
+type realPat struct {
+	pat string
+	abs bool
 }
 
 func (r Rules) matcher() matcher {
-	m := matcher{rules: r}
+	m := matcher{rules: r, patterns: map[string]realPat{}}
 	if path.IsAbs(r.Workspace) {
 		m.ws = path.Clean(r.Workspace)
 		if real, err := realPath(m.ws); err == nil {
@@ -247,7 +254,12 @@ func (m matcher) anyPathRule(list []Rule, tool string, p callPath, failClosed bo
 		if matchPath(pat, path.IsAbs(pat), p) {
 			return true
 		}
-		if real, abs := m.realPattern(pat); real != "" && matchPath(real, abs, p) {
+		rp, ok := m.patterns[pat]
+		if !ok {
+			rp.pat, rp.abs = m.realPattern(pat)
+			m.patterns[pat] = rp
+		}
+		if rp.pat != "" && matchPath(rp.pat, rp.abs, p) {
 			return true
 		}
 	}
