@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/version"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -56,6 +57,9 @@ func init() {
 // Run runs ferry with args (without the program name) and returns the exit
 // code.
 func Run(ctx context.Context, env Env, args []string) int {
+	// Nothing ferry means to show lands on stderr with a credential in it
+	// (a token create or a login URL goes to stdout): redact all of it.
+	env.Stderr = redact.NewWriter(env.Stderr)
 	if len(args) == 0 {
 		usage(env.Stderr)
 		return ExitUsage

@@ -20,9 +20,11 @@ import (
 	"github.com/ferry-dev/ferry/internal/adapter/builtin"
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/client"
+	"github.com/ferry-dev/ferry/internal/connlimit"
 	"github.com/ferry-dev/ferry/internal/forwarded"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/master"
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/backend"
 	"github.com/ferry-dev/ferry/web"
@@ -71,12 +73,14 @@ func openStore(ctx context.Context, env Env, dsn string) (store.Store, error) {
 	return st, nil
 }
 
+// newLogger logs to env.Stderr with every credential redacted (Run's
+// Stderr redacts too; the handler covers what a record holds in any form).
 func newLogger(env Env, verbose bool) *slog.Logger {
 	level := slog.LevelInfo
 	if verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(redact.NewHandler(slog.NewTextHandler(redact.NewWriter(env.Stderr), &slog.HandlerOptions{Level: level})))
 }
 
 // listener binds addr and returns the base URL people and clients use.
@@ -88,12 +92,38 @@ func listener(addr string) (net.Listener, string, error) {
 	return ln, "http://" + ln.Addr().String(), nil
 }
 
+// Limits of the HTTP server (docs/live.md). There is no ReadTimeout or
+// WriteTimeout: WebSockets are hijacked out of them anyway, and a download
+// streams for as long as it takes (internal/master bounds each write).
+const (
+	// readHeaderTimeout bounds reading a request's headers, from the
+	// connection's start or the end of the previous request.
+	readHeaderTimeout = 10 * time.Second
+	// idleTimeout closes a keep-alive connection with no request in flight.
+	idleTimeout = 60 * time.Second
+	// maxHeaderBytes caps a request's headers. Browsers send the cookies of
+	// every local server to 127.0.0.1, so this is generous.
+	maxHeaderBytes = 64 << 10
+)
+
 // serveHTTP serves h on ln until ctx is done, then shuts the master down
-// gracefully (open connections get a going-away close).
-func serveHTTP(ctx context.Context, ln net.Listener, m *master.Master) error {
-	srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 10 * time.Second}
+// gracefully (open connections get a going-away close). Unauthenticated
+// connections are capped per address and in total (internal/connlimit).
+func serveHTTP(ctx context.Context, ln net.Listener, m *master.Master, log *slog.Logger) error {
+	lim := connlimit.New(connlimit.Config{})
+	srv := &http.Server{
+		Handler:           m.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	lim.Install(srv)
+	perAddr, total := lim.Caps()
+	log.Debug("http limits", "read_header_timeout", readHeaderTimeout, "idle_timeout", idleTimeout,
+		"max_header_bytes", maxHeaderBytes, "unauthenticated_per_address", perAddr, "unauthenticated_total", total)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(lim.Listen(ln)) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -261,7 +291,7 @@ func runServe(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
 		return ExitError
 	}
-	if err := serveHTTP(ctx, ln, m); err != nil {
+	if err := serveHTTP(ctx, ln, m, log); err != nil {
 		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
 		return ExitError
 	}
@@ -419,7 +449,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	}
 	clientDone := make(chan error, 1)
 	go func() { clientDone <- c.Run(ctx) }()
-	err = serveHTTP(ctx, ln, m)
+	err = serveHTTP(ctx, ln, m, log)
 	if cErr := <-clientDone; err == nil && cErr != nil {
 		err = cErr
 	}

@@ -46,14 +46,22 @@ const (
 	// may hold: a browser opens about six per host, a reverse proxy more.
 	DefaultPerAddr = 64
 	// DefaultTotal is how many unauthenticated connections the server
-	// holds in all.
+	// holds in all, at most: never more than half the process's limit on
+	// open files, so that the rest stays for authenticated connections,
+	// the database and the agents.
 	DefaultTotal = 512
+	// minTotal is the floor of the default total when files are scarce.
+	minTotal = 16
 )
 
 // Config sets the caps; zero values take the defaults.
 type Config struct {
+	// PerAddr caps one address's unauthenticated connections; default
+	// DefaultPerAddr.
 	PerAddr int
-	Total   int
+	// Total caps all unauthenticated connections; default DefaultTotal or
+	// half the open-file limit, whichever is lower.
+	Total int
 }
 
 // Stats are a Limiter's counters.
@@ -83,10 +91,21 @@ func New(cfg Config) *Limiter {
 		cfg.PerAddr = DefaultPerAddr
 	}
 	if cfg.Total <= 0 {
-		cfg.Total = DefaultTotal
+		cfg.Total = defaultTotal(fdLimit())
 	}
 	return &Limiter{perAddr: cfg.PerAddr, total: cfg.Total, byAddr: map[string]int{}, idle: list.New()}
 }
+
+// defaultTotal is the total cap for a process allowed nofile open files.
+func defaultTotal(nofile uint64, known bool) int {
+	if !known || nofile/2 >= DefaultTotal {
+		return DefaultTotal
+	}
+	return max(int(nofile/2), minTotal)
+}
+
+// Caps returns the caps in force: per address and in total.
+func (l *Limiter) Caps() (perAddr, total int) { return l.perAddr, l.total }
 
 // Stats returns the current counters.
 func (l *Limiter) Stats() Stats {

@@ -354,3 +354,24 @@ type fakeAddr string
 
 func (a fakeAddr) Network() string { return "tcp" }
 func (a fakeAddr) String() string  { return strings.TrimSpace(string(a)) }
+
+func TestDefaultTotal(t *testing.T) {
+	for _, c := range []struct {
+		nofile uint64
+		known  bool
+		want   int
+	}{
+		{0, false, DefaultTotal},
+		{1 << 20, true, DefaultTotal},
+		{1024, true, 512},
+		{256, true, 128},
+		{10, true, minTotal},
+	} {
+		if got := defaultTotal(c.nofile, c.known); got != c.want {
+			t.Errorf("defaultTotal(%d, %v) = %d, want %d", c.nofile, c.known, got, c.want)
+		}
+	}
+	if per, total := New(Config{}).Caps(); per != DefaultPerAddr || total < minTotal || total > DefaultTotal {
+		t.Errorf("default caps %d, %d", per, total)
+	}
+}

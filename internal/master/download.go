@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/auth"
+	"github.com/ferry-dev/ferry/internal/connlimit"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -223,6 +224,7 @@ func (m *Master) serveArtifact(w http.ResponseWriter, r *http.Request) {
 		downloadError(w, http.StatusInternalServerError, m.wireError(err, "look up download"))
 		return
 	}
+	connlimit.MarkAuthenticated(r.Context()) // a valid login and link
 	caps, online := m.awaitOnline(r.Context(), sess.MachineID)
 	if !online {
 		if r.Context().Err() == nil {

@@ -111,6 +111,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/broker"
+	"github.com/ferry-dev/ferry/internal/connlimit"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -122,6 +123,11 @@ const (
 	DefaultQueueSize    = 1024
 	DefaultOfflineGrace = 5 * time.Second
 )
+
+// HandshakeTimeout bounds a WebSocket handshake from the hijack to the
+// end of the 101 answer (reading the request is bounded by the HTTP
+// server's ReadHeaderTimeout).
+const HandshakeTimeout = 10 * time.Second
 
 // CookieName is the browser session cookie, holding a UI token's cookie
 // share (browser.go).
@@ -420,7 +426,8 @@ func (m *Master) authenticate(w http.ResponseWriter, r *http.Request, secret, ki
 	tok, err := auth.Verify(r.Context(), m.st, secret, kind)
 	switch {
 	case errors.Is(err, auth.ErrUnauthorized):
-		m.log.Info("refused connection", "path", r.URL.Path, "remote", m.remote(r))
+		// The route, not the path: a download's path holds its token.
+		m.log.Info("refused connection", "route", r.Pattern, "remote", m.remote(r))
 		unauthorized(w)
 		return tok, false
 	case err != nil:
@@ -428,6 +435,8 @@ func (m *Master) authenticate(w http.ResponseWriter, r *http.Request, secret, ki
 		httpError(w, http.StatusInternalServerError, protocol.CodeInternal, "internal error")
 		return tok, false
 	}
+	// An authenticated connection is out of the idle-connection caps.
+	connlimit.MarkAuthenticated(r.Context())
 	return tok, true
 }
 
@@ -489,6 +498,9 @@ func (m *Master) serveConn(w http.ResponseWriter, r *http.Request, role protocol
 		m.log.Info("websocket upgrade failed", "err", err, "remote", m.remote(r))
 		return
 	}
+	if hw.conn != nil {
+		_ = hw.conn.SetDeadline(time.Time{}) // the handshake is over
+	}
 	c := newConn(m, ws, hw.conn, role, tok)
 	if !m.register(c) {
 		_ = ws.Close(websocket.StatusGoingAway, "master shutting down")
@@ -524,6 +536,11 @@ func (h *hijackRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, errors.New("the response writer cannot hijack")
 	}
 	c, rw, err := hj.Hijack()
+	if err == nil {
+		// Hijacking clears the server's deadlines: bound the rest of the
+		// handshake (the 101 answer) until serveConn clears this one.
+		_ = c.SetDeadline(time.Now().Add(HandshakeTimeout))
+	}
 	h.conn = c
 	return c, rw, err
 }
