@@ -50,10 +50,12 @@ type PromptRequest struct {
 }
 
 // ContextFile is a file attached to a prompt, independent of inline tokens.
+// It is checked like a file reference (validateContextFiles): the URLs of
+// one prompt's context files total at most MaxContextFilesBytes.
 type ContextFile struct {
-	// FileURL is where the client fetches the file.
+	// FileURL is where the client fetches the file: https with a host and no credentials, or a data: URL.
 	FileURL string `json:"file_url" jsonschema:"minLength=1,maxLength=8192"`
-	// FileName to show.
+	// FileName to show: a bare name, without a path or control characters.
 	FileName string `json:"file_name" jsonschema:"minLength=1,maxLength=1024"`
 	// MimeType is an IANA media type.
 	MimeType string `json:"mime_type,omitempty" jsonschema:"maxLength=256"`
@@ -76,6 +78,9 @@ type ConfigOverrides struct {
 }
 
 func (p *PromptRequest) validate() *Error {
+	if e := validateContextFiles(p.ContextFiles, "payload.context_files"); e != nil {
+		return e
+	}
 	return validateRefIDs(p.FileReferences, "payload.file_references")
 }
 

@@ -17,6 +17,9 @@ type UIPrompt struct {
 }
 
 func (p *UIPrompt) validate() *Error {
+	if e := validateContextFiles(p.ContextFiles, "payload.context_files"); e != nil {
+		return e
+	}
 	for i, s := range p.Segments {
 		field := fmt.Sprintf("payload.segments[%d]", i)
 		switch s.Kind {
