@@ -342,6 +342,11 @@ func TestRuleFor(t *testing.T) {
 		{bash("./scripts/check.sh --fast"), []string{"Bash(./scripts/check.sh:*)"}},
 		{bash("'my tool' x"), []string{"Bash('my tool':*)"}},
 		{bash("cd sub && make && cd .. && make"), []string{"Bash(cd:*)", "Bash(make:*)"}},
+		// A runner and what it runs: both are needed next time.
+		{bash("timeout 5 make"), []string{"Bash(timeout:*)", "Bash(make:*)"}},
+		{bash("find . -name '*.go' -exec grep -l x {} +"), []string{"Bash(find:*)", "Bash(grep:*)"}},
+		{bash("bash -c 'go test ./...'"), []string{"Bash(bash:*)", "Bash(go test:*)"}},
+		{bash("printf -v 'a[$(id)]' 1"), nil},
 		{bash("git diff > x"), nil},
 		{bash("X=1 make"), nil},
 		{bash("$X"), nil},
