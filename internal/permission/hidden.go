@@ -32,6 +32,11 @@ func hidesCode(n syntax.Node) bool {
 		return true
 	case *syntax.ParamExp:
 		return paramEvaluates(n)
+	case *syntax.Redirect:
+		// {name}<file stores the descriptor in name, subscript and all.
+		if n.N != nil && strings.HasPrefix(n.N.Value, "{") {
+			return !isIdent(word{text: strings.Trim(n.N.Value, "{}"), lit: true})
+		}
 	case *syntax.UnaryTest:
 		return n.Op == syntax.TsVarSet || n.Op == syntax.TsRefVar
 	case *syntax.BinaryTest:

@@ -71,6 +71,7 @@ func TestBashSmuggling(t *testing.T) {
 		`read x <<< '$(touch X)'; echo ${x@P}`,
 		`printf -v x %s 'a[$(touch X)]'; echo $((x))`,
 		`mapfile -t a <<< 'a[$(touch X)]'; echo $((a))`,
+		`read b <<< 'x[$(touch X)]'; cat {a[b]}</dev/null`,
 		// Builtins that take code, or bind a name to another program.
 		`trap 'touch X' EXIT`,
 		`mapfile -C 'touch X' -c 1 a <<< 1`,
@@ -131,6 +132,7 @@ func TestBashNotSmuggling(t *testing.T) {
 		`jobs -l`,
 		`hash -r`,
 		`alias`,
+		`cat {fd}</dev/null`,
 	} {
 		if got := r.Decide(bash(line)); got != permission.Allow {
 			t.Errorf("Decide(%q) = %v, want allow", line, got)
