@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/mcpserver"
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/version"
 	"github.com/ferry-dev/ferry/internal/vfs"
@@ -71,7 +72,7 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 	limits := tools.DefaultLimits()
 	limits.MaxReadTokens = *maxTokens
 	// Logs go to stderr: stdout carries the protocol.
-	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := slog.New(redact.NewHandler(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	server := mcpserver.New(version.String(), tools.FileTools(), func() *tools.Env {
 		return &tools.Env{FS: local, State: tools.NewReadState(), Limits: limits, History: history}
 	}, log)

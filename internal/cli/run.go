@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/permission"
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
@@ -164,7 +165,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(redact.NewHandler(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level})))
 	sessionID := protocol.NewID()
 	ws := protocol.Workspace{ID: "run", Name: filepath.Base(root), Path: root}
 	turn := runTurn(prompt, stdin)
