@@ -286,6 +286,7 @@ func runServe(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
 		return ExitError
 	}
+	warnPlainListener(env, "ferry serve", ln.Addr())
 	fmt.Fprintf(env.Stdout, "ferry master listening on %s\n", base)
 	if err := printLogin(ctx, env, st, base); err != nil {
 		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
@@ -301,7 +302,8 @@ func runServe(ctx context.Context, env Env, args []string) int {
 func runConnect(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("ferry connect", flag.ContinueOnError)
 	masterURL := fs.String("master", "", "the master's `URL`, e.g. https://ferry.example.com")
-	token := fs.String("token", "", "client `TOKEN` from 'ferry token create' (default $FERRY_TOKEN)")
+	token := fs.String("token", "", "client `TOKEN` from 'ferry token create' (visible to other local users: prefer $FERRY_TOKEN or --token-file)")
+	tokenFile := fs.String("token-file", "", "read the client token from `FILE` (mode 0600)")
 	var workspaces stringList
 	fs.Var(&workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
 	stateDir := fs.String("state", "", "keep the machine id and the outbox in `DIR` (default $XDG_STATE_HOME/ferry/client)")
@@ -310,14 +312,14 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	var agents stringList
 	fs.Var(&agents, "agent", agentUsage)
 	if code, ok := parseFlags(fs, env, args,
-		"Usage: ferry connect --master URL --token T [--workspace DIR]... [--agent SPEC]...",
+		"Usage: ferry connect --master URL [--token-file FILE] [--workspace DIR]... [--agent SPEC]...",
 		"\nRuns the daemon beside your workspaces: it dials out to the master (it opens",
-		"no port), runs the agents and answers the @ file picker.",
+		"no port), runs the agents and answers the @ file picker. The client token",
+		"comes from $FERRY_TOKEN or --token-file (--token works too, but every local",
+		"user can read it in the process list). It exits non-zero when the master",
+		"refuses the token or the machine, saying what to do.",
 	); !ok {
 		return code
-	}
-	if *token == "" {
-		*token = env.Getenv("FERRY_TOKEN")
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -326,10 +328,17 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	case *masterURL == "":
 		fmt.Fprintln(env.Stderr, "ferry connect: --master URL is required")
 		return ExitUsage
-	case *token == "":
-		fmt.Fprintln(env.Stderr, "ferry connect: --token (or $FERRY_TOKEN) is required: create one with 'ferry token create' on the master")
+	}
+	secret, err := connectToken(env, *token, *tokenFile)
+	switch {
+	case err != nil:
+		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
+		return ExitUsage
+	case secret == "":
+		fmt.Fprintln(env.Stderr, "ferry connect: a client token is required in $FERRY_TOKEN or --token-file: create one with 'ferry token create' on the master")
 		return ExitUsage
 	}
+	warnPlainMaster(env, *masterURL)
 	specs, err := agentSpecs(env, agents)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
@@ -351,7 +360,7 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	}
 	log.Info("offering agents", "agents", adapterIDs(ads))
 	c, err := client.New(client.Config{
-		MasterURL: *masterURL, Token: *token, Workspaces: workspaces, StateDir: state,
+		MasterURL: *masterURL, Token: secret, Workspaces: workspaces, StateDir: state,
 		MachineName: *name, Logger: log, Adapters: ads,
 	})
 	if err != nil {
@@ -360,7 +369,11 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	}
 	defer func() { _ = c.Close() }()
 	if err := c.Run(ctx); err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
+		if hint := refusalHint(err, c.Machine().ID); hint != "" {
+			fmt.Fprintf(env.Stderr, "ferry connect: %s\n", hint)
+		} else {
+			fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
+		}
 		return ExitError
 	}
 	return ExitOK
@@ -421,20 +434,40 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitError
 	}
+	warnPlainListener(env, "ferry up", ln.Addr())
 	// The in-process client authenticates like any other, with a token that
-	// lives as long as this process.
-	secret, tok, err := auth.Issue(ctx, st, store.TokenClient, "ferry up", 0)
+	// lives as long as this process (see uptoken.go for what a crash leaves).
+	secret, tok, err := auth.Issue(ctx, st, store.TokenClient, upTokenName, 0)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitError
 	}
-	defer func() { _ = st.RevokeToken(context.Background(), tok.ID) }()
+	defer func() {
+		if err := st.RevokeToken(context.Background(), tok.ID); err == nil || errors.Is(err, store.ErrNotFound) {
+			forgetUpToken(state, tok.ID)
+		}
+	}()
 	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: state, Logger: log, Adapters: ads})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitError
 	}
 	defer func() { _ = c.Close() }()
+	// client.New holds the state directory's lock: no other process serves
+	// this machine, so what an earlier up left owning it can be taken back.
+	revoked, err := reclaim(ctx, st, state, c.Machine().ID, tok)
+	if err != nil {
+		if errors.Is(err, errMachineTaken) {
+			fmt.Fprintf(env.Stderr, "ferry up: %v, which ferry up did not issue (a 'ferry connect' token?).\n"+
+				"If no daemon uses it any more, revoke it ('ferry token revoke --db DSN ID'), or give ferry up another --state directory.\n", err)
+		} else {
+			fmt.Fprintf(env.Stderr, "ferry up: take over the machine: %v\n", err)
+		}
+		return ExitError
+	}
+	if len(revoked) > 0 {
+		log.Info("revoked the client token of an earlier ferry up that did not stop cleanly", "tokens", strings.Join(revoked, ","), "machine", c.Machine().ID)
+	}
 	shown := make([]string, len(workspaces))
 	for i, w := range workspaces {
 		if abs, err := filepath.Abs(w); err == nil {
@@ -447,10 +480,23 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitError
 	}
+	// A client that stops on a refusal takes the master down with it:
+	// up without its machine is not what was asked for.
+	srvCtx, stopSrv := context.WithCancel(ctx)
+	defer stopSrv()
 	clientDone := make(chan error, 1)
-	go func() { clientDone <- c.Run(ctx) }()
-	err = serveHTTP(ctx, ln, m, log)
-	if cErr := <-clientDone; err == nil && cErr != nil {
+	go func() {
+		err := c.Run(ctx)
+		if err != nil {
+			stopSrv()
+		}
+		clientDone <- err
+	}()
+	err = serveHTTP(srvCtx, ln, m, log)
+	if cErr := <-clientDone; cErr != nil {
+		if hint := refusalHint(cErr, c.Machine().ID); hint != "" {
+			cErr = errors.New(hint)
+		}
 		err = cErr
 	}
 	if err != nil {

@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ferry-dev/ferry/internal/cli"
+	"github.com/ferry-dev/ferry/internal/master/mastertest"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -30,7 +30,7 @@ func TestLiveCommandsUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"connect", "--token", "x"}, "--master URL is required"},
-		{[]string{"connect", "--master", "http://127.0.0.1:1"}, "--token (or $FERRY_TOKEN) is required"},
+		{[]string{"connect", "--master", "http://127.0.0.1:1"}, "a client token is required in $FERRY_TOKEN or --token-file"},
 		{[]string{"serve", "extra"}, "takes no arguments"},
 		{[]string{"up", "--retention", "0"}, "--retention must be at least 1"},
 		{[]string{"token"}, "say create, list or revoke"},
@@ -188,25 +188,14 @@ func startUp(t *testing.T, extra map[string]string, args ...string) *upInstance 
 
 var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
-// login uses the login URL and returns the session cookie.
-func (u *upInstance) login(t *testing.T) *http.Cookie {
+// login signs in with the login URL as a browser does.
+func (u *upInstance) login(t *testing.T) mastertest.Browser {
 	t.Helper()
-	resp, err := noRedirect.Get(u.loginURL)
-	if err != nil {
-		t.Fatal(err)
+	b, err := mastertest.Login(context.Background(), u.loginURL)
+	if err != nil || !b.Cookie.HttpOnly {
+		t.Fatalf("login: %v, cookie %+v", err, b.Cookie)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	var session *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == "ferry_session" {
-			session = c
-		}
-	}
-	if resp.StatusCode != http.StatusSeeOther || session == nil || !session.HttpOnly {
-		t.Fatalf("login: %s, cookie %+v", resp.Status, session)
-	}
-	return session
+	return b
 }
 
 // uiConn is a UI's WebSocket to the master.
@@ -216,15 +205,13 @@ type uiConn struct {
 	conn *websocket.Conn
 }
 
-// dial opens the UI WebSocket as a browser does: with the cookie and its
-// own origin.
-func (u *upInstance) dial(t *testing.T, session *http.Cookie) *uiConn {
+// dial opens the UI WebSocket as a browser does: with the cookie, the key
+// share and its own origin.
+func (u *upInstance) dial(t *testing.T, session mastertest.Browser) *uiConn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	conn, resp, err := websocket.Dial(ctx, strings.Replace(u.base, "http", "ws", 1)+"/v1/ui", &websocket.DialOptions{
-		HTTPHeader: http.Header{"Cookie": {session.Name + "=" + session.Value}, "Origin": {u.base}},
-	})
+	conn, resp, err := websocket.Dial(ctx, strings.Replace(u.base, "http", "ws", 1)+"/v1/ui", session.DialOptions())
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
 	}
