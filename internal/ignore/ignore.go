@@ -20,7 +20,9 @@
 //     ~/.config/git/ignore). Within one file the last matching rule wins.
 //   - A path inside an ignored directory is ignored, whatever rules
 //     deeper down say: an ignored directory is never read, so neither are
-//     the ignore files inside it. Entries named ".git" are always ignored.
+//     the ignore files inside it. Entries named ".git" are always ignored,
+//     and so are the temporary files of ferry's writes (vfs.IsTempName):
+//     half-written content or a killed writer's leftover, never the user's.
 //   - Ignore files are read as git reads them (a UTF-8 byte-order mark is
 //     skipped, CRLF is accepted), only when they are regular files (not
 //     symlinks, as git does for .gitignore since 2.32), and only their first
@@ -39,6 +41,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/ferry-dev/ferry/internal/vfs"
 )
 
 // Names of the per-directory ignore files.
@@ -203,13 +207,13 @@ func (d *Dir) Match(name string, isDir bool) bool {
 }
 
 // Why is Match that also returns the deciding rule (nil when no rule
-// matched, or for ".git").
+// matched, or for ".git" and ferry's temporary files).
 func (d *Dir) Why(name string, isDir bool) (bool, *Rule) {
 	nameF := name
 	if d.m.fold {
 		nameF = asciiLower(name)
 	}
-	if nameF == ".git" {
+	if nameF == ".git" || !isDir && vfs.IsTempName(name) {
 		return true, nil
 	}
 	var full, fullF string

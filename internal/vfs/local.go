@@ -4,8 +4,6 @@ package vfs
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,10 +19,6 @@ import (
 // kernel's own limit does, so a loop is an error and never a hang.
 const maxLinks = 40
 
-// tmpMarker is part of every temporary file name WriteFile creates
-// (".NAME.ferry-tmp-RANDOM"), so a leftover from a crash is recognisable.
-const tmpMarker = ".ferry-tmp-"
-
 // openFlags never block on a FIFO or a device swapped in after the type
 // check, and never make a terminal the controlling one.
 const openFlags = syscall.O_NONBLOCK | syscall.O_NOCTTY
@@ -33,6 +27,10 @@ const openFlags = syscall.O_NONBLOCK | syscall.O_NOCTTY
 // the extra roots. It is safe for concurrent use.
 type Local struct {
 	roots []localRoot // roots[0] is the workspace
+	// stopSweep ends the workspace's sweep of leftover temporary files
+	// and waits for it; sweepDone is closed when it is over (sweepTree).
+	stopSweep func()
+	sweepDone <-chan struct{}
 }
 
 var _ FS = (*Local)(nil)
@@ -67,6 +65,7 @@ func NewLocal(workspace string, extraRoots ...string) (*Local, error) {
 		}
 		l.roots = append(l.roots, localRoot{path: p, r: r})
 	}
+	l.stopSweep, l.sweepDone = sweepTree(&l.roots[0])
 	return l, nil
 }
 
@@ -94,6 +93,9 @@ func canonicalDir(dir string) (string, error) {
 
 // Close releases the roots' directory handles.
 func (l *Local) Close() error {
+	if l.stopSweep != nil {
+		l.stopSweep()
+	}
 	var errs []error
 	for _, r := range l.roots {
 		errs = append(errs, r.r.Close())
@@ -561,7 +563,8 @@ func (l *Local) writeAtomic(name string, t target, data []byte, opts WriteOption
 	if old != nil {
 		createPerm = 0o600 // set exactly below, once the content is there
 	}
-	tmp, f, err := createTemp(t.root.r, dir, filepath.Base(t.rel), createPerm)
+	sweepDir(t.root, dir) // leftovers of writers killed mid-way
+	tmp, f, release, err := createTemp(t.root, dir, filepath.Base(t.rel), createPerm)
 	if err != nil {
 		return Info{}, l.mapErr(name, err)
 	}
@@ -573,6 +576,7 @@ func (l *Local) writeAtomic(name string, t target, data []byte, opts WriteOption
 		if !renamed {
 			_ = t.root.r.Remove(tmp) // best effort; the name says what it is
 		}
+		release()
 	}()
 	if _, err := f.Write(data); err != nil {
 		return Info{}, l.mapErr(name, err)
@@ -623,26 +627,31 @@ func (l *Local) writeAtomic(name string, t target, data []byte, opts WriteOption
 	return t.info(fi), nil
 }
 
-// createTemp creates ".BASE.ferry-tmp-RANDOM" in dir with O_EXCL.
-func createTemp(r *os.Root, dir, base string, perm fs.FileMode) (string, *os.File, error) {
+// createTemp creates ".BASE.ferry-tmp-PID-NS-RANDOM" in dir with O_EXCL
+// (see tempName) and registers it as live until release is called.
+func createTemp(root *localRoot, dir, base string, perm fs.FileMode) (string, *os.File, func(), error) {
 	// Stay well below NAME_MAX (255 bytes) with the prefix and suffix.
 	for len(base) > 200 {
 		_, size := utf8.DecodeLastRuneInString(base)
 		base = base[:len(base)-size]
 	}
 	for range 10 {
-		var b [8]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return "", nil, err
-		}
-		name := filepath.Join(dir, "."+base+tmpMarker+hex.EncodeToString(b[:]))
-		f, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		name := filepath.Join(dir, tempName(base))
+		// Live before it exists: a sweep that sees it on disk must find
+		// it here.
+		release := registerTemp(filepath.Join(root.path, name))
+		f, err := root.r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if errors.Is(err, fs.ErrExist) {
+			release()
 			continue
 		}
-		return name, f, err
+		if err != nil {
+			release()
+			return "", nil, nil, err
+		}
+		return name, f, release, nil
 	}
-	return "", nil, fmt.Errorf("cannot create a temporary file in %s: %w", dir, fs.ErrExist)
+	return "", nil, nil, fmt.Errorf("cannot create a temporary file in %s: %w", dir, fs.ErrExist)
 }
 
 // keepOwner gives the new file the replaced file's owner and group, best

@@ -64,9 +64,20 @@
 //     root may give a file away; a group member keeps the group). A new file
 //     gets WriteOptions.Perm (0644 when zero) filtered by the umask, as any
 //     created file; missing parents are created 0755 (umask applies).
-//   - Temporary files are ".NAME.ferry-tmp-RANDOM" beside the target,
-//     created with O_EXCL and removed on every failure; the directory is
-//     fsynced after the rename, best effort (the write has happened by then).
+//   - Temporary files are ".NAME.ferry-tmp-PID-NS-RANDOM" beside the
+//     target (NS: the writer's PID namespace on Linux, else 0), created
+//     with O_EXCL and removed on every failure; the directory is fsynced
+//     after the rename, best effort (the write has happened by then). A
+//     writer killed mid-way leaves its temporary file behind: WriteFile
+//     sweeps the directory it writes in (at most every 10 minutes per
+//     directory and process), and NewLocal sweeps the workspace in the
+//     background (once per process; Close stops it). A sweep removes a
+//     regular file with such a name when its writer is gone: this process
+//     but not one of its writes in flight, or a PID of this namespace that
+//     no longer runs; and any such file older than an hour (PIDs are
+//     reused). It never removes a live writer's file, nor one from another
+//     PID namespace younger than an hour. IsTempName tells listings to
+//     skip them meanwhile.
 //   - Locking: WriteFile holds a process-wide lock on the canonical path from
 //     the first stat to the rename, so writers in one process (two sessions,
 //     parallel Edits) serialise and WriteOptions.Check sees the file as the
@@ -82,6 +93,8 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -100,6 +113,50 @@ var (
 	ErrNotExist   = fs.ErrNotExist
 	ErrPermission = fs.ErrPermission
 )
+
+// tmpMarker is part of every temporary file name WriteFile creates
+// (".NAME.ferry-tmp-PID-NS-RANDOM"), so a leftover from a crash is
+// recognisable.
+const tmpMarker = ".ferry-tmp-"
+
+// IsTempName reports whether name (a base name) is a temporary file of
+// WriteFile: ".NAME.ferry-tmp-" then PID-NS-RANDOM, or RANDOM alone (older
+// versions), RANDOM being 16 lowercase hex digits. Listings (the @ search
+// index, Glob, Grep) skip such names: they are half-written files or a
+// crashed writer's leftovers, never the user's.
+func IsTempName(name string) bool {
+	_, ok := parseTempName(name)
+	return ok
+}
+
+// tempOwner is who wrote a temporary file, as its name says.
+type tempOwner struct {
+	pid, ns uint64 // both 0: an older name that does not say
+}
+
+func parseTempName(name string) (tempOwner, bool) {
+	i := strings.LastIndex(name, tmpMarker)
+	if len(name) < 2 || name[0] != '.' || i < 2 {
+		return tempOwner{}, false
+	}
+	parts := strings.Split(name[i+len(tmpMarker):], "-")
+	random := parts[len(parts)-1]
+	if len(random) != 16 || strings.Trim(random, "0123456789abcdef") != "" {
+		return tempOwner{}, false
+	}
+	switch len(parts) {
+	case 1:
+		return tempOwner{}, true
+	case 3:
+		pid, err1 := strconv.ParseUint(parts[0], 10, 32)
+		ns, err2 := strconv.ParseUint(parts[1], 10, 64)
+		if err1 != nil || err2 != nil || pid == 0 || strings.HasPrefix(parts[0], "+") || strings.HasPrefix(parts[1], "+") {
+			return tempOwner{}, false
+		}
+		return tempOwner{pid: pid, ns: ns}, true
+	}
+	return tempOwner{}, false
+}
 
 // DevNull is the one special path that is served: it reads as empty.
 const DevNull = "/dev/null"
