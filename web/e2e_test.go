@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/ferry-dev/ferry/internal/cli"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
@@ -260,6 +262,54 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 		_, _ = fmt.Fprint(w, n)
+	})
+	// The control server also plays another local server, as a dev server
+	// the agent started would be: the browser sends it ferry's cookie
+	// (cookies ignore ports). /probe records it and may plant a login link;
+	// /replay tries the cookie against the master with forged headers.
+	var leaked string
+	ctl.HandleFunc("GET /probe", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		leaked = r.Header.Get("Cookie")
+		link := ""
+		if r.URL.Query().Get("link") != "" {
+			secret, err := ferryCLI(env, "token", "create", "--kind", "login", "--db", db)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			link = fmt.Sprintf(`<p><a id="go" href="%s/login?token=%s">open ferry</a></p>`, base, strings.TrimSpace(secret))
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = fmt.Fprintf(w, "<!doctype html><title>a dev server</title><p>another server on this host</p>%s", link)
+	})
+	ctl.HandleFunc("POST /replay", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		cookie := leaked
+		mu.Unlock()
+		if !strings.Contains(cookie, "ferry_session=") {
+			http.Error(w, "the other server got no ferry_session cookie: "+cookie, http.StatusInternalServerError)
+			return
+		}
+		var got []string
+		for _, protos := range [][]string{nil, {"ferry.ui"}} {
+			ws, resp, err := websocket.Dial(r.Context(), "ws"+strings.TrimPrefix(base, "http")+"/v1/ui", &websocket.DialOptions{
+				HTTPHeader:   http.Header{"Cookie": {cookie}, "Origin": {base}, "Sec-Fetch-Site": {"same-origin"}},
+				Subprotocols: protos,
+			})
+			if err == nil {
+				_ = ws.CloseNow()
+				got = append(got, "opened")
+				continue
+			}
+			if resp == nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			got = append(got, fmt.Sprint(resp.StatusCode))
+		}
+		_, _ = fmt.Fprint(w, strings.Join(got, " "))
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

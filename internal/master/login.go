@@ -70,8 +70,10 @@ func pageHeaders(w http.ResponseWriter, csp string) {
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	// The page's URL holds the login token: it goes nowhere.
-	h.Set("Referrer-Policy", "no-referrer")
+	// The login page's URL holds the login token: it goes to no other
+	// origin. (no-referrer would also make the form's POST carry
+	// "Origin: null", which the POST refuses.)
+	h.Set("Referrer-Policy", "same-origin")
 }
 
 func pageStart(title string) string {

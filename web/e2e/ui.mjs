@@ -519,6 +519,28 @@ try {
     assert.equal(await page.locator('.msg.user .bubble .chip').count(), 1);
     assert.equal(await turnText(page), Array.from({ length: cfg.flows[0].long_words }, (_, i) => `d${String(i + 1).padStart(2, '0')}`).join(' '));
   });
+  await step('desktop: another local server gets the cookie but cannot use it, and a login link it plants asks first', async () => {
+    const key = await desktop.page.evaluate(() => localStorage.getItem('ferry.key'));
+    assert.match(key || '', /^ferry_uikey_/, 'the key share is in the storage of ferry\'s origin');
+    const session = async () => (await desktop.ctx.cookies(cfg.base)).find((c) => c.name === 'ferry_session');
+    const before = await session();
+    assert.ok(before && before.httpOnly && before.sameSite === 'Strict' && before.value.startsWith('ferry_uicookie_'), `cookie ${JSON.stringify(before)}`);
+    const page = await desktop.ctx.newPage();
+    watch(page, 'desktop, another server');
+    await page.goto(`${cfg.control}/probe?link=1`);
+    assert.equal(await page.evaluate(() => localStorage.getItem('ferry.key')), null, 'another port reads no key');
+    assert.equal(await control('/replay'), '401 401', 'the cookie replayed with forged headers');
+    // The planted link asks, says a session would be replaced, and
+    // replaces nothing until the person confirms.
+    await page.locator('#go').click();
+    await page.getByRole('heading', { name: 'Sign in to ferry?' }).waitFor();
+    await page.locator('#replace').waitFor();
+    assert.equal((await session()).value, before.value, 'opening the planted link replaced the session');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    assert.notEqual((await session()).value, before.value, 'the confirmed login did not sign in');
+    await page.close();
+  });
   const phone = await flow(browser, cfg.flows[1]);
   await step('signed out: a revoked sign-in shows the sign-in screen', async () => {
     const n = Number(await control('/revoke-ui'));

@@ -315,7 +315,7 @@ export class App {
       err, startBtn);
     const none = h('div', { class: 'callout', hidden: true },
       h('p', { text: 'No machine is connected yet.' }),
-      h('p', { class: 'small' }, 'Run ', h('code', { text: 'ferry up' }), ' on the machine with your code, or ', h('code', { text: 'ferry connect --master URL --token T' }), ' with a client token from ', h('code', { text: 'ferry token create' }), '.'));
+      h('p', { class: 'small' }, 'Run ', h('code', { text: 'ferry up' }), ' on the machine with your code, or ', h('code', { text: 'ferry connect --master URL --token-file FILE' }), ' with a client token from ', h('code', { text: 'ferry token create' }), '.'));
     const loading = h('p', { class: 'muted', text: 'Loading the machines…' });
     wrap.append(h('h1', { id: 'new-title', text: 'New session' }), loading,
       h('p', { class: 'muted narrow-hide', text: 'Pick a workspace and an agent, or reopen a session from the list.' }), none, form);

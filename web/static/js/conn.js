@@ -8,10 +8,17 @@
 // - When the connection drops it is opened again with exponential backoff
 //   and full jitter; "state" events say connecting / open / lost / signedout.
 //   The views then resubscribe from the last seq they hold.
+// - The sign-in is two halves (internal/master/browser.go): the HttpOnly
+//   cookie, which the browser sends by itself, and the key share the login
+//   page stored in localStorage, which the page offers as a WebSocket
+//   subprotocol beside "ferry.ui". A browser sends 127.0.0.1 cookies to
+//   every port, but storage is per origin: no other local server has the
+//   key. No key stored means signed out at once.
 // - A browser cannot read the HTTP status of a refused WebSocket upgrade, so
-//   "signed out" is inferred: the upgrade fails twice in a row while
-//   /healthz answers, or the master closes the connection with
-//   error{code: unauthorized} (a revoked or expired token).
+//   "signed out" is otherwise inferred: the upgrade fails twice in a row
+//   while /healthz answers, or the master closes the connection with
+//   error{code: unauthorized} (a revoked or expired token). A sign-in in
+//   another tab (a new key stored) reconnects this one.
 // - A heartbeat (ui.machines.list every 25 s while visible, answered within
 //   10 s) notices a connection that died silently, as on a phone that
 //   changed networks; each one answered is a "heartbeat" event.
@@ -24,6 +31,16 @@ const HEARTBEAT_EVERY = 25000;
 const HEARTBEAT_WAIT = 10000;
 const REQUEST_WAIT = 45000;
 const SIGNED_IN = 'ferry.signedIn';
+const KEY = 'ferry.key'; // the key share; the master's login page writes it
+const PROTOCOL = 'ferry.ui';
+
+function storedKey() {
+  try {
+    return localStorage.getItem(KEY) || '';
+  } catch {
+    return '';
+  }
+}
 
 function wasSignedIn() {
   try {
@@ -62,6 +79,10 @@ export class Connection extends EventTarget {
     this.heartbeatTimer = 0;
     this.everOpened = false;
     addEventListener('online', () => this.retryNow());
+    addEventListener('storage', (ev) => {
+      // Signed in (again) in another tab: use the new sign-in here too.
+      if (ev.key === KEY && ev.newValue && this.state === 'signedout') this.start();
+    });
     document.addEventListener('visibilitychange', () => {
       if (document.hidden) return;
       if (this.state === 'open') this.heartbeat();
@@ -85,10 +106,15 @@ export class Connection extends EventTarget {
 
   open() {
     if (this.ws) return;
+    const key = storedKey();
+    if (!key) {
+      this.setState('signedout', { reason: this.everOpened || wasSignedIn() ? 'expired' : 'none' });
+      return;
+    }
     this.setState(this.everOpened ? 'lost' : 'connecting');
     let ws;
     try {
-      ws = new WebSocket(this.url);
+      ws = new WebSocket(this.url, [PROTOCOL, key]);
     } catch {
       this.scheduleRetry();
       return;
@@ -126,6 +152,11 @@ export class Connection extends EventTarget {
       clearTimeout(this.heartbeatTimer);
       this.failPending(new ProtoError({ code: 'connection_lost', message: 'the connection to the master was lost' }));
       if (unauthorized) {
+        if (storedKey() && storedKey() !== key) {
+          // Another tab signed in anew meanwhile: try with that sign-in.
+          this.scheduleRetry(200);
+          return;
+        }
         this.setState('signedout', { reason: 'expired' });
         return;
       }
