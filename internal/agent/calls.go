@@ -227,7 +227,7 @@ func succeeded(res *tools.Result) finish {
 // ask sends a permission request for the call and waits for the answer, a
 // timeout (denied) or cancel (ctx's error).
 func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage, call permission.Call, diff *protocol.FileDiff) (bool, error) {
-	always := permission.RulesFor(call)
+	always := t.rules.RulesFor(call) // through a link: the target's rule too
 	id := protocol.NewID()
 	ch := make(chan *protocol.InteractionResponse, 1)
 	t.a.mu.Lock()

@@ -3,6 +3,7 @@ package permission
 import (
 	"errors"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 
@@ -462,6 +463,40 @@ func RulesFor(c Call) []Rule {
 		return nil
 	}
 	return []Rule{rule}
+}
+
+// RulesFor is the package's RulesFor for a call under r: for a file tool
+// whose path leads through a symbolic link it adds the exact rule for the
+// resolved path, since allow rules must cover both forms, so that "allow
+// always" keeps its promise and shows where the link leads. Nil when the
+// path's links cannot be resolved: no rule allows such a path.
+func (r *Rules) RulesFor(c Call) []Rule {
+	rules := RulesFor(c)
+	if c.Tool == "Bash" || len(rules) == 0 {
+		return rules
+	}
+	var rs Rules
+	if r != nil {
+		rs = *r
+	}
+	forms, sure := rs.matcher().forms(c.Path)
+	if !sure {
+		return nil
+	}
+	for _, f := range forms[1:] {
+		p := f.rel
+		if p == "" {
+			p = f.abs
+		}
+		extra := RulesFor(Call{Tool: c.Tool, Path: p})
+		if len(extra) != 1 {
+			return nil
+		}
+		if !slices.Contains(rules, extra[0]) {
+			rules = append(rules, extra[0])
+		}
+	}
+	return rules
 }
 
 // escapeGlob makes a path match itself only, as a doublestar pattern and

@@ -3,6 +3,7 @@ package permission_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -135,5 +136,43 @@ func TestBashDeclaredWrites(t *testing.T) {
 	denied := mustRules(t, nil, nil, []string{"Bash(make:*)"})
 	if got := denied.Decide(call("public/r.pdf")); got != permission.Deny {
 		t.Fatalf("a denied command with a declared path: %v", got)
+	}
+}
+
+// TestAllowAlwaysThroughSymlinks: "allow always" on a path through a link
+// records the resolved path too, so the call is allowed next time.
+func TestAllowAlwaysThroughSymlinks(t *testing.T) {
+	ws, _ := linkedWorkspace(t)
+	r := &permission.Rules{Workspace: ws}
+	for _, c := range []struct {
+		call permission.Call
+		want []string
+	}{
+		{write("public/lnk"), []string{"Write(public/lnk)", "Write(protected/keep.txt)"}},
+		{write("plink/new.txt"), []string{"Write(plink/new.txt)", "Write(protected/new.txt)"}},
+		{write("public/plain.txt"), []string{"Write(public/plain.txt)"}},
+		{write("loop1"), nil},
+	} {
+		var got []string
+		for _, rule := range r.RulesFor(c.call) {
+			got = append(got, rule.String())
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("RulesFor(%+v) = %q, want %q", c.call, got, c.want)
+			continue
+		}
+		if len(got) == 0 {
+			continue
+		}
+		if r.Decide(c.call) == permission.Allow {
+			t.Fatalf("%+v allowed without rules", c.call)
+		}
+		next := *r
+		for _, rule := range r.RulesFor(c.call) {
+			next.Add(permission.Allow, rule)
+		}
+		if d := next.Decide(c.call); d != permission.Allow {
+			t.Errorf("after allow always, Decide(%+v) = %v", c.call, d)
+		}
 	}
 }
