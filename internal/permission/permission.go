@@ -57,8 +57,9 @@
 // determined command can hide what it runs (a script file, an interpreter,
 // `find -exec` with a computed name). ferry looks through the common
 // wrappers (`sudo`, `env`, `xargs`, `timeout`, `nice`, `command`, `exec`,
-// `nohup`, `find -exec`, `bash -c '…'`, `eval '…'`) and absolute program
-// paths (`/bin/rm` is `rm`) when matching deny and ask rules.
+// `nohup`, `find -exec`, `jobs -x`, `bash -c '…'`, `eval '…'`) for every
+// rule, and through absolute program paths (`/bin/rm` is `rm`) when
+// matching deny and ask rules.
 package permission
 
 import (
