@@ -8,7 +8,10 @@ import (
 )
 
 func TestModeAllows(t *testing.T) {
+	gitEnv(t, "")
+	repo := cleanRepo(t)
 	grep := permission.Call{Tool: "Grep", ReadOnly: true}
+	bash := func(cmd string) permission.Call { return permission.Call{Tool: "Bash", Command: cmd, Dir: repo} }
 	for _, c := range []struct {
 		mode string
 		call permission.Call
@@ -75,7 +78,40 @@ func TestReadOnlyGit(t *testing.T) {
 		{"git reflog", true},
 		{"git worktree list", true},
 
+		{"git status -ufoo", true},
+		{"git status -uno", true},
+		{"git log --end-of-options -p", true},
+		{"git diff --no-ext-diff --no-textconv", true},
+		{"git log --no-decorate --no-color", true},
+		{"git grep -e-n foo", true},
+		{"git grep -ie foo", true},
+		{"git blame -L1,2 f", true},
+		{"git log -n 3 --author T", true},
+		{"git describe --dirty", true},
+
 		{"git", false},
+		{"git ls-remote .", false},
+		{"git ls-remote --upload-pack=x .", false},
+		{"git grep -nO'cmd' pat", false},
+		{"git grep -nOcmd pat", false},
+		{"git grep -e -n foo", false},
+		{"git log --no-format", false},
+		{"git log --no-output", false},
+		{"git log --format=x --form=y", false},
+		{"git blame --cont /etc/passwd f", false},
+		{"git blame --contents /etc/passwd f", false},
+		{"git diff /etc/passwd x", false},
+		{"git log -- /etc", false},
+		{"git diff ~/x y", false},
+		{"git branch -d x", false},
+		{"git branch --edit-description", false},
+		{"git tag -v v1", false},
+		{"git remote show origin", false},
+		{"git remote show -n origin", true},
+		{"git stash show -p stash@{0}", true},
+		{"git reflog delete HEAD@{1}", false},
+		{"git config --get-all --add x y", false},
+		{"git status --porcelain=v2 --no-such-option", false},
 		{"git push", false},
 		{"git commit -m x", false},
 		{"git checkout main", false},

@@ -356,7 +356,11 @@ func (s *session) onPermission(m *message) {
 	}
 	// Never trust the agent to keep to the mode: a writing or executing
 	// call is refused in plan and review mode without asking.
-	if ok, why := permission.ModeAllows(s.currentMode(), modeCall(p.ToolCall)); !ok {
+	mc := modeCall(p.ToolCall)
+	if mc.Tool == "Bash" {
+		mc.Dir = s.ws // the agent's session cwd (session/new)
+	}
+	if ok, why := permission.ModeAllows(s.currentMode(), mc); !ok {
 		s.log.Info("acp: permission refused by the mode", "tool", runecut.Prefix(deref(p.ToolCall.Title), 200), "why", why)
 		if reject != "" {
 			s.reply(m.ID, selectedOutcome(reject))

@@ -54,7 +54,7 @@ func (s *session) callFor(tool string, input json.RawMessage) permission.Call {
 	_ = json.Unmarshal(input, &in) // a malformed input has no path or command
 	c := permission.Call{Tool: tool, ReadOnly: readOnlyTools[tool]}
 	if tool == "Bash" {
-		c.Command = in.Command
+		c.Command, c.Dir = in.Command, s.ws // Claude Code starts in the workspace
 	}
 	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
 		if p != "" {
@@ -117,7 +117,11 @@ func (s *session) answerHook(p *proc, r *controlRequestLine) {
 		s.reply(p, successResponse(r.RequestID, hookPass))
 		return
 	}
-	if ok, why := s.modeAllows(s.callFor(in.ToolName, in.ToolInput)); !ok {
+	c := s.callFor(in.ToolName, in.ToolInput)
+	if c.Tool == "Bash" && filepath.IsAbs(in.Cwd) {
+		c.Dir = in.Cwd // where Claude Code's shell is now (cd persists)
+	}
+	if ok, why := s.modeAllows(c); !ok {
 		s.markDenied(in.ToolUseID)
 		s.reply(p, successResponse(r.RequestID, hookDeny(why)))
 		return

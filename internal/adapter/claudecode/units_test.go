@@ -214,7 +214,7 @@ func TestRel(t *testing.T) {
 		}
 	}
 	c := s.callFor("Bash", json.RawMessage(`{"command":"git status"}`))
-	if c.Command != "git status" || c.ReadOnly {
+	if c.Command != "git status" || c.ReadOnly || c.Dir != "/work/ws" {
 		t.Errorf("%+v", c)
 	}
 	if c := s.callFor("Read", json.RawMessage(`{"file_path":"/work/ws/a"}`)); c.Path != "a" || !c.ReadOnly {
@@ -226,7 +226,7 @@ func TestRel(t *testing.T) {
 }
 
 func TestModeRefusals(t *testing.T) {
-	s := &session{mode: protocol.ModeReview}
+	s := &session{mode: protocol.ModeReview, ws: t.TempDir()} // Bash runs in ws: review mode reads git config there
 	if ok, _ := s.modeAllows(s.callFor("Bash", json.RawMessage(`{"command":"git log -3"}`))); !ok {
 		t.Error("review mode refused a read-only git command")
 	}

@@ -337,6 +337,8 @@ type hookInput struct {
 	ToolName      string          `json:"tool_name"`
 	ToolInput     json.RawMessage `json:"tool_input"`
 	ToolUseID     string          `json:"tool_use_id"`
+	// Cwd is the CLI's working directory, where a Bash command runs.
+	Cwd string `json:"cwd"`
 }
 
 // controlResponseLine answers a request ferry sent.
