@@ -386,6 +386,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	var workspaces stringList
 	fs.Var(&workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
 	stateDir := fs.String("state", "", "the client's state `DIR` (default $XDG_STATE_HOME/ferry/client)")
+	name := fs.String("name", "", "the machine's `NAME` shown in the UI (default the host name)")
 	var agents stringList
 	fs.Var(&agents, "agent", agentUsage)
 	if code, ok := parseFlags(fs, env, args,
@@ -447,7 +448,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 			forgetUpToken(state, tok.ID)
 		}
 	}()
-	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: state, Logger: log, Adapters: ads})
+	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: state, MachineName: *name, Logger: log, Adapters: ads})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitError
