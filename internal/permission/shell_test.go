@@ -134,7 +134,9 @@ func FuzzParse(f *testing.F) {
 }
 
 func FuzzSplit(f *testing.F) {
-	for _, s := range []string{"git diff --stat", "a && b || c | d; e &", "echo $(rm x) `y` <(z)", "cat <<EOF\n$(a)\nEOF", "X=1 y > z 2>&1", "bash -c 'rm -rf /'", "find . -exec rm {} \\;", "sudo env FOO=1 timeout 5 rm", "f() { a; }; f", "for i in 1 2; do echo $i; done", "echo 'open", "$'\\x72m'"} {
+	for _, s := range []string{"git diff --stat", "a && b || c | d; e &", "echo $(rm x) `y` <(z)", "cat <<EOF\n$(a)\nEOF", "X=1 y > z 2>&1", "bash -c 'rm -rf /'", "find . -exec rm {} \\;", "sudo env FOO=1 timeout 5 rm", "f() { a; }; f", "for i in 1 2; do echo $i; done", "echo 'open", "$'\\x72m'",
+		"printf -v 'a[$(id)]' 1", "read -ra'x[1]' <<< y", "[[ -v a[$(id)] || x -eq 1 ]]", "echo ${a[$(id)]} ${x:1:$n} ${!p} ${x@P}",
+		"trap 'id' EXIT; command builtin printf -vq 1", "cat {a[b]}</dev/null", "jobs -x id; mapfile -C id -c1 a", "test \"$a\" \"$b\""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
