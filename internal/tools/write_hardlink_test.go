@@ -20,7 +20,7 @@ func TestWriteRefusesHardLinkedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.Link(outside, filepath.Join(ws, "link.txt")); err != nil {
-		t.Skip("no hard links on this file system:", err)
+		t.Fatal(err)
 	}
 	in := wtFile(t, ws, "a.txt", []byte("inside\n"))
 	if err := os.Link(in, filepath.Join(ws, "b.txt")); err != nil {

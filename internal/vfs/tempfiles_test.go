@@ -81,14 +81,14 @@ func TestLocalSweepsLeftoverTemps(t *testing.T) {
 
 	hour := time.Now().Add(-2 * time.Hour)
 	files := map[string]time.Time{
-		vfs.OldTempName("old.txt"):                  hour,        // older than an hour: gone
-		vfs.OldTempName("fresh.txt"):                time.Time{}, // older version's, fresh: cannot tell
-		vfs.TempNameFor("mine.txt", os.Getpid(), 0): time.Time{}, // this PID but no write of ours: gone
-		vfs.TempNameFor("ns.txt", 999_999, 1):       time.Time{}, // another PID namespace, fresh: kept
-		vfs.TempNameFor("nsold.txt", 999_999, 1):    hour,        // ... but not for ever
-		vfs.TempNameFor("dead.txt", deadPID(t), 0):  time.Time{}, // its writer is gone
-		"notes.ferry-tmp-x":                         time.Time{}, // not ferry's
-		".notes.txt.ferry-tmp-0123456789ABCDEF":     time.Time{}, // not ferry's either
+		vfs.OldTempName("old.txt"):                  hour, // older than an hour: gone
+		vfs.OldTempName("fresh.txt"):                {},   // older version's, fresh: cannot tell
+		vfs.TempNameFor("mine.txt", os.Getpid(), 0): {},   // this PID but no write of ours: gone
+		vfs.TempNameFor("ns.txt", 999_999, 1):       {},   // another PID namespace, fresh: kept
+		vfs.TempNameFor("nsold.txt", 999_999, 1):    hour, // ... but not for ever
+		vfs.TempNameFor("dead.txt", deadPID(t), 0):  {},   // its writer is gone
+		"notes.ferry-tmp-x":                         {},   // not ferry's
+		".notes.txt.ferry-tmp-0123456789ABCDEF":     {},   // not ferry's either
 	}
 	for name, mtime := range files {
 		p := filepath.Join(sub, name)
