@@ -179,6 +179,10 @@ type callPath struct{ rel, abs string }
 // sure is false when the links could not be resolved.
 func (m matcher) forms(p string) (forms []callPath, sure bool) {
 	given := m.normPath(p, m.ws)
+	if given.rel == "" && path.IsAbs(p) && m.wsReal != "" {
+		// The workspace named through a link, the path through its target.
+		given.rel, _ = relTo(given.abs, m.wsReal)
+	}
 	start := p
 	if start == "" {
 		start = "."

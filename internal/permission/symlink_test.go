@@ -100,7 +100,7 @@ func TestPatternsSeeThroughSymlinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := mustRules(t,
-		[]string{"Write(" + wsLink + "/public/**)"},
+		[]string{"Write(" + wsLink + "/public/**)", "Edit(src/**)"},
 		nil,
 		[]string{"Edit(plink/**)", "Read(outlink/**)", "Read(" + wsLink + "/secret.txt)"},
 	)
@@ -113,6 +113,8 @@ func TestPatternsSeeThroughSymlinks(t *testing.T) {
 		{"a relative path in a linked workspace", read("link_to_secret"), permission.Deny},
 		{"an absolute allow through a link", write(filepath.Join(ws, "public/a.txt")), permission.Allow},
 		{"a relative path under that allow", write("public/a.txt"), permission.Allow},
+		{"a relative allow, the path through the real workspace", edit(filepath.Join(ws, "src/a.go")), permission.Allow},
+		{"a relative allow, the path through the link", edit(filepath.Join(wsLink, "src/a.go")), permission.Allow},
 	})
 }
 
