@@ -298,6 +298,9 @@ func TestBrowser(t *testing.T) {
 				HTTPHeader:   http.Header{"Cookie": {cookie}, "Origin": {base}, "Sec-Fetch-Site": {"same-origin"}},
 				Subprotocols: protos,
 			})
+			if resp != nil && resp.Body != nil {
+				_ = resp.Body.Close()
+			}
 			if err == nil {
 				_ = ws.CloseNow()
 				got = append(got, "opened")

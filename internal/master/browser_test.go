@@ -32,8 +32,17 @@ type browser struct {
 	key    string
 }
 
+// httpAnswer is a response, its body read and closed.
+type httpAnswer struct {
+	StatusCode int
+	Header     http.Header
+	cookies    []*http.Cookie
+}
+
+func (a httpAnswer) Cookies() []*http.Cookie { return a.cookies }
+
 // do sends a request to the master and returns the answer with its body.
-func (e *env) do(method, path string, h http.Header, form url.Values) (*http.Response, string) {
+func (e *env) do(method, path string, h http.Header, form url.Values) (httpAnswer, string) {
 	e.t.Helper()
 	var body io.Reader
 	if form != nil {
@@ -55,10 +64,10 @@ func (e *env) do(method, path string, h http.Header, form url.Values) (*http.Res
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
+	return httpAnswer{resp.StatusCode, resp.Header, resp.Cookies()}, string(b)
 }
 
-func sessionCookie(resp *http.Response) *http.Cookie {
+func sessionCookie(resp httpAnswer) *http.Cookie {
 	for _, c := range resp.Cookies() {
 		if c.Name == master.CookieName {
 			return c
@@ -69,7 +78,7 @@ func sessionCookie(resp *http.Response) *http.Cookie {
 
 // openLogin GETs the login URL as a browser would (site is its
 // Sec-Fetch-Site) and returns the page.
-func (e *env) openLogin(login, site string, h http.Header) (*http.Response, string) {
+func (e *env) openLogin(login, site string, h http.Header) (httpAnswer, string) {
 	e.t.Helper()
 	if h == nil {
 		h = http.Header{}
@@ -82,7 +91,7 @@ func (e *env) openLogin(login, site string, h http.Header) (*http.Response, stri
 }
 
 // postLogin submits the login page's form from origin.
-func (e *env) postLogin(token, origin string, h http.Header) (*http.Response, string) {
+func (e *env) postLogin(token, origin string, h http.Header) (httpAnswer, string) {
 	e.t.Helper()
 	if h == nil {
 		h = http.Header{}
