@@ -227,8 +227,8 @@ func attributes(t *testing.T, dir, line string) {
 
 var hostileRepos = []hostile{
 	{name: "core.fsmonitor", setup: func(t *testing.T, d, m string) { gitConfig(t, d, "core.fsmonitor", m) }, trigger: "git status"},
-	{name: "core.pager", setup: func(t *testing.T, d, m string) { gitConfig(t, d, "core.pager", m) }},
-	{name: "pager.log", setup: func(t *testing.T, d, m string) { gitConfig(t, d, "pager.log", m) }},
+	{name: "core.pager", setup: func(t *testing.T, d, m string) { gitConfig(t, d, "core.pager", m) }, trigger: "tty:git log -1"},
+	{name: "pager.log", setup: func(t *testing.T, d, m string) { gitConfig(t, d, "pager.log", m) }, trigger: "tty:git log -1"},
 	{name: "diff.external", setup: func(t *testing.T, d, m string) { gitConfig(t, d, "diff.external", m); modify(t, d) }, trigger: "git diff"},
 	{name: "textconv", setup: func(t *testing.T, d, m string) {
 		gitConfig(t, d, "diff.x.textconv", m)
@@ -363,10 +363,19 @@ func TestReviewRefusesHostileRepos(t *testing.T) {
 					t.Errorf("review mode allowed %s", cmd)
 				}
 			}
-			if h.trigger != "" {
-				shell(dir, h.trigger)
+			trigger := h.trigger
+			if cmd, ok := strings.CutPrefix(trigger, "tty:"); ok {
+				// A pager runs only on a terminal: script(1) gives it one.
+				trigger = "script -qec '" + cmd + "' /dev/null"
+				if _, err := exec.LookPath("script"); err != nil {
+					t.Logf("not checking that the pager setup is live: script(1) is missing (apt-get install util-linux)")
+					trigger = ""
+				}
+			}
+			if trigger != "" {
+				shell(dir, trigger)
 				if !exists(marker) {
-					t.Errorf("the setup is not live: %s did not run the marker", h.trigger)
+					t.Errorf("the setup is not live: %s did not run the marker", trigger)
 				}
 			}
 		})

@@ -219,7 +219,7 @@ var gitSubs = map[string]*gitSub{
 		--show-current --abbrev=? --no-abbrev`), check: listOnly("git branch creates, renames and deletes branches")},
 	"tag":        {opts: optSet(refListOpts, `-l --list -n=?`), check: listOnly("git tag creates and deletes tags")},
 	"merge-base": {opts: optSet(`--all --octopus --independent --is-ancestor --fork-point`)},
-	"show-ref":   {opts: optSet(`--head --tags --heads -s -d --dereference -q --quiet --hash=? --abbrev=?`)},
+	"show-ref":   {opts: optSet(`--head --tags --heads --verify -s -d --dereference -q --quiet --hash=? --abbrev=?`)},
 	"for-each-ref": {opts: optSet(`--ignore-case --shell --perl --python --tcl --format= --sort=
 		--count= --points-at= --merged= --no-merged= --contains= --no-contains=`)},
 	"name-rev": {opts: optSet(`--tags --all --name-only --no-undefined --always --refs= --exclude=`)},
