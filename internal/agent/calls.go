@@ -113,6 +113,11 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 		return denied(fmt.Sprintf("Refused: the session is in %s mode (%s). Do not retry this call; continue within the mode's limits or tell the user what you would do.", mode, reason)), nil
 	}
 	env := t.a.env // a copy: Approve and Progress belong to this call
+	if tool.Name() == "Glob" || tool.Name() == "Grep" {
+		// A search of a directory must not read what the rules keep
+		// from Read: `Read(secret.txt)` also hides it from `Grep .`.
+		env.Hidden = t.rules.Hides(tool.Name())
+	}
 	env.Progress = func(delta string) {
 		if delta == "" {
 			return

@@ -170,6 +170,40 @@ func (m matcher) decidePath(c Call) Decision {
 	return Allow
 }
 
+// Hides returns what Glob and Grep (tool) must leave out of a directory
+// they search: the files, and directories, whose reading a deny or ask
+// rule covers, as given or with links resolved. A search cannot ask per
+// file, so an ask rule hides too. Nil when no such rule exists. The
+// function takes absolute paths (a link's own path for a link) and
+// resolves each pattern's directories once for the whole search.
+func (r *Rules) Hides(tool string) func(path string) bool {
+	if r == nil {
+		return nil
+	}
+	found := false
+	for _, list := range [][]Rule{r.Deny, r.Ask} {
+		for _, rule := range list {
+			found = found || covers(rule.Tool, tool)
+		}
+	}
+	if !found {
+		return nil
+	}
+	m := r.matcher()
+	var mu sync.Mutex // m memoises patterns; a search may call from several goroutines
+	return func(p string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		forms, _ := m.forms(p)
+		for _, f := range forms {
+			if m.anyPathRule(m.rules.Deny, tool, f, true) || m.anyPathRule(m.rules.Ask, tool, f, true) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // callPath is a call's path in the forms rules compare: rel is
 // workspace-relative ("" when the path is not inside the workspace, or
 // not known to be), abs absolute ("" when not known).

@@ -178,3 +178,38 @@ func TestAllowAlwaysThroughSymlinks(t *testing.T) {
 		}
 	}
 }
+
+// TestHides: what Glob and Grep leave out of a directory they search is
+// what a deny or ask rule keeps from Read, links resolved.
+func TestHides(t *testing.T) {
+	ws, _ := linkedWorkspace(t)
+	r := mustRules(t, []string{"Read"}, []string{"Read(public/**)"}, []string{"Read(secret.txt)", "Write(protected/**)"})
+	r.Workspace = ws
+	hidden := r.Hides("Grep")
+	if hidden == nil {
+		t.Fatal("no filter under Read deny rules")
+	}
+	for p, want := range map[string]bool{
+		"secret.txt":         true,
+		"link_to_secret":     true,
+		"public":             true,
+		"public/lnk":         true,
+		"protected/keep.txt": false, // a Write rule keeps nothing from a search
+		"plink/keep.txt":     false,
+		"secrets/key":        false,
+	} {
+		if got := hidden(filepath.Join(ws, p)); got != want {
+			t.Errorf("hidden(%s) = %v, want %v", p, got, want)
+		}
+	}
+	if r.Hides("Glob") == nil {
+		t.Error("Read rules cover Glob")
+	}
+	if h := mustRules(t, nil, nil, []string{"Write(x)"}).Hides("Grep"); h != nil {
+		t.Error("a filter without Read rules")
+	}
+	var none *permission.Rules
+	if none.Hides("Grep") != nil {
+		t.Error("a filter from nil rules")
+	}
+}

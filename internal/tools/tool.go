@@ -59,6 +59,11 @@ type Env struct {
 	// of it, uncapped, and never split a UTF-8 sequence). It is called from
 	// the goroutine reading the output, so a slow hook slows the command.
 	Progress func(delta string)
+	// Hidden, when set, reports whether Glob and Grep leave out the file or
+	// directory at path (absolute; a link's own path for a link): the
+	// permission rules deny reading it, so a search of the directory
+	// around it must not read it either. Nil hides nothing.
+	Hidden func(path string) bool
 }
 
 // Approval describes a write waiting for permission.

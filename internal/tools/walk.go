@@ -60,6 +60,8 @@ type searchTree struct {
 	dir       string
 	workspace string
 	m         *ignore.Matcher
+	// hidden is Env.Hidden: what the permission rules keep from a search.
+	hidden func(path string) bool
 }
 
 // searchPath resolves the path argument of Glob or Grep (default: the
@@ -82,7 +84,7 @@ func newSearchTree(env *Env, info vfs.Info) (*searchTree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ignore rules for %s: %w", info.Path, err)
 	}
-	return &searchTree{fsys: env.FS, dir: info.Path, workspace: searchWorkspace(env.FS), m: m}, nil
+	return &searchTree{fsys: env.FS, dir: info.Path, workspace: searchWorkspace(env.FS), m: m, hidden: env.Hidden}, nil
 }
 
 // searchDisplay is how the agent is shown the absolute path p.
@@ -115,10 +117,13 @@ func (s *searchTree) walk(ctx context.Context, opts walkOptions, fn func(searchF
 			if vcsDirs[d.Name()] || (opts.descend != nil && !opts.descend(rel)) {
 				return fs.SkipDir
 			}
+			if rel != "." && rel != "" && s.hidden != nil && s.hidden(filepath.Join(s.dir, filepath.FromSlash(rel))) {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		f, ok := s.file(rel, d)
-		if !ok {
+		if !ok || (s.hidden != nil && s.hidden(f.path)) {
 			return nil
 		}
 		return fn(f)
