@@ -106,13 +106,12 @@ const (
 	maxHeaderBytes = 64 << 10
 )
 
-// serveHTTP serves h on ln until ctx is done, then shuts the master down
-// gracefully (open connections get a going-away close). Unauthenticated
-// connections are capped per address and in total (internal/connlimit).
-func serveHTTP(ctx context.Context, ln net.Listener, m *master.Master, log *slog.Logger) error {
+// newHTTPServer is the server serveHTTP runs h on, with its limits, and
+// the limiter whose Listen must wrap its listener.
+func newHTTPServer(h http.Handler, log *slog.Logger) (*http.Server, *connlimit.Limiter) {
 	lim := connlimit.New(connlimit.Config{})
 	srv := &http.Server{
-		Handler:           m.Handler(),
+		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -122,6 +121,14 @@ func serveHTTP(ctx context.Context, ln net.Listener, m *master.Master, log *slog
 	perAddr, total := lim.Caps()
 	log.Debug("http limits", "read_header_timeout", readHeaderTimeout, "idle_timeout", idleTimeout,
 		"max_header_bytes", maxHeaderBytes, "unauthenticated_per_address", perAddr, "unauthenticated_total", total)
+	return srv, lim
+}
+
+// serveHTTP serves h on ln until ctx is done, then shuts the master down
+// gracefully (open connections get a going-away close). Unauthenticated
+// connections are capped per address and in total (internal/connlimit).
+func serveHTTP(ctx context.Context, ln net.Listener, m *master.Master, log *slog.Logger) error {
+	srv, lim := newHTTPServer(m.Handler(), log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lim.Listen(ln)) }()
 	select {
