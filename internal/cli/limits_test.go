@@ -255,6 +255,10 @@ func TestIdleSocketsDoNotLockOutTheUI(t *testing.T) {
 		}
 	}
 
+	if !strings.Contains(u.errb.String(), "unauthenticated connections at their cap") {
+		t.Errorf("ferry did not say that it closed idle connections: %s", u.errb.String())
+	}
+
 	c := u.dialUI(t, token)
 	_, done := c.echoTurn("still here")
 	if done.StopReason != "end_turn" || done.Text != "echo: still here" {

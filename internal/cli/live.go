@@ -109,7 +109,7 @@ const (
 // newHTTPServer is the server serveHTTP runs h on, with its limits, and
 // the limiter whose Listen must wrap its listener.
 func newHTTPServer(h http.Handler, log *slog.Logger) (*http.Server, *connlimit.Limiter) {
-	lim := connlimit.New(connlimit.Config{})
+	lim := connlimit.New(connlimit.Config{Log: log})
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,

@@ -33,11 +33,13 @@ package connlimit
 import (
 	"container/list"
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Defaults of Config.
@@ -62,7 +64,14 @@ type Config struct {
 	// Total caps all unauthenticated connections; default DefaultTotal or
 	// half the open-file limit, whichever is lower.
 	Total int
+	// Log, when set, hears at Warn that a cap was reached: at the first
+	// eviction or refusal, then at most once per logEvery, with counts.
+	Log *slog.Logger
 }
+
+// logEvery spaces the warnings that caps were reached: under a flood
+// there is one line a minute, not one per connection.
+const logEvery = time.Minute
 
 // Stats are a Limiter's counters.
 type Stats struct {
@@ -83,6 +92,10 @@ type Limiter struct {
 	idle   *list.List // of *Conn, the longest idle at the front
 
 	evicted, refused atomic.Uint64
+
+	log      *slog.Logger
+	logMu    sync.Mutex
+	loggedAt time.Time
 }
 
 // New returns a Limiter with cfg's caps.
@@ -93,7 +106,7 @@ func New(cfg Config) *Limiter {
 	if cfg.Total <= 0 {
 		cfg.Total = defaultTotal(fdLimit())
 	}
-	return &Limiter{perAddr: cfg.PerAddr, total: cfg.Total, byAddr: map[string]int{}, idle: list.New()}
+	return &Limiter{perAddr: cfg.PerAddr, total: cfg.Total, byAddr: map[string]int{}, idle: list.New(), log: cfg.Log}
 }
 
 // defaultTotal is the total cap for a process allowed nofile open files.
@@ -172,6 +185,7 @@ func (l *Limiter) admit(nc net.Conn) *Conn {
 	if victim == nil && (l.byAddr[c.key] >= l.perAddr || l.count >= l.total) {
 		l.mu.Unlock()
 		l.refused.Add(1)
+		l.warn()
 		return nil
 	}
 	if victim != nil {
@@ -187,8 +201,27 @@ func (l *Limiter) admit(nc net.Conn) *Conn {
 	if victim != nil {
 		l.evicted.Add(1)
 		_ = victim.Close()
+		l.warn()
 	}
 	return c
+}
+
+// warn logs that a cap was reached, at most once per logEvery.
+func (l *Limiter) warn() {
+	if l.log == nil {
+		return
+	}
+	l.logMu.Lock()
+	now := time.Now()
+	if !l.loggedAt.IsZero() && now.Sub(l.loggedAt) < logEvery {
+		l.logMu.Unlock()
+		return
+	}
+	l.loggedAt = now
+	l.logMu.Unlock()
+	st := l.Stats()
+	l.log.Warn("unauthenticated connections at their cap: closing the longest idle ones",
+		"per_address", l.perAddr, "total", l.total, "evicted", st.Evicted, "refused", st.Refused)
 }
 
 // oldestIdle is the longest idle counted connection from key ("": any).

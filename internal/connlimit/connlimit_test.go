@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -374,4 +376,38 @@ func TestDefaultTotal(t *testing.T) {
 	if per, total := New(Config{}).Caps(); per != DefaultPerAddr || total < minTotal || total > DefaultTotal {
 		t.Errorf("default caps %d, %d", per, total)
 	}
+}
+
+// TestWarnsOnceAMinute: the first eviction is logged, the next ones in
+// the same minute are not.
+func TestWarnsOnceAMinute(t *testing.T) {
+	var b syncBuf
+	s := newServer(t, Config{PerAddr: 1, Total: 100, Log: slog.New(slog.NewTextHandler(&b, nil))})
+	for range 5 {
+		s.dial("").get("/")
+		s.waitIdle(1)
+	}
+	if got := strings.Count(b.String(), "at their cap"); got != 1 {
+		t.Fatalf("%d warnings, want 1: %s", got, b.String())
+	}
+	if st := s.l.Stats(); st.Evicted != 4 {
+		t.Fatalf("stats %+v, want 4 evicted", st)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
