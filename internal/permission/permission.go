@@ -50,8 +50,10 @@
 //     command, a trailing ` *` meant as a wildcard. Its errors are *Error
 //     with a Code.
 //   - Plan mode runs read-only tools only; review mode adds Bash commands
-//     that are read-only git commands (ReadOnlyGit). An unknown mode limits
-//     like plan: a typo never lifts the limits.
+//     that are read-only git commands (ReadOnlyGit), run in a repository
+//     whose own configuration cannot make git start a program
+//     (GitRepoCheck). An unknown mode limits like plan: a typo never lifts
+//     the limits.
 //
 // Deny rules for Bash are a guard against mistakes, not a sandbox: a
 // determined command can hide what it runs (a script file, an interpreter,
