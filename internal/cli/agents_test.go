@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/binarytest"
+
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 )
 
@@ -173,7 +175,7 @@ func TestRunAgentUsage(t *testing.T) {
 // real binary, a real script, interrupted (SIGINT) while the script's
 // grandchild runs, which must leave no process behind.
 func TestFerryRunScriptBinary(t *testing.T) {
-	bin := buildFerry(t)
+	bin := binarytest.Build(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	script := agentScript(t, `sleep 300 &

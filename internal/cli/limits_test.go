@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/binarytest"
+
 	"github.com/coder/websocket"
 
 	"github.com/ferry-dev/ferry/protocol"
@@ -157,25 +159,6 @@ func (c *uiConn) echoTurn(prompt string) (sessionID string, done *protocol.TextD
 	}
 }
 
-// ferryBinary builds the ferry binary into a temp directory.
-func ferryBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the ferry binary; run without -short")
-	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to build ferry with (install Go): %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "ferry")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, goCmd, "build", "-o", bin, "github.com/ferry-dev/ferry/cmd/ferry").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // openFDs counts the open files of process pid (Linux).
 func openFDs(pid int) (int, error) {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
@@ -192,7 +175,7 @@ func TestIdleSocketsDoNotLockOutTheUI(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skipf("needs bash for ulimit (apt-get install bash): %v", err)
 	}
-	bin := ferryBinary(t)
+	bin := binarytest.Build(t)
 	u := startUpProcess(t, bin, `ulimit -n 1024 && exec "$@"`, nil, "--agent", "echo")
 	token := u.uiToken(t, bin)
 	pid := u.cmd.Process.Pid // bash exec'd ferry: the same process

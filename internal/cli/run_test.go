@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/binarytest"
+
 	"github.com/ferry-dev/ferry/internal/agent/agenttest"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
@@ -344,32 +346,12 @@ func TestRunUsageAndConfiguration(t *testing.T) {
 	}
 }
 
-// buildFerry builds the real ferry binary once per test run.
-func buildFerry(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the ferry binary")
-	}
-	bin := filepath.Join(t.TempDir(), "ferry")
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to build ferry with: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, goCmd, "build", "-o", bin, "github.com/ferry-dev/ferry/cmd/ferry").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // TestFerryRunBinary is `ferry run` end to end: the real binary, a real
 // process, against the fake provider over HTTP, with piped standard input,
 // then interrupted (SIGINT) during a long Bash call, which must leave no
 // process behind.
 func TestFerryRunBinary(t *testing.T) {
-	bin := buildFerry(t)
+	bin := binarytest.Build(t)
 	for _, f := range formats {
 		t.Run(string(f), func(t *testing.T) {
 			srv := fake.New(t)

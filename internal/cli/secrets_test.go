@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/binarytest"
+
 	"github.com/coder/websocket"
 
 	"github.com/ferry-dev/ferry/internal/llm/fake"
@@ -90,7 +92,7 @@ func connectProcess(t *testing.T, bin string, u *upProcess, token string) (stop 
 // in any output: stderr, the logs, ferry connect's output, or stdout
 // beyond the one login URL ferry up prints for the user.
 func TestNoSecretInLogs(t *testing.T) {
-	bin := ferryBinary(t)
+	bin := binarytest.Build(t)
 	srv := fake.New(t)
 	srv.Script(
 		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": "out/report.txt", "content": "the report\n"}}}},

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/binarytest"
+
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/sqlite"
 	"github.com/ferry-dev/ferry/protocol"
@@ -28,7 +30,7 @@ import (
 // prompt. Before the fix the dead run's client token still owned the
 // machine and the new run was refused forever.
 func TestUpCrashRecovery(t *testing.T) {
-	bin := ferryBinary(t)
+	bin := binarytest.Build(t)
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(ws, 0o700); err != nil {
@@ -126,25 +128,6 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	return addr
-}
-
-// ferryBinary builds the ferry binary once for the test.
-func ferryBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the ferry binary; run without -short")
-	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to build ferry with (install Go): %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "ferry")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, goCmd, "build", "-o", bin, "github.com/ferry-dev/ferry/cmd/ferry").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // runFerry runs the binary to the end and returns its stdout.

@@ -11,19 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/binarytest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// buildFerry builds the real binary once per test run.
-func buildFerry(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ferry")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/ferry").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build ferry: %v\n%s", err, out)
-	}
-	return bin
-}
 
 func connect(ctx context.Context, t *testing.T, bin, workspace string, extra ...string) *mcp.ClientSession {
 	t.Helper()
@@ -57,7 +48,7 @@ func call(ctx context.Context, t *testing.T, cs *mcp.ClientSession, tool string,
 
 // TestMCPEndToEnd drives `ferry mcp` as a real MCP client over stdio.
 func TestMCPEndToEnd(t *testing.T) {
-	bin := buildFerry(t)
+	bin := binarytest.Build(t)
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "main.go"), []byte("package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -137,7 +128,7 @@ func TestMCPEndToEnd(t *testing.T) {
 // TestMCPReadStatePerConnection: a Read on one connection does not let
 // another connection write.
 func TestMCPReadStatePerConnection(t *testing.T) {
-	bin := buildFerry(t)
+	bin := binarytest.Build(t)
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -161,7 +152,7 @@ func TestMCPReadStatePerConnection(t *testing.T) {
 }
 
 func TestMCPBadWorkspace(t *testing.T) {
-	bin := buildFerry(t)
+	bin := binarytest.Build(t)
 	out, err := exec.Command(bin, "mcp", "--workspace", filepath.Join(t.TempDir(), "missing")).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "workspace") {
 		t.Fatalf("a missing workspace must fail clearly: %v %q", err, out)
