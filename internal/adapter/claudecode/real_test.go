@@ -26,18 +26,26 @@ func claudeBin(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("FERRY_TEST_CLAUDE")
 	if bin == "" {
-		t.Skip("set FERRY_TEST_CLAUDE to a claude binary: npm install @anthropic-ai/claude-code@2.1.197")
+		t.Skip("set FERRY_TEST_CLAUDE to a claude binary: npm install @anthropic-ai/claude-code@2.1.332")
 	}
 	return bin
 }
 
 // script answers the CLI's model requests in order; requests without tools
-// (side calls such as titles) get a fixed answer.
+// (side calls such as titles) get a fixed answer. A request that resends a
+// conversation an HTTP error answered (the CLI retrying) gets the same
+// error, as it would from a real provider, and takes no step: CLIs differ
+// in how they retry. 2.1.197 gives up on a 400 at once; 2.1.332 sends it
+// again up to five times, dropping one beta after another
+// (thinking-token-count, thinking-display-updates, advanced-tool-use, which
+// also rewrites its system message), before it reports the error.
 type script struct {
-	t     *testing.T
-	mu    sync.Mutex
-	steps []func(fake.Request) fake.Reply
-	reqs  []fake.Request
+	t      *testing.T
+	mu     sync.Mutex
+	steps  []func(fake.Request) fake.Reply
+	reqs   []fake.Request
+	failed string     // the conversation of the last request a Fail answered
+	fail   fake.Reply // that reply
 }
 
 func (s *script) add(steps ...func(fake.Request) fake.Reply) {
@@ -50,8 +58,15 @@ func (s *script) route(r fake.Request) (fake.Reply, bool) {
 	if len(r.ToolNames()) == 0 {
 		return fake.Reply{Text: []string{"side"}}, true
 	}
+	msgs := conversation(r)
 	s.mu.Lock()
 	s.reqs = append(s.reqs, r)
+	if s.failed != "" && s.failed == msgs {
+		reply := s.fail
+		s.mu.Unlock()
+		return reply, true
+	}
+	s.failed = ""
 	var step func(fake.Request) fake.Reply
 	if len(s.steps) > 0 {
 		step, s.steps = s.steps[0], s.steps[1:]
@@ -61,7 +76,27 @@ func (s *script) route(r fake.Request) (fake.Reply, bool) {
 		s.t.Errorf("an unscripted model request (%d so far)", len(s.requests()))
 		return fake.Reply{Text: []string{"unscripted"}}, true
 	}
-	return step(r), true
+	reply := step(r)
+	if reply.Fail != nil {
+		s.mu.Lock()
+		s.failed, s.fail = msgs, reply
+		s.mu.Unlock()
+	}
+	return reply, true
+}
+
+// conversation is the request's user and assistant messages, as JSON: what
+// a retry of the request resends unchanged, whatever the CLI changes in its
+// system messages, betas and tools to get past the failure.
+func conversation(r fake.Request) string {
+	var turns []map[string]any
+	for _, m := range r.Messages() {
+		if m["role"] != "system" {
+			turns = append(turns, m)
+		}
+	}
+	b, _ := json.Marshal(turns)
+	return string(b)
 }
 
 func (s *script) requests() []fake.Request {
@@ -359,14 +394,20 @@ func TestRealPermissionAllowDenyAndQuestions(t *testing.T) {
 func TestRealCancelMidTurn(t *testing.T) {
 	t.Run("bash", func(t *testing.T) {
 		e := newRealEnv(t)
+		// The long command is a script that sleeps: Claude Code 2.1.332
+		// refuses a command that starts with a foreground sleep of 25 s
+		// or more ("Blocked: standalone sleep …", use Monitor instead).
 		const marker = "sleep 37.25"
-		e.script.add(call("toolu_s1", "Bash", map[string]any{"command": marker, "description": "wait"}), say("after the cancel"))
+		if err := os.WriteFile(filepath.Join(e.ws, "wait.sh"), []byte("#!/bin/sh\n"+marker+"\n"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		e.script.add(call("toolu_s1", "Bash", map[string]any{"command": "./wait.sh", "description": "wait"}), say("after the cancel"))
 		s := e.open(t, e.adapter(), protocol.ModeDefault)
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		defer cancel()
 		turn := textTurn("wait a while")
 		// Allowed up front, so no permission request stands in the way.
-		turn.Request.ConfigOverrides = &protocol.ConfigOverrides{AllowedTools: []string{"Bash(sleep:*)"}}
+		turn.Request.ConfigOverrides = &protocol.ConfigOverrides{AllowedTools: []string{"Bash(./wait.sh)"}}
 		rec := newRecorder(t)
 		turnCtx, stop := context.WithCancel(ctx)
 		run := runAsync(turnCtx, s, turn, rec.emit)
@@ -543,7 +584,10 @@ func TestRealResumeAcrossAdapters(t *testing.T) {
 // Code's token counts.
 func TestRealCompact(t *testing.T) {
 	e := newRealEnv(t)
-	e.script.add(say("one"), say("two"), say("three"), say("Summary: the user said one, two, three."))
+	e.script.add(say("one"), say("two"), say("three"),
+		// A summary the way the model writes one: Claude Code 2.1.332
+		// asks again when the <summary> tags are missing.
+		say("<analysis>Three messages.</analysis>\n<summary>The user said one, two, three.</summary>"))
 	s := e.open(t, e.adapter(), protocol.ModeDefault)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
