@@ -243,7 +243,7 @@ wait
 func TestRunClaudeCodeHeadless(t *testing.T) {
 	bin := os.Getenv("FERRY_TEST_CLAUDE")
 	if bin == "" {
-		t.Skip("set FERRY_TEST_CLAUDE to a claude binary: npm install @anthropic-ai/claude-code@2.1.197")
+		t.Skip("set FERRY_TEST_CLAUDE to a claude binary: npm install @anthropic-ai/claude-code@2.1.332")
 	}
 	srv := fake.New(t)
 	dir := t.TempDir()
