@@ -30,6 +30,15 @@
 //     plan and review mode a permission request for a writing or executing
 //     tool is rejected without asking: ferry does not trust the agent to
 //     keep to a mode.
+//   - A prompt's config_overrides: denied_tools and allowed_tools are
+//     permission rules ferry applies itself to that prompt's calls (see
+//     permission.Rules; paths as given and with links resolved): an fs
+//     request a deny rule covers (Read for reads, Write or Edit for
+//     writes) is refused with code 15, a permission request a deny rule
+//     covers is rejected and one allow rules cover allowed once, neither
+//     asked. json_schema, max_turns and an output_format other than text
+//     fail the prompt with one agent.error code unsupported naming the key;
+//     a rule that does not parse with bad_request naming it.
 //   - Cancel sends session/cancel, answers every open permission request
 //     with outcome cancelled, and returns within cancelWait. The agent then
 //     has killAfter to answer the prompt; if it does not, its process group

@@ -28,9 +28,10 @@ import (
 // resource-not-found) for a missing file, -32603 for internal failures,
 // and for every refusal of the contract the file tools' numeric code
 // (positive, outside JSON-RPC's reserved range: 2 not read, 3 stale, 5
-// outside the workspace, 15 refused by the mode, …). data carries
-// {"ferry_code": N} in every case. Messages name the path only as the agent
-// gave it (or workspace-relative) and never carry internal error text.
+// outside the workspace, 15 refused by the mode or a permission rule of
+// the prompt, …). data carries {"ferry_code": N} in every case. Messages
+// name the path only as the agent gave it (or workspace-relative) and never
+// carry internal error text.
 
 // maxReadBytes is the largest file fs/read_text_file serves: an ACP read
 // returns the file's text in one message.
@@ -63,6 +64,10 @@ func (s *session) onReadTextFile(m *message) {
 			return
 		}
 		count = *p.Limit
+	}
+	if s.fileDenied(p.Path, true, "Read") {
+		s.replyError(m.ID, ruleRefusal("reading", s.shown(p.Path)))
+		return
 	}
 	content, e := s.readText(p.Path, start, count)
 	if e != nil {
@@ -133,6 +138,10 @@ func (s *session) onWriteTextFile(m *message) {
 		s.replyError(m.ID, fsError(tools.CodeDenied, tools.CodeDenied, "refused: "+why))
 		return
 	}
+	if s.fileDenied(p.Path, false, "Write", "Edit") {
+		s.replyError(m.ID, ruleRefusal("writing", s.shown(p.Path)))
+		return
+	}
 	input, err := json.Marshal(map[string]string{"file_path": p.Path, "content": *p.Content})
 	if err != nil {
 		s.replyError(m.ID, fsError(rpcInternalError, tools.CodeInternal, "internal error"))
@@ -143,6 +152,13 @@ func (s *session) onWriteTextFile(m *message) {
 		return
 	}
 	s.reply(m.ID, acpsdk.WriteTextFileResponse{})
+}
+
+// ruleRefusal is the error of an fs request a permission rule of the
+// prompt (config_overrides.denied_tools) denies.
+func ruleRefusal(what, shown string) *rpcError {
+	return fsError(tools.CodeDenied, tools.CodeDenied,
+		"refused: a permission rule of this prompt denies "+what+" "+shown+"; do not retry it")
 }
 
 // fsError builds a coded error.

@@ -290,3 +290,72 @@ func groupMembers(pgid int) []int {
 	}
 	return out
 }
+
+// A prompt's denied_tools hold for the real agent: its reads of a denied
+// file, directly or through a symbolic link, come back refused, and its
+// write through a linked folder a rule denies is rejected without asking
+// the user.
+func TestRealAgentDeniedToolsThroughFerry(t *testing.T) {
+	s, srv, ws := realSession(t)
+	writeFile(t, ws, "secret.txt", "the secret word is pelican\n")
+	writeFile(t, ws, "protected/keep.txt", "keep me\n")
+	if err := os.Symlink("secret.txt", filepath.Join(ws, "link_to_secret")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("protected", filepath.Join(ws, "plink")); err != nil {
+		t.Fatal(err)
+	}
+	calls := []fake.ToolCall{
+		{ID: "toolu_read_secret", Name: "mcp__acp__Read", Input: map[string]any{"file_path": filepath.Join(ws, "secret.txt")}},
+		{ID: "toolu_read_link", Name: "mcp__acp__Read", Input: map[string]any{"file_path": filepath.Join(ws, "link_to_secret")}},
+		{ID: "toolu_write_plink", Name: "mcp__acp__Write", Input: map[string]any{"file_path": filepath.Join(ws, "plink", "keep.txt"), "content": "gone\n"}},
+	}
+	srv.Route(func(r fake.Request) (fake.Reply, bool) {
+		if len(r.ToolNames()) == 0 {
+			return fake.Reply{Text: []string{"side"}}, true
+		}
+		for _, c := range calls {
+			if requestToolResult(r, c.ID) == "" {
+				return fake.Reply{Text: []string{"Trying."}, ToolCalls: []fake.ToolCall{c}}, true
+			}
+		}
+		return fake.Reply{Text: []string{"Done."}}, true
+	})
+	o := &protocol.ConfigOverrides{DeniedTools: []string{"Read(secret.txt)", "Edit(protected/**)"}}
+	rec := newRecorder()
+	go func() { // no interaction should come; if one does, reject it
+		for ir := range rec.asks {
+			_ = s.Answer(ir.InteractionID, nil)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := s.Run(ctx, withOverrides("read the secret", o), rec.emit)
+	if err != nil || res.StopReason != "end_turn" {
+		t.Fatalf("Run = %+v, %v (events %v)", res, err, rec.types())
+	}
+	for _, e := range rec.all() {
+		if ir, ok := e.payload.(*protocol.InteractionRequest); ok {
+			t.Errorf("the user was asked: %+v", ir)
+		}
+	}
+	// The reads reach the model refused, and the secret never does.
+	for _, c := range calls[:2] {
+		if got := toolResultText(srv, c.ID); !strings.Contains(got, "permission rule") || strings.Contains(got, "pelican") {
+			t.Errorf("%s: tool result %s, want a refusal by a permission rule", c.ID, got)
+		}
+	}
+	// The write is rejected (Claude Code then ends the turn).
+	var rejected bool
+	for _, e := range rec.all() {
+		if f, ok := e.payload.(*protocol.ToolFinished); ok && f.ToolUseID == "toolu_write_plink" {
+			rejected = f.Status == protocol.ToolError
+		}
+	}
+	if !rejected {
+		t.Errorf("the write was not rejected: events %v", rec.types())
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "protected", "keep.txt")); string(b) != "keep me\n" {
+		t.Errorf("protected/keep.txt = %q", b)
+	}
+}

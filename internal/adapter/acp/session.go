@@ -16,6 +16,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/version"
 	"github.com/ferry-dev/ferry/internal/vfs"
@@ -90,6 +91,9 @@ type session struct {
 	// Dispatcher-owned.
 	turn  *turnState
 	plans int
+	// rules are the permission rules of the latest prompt's
+	// config_overrides (nil: none), in force until the next prompt.
+	rules *permission.Rules
 }
 
 // turnState is the running turn, as the dispatcher sees it.
@@ -445,6 +449,15 @@ func (s *session) release() { <-s.busy }
 
 // Run sends the prompt and streams the agent's updates until its response.
 func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
+	rules, refused := s.promptRules(turn.Request)
+	if refused != nil {
+		refused.TurnID = turn.ID
+		s.log.Info("acp: prompt refused", "code", refused.Code, "why", refused.Message)
+		if err := emit(ctx, protocol.TypeAgentError, refused); err != nil {
+			return adapter.Result{StopReason: stopError}, fmt.Errorf("acp: %w", err)
+		}
+		return adapter.Result{StopReason: stopError}, nil
+	}
 	if err := s.acquire(ctx); err != nil {
 		if errors.Is(err, errAgentGone) {
 			return s.reportGone(ctx, turn.ID, emit)
@@ -473,7 +486,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 		done: make(chan struct{}), tools: map[string]*toolState{}}
 	// Attach the turn in order with what the agent sent so far: updates
 	// read before this point are not the turn's.
-	if err := s.do(ctx, func() { s.turn = ts }); err != nil {
+	if err := s.do(ctx, func() { s.turn, s.rules = ts, rules }); err != nil {
 		ts.stop()
 		s.release()
 		if ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -23,6 +24,8 @@ const (
 	maxToolOutput = 64 << 10
 	// maxToolInput is the largest tool input passed on whole.
 	maxToolInput = 64 << 10
+	// maxLocations is how many locations of a call ferry keeps.
+	maxLocations = 64
 )
 
 const truncatedNote = "\n[… cut here: the whole text was streamed]"
@@ -34,6 +37,11 @@ type toolState struct {
 	content   json.RawMessage
 	rawOutput json.RawMessage
 	finished  bool
+	// What the permission rules look at, as the updates gave it (a
+	// permission request may leave it out).
+	kind      string
+	rawInput  json.RawMessage
+	locations []string
 }
 
 // onUpdate handles one session/update. Session bookkeeping (commands,
@@ -133,6 +141,17 @@ func (s *session) onToolCall(ts *turnState, u *sessionUpdate) {
 		st = &toolState{name: toolName(deref(u.Kind))}
 		ts.tools[u.ToolCallID] = st
 		s.emit(ts, protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: ts.id, ToolUseID: id, ToolName: st.name, Input: toolInput(u.RawInput)})
+	}
+	if k := deref(u.Kind); k != "" {
+		st.kind = k
+	}
+	if len(u.RawInput) > 0 && string(u.RawInput) != "null" {
+		st.rawInput = u.RawInput
+	}
+	for _, l := range u.Locations[:min(len(u.Locations), maxLocations)] {
+		if len(st.locations) < maxLocations && l.Path != "" && !slices.Contains(st.locations, l.Path) {
+			st.locations = append(st.locations, l.Path)
+		}
 	}
 	if st.finished {
 		return
@@ -368,6 +387,26 @@ func (s *session) onPermission(m *message) {
 			s.reply(m.ID, cancelledOutcome())
 		}
 		return
+	}
+	// The prompt's rules answer what they decide: a denied call is
+	// rejected, one allow rules cover is allowed once, neither asked.
+	switch s.ruleDecision(knownCall(ts, p.ToolCall)) {
+	case permission.Deny:
+		s.log.Info("acp: permission refused by a rule of the prompt", "tool", runecut.Prefix(deref(p.ToolCall.Title), 200))
+		if reject != "" {
+			s.reply(m.ID, selectedOutcome(reject))
+		} else {
+			s.reply(m.ID, cancelledOutcome())
+		}
+		return
+	case permission.Allow:
+		for _, o := range p.Options {
+			if o.Kind == "allow_once" {
+				s.log.Info("acp: permission allowed by a rule of the prompt", "tool", runecut.Prefix(deref(p.ToolCall.Title), 200))
+				s.reply(m.ID, selectedOutcome(o.OptionID))
+				return
+			}
+		}
 	}
 	a := &ask{rpcID: m.ID, turn: ts, values: map[string]string{}, kinds: map[string]string{}, reject: reject,
 		switchMode: deref(p.ToolCall.Kind) == "switch_mode"}

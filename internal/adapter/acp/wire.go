@@ -92,6 +92,7 @@ type sessionUpdate struct {
 	Status     *string         `json:"status"`
 	RawInput   json.RawMessage `json:"rawInput"`
 	RawOutput  json.RawMessage `json:"rawOutput"`
+	Locations  []location      `json:"locations"`
 
 	// plan
 	Entries []planEntry `json:"entries"`
@@ -103,6 +104,11 @@ type sessionUpdate struct {
 	CurrentModeID string `json:"currentModeId"`
 	// usage_update (unstable): context tokens in use
 	Used *int64 `json:"used"`
+}
+
+// location is a file a tool call acts on.
+type location struct {
+	Path string `json:"path"`
 }
 
 type planEntry struct {

@@ -1,0 +1,212 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/ferry-dev/ferry/internal/permission"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// A prompt's config_overrides, the ACP way. ACP gives a client no say over
+// an agent's turn budget, answer format or tools, so:
+//
+//   - allowed_tools and denied_tools become permission rules ferry applies
+//     itself, for that prompt, wherever it sees the agent's calls: its fs
+//     requests and its permission requests.
+//   - json_schema, max_turns and an output_format other than text fail the
+//     prompt with agent.error code unsupported naming the key, before the
+//     agent gets it.
+
+// codeBadRequest is the agent.error code of a prompt whose settings are
+// wrong (a permission rule that does not parse), as ferry's agent has it.
+const codeBadRequest = "bad_request"
+
+// promptRules reads a prompt's config_overrides: the permission rules of
+// the prompt (nil for none), or the agent.error that refuses it.
+func (s *session) promptRules(req *protocol.PromptRequest) (*permission.Rules, *protocol.AgentError) {
+	if req == nil || req.ConfigOverrides == nil {
+		return nil, nil
+	}
+	o := req.ConfigOverrides
+	unsupported := func(key, why string) *protocol.AgentError {
+		return &protocol.AgentError{Code: protocol.CodeUnsupported, Message: "payload.config_overrides." + key + ": " + why}
+	}
+	if js := bytes.TrimSpace(o.JSONSchema); len(js) > 0 && string(js) != "null" {
+		return nil, unsupported("json_schema", "an ACP agent gives no structured answer, so ferry cannot check one against a schema")
+	}
+	if o.MaxTurns != nil {
+		return nil, unsupported("max_turns", "ACP offers no way to bound an agent's turns")
+	}
+	if o.OutputFormat != "" && o.OutputFormat != "text" {
+		return nil, unsupported("output_format", "an ACP agent answers in text only")
+	}
+	if len(o.AllowedTools) == 0 && len(o.DeniedTools) == 0 {
+		return nil, nil
+	}
+	rules := &permission.Rules{Workspace: s.ws}
+	for i, r := range o.DeniedTools {
+		rule, err := permission.Parse(r)
+		if err != nil {
+			return nil, &protocol.AgentError{Code: codeBadRequest, Message: fmt.Sprintf("config_overrides.denied_tools[%d]: %s", i, safeRuleError(err))}
+		}
+		rules.Deny = append(rules.Deny, rule)
+	}
+	for i, r := range o.AllowedTools {
+		rule, err := permission.Parse(r)
+		if err != nil {
+			return nil, &protocol.AgentError{Code: codeBadRequest, Message: fmt.Sprintf("config_overrides.allowed_tools[%d]: %s", i, safeRuleError(err))}
+		}
+		rules.Allow = append(rules.Allow, rule)
+	}
+	return rules, nil
+}
+
+// safeRuleError is a rule's parse error as the user may see it: the
+// permission package's *Error names the rule and what is wrong with it.
+func safeRuleError(err error) string {
+	var pe *permission.Error
+	if errors.As(err, &pe) {
+		return pe.Error()
+	}
+	return "not a valid permission rule"
+}
+
+// rulePath is an agent's path as permission.Call takes it:
+// workspace-relative inside the workspace, else absolute; a path with ".."
+// as given, since after a symbolic link ".." leads elsewhere than the text
+// says (the rules resolve it).
+func (s *session) rulePath(p string) string {
+	if p == "" {
+		return ""
+	}
+	for _, seg := range strings.Split(filepath.ToSlash(p), "/") {
+		if seg == ".." {
+			return filepath.ToSlash(p)
+		}
+	}
+	if !filepath.IsAbs(p) {
+		return filepath.ToSlash(filepath.Clean(p))
+	}
+	if rel, ok := s.relPath(p); ok {
+		return rel
+	}
+	return filepath.Clean(p)
+}
+
+// fileDenied reports whether the prompt's rules deny one of tools on path.
+// Dispatcher only.
+func (s *session) fileDenied(path string, readOnly bool, tools ...string) bool {
+	if s.rules == nil {
+		return false
+	}
+	p := s.rulePath(path)
+	for _, tool := range tools {
+		if s.rules.Decide(permission.Call{Tool: tool, Path: p, ReadOnly: readOnly}) == permission.Deny {
+			return true
+		}
+	}
+	return false
+}
+
+// ruleCalls are a permission request's calls as the rules see them: one
+// per path the call names (its input's file_path, notebook_path or path,
+// and its locations), under the tool whose rules govern its kind. A call
+// of no kind ferry knows ("other", none) meets the Read and the Edit rules
+// of each path, and allow rules never cover it (sure is false).
+func (s *session) ruleCalls(tc sessionUpdate) (calls []permission.Call, sure bool) {
+	base := modeCall(tc)
+	tools := []string{base.Tool}
+	sure = true
+	switch deref(tc.Kind) {
+	case "read":
+		tools = []string{"Read"}
+	case "search":
+		tools = []string{"Grep"} // Read rules cover it
+	case "edit", "delete", "move":
+		tools = []string{"Edit"} // Write and Edit rules cover it
+	case "execute":
+		base.Dir = s.ws
+		return []permission.Call{base}, true
+	case "think", "fetch", "switch_mode":
+	default:
+		tools, sure = []string{"Read", "Edit"}, false
+	}
+	var in struct {
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+		Path         string `json:"path"`
+	}
+	_ = json.Unmarshal(tc.RawInput, &in) // a malformed input names no path
+	paths := []string{in.FilePath, in.NotebookPath, in.Path}
+	for _, l := range tc.Locations[:min(len(tc.Locations), maxLocations)] {
+		paths = append(paths, l.Path)
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		for _, tool := range tools {
+			c := base
+			c.Tool, c.Path = tool, s.rulePath(p)
+			calls = append(calls, c)
+		}
+	}
+	if len(calls) == 0 {
+		calls = append(calls, base)
+	}
+	return calls, sure
+}
+
+// ruleDecision decides a permission request by the prompt's rules: Deny
+// if a deny rule matches any of its calls, Allow if allow rules cover
+// every one (a read-only call's default allowance does not count: the
+// agent asked), else Ask. Dispatcher only.
+func (s *session) ruleDecision(tc sessionUpdate) permission.Decision {
+	if s.rules == nil {
+		return permission.Ask
+	}
+	calls, sure := s.ruleCalls(tc)
+	for _, c := range calls {
+		if s.rules.Decide(c) == permission.Deny {
+			return permission.Deny
+		}
+	}
+	if !sure {
+		return permission.Ask
+	}
+	for _, c := range calls {
+		c.ReadOnly = false
+		if s.rules.Decide(c) != permission.Allow {
+			return permission.Ask
+		}
+	}
+	return permission.Allow
+}
+
+// knownCall completes a permission request's tool call with what the
+// turn's updates said of it: a request may leave out the kind, the input
+// and the locations of a call the agent announced before.
+func knownCall(ts *turnState, tc sessionUpdate) sessionUpdate {
+	st := ts.tools[tc.ToolCallID]
+	if st == nil || tc.ToolCallID == "" {
+		return tc
+	}
+	if deref(tc.Kind) == "" && st.kind != "" {
+		k := st.kind
+		tc.Kind = &k
+	}
+	if len(tc.RawInput) == 0 || string(tc.RawInput) == "null" {
+		tc.RawInput = st.rawInput
+	}
+	for _, p := range st.locations {
+		tc.Locations = append(tc.Locations, location{Path: p})
+	}
+	return tc
+}
