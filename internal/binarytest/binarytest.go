@@ -29,7 +29,7 @@ func Build(t testing.TB) string {
 	bin := filepath.Join(t.TempDir(), "ferry")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, goCmd, "build", "-o", bin, "github.com/ferry-dev/ferry/cmd/ferry").CombinedOutput()
+	out, err := exec.CommandContext(ctx, goCmd, "build", "-o", bin, "github.com/ferry-dev/ferry/cmd/ferry").CombinedOutput() //nolint:gosec // the go found on PATH, building this module
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
