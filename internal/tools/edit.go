@@ -80,9 +80,7 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 	if old == repl {
 		return nil, Errorf(CodeNoChange, "old_string and new_string are the same, so there is nothing to change. Give the new text in new_string.")
 	}
-	if !isMarkdown(*p.FilePath) {
-		repl = stripTrailingSpace(repl)
-	}
+	strip := !isMarkdown(*p.FilePath)
 	t, err := wrLoad(env, *p.FilePath)
 	if err != nil {
 		return nil, err
@@ -90,6 +88,9 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 	if !t.exists {
 		if old != "" {
 			return nil, Errorf(CodeNotFound, "%s does not exist. To create it, use Write, or Edit with an empty old_string.", t.shown)
+		}
+		if strip {
+			repl = stripTrailingSpace(repl) // the new file's lines all end
 		}
 		return editCreate(ctx, env, t, repl)
 	}
@@ -119,6 +120,9 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 		case m.count > 1 && !p.ReplaceAll:
 			return nil, ambiguousError(t.shown, txt.View, m)
 		}
+	}
+	if strip {
+		stripSpanLineEnds(txt.View, m.spans)
 	}
 	if legacy {
 		starts := make([]int, len(m.spans))
@@ -249,14 +253,46 @@ func isMarkdown(path string) bool {
 
 // stripTrailingSpace removes spaces and tabs at the end of each line.
 func stripTrailingSpace(s string) string {
+	return stripLineEnds(s, true)
+}
+
+// stripLineEnds removes spaces and tabs at the end of each line of s that
+// ends a line: every line followed by a newline in s, and the last one only
+// if lastEnds (what follows s is a line break or the end of the text).
+func stripLineEnds(s string, lastEnds bool) string {
 	if !strings.ContainsAny(s, " \t\f\v") {
 		return s
 	}
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " \t\f\v")
+		if i < len(lines)-1 || lastEnds {
+			lines[i] = strings.TrimRight(l, " \t\f\v")
+		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// stripSpanLineEnds strips the trailing whitespace of the replacements of
+// spans (ascending, not overlapping, in view) where it would end a line of
+// the result, and nowhere else: an edit that ends mid-line keeps its spaces.
+// Each span is decided by what follows it in the result: the view's next
+// byte, or the next span's replacement when that starts where this one
+// ends (replace_all of adjacent matches), so right to left.
+func stripSpanLineEnds(view string, spans []editSpan) {
+	nextEnds := true // whether the result at spans[i+1].start begins a line break or ends
+	for i := len(spans) - 1; i >= 0; i-- {
+		s := &spans[i]
+		ends := s.end == len(view) || view[s.end] == '\n'
+		if i+1 < len(spans) && spans[i+1].start == s.end {
+			ends = nextEnds
+		}
+		s.repl = stripLineEnds(s.repl, ends)
+		if s.repl != "" {
+			nextEnds = s.repl[0] == '\n'
+		} else {
+			nextEnds = ends
+		}
+	}
 }
 
 func isASCII(s string) bool {
