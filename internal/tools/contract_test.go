@@ -57,21 +57,23 @@ func TestContractWithRealRead(t *testing.T) {
 	_, err := run(t, env, tools.Edit{}, edit)
 	wantCode(t, err, tools.CodeNotRead)
 
-	// A partial read does not permit a write.
+	// A partial read permits Edit (it matches old_string against the file
+	// itself) but not Write, which needs every line seen.
 	if _, err := run(t, env, tools.Read{}, map[string]any{"file_path": "app.py", "offset": 2, "limit": 1}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = run(t, env, tools.Edit{}, edit)
+	_, err = run(t, env, tools.Write{}, map[string]any{"file_path": "app.py", "content": "x\n"})
 	wantCode(t, err, tools.CodeNotRead)
+	if _, err := run(t, env, tools.Edit{}, edit); err != nil {
+		t.Fatalf("Edit after a partial Read: %v", err)
+	}
+	// The Edit did not show the agent lines 1 and 3: Write still needs a Read.
 	_, err = run(t, env, tools.Write{}, map[string]any{"file_path": "app.py", "content": "x\n"})
 	wantCode(t, err, tools.CodeNotRead)
 
-	// A full read does.
+	// A full read permits both.
 	if _, err := run(t, env, tools.Read{}, map[string]any{"file_path": "app.py"}); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := run(t, env, tools.Edit{}, edit); err != nil {
-		t.Fatalf("Edit after a full Read: %v", err)
 	}
 	// The write counts as a read: a second Edit needs no new Read.
 	if _, err := run(t, env, tools.Edit{}, map[string]any{"file_path": "app.py", "old_string": "line 3", "new_string": "line three"}); err != nil {

@@ -31,7 +31,8 @@ var readDescription string
 //   - Output over Limits.MaxReadTokens is refused (CodeTooLarge) with a
 //     range that fits, never truncated (the two-stage gate in read_gate.go).
 //   - Every successful read is recorded in Env.State, marked Partial unless
-//     the agent saw the whole file exactly; a repeated read of the same view
+//     the agent saw the whole file exactly (a text window keeps its line
+//     range, so windows can cover a file for Write); a repeated read of the same view
 //     of an unchanged file gets a short stub while the earlier result is
 //     still in the agent's context.
 type Read struct{}

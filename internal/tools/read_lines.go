@@ -71,8 +71,8 @@ type rdLineWindow struct {
 	// refused by the token gate anyway, so holding more would only cost
 	// memory.
 	capBytes int
-	// hash computes the hash of the raw bytes along the way (only useful
-	// when the window may turn out to be the whole file).
+	// hash computes the hash of the raw bytes along the way; it is kept
+	// when the scan read the file to its end.
 	hash bool
 }
 
@@ -92,8 +92,9 @@ type rdLineScan struct {
 	// restBytes then is how many bytes are left.
 	more      int
 	restBytes int64
-	// cutLines is the number of lines cut at maxRunes.
+	// cutLines is the number of lines cut at maxRunes; cut lists them.
 	cutLines int
+	cut      []int
 	// firstInvalid is the first line with invalid UTF-8, 0 for none.
 	firstInvalid int
 	// hash of the raw file, valid when hashed.
@@ -196,6 +197,11 @@ func rdScanLines(ctx context.Context, src io.Reader, size int64, enc rdTextEncod
 				return nil, err
 			}
 			s.more = n
+			if h != nil {
+				// Counting read to the end: every raw byte went through the hash.
+				h.Sum(s.hash[:0])
+				s.hashed = true
+			}
 		} else {
 			s.restBytes = rest
 		}
@@ -291,6 +297,7 @@ func (s *rdLineScan) collectLine(br *bufio.Reader, maxRunes int) error {
 	}
 	if cut > 0 {
 		s.cutLines++
+		s.cut = append(s.cut, s.lines)
 		s.out = fmt.Appendf(s.out, " … [line cut here: %d more characters not shown]", cut)
 	}
 	s.out = append(s.out, '\n')
@@ -368,7 +375,10 @@ func (rc *readCall) text() (*Result, error) {
 		count:    req.count,
 		maxRunes: rc.limits.MaxLineRunes,
 		capBytes: rdCollectCapBytes(rc.limits),
-		hash:     req.start == 1,
+		// A window's hash lets Edit and Write tell a touched file from a
+		// changed one. Hash when the scan reads little past the window
+		// anyway; a window deep in a huge file skips it (its stamp decides).
+		hash: req.start == 1 || rc.info.Stamp.Size <= rdHashWindowBytes,
 	})
 	if err != nil {
 		if cerr := rc.ctx.Err(); cerr != nil {
@@ -426,9 +436,31 @@ func (rc *readCall) text() (*Result, error) {
 		return nil, rc.tooLargeLines(s, tokens, exact)
 	}
 	partial := first > 1 || !s.eof || s.cutLines > 0
-	rc.record(view, partial, s.hash)
+	var hash Hash
+	if s.hashed {
+		hash = s.hash
+	}
+	if rc.env.State != nil {
+		total := -1
+		switch {
+		case s.eof:
+			total = s.lines
+		case s.more >= 0:
+			total = lastShown + s.more
+		}
+		e := ReadEntry{Path: rc.info.Path, Stamp: rc.info.Stamp, Hash: hash, Partial: partial, View: view}
+		if partial {
+			e.Lines = &LineWindow{First: first, Last: lastShown, Cut: s.cut, Total: total}
+		}
+		rc.env.State.Record(e)
+	}
 	return rc.result(Text(text)), nil
 }
+
+// rdHashWindowBytes: a window of a file up to this size hashes the whole
+// file as it scans (a few milliseconds), so a touch that changes nothing
+// does not make the window stale for Edit and Write.
+const rdHashWindowBytes = rdCountRestBytes
 
 // rdFormatBytes renders a size for the agent.
 func rdFormatBytes(n int64) string {

@@ -20,7 +20,7 @@ var writeDescription string
 const wrDiffContext = 3
 
 // Write replaces a file's whole content or creates it. Existing files need
-// a full prior Read (ReadState); content is stored with LF line endings, in
+// every line seen by prior Reads of the current version (ReadState); content is stored with LF line endings, in
 // the existing file's encoding (UTF-8 BOM and UTF-16 kept; a file that was
 // not UTF-8 becomes UTF-8). Writing the content the file already has is a
 // successful no-op.
@@ -67,7 +67,7 @@ func (Write) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result,
 	case p.Content == nil:
 		return nil, Errorf(CodeInvalidInput, "invalid input: content is required (use \"\" for an empty file)")
 	}
-	t, err := wrLoad(env, *p.FilePath)
+	t, err := wrLoadWhole(env, *p.FilePath)
 	if err != nil {
 		return nil, err
 	}

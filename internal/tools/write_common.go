@@ -39,6 +39,9 @@ type writeTarget struct {
 	data             []byte   // the content, when exists
 	readAt           time.Time
 	sum              *Hash
+	// sawWhole: the agent had seen every line of the file (or it is new),
+	// so the written version counts as fully seen too.
+	sawWhole bool
 }
 
 // hash is the content hash of data, computed once.
@@ -50,10 +53,16 @@ func (t *writeTarget) hash() Hash {
 	return *t.sum
 }
 
-// wrLoad resolves name, reads the file if it exists and runs the
-// read-before-write contract on it (codes 2 and 3), before anything is
-// computed or asked.
-func wrLoad(env *Env, name string) (*writeTarget, error) {
+// wrLoad resolves name, reads the file if it exists and runs Edit's
+// read-before-write contract on it (codes 2 and 3: a current Read of any
+// window), before anything is computed or asked.
+func wrLoad(env *Env, name string) (*writeTarget, error) { return wrLoadFor(env, name, false) }
+
+// wrLoadWhole is wrLoad with Write's contract: every line of the current
+// version seen.
+func wrLoadWhole(env *Env, name string) (*writeTarget, error) { return wrLoadFor(env, name, true) }
+
+func wrLoadFor(env *Env, name string, whole bool) (*writeTarget, error) {
 	info, err := env.FS.Stat(name)
 	switch {
 	case errors.Is(err, vfs.ErrNotExist):
@@ -62,7 +71,7 @@ func wrLoad(env *Env, name string) (*writeTarget, error) {
 			return nil, writeFSError(name, err)
 		}
 		rel := wrRel(env.FS, p)
-		return &writeTarget{path: p, rel: rel, shown: wrShown(env.FS, p, rel)}, nil
+		return &writeTarget{path: p, rel: rel, shown: wrShown(env.FS, p, rel), sawWhole: true}, nil
 	case err != nil:
 		return nil, writeFSError(name, err)
 	case info.IsDir:
@@ -80,18 +89,23 @@ func wrLoad(env *Env, name string) (*writeTarget, error) {
 	if state == nil {
 		state = NewReadState() // no state: nothing was read
 	}
-	if e, ok := state.Lookup(info.Path); !ok || e.Partial {
+	check := state.CheckEdit
+	if whole {
+		check = state.CheckWrite
+	}
+	if !state.Read(info.Path) {
 		// Code 2 needs no content: do not load a file that was never read.
-		if err := state.CheckWrite(t.shown, info, func() (Hash, error) { return Hash{}, nil }); err != nil {
+		if err := check(t.shown, info, func() (Hash, error) { return Hash{}, nil }); err != nil {
 			return nil, err
 		}
 	}
 	if err := t.read(env.FS, name); err != nil {
 		return nil, err
 	}
-	if err := state.CheckWrite(t.shown, t.info, func() (Hash, error) { return t.hash(), nil }); err != nil {
+	if err := check(t.shown, t.info, func() (Hash, error) { return t.hash(), nil }); err != nil {
 		return nil, err
 	}
+	t.sawWhole = state.SawWhole(info.Path)
 	return t, nil
 }
 
@@ -180,8 +194,9 @@ func (t *writeTarget) finalCheck(fsys vfs.FS) func(cur vfs.Info, ok bool) error 
 
 // commit runs the common tail of Write and Edit once the new content is
 // known: ask for permission, record the history, write under the final
-// check, and record the written version as a full view, so the agent can
-// change the file again without reading it.
+// check, and record the written version (as a full view when the agent had
+// seen the whole file), so the agent can change the file again without
+// reading it.
 func (t *writeTarget) commit(ctx context.Context, env *Env, tool string, data []byte, diff *protocol.FileDiff) (vfs.Info, error) {
 	if env.Approve != nil {
 		if err := env.Approve(ctx, Approval{Tool: tool, Path: t.path, Rel: t.rel, IsNew: !t.exists, Diff: diff}); err != nil {
@@ -201,7 +216,9 @@ func (t *writeTarget) commit(ctx context.Context, env *Env, tool string, data []
 		return vfs.Info{}, writeFSError(t.shown, err)
 	}
 	if env.State != nil {
-		env.State.Record(ReadEntry{Path: info.Path, Stamp: info.Stamp, Hash: HashBytes(data), View: "written by " + tool})
+		// After an Edit based on a window, the agent still has not seen the
+		// rest: the new version permits Edit, and Write only after a Read.
+		env.State.Record(ReadEntry{Path: info.Path, Stamp: info.Stamp, Hash: HashBytes(data), Partial: !t.sawWhole, View: "written by " + tool})
 	}
 	return info, nil
 }

@@ -63,10 +63,11 @@ func TestWritePartialRead(t *testing.T) {
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("1\n2\n3\n"))
 	e := wtMarkRead(t, env, "f.txt")
-	e.Partial, e.View = true, "lines 2-2"
+	env.State = NewReadState() // only the partial read below
+	e.Partial, e.View, e.Lines = true, "lines 2-2", &LineWindow{First: 2, Last: 2, Total: 3}
 	env.State.Record(e)
 	msg := wtCode(t, Write{}, env, map[string]any{"file_path": "f.txt", "content": "new\n"}, CodeNotRead)
-	if !strings.Contains(msg, "only read in part") {
+	if !strings.Contains(msg, "line 1 of f.txt has not been read") || !strings.Contains(msg, "offset 1, limit 1") || !strings.Contains(msg, "Also unread: line 3") {
 		t.Fatalf("message %q", msg)
 	}
 	if wtContent(t, p) != "1\n2\n3\n" {
