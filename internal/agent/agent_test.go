@@ -138,7 +138,7 @@ func TestPlanModeRefusesWrites(t *testing.T) {
 	}
 }
 
-func TestModeSwitchTakesEffectAtNextToolCall(t *testing.T) {
+func TestModeSwitchWhileAskingRefusesTheCall(t *testing.T) {
 	write := func(id string) step {
 		return step{tools: []llm.Block{toolCall(id, "Write", map[string]any{"file_path": id + ".txt", "content": "x"})}}
 	}
@@ -149,8 +149,8 @@ func TestModeSwitchTakesEffectAtNextToolCall(t *testing.T) {
 	go func() {
 		select {
 		case ir := <-rec.asks:
-			// The switch lands while the first call waits: that call has
-			// passed its mode check, the next one has not.
+			// The switch lands while the first call waits for its answer:
+			// the allow that follows no longer lets it through.
 			if err := a.SetMode(protocol.ModePlan); err != nil {
 				t.Error(err)
 			}
@@ -161,14 +161,17 @@ func TestModeSwitchTakesEffectAtNextToolCall(t *testing.T) {
 	if _, err := a.Run(ctx, textTurn("write two files"), rec.emit); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "one.txt")); err != nil {
-		t.Fatalf("first write: %v", err)
+	for _, name := range []string{"one.txt", "two.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s written in plan mode: %v", name, err)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "two.txt")); err == nil {
-		t.Fatal("second write ran in plan mode")
-	}
-	if f := rec.finished(); len(f) != 2 || f[0].Status != protocol.ToolOK || f[1].Status != protocol.ToolDenied {
+	if f := rec.finished(); len(f) != 2 || f[0].Status != protocol.ToolDenied || f[1].Status != protocol.ToolDenied {
 		t.Fatalf("finished %+v", f)
+	}
+	r := lastToolResults(p.requests()[1])
+	if len(r) != 1 || !r[0].IsError || !strings.Contains(resultText(r[0]), "plan mode") {
+		t.Fatalf("refusal %+v", r)
 	}
 	if !strings.Contains(p.requests()[2].System, "Mode: plan") {
 		t.Fatal("the next model call does not see the new mode")
@@ -508,5 +511,35 @@ func TestHugeInputTravelsCut(t *testing.T) {
 	var fields map[string]string
 	if err := json.Unmarshal(in, &fields); err != nil || len(in) > 64<<10 || fields["file_path"] != "big.txt" || !strings.Contains(fields["content"], "more bytes") {
 		t.Fatalf("event input: %d bytes, %v", len(in), err)
+	}
+}
+
+func TestModeSwitchWhileAskingRefusesBash(t *testing.T) {
+	p := newMem(step{tools: []llm.Block{toolCall("b", "Bash", map[string]any{"command": "touch ran.txt"})}}, step{text: []string{"ok"}})
+	a, dir := newAgent(t, p, nil)
+	rec := newRecorder()
+	ctx := testCtx(t)
+	go func() {
+		select {
+		case ir := <-rec.asks:
+			if err := a.SetMode(protocol.ModePlan); err != nil {
+				t.Error(err)
+			}
+			_ = a.Answer(ir.InteractionID, &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)})
+		case <-ctx.Done():
+		}
+	}()
+	if _, err := a.Run(ctx, textTurn("run it"), rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the command ran in plan mode: %v", err)
+	}
+	if f := rec.finished(); len(f) != 1 || f[0].Status != protocol.ToolDenied {
+		t.Fatalf("finished %+v", f)
+	}
+	r := lastToolResults(p.requests()[1])
+	if len(r) != 1 || !r[0].IsError || !strings.Contains(resultText(r[0]), "plan mode") {
+		t.Fatalf("refusal %+v", r)
 	}
 }

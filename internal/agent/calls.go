@@ -108,9 +108,18 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 	_ = json.Unmarshal(input, &fields) // objectInput made it an object
 	call := t.a.permCall(tool, fields)
 
-	mode := t.a.Mode()
-	if ok, reason := permission.ModeAllows(mode, call); !ok {
-		return denied(fmt.Sprintf("Refused: the session is in %s mode (%s). Do not retry this call; continue within the mode's limits or tell the user what you would do.", mode, reason)), nil
+	// refusal is what the mode says of call now ("" : it allows it); it
+	// is asked again after the user answers, who may have switched the
+	// mode while the prompt was open.
+	refusal := func() string {
+		mode := t.a.Mode()
+		if ok, reason := permission.ModeAllows(mode, call); !ok {
+			return fmt.Sprintf("Refused: the session is in %s mode (%s). Do not retry this call; continue within the mode's limits or tell the user what you would do.", mode, reason)
+		}
+		return ""
+	}
+	if msg := refusal(); msg != "" {
+		return denied(msg), nil
 	}
 	env := t.a.env // a copy: Approve and Progress belong to this call
 	if tool.Name() == "Glob" || tool.Name() == "Grep" {
@@ -142,6 +151,9 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 				if !ok {
 					return tools.Errorf(tools.CodeDenied, "The user denied this change. Do not retry it; ask the user what they want instead.")
 				}
+				if msg := refusal(); msg != "" {
+					return tools.Errorf(tools.CodeDenied, "%s", msg)
+				}
 				return nil
 			}
 		} else {
@@ -151,6 +163,9 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 			}
 			if !ok {
 				return denied("The user denied this call. Do not retry it; ask the user what they want instead."), nil
+			}
+			if msg := refusal(); msg != "" {
+				return denied(msg), nil
 			}
 		}
 	}

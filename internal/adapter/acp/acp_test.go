@@ -769,3 +769,38 @@ func TestPromptErrorIsCoded(t *testing.T) {
 		}
 	}
 }
+
+// The mode is checked again when the user answers: a switch to plan mode
+// while the prompt was open turns an allow into the reject option.
+func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
+	editAsk := step{Request: &acppeer.Request{Method: "session/request_permission", Echo: true, Params: map[string]any{"sessionId": acppeer.SessionID,
+		"toolCall": map[string]any{"toolCallId": "c", "title": "Edit", "kind": "edit"},
+		"options":  []any{map[string]any{"optionId": "ok", "name": "Allow", "kind": "allow_once"}, map[string]any{"optionId": "no", "name": "Reject", "kind": "reject_once"}}}}}
+	modes := map[string]any{"modes": map[string]any{"currentModeId": "code", "availableModes": []any{
+		map[string]any{"id": "code", "name": "Code"}, map[string]any{"id": "architect", "name": "Plan"}}}}
+	p := newPeer(t, acppeer.Script{Session: modes, Turns: [][]step{{editAsk}}})
+	s := p.open(t, "")
+	rec := newRecorder()
+	done := make(chan struct{})
+	var (
+		res adapter.Result
+		err error
+	)
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err = s.Run(ctx, turn("edit"), rec.emit)
+	}()
+	ir := rec.ask(t)
+	if err := s.SetMode(protocol.ModePlan, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Answer(ir.InteractionID, &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if err != nil || !strings.Contains(res.Text, `"optionId":"no"`) || strings.Contains(res.Text, `"optionId":"ok"`) {
+		t.Fatalf("Run = %+v, %v; want the reject option after the switch to plan mode", res, err)
+	}
+}

@@ -125,6 +125,9 @@ type ask struct {
 	// switchMode marks a request to change the agent's mode (leaving plan
 	// mode): allowing it lets ferry follow the agent's next mode switch.
 	switchMode bool
+	// call is the request as ModeAllows sees it: checked again when the
+	// user answers, who may have switched the mode meanwhile.
+	call permission.Call
 }
 
 func newSession(a *Adapter, c *conn, fsys *vfs.Local, ws string, log *slog.Logger) *session {
@@ -713,7 +716,16 @@ func (s *session) Answer(interactionID string, resp *protocol.InteractionRespons
 		}
 	}
 	delete(s.asks, interactionID)
-	if resp != nil && a.switchMode && strings.HasPrefix(a.kinds[resp.SelectedValue.Values[0]], "allow") {
+	allowed := resp != nil && strings.HasPrefix(a.kinds[resp.SelectedValue.Values[0]], "allow")
+	mode := s.mode
+	if allowed {
+		// The mode may have changed while the user thought about it.
+		if ok, why := permission.ModeAllows(mode, a.call); !ok {
+			s.log.Info("acp: permission refused by the mode after the answer", "mode", mode, "why", why)
+			option, allowed = a.reject, false
+		}
+	}
+	if allowed && a.switchMode {
 		s.relaxOK = true
 	}
 	s.mu.Unlock()

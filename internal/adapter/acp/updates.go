@@ -409,7 +409,7 @@ func (s *session) onPermission(m *message) {
 		}
 	}
 	a := &ask{rpcID: m.ID, turn: ts, values: map[string]string{}, kinds: map[string]string{}, reject: reject,
-		switchMode: deref(p.ToolCall.Kind) == "switch_mode"}
+		switchMode: deref(p.ToolCall.Kind) == "switch_mode", call: mc}
 	var opts []protocol.Option
 	for i, o := range p.Options {
 		v := optionValue(o.Kind)

@@ -517,3 +517,36 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// TestPermissionModeCheckedAfterAnswer: the user switches to plan mode
+// while the prompt is open, then allows; the mode is checked again and the
+// CLI is told deny.
+func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
+	env := openFake(t, "ask", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	rec := newRecorder(t)
+	type out struct {
+		res adapter.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := env.sess.Run(ctx, textTurn("target"), rec.emit)
+		done <- out{res, err}
+	}()
+	ir := rec.nextAsk(ctx)
+	if err := env.sess.SetMode(protocol.ModePlan, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.sess.Answer(ir.InteractionID, &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)}); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if o.err != nil || o.res.Text != "deny" {
+		t.Fatalf("%+v, %v; want deny after the switch to plan mode", o.res, o.err)
+	}
+	if fin := rec.finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
+		t.Errorf("finished %+v", fin)
+	}
+}
