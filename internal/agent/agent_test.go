@@ -138,6 +138,19 @@ func TestPlanModeRefusesWrites(t *testing.T) {
 	}
 }
 
+// planThenAllow switches a to plan mode while its first question waits
+// for an answer, then allows it: the allow must no longer let it through.
+func planThenAllow(ctx context.Context, t *testing.T, a *agent.Agent, rec *recorder) {
+	select {
+	case ir := <-rec.asks:
+		if err := a.SetMode(protocol.ModePlan); err != nil {
+			t.Error(err)
+		}
+		_ = a.Answer(ir.InteractionID, &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)})
+	case <-ctx.Done():
+	}
+}
+
 func TestModeSwitchWhileAskingRefusesTheCall(t *testing.T) {
 	write := func(id string) step {
 		return step{tools: []llm.Block{toolCall(id, "Write", map[string]any{"file_path": id + ".txt", "content": "x"})}}
@@ -146,18 +159,7 @@ func TestModeSwitchWhileAskingRefusesTheCall(t *testing.T) {
 	a, dir := newAgent(t, p, nil)
 	rec := newRecorder()
 	ctx := testCtx(t)
-	go func() {
-		select {
-		case ir := <-rec.asks:
-			// The switch lands while the first call waits for its answer:
-			// the allow that follows no longer lets it through.
-			if err := a.SetMode(protocol.ModePlan); err != nil {
-				t.Error(err)
-			}
-			_ = a.Answer(ir.InteractionID, &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)})
-		case <-ctx.Done():
-		}
-	}()
+	go planThenAllow(ctx, t, a, rec)
 	if _, err := a.Run(ctx, textTurn("write two files"), rec.emit); err != nil {
 		t.Fatal(err)
 	}
@@ -519,16 +521,7 @@ func TestModeSwitchWhileAskingRefusesBash(t *testing.T) {
 	a, dir := newAgent(t, p, nil)
 	rec := newRecorder()
 	ctx := testCtx(t)
-	go func() {
-		select {
-		case ir := <-rec.asks:
-			if err := a.SetMode(protocol.ModePlan); err != nil {
-				t.Error(err)
-			}
-			_ = a.Answer(ir.InteractionID, &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)})
-		case <-ctx.Done():
-		}
-	}()
+	go planThenAllow(ctx, t, a, rec)
 	if _, err := a.Run(ctx, textTurn("run it"), rec.emit); err != nil {
 		t.Fatal(err)
 	}
