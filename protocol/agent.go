@@ -183,8 +183,10 @@ type InteractionRequest struct {
 	Options []Option `json:"options,omitempty" jsonschema:"maxItems=64"`
 	// DefaultValue pre-selects an option (or pre-fills text input).
 	DefaultValue string `json:"default_value,omitempty" jsonschema:"maxLength=65536"`
-	// TimeoutMS is how long the agent waits; 0 means no timeout.
+	// TimeoutMS is how long the agent waits; 0 means no timeout. The client fills in its session's permission timeout when the adapter set none.
 	TimeoutMS int `json:"timeout_ms,omitempty" jsonschema:"minimum=0"`
+	// ExpiresAt is when the timeout settles it, RFC 3339; set by the master when it records the request.
+	ExpiresAt string `json:"expires_at,omitempty" jsonschema:"format=date-time"`
 	// ToolUseID of the call asking permission.
 	ToolUseID string `json:"tool_use_id,omitempty" jsonschema:"maxLength=256"`
 	// ToolName of the call asking permission.

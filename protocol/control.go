@@ -115,10 +115,16 @@ type InteractionResponse struct {
 }
 
 // InteractionTimeout is control.interaction.timeout (§6.2.2): nobody answered
-// in time; the agent treats it as a denial.
+// in time. It carries the answer the timeout applied (see
+// InteractionRequest.TimeoutAnswer); without one the agent treats it as a
+// denial.
 type InteractionTimeout struct {
 	// InteractionID names the interaction.
 	InteractionID string `json:"interaction_id" jsonschema:"minLength=1,maxLength=128"`
+	// SelectedValue is the answer the timeout applied: the request's default_value, or deny for a permission.
+	SelectedValue *SelectedValue `json:"selected_value,omitempty"`
+	// TextInput is the free text the timeout applied (a text_input's default_value).
+	TextInput string `json:"text_input,omitempty" jsonschema:"maxLength=65536"`
 }
 
 // SessionCompact is control.session.compact (§6.3.1).

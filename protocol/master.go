@@ -71,6 +71,8 @@ type SessionInfo struct {
 	Epoch string `json:"epoch" jsonschema:"minLength=1,maxLength=64"`
 	// LastSeq is the seq of the session's newest event (0: none yet).
 	LastSeq uint64 `json:"last_seq"`
+	// Settings in force, as the client last reported them (absent: not yet known).
+	Settings *Settings `json:"settings,omitempty"`
 }
 
 // TurnSnapshot is one turn as a snapshot summarises it.
@@ -195,6 +197,8 @@ type SessionOpen struct {
 	Adapter string `json:"adapter" jsonschema:"minLength=1,maxLength=128"`
 	// Mode to start in.
 	Mode string `json:"mode,omitempty" jsonschema:"enum=default,enum=plan,enum=review,default=default"`
+	// PermissionTimeoutMS is the session's own permission timeout (see control.session.settings); absent: the client's default.
+	PermissionTimeoutMS *int `json:"permission_timeout_ms,omitempty" jsonschema:"minimum=0,maximum=604800000"`
 }
 
 // SessionOpened is session.opened, the client's answer to control.session.open.
@@ -203,6 +207,8 @@ type SessionOpened struct {
 	Adapter string `json:"adapter" jsonschema:"minLength=1,maxLength=128"`
 	// Mode in force.
 	Mode string `json:"mode" jsonschema:"enum=default,enum=plan,enum=review"`
+	// Settings in force.
+	Settings *Settings `json:"settings,omitempty"`
 }
 
 // Ack is master.ack: every message the client sent on this connection up to

@@ -35,6 +35,7 @@ const (
 	TypeInteractionTimeout  = "control.interaction.timeout"
 	TypeSessionCompact      = "control.session.compact"
 	TypeModeSwitch          = "control.mode.switch"
+	TypeSessionSettings     = "control.session.settings"
 	TypeFileSearch          = "control.file.search"
 	TypeFileSearchCancel    = "control.file.search.cancel"
 
@@ -57,6 +58,7 @@ const (
 
 	TypeSessionOpen   = "control.session.open"
 	TypeSessionOpened = "session.opened"
+	TypeSettings      = "session.settings"
 
 	TypeUIPrompt           = "ui.prompt"
 	TypeMachinesList       = "ui.machines.list"
@@ -94,6 +96,7 @@ var registry = map[string]spec{
 	TypeInteractionTimeout:  {reflect.TypeFor[InteractionTimeout](), RoleMaster, true, false, "nobody answered an interaction in time"},
 	TypeSessionCompact:      {reflect.TypeFor[SessionCompact](), RoleMaster | RoleUI, true, false, "summarise the session's history"},
 	TypeModeSwitch:          {reflect.TypeFor[ModeSwitch](), RoleMaster | RoleUI, true, false, "switch the agent's mode"},
+	TypeSessionSettings:     {reflect.TypeFor[SessionSettings](), RoleMaster | RoleUI, true, false, "change a session's settings (permission timeout)"},
 	TypeFileSearch:          {reflect.TypeFor[FileSearch](), RoleMaster | RoleUI, true, false, "fuzzy file search for the @ popup"},
 	TypeFileSearchCancel:    {reflect.TypeFor[FileSearchCancel](), RoleMaster | RoleUI, true, false, "stop a file search"},
 	TypeFileCandidates:      {reflect.TypeFor[FileCandidates](), RoleClient, true, true, "the answer to a file search"},
@@ -113,6 +116,7 @@ var registry = map[string]spec{
 	TypeCompactionDone:      {reflect.TypeFor[CompactionDone](), RoleClient, true, false, "the history was summarised"},
 	TypeSessionOpen:         {reflect.TypeFor[SessionOpen](), RoleMaster, true, false, "open (or keep) a session on a client"},
 	TypeSessionOpened:       {reflect.TypeFor[SessionOpened](), RoleClient, true, true, "the client opened the session"},
+	TypeSettings:            {reflect.TypeFor[Settings](), RoleClient, true, true, "the session's settings in force"},
 	TypeUIPrompt:            {reflect.TypeFor[UIPrompt](), RoleUI, true, false, "a prompt as the user composed it"},
 	TypeMachinesList:        {reflect.TypeFor[MachinesList](), RoleUI, false, false, "list the machines this UI may use"},
 	TypeSessionStart:        {reflect.TypeFor[SessionStart](), RoleUI, false, false, "open a new session"},

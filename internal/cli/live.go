@@ -318,6 +318,7 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	verbose := fs.Bool("verbose", false, "log every message")
 	var agents stringList
 	fs.Var(&agents, "agent", agentUsage)
+	permTimeout := permissionTimeoutFlag(fs)
 	if code, ok := parseFlags(fs, env, args,
 		"Usage: ferry connect --master URL [--token-file FILE] [--workspace DIR]... [--agent SPEC]...",
 		"\nRuns the daemon beside your workspaces: it dials out to the master (it opens",
@@ -334,6 +335,10 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 		return ExitUsage
 	case *masterURL == "":
 		fmt.Fprintln(env.Stderr, "ferry connect: --master URL is required")
+		return ExitUsage
+	}
+	if err := checkPermissionTimeout(*permTimeout); err != nil {
+		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
 		return ExitUsage
 	}
 	secret, err := connectToken(env, *token, *tokenFile)
@@ -368,7 +373,7 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	log.Info("offering agents", "agents", adapterIDs(ads))
 	c, err := client.New(client.Config{
 		MasterURL: *masterURL, Token: secret, Workspaces: workspaces, StateDir: state,
-		MachineName: *name, Logger: log, Adapters: ads,
+		MachineName: *name, Logger: log, Adapters: ads, PermissionTimeout: *permTimeout,
 	})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
@@ -396,6 +401,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	name := fs.String("name", "", "the machine's `NAME` shown in the UI (default the host name)")
 	var agents stringList
 	fs.Var(&agents, "agent", agentUsage)
+	permTimeout := permissionTimeoutFlag(fs)
 	if code, ok := parseFlags(fs, env, args,
 		"Usage: ferry up [--addr 127.0.0.1:7860] [--workspace DIR]... [--agent SPEC]...",
 		"\nThe quick start: the master and a client for this machine in one process,",
@@ -405,6 +411,10 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	}
 	if fs.NArg() > 0 || mf.retention < 1 {
 		fmt.Fprintln(env.Stderr, "ferry up: takes no arguments; --retention must be at least 1")
+		return ExitUsage
+	}
+	if err := checkPermissionTimeout(*permTimeout); err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitUsage
 	}
 	specs, err := agentSpecs(env, agents)
@@ -455,7 +465,8 @@ func runUp(ctx context.Context, env Env, args []string) int {
 			forgetUpToken(state, tok.ID)
 		}
 	}()
-	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: state, MachineName: *name, Logger: log, Adapters: ads})
+	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: state, MachineName: *name, Logger: log, Adapters: ads,
+		PermissionTimeout: *permTimeout})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitError

@@ -84,6 +84,11 @@ type Config struct {
 	// PingInterval is the time between pings; a pong must come within one
 	// more interval. Default DefaultPingInterval.
 	PingInterval time.Duration
+	// PermissionTimeout is how long an agent's question waits for an
+	// answer when neither its adapter nor the session sets a timeout;
+	// 0 waits forever. ferry connect and ferry up default it to
+	// 10 minutes (--permission-timeout).
+	PermissionTimeout time.Duration
 }
 
 // handledMessages are the control.* types the client handles, as declared
@@ -96,6 +101,7 @@ var handledMessages = []string{
 	protocol.TypeInteractionTimeout,
 	protocol.TypeSessionCompact,
 	protocol.TypeModeSwitch,
+	protocol.TypeSessionSettings,
 	protocol.TypeFileSearch,
 	protocol.TypeFileSearchCancel,
 	protocol.TypeArtifactRead,

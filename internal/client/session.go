@@ -45,6 +45,10 @@ type session struct {
 	// searches maps each search in flight to its message id (the parent
 	// of its answer); at most the newest two are kept.
 	searches map[*protocol.FileSearch]string
+
+	// permTimeout is the session's own permission timeout in ms (nil:
+	// the client's default); see timeout.go. Guarded by mu.
+	permTimeout *int
 }
 
 // turn is the running turn of a session.
@@ -231,11 +235,9 @@ func (s *session) handle(m *protocol.Message) bool {
 			}
 		}
 	case *protocol.InteractionTimeout:
-		// A timeout for an interaction that is no longer open needs no
-		// answer: the master settles it either way.
-		if err := s.sess.Answer(p.InteractionID, nil); err != nil && !errors.Is(err, adapter.ErrUnknownInteraction) {
-			s.c.log.Error("interaction timeout", "session", s.id, "err", err)
-		}
+		s.timedOut(p)
+	case *protocol.SessionSettings:
+		s.changeSettings(m, p)
 	case *protocol.ModeSwitch:
 		s.switchMode(m, p)
 	case *protocol.SessionCompact:
@@ -268,10 +270,11 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		}
 		s.sess = sess
 	}
+	s.setPermTimeout(p.PermissionTimeoutMS) // the master keeps the session's own value
 	s.mu.Lock()
-	mode := s.mode
+	mode, st := s.mode, s.settingsLocked()
 	s.mu.Unlock()
-	if err := s.c.emit(s.c.stop, m.Reply(protocol.TypeSessionOpened, &protocol.SessionOpened{Adapter: s.adapterID, Mode: mode})); err != nil {
+	if err := s.c.emit(s.c.stop, m.Reply(protocol.TypeSessionOpened, &protocol.SessionOpened{Adapter: s.adapterID, Mode: mode, Settings: &st})); err != nil {
 		s.c.log.Error("session.opened", "session", s.id, "err", err)
 	}
 	return true
@@ -401,6 +404,7 @@ func (s *session) emitFor(t *turn) adapter.Emit {
 			s.mode = mc.Mode
 			s.mu.Unlock()
 		}
+		payload = s.withTimeout(payload)
 		art, isArtifact := payload.(*protocol.Artifact)
 		if isArtifact && art.ArtifactID == "" {
 			art.ArtifactID = newArtifactID()

@@ -249,7 +249,8 @@ func (m *Master) deliverControl(c *conn, data []byte) {
 	if f.Type == protocol.TypeSessionOpen {
 		cl.opened[f.SessionID] = true
 	} else if !cl.opened[f.SessionID] {
-		open := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: f.Workspace, Adapter: f.Adapter, Mode: f.Mode})
+		open := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: f.Workspace, Adapter: f.Adapter, Mode: f.Mode,
+			PermissionTimeoutMS: f.permTimeout()})
 		open.SessionID = f.SessionID
 		b, err := protocol.Encode(open)
 		if err != nil || !c.tryEnqueue(b) {

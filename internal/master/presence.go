@@ -174,6 +174,7 @@ func (m *Master) onPresence(data []byte) {
 
 	if f.Online {
 		m.replaceClient(f.MachineID, f.ConnID)
+		m.goBG(func() { m.resumeTimeouts(f.MachineID) })
 	}
 	if changed {
 		m.broadcastMachine(view)

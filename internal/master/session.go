@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -73,12 +74,16 @@ type session struct {
 	queue     []*pending
 	running   bool
 	roomCh    chan struct{}
+
+	// settings are in force, as the client last said (nil: not yet).
+	settings *protocol.Settings
 }
 
 type openInteraction struct {
 	id      string
 	request []byte // the agent.interaction.request as stored (no seq)
 	timer   *time.Timer
+	due     bool // timed out while the client was offline (timeout.go)
 }
 
 // pending is one event waiting for the session's writer.
@@ -141,6 +146,7 @@ func (m *Master) loadSession(ctx context.Context, id string) (*session, error) {
 			m.log.Error("unreadable session snapshot; rebuilding from events", "session", id, "err", err)
 		} else {
 			s.turns, s.artifacts, from = snap.Turns, snap.Artifacts, snap.Session.LastSeq
+			s.settings = snap.Session.Settings
 			for _, t := range s.turns {
 				if !t.Done {
 					s.text[t.TurnID] = []byte(t.Text)
@@ -203,7 +209,12 @@ func (s *session) info() protocol.SessionInfo {
 }
 
 func (s *session) infoLocked() protocol.SessionInfo {
-	return sessionInfo(s.row)
+	info := sessionInfo(s.row)
+	if s.settings != nil {
+		st := *s.settings
+		info.Settings = &st
+	}
+	return info
 }
 
 func sessionInfo(r store.Session) protocol.SessionInfo {
@@ -226,11 +237,16 @@ func sessionInfo(r store.Session) protocol.SessionInfo {
 	}
 }
 
-// openFields is what a control.session.open for this session carries.
-func (s *session) openFields() (workspace, adapter, mode string) {
+// openFields is what a control.session.open for this session carries:
+// permTimeout is the session's own permission timeout in ms ("" for the
+// client's default).
+func (s *session) openFields() (workspace, adapter, mode, permTimeout string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.row.WorkspaceID, s.row.Adapter, s.row.Mode
+	if st := s.settings; st != nil && st.PermissionTimeoutSet {
+		permTimeout = strconv.Itoa(st.PermissionTimeoutMS)
+	}
+	return s.row.WorkspaceID, s.row.Adapter, s.row.Mode, permTimeout
 }
 
 // snapshot returns the session's state and the seq it reflects.
@@ -320,29 +336,6 @@ func (s *session) stopTimers() {
 			o.timer.Stop()
 		}
 	}
-}
-
-// expire times an interaction out: the client is told, the UIs see it
-// resolved. It runs in the background when timeout_ms passed.
-func (s *session) expire(id string) {
-	won, err := s.m.st.SettleInteraction(s.m.ctx, s.id, id, "timeout", nil)
-	if err != nil {
-		s.m.log.Error("time out interaction", "session", s.id, "interaction", id, "err", err)
-		return
-	}
-	if !won {
-		return
-	}
-	msg := protocol.New(protocol.TypeInteractionTimeout, &protocol.InteractionTimeout{InteractionID: id})
-	msg.SessionID = s.id
-	s.m.whenOnline(s.machineID, func(_ *protocol.Capabilities, online bool) {
-		if !online {
-			s.m.log.Info("interaction timed out while its client was offline", "session", s.id, "interaction", id)
-			return
-		}
-		s.m.toClient(s, msg, "")
-	})
-	_ = s.submitResolved(id, "timeout", nil)
 }
 
 // submitResolved queues the master's agent.interaction.resolved.
@@ -459,6 +452,7 @@ func (s *session) persist(batch []*pending) {
 	}
 	evs := make([]store.Event, len(batch))
 	for i, p := range batch {
+		stampDeadline(p, now)
 		evs[i] = store.Event{MessageID: p.msg.MessageID, Type: p.msg.Type, Data: p.data, CreatedAt: now}
 	}
 	res, err := s.m.st.AppendEvents(ctx, s.id, evs)
@@ -634,6 +628,13 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 		s.row.Mode, s.changed = p.Mode, true
 	case *protocol.SessionOpened:
 		s.row.Adapter, s.row.Mode, s.changed = p.Adapter, p.Mode, true
+		if p.Settings != nil {
+			st := *p.Settings
+			s.settings = &st
+		}
+	case *protocol.Settings:
+		st := *p
+		s.settings, s.changed = &st, true
 	}
 	return turnEnded
 }

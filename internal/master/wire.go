@@ -99,9 +99,11 @@ type controlFrame struct {
 	SessionID string
 	Type      string
 	MessageID string
-	// Workspace, Adapter and Mode describe the session for the
-	// control.session.open sent ahead of the message when needed.
-	Workspace, Adapter, Mode string
+	// Workspace, Adapter, Mode and PermTimeout (the session's own
+	// permission timeout in ms, "" for the client's default) describe the
+	// session for the control.session.open sent ahead of the message when
+	// needed.
+	Workspace, Adapter, Mode, PermTimeout string
 	// Stream is the request_id of a control.artifact.* message, which
 	// needs no open session on the client; "" for every other message.
 	Stream string
@@ -124,7 +126,7 @@ func (f *controlFrame) encode() []byte {
 }
 
 func (f *controlFrame) strings() []*string {
-	return []*string{&f.ReplyTo, &f.SessionID, &f.Type, &f.MessageID, &f.Workspace, &f.Adapter, &f.Mode, &f.Stream}
+	return []*string{&f.ReplyTo, &f.SessionID, &f.Type, &f.MessageID, &f.Workspace, &f.Adapter, &f.Mode, &f.Stream, &f.PermTimeout}
 }
 
 func decodeControlFrame(b []byte) (*controlFrame, error) {

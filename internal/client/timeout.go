@@ -1,0 +1,94 @@
+package client
+
+import (
+	"errors"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// Permission timeouts. Every agent.interaction.request an adapter emits
+// without a timeout_ms of its own gets the session's permission timeout
+// (its own value from control.session.settings, else the client's
+// Config.PermissionTimeout), here in one place, so every adapter's
+// questions time out alike. The master counts the time and settles the
+// interaction; its control.interaction.timeout carries the answer it
+// recorded, which goes to the adapter as it came.
+
+// settingsLocked is the session's settings in force; s.mu is held.
+func (s *session) settingsLocked() protocol.Settings {
+	if s.permTimeout != nil {
+		return protocol.Settings{PermissionTimeoutMS: *s.permTimeout, PermissionTimeoutSet: true}
+	}
+	return protocol.Settings{PermissionTimeoutMS: int(s.c.cfg.PermissionTimeout / time.Millisecond)}
+}
+
+// withTimeout returns payload with the session's permission timeout filled
+// in when it is an interaction request that has none.
+func (s *session) withTimeout(payload any) any {
+	req, ok := payload.(*protocol.InteractionRequest)
+	if !ok || req.TimeoutMS != 0 {
+		return payload
+	}
+	s.mu.Lock()
+	ms := s.settingsLocked().PermissionTimeoutMS
+	s.mu.Unlock()
+	if ms == 0 {
+		return payload
+	}
+	cp := *req
+	cp.TimeoutMS = ms
+	return &cp
+}
+
+// setPermTimeout records the session's own permission timeout (nil: the
+// client's default).
+func (s *session) setPermTimeout(ms *int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ms == nil {
+		s.permTimeout = nil
+		return
+	}
+	v := *ms
+	s.permTimeout = &v
+}
+
+// changeSettings handles control.session.settings: the new value applies
+// to the questions asked from now on; session.settings says what is in
+// force.
+func (s *session) changeSettings(m *protocol.Message, p *protocol.SessionSettings) {
+	s.setPermTimeout(p.PermissionTimeoutMS)
+	s.mu.Lock()
+	st := s.settingsLocked()
+	s.mu.Unlock()
+	if err := s.c.emit(s.c.stop, m.Reply(protocol.TypeSettings, &st)); err != nil {
+		s.c.log.Error("session.settings", "session", s.id, "err", err)
+	}
+}
+
+// timedOut hands the master's timeout to the adapter: the answer the
+// master recorded, or nil (a denial) when it recorded none. A timeout for
+// an interaction that is no longer open needs nothing: it is settled.
+func (s *session) timedOut(p *protocol.InteractionTimeout) {
+	var ans *protocol.InteractionResponse
+	if p.SelectedValue != nil || p.TextInput != "" {
+		ans = &protocol.InteractionResponse{InteractionID: p.InteractionID, TextInput: p.TextInput}
+		if p.SelectedValue != nil {
+			ans.SelectedValue = *p.SelectedValue
+		} else {
+			ans.SelectedValue = protocol.Multiple()
+		}
+	}
+	err := s.sess.Answer(p.InteractionID, ans)
+	if ans != nil && err != nil && !errors.Is(err, adapter.ErrUnknownInteraction) {
+		// The adapter refused the recorded answer (not one of its
+		// options after all): it must still stop waiting, denied.
+		s.c.log.Warn("the adapter refused a timeout's answer; denying", "session", s.id, "interaction", p.InteractionID, "err", err)
+		err = s.sess.Answer(p.InteractionID, nil)
+	}
+	if err != nil && !errors.Is(err, adapter.ErrUnknownInteraction) {
+		s.c.log.Error("interaction timeout", "session", s.id, "err", err)
+	}
+}

@@ -1,0 +1,85 @@
+package protocol
+
+import "strings"
+
+// MaxPermissionTimeoutMS is the longest permission timeout a session may
+// set: a week. 0 (wait forever) is the way to wait longer.
+const MaxPermissionTimeoutMS = 7 * 24 * 3600 * 1000
+
+// SessionSettings is control.session.settings: change a session's
+// settings. The client answers session.settings with what is in force, and
+// the master keeps the session's own values, so that a client that
+// restarts gets them again in control.session.open.
+type SessionSettings struct {
+	// PermissionTimeoutMS is how long an agent's question waits for an answer before it times out; 0 waits forever; absent goes back to the client's default (--permission-timeout).
+	PermissionTimeoutMS *int `json:"permission_timeout_ms,omitempty" jsonschema:"minimum=0,maximum=604800000"`
+}
+
+// Settings are a session's settings in force: session.settings (the
+// client's answer to control.session.settings), session.opened and
+// SessionInfo carry them.
+type Settings struct {
+	// PermissionTimeoutMS is how long an agent's question waits for an answer before it times out; 0 waits forever.
+	PermissionTimeoutMS int `json:"permission_timeout_ms" jsonschema:"minimum=0,maximum=604800000"`
+	// PermissionTimeoutSet is true when the session has its own value, false when it is the client's default.
+	PermissionTimeoutSet bool `json:"permission_timeout_set,omitempty"`
+}
+
+// TimeoutAnswer is the answer a timeout applies to the request, or nil for
+// "no answer" (the agent treats it as a denial). The master records it and
+// sends it in control.interaction.timeout; the client hands it to the
+// adapter as it came.
+//
+// A timeout never grants a permission: a permission that times out is
+// denied (its "deny" option when it has one), whatever its default_value,
+// because the adapters pre-select "allow" for the person at the screen,
+// and an agent left alone must not write or run what nobody approved. Any
+// other question takes its default_value when that names its options (a
+// multi_select's default is a comma-separated list) or, for text_input,
+// as the text.
+func (r *InteractionRequest) TimeoutAnswer() *InteractionResponse {
+	ans := &InteractionResponse{InteractionID: r.InteractionID}
+	has := func(v string) bool {
+		for _, o := range r.Options {
+			if o.Value == v {
+				return true
+			}
+		}
+		return false
+	}
+	switch r.Kind {
+	case InteractionPermission:
+		if !has(Deny) {
+			return nil
+		}
+		ans.SelectedValue = Single(Deny)
+	case InteractionSingleSelect:
+		if r.DefaultValue == "" || !has(r.DefaultValue) {
+			return nil
+		}
+		ans.SelectedValue = Single(r.DefaultValue)
+	case InteractionMultiSelect:
+		var vals []string
+		for v := range strings.SplitSeq(r.DefaultValue, ",") {
+			if v = strings.TrimSpace(v); v == "" {
+				continue
+			}
+			if !has(v) {
+				return nil
+			}
+			vals = append(vals, v)
+		}
+		if len(vals) == 0 {
+			return nil
+		}
+		ans.SelectedValue = Multiple(vals...)
+	case InteractionTextInput:
+		if r.DefaultValue == "" {
+			return nil
+		}
+		ans.SelectedValue, ans.TextInput = Multiple(), r.DefaultValue
+	default:
+		return nil
+	}
+	return ans
+}
