@@ -73,7 +73,8 @@ type Session interface {
 	// hundred milliseconds) and return.
 	Run(ctx context.Context, turn Turn, emit Emit) (Result, error)
 	// Answer delivers the user's answer to an interaction the running turn
-	// asked (resp nil means it timed out: treat it as a denial).
+	// asked (resp nil means it timed out unanswered: treat it as a denial;
+	// a timeout that applied the question's default answers with that).
 	Answer(interactionID string, resp *protocol.InteractionResponse) error
 	// SetMode switches the mode from the next tool call on.
 	SetMode(mode string, config json.RawMessage) error
