@@ -25,7 +25,9 @@ func (a *askAdapter) Capability() protocol.AdapterCapability {
 		InputTypes: []string{protocol.InputText}, Interactions: []string{protocol.InteractionSingleSelect}, FileTokens: "literal"}
 }
 
-func (a *askAdapter) Open(context.Context, adapter.SessionConfig) (adapter.Session, error) { return a, nil }
+func (a *askAdapter) Open(context.Context, adapter.SessionConfig) (adapter.Session, error) {
+	return a, nil
+}
 
 func (a *askAdapter) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
 	ms, err := strconv.Atoi(turn.Request.PromptText)
