@@ -426,8 +426,54 @@ async function flow(browser, f) {
     });
     await step(P('questions of every kind, with their timeout'), () => questions(page));
     await step(P('agent text cannot inject HTML or script'), () => hostileMarkdown(page));
+    await step(P('a question times out: countdown, then "Timed out → Deny"'), () => questionTimesOut(page, routed));
+  }
+  if (phone) {
+    await step(P('the ask timeout is a session setting in the header'), async () => {
+      const sel = page.locator('#timeout-select');
+      assert.ok(await sel.isVisible(), 'the timeout setting is on screen');
+      const box = await sel.boundingBox();
+      assert.ok(box.x >= 0 && box.x + box.width <= 360, `the setting fits the phone: ${JSON.stringify(box)}`);
+      await sel.selectOption('300000');
+      await page.locator('div.note', { hasText: 'Questions now time out after 5 min' }).waitFor();
+      assert.equal(await sel.inputValue(), '300000');
+      await shot(page, 'phone-timeout-setting');
+    });
   }
   return { ctx, page };
+}
+
+/**
+ * questionTimesOut: in an echo session, the header's setting changes the
+ * session's timeout; with 4 s (sent as the page would, through its own
+ * socket) an "ask:" permission counts down on its card, then resolves as
+ * timed out with the answer the timeout applied (deny), and the agent is
+ * told so.
+ */
+async function questionTimesOut(page, routed) {
+  const sid = sessionID(page);
+  await page.locator('#timeout-select').selectOption('60000');
+  await page.locator('div.note', { hasText: 'Questions now time out after 1 min' }).waitFor();
+  const sent = routed.sent.filter((m) => m.type === 'control.session.settings').at(-1);
+  assert.deepEqual(sent?.payload, { permission_timeout_ms: 60000 });
+  routed.last().server.send(JSON.stringify({ type: 'control.session.settings', message_id: crypto.randomUUID(), session_id: sid,
+    payload: { permission_timeout_ms: 4000 } }));
+  await page.locator('div.note', { hasText: 'Questions now time out after 4 s' }).waitFor();
+  assert.equal(await page.locator('#timeout-select').inputValue(), '4000');
+  await typePrompt(page, 'ask: may I write?');
+  await page.keyboard.press('Enter');
+  const card = page.locator('.interaction.open').last();
+  const line = card.locator('.q-timeout');
+  await line.waitFor();
+  assert.match(await line.innerText(), /Answer within \d s, or it is denied\./);
+  const first = Number(await line.getAttribute('data-left'));
+  await page.waitForFunction((n) => Number(document.querySelector('.interaction.open .q-timeout')?.dataset.left) < n, first);
+  await shot(page, 'question-timeout');
+  const settled = page.locator('.interaction.settled.timeout').last();
+  await settled.waitFor();
+  assert.match(await settled.innerText(), /Timed out.*→ Deny/s);
+  await page.locator('article.msg.agent[data-state="done"]').last().waitFor();
+  assert.equal(await turnText(page), 'denied');
 }
 
 /** hostileMarkdown renders hostile agent text and checks what is left of it. */

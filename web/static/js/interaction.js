@@ -42,11 +42,13 @@ export function renderInteraction(it, respond) {
   const req = it.req;
   const titleID = `q-${cssID(it.id)}`;
   if (it.status !== 'open') {
-    const answer = it.status === 'answered' ? describeAnswer(it) : '';
+    let answer = it.status === 'answered' ? ` — ${describeAnswer(it)}` : '';
+    // A timeout applied an answer (the default, or deny): say which.
+    if (it.status === 'timeout') answer = ` → ${describeAnswer(it) || 'no answer (denied)'}`;
     return h('div', { class: `interaction settled ${it.status}`, role: 'group', 'aria-label': req.title },
       h('span', { class: 'badge', text: OUTCOME[it.status] || it.status }), ' ',
       h('span', { class: 'q-title', text: req.title }),
-      answer ? h('span', { class: 'q-answer', text: ` — ${answer}` }) : null);
+      answer ? h('span', { class: 'q-answer', text: answer }) : null);
   }
   const card = h('div', { class: `interaction open kind-${req.kind}`, role: 'group', 'aria-labelledby': titleID, dataset: { interaction: it.id } });
   card.appendChild(h('div', { class: 'q-head' },
@@ -132,27 +134,48 @@ function cssID(s) {
 }
 
 /**
- * timeoutLine shows how long the agent waits. For a question this page saw
- * arrive, it counts down; for one asked before the page opened (replayed),
- * only the timeout is known, not when it started.
+ * timeoutFate says what a timeout does to the question: a permission is
+ * denied whatever its default (a timeout never grants), any other question
+ * takes its default when it has one (protocol TimeoutAnswer).
+ */
+function timeoutFate(req) {
+  const opts = req.options || [];
+  const label = (v) => opts.find((o) => o.value === v)?.label || v;
+  if (req.kind === 'permission' || !req.default_value) return 'it is denied';
+  if (req.kind === 'text_input') return `it is answered “${shorten(req.default_value, 60)}”`;
+  return `it takes ${req.default_value.split(',').map((v) => `“${label(v.trim())}”`).join(', ')}`;
+}
+
+/**
+ * timeoutLine shows how long the agent waits, counting down to the
+ * request's expires_at (the master's deadline, so a reload or another UI
+ * counts to the same moment). A question from a master that sends no
+ * expires_at counts from when this page saw it, or, replayed, says only
+ * the timeout.
  */
 function timeoutLine(it) {
   const ms = it.req.timeout_ms || 0;
-  const el = h('p', { class: 'q-timeout muted small' });
+  const el = h('p', { class: 'q-timeout muted small', role: 'timer', 'aria-live': 'off' });
   if (!ms) {
     el.textContent = 'No time limit.';
     return el;
   }
-  if (!it.live) {
-    el.textContent = `Times out ${formatDuration(ms)} after it was asked; an unanswered question is denied.`;
-    return el;
+  const fate = timeoutFate(it.req);
+  let deadline = Date.parse(it.req.expires_at || '');
+  if (!isFinite(deadline)) {
+    if (!it.live) {
+      el.textContent = `Times out ${formatDuration(ms)} after it was asked; then ${fate}.`;
+      return el;
+    }
+    deadline = it.seenAt + ms;
   }
-  const deadline = it.seenAt + ms;
+  el.dataset.deadline = String(deadline);
   const tick = () => {
     if (!el.isConnected && el.dataset.started) return;
     el.dataset.started = '1';
     const left = deadline - Date.now();
-    el.textContent = left > 0 ? `Answer within ${formatDuration(left)}, or it is denied.` : 'Timing out…';
+    el.dataset.left = String(Math.max(0, Math.round(left / 1000)));
+    el.textContent = left > 0 ? `Answer within ${formatDuration(left)}, or ${fate}.` : `Time is up: ${fate} as soon as the machine hears it.`;
     el.classList.toggle('urgent', left < 30000);
     if (left > 0) setTimeout(tick, 1000 - (Date.now() % 1000) + 5);
   };

@@ -13,6 +13,7 @@
 // are applied by id, idempotently.
 
 import { parsePrompt } from './fileref.js';
+import { timeoutLabel } from './timeoutsetting.js';
 
 export const TURN_LABELS = {
   running: 'Running',
@@ -42,6 +43,7 @@ export class SessionState {
     this.interactions = new Map(); // interaction_id → interaction
     this.artifacts = new Map(); // artifact_id → artifact (registration order)
     this.mode = this.info.mode || 'default';
+    this.settings = this.info.settings || null; // {permission_timeout_ms, permission_timeout_set}
     this.running = this.info.state === 'running';
     this.current = ''; // the open turn's id
     this.version = 0; // bumped on every change: the header re-renders
@@ -202,7 +204,14 @@ export class SessionState {
       }
       case 'session.opened':
         if (p.mode) this.mode = p.mode;
+        if (p.settings) this.settings = p.settings;
         this.touch();
+        break;
+      case 'session.settings':
+        this.settings = p;
+        this.addNote('info', p.permission_timeout_ms
+          ? `Questions now time out after ${timeoutLabel(p.permission_timeout_ms)}${p.permission_timeout_set ? '' : " (the machine's default)"}.`
+          : 'Questions now wait for an answer without a time limit.');
         break;
       case 'agent.turn.started': {
         const pr = this.prompts.get(msg.parent_id);

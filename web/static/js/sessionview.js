@@ -10,6 +10,7 @@ import { TranscriptView, artifactCard } from './transcript.js';
 import { Composer, COMMANDS } from './composer.js';
 import { onLayoutChange } from './diff.js';
 import { TURN_LABELS } from './session.js';
+import { TimeoutSetting } from './timeoutsetting.js';
 
 const STATUS_TEXT = {
   idle: 'Ready',
@@ -75,6 +76,7 @@ export class SessionView {
     this.meta = h('p', { class: 'session-meta muted small' });
     this.pill = h('span', { class: 'status-pill', role: 'status' });
     this.modeSelect = h('select', { id: 'mode-select', 'aria-label': 'Mode', onchange: () => this.switchMode(this.modeSelect.value) });
+    this.timeoutSetting = new TimeoutSetting(this);
     this.compactBtn = h('button', { type: 'button', class: 'btn', text: 'Compact…', onclick: () => this.openCompact() });
     this.filesBtn = h('button', { type: 'button', class: 'btn', 'aria-haspopup': 'dialog', onclick: () => this.openFiles() });
     this.usage = h('span', { class: 'usage-total small muted' });
@@ -83,6 +85,7 @@ export class SessionView {
       h('div', { class: 'head-row' }, h('div', { class: 'head-titles' }, this.title, this.meta), this.pill),
       h('div', { class: 'head-row controls' },
         h('label', { class: 'mode-label', for: 'mode-select' }, h('span', { class: 'small muted mode-word', text: 'Mode' }), this.modeSelect),
+        this.timeoutSetting.el,
         this.compactBtn, this.filesBtn, this.usage));
     this.offline = h('div', { class: 'offline-note', role: 'status', hidden: true });
     this.el = h('section', { class: 'session', 'aria-labelledby': 'session-title' }, this.head, this.offline, this.transcript.el, this.composer.form);
@@ -211,6 +214,7 @@ export class SessionView {
     if (this.modePending && s.mode === this.modeSelect.value) this.modePending = false;
     if (!this.modePending) this.modeSelect.value = s.mode;
     this.modeSelect.disabled = modes.length < 2;
+    this.timeoutSetting.draw();
     this.compactBtn.hidden = !caps.compact;
     const n = s.artifacts.size;
     this.filesBtn.textContent = n ? `Files (${n})` : 'Files';

@@ -1,0 +1,64 @@
+// The session's permission timeout, a setting in the session's header: how
+// long an agent's question waits for an answer before it times out (a
+// permission is then denied, any other question takes its default). It
+// sends control.session.settings; the client's session.settings (or
+// session.opened) says what is in force, and the master keeps it with the
+// session.
+
+import { h, clear } from './util.js';
+
+const CHOICES = [60000, 300000, 600000, 1800000, 3600000, 0];
+
+/** timeoutLabel says a timeout briefly: 5 min, 1 h, 90 s, never. */
+export function timeoutLabel(ms) {
+  if (!ms) return 'never';
+  if (ms % 3600000 === 0) return `${ms / 3600000} h`;
+  if (ms % 60000 === 0) return `${ms / 60000} min`;
+  return `${Math.round(ms / 100) / 10} s`;
+}
+
+export class TimeoutSetting {
+  constructor(view) {
+    this.view = view;
+    this.pending = null; // the value asked for, until session.settings says it
+    this.select = h('select', { id: 'timeout-select', 'aria-label': 'Questions time out after', onchange: () => this.change(this.select.value) });
+    this.el = h('label', { class: 'mode-label timeout-label', for: 'timeout-select', title: 'How long a question of the agent waits for you. Then a permission is denied; any other question takes its default.' },
+      h('span', { class: 'small muted mode-word', text: 'Ask timeout' }), this.select);
+  }
+
+  draw() {
+    const st = this.view.state.settings;
+    if (this.pending !== null && st && (this.pending === 'default' ? !st.permission_timeout_set : st.permission_timeout_set && String(st.permission_timeout_ms) === this.pending)) {
+      this.pending = null;
+    }
+    const current = !st ? 'default' : st.permission_timeout_set ? String(st.permission_timeout_ms) : 'default';
+    const values = CHOICES.map(String);
+    if (current !== 'default' && !values.includes(current)) values.push(current);
+    const key = `${values.join(',')}|${st && !st.permission_timeout_set ? st.permission_timeout_ms : ''}`;
+    if (this.select.dataset.key !== key) {
+      clear(this.select);
+      const def = st && !st.permission_timeout_set ? ` (${timeoutLabel(st.permission_timeout_ms)})` : '';
+      this.select.appendChild(h('option', { value: 'default', text: `machine default${def}` }));
+      for (const v of values) this.select.appendChild(h('option', { value: v, text: timeoutLabel(Number(v)) }));
+      this.select.dataset.key = key;
+    }
+    this.select.value = this.pending ?? current;
+  }
+
+  change(value) {
+    const v = this.view;
+    const payload = value === 'default' ? {} : { permission_timeout_ms: Number(value) };
+    this.pending = value;
+    const sent = v.app.control('control.session.settings', payload, v.state.id, (err) => {
+      this.pending = null;
+      v.app.toast(`The timeout was not changed: ${err.message}`);
+      v.render();
+    });
+    if (!sent) {
+      this.pending = null;
+      v.render();
+      return;
+    }
+    v.app.announce(value === 'default' ? "Questions time out after the machine's default." : `Questions time out after ${timeoutLabel(Number(value))}.`);
+  }
+}
