@@ -186,6 +186,9 @@ func New(cfg Config) (_ *Client, err error) {
 	if cfg.Token == "" {
 		return nil, errors.New("client: a token is required")
 	}
+	if err := checkPermissionTimeout(cfg.PermissionTimeout); err != nil {
+		return nil, err
+	}
 	dialURL, err := clientURL(cfg.MasterURL)
 	if err != nil {
 		return nil, err

@@ -92,6 +92,9 @@ func TestConfigErrors(t *testing.T) {
 		"twice":             func(c *Config) { c.Workspaces = []string{ws, ws + "/."} },
 		"dup adapters":      func(c *Config) { c.Adapters = []adapter.Adapter{echo.New(), echo.New()} },
 		"long machine name": func(c *Config) { c.MachineName = strings.Repeat("m", 300) },
+		"negative timeout":  func(c *Config) { c.PermissionTimeout = -time.Second },
+		"timeout too long":  func(c *Config) { c.PermissionTimeout = 8 * 24 * time.Hour },
+		"timeout under 1ms": func(c *Config) { c.PermissionTimeout = time.Microsecond },
 	} {
 		cfg := m.config(t, ws, t.TempDir())
 		mut(&cfg)

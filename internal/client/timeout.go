@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
@@ -91,4 +92,18 @@ func (s *session) timedOut(p *protocol.InteractionTimeout) {
 	if err != nil && !errors.Is(err, adapter.ErrUnknownInteraction) {
 		s.c.log.Error("interaction timeout", "session", s.id, "err", err)
 	}
+}
+
+// checkPermissionTimeout refuses a Config.PermissionTimeout that
+// timeout_ms cannot carry.
+func checkPermissionTimeout(d time.Duration) error {
+	switch {
+	case d < 0:
+		return fmt.Errorf("client: PermissionTimeout %v is negative", d)
+	case d > 0 && d < time.Millisecond:
+		return fmt.Errorf("client: PermissionTimeout %v is under a millisecond", d)
+	case d > protocol.MaxPermissionTimeoutMS*time.Millisecond:
+		return fmt.Errorf("client: PermissionTimeout %v is over %v", d, protocol.MaxPermissionTimeoutMS*time.Millisecond)
+	}
+	return nil
 }

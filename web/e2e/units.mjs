@@ -122,5 +122,20 @@ check('usage adds up the running totals of the turns', () => {
   assert.equal(s.status(), 'done');
 });
 
+check('the permission timeout in force follows session.opened, session.settings and a snapshot', () => {
+  const s = started();
+  assert.equal(s.settings, null);
+  s.accept(ev(4, 'session.opened', { adapter: 'builtin', mode: 'default', settings: { permission_timeout_ms: 600000 } }, { parent_id: 'o1' }));
+  assert.deepEqual(s.settings, { permission_timeout_ms: 600000 });
+  s.accept(ev(5, 'session.settings', { permission_timeout_ms: 4000, permission_timeout_set: true }, { parent_id: 'x1' }));
+  assert.deepEqual(s.settings, { permission_timeout_ms: 4000, permission_timeout_set: true });
+  assert.ok(s.items.some((i) => i.kind === 'note' && i.text === 'Questions now time out after 4 s.'));
+  s.accept(ev(6, 'session.settings', { permission_timeout_ms: 0, permission_timeout_set: true }, { parent_id: 'x2' }));
+  assert.ok(s.items.some((i) => i.kind === 'note' && i.text === 'Questions now wait for an answer without a time limit.'));
+  s.onSubscribed({ recovered: false, reason: 'epoch', epoch: 'e2', from_seq: 10, last_seq: 9,
+    snapshot: { session: { ...info, epoch: 'e2', settings: { permission_timeout_ms: 90000, permission_timeout_set: true } }, turns: [] } });
+  assert.deepEqual(s.settings, { permission_timeout_ms: 90000, permission_timeout_set: true });
+});
+
 console.log(`${passed} checks passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
