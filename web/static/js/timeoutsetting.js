@@ -37,8 +37,9 @@ export class TimeoutSetting {
     const key = `${values.join(',')}|${st && !st.permission_timeout_set ? st.permission_timeout_ms : ''}`;
     if (this.select.dataset.key !== key) {
       clear(this.select);
-      const def = st && !st.permission_timeout_set ? ` (${timeoutLabel(st.permission_timeout_ms)})` : '';
-      this.select.appendChild(h('option', { value: 'default', text: `machine default${def}` }));
+      // The value first: a narrow (phone) menu shows the start of it.
+      const def = st && !st.permission_timeout_set ? `${timeoutLabel(st.permission_timeout_ms)} (default)` : 'default';
+      this.select.appendChild(h('option', { value: 'default', text: def }));
       for (const v of values) this.select.appendChild(h('option', { value: v, text: timeoutLabel(Number(v)) }));
       this.select.dataset.key = key;
     }
