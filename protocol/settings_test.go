@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 
@@ -41,5 +42,23 @@ func TestTimeoutAnswer(t *testing.T) {
 				t.Fatalf("TimeoutAnswer = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSessionSettingsBounds: a permission timeout out of range is refused
+// with a coded error naming the field.
+func TestSessionSettingsBounds(t *testing.T) {
+	for _, v := range []any{-1, protocol.MaxPermissionTimeoutMS + 1, "10m", 1.5} {
+		raw := mutate(t, protocol.TypeSessionSettings, func(_, p map[string]any) { p["permission_timeout_ms"] = v })
+		_, err := protocol.Decode(raw)
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Field != "payload.permission_timeout_ms" {
+			t.Errorf("permission_timeout_ms %v: %v, want an error naming payload.permission_timeout_ms", v, err)
+		}
+	}
+	raw := mutate(t, protocol.TypeSessionSettings, func(_, p map[string]any) { delete(p, "permission_timeout_ms") })
+	m, err := protocol.Decode(raw)
+	if err != nil || m.Payload.(*protocol.SessionSettings).PermissionTimeoutMS != nil {
+		t.Fatalf("no value (back to the default): %v %+v", err, m)
 	}
 }
