@@ -36,9 +36,11 @@
 //     request a deny rule covers (Read for reads, Write or Edit for
 //     writes) is refused with code 15, a permission request a deny rule
 //     covers is rejected and one allow rules cover allowed once, neither
-//     asked. json_schema, max_turns and an output_format other than text
-//     fail the prompt with one agent.error code unsupported naming the key;
-//     a rule that does not parse with bad_request naming it.
+//     asked. json_schema, max_turns and context_files fail the prompt with
+//     one agent.error code unsupported naming the key (output_format is
+//     rendered by ferry); a rule that does not parse with bad_request
+//     naming it. A mode switch's config and a compaction's
+//     target_token_ratio are refused with unsupported too.
 //   - Cancel sends session/cancel, answers every open permission request
 //     with outcome cancelled, and returns within cancelWait. The agent then
 //     has killAfter to answer the prompt; if it does not, its process group
@@ -158,6 +160,7 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		Cancel:       true,
 		Compact:      true,
 		FileTokens:   "file_list",
+		Settings:     []string{adapter.SettingOutputFormat, adapter.SettingAllowedTools, adapter.SettingDeniedTools},
 	}
 }
 

@@ -749,11 +749,14 @@ func selectedOutcome(optionID string) acpsdk.RequestPermissionResponse {
 
 // SetMode switches the agent's mode with session/set_mode (to the mode the
 // agent advertises under the same name) and enforces it on ferry's side.
-func (s *session) SetMode(mode string, _ json.RawMessage) error {
+func (s *session) SetMode(mode string, config json.RawMessage) error {
 	switch mode {
 	case protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview:
 	default:
 		return &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.mode", Message: "no such mode"}
+	}
+	if err := adapter.CheckModeConfig(s.a.Capability(), config); err != nil {
+		return err
 	}
 	id, ok := s.agentModeFor(mode)
 	if !ok {
@@ -818,6 +821,9 @@ func (s *session) Compact(ctx context.Context, req *protocol.SessionCompact) (*p
 	s.mu.Unlock()
 	if !has {
 		return nil, &protocol.Error{Code: protocol.CodeUnsupported, Field: "type", Message: "this ACP agent offers no compact command"}
+	}
+	if err := adapter.CheckCompact(s.a.Capability(), req, "an ACP agent's compact command takes no target size"); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, compactTimeout)
 	defer cancel()

@@ -70,6 +70,9 @@ type sink struct {
 // with its file tokens as mentions, and turns the CLI's stream into agent.*
 // events until the turn's result line. See the package doc.
 func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
+	if res, refused, err := adapter.RefusePrompt(ctx, s.a.Capability(), turn, emit, refusals); refused {
+		return res, err
+	}
 	s.op.Lock()
 	defer s.op.Unlock()
 	if err := s.waitSettled(ctx); err != nil {
@@ -86,7 +89,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	s.mu.Unlock()
 	t.p = p
 	sk := s.openSink(p)
-	if err := p.send(ctx, newUserLine(turn.Prompt.Mentions())); err != nil {
+	if err := p.send(ctx, newUserLine(promptText(adapter.InputTypeOf(turn.Request), turn.Prompt.Mentions()))); err != nil {
 		if ctx.Err() != nil {
 			// Cancelled before the prompt went out: nothing to interrupt.
 			s.closeSink(sk)
@@ -450,9 +453,12 @@ func (s *session) Answer(interactionID string, resp *protocol.InteractionRespons
 
 // SetMode switches the mode: ferry's own check applies from the next tool
 // call on, and a running CLI is switched with set_permission_mode.
-func (s *session) SetMode(mode string, _ json.RawMessage) error {
+func (s *session) SetMode(mode string, config json.RawMessage) error {
 	if !knownMode(mode) {
 		return &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.mode", Message: "Claude Code has no such mode"}
+	}
+	if err := adapter.CheckModeConfig(s.a.Capability(), config); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	old := s.mode
@@ -473,8 +479,11 @@ func (s *session) SetMode(mode string, _ json.RawMessage) error {
 
 // Compact sends /compact (with the instruction) and reports the token
 // counts Claude Code gives in its compact_boundary line. The target ratio
-// has no Claude Code equivalent and is not used.
+// has no Claude Code equivalent: a compaction asking for one is refused.
 func (s *session) Compact(ctx context.Context, req *protocol.SessionCompact) (*protocol.CompactionDone, error) {
+	if err := adapter.CheckCompact(s.a.Capability(), req, "Claude Code's /compact takes no target size"); err != nil {
+		return nil, err
+	}
 	s.op.Lock()
 	defer s.op.Unlock()
 	if err := s.waitSettled(ctx); err != nil {
