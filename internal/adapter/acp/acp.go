@@ -155,7 +155,7 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		ID:           a.ID(),
 		Name:         "ACP agent (" + a.cfg.Name + ")",
 		Modes:        []string{protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview},
-		InputTypes:   []string{protocol.InputText, protocol.InputSlashCommand},
+		InputTypes:   []string{protocol.InputText, protocol.InputSlashCommand, protocol.InputContinuation, protocol.InputPipedStdin},
 		Interactions: []string{protocol.InteractionPermission},
 		Cancel:       true,
 		Compact:      true,

@@ -478,7 +478,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	}
 	id := s.c.newID()
 	line, err := encodeRequest(id, acpsdk.AgentMethodSessionPrompt, acpsdk.PromptRequest{
-		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: promptBlocks(turn.Prompt, s.ws)})
+		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: promptBlocks(adapter.InputTypeOf(turn.Request), turn.Prompt, s.ws)})
 	if err != nil {
 		s.release()
 		return adapter.Result{}, err
@@ -819,11 +819,11 @@ func (s *session) Compact(ctx context.Context, req *protocol.SessionCompact) (*p
 	s.mu.Lock()
 	has := s.commands["compact"]
 	s.mu.Unlock()
-	if !has {
-		return nil, &protocol.Error{Code: protocol.CodeUnsupported, Field: "type", Message: "this ACP agent offers no compact command"}
-	}
 	if err := adapter.CheckCompact(s.a.Capability(), req, "an ACP agent's compact command takes no target size"); err != nil {
 		return nil, err
+	}
+	if !has {
+		return nil, &protocol.Error{Code: protocol.CodeUnsupported, Field: "type", Message: "this ACP agent offers no compact command"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, compactTimeout)
 	defer cancel()

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
-	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -85,19 +84,4 @@ func (f promptFlags) key() string {
 // refusals say why Claude Code refuses a prompt setting.
 var refusals = map[string]string{
 	adapter.SettingContextFiles: "ferry does not hand attached files to Claude Code; pick workspace files with @ instead",
-}
-
-// promptText is the user message of a prompt of inputType: piped input is
-// framed as material, not as the instruction (as for ferry's agent), and
-// an empty continuation asks to go on.
-func promptText(inputType, text string) string {
-	switch inputType {
-	case protocol.InputPipedStdin:
-		return agent.FramePipedStdin(text) + "\n\nDo what it asks, or, if it is material rather than a request, summarise it."
-	case protocol.InputContinuation:
-		if s := strings.TrimSpace(text); s == "" || strings.EqualFold(s, "continue") {
-			return "Continue where you left off."
-		}
-	}
-	return text
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/runecut"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/framing"
 	"github.com/ferry-dev/ferry/internal/vfs"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -89,7 +90,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	s.mu.Unlock()
 	t.p = p
 	sk := s.openSink(p)
-	if err := p.send(ctx, newUserLine(promptText(adapter.InputTypeOf(turn.Request), turn.Prompt.Mentions()))); err != nil {
+	if err := p.send(ctx, newUserLine(framing.Prompt(adapter.InputTypeOf(turn.Request), turn.Prompt.Mentions()))); err != nil {
 		if ctx.Err() != nil {
 			// Cancelled before the prompt went out: nothing to interrupt.
 			s.closeSink(sk)
