@@ -8,6 +8,7 @@ import { h, clear, formatCost, formatTokens, frameThrottle, shorten, uuid } from
 import { message } from './conn.js';
 import { TranscriptView, artifactCard } from './transcript.js';
 import { Composer, COMMANDS } from './composer.js';
+import { PromptSettings } from './settings.js';
 import { onLayoutChange } from './diff.js';
 import { TURN_LABELS } from './session.js';
 
@@ -71,6 +72,8 @@ export class SessionView {
       command: (name, arg) => this.command(name, arg),
       cancelTurn: () => this.cancelTurn(),
     });
+    this.settings = new PromptSettings();
+    this.composer.form.insertBefore(this.settings.el, this.composer.hint);
     this.title = h('h1', { class: 'session-title', tabindex: '-1' });
     this.meta = h('p', { class: 'session-meta muted small' });
     this.pill = h('span', { class: 'status-pill', role: 'status' });
@@ -212,6 +215,7 @@ export class SessionView {
     if (!this.modePending) this.modeSelect.value = s.mode;
     this.modeSelect.disabled = modes.length < 2;
     this.compactBtn.hidden = !caps.compact;
+    this.settings.update(this.adapter()?.settings);
     const n = s.artifacts.size;
     this.filesBtn.textContent = n ? `Files (${n})` : 'Files';
     this.filesBtn.setAttribute('aria-label', `Files the agent handed over: ${n}`);
@@ -241,8 +245,14 @@ export class SessionView {
       this.app.toast('The agent is still working: wait for it, or stop it first.');
       return false;
     }
+    const o = this.settings.overrides();
+    if (o.error) {
+      this.app.toast(`${o.error} The prompt was not sent.`);
+      this.settings.el.open = true;
+      return false;
+    }
     const wire = segs.map((x) => (x.kind === 'text' ? { kind: 'text', text: x.text } : { kind: 'file', file: x.file }));
-    const msg = message('ui.prompt', { segments: wire }, s.id);
+    const msg = message('ui.prompt', o.value ? { segments: wire, config_overrides: o.value } : { segments: wire }, s.id);
     s.addPending(msg.message_id, segs.map((x) => (x.kind === 'text' ? { text: x.text } : { file: x.file, display: x.file.display_path || x.file.path })), 'text');
     this.app.sendControl(msg, (err) => {
       s.promptFailed(msg.message_id, err);
