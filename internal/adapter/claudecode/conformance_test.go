@@ -2,6 +2,8 @@ package claudecode
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,8 +28,12 @@ func TestConformance(t *testing.T) {
 		e.script.mu.Lock()
 		e.script.reqs = append(e.script.reqs, r)
 		e.script.mu.Unlock()
-		if strings.Contains(lastUserJSON(r), "hang on") {
+		last := lastUserJSON(r)
+		if strings.Contains(last, "hang on") {
 			return fake.Reply{Text: []string{"working"}, Hold: true}, true
+		}
+		if strings.Contains(last, "touch it") && !strings.Contains(last, "tool_result") {
+			return fake.Reply{ToolCalls: []fake.ToolCall{{ID: "toolu_touch", Name: "Bash", Input: map[string]any{"command": "touch denied.txt", "description": "touch"}}}}, true
 		}
 		return fake.Reply{Text: []string{"done"}}, true
 	})
@@ -52,6 +58,27 @@ func TestConformance(t *testing.T) {
 		Answer:    "hello there",
 		Hang:      "hang on",
 		Effects: map[string]adaptertest.Effect{
+			// ferry's PreToolUse hook refuses what the prompt denies
+			// (Claude Code's --disallowedTools would too: the reason the
+			// model reads says who refused).
+			adapter.SettingDeniedTools: func(t *testing.T, s adapter.Session) {
+				req := adaptertest.Request("touch it", protocol.InputText)
+				req.ConfigOverrides = &protocol.ConfigOverrides{DeniedTools: []string{"Bash(touch:*)"}}
+				o := adaptertest.RunTurn(t, s, req)
+				var status string
+				for _, e := range o.Events {
+					if f, ok := e.Payload.(*protocol.ToolFinished); ok {
+						status = f.Status
+					}
+				}
+				if _, err := os.Stat(filepath.Join(e.ws, "denied.txt")); err == nil || status != protocol.ToolDenied {
+					t.Errorf("the denied command ran (status %q, stat %v)", status, err)
+				}
+				reqs := e.script.requests()
+				if got := lastUserJSON(reqs[len(reqs)-1]); !strings.Contains(got, "denied_tools rule of this prompt") {
+					t.Errorf("the model was told %s, want ferry's refusal", got)
+				}
+			},
 			protocol.InputPipedStdin: func(t *testing.T, s adapter.Session) {
 				if got := sent(t, s, "error: disk full", protocol.InputPipedStdin); !strings.Contains(got, `<stdin>\nerror: disk full\n</stdin>`) {
 					t.Errorf("the model got %s, want the input framed as piped material", got)
@@ -67,7 +94,6 @@ func TestConformance(t *testing.T) {
 			adapter.SettingJSONSchema:   "TestRealSchemaAndMaxTurns",
 			adapter.SettingMaxTurns:     "TestRealSchemaAndMaxTurns",
 			adapter.SettingAllowedTools: "TestRealSchemaAndMaxTurns",
-			adapter.SettingDeniedTools:  "TestRealSchemaAndMaxTurns",
 			protocol.InputSlashCommand:  "TestRealCompact", // /compact, sent as typed
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -84,4 +85,43 @@ func (f promptFlags) key() string {
 // refusals say why Claude Code refuses a prompt setting.
 var refusals = map[string]string{
 	adapter.SettingContextFiles: "ferry does not hand attached files to Claude Code; pick workspace files with @ instead",
+}
+
+// promptDeny is a prompt's denied_tools as ferry's PreToolUse hook applies
+// them, on top of Claude Code's --disallowedTools: rules ferry's permission
+// package reads (Bash(rm:*), Edit(secrets/**), …) are decided as for
+// ferry's own agent; any rule, also of a tool only Claude Code knows
+// (WebFetch, Task), denies a call of that tool name when it names the tool
+// alone.
+type promptDeny struct {
+	rules *permission.Rules
+	names map[string]bool
+}
+
+// denyOf reads the denied rules of a prompt in workspace ws (nil: none).
+func denyOf(rules []string, ws string) *promptDeny {
+	if len(rules) == 0 {
+		return nil
+	}
+	d := &promptDeny{rules: &permission.Rules{Workspace: ws}, names: map[string]bool{}}
+	for _, r := range rules {
+		if r = strings.TrimSpace(r); !strings.Contains(r, "(") {
+			d.names[r] = true
+		}
+		if rule, err := permission.Parse(r); err == nil {
+			d.rules.Deny = append(d.rules.Deny, rule)
+		}
+	}
+	return d
+}
+
+// denies reports whether the prompt's denied rules refuse c.
+func (d *promptDeny) denies(c permission.Call) bool {
+	if d == nil {
+		return false
+	}
+	if d.names[c.Tool] {
+		return true
+	}
+	return len(d.rules.Deny) > 0 && d.rules.Decide(c) == permission.Deny
 }

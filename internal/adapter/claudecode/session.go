@@ -50,6 +50,7 @@ type session struct {
 	pending   map[string]*ask // by interaction id
 	byRequest map[string]*ask // by the CLI's request id
 	denied    map[string]bool // tool_use ids ferry refused in this turn
+	deny      *promptDeny     // the running prompt's denied_tools (nil: none)
 	settle    chan struct{}   // closed when an interrupted turn has settled
 	closed    bool
 
@@ -87,6 +88,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	}
 	s.mu.Lock()
 	clear(s.denied)
+	s.deny = denyOf(flags.denied, s.ws)
 	s.mu.Unlock()
 	t.p = p
 	sk := s.openSink(p)
