@@ -429,10 +429,12 @@ async function flow(browser, f) {
       await page.locator('article.msg.agent[data-state="done"]').waitFor();
       await page.getByRole('button', { name: 'Compact…' }).click();
       await page.locator('#compact-instruction').fill('keep the greetings');
+      await page.locator('#compact-ratio').fill('50'); // echo aims at a ratio
       await page.locator('dialog[open]').getByRole('button', { name: 'Compact', exact: true }).click();
       await page.locator('div.note', { hasText: 'History compacted' }).waitFor();
       const sent = routed.sent.filter((m) => m.type === 'control.session.compact').at(-1);
       assert.equal(sent?.payload.instruction, 'keep the greetings');
+      assert.equal(sent?.payload.target_token_ratio, 0.5);
       await typePrompt(page, '/cos');
       await page.locator('.popup .opt', { hasText: '/cost' }).waitFor();
       await page.keyboard.press('Enter'); // completes

@@ -356,8 +356,9 @@ export class SessionView {
     }, 8000);
   }
 
-  compact(instruction) {
+  compact(instruction, ratio) {
     const payload = instruction ? { instruction } : {};
+    if (ratio !== undefined) payload.target_token_ratio = ratio;
     if (this.app.control('control.session.compact', payload, this.state.id, (err) => this.app.toast(`Compaction failed: ${err.message}`))) {
       this.state.addNote('info', instruction ? `Compaction requested: “${shorten(instruction, 120)}”.` : 'Compaction requested.');
       this.render();
@@ -472,15 +473,25 @@ export class SessionView {
   openCompact() {
     if (!this.compactDialog) {
       const ta = h('textarea', { id: 'compact-instruction', rows: '3', placeholder: 'e.g. keep the failing test names' });
+      // Offered only to agents that can aim at a size (settings).
+      this.compactRatio = h('input', { id: 'compact-ratio', type: 'number', min: '1', max: '100', step: '1', inputmode: 'numeric', placeholder: 'agent default' });
+      this.compactRatioRow = h('div', { class: 'stack' },
+        h('label', { for: 'compact-ratio', text: 'Target size, % of now (optional)' }), this.compactRatio);
       const form = h('form', { method: 'dialog', class: 'stack' },
-        h('label', { for: 'compact-instruction', text: 'What must the summary keep? (optional)' }), ta,
+        h('label', { for: 'compact-instruction', text: 'What must the summary keep? (optional)' }), ta, this.compactRatioRow,
         h('div', { class: 'q-actions' },
           h('button', { type: 'button', class: 'btn', text: 'Cancel', onclick: () => this.compactDialog.close() }),
           h('button', { type: 'submit', class: 'btn primary', text: 'Compact' })));
       form.addEventListener('submit', (e) => {
         e.preventDefault();
-        this.compact(ta.value.trim());
+        const pct = this.compactRatioRow.hidden ? '' : this.compactRatio.value.trim();
+        if (pct && !(Number(pct) >= 1 && Number(pct) <= 100)) {
+          this.app.toast('The target size is a percentage from 1 to 100.');
+          return;
+        }
+        this.compact(ta.value.trim(), pct ? Number(pct) / 100 : undefined);
         ta.value = '';
+        this.compactRatio.value = '';
         this.compactDialog.close();
       });
       this.compactDialog = h('dialog', { class: 'dialog', 'aria-labelledby': 'compact-title' },
@@ -489,6 +500,7 @@ export class SessionView {
         form);
       this.el.appendChild(this.compactDialog);
     }
+    this.compactRatioRow.hidden = !this.adapter()?.settings?.includes('target_token_ratio');
     this.compactDialog.showModal();
   }
 
