@@ -3,6 +3,7 @@ package claudecode
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -44,7 +45,7 @@ func flagsOf(req *protocol.PromptRequest) promptFlags {
 }
 
 // cleanRules drops empty rules and rules no command line can carry (NUL,
-// line breaks).
+// line breaks; badRule refuses a prompt with one before it gets here).
 func cleanRules(rules []string) []string {
 	var out []string
 	for _, r := range rules {
@@ -124,4 +125,24 @@ func (d *promptDeny) denies(c permission.Call) bool {
 		return true
 	}
 	return len(d.rules.Deny) > 0 && d.rules.Decide(c) == permission.Deny
+}
+
+// badRule is the agent.error (bad_request) refusing a prompt with a rule
+// no command line can carry (NUL, a line break), naming it; nil if none.
+// Dropping it would silently ignore a denied tool.
+func badRule(req *protocol.PromptRequest) *protocol.AgentError {
+	if req == nil || req.ConfigOverrides == nil {
+		return nil
+	}
+	for _, l := range []struct {
+		name  string
+		rules []string
+	}{{"allowed_tools", req.ConfigOverrides.AllowedTools}, {"denied_tools", req.ConfigOverrides.DeniedTools}} {
+		for i, r := range l.rules {
+			if strings.ContainsAny(r, "\x00\r\n") {
+				return &protocol.AgentError{Code: "bad_request", Message: fmt.Sprintf("config_overrides.%s[%d]: a permission rule holds no line break or NUL", l.name, i)}
+			}
+		}
+	}
+	return nil
 }

@@ -75,6 +75,13 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	if res, refused, err := adapter.RefusePrompt(ctx, s.a.Capability(), turn, emit, refusals); refused {
 		return res, err
 	}
+	if ae := badRule(turn.Request); ae != nil {
+		ae.TurnID = turn.ID
+		if err := emit(ctx, protocol.TypeAgentError, ae); err != nil {
+			return adapter.Result{StopReason: "error"}, fmt.Errorf("claudecode: %w", err)
+		}
+		return adapter.Result{StopReason: "error"}, nil
+	}
 	s.op.Lock()
 	defer s.op.Unlock()
 	if err := s.waitSettled(ctx); err != nil {
