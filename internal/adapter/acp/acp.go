@@ -11,7 +11,10 @@
 //
 //   - A prompt is one session/prompt: the text, with each file token written
 //     as its path (an unconvertible token as its display path), and one
-//     resource_link block (file:///abs/path) per referenced file.
+//     resource_link block (file:///abs/path) per referenced file. The text
+//     is framed by the input type (framing.Prompt): piped input as
+//     material, an empty continuation as a request to go on; slash
+//     commands go as typed.
 //   - session/update notifications become agent.* events in the order they
 //     arrive: agent_message_chunk → agent.text.delta, agent_thought_chunk →
 //     agent.text.delta on the thinking channel, tool_call / tool_call_update
