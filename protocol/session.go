@@ -132,6 +132,8 @@ type AdapterCapability struct {
 	Compact bool `json:"compact"`
 	// FileTokens says how this adapter hands picked files to its agent.
 	FileTokens string `json:"file_tokens" jsonschema:"enum=file_list,enum=mention,enum=label,enum=inline,enum=arguments,enum=literal"`
+	// Settings the adapter honours: config_overrides keys, context_files, target_token_ratio (of compaction), mode_config (the config of control.mode.switch); any other is refused with unsupported.
+	Settings []string `json:"settings,omitempty" jsonschema:"maxItems=32"`
 }
 
 // FileRefCapabilities is the §16.5 file-reference block.

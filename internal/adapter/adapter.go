@@ -5,6 +5,13 @@
 // The client (not the adapter) sends agent.turn.started and the one
 // agent.text.done that ends every turn, so an adapter cannot break that
 // rule; an adapter streams everything in between through Emit.
+//
+// Every adapter honours the prompt settings, input types, compaction ratio
+// and mode config its capability declares (AdapterCapability.Settings and
+// InputTypes) and refuses the others with code unsupported naming the
+// field (CheckPrompt, RefusePrompt, CheckCompact, CheckModeConfig): none is
+// silently ignored. Package adaptertest checks this, and the rest of the
+// contract, for each adapter.
 package adapter
 
 import (
@@ -76,7 +83,8 @@ type Session interface {
 	// asked (resp nil means it timed out unanswered: treat it as a denial;
 	// a timeout that applied the question's default answers with that).
 	Answer(interactionID string, resp *protocol.InteractionResponse) error
-	// SetMode switches the mode from the next tool call on.
+	// SetMode switches the mode from the next tool call on. A config the
+	// adapter does not declare (mode_config) is refused (CheckModeConfig).
 	SetMode(mode string, config json.RawMessage) error
 	// Compact summarises the history; it returns the compaction event's payload.
 	Compact(ctx context.Context, req *protocol.SessionCompact) (*protocol.CompactionDone, error)

@@ -473,6 +473,13 @@ func (s *session) compact(m *protocol.Message, p *protocol.SessionCompact) {
 		return
 	}
 	res, err := s.sess.Compact(s.c.stop, p)
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		// The adapter refused the request (a setting it cannot honour):
+		// the code and field say which, as for a refused mode switch.
+		s.failWith(m, "compact", err)
+		return
+	}
 	var ev *protocol.Message
 	if err != nil || res == nil {
 		s.c.log.Error("compact", "session", s.id, "err", err)

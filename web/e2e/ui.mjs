@@ -271,8 +271,21 @@ async function flow(browser, f) {
   });
 
   await step(P('send: the prompt shows the chip, typed token-like text stays text'), async () => {
+    if (!phone) {
+      // ferry's agent honours every prompt setting the UI offers.
+      await page.locator('details.prompt-settings > summary').click();
+      for (const k of ['max_turns', 'allowed_tools', 'denied_tools', 'json_schema']) await page.locator(`#setting-${k}`).waitFor();
+      await page.locator('#setting-max_turns').fill('40');
+      await page.locator('#prompt').focus();
+    }
     await streamWatch(page);
     await send(page, phone);
+    if (!phone) {
+      const sent = routed.sent.filter((m) => m.type === 'ui.prompt').at(-1);
+      assert.deepEqual(sent?.payload.config_overrides, { max_turns: 40 }, 'the prompt carries its settings');
+      await page.locator('#setting-max_turns').fill('');
+      await page.locator('details.prompt-settings > summary').click();
+    }
     const bubble = page.locator('.msg.user .bubble').last();
     await bubble.waitFor();
     await page.waitForFunction(() => document.querySelector('.msg.user:last-of-type') !== null);
@@ -409,15 +422,19 @@ async function flow(browser, f) {
       await page.locator('#ns-title').fill('Echo');
       await page.getByRole('button', { name: 'Start session' }).click();
       await page.getByRole('heading', { name: 'Echo' }).waitFor();
+      // echo honours none of the settings the UI offers: none is shown.
+      assert.ok(await page.locator('details.prompt-settings').isHidden(), 'prompt settings offered for echo');
       await typePrompt(page, 'hello there');
       await page.keyboard.press('Enter');
       await page.locator('article.msg.agent[data-state="done"]').waitFor();
       await page.getByRole('button', { name: 'Compact…' }).click();
       await page.locator('#compact-instruction').fill('keep the greetings');
+      await page.locator('#compact-ratio').fill('50'); // echo aims at a ratio
       await page.locator('dialog[open]').getByRole('button', { name: 'Compact', exact: true }).click();
       await page.locator('div.note', { hasText: 'History compacted' }).waitFor();
       const sent = routed.sent.filter((m) => m.type === 'control.session.compact').at(-1);
       assert.equal(sent?.payload.instruction, 'keep the greetings');
+      assert.equal(sent?.payload.target_token_ratio, 0.5);
       await typePrompt(page, '/cos');
       await page.locator('.popup .opt', { hasText: '/cost' }).waitFor();
       await page.keyboard.press('Enter'); // completes

@@ -11,7 +11,10 @@
 //
 //   - A prompt is one session/prompt: the text, with each file token written
 //     as its path (an unconvertible token as its display path), and one
-//     resource_link block (file:///abs/path) per referenced file.
+//     resource_link block (file:///abs/path) per referenced file. The text
+//     is framed by the input type (framing.Prompt): piped input as
+//     material, an empty continuation as a request to go on; slash
+//     commands go as typed.
 //   - session/update notifications become agent.* events in the order they
 //     arrive: agent_message_chunk → agent.text.delta, agent_thought_chunk →
 //     agent.text.delta on the thinking channel, tool_call / tool_call_update
@@ -36,9 +39,11 @@
 //     request a deny rule covers (Read for reads, Write or Edit for
 //     writes) is refused with code 15, a permission request a deny rule
 //     covers is rejected and one allow rules cover allowed once, neither
-//     asked. json_schema, max_turns and an output_format other than text
-//     fail the prompt with one agent.error code unsupported naming the key;
-//     a rule that does not parse with bad_request naming it.
+//     asked. json_schema, max_turns and context_files fail the prompt with
+//     one agent.error code unsupported naming the key (output_format is
+//     rendered by ferry); a rule that does not parse with bad_request
+//     naming it. A mode switch's config and a compaction's
+//     target_token_ratio are refused with unsupported too.
 //   - Cancel sends session/cancel, answers every open permission request
 //     with outcome cancelled, and returns within cancelWait. The agent then
 //     has killAfter to answer the prompt; if it does not, its process group
@@ -153,11 +158,12 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		ID:           a.ID(),
 		Name:         "ACP agent (" + a.cfg.Name + ")",
 		Modes:        []string{protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview},
-		InputTypes:   []string{protocol.InputText, protocol.InputSlashCommand},
+		InputTypes:   []string{protocol.InputText, protocol.InputSlashCommand, protocol.InputContinuation, protocol.InputPipedStdin},
 		Interactions: []string{protocol.InteractionPermission},
 		Cancel:       true,
 		Compact:      true,
 		FileTokens:   "file_list",
+		Settings:     []string{adapter.SettingOutputFormat, adapter.SettingAllowedTools, adapter.SettingDeniedTools},
 	}
 }
 

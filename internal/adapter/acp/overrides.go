@@ -1,13 +1,13 @@
 package acp
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
+	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -18,9 +18,18 @@ import (
 //   - allowed_tools and denied_tools become permission rules ferry applies
 //     itself, for that prompt, wherever it sees the agent's calls: its fs
 //     requests and its permission requests.
-//   - json_schema, max_turns and an output_format other than text fail the
-//     prompt with agent.error code unsupported naming the key, before the
-//     agent gets it.
+//   - json_schema, max_turns and context_files fail the prompt with
+//     agent.error code unsupported naming the key, before the agent gets
+//     it (adapter.CheckPrompt against the capability's Settings).
+//   - output_format is rendered by ferry from the turn's events, as for
+//     every adapter.
+
+// refusals say why an ACP agent refuses a prompt setting.
+var refusals = map[string]string{
+	adapter.SettingJSONSchema:   "an ACP agent gives no structured answer, so ferry cannot check one against a schema",
+	adapter.SettingMaxTurns:     "ACP offers no way to bound an agent's turns",
+	adapter.SettingContextFiles: "ferry does not hand attached files to an ACP agent; pick workspace files with @ instead",
+}
 
 // codeBadRequest is the agent.error code of a prompt whose settings are
 // wrong (a permission rule that does not parse), as ferry's agent has it.
@@ -29,22 +38,13 @@ const codeBadRequest = "bad_request"
 // promptRules reads a prompt's config_overrides: the permission rules of
 // the prompt (nil for none), or the agent.error that refuses it.
 func (s *session) promptRules(req *protocol.PromptRequest) (*permission.Rules, *protocol.AgentError) {
+	if ae := adapter.CheckPrompt(s.a.Capability(), req, refusals); ae != nil {
+		return nil, ae
+	}
 	if req == nil || req.ConfigOverrides == nil {
 		return nil, nil
 	}
 	o := req.ConfigOverrides
-	unsupported := func(key, why string) *protocol.AgentError {
-		return &protocol.AgentError{Code: protocol.CodeUnsupported, Message: "payload.config_overrides." + key + ": " + why}
-	}
-	if js := bytes.TrimSpace(o.JSONSchema); len(js) > 0 && string(js) != "null" {
-		return nil, unsupported("json_schema", "an ACP agent gives no structured answer, so ferry cannot check one against a schema")
-	}
-	if o.MaxTurns != nil {
-		return nil, unsupported("max_turns", "ACP offers no way to bound an agent's turns")
-	}
-	if o.OutputFormat != "" && o.OutputFormat != "text" {
-		return nil, unsupported("output_format", "an ACP agent answers in text only")
-	}
 	if len(o.AllowedTools) == 0 && len(o.DeniedTools) == 0 {
 		return nil, nil
 	}

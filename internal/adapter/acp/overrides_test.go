@@ -206,7 +206,7 @@ func TestPermissionRulesAnswerWithoutAsking(t *testing.T) {
 // unsupported naming the key; a bad rule fails it with bad_request naming
 // the rule. The agent gets no prompt.
 func TestUnsupportedOverridesFailThePrompt(t *testing.T) {
-	p := newPeer(t, acppeer.Script{Turns: [][]step{{{Text: "ran"}}}})
+	p := newPeer(t, acppeer.Script{Turns: [][]step{{{Text: "ran"}}, {{Text: "ran"}}, {{Text: "ran"}}}})
 	s := p.open(t, "")
 	for _, tc := range []struct {
 		o     protocol.ConfigOverrides
@@ -215,7 +215,6 @@ func TestUnsupportedOverridesFailThePrompt(t *testing.T) {
 	}{
 		{protocol.ConfigOverrides{JSONSchema: []byte(`{"type":"object"}`)}, protocol.CodeUnsupported, "payload.config_overrides.json_schema"},
 		{protocol.ConfigOverrides{MaxTurns: intp(3)}, protocol.CodeUnsupported, "payload.config_overrides.max_turns"},
-		{protocol.ConfigOverrides{OutputFormat: "json"}, protocol.CodeUnsupported, "payload.config_overrides.output_format"},
 		{protocol.ConfigOverrides{DeniedTools: []string{"Read(a)", "Frob(x)"}}, "bad_request", "config_overrides.denied_tools[1]"},
 		{protocol.ConfigOverrides{AllowedTools: []string{"Read(../x)"}}, "bad_request", "config_overrides.allowed_tools[0]"},
 	} {
@@ -232,8 +231,11 @@ func TestUnsupportedOverridesFailThePrompt(t *testing.T) {
 	if got := p.receivedMethod(t, "session/prompt"); len(got) != 0 {
 		t.Fatalf("the agent got %d prompts", len(got))
 	}
-	// output_format text is what ACP gives.
-	if _, res, err := run(t, s, withOverrides("go", &protocol.ConfigOverrides{OutputFormat: "text"})); err != nil || res.StopReason != "end_turn" || res.Text != "ran" {
-		t.Fatalf("Run = %+v, %v", res, err)
+	// output_format is ferry's to render (ferry run --output-format json
+	// with an ACP agent): the agent runs the prompt whatever its value.
+	for _, f := range []string{"text", "json", "stream-json"} {
+		if _, res, err := run(t, s, withOverrides("go", &protocol.ConfigOverrides{OutputFormat: f})); err != nil || res.StopReason != "end_turn" || res.Text != "ran" {
+			t.Fatalf("output_format %s: Run = %+v, %v", f, res, err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
+	"github.com/ferry-dev/ferry/internal/adapter/framing"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
 
@@ -14,9 +15,12 @@ import (
 // (a token without a usable path becomes its display path), and each
 // referenced file travels as a resource_link block, which every ACP agent
 // must accept. Files are linked by absolute file:// URI.
-func promptBlocks(p fileref.Prompt, workspace string) []acpsdk.ContentBlock {
+//
+// The text is framed by the input type (framing.Prompt): piped input as
+// material, an empty continuation as a request to go on.
+func promptBlocks(inputType string, p fileref.Prompt, workspace string) []acpsdk.ContentBlock {
 	text, files := p.FileList()
-	blocks := []acpsdk.ContentBlock{acpsdk.TextBlock(text)}
+	blocks := []acpsdk.ContentBlock{acpsdk.TextBlock(framing.Prompt(inputType, text))}
 	for _, f := range files {
 		path := f.Path
 		if path == "" {

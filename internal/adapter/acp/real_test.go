@@ -36,6 +36,22 @@ func realAgent(t *testing.T) string {
 // model calls go to a fake Anthropic server; the test routes its replies.
 func realSession(t *testing.T) (*session, *fake.Server, string) {
 	t.Helper()
+	a, srv := realAdapter(t)
+	ws := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := a.Open(ctx, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s.(*session), srv, s.(*session).ws
+}
+
+// realAdapter is the adapter of claude-code-acp talking to a new fake
+// Anthropic server.
+func realAdapter(t *testing.T) (*Adapter, *fake.Server) {
+	t.Helper()
 	bin := realAgent(t)
 	srv := fake.New(t)
 	logs := &logBuffer{}
@@ -57,15 +73,7 @@ func realSession(t *testing.T) (*session, *fake.Server, string) {
 			t.Logf("adapter log:\n%s", logs.String())
 		}
 	})
-	ws := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := a.Open(ctx, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s.(*session), srv, s.(*session).ws
+	return a, srv
 }
 
 // toolResultText returns the text of the tool_result for id the model got.

@@ -478,7 +478,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	}
 	id := s.c.newID()
 	line, err := encodeRequest(id, acpsdk.AgentMethodSessionPrompt, acpsdk.PromptRequest{
-		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: promptBlocks(turn.Prompt, s.ws)})
+		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: promptBlocks(adapter.InputTypeOf(turn.Request), turn.Prompt, s.ws)})
 	if err != nil {
 		s.release()
 		return adapter.Result{}, err
@@ -749,11 +749,14 @@ func selectedOutcome(optionID string) acpsdk.RequestPermissionResponse {
 
 // SetMode switches the agent's mode with session/set_mode (to the mode the
 // agent advertises under the same name) and enforces it on ferry's side.
-func (s *session) SetMode(mode string, _ json.RawMessage) error {
+func (s *session) SetMode(mode string, config json.RawMessage) error {
 	switch mode {
 	case protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview:
 	default:
 		return &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.mode", Message: "no such mode"}
+	}
+	if err := adapter.CheckModeConfig(s.a.Capability(), config); err != nil {
+		return err
 	}
 	id, ok := s.agentModeFor(mode)
 	if !ok {
@@ -816,6 +819,9 @@ func (s *session) Compact(ctx context.Context, req *protocol.SessionCompact) (*p
 	s.mu.Lock()
 	has := s.commands["compact"]
 	s.mu.Unlock()
+	if err := adapter.CheckCompact(s.a.Capability(), req, "an ACP agent's compact command takes no target size"); err != nil {
+		return nil, err
+	}
 	if !has {
 		return nil, &protocol.Error{Code: protocol.CodeUnsupported, Field: "type", Message: "this ACP agent offers no compact command"}
 	}

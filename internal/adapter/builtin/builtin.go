@@ -9,6 +9,12 @@
 // end the turn with stop_reason error; Run returns an error only for a
 // cancelled turn or a failure it could not report.
 //
+// Prompt settings: the agent honours every config_overrides key (its
+// max_turns, allowed and denied rules, json_schema; output_format is
+// rendered by ferry) and a compaction's target_token_ratio. Attached
+// context_files and a mode switch's config are refused with code
+// unsupported naming them (adapter.CheckPrompt, adapter.CheckModeConfig).
+//
 // With Config.Artifacts (on for sessions driven from the UI, off by default
 // for ferry run) the files the agent's Write, Edit and Bash calls hand to
 // the user are sent as agent.artifact events while the turn runs and listed
@@ -106,6 +112,8 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		Cancel:       true,
 		Compact:      true,
 		FileTokens:   "file_list",
+		Settings: []string{adapter.SettingOutputFormat, adapter.SettingJSONSchema, adapter.SettingMaxTurns,
+			adapter.SettingAllowedTools, adapter.SettingDeniedTools, adapter.SettingTargetTokenRatio},
 	}
 }
 
@@ -172,13 +180,14 @@ func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Se
 	if err != nil {
 		return nil, err
 	}
-	return &Session{agent: ag, log: a.cfg.Logger}, nil
+	return &Session{agent: ag, log: a.cfg.Logger, caps: a.Capability()}, nil
 }
 
 // Session is one open session of ferry's agent.
 type Session struct {
 	agent *agent.Agent
 	log   *slog.Logger
+	caps  protocol.AdapterCapability
 }
 
 var _ adapter.Session = (*Session)(nil)
@@ -189,6 +198,9 @@ func (s *Session) Agent() *agent.Agent { return s.agent }
 // Run runs one prompt. A coded failure was already reported as agent.error
 // by the agent: the turn ends with stop_reason error and no second error.
 func (s *Session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
+	if res, refused, err := adapter.RefusePrompt(ctx, s.caps, turn, emit, refusals); refused {
+		return res, err
+	}
 	res, err := s.agent.Run(ctx, turn, emit)
 	out := adapter.Result{Text: res.Text, StopReason: res.StopReason, Structured: res.Structured, Artifacts: artifact.ToMessages(res.Artifacts)}
 	if err == nil {
@@ -212,8 +224,17 @@ func (s *Session) Answer(interactionID string, resp *protocol.InteractionRespons
 	return s.agent.Answer(interactionID, resp)
 }
 
-// SetMode switches the mode from the next tool call on.
-func (s *Session) SetMode(mode string, _ json.RawMessage) error {
+// refusals say why ferry's agent refuses a prompt setting.
+var refusals = map[string]string{
+	adapter.SettingContextFiles: "ferry's agent takes no attached files; pick workspace files with @ instead",
+}
+
+// SetMode switches the mode from the next tool call on. A config is
+// refused: ferry's modes have no settings.
+func (s *Session) SetMode(mode string, config json.RawMessage) error {
+	if err := adapter.CheckModeConfig(s.caps, config); err != nil {
+		return err
+	}
 	if err := s.agent.SetMode(mode); err != nil {
 		return &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.mode", Message: "ferry's agent has no such mode"}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -548,5 +549,26 @@ func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
 	}
 	if fin := rec.finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
 		t.Errorf("finished %+v", fin)
+	}
+}
+
+// A rule no command line can carry refuses the prompt, naming it, before
+// the CLI starts: dropping it would ignore a denied tool.
+func TestRuleWithLineBreakRefused(t *testing.T) {
+	env := openFake(t, "echo", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	turn := textTurn("go")
+	turn.Request.ConfigOverrides = &protocol.ConfigOverrides{DeniedTools: []string{"Read", "Bash(rm:*)\nWrite"}}
+	rec := newRecorder(t)
+	res, err := env.sess.Run(ctx, turn, rec.emit)
+	if err != nil || res.StopReason != "error" {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if errs := rec.errors(); len(errs) != 1 || errs[0].Code != "bad_request" || !strings.Contains(errs[0].Message, "config_overrides.denied_tools[1]") {
+		t.Fatalf("errors %+v", errs)
+	}
+	if _, err := os.Stat(env.log); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the CLI was started (its log: %v)", err)
 	}
 }

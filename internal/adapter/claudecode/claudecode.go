@@ -91,6 +91,8 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		Cancel:       true,
 		Compact:      true,
 		FileTokens:   "mention",
+		Settings: []string{adapter.SettingOutputFormat, adapter.SettingJSONSchema, adapter.SettingMaxTurns,
+			adapter.SettingAllowedTools, adapter.SettingDeniedTools},
 	}
 }
 

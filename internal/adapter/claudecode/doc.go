@@ -20,6 +20,14 @@
 //
 // What the package guarantees:
 //
+//   - Prompt settings: max_turns, allowed_tools, denied_tools and
+//     json_schema become the CLI's flags (denied_tools is also enforced by
+//     ferry's PreToolUse hook); output_format is rendered by ferry. Attached
+//     context_files, a compaction's target_token_ratio and a mode switch's
+//     config are refused with code unsupported naming them.
+//   - Input types: text and slash_command (Claude Code's own commands) go
+//     as typed; piped_stdin is framed as material the user piped, not as
+//     the instruction; continuation asks to continue where it left off.
 //   - File tokens become Claude Code mentions (fileref.Prompt.Mentions:
 //     "@path" or `@"path"`); a token that cannot be written as a mention is
 //     written as its display path, never dropped.

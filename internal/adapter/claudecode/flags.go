@@ -3,9 +3,12 @@ package claudecode
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -42,7 +45,7 @@ func flagsOf(req *protocol.PromptRequest) promptFlags {
 }
 
 // cleanRules drops empty rules and rules no command line can carry (NUL,
-// line breaks).
+// line breaks; badRule refuses a prompt with one before it gets here).
 func cleanRules(rules []string) []string {
 	var out []string
 	for _, r := range rules {
@@ -78,4 +81,68 @@ func (f promptFlags) args() []string {
 // key identifies the set: processes with equal keys take the same prompts.
 func (f promptFlags) key() string {
 	return strings.Join(f.args(), "\x00")
+}
+
+// refusals say why Claude Code refuses a prompt setting.
+var refusals = map[string]string{
+	adapter.SettingContextFiles: "ferry does not hand attached files to Claude Code; pick workspace files with @ instead",
+}
+
+// promptDeny is a prompt's denied_tools as ferry's PreToolUse hook applies
+// them, on top of Claude Code's --disallowedTools: rules ferry's permission
+// package reads (Bash(rm:*), Edit(secrets/**), …) are decided as for
+// ferry's own agent; any rule, also of a tool only Claude Code knows
+// (WebFetch, Task), denies a call of that tool name when it names the tool
+// alone.
+type promptDeny struct {
+	rules *permission.Rules
+	names map[string]bool
+}
+
+// denyOf reads the denied rules of a prompt in workspace ws (nil: none).
+func denyOf(rules []string, ws string) *promptDeny {
+	if len(rules) == 0 {
+		return nil
+	}
+	d := &promptDeny{rules: &permission.Rules{Workspace: ws}, names: map[string]bool{}}
+	for _, r := range rules {
+		if r = strings.TrimSpace(r); !strings.Contains(r, "(") {
+			d.names[r] = true
+		}
+		if rule, err := permission.Parse(r); err == nil {
+			d.rules.Deny = append(d.rules.Deny, rule)
+		}
+	}
+	return d
+}
+
+// denies reports whether the prompt's denied rules refuse c.
+func (d *promptDeny) denies(c permission.Call) bool {
+	if d == nil {
+		return false
+	}
+	if d.names[c.Tool] {
+		return true
+	}
+	return len(d.rules.Deny) > 0 && d.rules.Decide(c) == permission.Deny
+}
+
+// badRule is the agent.error (bad_request) refusing a prompt with a rule
+// no command line can carry (NUL, a line break), naming it; nil if none.
+// Dropping it would silently ignore a denied tool.
+func badRule(req *protocol.PromptRequest) *protocol.AgentError {
+	if req == nil || req.ConfigOverrides == nil {
+		return nil
+	}
+	for _, l := range []struct {
+		name  string
+		rules []string
+	}{{"allowed_tools", req.ConfigOverrides.AllowedTools}, {"denied_tools", req.ConfigOverrides.DeniedTools}} {
+		for i, r := range l.rules {
+			if strings.ContainsAny(r, "\x00\r\n") {
+				return &protocol.AgentError{Code: "bad_request", Message: fmt.Sprintf("config_overrides.%s[%d]: a permission rule holds no line break or NUL", l.name, i)}
+			}
+		}
+	}
+	return nil
 }

@@ -108,9 +108,9 @@ func (s *session) wasDenied(toolUseID string) bool {
 	return s.denied[toolUseID]
 }
 
-// answerHook answers ferry's PreToolUse hook: a call the mode forbids is
-// refused before Claude Code's own permission flow sees it; anything else
-// passes on to it.
+// answerHook answers ferry's PreToolUse hook: a call the mode or the
+// prompt's denied_tools forbid is refused before Claude Code's own
+// permission flow sees it; anything else passes on to it.
 func (s *session) answerHook(p *proc, r *controlRequestLine) {
 	var in hookInput
 	if err := json.Unmarshal(r.Request.Input, &in); err != nil || in.HookEventName != "PreToolUse" {
@@ -126,8 +126,20 @@ func (s *session) answerHook(p *proc, r *controlRequestLine) {
 		s.reply(p, successResponse(r.RequestID, hookDeny(why)))
 		return
 	}
+	s.mu.Lock()
+	deny := s.deny
+	s.mu.Unlock()
+	if deny.denies(c) {
+		s.markDenied(in.ToolUseID)
+		s.reply(p, successResponse(r.RequestID, hookDeny(deniedByPrompt)))
+		return
+	}
 	s.reply(p, successResponse(r.RequestID, hookPass))
 }
+
+// deniedByPrompt is what the model is told of a call the prompt's
+// denied_tools refuse.
+const deniedByPrompt = "Refused by ferry: a denied_tools rule of this prompt forbids this call. Do not retry it; do without it or tell the user what you need."
 
 // answerIdle answers a control request that came with no turn to ask in.
 func (s *session) answerIdle(p *proc, r *controlRequestLine) {

@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/runecut"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/framing"
 	"github.com/ferry-dev/ferry/internal/vfs"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -49,6 +50,7 @@ type session struct {
 	pending   map[string]*ask // by interaction id
 	byRequest map[string]*ask // by the CLI's request id
 	denied    map[string]bool // tool_use ids ferry refused in this turn
+	deny      *promptDeny     // the running prompt's denied_tools (nil: none)
 	settle    chan struct{}   // closed when an interrupted turn has settled
 	closed    bool
 
@@ -70,6 +72,16 @@ type sink struct {
 // with its file tokens as mentions, and turns the CLI's stream into agent.*
 // events until the turn's result line. See the package doc.
 func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
+	if res, refused, err := adapter.RefusePrompt(ctx, s.a.Capability(), turn, emit, refusals); refused {
+		return res, err
+	}
+	if ae := badRule(turn.Request); ae != nil {
+		ae.TurnID = turn.ID
+		if err := emit(ctx, protocol.TypeAgentError, ae); err != nil {
+			return adapter.Result{StopReason: "error"}, fmt.Errorf("claudecode: %w", err)
+		}
+		return adapter.Result{StopReason: "error"}, nil
+	}
 	s.op.Lock()
 	defer s.op.Unlock()
 	if err := s.waitSettled(ctx); err != nil {
@@ -83,10 +95,11 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	}
 	s.mu.Lock()
 	clear(s.denied)
+	s.deny = denyOf(flags.denied, s.ws)
 	s.mu.Unlock()
 	t.p = p
 	sk := s.openSink(p)
-	if err := p.send(ctx, newUserLine(turn.Prompt.Mentions())); err != nil {
+	if err := p.send(ctx, newUserLine(framing.Prompt(adapter.InputTypeOf(turn.Request), turn.Prompt.Mentions()))); err != nil {
 		if ctx.Err() != nil {
 			// Cancelled before the prompt went out: nothing to interrupt.
 			s.closeSink(sk)
@@ -450,9 +463,12 @@ func (s *session) Answer(interactionID string, resp *protocol.InteractionRespons
 
 // SetMode switches the mode: ferry's own check applies from the next tool
 // call on, and a running CLI is switched with set_permission_mode.
-func (s *session) SetMode(mode string, _ json.RawMessage) error {
+func (s *session) SetMode(mode string, config json.RawMessage) error {
 	if !knownMode(mode) {
 		return &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.mode", Message: "Claude Code has no such mode"}
+	}
+	if err := adapter.CheckModeConfig(s.a.Capability(), config); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	old := s.mode
@@ -473,8 +489,11 @@ func (s *session) SetMode(mode string, _ json.RawMessage) error {
 
 // Compact sends /compact (with the instruction) and reports the token
 // counts Claude Code gives in its compact_boundary line. The target ratio
-// has no Claude Code equivalent and is not used.
+// has no Claude Code equivalent: a compaction asking for one is refused.
 func (s *session) Compact(ctx context.Context, req *protocol.SessionCompact) (*protocol.CompactionDone, error) {
+	if err := adapter.CheckCompact(s.a.Capability(), req, "Claude Code's /compact takes no target size"); err != nil {
+		return nil, err
+	}
 	s.op.Lock()
 	defer s.op.Unlock()
 	if err := s.waitSettled(ctx); err != nil {

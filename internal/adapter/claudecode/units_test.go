@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/vfs"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -284,5 +285,31 @@ func TestProposedDiff(t *testing.T) {
 	}
 	if d := s.proposedDiff("Bash", in(map[string]any{"command": "ls"})); d != nil {
 		t.Errorf("bash: %+v", d)
+	}
+}
+
+// A prompt's denied_tools as ferry's hook applies them: ferry's rules by
+// their patterns, any tool by its bare name.
+func TestPromptDeny(t *testing.T) {
+	ws := t.TempDir()
+	d := denyOf([]string{"Bash(rm:*)", "Edit(secrets/**)", "WebFetch", "Frob(x"}, ws)
+	for _, tc := range []struct {
+		c    permission.Call
+		want bool
+	}{
+		{permission.Call{Tool: "Bash", Command: "rm -rf x", Dir: ws}, true},
+		{permission.Call{Tool: "Bash", Command: "ls", Dir: ws}, false},
+		{permission.Call{Tool: "Edit", Path: "secrets/key"}, true},
+		{permission.Call{Tool: "Write", Path: "secrets/key"}, true}, // Edit rules cover writes
+		{permission.Call{Tool: "Edit", Path: "main.go"}, false},
+		{permission.Call{Tool: "WebFetch"}, true},
+		{permission.Call{Tool: "Read", Path: "secrets/key", ReadOnly: true}, false},
+	} {
+		if got := d.denies(tc.c); got != tc.want {
+			t.Errorf("%+v: denies = %v, want %v", tc.c, got, tc.want)
+		}
+	}
+	if denyOf(nil, ws).denies(permission.Call{Tool: "Bash", Command: "rm x"}) {
+		t.Error("no rules denied a call")
 	}
 }

@@ -23,6 +23,11 @@
 // Compact reports tokens before and after from the words the session has
 // seen (prompts and replies): after is before times the target ratio
 // (default 0.25). A cancelled turn stops within one Delay.
+//
+// Of the prompt settings echo honours output_format (ferry renders it) and
+// refuses the others before it answers, with agent.error unsupported naming
+// the setting (adapter.CheckPrompt); it takes text input only, and a mode
+// switch's config is refused.
 package echo
 
 import (
@@ -89,6 +94,7 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		Cancel:       true,
 		Compact:      true,
 		FileTokens:   "literal",
+		Settings:     []string{adapter.SettingOutputFormat, adapter.SettingTargetTokenRatio},
 	}
 }
 
@@ -102,10 +108,11 @@ func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Se
 	if mode == "" {
 		mode = protocol.ModeDefault
 	}
-	return &session{delay: a.delay, fs: fsys, mode: mode, pending: map[string]chan *protocol.InteractionResponse{}}, nil
+	return &session{caps: a.Capability(), delay: a.delay, fs: fsys, mode: mode, pending: map[string]chan *protocol.InteractionResponse{}}, nil
 }
 
 type session struct {
+	caps  protocol.AdapterCapability
 	delay time.Duration
 	fs    *vfs.Local
 
@@ -117,6 +124,9 @@ type session struct {
 
 // Run answers one prompt (see the package doc).
 func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
+	if res, refused, err := adapter.RefusePrompt(ctx, s.caps, turn, emit, nil); refused {
+		return res, err
+	}
 	lit := turn.Prompt.Literal()
 	s.count(lit)
 	reply := "echo: " + lit
@@ -339,12 +349,16 @@ func reason(err error) string {
 	return "read error"
 }
 
-// SetMode records the mode; it applies to the next tool call.
-func (s *session) SetMode(mode string, _ json.RawMessage) error {
+// SetMode records the mode; it applies to the next tool call. A config is
+// refused: echo's modes have no settings.
+func (s *session) SetMode(mode string, config json.RawMessage) error {
 	switch mode {
 	case protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview:
 	default:
 		return &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.mode", Message: "echo has no such mode"}
+	}
+	if err := adapter.CheckModeConfig(s.caps, config); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	s.mode = mode

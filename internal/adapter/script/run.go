@@ -45,9 +45,10 @@ const deltaQueue = 8
 
 // runner is one turn of a session.
 type runner struct {
-	s      *session
-	turnID string
-	emit   adapter.Emit
+	s         *session
+	turnID    string
+	inputType string
+	emit      adapter.Emit
 
 	text      strings.Builder
 	truncated bool
@@ -56,7 +57,7 @@ type runner struct {
 // run starts the command, streams its output and reports how it ended.
 func (r *runner) run(ctx context.Context, text string, args []string) (adapter.Result, error) {
 	log := r.s.a.log.With("session", r.s.id, "turn", r.turnID)
-	p, err := start(r.s, text, args)
+	p, err := start(r.s, r.inputType, text, args)
 	if err != nil {
 		log.Error("script did not start", "command", r.s.a.command[0], "err", err)
 		msg := fmt.Sprintf("the script's command %q could not be started; the client's log has the details", filepath.Base(r.s.a.command[0]))
@@ -208,7 +209,7 @@ func (r drainReader) Read(b []byte) (int, error) {
 }
 
 // start starts the command with text on its standard input.
-func start(s *session, text string, args []string) (_ *proc, err error) {
+func start(s *session, inputType, text string, args []string) (_ *proc, err error) {
 	if !procgroup.Supported {
 		return nil, errUnsupportedOS
 	}
@@ -242,7 +243,7 @@ func start(s *session, text string, args []string) (_ *proc, err error) {
 	argv := append(append([]string(nil), s.a.command[1:]...), args...)
 	cmd := exec.Command(s.a.command[0], argv...) //nolint:gosec // running the configured command is this adapter's purpose
 	cmd.Dir = s.ws
-	cmd.Env = s.environ()
+	cmd.Env = s.environ(inputType)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	// A new session: its own process group (so the whole tree can be
 	// signalled) and no controlling terminal (so nothing can read from or

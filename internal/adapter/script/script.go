@@ -13,7 +13,15 @@
 //   - The command runs in the workspace, in a new session (its own process
 //     group, no controlling terminal), with ferry's environment minus
 //     FERRY_TOKEN, the configured extra variables, and FERRY_SESSION_ID,
-//     FERRY_WORKSPACE and FERRY_MODE.
+//     FERRY_WORKSPACE, FERRY_MODE and FERRY_INPUT_TYPE (text, or
+//     piped_stdin: standard input then holds what the user piped, material
+//     rather than a request; the script decides what to make of it).
+//   - A prompt setting (config_overrides, context_files) is refused before
+//     the command starts, with agent.error unsupported naming it
+//     (adapter.CheckPrompt): ferry sees none of a script's work, so it can
+//     enforce no tool rule, turn bound or schema on it, and a script is not
+//     trusted to. output_format is honoured by ferry, which renders the
+//     events; a mode switch's config is refused likewise.
 //   - Standard output is streamed as agent.text.delta as it arrives, never
 //     splitting a UTF-8 sequence across two deltas (bytes that are not
 //     UTF-8 become U+FFFD). Standard error is kept, its last MaxStderr
@@ -161,7 +169,8 @@ func checkName(name string) error {
 func (a *Adapter) ID() string { return Prefix + a.name }
 
 // Capability declares what a script agent supports: default mode only,
-// text input, cancel, file tokens as arguments.
+// text and piped input, cancel, file tokens as arguments, no prompt
+// settings but output_format (which ferry renders).
 func (a *Adapter) Capability() protocol.AdapterCapability {
 	return protocol.AdapterCapability{
 		ID:         a.ID(),
@@ -171,6 +180,7 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		Cancel:     true,
 		Compact:    false,
 		FileTokens: "arguments",
+		Settings:   []string{adapter.SettingOutputFormat},
 	}
 }
 
@@ -253,6 +263,9 @@ var errClosed = errors.New("script: the session is closed")
 
 // Run runs the command once for the turn (see the package doc).
 func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
+	if res, refused, err := adapter.RefusePrompt(ctx, s.a.Capability(), turn, emit, refusals); refused {
+		return res, err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -275,7 +288,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	}()
 
 	text, args := s.prepare(turn.Prompt)
-	r := &runner{s: s, turnID: turn.ID, emit: emit}
+	r := &runner{s: s, turnID: turn.ID, inputType: adapter.InputTypeOf(turn.Request), emit: emit}
 	return r.run(runCtx, text, args)
 }
 
@@ -342,16 +355,26 @@ func within(root, abs string) (string, bool) {
 	return rel, true
 }
 
+// refusals say why a script refuses each prompt setting.
+var refusals = map[string]string{
+	adapter.SettingJSONSchema:   "a script's output is text; ferry cannot make it structured",
+	adapter.SettingMaxTurns:     "a script runs once per prompt and ferry cannot count or bound its steps",
+	adapter.SettingAllowedTools: "ferry sees none of a script's actions, so it cannot apply tool rules",
+	adapter.SettingDeniedTools:  "ferry sees none of a script's actions, so it cannot enforce denied tools",
+	adapter.SettingContextFiles: "a script agent takes no attached files",
+}
+
 // environ is the command's environment: ferry's minus its token, the
 // configured extras, then the FERRY_* variables (the last of a duplicate
 // key wins).
-func (s *session) environ() []string {
+func (s *session) environ(inputType string) []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "FERRY_TOKEN=") })
 	env = append(env, s.a.env...)
 	return append(env,
 		"FERRY_SESSION_ID="+s.id,
 		"FERRY_WORKSPACE="+s.ws,
 		"FERRY_MODE="+protocol.ModeDefault,
+		"FERRY_INPUT_TYPE="+inputType,
 	)
 }
 
@@ -360,12 +383,12 @@ func (s *session) Answer(string, *protocol.InteractionResponse) error {
 	return adapter.ErrUnknownInteraction
 }
 
-// SetMode accepts default only (see the package doc).
-func (s *session) SetMode(mode string, _ json.RawMessage) error {
+// SetMode accepts default only, with no config (see the package doc).
+func (s *session) SetMode(mode string, config json.RawMessage) error {
 	if mode != protocol.ModeDefault {
 		return unsupportedMode()
 	}
-	return nil
+	return adapter.CheckModeConfig(s.a.Capability(), config)
 }
 
 // Compact is refused: a script keeps no history.

@@ -8,6 +8,7 @@ import { h, clear, formatCost, formatTokens, frameThrottle, shorten, uuid } from
 import { message } from './conn.js';
 import { TranscriptView, artifactCard } from './transcript.js';
 import { Composer, COMMANDS } from './composer.js';
+import { PromptSettings } from './settings.js';
 import { onLayoutChange } from './diff.js';
 import { TURN_LABELS } from './session.js';
 import { TimeoutSetting } from './timeoutsetting.js';
@@ -72,6 +73,8 @@ export class SessionView {
       command: (name, arg) => this.command(name, arg),
       cancelTurn: () => this.cancelTurn(),
     });
+    this.settings = new PromptSettings();
+    this.composer.form.insertBefore(this.settings.el, this.composer.hint);
     this.title = h('h1', { class: 'session-title', tabindex: '-1' });
     this.meta = h('p', { class: 'session-meta muted small' });
     this.pill = h('span', { class: 'status-pill', role: 'status' });
@@ -216,6 +219,7 @@ export class SessionView {
     this.modeSelect.disabled = modes.length < 2;
     this.timeoutSetting.draw();
     this.compactBtn.hidden = !caps.compact;
+    this.settings.update(this.adapter()?.settings);
     const n = s.artifacts.size;
     this.filesBtn.textContent = n ? `Files (${n})` : 'Files';
     this.filesBtn.setAttribute('aria-label', `Files the agent handed over: ${n}`);
@@ -245,8 +249,14 @@ export class SessionView {
       this.app.toast('The agent is still working: wait for it, or stop it first.');
       return false;
     }
+    const o = this.settings.overrides();
+    if (o.error) {
+      this.app.toast(`${o.error} The prompt was not sent.`);
+      this.settings.el.open = true;
+      return false;
+    }
     const wire = segs.map((x) => (x.kind === 'text' ? { kind: 'text', text: x.text } : { kind: 'file', file: x.file }));
-    const msg = message('ui.prompt', { segments: wire }, s.id);
+    const msg = message('ui.prompt', o.value ? { segments: wire, config_overrides: o.value } : { segments: wire }, s.id);
     s.addPending(msg.message_id, segs.map((x) => (x.kind === 'text' ? { text: x.text } : { file: x.file, display: x.file.display_path || x.file.path })), 'text');
     this.app.sendControl(msg, (err) => {
       s.promptFailed(msg.message_id, err);
@@ -350,8 +360,9 @@ export class SessionView {
     }, 8000);
   }
 
-  compact(instruction) {
+  compact(instruction, ratio) {
     const payload = instruction ? { instruction } : {};
+    if (ratio !== undefined) payload.target_token_ratio = ratio;
     if (this.app.control('control.session.compact', payload, this.state.id, (err) => this.app.toast(`Compaction failed: ${err.message}`))) {
       this.state.addNote('info', instruction ? `Compaction requested: “${shorten(instruction, 120)}”.` : 'Compaction requested.');
       this.render();
@@ -466,15 +477,25 @@ export class SessionView {
   openCompact() {
     if (!this.compactDialog) {
       const ta = h('textarea', { id: 'compact-instruction', rows: '3', placeholder: 'e.g. keep the failing test names' });
+      // Offered only to agents that can aim at a size (settings).
+      this.compactRatio = h('input', { id: 'compact-ratio', type: 'number', min: '1', max: '100', step: '1', inputmode: 'numeric', placeholder: 'agent default' });
+      this.compactRatioRow = h('div', { class: 'stack' },
+        h('label', { for: 'compact-ratio', text: 'Target size, % of now (optional)' }), this.compactRatio);
       const form = h('form', { method: 'dialog', class: 'stack' },
-        h('label', { for: 'compact-instruction', text: 'What must the summary keep? (optional)' }), ta,
+        h('label', { for: 'compact-instruction', text: 'What must the summary keep? (optional)' }), ta, this.compactRatioRow,
         h('div', { class: 'q-actions' },
           h('button', { type: 'button', class: 'btn', text: 'Cancel', onclick: () => this.compactDialog.close() }),
           h('button', { type: 'submit', class: 'btn primary', text: 'Compact' })));
       form.addEventListener('submit', (e) => {
         e.preventDefault();
-        this.compact(ta.value.trim());
+        const pct = this.compactRatioRow.hidden ? '' : this.compactRatio.value.trim();
+        if (pct && !(Number(pct) >= 1 && Number(pct) <= 100)) {
+          this.app.toast('The target size is a percentage from 1 to 100.');
+          return;
+        }
+        this.compact(ta.value.trim(), pct ? Number(pct) / 100 : undefined);
         ta.value = '';
+        this.compactRatio.value = '';
         this.compactDialog.close();
       });
       this.compactDialog = h('dialog', { class: 'dialog', 'aria-labelledby': 'compact-title' },
@@ -483,6 +504,7 @@ export class SessionView {
         form);
       this.el.appendChild(this.compactDialog);
     }
+    this.compactRatioRow.hidden = !this.adapter()?.settings?.includes('target_token_ratio');
     this.compactDialog.showModal();
   }
 

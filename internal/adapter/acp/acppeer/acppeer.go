@@ -45,6 +45,9 @@ type Script struct {
 	SetModeError bool `json:"set_mode_error,omitempty"`
 	// Turns holds the steps of each session/prompt, in order.
 	Turns [][]Step `json:"turns"`
+	// ByText holds the steps of a prompt whose first text block starts
+	// with the key, before Turns (which such a prompt does not use up).
+	ByText map[string][]Step `json:"by_text,omitempty"`
 }
 
 // Step is one action of a turn; exactly one field is set.
@@ -192,6 +195,8 @@ func (p *peer) receive(line string) {
 		p.result(m.ID, map[string]any{})
 	case m.Method == "session/cancel":
 		p.cancel <- struct{}{}
+	case m.Method == "session/prompt" && p.byText(m.Params) != nil:
+		go p.runTurn(m.ID, p.byText(m.Params))
 	case m.Method == "session/prompt":
 		p.mu.Lock()
 		i := p.turn
@@ -320,4 +325,29 @@ func merge(base, over map[string]any) map[string]any {
 		base[k] = v
 	}
 	return base
+}
+
+// byText is the Script.ByText steps of a prompt, nil for none.
+func (p *peer) byText(params json.RawMessage) []Step {
+	var pr struct {
+		Prompt []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"prompt"`
+	}
+	if len(p.script.ByText) == 0 || json.Unmarshal(params, &pr) != nil {
+		return nil
+	}
+	for _, b := range pr.Prompt {
+		if b.Type != "text" {
+			continue
+		}
+		for k, steps := range p.script.ByText {
+			if strings.HasPrefix(b.Text, k) {
+				return steps
+			}
+		}
+		return nil
+	}
+	return nil
 }
