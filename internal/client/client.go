@@ -84,6 +84,10 @@ type Config struct {
 	// PingInterval is the time between pings; a pong must come within one
 	// more interval. Default DefaultPingInterval.
 	PingInterval time.Duration
+	// HistoryQuota bounds the file contents each session's undo history
+	// keeps in StateDir/history (oldest changes dropped first); default
+	// filehistory.DefaultQuota (64 MiB).
+	HistoryQuota int64
 }
 
 // handledMessages are the control.* types the client handles, as declared
@@ -102,6 +106,9 @@ var handledMessages = []string{
 	protocol.TypeArtifactRange,
 	protocol.TypeArtifactAck,
 	protocol.TypeArtifactCancel,
+	protocol.TypeHistoryUndo,
+	protocol.TypeHistoryRewind,
+	protocol.TypeHistoryList,
 }
 
 // workspace is one served folder.

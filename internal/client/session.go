@@ -10,7 +10,9 @@ import (
 	"sync"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/search"
+	"github.com/ferry-dev/ferry/internal/vfs"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
@@ -45,6 +47,11 @@ type session struct {
 	// searches maps each search in flight to its message id (the parent
 	// of its answer); at most the newest two are kept.
 	searches map[*protocol.FileSearch]string
+
+	// hist is the session's file history and hfs the workspace its
+	// restores write through (history.go); set by the worker on open.
+	hist *filehistory.Journal
+	hfs  *vfs.Local
 }
 
 // turn is the running turn of a session.
@@ -240,6 +247,8 @@ func (s *session) handle(m *protocol.Message) bool {
 		s.switchMode(m, p)
 	case *protocol.SessionCompact:
 		s.compact(m, p)
+	case *protocol.HistoryUndo, *protocol.HistoryRewind, *protocol.HistoryList:
+		s.handleHistory(m)
 	}
 	return true
 }
@@ -260,8 +269,10 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		s.mu.Lock()
 		mode := s.mode
 		s.mu.Unlock()
-		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode})
+		hist := s.openHistory()
+		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist})
 		if err != nil {
+			_ = s.closeHistory()
 			s.failWith(m, "open session", err)
 			s.c.removeSession(s)
 			return false
@@ -330,6 +341,7 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 		s.mu.Unlock()
 		return
 	}
+	s.beginTurnHistory(t.id)
 	s.c.wg.Add(1)
 	go s.runTurn(ctx, t, adapter.Turn{ID: t.id, Request: p, Prompt: prompt})
 }
@@ -535,10 +547,11 @@ func (s *session) close() error {
 	if picker != nil {
 		picker.Close()
 	}
+	var err error
 	if s.sess != nil {
-		if err := s.sess.Close(); err != nil {
-			return fmt.Errorf("client: close session %s: %w", s.id, err)
+		if cerr := s.sess.Close(); cerr != nil {
+			err = fmt.Errorf("client: close session %s: %w", s.id, cerr)
 		}
 	}
-	return nil
+	return errors.Join(err, s.closeHistory())
 }

@@ -106,6 +106,8 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		Cancel:       true,
 		Compact:      true,
 		FileTokens:   "file_list",
+		// The agent's history is ferry's: a rewind takes it back too.
+		RewindConversation: true,
 	}
 }
 
@@ -140,6 +142,10 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
 		Deny:  append([]permission.Rule(nil), a.cfg.Rules.Deny...),
 		// The agent sets Workspace to the session's workspace.
 	}
+	var hist tools.FileHistory = a.cfg.History
+	if cfg.History != nil {
+		hist = cfg.History // the session's own journal (undo, rewind)
+	}
 	ag, err := agent.New(agent.Config{
 		Provider:           p,
 		Workspace:          cfg.Workspace.Path,
@@ -149,7 +155,7 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
 		MaxTurns:           a.cfg.MaxTurns,
 		Headless:           a.cfg.Headless,
 		InteractionTimeout: a.cfg.InteractionTimeout,
-		History:            a.cfg.History,
+		History:            hist,
 		Artifacts:          a.cfg.Artifacts,
 		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
 	})
@@ -227,6 +233,15 @@ func (s *Session) Compact(ctx context.Context, req *protocol.SessionCompact) (*p
 		return nil, fmt.Errorf("builtin: compact: %w", err)
 	}
 	return done, nil
+}
+
+// RewindConversation takes the agent's conversation back to before turnID
+// (adapter.ConversationRewinder).
+func (s *Session) RewindConversation(turnID string) error {
+	if err := s.agent.RewindTo(turnID); err != nil {
+		return fmt.Errorf("builtin: rewind: %w", err)
+	}
+	return nil
 }
 
 // Close ends the session.

@@ -51,6 +51,10 @@ type session struct {
 	denied    map[string]bool // tool_use ids ferry refused in this turn
 	settle    chan struct{}   // closed when an interrupted turn has settled
 	closed    bool
+	// history records the file changes of Write and Edit (history.go);
+	// before holds what a call's file held when its PreToolUse hook ran.
+	history adapter.History
+	before  map[string]snapshot
 
 	wg sync.WaitGroup // goroutines waiting for answers or settling a turn
 }
