@@ -13,6 +13,7 @@
 // are applied by id, idempotently.
 
 import { parsePrompt } from './fileref.js';
+import { applyRestored } from './history.js';
 
 export const TURN_LABELS = {
   running: 'Running',
@@ -290,6 +291,9 @@ export class SessionState {
       case 'agent.mode.changed':
         this.mode = p.mode;
         this.addNote('mode', `Mode switched to ${p.mode}.`);
+        break;
+      case 'agent.files.restored':
+        applyRestored(this, msg);
         break;
       case 'agent.compaction.done':
         this.addNote('info', `History compacted: ${p.tokens_before.toLocaleString()} → ${p.tokens_after.toLocaleString()} tokens.`);
