@@ -18,8 +18,8 @@ const (
 	TypeFilesRestored  = "agent.files.restored"
 )
 
-// CodeFileChanged: an undo or rewind was refused because the file it names
-// changed since the agent's edit (by the user, another process or a later
+// CodeFileChanged means an undo or rewind was refused because the file it
+// names changed since the agent's edit (by the user, another process or a later
 // change of the agent); nothing was restored.
 const CodeFileChanged = "file_changed"
 

@@ -18,13 +18,12 @@ var _ tools.WriteHistory = (*filehistory.Journal)(nil)
 
 // rig is a workspace whose file tools record into a journal.
 type rig struct {
-	t    *testing.T
-	ws   string
-	dir  string
-	fs   *vfs.Local
-	j    *filehistory.Journal
-	env  *tools.Env
-	seen int
+	t   *testing.T
+	ws  string
+	dir string
+	fs  *vfs.Local
+	j   *filehistory.Journal
+	env *tools.Env
 }
 
 func newRig(t *testing.T, quota int64) *rig {

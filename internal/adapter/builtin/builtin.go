@@ -142,7 +142,7 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
 		Deny:  append([]permission.Rule(nil), a.cfg.Rules.Deny...),
 		// The agent sets Workspace to the session's workspace.
 	}
-	var hist tools.FileHistory = a.cfg.History
+	hist := a.cfg.History
 	if cfg.History != nil {
 		hist = cfg.History // the session's own journal (undo, rewind)
 	}
