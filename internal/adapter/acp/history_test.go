@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/adapter/acp/acppeer"
 	"github.com/ferry-dev/ferry/internal/filehistory"
+	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -64,5 +65,53 @@ func TestFileSystemWriteRecorded(t *testing.T) {
 	}
 	if e := es[1]; !strings.HasPrefix(e.Call, "acp-fs-write-") || e.Before != "" || e.Rel != "b.txt" {
 		t.Fatalf("b.txt recorded as %+v", e)
+	}
+}
+
+// The real agent's Write lands in fs/write_text_file and is recorded under
+// the agent's own tool call id, so its diff card's Undo finds it.
+func TestRealAgentWriteRecorded(t *testing.T) {
+	s, srv, ws := realSession(t)
+	j, err := filehistory.OpenJournal(t.TempDir(), "sess-real", ws, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	s.env.History = j // before the first prompt: the dispatcher reads it only for fs requests
+	target := filepath.Join(ws, "made.txt")
+	const callID = "toolu_write_made"
+	srv.Route(func(r fake.Request) (fake.Reply, bool) {
+		switch {
+		case len(r.ToolNames()) == 0:
+			return fake.Reply{Text: []string{"side"}}, true
+		case requestToolResult(r, callID) == "":
+			return fake.Reply{ToolCalls: []fake.ToolCall{{ID: callID, Name: "mcp__acp__Write", Input: map[string]any{"file_path": target, "content": "made\n"}}}}, true
+		}
+		return fake.Reply{Text: []string{"Done."}}, true
+	})
+	tn := turn("write it")
+	if err := j.BeginTurn(tn.ID); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := s.Run(ctx, tn, rec.emit); done <- err }()
+	ir := rec.ask(t)
+	if err := s.Answer(ir.InteractionID, &protocol.InteractionResponse{InteractionID: ir.InteractionID, SelectedValue: protocol.Single(protocol.AllowOnce)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the turn did not end")
+	}
+	es := j.Entries()
+	if len(es) != 1 || es[0].Call != callID || es[0].Turn != tn.ID || es[0].Rel != "made.txt" || es[0].Before != "" || es[0].After != filehistory.HashOf([]byte("made\n")) {
+		t.Fatalf("recorded %+v", es)
 	}
 }
