@@ -13,7 +13,7 @@
 // are applied by id, idempotently.
 
 import { parsePrompt } from './fileref.js';
-import { applyRestored } from './history.js';
+import { applyRestored } from './restore.js';
 
 export const TURN_LABELS = {
   running: 'Running',
