@@ -30,6 +30,9 @@ import (
 // maxHistoryFile bounds a file read to record a change.
 const maxHistoryFile = 64 << 20
 
+// maxSnapshots bounds the snapshots waiting for their call's result.
+const maxSnapshots = 64
+
 // recordedTools are the Claude Code tools whose changes are recorded.
 var recordedTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
 
@@ -61,6 +64,11 @@ func (s *session) snapshotBefore(tool string, input json.RawMessage, toolUseID s
 		return
 	}
 	s.mu.Lock()
+	if len(s.before) >= maxSnapshots {
+		// Calls that never reported a result (an interrupted turn): their
+		// snapshots are of no use any more.
+		clear(s.before)
+	}
 	s.before[toolUseID] = snapshot{path: path, data: data, existed: existed}
 	s.mu.Unlock()
 }
