@@ -39,6 +39,9 @@ type Machine struct {
 	Adapters []AdapterCapability `json:"adapters" jsonschema:"maxItems=64"`
 	// FileSearch is true when the client answers control.file.search (the @ popup).
 	FileSearch bool `json:"file_search"`
+	// FileHistory is true when the client keeps its sessions' file history
+	// (control.history.*: undo, rewind, the Changes view).
+	FileHistory bool `json:"file_history,omitempty"`
 }
 
 // Session states.

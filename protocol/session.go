@@ -130,6 +130,10 @@ type AdapterCapability struct {
 	Cancel bool `json:"cancel"`
 	// Compact is true when the history can be compacted.
 	Compact bool `json:"compact"`
+	// RewindConversation is true when control.history.rewind also rewinds
+	// the agent's conversation (ferry's own agent); otherwise only the
+	// files are rewound.
+	RewindConversation bool `json:"rewind_conversation,omitempty"`
 	// FileTokens says how this adapter hands picked files to its agent.
 	FileTokens string `json:"file_tokens" jsonschema:"enum=file_list,enum=mention,enum=label,enum=inline,enum=arguments,enum=literal"`
 	// Settings the adapter honours: config_overrides keys, context_files, target_token_ratio (of compaction), mode_config (the config of control.mode.switch); any other is refused with unsupported.

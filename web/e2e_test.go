@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -196,6 +197,8 @@ func TestBrowser(t *testing.T) {
 		"src/router.ts":       "export const routes = {\n  home: '/'\n}\n",
 		"src/util/strings.ts": "export const trim = (s: string) => s.trim()\n",
 		"docs/guide.md":       "# Guide\n",
+		"src/undo.txt":        "alpha\nbeta\n",
+		"src/rewind.txt":      "one\n",
 	}
 	for name, content := range files {
 		p := filepath.Join(ws, filepath.FromSlash(name))
@@ -218,6 +221,7 @@ func TestBrowser(t *testing.T) {
 	for _, f := range flows {
 		script(srv, f)
 	}
+	historyScript(srv)
 	env := map[string]string{
 		"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir,
 		"ANTHROPIC_BASE_URL": srv.URL(), "ANTHROPIC_API_KEY": "test-key", "PATH": os.Getenv("PATH"),
@@ -314,6 +318,32 @@ func TestBrowser(t *testing.T) {
 		}
 		_, _ = fmt.Fprint(w, strings.Join(got, " "))
 	})
+	// The undo block changes a workspace file behind the agent's back and
+	// reads files back: GET and POST /file?path=REL (the body is the content).
+	ctl.HandleFunc("/file", func(w http.ResponseWriter, r *http.Request) {
+		rel := r.URL.Query().Get("path")
+		if !strings.HasPrefix(rel, "src/") || strings.Contains(rel, "..") {
+			http.Error(w, "a path under src/ only", http.StatusBadRequest)
+			return
+		}
+		p := filepath.Join(ws, filepath.FromSlash(rel))
+		if r.Method == http.MethodPost {
+			b, err := io.ReadAll(r.Body)
+			if err == nil {
+				err = os.WriteFile(p, b, 0o644)
+			}
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+			}
+			return
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write(b)
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -379,6 +409,7 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("%s: no prompt reached the model with the picked file %s listed: %q", f.Name, f.File, firsts)
 		}
 	}
+	checkHistoryFlow(t, ws, srv)
 	if n := srv.Pending(); n != 0 {
 		t.Errorf("%d scripted replies were never asked for", n)
 	}
@@ -391,4 +422,45 @@ func containsAny(list []string, sub string) bool {
 		}
 	}
 	return false
+}
+
+// historyScript queues the model's replies of the undo block of e2e/ui.mjs
+// (a phone): turn A edits src/undo.txt (undone from its diff card), turn B
+// edits src/rewind.txt, turn C edits src/undo.txt again (its undo is then
+// refused: the file changed on disk), then the rewind to before turn B and
+// the resent prompt B.
+func historyScript(srv *fake.Server) {
+	read := func(p string) fake.Reply {
+		return fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": p}}}}
+	}
+	edit := func(p, old, new string) fake.Reply {
+		return fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Edit", Input: map[string]any{"file_path": p, "old_string": old, "new_string": new, "artifact": false}}}}
+	}
+	srv.Script(
+		read("src/undo.txt"), edit("src/undo.txt", "beta", "gamma"), fake.Reply{Text: []string{"Edited A."}},
+		read("src/rewind.txt"), edit("src/rewind.txt", "one", "two"), fake.Reply{Text: []string{"Edited B."}},
+		read("src/undo.txt"), edit("src/undo.txt", "alpha", "ALPHA"), fake.Reply{Text: []string{"Edited C."}},
+		fake.Reply{Text: []string{"Resent B."}},
+	)
+}
+
+// checkHistoryFlow checks what the undo block left: the files rewound to
+// before turn B, and the resent prompt's model request holds turn A but
+// not the rewound turns B and C.
+func checkHistoryFlow(t *testing.T, ws string, srv *fake.Server) {
+	t.Helper()
+	for rel, want := range map[string]string{"src/undo.txt": "alpha\nbeta\n", "src/rewind.txt": "one\n"} {
+		if b, err := os.ReadFile(filepath.Join(ws, filepath.FromSlash(rel))); err != nil || string(b) != want {
+			t.Errorf("undo block: %s is %q (%v), want %q", rel, b, err, want)
+		}
+	}
+	var last string
+	for _, r := range srv.ModelRequests() {
+		if b, err := json.Marshal(r.Messages()); err == nil && strings.Contains(string(b), "UNDO-A") {
+			last = string(b)
+		}
+	}
+	if !strings.Contains(last, "REWIND-B") || strings.Contains(last, "REFUSE-C") || strings.Count(last, "REWIND-B") != 1 || !strings.Contains(last, "Edited A.") {
+		t.Errorf("undo block: the request after the rewind holds %.3000s", last)
+	}
 }

@@ -46,6 +46,29 @@ type SessionConfig struct {
 	SessionID string
 	Workspace protocol.Workspace
 	Mode      string
+	// History records every file change the session's agent makes, for
+	// undo and rewind (the client's per-session filehistory.Journal); nil
+	// records none.
+	History History
+}
+
+// History records a session's file changes. Track and Written frame a
+// write by ferry's own tools (tools.WriteHistory; the tool call id comes
+// from the context); Record takes a change an agent made itself and
+// reported (Claude Code's Write and Edit).
+type History interface {
+	Track(ctx context.Context, path string, old []byte, existed bool) error
+	Written(ctx context.Context, path string, data []byte) error
+	Record(ctx context.Context, toolUseID, tool, path string, before []byte, existed bool, after []byte) error
+}
+
+// ConversationRewinder is a Session whose agent's conversation ferry can
+// take back to before a turn (capabilities' rewind_conversation).
+type ConversationRewinder interface {
+	// RewindConversation forgets turnID and every later turn; it fails
+	// when the conversation no longer holds that turn's start (compacted,
+	// cleared, or begun before the client restarted).
+	RewindConversation(turnID string) error
 }
 
 // Turn is one prompt to run.

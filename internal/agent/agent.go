@@ -146,6 +146,7 @@ type Agent struct {
 	mode      string
 	rules     *permission.Rules
 	history   []llm.Message
+	marks     []turnMark // where each turn began in history (rewind.go)
 	usage     llm.Usage
 	cost      float64
 	costKnown bool
@@ -304,6 +305,7 @@ func (a *Agent) Clear() error {
 func (a *Agent) clear() {
 	a.mu.Lock()
 	a.history = nil
+	a.marks = nil
 	a.mu.Unlock()
 	a.env.State.Forget()
 }

@@ -121,6 +121,7 @@ func (t *turnRun) run(ctx context.Context, turn adapter.Turn) (Result, error) {
 		return Result{}, err
 	}
 	text, files := turn.Prompt.FileList()
+	t.a.markTurn(turn.ID)
 	t.a.push(llm.Message{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockText, Text: t.userText(inputType, text, files)}}})
 	return t.loop(ctx)
 }

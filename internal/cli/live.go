@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/client"
 	"github.com/ferry-dev/ferry/internal/connlimit"
+	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/forwarded"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/master"
@@ -306,6 +307,9 @@ func runServe(ctx context.Context, env Env, args []string) int {
 	return ExitOK
 }
 
+// historyQuotaUsage documents --history-quota (ferry connect, ferry up).
+const historyQuotaUsage = "keep at most `MIB` of old file contents per session for undo and rewind (oldest changes dropped first)"
+
 func runConnect(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("ferry connect", flag.ContinueOnError)
 	masterURL := fs.String("master", "", "the master's `URL`, e.g. https://ferry.example.com")
@@ -314,6 +318,7 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	var workspaces stringList
 	fs.Var(&workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
 	stateDir := fs.String("state", "", "keep the machine id and the outbox in `DIR` (default $XDG_STATE_HOME/ferry/client)")
+	historyMiB := fs.Int64("history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
 	name := fs.String("name", "", "the machine's `NAME` shown in the UI (default the host name)")
 	verbose := fs.Bool("verbose", false, "log every message")
 	var agents stringList
@@ -374,6 +379,7 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	c, err := client.New(client.Config{
 		MasterURL: *masterURL, Token: secret, Workspaces: workspaces, StateDir: state,
 		MachineName: *name, Logger: log, Adapters: ads, PermissionTimeout: *permTimeout,
+		HistoryQuota: *historyMiB << 20,
 	})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
@@ -398,6 +404,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	var workspaces stringList
 	fs.Var(&workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
 	stateDir := fs.String("state", "", "the client's state `DIR` (default $XDG_STATE_HOME/ferry/client)")
+	historyMiB := fs.Int64("history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
 	name := fs.String("name", "", "the machine's `NAME` shown in the UI (default the host name)")
 	var agents stringList
 	fs.Var(&agents, "agent", agentUsage)
@@ -466,7 +473,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		}
 	}()
 	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: state, MachineName: *name, Logger: log, Adapters: ads,
-		PermissionTimeout: *permTimeout})
+		PermissionTimeout: *permTimeout, HistoryQuota: *historyMiB << 20})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitError

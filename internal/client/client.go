@@ -89,6 +89,10 @@ type Config struct {
 	// 0 waits forever. ferry connect and ferry up default it to
 	// 10 minutes (--permission-timeout).
 	PermissionTimeout time.Duration
+	// HistoryQuota bounds the file contents each session's undo history
+	// keeps in StateDir/history (oldest changes dropped first); default
+	// filehistory.DefaultQuota (64 MiB).
+	HistoryQuota int64
 }
 
 // handledMessages are the control.* types the client handles, as declared
@@ -108,6 +112,9 @@ var handledMessages = []string{
 	protocol.TypeArtifactRange,
 	protocol.TypeArtifactAck,
 	protocol.TypeArtifactCancel,
+	protocol.TypeHistoryUndo,
+	protocol.TypeHistoryRewind,
+	protocol.TypeHistoryList,
 }
 
 // workspace is one served folder.

@@ -54,6 +54,13 @@
 //     master's credit window: at most one window per download is in
 //     memory, at most 32 downloads run at once, and a download ends when
 //     the master cancels it or its connection drops.
+//   - Every file change a session's agent makes is recorded in the
+//     session's file history (history.go: a filehistory.Journal in
+//     history/<session>/ of the state directory, bounded by HistoryQuota),
+//     and control.history.* undo one change, every change to a file, or
+//     everything since a turn: all or nothing, refused with file_changed
+//     naming the file when one changed since the agent's edit, written
+//     through the session's confined vfs.
 //
 // # Dispatch
 //

@@ -10,7 +10,9 @@ import (
 	"sync"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/search"
+	"github.com/ferry-dev/ferry/internal/vfs"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
@@ -49,6 +51,10 @@ type session struct {
 	// permTimeout is the session's own permission timeout in ms (nil:
 	// the client's default); see timeout.go. Guarded by mu.
 	permTimeout *int
+	// hist is the session's file history and hfs the workspace its
+	// restores write through (history.go); set by the worker on open.
+	hist *filehistory.Journal
+	hfs  *vfs.Local
 }
 
 // turn is the running turn of a session.
@@ -242,6 +248,8 @@ func (s *session) handle(m *protocol.Message) bool {
 		s.switchMode(m, p)
 	case *protocol.SessionCompact:
 		s.compact(m, p)
+	case *protocol.HistoryUndo, *protocol.HistoryRewind, *protocol.HistoryList:
+		s.handleHistory(m)
 	}
 	return true
 }
@@ -262,8 +270,10 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		s.mu.Lock()
 		mode := s.mode
 		s.mu.Unlock()
-		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode})
+		hist := s.openHistory()
+		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist})
 		if err != nil {
+			_ = s.closeHistory()
 			s.failWith(m, "open session", err)
 			s.c.removeSession(s)
 			return false
@@ -333,6 +343,7 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 		s.mu.Unlock()
 		return
 	}
+	s.beginTurnHistory(t.id)
 	s.c.wg.Add(1)
 	go s.runTurn(ctx, t, adapter.Turn{ID: t.id, Request: p, Prompt: prompt})
 }
@@ -546,10 +557,11 @@ func (s *session) close() error {
 	if picker != nil {
 		picker.Close()
 	}
+	var err error
 	if s.sess != nil {
-		if err := s.sess.Close(); err != nil {
-			return fmt.Errorf("client: close session %s: %w", s.id, err)
+		if cerr := s.sess.Close(); cerr != nil {
+			err = fmt.Errorf("client: close session %s: %w", s.id, cerr)
 		}
 	}
-	return nil
+	return errors.Join(err, s.closeHistory())
 }

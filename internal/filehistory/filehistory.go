@@ -1,8 +1,16 @@
 // Package filehistory keeps the content a file tool is about to overwrite, so
-// a person can get back what an agent replaced. It implements
-// tools.FileHistory.
+// a person can get back what an agent replaced. Two kinds of store:
 //
-// Guarantees: a version is on disk (written to a temporary file, fsynced and
+//   - Journal (journal.go, restore.go): one session's changes, in order,
+//     with their turn and tool call and the content before and after each,
+//     under a size quota; Restore undoes one change, every change to a
+//     file, or everything since a turn, all or nothing. The client keeps
+//     one per session (undo and rewind in the UI). It implements
+//     tools.WriteHistory.
+//   - Store (this file): the newest versions of each file, by path, for
+//     ferry mcp. It implements tools.FileHistory.
+//
+// Guarantees of Store: a version is on disk (written to a temporary file, fsynced and
 // renamed) before Track returns, so the tool's write happens only after its
 // predecessor is safe; each file keeps its newest MaxVersions versions; the
 // store never follows a symlink out of its own folder; a failure to record is

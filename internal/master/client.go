@@ -88,7 +88,7 @@ func (m *Master) handleClient(c *conn, data []byte) {
 		return
 	}
 	switch msg.Type {
-	case protocol.TypeFileCandidates, protocol.TypeError:
+	case protocol.TypeFileCandidates, protocol.TypeError, protocol.TypeHistoryChanges:
 		m.routeReply(c, msg, data)
 	case protocol.TypeArtifactMeta, protocol.TypeArtifactEnd:
 		m.routeArtifact(c, machine, msg, data)

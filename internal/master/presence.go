@@ -239,6 +239,7 @@ func machineView(id string, caps *protocol.Capabilities, online bool) protocol.M
 	}
 	v.FileSearch = caps.FileReferences != nil && caps.FileReferences.Search &&
 		slices.Contains(caps.Messages, protocol.TypeFileSearch)
+	v.FileHistory = slices.Contains(caps.Messages, protocol.TypeHistoryUndo)
 	return v
 }
 

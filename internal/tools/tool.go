@@ -80,6 +80,15 @@ type FileHistory interface {
 	Track(ctx context.Context, path string, old []byte, existed bool) error
 }
 
+// WriteHistory is a FileHistory that also wants the content a tracked
+// write left (a session's undo journal records the after-hash with the
+// change). Written is called once the write happened; its error cannot
+// undo the write and is ignored.
+type WriteHistory interface {
+	FileHistory
+	Written(ctx context.Context, path string, data []byte) error
+}
+
 // TokenCounter counts the tokens of a text as the session's model would.
 type TokenCounter interface {
 	CountTokens(ctx context.Context, text string) (int, error)

@@ -215,6 +215,9 @@ func (t *writeTarget) commit(ctx context.Context, env *Env, tool string, data []
 	if err != nil {
 		return vfs.Info{}, writeFSError(t.shown, err)
 	}
+	if wh, ok := env.History.(WriteHistory); ok {
+		_ = wh.Written(ctx, t.path, data)
+	}
 	if env.State != nil {
 		// After an Edit based on a window, the agent still has not seen the
 		// rest: the new version permits Edit, and Write only after a Read.

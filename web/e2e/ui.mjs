@@ -40,7 +40,7 @@ async function control(what) {
 
 /** watch records page errors and CSP or Trusted Types violations. */
 function watch(page, name) {
-  page.on('pageerror', (e) => problems.push(`${name}: page error: ${e.message}`));
+  page.on('pageerror', (e) => problems.push(`${name}: page error: ${e.message} ${e.stack}`));
   page.on('console', (m) => {
     const t = m.text();
     if (m.type() !== 'error') return;
@@ -399,7 +399,8 @@ async function flow(browser, f) {
       // Every state the banner and the session's pill go through.
       await page.evaluate(() => {
         window.__states = [];
-        const note = () => window.__states.push(`${document.querySelector('.banner').textContent} | ${document.querySelector('.status-pill').textContent}`);
+        // The pill is gone while another view shows (a later step opens the new-session form).
+        const note = () => window.__states.push(`${document.querySelector('.banner').textContent} | ${document.querySelector('.status-pill')?.textContent}`);
         const obs = new MutationObserver(note);
         for (const sel of ['.banner', '.status-pill']) obs.observe(document.querySelector(sel), { subtree: true, childList: true, characterData: true, attributes: true });
       });
@@ -567,6 +568,113 @@ async function questions(page) {
   await page.evaluate(() => document.getElementById('fixture').remove());
 }
 
+/**
+ * historyFlow is undo and rewind on a phone (docs/ui.md): undo from an
+ * edit's diff card, the Changes view, a refused undo and a refused rewind
+ * (a file changed on disk after the agent's edit: the refusal names it and
+ * the file stays as it is), then a rewind to before a turn that puts the
+ * turn's prompt back in the box, resent. The Go side scripts the model
+ * (historyScript) and checks the files and the last model request.
+ */
+async function historyFlow(browser) {
+  const ctx = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true, deviceScaleFactor: 1 });
+  ctx.setDefaultTimeout(WAIT);
+  const page = await ctx.newPage();
+  watch(page, 'undo');
+  const P = (s) => `undo (phone): ${s}`;
+  const file = async (rel, content) => {
+    const r = await fetch(`${cfg.control}/file?path=${encodeURIComponent(rel)}`, content === undefined ? {} : { method: 'POST', body: content });
+    if (!r.ok) throw new Error(`file ${rel}: ${r.status} ${await r.text()}`);
+    return r.text();
+  };
+  const tapTarget = async (loc) => {
+    const box = await loc.boundingBox();
+    assert.ok(box && box.height >= 44 && box.x >= 0 && box.x + box.width <= 360, `tap target ${JSON.stringify(box)}`);
+    await loc.tap();
+  };
+  const prompt = async (text) => {
+    await page.locator('#prompt').tap();
+    await page.keyboard.type(text, { delay: 5 });
+    await send(page, true);
+  };
+  const editCard = (n) => page.locator('.tool[data-tool="Edit"]').nth(n);
+
+  await step(P('sign in and start a session'), async () => {
+    await page.goto(await control('/login'));
+    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.getByRole('link', { name: 'New session' }).first().tap();
+    await page.locator('#ns-agent').waitFor();
+    await startSession(page, 'Undo and rewind');
+  });
+  await step(P('an edit, undone from its diff card'), async () => {
+    await prompt('UNDO-A change beta');
+    await allow(page, 'Edit');
+    await page.locator('article.msg.agent[data-state="done"]').nth(0).waitFor();
+    await tapTarget(editCard(0).getByRole('button', { name: 'Undo this edit of src/undo.txt' }));
+    await editCard(0).getByText('Undone: src/undo.txt restored.').waitFor();
+    await page.locator('.note.restore', { hasText: 'Undid the edit: restored src/undo.txt' }).waitFor();
+    assert.equal(await file('src/undo.txt'), 'alpha\nbeta\n');
+  });
+  await step(P('two more turns; the Changes view lists both files with their diffs'), async () => {
+    await prompt('REWIND-B change one');
+    await allow(page, 'Edit');
+    await page.locator('article.msg.agent[data-state="done"]').nth(1).waitFor();
+    await prompt('REFUSE-C change alpha');
+    await allow(page, 'Edit');
+    await page.locator('article.msg.agent[data-state="done"]').nth(2).waitFor();
+    await tapTarget(page.getByRole('button', { name: 'Changes' }));
+    const dlg = page.locator('dialog.changes-dialog');
+    await dlg.locator('.change[data-path="src/undo.txt"]').waitFor();
+    await dlg.locator('.change[data-path="src/rewind.txt"] .diff-box').waitFor();
+    assert.match(await dlg.locator('.change[data-path="src/undo.txt"]').innerText(), /ALPHA/);
+    await shot(page, 'phone-changes');
+    await dlg.getByRole('button', { name: 'Close' }).tap();
+  });
+  await step(P('the file changed on disk: undo and rewind are refused, naming it, and change nothing'), async () => {
+    await file('src/undo.txt', 'ALPHA\nbeta\nmine\n');
+    await tapTarget(editCard(2).getByRole('button', { name: 'Undo this edit of src/undo.txt' }));
+    const err = editCard(2).locator('.history-error');
+    await err.waitFor();
+    assert.match(await err.innerText(), /src\/undo\.txt changed since the agent's edit; nothing was restored/);
+    assert.equal(await file('src/undo.txt'), 'ALPHA\nbeta\nmine\n');
+    const turnB = page.locator('article.msg.agent').nth(1);
+    await tapTarget(turnB.getByRole('button', { name: 'Rewind files to before this turn' }));
+    const rerr = turnB.locator('.history-error');
+    await rerr.waitFor();
+    assert.match(await rerr.innerText(), /src\/undo\.txt/);
+    assert.equal(await file('src/rewind.txt'), 'two\n', 'a refused rewind restored another file');
+    assert.equal(await file('src/undo.txt'), 'ALPHA\nbeta\nmine\n');
+    await page.getByRole('button', { name: 'Changes' }).tap();
+    const dlg = page.locator('dialog.changes-dialog');
+    const item = dlg.locator('.change[data-path="src/undo.txt"]');
+    await item.getByText("changed since the agent's last edit").waitFor();
+    await item.getByRole('button', { name: 'Undo changes to this file: src/undo.txt' }).tap();
+    await item.locator('.history-error', { hasText: 'src/undo.txt' }).waitFor();
+    assert.equal(await file('src/undo.txt'), 'ALPHA\nbeta\nmine\n');
+    await shot(page, 'phone-undo-refused');
+    await dlg.getByRole('button', { name: 'Close' }).tap();
+  });
+  await step(P('rewind to before a turn: files restored, its prompt back in the box, resent'), async () => {
+    await file('src/undo.txt', 'ALPHA\nbeta\n');
+    const turnB = page.locator('article.msg.agent').nth(1);
+    await tapTarget(turnB.getByRole('button', { name: 'Rewind files to before this turn' }));
+    await page.locator('.note.restore', { hasText: 'Rewound files to before the turn' }).waitFor();
+    const note = await page.locator('.note.restore').last().innerText();
+    assert.match(note, /src\/rewind\.txt/);
+    assert.match(note, /src\/undo\.txt/);
+    assert.match(note, /conversation was rewound too/);
+    assert.equal(await file('src/rewind.txt'), 'one\n');
+    assert.equal(await file('src/undo.txt'), 'alpha\nbeta\n');
+    await page.waitForFunction(() => document.getElementById('prompt').innerText.includes('REWIND-B change one'));
+    await page.locator('article.msg.agent.rewound').nth(1).waitFor();
+    await shot(page, 'phone-rewound');
+    await send(page, true);
+    await page.locator('article.msg.agent[data-state="done"]').nth(3).waitFor();
+    assert.match(await turnText(page), /Resent B\./);
+  });
+  await ctx.close();
+}
+
 const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
 let code = 0;
 try {
@@ -616,6 +724,7 @@ try {
     await page.getByRole('heading', { name: 'Signed out' }).waitFor();
     await page.getByText('Open a new login link').waitFor();
   });
+  await historyFlow(browser);
   await desktop.ctx.close();
   await phone.ctx.close();
 } catch {

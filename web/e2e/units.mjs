@@ -137,5 +137,27 @@ check('the permission timeout in force follows session.opened, session.settings 
   assert.deepEqual(s.settings, { permission_timeout_ms: 90000, permission_timeout_set: true });
 });
 
+check('agent.files.restored marks undone edits and rewound turns, and says what was restored', () => {
+  const s = started();
+  const diff = (path) => ({ path, hunks: [] });
+  s.accept(ev(4, 'agent.tool.started', { turn_id: 't1', tool_use_id: 'e1', tool_name: 'Edit' }));
+  s.accept(ev(5, 'agent.tool.finished', { turn_id: 't1', tool_use_id: 'e1', tool_name: 'Edit', status: 'ok', diff: diff('a.go') }));
+  s.accept(ev(6, 'agent.text.done', { turn_id: 't1', is_cancelled: false, stop_reason: 'end_turn' }));
+  s.accept(ev(7, 'agent.turn.started', { turn_id: 't2', input_type: 'text', mode: 'default' }));
+  s.accept(ev(8, 'agent.tool.finished', { turn_id: 't2', tool_use_id: 'e2', tool_name: 'Write', status: 'ok', diff: diff('b.go') }));
+  s.accept(ev(9, 'agent.tool.finished', { turn_id: 't2', tool_use_id: 'e3', tool_name: 'Edit', status: 'ok', diff: diff('a.go') }));
+  s.accept(ev(10, 'agent.text.done', { turn_id: 't2', is_cancelled: false, stop_reason: 'end_turn' }));
+  s.accept(ev(11, 'agent.files.restored', { kind: 'undo', tool_use_id: 'e3', files: [{ path: 'a.go' }] }, { parent_id: 'u1' }));
+  assert.equal(s.turns.get('t2').tools.get('e3').undone, true);
+  assert.ok(!s.turns.get('t1').tools.get('e1').undone);
+  assert.match(s.items.at(-1).text, /Undid the edit: restored a\.go/);
+  s.accept(ev(12, 'agent.files.restored', { kind: 'rewind', turn_id: 't2', files: [{ path: 'b.go', deleted: true }], conversation: 'not_rewound', conversation_note: "files rewound; the agent's conversation was not: x" }, { parent_id: 'u2' }));
+  assert.equal(s.turns.get('t2').tools.get('e2').undone, true);
+  assert.equal(s.turns.get('t2').filesRewound, true);
+  assert.equal(s.turns.get('t2').rewound, false);
+  assert.ok(!s.turns.get('t1').filesRewound);
+  assert.match(s.items.at(-1).text, /b\.go \(deleted: the agent had created it\).*the agent's conversation was not/);
+});
+
 console.log(`${passed} checks passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -187,6 +187,9 @@ func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.
 		return nil, err
 	}
 	s := newSession(a, c, fsys, ws, log)
+	if cfg.History != nil {
+		s.env.History = cfg.History // fs/write_text_file is recorded for undo
+	}
 	octx, cancel := context.WithTimeout(ctx, a.openTimeout)
 	defer cancel()
 	if err := s.handshake(octx, cfg.Mode); err != nil {

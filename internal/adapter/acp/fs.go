@@ -147,11 +147,42 @@ func (s *session) onWriteTextFile(m *message) {
 		s.replyError(m.ID, fsError(rpcInternalError, tools.CodeInternal, "internal error"))
 		return
 	}
-	if _, err := tools.Invoke(s.ctx, s.env, tools.Write{}, "acp-fs-write", input); err != nil {
+	if _, err := tools.Invoke(s.ctx, s.env, tools.Write{}, s.writeCallID(p.Path), input); err != nil {
 		s.replyError(m.ID, s.writeFailure(p.Path, err))
 		return
 	}
 	s.reply(m.ID, acpsdk.WriteTextFileResponse{})
+}
+
+// writeCallID names the tool call an fs/write_text_file belongs to, for the
+// session's file history (undo of that call's diff card): the running turn's
+// unfinished edit call that names the path, else its only unfinished edit
+// call, else an id of the write's own. ACP's request carries no tool call
+// id, so this is the best ferry can tell. Called on the dispatcher, which
+// owns s.turn.
+func (s *session) writeCallID(path string) string {
+	s.fsWrites++
+	own := fmt.Sprintf("acp-fs-write-%d", s.fsWrites)
+	ts := s.turn
+	if ts == nil {
+		return own
+	}
+	var edits []string
+	for id, st := range ts.tools {
+		if st.finished || st.kind != "edit" {
+			continue
+		}
+		for _, l := range st.locations {
+			if l == path || s.shown(l) == s.shown(path) {
+				return runecut.Prefix(id, 256)
+			}
+		}
+		edits = append(edits, id)
+	}
+	if len(edits) == 1 {
+		return runecut.Prefix(edits[0], 256)
+	}
+	return own
 }
 
 // ruleRefusal is the error of an fs request a permission rule of the

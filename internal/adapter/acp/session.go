@@ -89,8 +89,9 @@ type session struct {
 	closed  bool
 
 	// Dispatcher-owned.
-	turn  *turnState
-	plans int
+	turn     *turnState
+	plans    int
+	fsWrites int // numbers the fs writes no tool call claims
 	// rules are the permission rules of the latest prompt's
 	// config_overrides (nil: none), in force until the next prompt.
 	rules *permission.Rules

@@ -114,6 +114,8 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		FileTokens:   "file_list",
 		Settings: []string{adapter.SettingOutputFormat, adapter.SettingJSONSchema, adapter.SettingMaxTurns,
 			adapter.SettingAllowedTools, adapter.SettingDeniedTools, adapter.SettingTargetTokenRatio},
+		// The agent's history is ferry's: a rewind takes it back too.
+		RewindConversation: true,
 	}
 }
 
@@ -148,6 +150,10 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
 		Deny:  append([]permission.Rule(nil), a.cfg.Rules.Deny...),
 		// The agent sets Workspace to the session's workspace.
 	}
+	hist := a.cfg.History
+	if cfg.History != nil {
+		hist = cfg.History // the session's own journal (undo, rewind)
+	}
 	ag, err := agent.New(agent.Config{
 		Provider:           p,
 		Workspace:          cfg.Workspace.Path,
@@ -157,7 +163,7 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
 		MaxTurns:           a.cfg.MaxTurns,
 		Headless:           a.cfg.Headless,
 		InteractionTimeout: a.cfg.InteractionTimeout,
-		History:            a.cfg.History,
+		History:            hist,
 		Artifacts:          a.cfg.Artifacts,
 		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
 	})
@@ -248,6 +254,15 @@ func (s *Session) Compact(ctx context.Context, req *protocol.SessionCompact) (*p
 		return nil, fmt.Errorf("builtin: compact: %w", err)
 	}
 	return done, nil
+}
+
+// RewindConversation takes the agent's conversation back to before turnID
+// (adapter.ConversationRewinder).
+func (s *Session) RewindConversation(turnID string) error {
+	if err := s.agent.RewindTo(turnID); err != nil {
+		return fmt.Errorf("builtin: rewind: %w", err)
+	}
+	return nil
 }
 
 // Close ends the session.

@@ -134,6 +134,7 @@ func (s *session) answerHook(p *proc, r *controlRequestLine) {
 		s.reply(p, successResponse(r.RequestID, hookDeny(deniedByPrompt)))
 		return
 	}
+	s.snapshotBefore(in.ToolName, in.ToolInput, in.ToolUseID)
 	s.reply(p, successResponse(r.RequestID, hookPass))
 }
 

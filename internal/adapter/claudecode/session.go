@@ -53,6 +53,10 @@ type session struct {
 	deny      *promptDeny     // the running prompt's denied_tools (nil: none)
 	settle    chan struct{}   // closed when an interrupted turn has settled
 	closed    bool
+	// history records the file changes of Write and Edit (history.go);
+	// before holds what a call's file held when its PreToolUse hook ran.
+	history adapter.History
+	before  map[string]snapshot
 
 	wg sync.WaitGroup // goroutines waiting for answers or settling a turn
 }

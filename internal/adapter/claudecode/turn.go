@@ -288,6 +288,7 @@ func (t *turn) toolFinished(b *contentBlock, tur *toolUseResult) {
 	if status == protocol.ToolOK && tur != nil {
 		fin.Diff = t.s.resultDiff(tur)
 	}
+	t.s.recordChange(t.ctx, b.ToolUseID, name, status == protocol.ToolOK, tur)
 	t.send(protocol.TypeToolFinished, fin)
 }
 

@@ -234,6 +234,9 @@ type toolUseResult struct {
 	Type            string      `json:"type"`
 	Content         string      `json:"content"` // a created file's content (Write)
 	StructuredPatch []patchHunk `json:"structuredPatch"`
+	// OriginalFile is the content Edit or Write replaced (null for a new
+	// file, or when it was too large to include).
+	OriginalFile *string `json:"originalFile"`
 }
 
 // UnmarshalJSON implements json.Unmarshaler: an object is decoded, any

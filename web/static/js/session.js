@@ -14,6 +14,7 @@
 
 import { parsePrompt } from './fileref.js';
 import { timeoutLabel } from './timeoutsetting.js';
+import { applyRestored } from './restore.js';
 
 export const TURN_LABELS = {
   running: 'Running',
@@ -299,6 +300,9 @@ export class SessionState {
       case 'agent.mode.changed':
         this.mode = p.mode;
         this.addNote('mode', `Mode switched to ${p.mode}.`);
+        break;
+      case 'agent.files.restored':
+        applyRestored(this, msg);
         break;
       case 'agent.compaction.done':
         this.addNote('info', `History compacted: ${p.tokens_before.toLocaleString()} → ${p.tokens_after.toLocaleString()} tokens.`);

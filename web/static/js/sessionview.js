@@ -12,6 +12,7 @@ import { PromptSettings } from './settings.js';
 import { onLayoutChange } from './diff.js';
 import { TURN_LABELS } from './session.js';
 import { TimeoutSetting } from './timeoutsetting.js';
+import { HistoryUI } from './history.js';
 
 const STATUS_TEXT = {
   idle: 'Ready',
@@ -59,10 +60,13 @@ export class SessionView {
 
   mount(main) {
     const s = this.state;
+    this.history = new HistoryUI(this);
     this.transcript = new TranscriptView(s, {
       respond: (it, v, t) => this.respond(it, v, t),
       artifactLink: (id) => this.links.get(id),
       download: (e, a) => this.download(e, a),
+      toolControls: (tool) => this.history.toolControls(tool),
+      turnControls: (t) => this.history.turnControls(t),
     });
     this.composer = new Composer({
       caps: () => this.caps(),
@@ -82,6 +86,7 @@ export class SessionView {
     this.timeoutSetting = new TimeoutSetting(this);
     this.compactBtn = h('button', { type: 'button', class: 'btn', text: 'Compact…', onclick: () => this.openCompact() });
     this.filesBtn = h('button', { type: 'button', class: 'btn', 'aria-haspopup': 'dialog', onclick: () => this.openFiles() });
+    this.changesBtn = h('button', { type: 'button', class: 'btn', 'aria-haspopup': 'dialog', text: 'Changes', onclick: () => this.history.open() });
     this.usage = h('span', { class: 'usage-total small muted' });
     this.metaUsage = h('span', { class: 'meta-usage' });
     this.head = h('header', { class: 'session-head' },
@@ -89,7 +94,7 @@ export class SessionView {
       h('div', { class: 'head-row controls' },
         h('label', { class: 'mode-label', for: 'mode-select' }, h('span', { class: 'small muted mode-word', text: 'Mode' }), this.modeSelect),
         this.timeoutSetting.el,
-        this.compactBtn, this.filesBtn, this.usage));
+        this.compactBtn, this.filesBtn, this.changesBtn, this.usage));
     this.offline = h('div', { class: 'offline-note', role: 'status', hidden: true });
     this.el = h('section', { class: 'session', 'aria-labelledby': 'session-title' }, this.head, this.offline, this.transcript.el, this.composer.form);
     this.title.id = 'session-title';
@@ -220,6 +225,7 @@ export class SessionView {
     this.timeoutSetting.draw();
     this.compactBtn.hidden = !caps.compact;
     this.settings.update(this.adapter()?.settings);
+    this.changesBtn.hidden = !this.history.available();
     const n = s.artifacts.size;
     this.filesBtn.textContent = n ? `Files (${n})` : 'Files';
     this.filesBtn.setAttribute('aria-label', `Files the agent handed over: ${n}`);
@@ -511,5 +517,6 @@ export class SessionView {
   closeDialogs() {
     this.filesDialog?.close();
     this.compactDialog?.close();
+    this.history?.dialog?.close();
   }
 }

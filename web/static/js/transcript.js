@@ -67,7 +67,7 @@ function renderOutput(text) {
   return h('div', {}, pre, more);
 }
 
-function renderTool(tool) {
+function renderTool(tool, ctx) {
   const what = toolSummary(tool.input);
   const stats = tool.diff ? diffStats(tool.diff) : null;
   const summary = h('summary', {},
@@ -84,6 +84,8 @@ function renderTool(tool) {
   const details = h('details', { class: 'tool-details' }, summary, body);
   const box = h('div', { class: `tool status-${tool.status}`, dataset: { tool: tool.name } }, details);
   if (tool.diff) box.appendChild(renderDiff(tool.diff));
+  const undo = ctx?.toolControls?.(tool);
+  if (undo) box.appendChild(undo);
   return box;
 }
 
@@ -104,7 +106,8 @@ function stateBadge(state) {
 export class TranscriptView {
   /**
    * ctx: respond(it, value, text), artifactLink(id), download(event,
-   * artifact), onTurnEnded(turn).
+   * artifact), onTurnEnded(turn), toolControls(tool) and turnControls(turn)
+   * (undo and rewind, history.js).
    */
   constructor(state, ctx) {
     this.state = state;
@@ -181,6 +184,7 @@ export class TranscriptView {
       node.li.appendChild(node.art);
     }
     node.art.dataset.state = t.state;
+    node.art.classList.toggle('rewound', !!t.rewound);
     node.art.setAttribute('aria-busy', t.state === 'running' ? 'true' : 'false');
     clear(node.head).append(stateBadge(t.state), t.mode && t.mode !== 'default' ? h('span', { class: 'badge', text: `${t.mode} mode` }) : '');
     t.blocks.forEach((b, i) => {
@@ -198,6 +202,8 @@ export class TranscriptView {
     const u = usageLine(t.usage);
     if (u) node.foot.appendChild(u);
     if (t.result !== undefined) node.foot.appendChild(h('details', { class: 'result' }, h('summary', { text: 'Structured result' }), h('pre', { text: JSON.stringify(t.result, null, 2) })));
+    const rw = this.ctx.turnControls?.(t);
+    if (rw) node.foot.appendChild(rw);
   }
 
   renderBlock(el, b, t) {
@@ -215,7 +221,7 @@ export class TranscriptView {
         const open = el.querySelector('details.tool-details')?.open;
         clear(el);
         if (tool) {
-          const box = renderTool(tool);
+          const box = renderTool(tool, this.ctx);
           if (open) box.querySelector('details').open = true;
           el.appendChild(box);
         }
