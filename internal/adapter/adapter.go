@@ -13,6 +13,7 @@ import (
 	"errors"
 
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/transcript"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
@@ -39,6 +40,10 @@ type SessionConfig struct {
 	SessionID string
 	Workspace protocol.Workspace
 	Mode      string
+	// Transcripts is where an adapter that can may keep the session's
+	// conversation, so that it goes on after a restart (the client's
+	// transcripts.db; nil: not kept).
+	Transcripts transcript.Store
 }
 
 // Turn is one prompt to run.

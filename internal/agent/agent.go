@@ -114,6 +114,12 @@ type Config struct {
 	// history, before they are dropped. Their artifacts are kept anyway: they
 	// move to the summary message that replaces them.
 	OnCompact func(dropped []llm.Message)
+	// OnStep, when set, gets the conversation each time a step ends (the
+	// prompt added, a model answer, a batch of tool results, a turn's end,
+	// a compaction, /clear), so it can be kept across restarts (Restore).
+	// It runs synchronously on the turn's goroutine: a step is kept before
+	// the next one starts.
+	OnStep func(Snapshot)
 	// Artifacts turns on file artifacts (internal/artifact): Write, Edit
 	// and Bash become their decorators, whose schemas have the `artifact`
 	// and `artifact_paths` parameters, and the files they register reach
@@ -140,6 +146,7 @@ type Agent struct {
 	headless  bool
 	timeout   time.Duration
 	onCompact func([]llm.Message)
+	onStep    func(Snapshot)
 	log       *slog.Logger
 
 	mu        sync.Mutex
@@ -151,6 +158,7 @@ type Agent struct {
 	costKnown bool
 	calls     int // model calls of the session
 	busy      bool
+	turnOpen  bool // a prompt runs (Snapshot.TurnOpen)
 	pending   map[string]chan *protocol.InteractionResponse
 }
 
@@ -204,6 +212,7 @@ func New(cfg Config) (*Agent, error) {
 		headless:  cfg.Headless,
 		timeout:   cfg.InteractionTimeout,
 		onCompact: cfg.OnCompact,
+		onStep:    cfg.OnStep,
 		log:       log,
 		mode:      mode,
 		rules:     rules,
@@ -306,6 +315,7 @@ func (a *Agent) clear() {
 	a.history = nil
 	a.mu.Unlock()
 	a.env.State.Forget()
+	a.checkpoint()
 }
 
 // Answer delivers the user's answer to a permission request of the running
@@ -400,12 +410,14 @@ func (a *Agent) push(m llm.Message) {
 // when it was empty and dropped).
 func (a *Agent) pushAt(m llm.Message) int {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.history = appendMessage(a.history, m)
+	at := len(a.history) - 1
+	a.mu.Unlock()
 	if len(m.Content) == 0 {
 		return -1
 	}
-	return len(a.history) - 1
+	a.checkpoint()
+	return at
 }
 
 // attach adds artifacts to the history's message at i, an assistant

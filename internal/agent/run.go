@@ -80,6 +80,8 @@ func (a *Agent) runWith(ctx context.Context, turn adapter.Turn, emit adapter.Emi
 		return Result{StopReason: StopError, Artifacts: col.Artifacts()}, ErrBusy
 	}
 	defer a.end()
+	a.setTurnOpen(true)
+	defer func() { a.setTurnOpen(false); a.checkpoint() }()
 	ctx = artifact.WithCollector(ctx, col)
 	t := &turnRun{a: a, id: turn.ID, emit: emit, maxTurns: a.maxTurns, col: col}
 	res, err := t.run(ctx, turn)
@@ -217,8 +219,10 @@ func (t *turnRun) loop(ctx context.Context) (Result, error) {
 		// message: what the collector got from the mark on (spec §6).
 		mark := t.col.Len()
 		results, err := t.runTools(ctx, uses)
-		t.a.push(llm.Message{Role: llm.RoleUser, Content: results})
+		// Attached before the results are pushed: the push keeps the step
+		// (Config.OnStep) with its artifacts.
 		t.a.attach(at, artifact.ToMessages(t.col.SliceFrom(mark)))
+		t.a.push(llm.Message{Role: llm.RoleUser, Content: results})
 		if err != nil {
 			return Result{}, err
 		}

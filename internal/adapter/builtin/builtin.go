@@ -151,6 +151,7 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
 		InteractionTimeout: a.cfg.InteractionTimeout,
 		History:            a.cfg.History,
 		Artifacts:          a.cfg.Artifacts,
+		OnStep:             keeper(cfg, a.cfg.Logger),
 		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
 	})
 	if err != nil {
@@ -162,7 +163,7 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
 // Open starts a session: an agent on the workspace with the configured
 // provider. With no provider configured its error wraps
 // llm.ErrNotConfigured and says what to set.
-func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Session, error) {
+func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.Session, error) {
 	ag, err := a.NewAgent(cfg)
 	if errors.Is(err, llm.ErrNotConfigured) {
 		// The UI shows this: it says what to set on the client's machine.
@@ -172,6 +173,7 @@ func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Se
 	if err != nil {
 		return nil, err
 	}
+	restore(ctx, ag, cfg, a.cfg.Logger)
 	return &Session{agent: ag, log: a.cfg.Logger}, nil
 }
 
