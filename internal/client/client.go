@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/ignore"
 	"github.com/ferry-dev/ferry/internal/search"
 	"github.com/ferry-dev/ferry/internal/search/index"
+	"github.com/ferry-dev/ferry/internal/transcript"
 	"github.com/ferry-dev/ferry/internal/version"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -60,7 +61,8 @@ type Config struct {
 	// Workspaces are the directories served (made absolute, symlinks
 	// resolved; each must exist).
 	Workspaces []string
-	// StateDir holds the machine id, the outbox and the artifact log; default
+	// StateDir holds the machine id, the outbox, the artifact log and the
+	// built-in agent's transcripts (transcripts.db); default
 	// $XDG_STATE_HOME/ferry/client (or ~/.local/state/ferry/client).
 	StateDir string
 	// MachineName is shown to people; default os.Hostname().
@@ -126,8 +128,12 @@ type Client struct {
 	capsData   []byte // encoded payload of session.capabilities
 	svc        *search.Service
 	out        *outbox
+	marks      *turnMarks // running turns, in the outbox's database
 	arts       *artifactLog
-	lock       *os.File
+	// transcripts keeps the built-in agent's conversations across
+	// restarts (transcripts.db); adapters get it in SessionConfig.
+	transcripts *transcript.SQLite
+	lock        *os.File
 	// readSlots bounds the downloads served at once (one token each).
 	readSlots chan struct{}
 
@@ -246,6 +252,15 @@ func New(cfg Config) (_ *Client, err error) {
 	}
 	if c.arts, err = openArtifactLog(filepath.Join(cfg.StateDir, "artifacts.db")); err != nil {
 		return nil, err
+	}
+	if c.marks, err = openTurnMarks(c.out.db); err != nil {
+		return nil, err
+	}
+	if err := c.endCutTurns(c.stop); err != nil {
+		return nil, err
+	}
+	if c.transcripts, err = transcript.Open(c.stop, filepath.Join(cfg.StateDir, "transcripts.db"), transcript.Options{}); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
 	}
 
 	wss := make([]protocol.Workspace, len(c.workspaces))
@@ -420,6 +435,9 @@ func (c *Client) release() error {
 	}
 	if c.arts != nil {
 		errs = append(errs, c.arts.Close())
+	}
+	if c.transcripts != nil {
+		errs = append(errs, c.transcripts.Close())
 	}
 	if c.lock != nil {
 		errs = append(errs, c.lock.Close())

@@ -260,7 +260,7 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		s.mu.Lock()
 		mode := s.mode
 		s.mu.Unlock()
-		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode})
+		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, Transcripts: s.c.transcripts})
 		if err != nil {
 			s.failWith(m, "open session", err)
 			s.c.removeSession(s)
@@ -322,7 +322,14 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 	s.mu.Unlock()
 
 	started := m.Reply(protocol.TypeTurnStarted, &protocol.TurnStarted{TurnID: t.id, InputType: p.InputType, Mode: mode, Adapter: s.adapterID})
-	if err := s.c.emit(s.c.stop, started); err != nil {
+	// Marked first: a restart from here on ends the turn (cutturns.go).
+	err := s.c.marks.mark(s.id, t.id)
+	if err == nil {
+		if err = s.c.emit(s.c.stop, started); err != nil {
+			_ = s.c.marks.unmark(s.id, t.id)
+		}
+	}
+	if err != nil {
 		s.c.log.Error("agent.turn.started", "session", s.id, "err", err)
 		cancel()
 		s.mu.Lock()
@@ -375,7 +382,7 @@ func (s *session) runTurn(ctx context.Context, t *turn, at adapter.Turn) {
 		msg = protocol.New(protocol.TypeTextDone, &protocol.TextDone{TurnID: t.id, IsCancelled: done.IsCancelled, StopReason: "error"})
 		msg.SessionID = s.id
 	}
-	if err := s.c.emit(s.c.drain, msg); err != nil {
+	if err := s.c.emitEnd(s.c.drain, msg, s.id, t.id); err != nil {
 		s.c.log.Error("agent.text.done lost", "session", s.id, "turn", t.id, "err", err)
 	}
 	s.mu.Lock()
