@@ -9,7 +9,10 @@ import (
 	"github.com/ferry-dev/ferry/protocol"
 )
 
-// Turns cut by a restart. A turn that runs when the client process dies
+// Turns cut by a restart. A turn that runs while the client stops (ferry
+// up or connect interrupted, to be started again) is cancelled and ends
+// with the reason below, not a bare "cancelled": that is for the user's
+// own cancel. A turn that runs when the client process dies
 // (kill -9, a crash, a power loss) never gets its agent.text.done, and the
 // master would show it running for ever. So every running turn is marked
 // in the outbox's database when it starts; the mark goes in the same
@@ -122,6 +125,16 @@ func (c *Client) endCutTurns(ctx context.Context) error {
 		return fmt.Errorf("client: end turns cut by a restart: %w", err)
 	}
 	return nil
+}
+
+// endRestarted queues the agent.error of a turn the client's shutdown
+// cut (its agent.text.done follows, from runTurn).
+func (s *session) endRestarted(turnID string) {
+	ev := protocol.New(protocol.TypeAgentError, &protocol.AgentError{TurnID: turnID, Code: CodeRestarted, Message: RestartedMessage})
+	ev.SessionID = s.id
+	if err := s.c.emit(s.c.drain, ev); err != nil {
+		s.c.log.Error("agent.error", "session", s.id, "err", err)
+	}
 }
 
 // emitEnd queues a turn's agent.text.done and forgets its mark, atomically:

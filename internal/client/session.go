@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/search"
@@ -51,6 +52,9 @@ type session struct {
 type turn struct {
 	id     string
 	cancel context.CancelFunc
+	// byUser is set when control.prompt.cancel stopped the turn (else a
+	// cancelled turn was stopped by the client shutting down).
+	byUser atomic.Bool
 	// mu guards ended; Emit holds it shared while writing an event, so
 	// no event can follow the turn's agent.text.done.
 	mu    sync.RWMutex
@@ -354,6 +358,11 @@ func (s *session) runTurn(ctx context.Context, t *turn, at adapter.Turn) {
 
 	done := &protocol.TextDone{TurnID: t.id, Text: res.Text}
 	switch {
+	case cancelled && !t.byUser.Load() && s.c.stop.Err() != nil:
+		// ferry is stopping: say so rather than a bare "cancelled"
+		// (the user sees it after the restart).
+		s.endRestarted(t.id)
+		done.StopReason = "error"
 	case cancelled || res.StopReason == "cancelled":
 		done.IsCancelled = true
 		done.StopReason = "cancelled"
@@ -442,6 +451,7 @@ func (s *session) cancelTurn(turnID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.turn != nil && s.turn.id == turnID {
+		s.turn.byUser.Store(true)
 		s.turn.cancel()
 	}
 }
