@@ -22,6 +22,11 @@ import (
 // session is not waiting on.
 var ErrUnknownInteraction = errors.New("adapter: no such open interaction")
 
+// ErrStopping is the cause (context.Cause) of a turn's context when the
+// client cancels it because ferry is stopping, not because the user
+// cancelled: an adapter may tell its agent so.
+var ErrStopping = errors.New("adapter: ferry is stopping during this turn")
+
 // Emit sends one agent.* event of the running turn (the client fills the
 // envelope: session_id and message_id). It blocks while the client's outbox
 // is full and fails only when ctx is done.

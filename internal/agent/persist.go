@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/ferry-dev/ferry/internal/llm"
 )
@@ -52,10 +53,35 @@ func (a *Agent) ReadStateDoc() (json.RawMessage, error) {
 	return doc, nil
 }
 
-func (a *Agent) setTurnOpen(open bool) {
+// setTurnOpen sets the turn-open flag and returns the history's length.
+func (a *Agent) setTurnOpen(open bool) int {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.turnOpen = open
-	a.mu.Unlock()
+	return len(a.history)
+}
+
+// markStopped rewrites what a cancel wrote into the history from message
+// from on, when the cancel came from ferry stopping (adapter.ErrStopping)
+// rather than from the user: the model must not believe the user stopped
+// it. Cut text and cancelled calls then say that ferry restarted.
+func (a *Agent) markStopped(from int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := from; i < len(a.history); i++ {
+		m := a.history[i]
+		m.Content = slices.Clone(m.Content)
+		for j, b := range m.Content {
+			switch {
+			case b.Type == llm.BlockToolResult && len(b.Content) == 1 && b.Content[0].Text == cancelledText:
+				b.Content = []llm.Block{{Type: llm.BlockText, Text: RestartedToolResult}}
+			case b.Type == llm.BlockText && m.Role == llm.RoleAssistant && strings.HasSuffix(b.Text, cancelledNote):
+				b.Text = strings.TrimSuffix(b.Text, cancelledNote) + RestartedNote
+			}
+			m.Content[j] = b
+		}
+		a.history[i] = m
+	}
 }
 
 // Restore replaces the conversation with s (an agent that was just made,

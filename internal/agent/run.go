@@ -80,8 +80,14 @@ func (a *Agent) runWith(ctx context.Context, turn adapter.Turn, emit adapter.Emi
 		return Result{StopReason: StopError, Artifacts: col.Artifacts()}, ErrBusy
 	}
 	defer a.end()
-	a.setTurnOpen(true)
-	defer func() { a.setTurnOpen(false); a.checkpoint() }()
+	from := a.setTurnOpen(true)
+	defer func() {
+		if errors.Is(context.Cause(ctx), adapter.ErrStopping) {
+			a.markStopped(from)
+		}
+		a.setTurnOpen(false)
+		a.checkpoint()
+	}()
 	ctx = artifact.WithCollector(ctx, col)
 	t := &turnRun{a: a, id: turn.ID, emit: emit, maxTurns: a.maxTurns, col: col}
 	res, err := t.run(ctx, turn)
@@ -279,10 +285,13 @@ func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
 	return resp, nil
 }
 
+// cancelledNote ends the text of a model answer a cancel cut.
+const cancelledNote = "[cancelled by the user]"
+
 // keepPartial records the text a cancelled stream had already shown, so
 // the history matches what the user saw.
 func (t *turnRun) keepPartial(partial string) {
-	text := "[cancelled by the user]"
+	text := cancelledNote
 	if partial != "" {
 		text = partial + "\n\n" + text
 	}

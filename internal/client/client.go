@@ -141,7 +141,7 @@ type Client struct {
 	// end. drain outlives it briefly so that a cancelled turn can still
 	// write its agent.text.done.
 	stop    context.Context
-	stopFn  context.CancelFunc
+	stopFn  context.CancelCauseFunc // cause adapter.ErrStopping
 	drain   context.Context
 	drainFn context.CancelFunc
 
@@ -214,7 +214,7 @@ func New(cfg Config) (_ *Client, err error) {
 		connected: make(chan struct{}),
 		readSlots: make(chan struct{}, maxReads),
 	}
-	c.stop, c.stopFn = context.WithCancel(context.Background())
+	c.stop, c.stopFn = context.WithCancelCause(context.Background())
 	c.drain, c.drainFn = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -400,7 +400,7 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	c.stopFn()
+	c.stopFn(adapter.ErrStopping)
 	c.runWG.Wait()
 	t := time.AfterFunc(drainGrace, c.drainFn)
 	c.wg.Wait()
@@ -410,7 +410,7 @@ func (c *Client) Close() error {
 
 // release frees what New acquired.
 func (c *Client) release() error {
-	c.stopFn()
+	c.stopFn(adapter.ErrStopping)
 	c.drainFn()
 	var errs []error
 	c.mu.Lock()

@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,4 +171,38 @@ func TestCutTurnLeavesValidHistory(t *testing.T) {
 		cancel()
 		<-ended
 	})
+}
+
+// TestStoppingIsNotACancelByTheUser: a turn cancelled because ferry stops
+// (the client cancels with adapter.ErrStopping) leaves a history that says
+// ferry restarted, not that the user cancelled; the session reopened
+// after the restart sees the same.
+func TestStoppingIsNotACancelByTheUser(t *testing.T) {
+	srv := fake.New(t)
+	r := newReopenable(t, srv, fake.Anthropic)
+	r.ask = true
+	first, closeFirst := r.open()
+	srv.Script(fake.Reply{ToolCalls: []fake.ToolCall{{ID: "call_w1", Name: "Write", Input: map[string]any{"file_path": "f.txt", "content": "x"}}}})
+	rec := newRecorder()
+	ctx, cancel := context.WithCancelCause(testCtx(t))
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		_, _ = first.Run(ctx, turn("write f.txt"), rec.emit)
+	}()
+	rec.waitFor(t, testCtx(t), protocol.TypeInteractionRequest)
+	cancel(adapter.ErrStopping)
+	<-ended
+	check := func(where string, s *builtin.Session) {
+		t.Helper()
+		h := s.Agent().History()
+		b, _ := json.Marshal(h)
+		if got := string(b); !strings.Contains(got, "ferry restarted before this tool call finished") || strings.Contains(got, "by the user") {
+			t.Fatalf("%s: the history says %s", where, got)
+		}
+	}
+	check("after the stop", first)
+	closeFirst()
+	second, _ := r.open()
+	check("after the restart", second)
 }
