@@ -53,6 +53,13 @@
 //     subagents; a sub-run would get its own collector (artifact.Fork).
 //   - Failures reach peers as coded errors (*Error, agent.error) with safe
 //     messages; internal text goes to the log only.
+//   - Restarts: Config.OnStep gets a Snapshot (history, turn-open flag,
+//     read state) each time a step ends, before the next one starts;
+//     Restore continues from one, repaired so the provider accepts it
+//     (every tool call answered, roles alternating, a cut turn closed with
+//     RestartedNote) and with only the reads of unchanged files kept. A
+//     turn cancelled because ferry stops (adapter.ErrStopping) says so in
+//     the history instead of "cancelled by the user".
 package agent
 
 import (

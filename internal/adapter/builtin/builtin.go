@@ -13,6 +13,12 @@
 // for ferry run) the files the agent's Write, Edit and Bash calls hand to
 // the user are sent as agent.artifact events while the turn runs and listed
 // in the turn's adapter.Result.Artifacts (docs/artifacts.md).
+//
+// With SessionConfig.Transcripts (the client's transcripts.db) every step
+// of a session's conversation is saved as it ends, and Open continues a
+// session that has a saved transcript, after any restart (docs/agent.md,
+// "What survives a restart"). A transcript that cannot be used is logged
+// and the session starts fresh.
 package builtin
 
 import (
