@@ -35,7 +35,7 @@
 //     conversation after a restart.
 //   - Every turn ends with exactly one agent.text.done, sent by the client
 //     (not the adapter): is_cancelled and stop_reason "cancelled" when
-//     control.prompt.cancel (or Close) stopped it, stop_reason "error" after
+//     control.prompt.cancel stopped it, stop_reason "error" after
 //     an agent.error when the adapter failed. The adapter's own error text
 //     stays in the log.
 //   - Bad input never kills the connection: every frame is decoded strictly
