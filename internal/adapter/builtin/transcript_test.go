@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -205,4 +206,40 @@ func TestStoppingIsNotACancelByTheUser(t *testing.T) {
 	closeFirst()
 	second, _ := r.open()
 	check("after the restart", second)
+}
+
+// TestDamagedTranscriptStartsFresh: a transcript whose row does not decode
+// neither fails the open nor the prompt: the session starts fresh, and its
+// next step replaces the damaged transcript.
+func TestDamagedTranscriptStartsFresh(t *testing.T) {
+	srv := fake.New(t)
+	r := newReopenable(t, srv, fake.Anthropic)
+	s, closeFirst := r.open()
+	srv.Script(fake.Reply{Text: []string{"One."}})
+	runOK(t, s, "before the damage")
+	closeFirst()
+
+	db, err := sql.Open("sqlite", "file:"+r.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE messages SET data = '{"role":' WHERE idx = 1`); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+
+	s, closeSecond := r.open()
+	srv.Script(fake.Reply{Text: []string{"Two."}})
+	runOK(t, s, "after the damage")
+	if roles := strings.Join(agenttest.Roles(srv.ModelRequests()[1]), ","); roles != "user" {
+		t.Fatalf("the session did not start fresh: roles %s", roles)
+	}
+	closeSecond()
+
+	s, _ = r.open()
+	srv.Script(fake.Reply{Text: []string{"Three."}})
+	runOK(t, s, "third")
+	if got := agenttest.MessagesJSON(srv.ModelRequests()[2]); !strings.Contains(got, "after the damage") || !strings.Contains(got, "Two.") || strings.Contains(got, "before the damage") {
+		t.Fatalf("the fresh transcript was not kept: %s", got)
+	}
 }
