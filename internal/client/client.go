@@ -256,9 +256,7 @@ func New(cfg Config) (_ *Client, err error) {
 	if c.marks, err = openTurnMarks(c.out.db); err != nil {
 		return nil, err
 	}
-	if err := c.endCutTurns(c.stop); err != nil {
-		return nil, err
-	}
+	c.endCutTurnsSoon()
 	if c.transcripts, err = transcript.Open(c.stop, filepath.Join(cfg.StateDir, "transcripts.db"), transcript.Options{}); err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}

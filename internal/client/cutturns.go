@@ -99,8 +99,29 @@ func (m *turnMarks) list() ([]cutTurn, error) {
 	return out, nil
 }
 
+// endCutTurnsSoon ends the turns an earlier run left running. It runs in
+// New, before any session can start a turn, and never waits there for room
+// in the outbox: when it is full (only acks from a connection can empty
+// it), the rest is ended in the background once there is room.
+func (c *Client) endCutTurnsSoon() {
+	now, cancel := context.WithCancel(c.stop)
+	cancel() // Append then fails at once when the outbox is full
+	err := c.endCutTurns(now)
+	if err == nil {
+		return
+	}
+	c.log.Warn("turns cut by a restart are ended once the outbox has room", "err", err)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := c.endCutTurns(c.stop); err != nil && c.stop.Err() == nil {
+			c.log.Error("turns cut by a restart not ended", "err", err)
+		}
+	}()
+}
+
 // endCutTurns ends every turn an earlier run of the client left running
-// (see above). It runs in New, before any session can start a turn.
+// (see above).
 func (c *Client) endCutTurns(ctx context.Context) error {
 	cut, err := c.marks.list()
 	if err != nil {

@@ -52,3 +52,35 @@ func TestCutTurnEndedAfterRestart(t *testing.T) {
 		t.Fatalf("marks left: %+v", marks)
 	}
 }
+
+// TestCutTurnWithFullOutbox: a client that starts with its outbox full
+// does not hang in New waiting for room; the cut turn is ended once the
+// master's acks make room.
+func TestCutTurnWithFullOutbox(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	limit := func(c *Config) { c.OutboxLimit = 2 }
+	e := m.start(t, limit)
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "echo")
+	e.open(ctx, fc, "s2", "echo") // two session.opened, not acknowledged: full
+	if err := e.c.marks.mark("s1", "turn-cut"); err != nil {
+		t.Fatal(err)
+	}
+	e.stop()
+
+	m.startOn(t, e.ws, e.stateDir, limit)
+	fc2, _ := m.accept(ctx)
+	var last *protocol.Message
+	for range 2 {
+		last = fc2.expect(ctx, protocol.TypeSessionOpened)
+	}
+	fc2.ack(last.MessageID)
+	if ev := fc2.next(ctx); ev.Type != protocol.TypeAgentError {
+		t.Fatalf("after the acks: %s %+v, want the restart's agent.error", ev.Type, ev.Payload)
+	}
+	done := fc2.next(ctx)
+	if td, ok := done.Payload.(*protocol.TextDone); !ok || td.TurnID != "turn-cut" || td.StopReason != "error" {
+		t.Fatalf("then %s %+v", done.Type, done.Payload)
+	}
+}
