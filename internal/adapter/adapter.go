@@ -20,6 +20,7 @@ import (
 	"errors"
 
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/transcript"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
@@ -27,6 +28,11 @@ import (
 // ErrUnknownInteraction is returned by Answer for an interaction the
 // session is not waiting on.
 var ErrUnknownInteraction = errors.New("adapter: no such open interaction")
+
+// ErrStopping is the cause (context.Cause) of a turn's context when the
+// client cancels it because ferry is stopping, not because the user
+// cancelled: an adapter may tell its agent so.
+var ErrStopping = errors.New("adapter: ferry is stopping during this turn")
 
 // Emit sends one agent.* event of the running turn (the client fills the
 // envelope: session_id and message_id). It blocks while the client's outbox
@@ -50,6 +56,10 @@ type SessionConfig struct {
 	// undo and rewind (the client's per-session filehistory.Journal); nil
 	// records none.
 	History History
+	// Transcripts is where an adapter that can may keep the session's
+	// conversation, so that it goes on after a restart (the client's
+	// transcripts.db; nil: not kept).
+	Transcripts transcript.Store
 }
 
 // History records a session's file changes. Track and Written frame a

@@ -53,6 +53,13 @@
 //     subagents; a sub-run would get its own collector (artifact.Fork).
 //   - Failures reach peers as coded errors (*Error, agent.error) with safe
 //     messages; internal text goes to the log only.
+//   - Restarts: Config.OnStep gets a Snapshot (history, turn-open flag,
+//     read state) each time a step ends, before the next one starts;
+//     Restore continues from one, repaired so the provider accepts it
+//     (every tool call answered, roles alternating, a cut turn closed with
+//     RestartedNote) and with only the reads of unchanged files kept. A
+//     turn cancelled because ferry stops (adapter.ErrStopping) says so in
+//     the history instead of "cancelled by the user".
 package agent
 
 import (
@@ -114,6 +121,12 @@ type Config struct {
 	// history, before they are dropped. Their artifacts are kept anyway: they
 	// move to the summary message that replaces them.
 	OnCompact func(dropped []llm.Message)
+	// OnStep, when set, gets the conversation each time a step ends (the
+	// prompt added, a model answer, a batch of tool results, a turn's end,
+	// a compaction, /clear), so it can be kept across restarts (Restore).
+	// It runs synchronously on the turn's goroutine: a step is kept before
+	// the next one starts.
+	OnStep func(Snapshot)
 	// Artifacts turns on file artifacts (internal/artifact): Write, Edit
 	// and Bash become their decorators, whose schemas have the `artifact`
 	// and `artifact_paths` parameters, and the files they register reach
@@ -140,6 +153,7 @@ type Agent struct {
 	headless  bool
 	timeout   time.Duration
 	onCompact func([]llm.Message)
+	onStep    func(Snapshot)
 	log       *slog.Logger
 
 	mu        sync.Mutex
@@ -152,6 +166,7 @@ type Agent struct {
 	costKnown bool
 	calls     int // model calls of the session
 	busy      bool
+	turnOpen  bool // a prompt runs (Snapshot.TurnOpen)
 	pending   map[string]chan *protocol.InteractionResponse
 }
 
@@ -205,6 +220,7 @@ func New(cfg Config) (*Agent, error) {
 		headless:  cfg.Headless,
 		timeout:   cfg.InteractionTimeout,
 		onCompact: cfg.OnCompact,
+		onStep:    cfg.OnStep,
 		log:       log,
 		mode:      mode,
 		rules:     rules,
@@ -308,6 +324,7 @@ func (a *Agent) clear() {
 	a.marks = nil
 	a.mu.Unlock()
 	a.env.State.Forget()
+	a.checkpoint()
 }
 
 // Answer delivers the user's answer to a permission request of the running
@@ -402,12 +419,14 @@ func (a *Agent) push(m llm.Message) {
 // when it was empty and dropped).
 func (a *Agent) pushAt(m llm.Message) int {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.history = appendMessage(a.history, m)
+	at := len(a.history) - 1
+	a.mu.Unlock()
 	if len(m.Content) == 0 {
 		return -1
 	}
-	return len(a.history) - 1
+	a.checkpoint()
+	return at
 }
 
 // attach adds artifacts to the history's message at i, an assistant

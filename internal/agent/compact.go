@@ -89,6 +89,7 @@ func (a *Agent) compact(ctx context.Context, instruction string, ratio float64) 
 	a.marks = nil // the turns' starts are summarised away
 	a.mu.Unlock()
 	a.env.State.ResetDedup()
+	a.checkpoint()
 	return &protocol.CompactionDone{TokensBefore: int64(before), TokensAfter: int64(after)}, nil
 }
 

@@ -60,5 +60,6 @@ func (a *Agent) RewindTo(id string) error {
 	a.marks = a.marks[:i]
 	a.mu.Unlock()
 	a.env.State.Forget()
+	a.checkpoint() // a restart must not bring the rewound turns back
 	return nil
 }

@@ -80,6 +80,14 @@ func (a *Agent) runWith(ctx context.Context, turn adapter.Turn, emit adapter.Emi
 		return Result{StopReason: StopError, Artifacts: col.Artifacts()}, ErrBusy
 	}
 	defer a.end()
+	from := a.setTurnOpen(true)
+	defer func() {
+		if errors.Is(context.Cause(ctx), adapter.ErrStopping) {
+			a.markStopped(from)
+		}
+		a.setTurnOpen(false)
+		a.checkpoint()
+	}()
 	ctx = artifact.WithCollector(ctx, col)
 	t := &turnRun{a: a, id: turn.ID, emit: emit, maxTurns: a.maxTurns, col: col}
 	res, err := t.run(ctx, turn)
@@ -218,8 +226,10 @@ func (t *turnRun) loop(ctx context.Context) (Result, error) {
 		// message: what the collector got from the mark on (spec §6).
 		mark := t.col.Len()
 		results, err := t.runTools(ctx, uses)
-		t.a.push(llm.Message{Role: llm.RoleUser, Content: results})
+		// Attached before the results are pushed: the push keeps the step
+		// (Config.OnStep) with its artifacts.
 		t.a.attach(at, artifact.ToMessages(t.col.SliceFrom(mark)))
+		t.a.push(llm.Message{Role: llm.RoleUser, Content: results})
 		if err != nil {
 			return Result{}, err
 		}
@@ -276,10 +286,13 @@ func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
 	return resp, nil
 }
 
+// cancelledNote ends the text of a model answer a cancel cut.
+const cancelledNote = "[cancelled by the user]"
+
 // keepPartial records the text a cancelled stream had already shown, so
 // the history matches what the user saw.
 func (t *turnRun) keepPartial(partial string) {
-	text := "[cancelled by the user]"
+	text := cancelledNote
 	if partial != "" {
 		text = partial + "\n\n" + text
 	}

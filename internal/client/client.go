@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/ignore"
 	"github.com/ferry-dev/ferry/internal/search"
 	"github.com/ferry-dev/ferry/internal/search/index"
+	"github.com/ferry-dev/ferry/internal/transcript"
 	"github.com/ferry-dev/ferry/internal/version"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -60,7 +61,8 @@ type Config struct {
 	// Workspaces are the directories served (made absolute, symlinks
 	// resolved; each must exist).
 	Workspaces []string
-	// StateDir holds the machine id, the outbox and the artifact log; default
+	// StateDir holds the machine id, the outbox, the artifact log and the
+	// built-in agent's transcripts (transcripts.db); default
 	// $XDG_STATE_HOME/ferry/client (or ~/.local/state/ferry/client).
 	StateDir string
 	// MachineName is shown to people; default os.Hostname().
@@ -139,8 +141,12 @@ type Client struct {
 	capsData   []byte // encoded payload of session.capabilities
 	svc        *search.Service
 	out        *outbox
+	marks      *turnMarks // running turns, in the outbox's database
 	arts       *artifactLog
-	lock       *os.File
+	// transcripts keeps the built-in agent's conversations across
+	// restarts (transcripts.db); adapters get it in SessionConfig.
+	transcripts *transcript.SQLite
+	lock        *os.File
 	// readSlots bounds the downloads served at once (one token each).
 	readSlots chan struct{}
 
@@ -148,7 +154,7 @@ type Client struct {
 	// end. drain outlives it briefly so that a cancelled turn can still
 	// write its agent.text.done.
 	stop    context.Context
-	stopFn  context.CancelFunc
+	stopFn  context.CancelCauseFunc // cause adapter.ErrStopping
 	drain   context.Context
 	drainFn context.CancelFunc
 
@@ -224,7 +230,7 @@ func New(cfg Config) (_ *Client, err error) {
 		connected: make(chan struct{}),
 		readSlots: make(chan struct{}, maxReads),
 	}
-	c.stop, c.stopFn = context.WithCancel(context.Background())
+	c.stop, c.stopFn = context.WithCancelCause(context.Background())
 	c.drain, c.drainFn = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -262,6 +268,13 @@ func New(cfg Config) (_ *Client, err error) {
 	}
 	if c.arts, err = openArtifactLog(filepath.Join(cfg.StateDir, "artifacts.db")); err != nil {
 		return nil, err
+	}
+	if c.marks, err = openTurnMarks(c.out.db); err != nil {
+		return nil, err
+	}
+	c.endCutTurnsSoon()
+	if c.transcripts, err = transcript.Open(c.stop, filepath.Join(cfg.StateDir, "transcripts.db"), transcript.Options{}); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
 	}
 
 	wss := make([]protocol.Workspace, len(c.workspaces))
@@ -401,7 +414,7 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	c.stopFn()
+	c.stopFn(adapter.ErrStopping)
 	c.runWG.Wait()
 	t := time.AfterFunc(drainGrace, c.drainFn)
 	c.wg.Wait()
@@ -411,7 +424,7 @@ func (c *Client) Close() error {
 
 // release frees what New acquired.
 func (c *Client) release() error {
-	c.stopFn()
+	c.stopFn(adapter.ErrStopping)
 	c.drainFn()
 	var errs []error
 	c.mu.Lock()
@@ -436,6 +449,9 @@ func (c *Client) release() error {
 	}
 	if c.arts != nil {
 		errs = append(errs, c.arts.Close())
+	}
+	if c.transcripts != nil {
+		errs = append(errs, c.transcripts.Close())
 	}
 	if c.lock != nil {
 		errs = append(errs, c.lock.Close())

@@ -707,8 +707,10 @@ func TestBadInput(t *testing.T) {
 	m.noConn()
 }
 
-// TestCloseEndsRunningTurn: Close cancels a running turn, whose
-// agent.text.done is kept and delivered by the next client.
+// TestCloseEndsRunningTurn: Close (ferry stopping to restart) cancels a
+// running turn, whose end is kept and delivered by the next client. It
+// says why, not a bare "cancelled": an agent.error saying ferry restarted
+// during the turn, then agent.text.done with stop_reason error.
 func TestCloseEndsRunningTurn(t *testing.T) {
 	ctx := testContext(t)
 	m := newFakeMaster(t)
@@ -724,8 +726,41 @@ func TestCloseEndsRunningTurn(t *testing.T) {
 	m.startOn(t, e.ws, e.stateDir, withAdapters(newGate(0)))
 	fc2, _ := m.accept(ctx)
 	msgs := fc2.until(ctx, isType(protocol.TypeTextDone))
+	if d := msgs[len(msgs)-1].Payload.(*protocol.TextDone); d.IsCancelled || d.StopReason != "error" {
+		t.Errorf("done %+v; want stop_reason error, not cancelled", d)
+	}
+	var reason *protocol.AgentError
+	for _, msg := range msgs {
+		if ae, ok := msg.Payload.(*protocol.AgentError); ok {
+			reason = ae
+		}
+	}
+	if reason == nil || reason.Code != CodeRestarted || reason.Message != RestartedMessage {
+		t.Errorf("the turn's agent.error %+v; want code %q: %q", reason, CodeRestarted, RestartedMessage)
+	}
+}
+
+// TestUserCancelStaysCancelled: a turn the user cancels while the client
+// runs ends as cancelled, with no restart reason.
+func TestUserCancelStaysCancelled(t *testing.T) {
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	g := newGate(1)
+	e := m.start(t, withAdapters(g))
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "gate")
+	fc.send(prompt("s1", "go"))
+	started := fc.expect(ctx, protocol.TypeTurnStarted).Payload.(*protocol.TurnStarted)
+	fc.expect(ctx, protocol.TypeTextDelta)
+	fc.send(control("s1", protocol.TypePromptCancel, &protocol.PromptCancel{TargetTurnID: started.TurnID}))
+	msgs := fc.until(ctx, isType(protocol.TypeTextDone))
 	if d := msgs[len(msgs)-1].Payload.(*protocol.TextDone); !d.IsCancelled || d.StopReason != "cancelled" {
 		t.Errorf("done %+v", d)
+	}
+	for _, msg := range msgs {
+		if msg.Type == protocol.TypeAgentError {
+			t.Errorf("a user's cancel got an agent.error: %+v", msg.Payload)
+		}
 	}
 }
 

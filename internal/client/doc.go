@@ -26,9 +26,16 @@
 //     answers to the connection at hand and are not kept.
 //   - Sessions outlive connections. A turn that runs when the connection
 //     drops keeps running; its events wait in the outbox.
+//   - Turns do not outlive the process, but their end does: a turn cut by
+//     the client stopping, or by a kill or crash (found at the next start
+//     from its mark in the outbox's database), ends with agent.error
+//     CodeRestarted ("ferry restarted during this turn") and stop_reason
+//     "error", never "cancelled". Adapters get transcripts.db in
+//     SessionConfig.Transcripts, so ferry's agent goes on with its
+//     conversation after a restart.
 //   - Every turn ends with exactly one agent.text.done, sent by the client
 //     (not the adapter): is_cancelled and stop_reason "cancelled" when
-//     control.prompt.cancel (or Close) stopped it, stop_reason "error" after
+//     control.prompt.cancel stopped it, stop_reason "error" after
 //     an agent.error when the adapter failed. The adapter's own error text
 //     stays in the log.
 //   - Bad input never kills the connection: every frame is decoded strictly

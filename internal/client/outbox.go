@@ -96,6 +96,12 @@ func openOutbox(path string, limit int) (*outbox, error) {
 // Append stores one encoded message, waiting while the outbox is full. It
 // fails only when ctx is done or the outbox is closed.
 func (o *outbox) Append(ctx context.Context, id string, data []byte) error {
+	return o.append(ctx, id, data, nil)
+}
+
+// append is Append; also, when set, runs in the same transaction as the
+// insert (both happen or neither).
+func (o *outbox) append(ctx context.Context, id string, data []byte, also func(*sql.Tx) error) error {
 	o.mu.Lock()
 	for !o.closed && o.count >= o.limit {
 		space := o.space
@@ -114,7 +120,7 @@ func (o *outbox) Append(ctx context.Context, id string, data []byte) error {
 	}
 	// The insert runs under mu so that seq order is the order in which
 	// Append calls were admitted.
-	if _, err := o.insert.Exec(id, data); err != nil {
+	if err := o.insertWith(id, data, also); err != nil {
 		return fmt.Errorf("client: outbox append: %w", err)
 	}
 	o.count++
@@ -123,6 +129,25 @@ func (o *outbox) Append(ctx context.Context, id string, data []byte) error {
 	default:
 	}
 	return nil
+}
+
+func (o *outbox) insertWith(id string, data []byte, also func(*sql.Tx) error) error {
+	if also == nil {
+		_, err := o.insert.Exec(id, data)
+		return err
+	}
+	tx, err := o.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.Stmt(o.insert).Exec(id, data); err != nil {
+		return err
+	}
+	if err := also(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // After returns up to n entries with a seq above seq, oldest first.

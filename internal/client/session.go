@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/filehistory"
@@ -61,6 +62,9 @@ type session struct {
 type turn struct {
 	id     string
 	cancel context.CancelFunc
+	// byUser is set when control.prompt.cancel stopped the turn (else a
+	// cancelled turn was stopped by the client shutting down).
+	byUser atomic.Bool
 	// mu guards ended; Emit holds it shared while writing an event, so
 	// no event can follow the turn's agent.text.done.
 	mu    sync.RWMutex
@@ -271,7 +275,7 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		mode := s.mode
 		s.mu.Unlock()
 		hist := s.openHistory()
-		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist})
+		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist, Transcripts: s.c.transcripts})
 		if err != nil {
 			_ = s.closeHistory()
 			s.failWith(m, "open session", err)
@@ -335,7 +339,14 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 	s.mu.Unlock()
 
 	started := m.Reply(protocol.TypeTurnStarted, &protocol.TurnStarted{TurnID: t.id, InputType: p.InputType, Mode: mode, Adapter: s.adapterID})
-	if err := s.c.emit(s.c.stop, started); err != nil {
+	// Marked first: a restart from here on ends the turn (cutturns.go).
+	err := s.c.marks.mark(s.id, t.id)
+	if err == nil {
+		if err = s.c.emit(s.c.stop, started); err != nil {
+			_ = s.c.marks.unmark(s.id, t.id)
+		}
+	}
+	if err != nil {
 		s.c.log.Error("agent.turn.started", "session", s.id, "err", err)
 		cancel()
 		s.mu.Lock()
@@ -361,6 +372,11 @@ func (s *session) runTurn(ctx context.Context, t *turn, at adapter.Turn) {
 
 	done := &protocol.TextDone{TurnID: t.id, Text: res.Text}
 	switch {
+	case cancelled && !t.byUser.Load() && s.c.stop.Err() != nil:
+		// ferry is stopping: say so rather than a bare "cancelled"
+		// (the user sees it after the restart).
+		s.endRestarted(t.id)
+		done.StopReason = "error"
 	case cancelled || res.StopReason == "cancelled":
 		done.IsCancelled = true
 		done.StopReason = "cancelled"
@@ -389,7 +405,7 @@ func (s *session) runTurn(ctx context.Context, t *turn, at adapter.Turn) {
 		msg = protocol.New(protocol.TypeTextDone, &protocol.TextDone{TurnID: t.id, IsCancelled: done.IsCancelled, StopReason: "error"})
 		msg.SessionID = s.id
 	}
-	if err := s.c.emit(s.c.drain, msg); err != nil {
+	if err := s.c.emitEnd(s.c.drain, msg, s.id, t.id); err != nil {
 		s.c.log.Error("agent.text.done lost", "session", s.id, "turn", t.id, "err", err)
 	}
 	s.mu.Lock()
@@ -450,6 +466,7 @@ func (s *session) cancelTurn(turnID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.turn != nil && s.turn.id == turnID {
+		s.turn.byUser.Store(true)
 		s.turn.cancel()
 	}
 }

@@ -19,6 +19,12 @@
 // for ferry run) the files the agent's Write, Edit and Bash calls hand to
 // the user are sent as agent.artifact events while the turn runs and listed
 // in the turn's adapter.Result.Artifacts (docs/artifacts.md).
+//
+// With SessionConfig.Transcripts (the client's transcripts.db) every step
+// of a session's conversation is saved as it ends, and Open continues a
+// session that has a saved transcript, after any restart (docs/agent.md,
+// "What survives a restart"). A transcript that cannot be used is logged
+// and the session starts fresh.
 package builtin
 
 import (
@@ -165,6 +171,7 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
 		InteractionTimeout: a.cfg.InteractionTimeout,
 		History:            hist,
 		Artifacts:          a.cfg.Artifacts,
+		OnStep:             keeper(cfg, a.cfg.Logger),
 		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
 	})
 	if err != nil {
@@ -176,7 +183,7 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
 // Open starts a session: an agent on the workspace with the configured
 // provider. With no provider configured its error wraps
 // llm.ErrNotConfigured and says what to set.
-func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Session, error) {
+func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.Session, error) {
 	ag, err := a.NewAgent(cfg)
 	if errors.Is(err, llm.ErrNotConfigured) {
 		// The UI shows this: it says what to set on the client's machine.
@@ -186,6 +193,7 @@ func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Se
 	if err != nil {
 		return nil, err
 	}
+	restore(ctx, ag, cfg, a.cfg.Logger)
 	return &Session{agent: ag, log: a.cfg.Logger, caps: a.Capability()}, nil
 }
 

@@ -1,0 +1,320 @@
+package transcript
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/llm"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver ("sqlite")
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxBytes bounds one session's saved messages (encoded).
+	DefaultMaxBytes = 32 << 20
+	// DefaultMaxAge: a transcript not saved for this long is dropped when
+	// the store opens (the client never learns that a session was deleted).
+	DefaultMaxAge = 90 * 24 * time.Hour
+)
+
+// maxReadStateBytes bounds the saved read state: past it the state is not
+// kept (the agent reads files again, which is always safe).
+const maxReadStateBytes = 4 << 20
+
+// Options tune a SQLite store; zero values take the defaults.
+type Options struct {
+	// MaxBytes bounds one session's encoded messages.
+	MaxBytes int
+	// MaxAge drops, at Open, transcripts not saved for that long.
+	MaxAge time.Duration
+}
+
+// SQLite is the Store on a SQLite file.
+type SQLite struct {
+	db   *sql.DB
+	opts Options
+
+	mu sync.Mutex
+	// rows holds, per session, the hash of every message row as last saved
+	// or loaded, so that Save writes only the rows that changed. A session
+	// missing here is rewritten whole.
+	rows map[string][][sha256.Size]byte
+}
+
+var _ Store = (*SQLite)(nil)
+
+// Open opens (creating it if needed) the transcript store at path and drops
+// the transcripts older than opts.MaxAge.
+func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.MaxAge <= 0 {
+		opts.MaxAge = DefaultMaxAge
+	}
+	// synchronous=FULL: a Save that returned is on disk, so a kill right
+	// after a step (or a power loss) keeps that step.
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	_, err = db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS transcripts (
+		session_id TEXT PRIMARY KEY,
+		turn_open  INTEGER NOT NULL,
+		read_state BLOB,
+		messages   INTEGER NOT NULL,
+		saved_at   INTEGER NOT NULL
+	);
+	CREATE TABLE IF NOT EXISTS messages (
+		session_id TEXT NOT NULL,
+		idx        INTEGER NOT NULL,
+		data       BLOB NOT NULL,
+		PRIMARY KEY (session_id, idx)
+	)`)
+	if err == nil {
+		err = prune(ctx, db, time.Now().Add(-opts.MaxAge))
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("transcript: open %s: %w", path, err)
+	}
+	return &SQLite{db: db, opts: opts, rows: map[string][][sha256.Size]byte{}}, nil
+}
+
+func prune(ctx context.Context, db *sql.DB, before time.Time) error {
+	if _, err := db.ExecContext(ctx, `DELETE FROM messages WHERE session_id IN (SELECT session_id FROM transcripts WHERE saved_at < ?)`, before.UnixNano()); err != nil {
+		return err
+	}
+	_, err := db.ExecContext(ctx, `DELETE FROM transcripts WHERE saved_at < ?`, before.UnixNano())
+	return err
+}
+
+// Load returns the session's transcript.
+func (s *SQLite) Load(ctx context.Context, sessionID string) (Transcript, error) {
+	var (
+		t     Transcript
+		open  int
+		rs    []byte
+		count int
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT turn_open, read_state, messages FROM transcripts WHERE session_id = ?`, sessionID).Scan(&open, &rs, &count)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Transcript{}, ErrNotFound
+	}
+	if err != nil {
+		return Transcript{}, fmt.Errorf("transcript: load %s: %w", sessionID, err)
+	}
+	t.TurnOpen = open != 0
+	if len(rs) > 0 {
+		if len(rs) > maxReadStateBytes || !json.Valid(rs) {
+			return Transcript{}, fmt.Errorf("%w: session %s: the read state does not decode", ErrCorrupt, sessionID)
+		}
+		t.ReadState = rs
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT idx, data FROM messages WHERE session_id = ? ORDER BY idx`, sessionID)
+	if err != nil {
+		return Transcript{}, fmt.Errorf("transcript: load %s: %w", sessionID, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var hashes [][sha256.Size]byte
+	total := 0
+	for rows.Next() {
+		var (
+			idx  int
+			data []byte
+		)
+		if err := rows.Scan(&idx, &data); err != nil {
+			return Transcript{}, fmt.Errorf("transcript: load %s: %w", sessionID, err)
+		}
+		total += len(data)
+		switch {
+		case idx != len(t.Messages):
+			return Transcript{}, fmt.Errorf("%w: session %s: message %d is missing", ErrCorrupt, sessionID, len(t.Messages))
+		case len(data) > s.opts.MaxBytes || total > s.opts.MaxBytes:
+			return Transcript{}, fmt.Errorf("%w: session %s: message %d is over the %d-byte limit", ErrCorrupt, sessionID, idx, s.opts.MaxBytes)
+		}
+		var m llm.Message
+		if err := json.Unmarshal(data, &m); err != nil {
+			return Transcript{}, fmt.Errorf("%w: session %s: message %d does not decode: %w", ErrCorrupt, sessionID, idx, err)
+		}
+		if m.Role != llm.RoleUser && m.Role != llm.RoleAssistant {
+			return Transcript{}, fmt.Errorf("%w: session %s: message %d has role %q", ErrCorrupt, sessionID, idx, m.Role)
+		}
+		t.Messages = append(t.Messages, m)
+		hashes = append(hashes, sha256.Sum256(data))
+	}
+	if err := rows.Err(); err != nil {
+		return Transcript{}, fmt.Errorf("transcript: load %s: %w", sessionID, err)
+	}
+	if len(t.Messages) != count {
+		return Transcript{}, fmt.Errorf("%w: session %s: %d messages stored, %d expected", ErrCorrupt, sessionID, len(t.Messages), count)
+	}
+	s.mu.Lock()
+	s.rows[sessionID] = hashes
+	s.mu.Unlock()
+	return t, nil
+}
+
+// Save replaces the session's transcript, writing only the changed rows.
+func (s *SQLite) Save(ctx context.Context, sessionID string, t Transcript) error {
+	blobs := make([][]byte, len(t.Messages))
+	sizes := make([]int, len(t.Messages))
+	total := 0
+	for i, m := range t.Messages {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("transcript: save %s: message %d: %w", sessionID, i, err)
+		}
+		blobs[i], sizes[i] = b, len(b)
+		total += len(b)
+	}
+	if total > s.opts.MaxBytes {
+		var err error
+		if blobs, err = s.fit(t.Messages, sizes); err != nil {
+			return fmt.Errorf("transcript: save %s: %w", sessionID, err)
+		}
+	}
+	rs := t.ReadState
+	if len(rs) > maxReadStateBytes {
+		rs = nil
+	}
+	hashes := make([][sha256.Size]byte, len(blobs))
+	for i, b := range blobs {
+		hashes[i] = sha256.Sum256(b)
+	}
+	s.mu.Lock()
+	prev, known := s.rows[sessionID]
+	s.mu.Unlock()
+
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("transcript: save %s: %w", sessionID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for i, b := range blobs {
+		if known && i < len(prev) && prev[i] == hashes[i] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, idx, data) VALUES (?, ?, ?)
+			ON CONFLICT (session_id, idx) DO UPDATE SET data = excluded.data`, sessionID, i, b); err != nil {
+			return fmt.Errorf("transcript: save %s: %w", sessionID, err)
+		}
+	}
+	if !known || len(prev) > len(blobs) {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE session_id = ? AND idx >= ?`, sessionID, len(blobs)); err != nil {
+			return fmt.Errorf("transcript: save %s: %w", sessionID, err)
+		}
+	}
+	open := 0
+	if t.TurnOpen {
+		open = 1
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO transcripts (session_id, turn_open, read_state, messages, saved_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (session_id) DO UPDATE SET turn_open = excluded.turn_open, read_state = excluded.read_state,
+		messages = excluded.messages, saved_at = excluded.saved_at`,
+		sessionID, open, []byte(rs), len(blobs), time.Now().UnixNano()); err != nil {
+		return fmt.Errorf("transcript: save %s: %w", sessionID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		// The cache may no longer match the rows: rewrite whole next time.
+		s.forget(sessionID)
+		return fmt.Errorf("transcript: save %s: %w", sessionID, err)
+	}
+	s.mu.Lock()
+	s.rows[sessionID] = hashes
+	s.mu.Unlock()
+	return nil
+}
+
+// fit returns the encoded messages to save for a history over MaxBytes:
+// the most recent whole turns that fit (a turn starts at a user message
+// with no tool results, so a tool call keeps its result), the first of
+// them led by droppedNote.
+func (s *SQLite) fit(msgs []llm.Message, sizes []int) ([][]byte, error) {
+	budget := s.opts.MaxBytes - len(droppedNote) - 64
+	from, size := len(msgs), 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		size += sizes[i]
+		if size > budget {
+			break
+		}
+		if turnStart(msgs[i]) {
+			from = i
+		}
+	}
+	kept := slices.Clone(msgs[from:])
+	if len(kept) == 0 {
+		// Not even the last turn fits: keep only the note.
+		kept = []llm.Message{{Role: llm.RoleUser}}
+	}
+	first := kept[0]
+	first.Content = append([]llm.Block{{Type: llm.BlockText, Text: droppedNote}}, first.Content...)
+	kept[0] = first
+	out := make([][]byte, len(kept))
+	for i, m := range kept {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		out[i] = b
+	}
+	if len(kept) == 1 && len(kept[0].Content) == 1 {
+		// A lone note: make the history end with the model's turn, as a
+		// finished conversation does.
+		b, _ := json.Marshal(llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{{Type: llm.BlockText, Text: "Understood."}}})
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func turnStart(m llm.Message) bool {
+	if m.Role != llm.RoleUser {
+		return false
+	}
+	return !slices.ContainsFunc(m.Content, func(b llm.Block) bool { return b.Type == llm.BlockToolResult })
+}
+
+// Delete forgets the session's transcript.
+func (s *SQLite) Delete(ctx context.Context, sessionID string) error {
+	s.forget(sessionID)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("transcript: delete %s: %w", sessionID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, q := range []string{`DELETE FROM messages WHERE session_id = ?`, `DELETE FROM transcripts WHERE session_id = ?`} {
+		if _, err := tx.ExecContext(ctx, q, sessionID); err != nil {
+			return fmt.Errorf("transcript: delete %s: %w", sessionID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("transcript: delete %s: %w", sessionID, err)
+	}
+	return nil
+}
+
+func (s *SQLite) forget(sessionID string) {
+	s.mu.Lock()
+	delete(s.rows, sessionID)
+	s.mu.Unlock()
+}
+
+// Close closes the file.
+func (s *SQLite) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("transcript: close: %w", err)
+	}
+	return nil
+}
