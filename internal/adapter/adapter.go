@@ -77,7 +77,7 @@ type History interface {
 type ConversationRewinder interface {
 	// RewindConversation forgets turnID and every later turn; it fails
 	// when the conversation no longer holds that turn's start (compacted,
-	// cleared, or begun before the client restarted).
+	// cleared, or cut to fit the saved conversation's size bound).
 	RewindConversation(turnID string) error
 }
 

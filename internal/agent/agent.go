@@ -160,7 +160,7 @@ type Agent struct {
 	mode      string
 	rules     *permission.Rules
 	history   []llm.Message
-	marks     []turnMark // where each turn began in history (rewind.go)
+	marks     []TurnMark // where each turn began in history (rewind.go)
 	usage     llm.Usage
 	cost      float64
 	costKnown bool

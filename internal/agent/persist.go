@@ -16,6 +16,8 @@ type Snapshot struct {
 	Messages  []llm.Message
 	TurnOpen  bool
 	ReadState json.RawMessage
+	// Marks are where each turn began in Messages (for a rewind).
+	Marks []TurnMark
 }
 
 // Texts of what Restore adds to a history a restart cut.
@@ -34,7 +36,7 @@ func (a *Agent) checkpoint() {
 		return
 	}
 	a.mu.Lock()
-	s := Snapshot{Messages: slices.Clone(a.history), TurnOpen: a.turnOpen}
+	s := Snapshot{Messages: slices.Clone(a.history), TurnOpen: a.turnOpen, Marks: slices.Clone(a.marks)}
 	a.mu.Unlock()
 	rs, err := a.env.State.Export()
 	if err != nil {
@@ -104,6 +106,7 @@ func (a *Agent) Restore(s Snapshot) (reads int, err error) {
 	}
 	a.mu.Lock()
 	a.history = h
+	a.marks = keepMarks(s.Marks, s.Messages, h)
 	a.mu.Unlock()
 	return reads, err
 }

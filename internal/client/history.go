@@ -131,7 +131,7 @@ func (s *session) rewindConversation(turnID string) (outcome, note string) {
 	}
 	if err := rw.RewindConversation(turnID); err != nil {
 		s.c.log.Info("conversation not rewound", "session", s.id, "turn", turnID, "err", err)
-		return protocol.ConversationNotRewound, "files rewound; the agent's conversation was not: it no longer holds that turn (compacted, cleared, or from before the client restarted)"
+		return protocol.ConversationNotRewound, "files rewound; the agent's conversation was not: it no longer holds that turn (compacted, cleared, or cut to fit the saved conversation's size bound)"
 	}
 	return protocol.ConversationRewound, ""
 }

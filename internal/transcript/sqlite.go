@@ -74,6 +74,7 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 		session_id TEXT PRIMARY KEY,
 		turn_open  INTEGER NOT NULL,
 		read_state BLOB,
+		marks      BLOB,
 		messages   INTEGER NOT NULL,
 		saved_at   INTEGER NOT NULL
 	);
@@ -107,9 +108,10 @@ func (s *SQLite) Load(ctx context.Context, sessionID string) (Transcript, error)
 		t     Transcript
 		open  int
 		rs    []byte
+		marks []byte
 		count int
 	)
-	err := s.db.QueryRowContext(ctx, `SELECT turn_open, read_state, messages FROM transcripts WHERE session_id = ?`, sessionID).Scan(&open, &rs, &count)
+	err := s.db.QueryRowContext(ctx, `SELECT turn_open, read_state, marks, messages FROM transcripts WHERE session_id = ?`, sessionID).Scan(&open, &rs, &marks, &count)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Transcript{}, ErrNotFound
 	}
@@ -122,6 +124,12 @@ func (s *SQLite) Load(ctx context.Context, sessionID string) (Transcript, error)
 			return Transcript{}, fmt.Errorf("%w: session %s: the read state does not decode", ErrCorrupt, sessionID)
 		}
 		t.ReadState = rs
+	}
+	if len(marks) > 0 {
+		if len(marks) > maxReadStateBytes || !json.Valid(marks) {
+			return Transcript{}, fmt.Errorf("%w: session %s: the turn marks do not decode", ErrCorrupt, sessionID)
+		}
+		t.Marks = marks
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT idx, data FROM messages WHERE session_id = ? ORDER BY idx`, sessionID)
 	if err != nil {
@@ -180,7 +188,9 @@ func (s *SQLite) Save(ctx context.Context, sessionID string, t Transcript) error
 		blobs[i], sizes[i] = b, len(b)
 		total += len(b)
 	}
+	marks := t.Marks
 	if total > s.opts.MaxBytes {
+		marks = nil // the kept turns no longer start where the marks say
 		var err error
 		if blobs, err = s.fit(t.Messages, sizes); err != nil {
 			return fmt.Errorf("transcript: save %s: %w", sessionID, err)
@@ -189,6 +199,9 @@ func (s *SQLite) Save(ctx context.Context, sessionID string, t Transcript) error
 	rs := t.ReadState
 	if len(rs) > maxReadStateBytes {
 		rs = nil
+	}
+	if len(marks) > maxReadStateBytes {
+		marks = nil
 	}
 	hashes := make([][sha256.Size]byte, len(blobs))
 	for i, b := range blobs {
@@ -221,10 +234,10 @@ func (s *SQLite) Save(ctx context.Context, sessionID string, t Transcript) error
 	if t.TurnOpen {
 		open = 1
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO transcripts (session_id, turn_open, read_state, messages, saved_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (session_id) DO UPDATE SET turn_open = excluded.turn_open, read_state = excluded.read_state,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO transcripts (session_id, turn_open, read_state, marks, messages, saved_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (session_id) DO UPDATE SET turn_open = excluded.turn_open, read_state = excluded.read_state, marks = excluded.marks,
 		messages = excluded.messages, saved_at = excluded.saved_at`,
-		sessionID, open, []byte(rs), len(blobs), time.Now().UnixNano()); err != nil {
+		sessionID, open, []byte(rs), []byte(marks), len(blobs), time.Now().UnixNano()); err != nil {
 		return fmt.Errorf("transcript: save %s: %w", sessionID, err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -54,7 +54,8 @@ func TestRoundTrip(t *testing.T) {
 	if _, err := st.Load(ctx, "s1"); !errors.Is(err, transcript.ErrNotFound) {
 		t.Fatalf("Load of an unsaved session: %v, want ErrNotFound", err)
 	}
-	want := transcript.Transcript{Messages: conversation(t), TurnOpen: true, ReadState: json.RawMessage(`{"files":[]}`)}
+	want := transcript.Transcript{Messages: conversation(t), TurnOpen: true, ReadState: json.RawMessage(`{"files":[]}`),
+		Marks: json.RawMessage(`[{"id":"t1","msgs":0,"blocks":0}]`)}
 	if err := st.Save(ctx, "s1", want); err != nil {
 		t.Fatal(err)
 	}
@@ -167,12 +168,15 @@ func TestOverCapKeepsRecentTurns(t *testing.T) {
 		h = append(h, conversation(t)...)
 		h[len(h)-4] = text(llm.RoleUser, "prompt "+strings.Repeat("p", 100)+string(rune('a'+i)))
 	}
-	if err := st.Save(ctx, "s1", transcript.Transcript{Messages: h}); err != nil {
+	if err := st.Save(ctx, "s1", transcript.Transcript{Messages: h, Marks: json.RawMessage(`[{"id":"t1","msgs":4,"blocks":0}]`)}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.Load(ctx, "s1")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got.Marks != nil {
+		t.Fatalf("turn marks kept over a cut history (they point at the wrong messages): %s", got.Marks)
 	}
 	size := 0
 	for _, m := range got.Messages {

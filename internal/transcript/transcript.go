@@ -44,6 +44,10 @@ type Transcript struct {
 	TurnOpen bool
 	// ReadState is the tools' read-before-write record (opaque here).
 	ReadState json.RawMessage
+	// Marks are where each turn began in Messages (opaque here); a Save
+	// that has to drop old turns to fit drops them too, since they would
+	// point at the wrong messages.
+	Marks json.RawMessage
 }
 
 // Store keeps transcripts by session id. Implementations are safe for

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -26,7 +27,7 @@ func keeper(cfg adapter.SessionConfig, log *slog.Logger) func(agent.Snapshot) {
 	return func(s agent.Snapshot) {
 		ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 		defer cancel()
-		err := st.Save(ctx, cfg.SessionID, transcript.Transcript{Messages: s.Messages, TurnOpen: s.TurnOpen, ReadState: s.ReadState})
+		err := st.Save(ctx, cfg.SessionID, transcript.Transcript{Messages: s.Messages, TurnOpen: s.TurnOpen, ReadState: s.ReadState, Marks: marshalMarks(s.Marks)})
 		if err != nil {
 			log.Error("conversation step not saved; a restart now would lose it", "session", cfg.SessionID, "err", err)
 		}
@@ -49,7 +50,14 @@ func restore(ctx context.Context, ag *agent.Agent, cfg adapter.SessionConfig, lo
 		log.Error("the saved conversation cannot be used; the session starts fresh", "session", cfg.SessionID, "err", err)
 		return
 	}
-	reads, err := ag.Restore(agent.Snapshot{Messages: t.Messages, TurnOpen: t.TurnOpen, ReadState: t.ReadState})
+	var marks []agent.TurnMark
+	if len(t.Marks) > 0 {
+		if err := json.Unmarshal(t.Marks, &marks); err != nil {
+			log.Warn("the saved turn starts were not restored; earlier turns cannot be rewound", "session", cfg.SessionID, "err", err)
+			marks = nil
+		}
+	}
+	reads, err := ag.Restore(agent.Snapshot{Messages: t.Messages, TurnOpen: t.TurnOpen, ReadState: t.ReadState, Marks: marks})
 	if err != nil {
 		log.Warn("the saved read state was not restored; files must be read again", "session", cfg.SessionID, "err", err)
 	}
@@ -57,8 +65,20 @@ func restore(ctx context.Context, ag *agent.Agent, cfg adapter.SessionConfig, lo
 	if t.TurnOpen {
 		// Keep the repaired history, so the cut turn is closed on disk too.
 		rs, _ := ag.ReadStateDoc()
-		if err := st.Save(ctx, cfg.SessionID, transcript.Transcript{Messages: ag.History(), ReadState: rs}); err != nil {
+		if err := st.Save(ctx, cfg.SessionID, transcript.Transcript{Messages: ag.History(), ReadState: rs, Marks: marshalMarks(ag.Marks())}); err != nil {
 			log.Error("repaired conversation not saved", "session", cfg.SessionID, "err", err)
 		}
 	}
+}
+
+// marshalMarks encodes the turn marks for the store (nil: none).
+func marshalMarks(marks []agent.TurnMark) json.RawMessage {
+	if len(marks) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(marks)
+	if err != nil {
+		return nil
+	}
+	return b
 }

@@ -243,3 +243,45 @@ func TestDamagedTranscriptStartsFresh(t *testing.T) {
 		t.Fatalf("the fresh transcript was not kept: %s", got)
 	}
 }
+
+// TestRewindAcrossReopen: a turn run before a restart can still be rewound
+// after it (the turn starts are saved with the conversation), and a rewind
+// is saved too, so a restart after it does not bring the rewound turn back.
+func TestRewindAcrossReopen(t *testing.T) {
+	srv := fake.New(t)
+	r := newReopenable(t, srv, fake.Anthropic)
+	s, closeFirst := r.open()
+	srv.Script(fake.Reply{Text: []string{"FIRST-ANSWER"}}, fake.Reply{Text: []string{"SECOND-ANSWER"}}, fake.Reply{Text: []string{"THIRD-ANSWER"}})
+	runOK(t, s, "FIRST-PROMPT")
+	second, third := turn("SECOND-PROMPT"), turn("THIRD-PROMPT")
+	for _, tr := range []adapter.Turn{second, third} {
+		if res, err := s.Run(testCtx(t), tr, newRecorder().emit); err != nil || res.StopReason != "end_turn" {
+			t.Fatalf("%+v %v", res, err)
+		}
+	}
+	closeFirst()
+
+	s, closeSecond := r.open()
+	if err := s.RewindConversation(third.ID); err != nil {
+		t.Fatalf("rewind of a turn from before the restart: %v", err)
+	}
+	closeSecond()
+
+	s, _ = r.open()
+	srv.Script(fake.Reply{Text: []string{"FOURTH-ANSWER"}})
+	runOK(t, s, "FOURTH-PROMPT")
+	reqs := srv.ModelRequests()
+	msgs := agenttest.MessagesJSON(reqs[len(reqs)-1])
+	for _, want := range []string{"FIRST-PROMPT", "FIRST-ANSWER", "SECOND-PROMPT", "SECOND-ANSWER", "FOURTH-PROMPT"} {
+		if !strings.Contains(msgs, want) {
+			t.Errorf("the request after the rewind and a restart lacks %q: %s", want, msgs)
+		}
+	}
+	if strings.Contains(msgs, "THIRD-PROMPT") || strings.Contains(msgs, "THIRD-ANSWER") {
+		t.Errorf("the rewound turn came back after a restart: %s", msgs)
+	}
+	// The second turn's start survived both restarts too.
+	if err := s.RewindConversation(second.ID); err != nil {
+		t.Fatalf("rewind after two restarts: %v", err)
+	}
+}
