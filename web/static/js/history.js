@@ -52,7 +52,9 @@ export class HistoryUI {
       return box;
     }
     box.appendChild(h('button', {
-      type: 'button', class: 'btn small-btn undo-btn', disabled: tool.undoing || this.state.running,
+      type: 'button', class: 'btn small-btn undo-btn', // Not disabled while a turn runs: a card is drawn once, and would stay
+      // disabled after the turn; the client refuses a busy undo, said plainly.
+      disabled: !!tool.undoing,
       'aria-label': `Undo this edit of ${tool.diff.path}`, text: tool.undoing ? 'Undoing…' : 'Undo',
       onclick: () => this.undo(tool),
     }));
@@ -68,7 +70,7 @@ export class HistoryUI {
       box.appendChild(h('span', { class: 'small muted', text: t.rewound ? 'Rewound: files and conversation.' : 'Files rewound.' }));
     } else {
       box.appendChild(h('button', {
-        type: 'button', class: 'btn small-btn rewind-btn', disabled: t.rewinding || this.state.running,
+        type: 'button', class: 'btn small-btn rewind-btn', disabled: !!t.rewinding,
         'aria-label': 'Rewind files to before this turn', text: t.rewinding ? 'Rewinding…' : 'Rewind files to before this turn',
         onclick: () => this.rewind(t),
       }));
