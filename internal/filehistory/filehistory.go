@@ -76,14 +76,11 @@ func Open(dir string, max int) (*Store, error) {
 // DefaultDir is where ferry keeps file history: $XDG_STATE_HOME/ferry/history,
 // else ~/.local/state/ferry/history.
 func DefaultDir() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "ferry", "history"), nil
-	}
-	home, err := os.UserHomeDir()
+	d, err := DefaultStateDir(os.Getenv)
 	if err != nil {
-		return "", fmt.Errorf("find the home folder for file history: %w", err)
+		return "", err
 	}
-	return filepath.Join(home, ".local", "state", "ferry", "history"), nil
+	return filepath.Join(d, "history"), nil
 }
 
 func (s *Store) fileDir(path string) string {
