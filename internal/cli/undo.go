@@ -25,10 +25,9 @@ import (
 
 // runHistory is the journal of one ferry run.
 type runHistory struct {
-	j        *filehistory.Journal
-	dir      string
-	session  string
-	explicit string // the --state to name in the undo hint ("" by default)
+	j       *filehistory.Journal
+	dir     string
+	session string
 }
 
 // openRunHistory opens the run's journal in ferry's state folder
@@ -127,7 +126,9 @@ func runUndo(_ context.Context, env Env, args []string) int {
 	var pos []string
 	for rest := fs.Args(); len(rest) > 0; rest = fs.Args() {
 		pos = append(pos, rest[0])
-		if err := fs.Parse(rest[1:]); err != nil {
+		if err := fs.Parse(rest[1:]); errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		} else if err != nil {
 			return ExitUsage
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // layout <state>/history/<session>/, so one reader (ferry undo) serves
 // both.
 
-// ErrBadSession: a session id that cannot name a history folder (empty,
+// ErrBadSession is a session id that cannot name a history folder (empty,
 // too long, or with characters other than letters, digits, '-' and '_',
 // such as a path separator or "..").
 var ErrBadSession = errors.New("file history: a session id is 1 to 64 letters, digits, '-' or '_'")
