@@ -83,7 +83,11 @@ func (h *runHistory) finish(stderr io.Writer) {
 	if len(files) != 1 {
 		what = fmt.Sprintf("%d files changed", len(files))
 	}
-	if dropped {
+	switch {
+	case dropped && len(files) == 0:
+		fmt.Fprintf(stderr, "ferry run: files changed, but --history-quota dropped every change: the run cannot be undone\n")
+		return
+	case dropped:
 		fmt.Fprintf(stderr, "ferry run: %s; --history-quota dropped the oldest changes, so only some can be undone: ferry undo --list %s\n", what, h.session)
 		return
 	}
@@ -166,11 +170,16 @@ func runUndo(_ context.Context, env Env, args []string) int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	recorded := historyWorkspace(j.Entries())
+	recorded, kept, dropped := historyWorkspace(j.Entries()), len(j.Entries()), j.Dropped()
 	_ = j.Close()
 	ws := *workspace
 	if ws == "" {
-		if recorded == "" {
+		switch {
+		case recorded == "" && kept == 0 && dropped:
+			return fail("nothing to undo: --history-quota dropped every change of session %s (a change larger than the quota is not kept)", session)
+		case recorded == "" && kept == 0:
+			return fail("nothing to undo: session %s recorded no file change", session)
+		case recorded == "":
 			return fail("the history of session %s names no workspace; pass --workspace", session)
 		}
 		ws = recorded
@@ -213,6 +222,9 @@ func runUndo(_ context.Context, env Env, args []string) int {
 		if sel.Turn == "" {
 			if len(j.Entries()) > 0 {
 				return fail("nothing to undo: every change of session %s was undone already", session)
+			}
+			if j.Dropped() {
+				return fail("nothing to undo: --history-quota dropped every change of session %s (a change larger than the quota is not kept)", session)
 			}
 			return fail("nothing to undo: session %s recorded no file change that is still kept", session)
 		}

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/ferry-dev/ferry/internal/binarytest"
 	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 )
@@ -362,5 +365,84 @@ func TestUndoClientSession(t *testing.T) {
 	}
 	if u := ferryUndo(t, "--state", state, "--workspace", t.TempDir(), sid); u.code != ExitError || !strings.Contains(u.stderr, "changed files in "+canon) {
 		t.Fatalf("other workspace: exit %d, stderr %q", u.code, u.stderr)
+	}
+}
+
+// TestRunHistoryQuota: --history-quota bounds the run's history; a change
+// larger than it is not kept, and both ferry run and ferry undo say so.
+func TestRunHistoryQuota(t *testing.T) {
+	srv, dir := fake.New(t), t.TempDir()
+	if out := ferryRun(t, srv, fake.Anthropic, dir, "", "--history-quota", "0", "x"); out.code != ExitUsage || !strings.Contains(out.stderr, "--history-quota must be at least 1") {
+		t.Fatalf("quota 0: exit %d, stderr %q", out.code, out.stderr)
+	}
+	big := strings.Repeat("0123456789abcde\n", 96<<10) // 1.5 MiB
+	srv.Script(
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": "big.txt", "content": big}}}},
+		fake.Reply{Text: []string{"Written."}},
+	)
+	out := ferryRun(t, srv, fake.Anthropic, dir, "", "--allow", "Write", "--history-quota", "1", "--output-format", "json", "write it")
+	var res struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil || out.code != ExitOK {
+		t.Fatalf("exit %d, stdout %q, stderr %q: %v", out.code, out.stdout, out.stderr, err)
+	}
+	if readFile(t, filepath.Join(dir, "big.txt")) != big {
+		t.Fatal("big.txt not written")
+	}
+	if !strings.Contains(out.stderr, "ferry run: files changed, but --history-quota dropped every change: the run cannot be undone") {
+		t.Fatalf("stderr %q", out.stderr)
+	}
+	u := ferryUndo(t, res.SessionID)
+	if u.code != ExitError || !strings.Contains(u.stderr, "--history-quota dropped every change of session") {
+		t.Fatalf("undo: exit %d, stderr %q", u.code, u.stderr)
+	}
+	if readFile(t, filepath.Join(dir, "big.txt")) != big {
+		t.Fatal("a refused undo changed big.txt")
+	}
+}
+
+// TestFerryUndoBinary: ferry run and ferry undo as real processes, the
+// session id taken from the hint ferry run prints.
+func TestFerryUndoBinary(t *testing.T) {
+	bin := binarytest.Build(t)
+	srv, dir := fake.New(t), t.TempDir()
+	writeFile(t, filepath.Join(dir, "main.go"), "package main\n")
+	srv.Script(
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "main.go"}}}},
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Edit", Input: map[string]any{"file_path": "main.go", "old_string": "main", "new_string": "ferry"}}}},
+		fake.Reply{Text: []string{"Renamed."}},
+	)
+	env := append(os.Environ(), "ANTHROPIC_API_KEY=test-key", "XDG_STATE_HOME="+t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = env
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+	_, stderr, err := run("run", "--provider", "anthropic", "--model", "test-model", "--base-url", srv.BaseURL(fake.Anthropic),
+		"--workspace", dir, "--allow", "Edit", "--no-stdin", "rename the package")
+	if err != nil {
+		t.Fatalf("ferry run: %v: %s", err, stderr)
+	}
+	m := regexp.MustCompile(`ferry run: 1 file changed; undo with: ferry undo ([0-9a-f-]+)\n`).FindStringSubmatch(stderr)
+	if m == nil || readFile(t, filepath.Join(dir, "main.go")) != "package ferry\n" {
+		t.Fatalf("stderr %q", stderr)
+	}
+	stdout, stderr, err := run("undo", m[1])
+	if err != nil || stdout != "restored main.go\n" {
+		t.Fatalf("ferry undo: %v, stdout %q, stderr %q", err, stdout, stderr)
+	}
+	if got := readFile(t, filepath.Join(dir, "main.go")); got != "package main\n" {
+		t.Fatalf("main.go after undo: %q", got)
+	}
+	_, stderr, err = run("undo", "../"+m[1])
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != ExitUsage || !strings.Contains(stderr, "session id") {
+		t.Fatalf("ferry undo ../id: %v, stderr %q", err, stderr)
 	}
 }
