@@ -39,7 +39,7 @@ func runAgent(t *testing.T, dir, stdin string, args ...string) runOut {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	env := Env{Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
+	env := Env{Stdin: strings.NewReader(stdin), Stdout: &stdout, Stderr: &stderr, Getenv: stateOnlyEnv}
 	code := Run(ctx, env, append([]string{"run", "--workspace", dir}, args...))
 	return runOut{code, stdout.String(), stderr.String()}
 }
@@ -186,7 +186,7 @@ wait
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", "--workspace", dir, "--agent", "script:"+script, "--output-format", "stream-json", "--no-stdin", "the task")
-	cmd.Env = append(os.Environ(), "PIDFILE="+pidFile)
+	cmd.Env = append(os.Environ(), "PIDFILE="+pidFile, "XDG_STATE_HOME="+testStateHome)
 	var stderr bytes.Buffer
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -51,6 +51,7 @@ func init() {
 		"up":      {"the quick start: master and client in one process", runUp},
 		"token":   {"create, list or revoke the master's tokens", runToken},
 		"run":     {"run an agent on one prompt, headless (ferry's own by default)", runRun},
+		"undo":    {"put back the files a ferry run (or a session) changed", runUndo},
 	}
 }
 

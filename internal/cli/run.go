@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/adapter/agentspec"
 	"github.com/ferry-dev/ferry/internal/adapter/builtin"
 	"github.com/ferry-dev/ferry/internal/agent"
+	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -56,6 +57,8 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	artifacts := fs.Bool("artifacts", false, "hand the files the agent makes to the user: Write and Edit get an `artifact` parameter, Bash `artifact_paths`; "+
 		"the output lists the files (json: \"artifacts\", stream-json: agent.artifact events, text: standard error)")
 	agentFlag := fs.String("agent", agentspec.Builtin, "the agent `SPEC` to run: builtin, echo, claude-code, acp:CMD or script:CMD (see docs/adapters.md)")
+	noHistory := fs.Bool("no-history", false, "keep no file history of the run (then ferry undo cannot undo it)")
+	historyMiB := fs.Int64("history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
 	if code, ok := parseFlags(fs, env, args,
 		`Usage: ferry run [flags] "prompt"`,
 		"\nRuns ferry's agent (or the one --agent names) on one prompt in the workspace,",
@@ -70,6 +73,9 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		"listed on standard error.",
 		"\nThe model provider comes from the flags and the environment: ANTHROPIC_API_KEY",
 		"(Anthropic), or OPENAI_API_KEY and/or OPENAI_BASE_URL (OpenAI or compatible).",
+		"\nEvery file change of the run is kept in its file history",
+		"($XDG_STATE_HOME/ferry/history/SESSION_ID); when the run changed files, a",
+		"line on standard error says how to undo them: ferry undo SESSION_ID.",
 		"\nExit codes: 0 done, 1 the agent or its provider failed (or stopped at",
 		"--max-turns), 2 bad usage.",
 	); !ok {
@@ -104,6 +110,9 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	case protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview:
 	default:
 		return usageErr("--mode must be default, plan or review, not %q", *mode)
+	}
+	if *historyMiB < 1 {
+		return usageErr("--history-quota must be at least 1 (MiB), not %d", *historyMiB)
 	}
 	if *maxTurns < 0 || *maxTurns > 10000 {
 		return usageErr("--max-turns must be between 1 and 10000")
@@ -176,8 +185,24 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	turn.Request.ConfigOverrides = o
 	out := &runOutput{env: env, format: *format, sessionID: sessionID, turnID: turn.ID, started: map[string]string{}, artifacts: *artifacts}
 
+	var hist *runHistory
+	if !*noHistory {
+		if hist, err = openRunHistory(getenv, sessionID, root, *historyMiB<<20); err != nil {
+			fmt.Fprintf(env.Stderr, "ferry run: %v (--no-history runs without one)\n", err)
+			return ExitError
+		}
+		// Deferred first, so it runs last: after the agent is closed and
+		// the output written.
+		defer hist.finish(env.Stderr)
+		if err := hist.j.BeginTurn(turn.ID); err != nil {
+			fmt.Fprintf(env.Stderr, "ferry run: %v (--no-history runs without one)\n", err)
+			return ExitError
+		}
+	}
+	scfg := adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode, History: hist.history()}
+
 	if spec.Kind != agentspec.Builtin {
-		return runAdapter(ctx, env, spec, logger, adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode}, turn, out)
+		return runAdapter(ctx, env, spec, logger, scfg, turn, out)
 	}
 	ad := builtin.New(builtin.Config{
 		Getenv:    getenv,
@@ -187,7 +212,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		Artifacts: *artifacts,
 		Logger:    logger,
 	})
-	ag, err := ad.NewAgent(adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode})
+	ag, err := ad.NewAgent(scfg)
 	if errors.Is(err, llm.ErrNotConfigured) {
 		// Plainly what to set, without the packages' prefixes.
 		msg := err.Error()

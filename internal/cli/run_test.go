@@ -46,6 +46,8 @@ func ferryRun(t *testing.T, srv *fake.Server, f fake.Format, dir, stdin string, 
 			switch k {
 			case "ANTHROPIC_API_KEY", "OPENAI_API_KEY":
 				return "test-key"
+			case "XDG_STATE_HOME":
+				return testStateHome // where ferry run keeps its file history
 			}
 			return ""
 		},
@@ -326,7 +328,7 @@ func TestRunProviderErrors(t *testing.T) {
 func TestRunUsageAndConfiguration(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	env := Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(string) string { return "" }}
+	env := Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: stateOnlyEnv}
 	ctx := context.Background()
 	if code := Run(ctx, env, []string{"run", "--workspace", dir, "hello"}); code != ExitError || !strings.Contains(stderr.String(), "ANTHROPIC_API_KEY") {
 		t.Fatalf("no provider: exit %d, stderr %s", code, stderr.String())
@@ -357,7 +359,7 @@ func TestFerryRunBinary(t *testing.T) {
 			srv := fake.New(t)
 			dir := t.TempDir()
 			writeFile(t, filepath.Join(dir, "main.go"), "package main\n\nfunc main() { println(\"hello\") }\n")
-			env := append(os.Environ(), "ANTHROPIC_API_KEY=test-key", "OPENAI_API_KEY=test-key")
+			env := append(os.Environ(), "ANTHROPIC_API_KEY=test-key", "OPENAI_API_KEY=test-key", "XDG_STATE_HOME="+testStateHome)
 			base := []string{"run", "--provider", string(f), "--model", "test-model", "--base-url", srv.BaseURL(f), "--workspace", dir}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()

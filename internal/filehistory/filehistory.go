@@ -10,6 +10,11 @@
 //   - Store (this file): the newest versions of each file, by path, for
 //     ferry mcp. It implements tools.FileHistory.
 //
+// Where they live (dirs.go): a state folder's history/<session>/ holds a
+// session's journal, in the client's state folder for UI sessions and in
+// ferry's own ($XDG_STATE_HOME/ferry) for ferry run; SessionDir refuses a
+// session id that is not a plain name.
+//
 // Guarantees of Store: a version is on disk (written to a temporary file, fsynced and
 // renamed) before Track returns, so the tool's write happens only after its
 // predecessor is safe; each file keeps its newest MaxVersions versions; the
@@ -76,14 +81,11 @@ func Open(dir string, max int) (*Store, error) {
 // DefaultDir is where ferry keeps file history: $XDG_STATE_HOME/ferry/history,
 // else ~/.local/state/ferry/history.
 func DefaultDir() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "ferry", "history"), nil
-	}
-	home, err := os.UserHomeDir()
+	d, err := DefaultStateDir(os.Getenv)
 	if err != nil {
-		return "", fmt.Errorf("find the home folder for file history: %w", err)
+		return "", err
 	}
-	return filepath.Join(home, ".local", "state", "ferry", "history"), nil
+	return filepath.Join(d, "history"), nil
 }
 
 func (s *Store) fileDir(path string) string {

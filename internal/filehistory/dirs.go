@@ -1,0 +1,60 @@
+package filehistory
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+// Where histories live. A state directory holds history/: the client's
+// (one journal per UI session) and ferry's own ($XDG_STATE_HOME/ferry: the
+// journals of ferry run, beside ferry mcp's per-file Store) share the
+// layout <state>/history/<session>/, so one reader (ferry undo) serves
+// both.
+
+// ErrBadSession is a session id that cannot name a history folder (empty,
+// too long, or with characters other than letters, digits, '-' and '_',
+// such as a path separator or "..").
+var ErrBadSession = errors.New("file history: a session id is 1 to 64 letters, digits, '-' or '_'")
+
+var safeSession = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// SessionDir is the folder of session's journal under stateDir:
+// stateDir/history/session. A session id that is not a plain name is
+// refused (ErrBadSession), so the folder never lies outside history/.
+func SessionDir(stateDir, session string) (string, error) {
+	if !safeSession.MatchString(session) {
+		return "", fmt.Errorf("%w, not %q", ErrBadSession, session)
+	}
+	return filepath.Join(stateDir, "history", session), nil
+}
+
+// DefaultStateDir is ferry's own state folder, $XDG_STATE_HOME/ferry, else
+// $HOME/.local/state/ferry, reading the environment through getenv (nil:
+// os.Getenv). Its history/ is DefaultDir.
+func DefaultStateDir(getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if d := getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "ferry"), nil
+	}
+	home := getenv("HOME")
+	if !filepath.IsAbs(home) {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find the home folder for file history: %w", err)
+		}
+		home = h
+	}
+	return filepath.Join(home, ".local", "state", "ferry"), nil
+}
+
+// HasJournal reports whether dir holds a journal (without creating one,
+// as OpenJournal would).
+func HasJournal(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, "journal.jsonl"))
+	return err == nil && fi.Mode().IsRegular()
+}
