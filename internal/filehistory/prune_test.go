@@ -110,7 +110,7 @@ func TestPruneAge(t *testing.T) {
 // and opening waits for nothing once the drop is done.
 func TestPruneTotal(t *testing.T) {
 	root := t.TempDir()
-	const size = 10_000 // each journal holds ~2*size bytes of contents
+	const size = 10_000                       // each journal holds ~2*size bytes of contents
 	a := journalAt(t, root, "a", size, 4*day) // least recently written, but open
 	b := journalAt(t, root, "b", size, 3*day)
 	c := journalAt(t, root, "c", size, 2*day)
