@@ -51,24 +51,3 @@ func TestPermissionTimeoutFlag(t *testing.T) {
 		}
 	}
 }
-
-// TestHistoryTotalFlag: --history-total on up and connect refuses what it
-// cannot mean (before anything starts), and help shows it with its default.
-func TestHistoryTotalFlag(t *testing.T) {
-	for _, cmd := range [][]string{{"up"}, {"connect", "--master", "http://127.0.0.1:1", "--token", "t"}} {
-		for _, c := range []struct{ val, want string }{
-			{"-1", "--history-total -1: must be 0 (no total bound) or a positive number of MiB"},
-			{"2000000000", "--history-total 2000000000: at most 1073741824 MiB"},
-			{"1G", `invalid value "1G" for flag -history-total`},
-		} {
-			args := append(append([]string{}, cmd...), "--history-total", c.val)
-			code, _, errOut := run(args...)
-			if code != cli.ExitUsage || !strings.Contains(errOut, c.want) {
-				t.Errorf("ferry %s: exit %d, stderr %q; want usage error with %q", strings.Join(args, " "), code, errOut, c.want)
-			}
-		}
-		if _, _, errOut := run("help", cmd[0]); !strings.Contains(errOut, "-history-total MIB") || !strings.Contains(errOut, "(default 1024)") {
-			t.Errorf("ferry help %s does not show --history-total and its default: %q", cmd[0], errOut)
-		}
-	}
-}
