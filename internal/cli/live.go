@@ -310,6 +310,27 @@ func runServe(ctx context.Context, env Env, args []string) int {
 // historyQuotaUsage documents --history-quota (ferry connect, ferry up).
 const historyQuotaUsage = "keep at most `MIB` of old file contents per session for undo and rewind (oldest changes dropped first)"
 
+// historyTotalUsage documents --history-total (ferry connect, ferry up).
+const historyTotalUsage = "keep at most `MIB` of file history for all sessions together; past it the least recently written sessions' histories are dropped whole, never one open in this client (0: no total bound)"
+
+// maxHistoryTotalMiB bounds --history-total (1 PiB; more would overflow
+// nothing, but is surely a typo).
+const maxHistoryTotalMiB = 1 << 30
+
+// checkHistoryTotal refuses what --history-total cannot mean and returns
+// the client's Config.HistoryTotal (bytes; < 0 for no bound).
+func checkHistoryTotal(mib int64) (int64, error) {
+	switch {
+	case mib < 0:
+		return 0, fmt.Errorf("--history-total %d: must be 0 (no total bound) or a positive number of MiB", mib)
+	case mib > maxHistoryTotalMiB:
+		return 0, fmt.Errorf("--history-total %d: at most %d MiB", mib, maxHistoryTotalMiB)
+	case mib == 0:
+		return -1, nil
+	}
+	return mib << 20, nil
+}
+
 func runConnect(ctx context.Context, env Env, args []string) int {
 	fs := flag.NewFlagSet("ferry connect", flag.ContinueOnError)
 	masterURL := fs.String("master", "", "the master's `URL`, e.g. https://ferry.example.com")
@@ -319,6 +340,7 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	fs.Var(&workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
 	stateDir := fs.String("state", "", "keep the machine id and the outbox in `DIR` (default $XDG_STATE_HOME/ferry/client)")
 	historyMiB := fs.Int64("history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
+	historyTotalMiB := fs.Int64("history-total", client.DefaultHistoryTotal>>20, historyTotalUsage)
 	name := fs.String("name", "", "the machine's `NAME` shown in the UI (default the host name)")
 	verbose := fs.Bool("verbose", false, "log every message")
 	var agents stringList
@@ -343,6 +365,11 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 		return ExitUsage
 	}
 	if err := checkPermissionTimeout(*permTimeout); err != nil {
+		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
+		return ExitUsage
+	}
+	historyTotal, err := checkHistoryTotal(*historyTotalMiB)
+	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
 		return ExitUsage
 	}
@@ -379,7 +406,7 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	c, err := client.New(client.Config{
 		MasterURL: *masterURL, Token: secret, Workspaces: workspaces, StateDir: state,
 		MachineName: *name, Logger: log, Adapters: ads, PermissionTimeout: *permTimeout,
-		HistoryQuota: *historyMiB << 20,
+		HistoryQuota: *historyMiB << 20, HistoryTotal: historyTotal,
 	})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
@@ -405,6 +432,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	fs.Var(&workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
 	stateDir := fs.String("state", "", "the client's state `DIR` (default $XDG_STATE_HOME/ferry/client)")
 	historyMiB := fs.Int64("history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
+	historyTotalMiB := fs.Int64("history-total", client.DefaultHistoryTotal>>20, historyTotalUsage)
 	name := fs.String("name", "", "the machine's `NAME` shown in the UI (default the host name)")
 	var agents stringList
 	fs.Var(&agents, "agent", agentUsage)
@@ -421,6 +449,11 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		return ExitUsage
 	}
 	if err := checkPermissionTimeout(*permTimeout); err != nil {
+		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
+		return ExitUsage
+	}
+	historyTotal, err := checkHistoryTotal(*historyTotalMiB)
+	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitUsage
 	}
@@ -473,7 +506,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		}
 	}()
 	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: state, MachineName: *name, Logger: log, Adapters: ads,
-		PermissionTimeout: *permTimeout, HistoryQuota: *historyMiB << 20})
+		PermissionTimeout: *permTimeout, HistoryQuota: *historyMiB << 20, HistoryTotal: historyTotal})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
 		return ExitError

@@ -95,6 +95,14 @@ type Config struct {
 	// keeps in StateDir/history (oldest changes dropped first); default
 	// filehistory.DefaultQuota (64 MiB).
 	HistoryQuota int64
+	// HistoryTotal bounds the file histories of all sessions together:
+	// past it the least recently written sessions' histories are dropped
+	// whole (see prune.go); 0 takes DefaultHistoryTotal, < 0 sets no bound.
+	HistoryTotal int64
+	// PruneInterval is how often the histories and transcripts are pruned
+	// while the client runs (they are also at start); default
+	// DefaultPruneInterval.
+	PruneInterval time.Duration
 }
 
 // handledMessages are the control.* types the client handles, as declared
@@ -190,6 +198,12 @@ func New(cfg Config) (_ *Client, err error) {
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = DefaultPingInterval
 	}
+	if cfg.HistoryTotal == 0 {
+		cfg.HistoryTotal = DefaultHistoryTotal
+	}
+	if cfg.PruneInterval <= 0 {
+		cfg.PruneInterval = DefaultPruneInterval
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -273,7 +287,7 @@ func New(cfg Config) (_ *Client, err error) {
 		return nil, err
 	}
 	c.endCutTurnsSoon()
-	if c.transcripts, err = transcript.Open(c.stop, filepath.Join(cfg.StateDir, "transcripts.db"), transcript.Options{}); err != nil {
+	if c.transcripts, err = transcript.Open(c.stop, filepath.Join(cfg.StateDir, "transcripts.db"), transcript.Options{MaxAge: stateMaxAge}); err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 
@@ -301,6 +315,7 @@ func New(cfg Config) (_ *Client, err error) {
 	if c.capsData, err = checkedEncode(protocol.New(protocol.TypeCapabilities, caps)); err != nil {
 		return nil, fmt.Errorf("client: capabilities: %w", err)
 	}
+	c.startPruning()
 	return c, nil
 }
 

@@ -68,6 +68,11 @@
 //     everything since a turn: all or nothing, refused with file_changed
 //     naming the file when one changed since the agent's edit, written
 //     through the session's confined vfs.
+//   - What sessions keep is bounded across sessions and over time
+//     (prune.go): at start and every PruneInterval, histories and
+//     transcripts not written for 90 days are dropped, and the histories
+//     together stay under HistoryTotal (least recently written dropped
+//     first, never a session open in this client).
 //
 // # Dispatch
 //

@@ -6,7 +6,9 @@
 //     under a size quota; Restore undoes one change, every change to a
 //     file, or everything since a turn, all or nothing. The client keeps
 //     one per session (undo and rewind in the UI). It implements
-//     tools.WriteHistory.
+//     tools.WriteHistory. Prune (prune.go) bounds all sessions' journals
+//     together by age and total size, dropping whole journals, never an
+//     open one.
 //   - Store (this file): the newest versions of each file, by path, for
 //     ferry mcp. It implements tools.FileHistory.
 //

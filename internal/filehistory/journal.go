@@ -37,6 +37,8 @@ import (
 //     over it, the oldest changes are dropped first (their contents deleted
 //     once no kept change needs them). A dropped change can no longer be
 //     undone, and a rewind that would need it is refused.
+//   - While a journal is open, Prune (prune.go) never drops its folder,
+//     and a second OpenJournal of it fails with ErrInUse.
 //   - Restoring (Restore) checks every file first and changes nothing when
 //     one of them is not what the agent left (ConflictError names it); each
 //     write then goes through the vfs (confined, atomic, under the file's
@@ -44,6 +46,7 @@ import (
 type Journal struct {
 	dir, session, workspace string
 	quota                   int64
+	release                 func() // the folder's claim (prune.go)
 
 	mu      sync.Mutex
 	f       *os.File
@@ -105,6 +108,22 @@ func OpenJournal(dir, session, workspace string, quota int64) (*Journal, error) 
 	if quota < 1 {
 		quota = DefaultQuota
 	}
+	// The claim keeps Prune from dropping the folder while it is open
+	// (and waits for a drop in progress).
+	release, err := claimJournal(context.Background(), dir)
+	if err != nil {
+		return nil, err
+	}
+	j, err := openJournal(dir, session, workspace, quota)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	j.release = release
+	return j, nil
+}
+
+func openJournal(dir, session, workspace string, quota int64) (*Journal, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "blobs"), 0o700); err != nil {
 		return nil, fmt.Errorf("file history: %w", err)
 	}
@@ -198,6 +217,7 @@ func (j *Journal) Close() error {
 	}
 	err := j.f.Close()
 	j.f = nil
+	j.release()
 	return err
 }
 

@@ -22,7 +22,10 @@ const (
 	// DefaultMaxBytes bounds one session's saved messages (encoded).
 	DefaultMaxBytes = 32 << 20
 	// DefaultMaxAge: a transcript not saved for this long is dropped when
-	// the store opens (the client never learns that a session was deleted).
+	// the store opens and by Prune (the client never learns that a session
+	// was deleted). It is how long ferry keeps any of a session's state on
+	// the client: internal/client prunes the sessions' file histories by
+	// the same age.
 	DefaultMaxAge = 90 * 24 * time.Hour
 )
 
@@ -34,7 +37,8 @@ const maxReadStateBytes = 4 << 20
 type Options struct {
 	// MaxBytes bounds one session's encoded messages.
 	MaxBytes int
-	// MaxAge drops, at Open, transcripts not saved for that long.
+	// MaxAge drops, at Open and by Prune, transcripts not saved for that
+	// long.
 	MaxAge time.Duration
 }
 
@@ -95,11 +99,59 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 }
 
 func prune(ctx context.Context, db *sql.DB, before time.Time) error {
-	if _, err := db.ExecContext(ctx, `DELETE FROM messages WHERE session_id IN (SELECT session_id FROM transcripts WHERE saved_at < ?)`, before.UnixNano()); err != nil {
-		return err
-	}
-	_, err := db.ExecContext(ctx, `DELETE FROM transcripts WHERE saved_at < ?`, before.UnixNano())
+	_, err := pruneBefore(ctx, db, before)
 	return err
+}
+
+// pruneBefore drops the transcripts saved before before, in one
+// transaction, and returns their sessions.
+func pruneBefore(ctx context.Context, db *sql.DB, before time.Time) ([]string, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(ctx, `SELECT session_id FROM transcripts WHERE saved_at < ?`, before.UnixNano())
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			_ = rows.Close()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE session_id IN (SELECT session_id FROM transcripts WHERE saved_at < ?)`, before.UnixNano()); err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM transcripts WHERE saved_at < ?`, before.UnixNano()); err != nil {
+		return nil, err
+	}
+	return ids, tx.Commit()
+}
+
+// Prune drops the transcripts not saved for Options.MaxAge (as Open does),
+// for a store that stays open for long, and returns how many it dropped.
+func (s *SQLite) Prune(ctx context.Context) (int, error) {
+	return s.PruneBefore(ctx, time.Now().Add(-s.opts.MaxAge))
+}
+
+// PruneBefore drops the transcripts last saved before t.
+func (s *SQLite) PruneBefore(ctx context.Context, t time.Time) (int, error) {
+	ids, err := pruneBefore(ctx, s.db, t)
+	for _, id := range ids {
+		s.forget(id) // its next Save writes it whole
+	}
+	if err != nil {
+		return 0, fmt.Errorf("transcript: prune: %w", err)
+	}
+	return len(ids), nil
 }
 
 // Load returns the session's transcript.
@@ -216,6 +268,18 @@ func (s *SQLite) Save(ctx context.Context, sessionID string, t Transcript) error
 		return fmt.Errorf("transcript: save %s: %w", sessionID, err)
 	}
 	defer func() { _ = tx.Rollback() }()
+	if known {
+		// A Prune may have dropped the rows since they were cached: then
+		// the whole transcript is written again.
+		var n int
+		err := tx.QueryRowContext(ctx, `SELECT messages FROM transcripts WHERE session_id = ?`, sessionID).Scan(&n)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			known = false
+		case err != nil:
+			return fmt.Errorf("transcript: save %s: %w", sessionID, err)
+		}
+	}
 	for i, b := range blobs {
 		if known && i < len(prev) && prev[i] == hashes[i] {
 			continue

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/transcript"
@@ -206,4 +207,50 @@ func messageText(m llm.Message) string {
 		b.WriteString(c.Text)
 	}
 	return b.String()
+}
+
+// TestPrune: Prune drops, on a store that stays open, the transcripts not
+// saved for MaxAge and keeps the others; a session whose transcript was
+// dropped while the store had it cached is saved whole by its next Save
+// (not just the rows that changed, which would leave a damaged transcript).
+func TestPrune(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "transcripts.db")
+	st := open(t, path, transcript.Options{MaxAge: time.Hour})
+	conv := conversation(t)
+	for _, s := range []string{"old", "new"} {
+		if err := st.Save(ctx, s, transcript.Transcript{Messages: conv}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Date "old" back two hours.
+	db := rawDB(t, path)
+	if _, err := db.Exec(`UPDATE transcripts SET saved_at = ? WHERE session_id = 'old'`, time.Now().Add(-2*time.Hour).UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.Prune(ctx); err != nil || n != 1 {
+		t.Fatalf("Prune: %d, %v; want 1 dropped", n, err)
+	}
+	if _, err := st.Load(ctx, "old"); !errors.Is(err, transcript.ErrNotFound) {
+		t.Fatalf("Load of the pruned session: %v, want ErrNotFound", err)
+	}
+	if got, err := st.Load(ctx, "new"); err != nil || len(got.Messages) != len(conv) {
+		t.Fatalf("Load of the kept session: %d messages, %v", len(got.Messages), err)
+	}
+
+	// "new" is cached; drop it behind the cache's back, then save one
+	// more message: the whole conversation must be on disk.
+	if n, err := st.PruneBefore(ctx, time.Now().Add(time.Minute)); err != nil || n != 1 {
+		t.Fatalf("PruneBefore: %d, %v; want 1 dropped", n, err)
+	}
+	more := append(conv, text(llm.RoleUser, "and then?"))
+	if err := st.Save(ctx, "new", transcript.Transcript{Messages: more}); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh store reads from disk, not from the cache.
+	st2 := open(t, path, transcript.Options{})
+	got, err := st2.Load(ctx, "new")
+	if err != nil || len(got.Messages) != len(more) || messageText(got.Messages[0]) != messageText(conv[0]) {
+		t.Fatalf("after prune and save: %d messages, %v; want %d", len(got.Messages), err, len(more))
+	}
 }
