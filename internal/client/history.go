@@ -1,13 +1,10 @@
 package client
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/filehistory"
@@ -28,22 +25,15 @@ import (
 // past it the remaining files are listed without a diff.
 const maxChangesDiffBytes = 3 << 20
 
-var safeSessionDir = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // openHistory opens the session's journal and the vfs restores write
 // through; errors leave the session without a history (logged).
 func (s *session) openHistory() adapter.History {
-	name := s.id
-	if !safeSessionDir.MatchString(name) {
-		sum := sha256.Sum256([]byte(name))
-		name = hex.EncodeToString(sum[:16])
-	}
 	fsys, err := vfs.NewLocal(s.ws.Path)
 	if err != nil {
 		s.c.log.Error("file history: open the workspace", "session", s.id, "err", err)
 		return nil
 	}
-	j, err := filehistory.OpenJournal(filepath.Join(s.c.cfg.StateDir, "history", name), s.id, fsys.Roots()[0], s.c.cfg.HistoryQuota)
+	j, err := filehistory.OpenJournal(filehistory.JournalDir(s.c.cfg.StateDir, s.id), s.id, fsys.Roots()[0], s.c.cfg.HistoryQuota)
 	if err != nil {
 		_ = fsys.Close()
 		s.c.log.Error("file history: open the journal", "session", s.id, "err", err)
@@ -85,6 +75,7 @@ func (s *session) handleHistory(m *protocol.Message) {
 		s.listChanges(m)
 		return
 	}
+	s.waitEnding()
 	s.mu.Lock()
 	busy := s.turn != nil
 	s.mu.Unlock()

@@ -69,6 +69,28 @@ type turn struct {
 	// no event can follow the turn's agent.text.done.
 	mu    sync.RWMutex
 	ended bool
+	// finished is closed once the turn's agent.text.done is queued and
+	// the session is free (see waitEnding).
+	finished chan struct{}
+}
+
+// waitEnding waits for a turn whose adapter has returned but whose
+// agent.text.done is still being queued: a prompt (or compaction, undo)
+// the user sends on seeing that done must not be refused as busy, and
+// must not overtake it.
+func (s *session) waitEnding() {
+	s.mu.Lock()
+	t := s.turn
+	s.mu.Unlock()
+	if t == nil {
+		return
+	}
+	t.mu.RLock()
+	ended := t.ended
+	t.mu.RUnlock()
+	if ended {
+		<-t.finished
+	}
 }
 
 // dispatch handles one decoded message from the master (on the reader).
@@ -326,6 +348,7 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 	}
 	prompt := fileref.Parse(p.PromptText, p.FileReferences)
 
+	s.waitEnding()
 	s.mu.Lock()
 	if s.turn != nil {
 		s.mu.Unlock()
@@ -333,7 +356,7 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 		return
 	}
 	ctx, cancel := context.WithCancel(s.c.stop)
-	t := &turn{id: protocol.NewID(), cancel: cancel}
+	t := &turn{id: protocol.NewID(), cancel: cancel, finished: make(chan struct{})}
 	s.turn = t
 	mode := s.mode
 	s.mu.Unlock()
@@ -352,6 +375,7 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 		s.mu.Lock()
 		s.turn = nil
 		s.mu.Unlock()
+		close(t.finished)
 		return
 	}
 	s.beginTurnHistory(t.id)
@@ -411,6 +435,7 @@ func (s *session) runTurn(ctx context.Context, t *turn, at adapter.Turn) {
 	s.mu.Lock()
 	s.turn = nil
 	s.mu.Unlock()
+	close(t.finished)
 }
 
 // emitFor is the Emit of one turn: it checks what the adapter sends and
@@ -493,6 +518,7 @@ func (s *session) compact(m *protocol.Message, p *protocol.SessionCompact) {
 		s.fail(m, protocol.CodeUnsupported, "type", "the adapter cannot compact")
 		return
 	}
+	s.waitEnding()
 	s.mu.Lock()
 	busy := s.turn != nil
 	s.mu.Unlock()

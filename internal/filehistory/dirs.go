@@ -1,6 +1,8 @@
 package filehistory
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -29,6 +31,18 @@ func SessionDir(stateDir, session string) (string, error) {
 		return "", fmt.Errorf("%w, not %q", ErrBadSession, session)
 	}
 	return filepath.Join(stateDir, "history", session), nil
+}
+
+// JournalDir is the folder of any session's journal under stateDir: the
+// SessionDir of a plain id, else a folder named by the id's hash (a
+// session id from the wire may hold any character; the folder never lies
+// outside history/).
+func JournalDir(stateDir, session string) string {
+	if dir, err := SessionDir(stateDir, session); err == nil {
+		return dir
+	}
+	sum := sha256.Sum256([]byte(session))
+	return filepath.Join(stateDir, "history", hex.EncodeToString(sum[:16]))
 }
 
 // DefaultStateDir is ferry's own state folder, $XDG_STATE_HOME/ferry, else

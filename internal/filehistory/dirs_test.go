@@ -15,6 +15,13 @@ func TestSessionDir(t *testing.T) {
 		if _, err := SessionDir("/state", bad); !errors.Is(err, ErrBadSession) {
 			t.Errorf("%q: %v", bad, err)
 		}
+		// Any id still has a journal folder, inside history/ and its own.
+		if d := JournalDir("/state", bad); filepath.Dir(d) != filepath.Join("/state", "history") || d == JournalDir("/state", bad+"x") {
+			t.Errorf("JournalDir(%q) = %q", bad, d)
+		}
+	}
+	if d := JournalDir("/state", "0b6c1d2e-aa_Z"); d != filepath.Join("/state", "history", "0b6c1d2e-aa_Z") {
+		t.Errorf("JournalDir of a plain id: %q", d)
 	}
 }
 
