@@ -75,12 +75,7 @@ func (s *session) handleHistory(m *protocol.Message) {
 		s.listChanges(m)
 		return
 	}
-	s.waitEnding()
-	s.mu.Lock()
-	busy := s.turn != nil
-	s.mu.Unlock()
-	if busy {
-		s.fail(m, protocol.CodeBusy, "", "the session runs a turn; undo or rewind after it ends (or cancel it)")
+	if !s.idleOrRefuse(m, "the session runs a turn; undo or rewind after it ends (or cancel it)") {
 		return
 	}
 	var (

@@ -74,6 +74,19 @@ type turn struct {
 	finished chan struct{}
 }
 
+// idleOrRefuse reports whether no turn runs (after waitEnding); when one
+// does, m is refused as busy with why.
+func (s *session) idleOrRefuse(m *protocol.Message, why string) bool {
+	s.waitEnding()
+	s.mu.Lock()
+	busy := s.turn != nil
+	s.mu.Unlock()
+	if busy {
+		s.fail(m, protocol.CodeBusy, "", why)
+	}
+	return !busy
+}
+
 // waitEnding waits for a turn whose adapter has returned but whose
 // agent.text.done is still being queued: a prompt (or compaction, undo)
 // the user sends on seeing that done must not be refused as busy, and
@@ -518,12 +531,7 @@ func (s *session) compact(m *protocol.Message, p *protocol.SessionCompact) {
 		s.fail(m, protocol.CodeUnsupported, "type", "the adapter cannot compact")
 		return
 	}
-	s.waitEnding()
-	s.mu.Lock()
-	busy := s.turn != nil
-	s.mu.Unlock()
-	if busy {
-		s.fail(m, protocol.CodeBusy, "", "the session runs a turn; compact after it")
+	if !s.idleOrRefuse(m, "the session runs a turn; compact after it") {
 		return
 	}
 	res, err := s.sess.Compact(s.c.stop, p)
