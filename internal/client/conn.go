@@ -218,6 +218,7 @@ func (c *Client) serve(ctx context.Context, ws *websocket.Conn) (up time.Duratio
 	select {
 	case <-regCh:
 		c.markRegistered(cn)
+		c.sendWaiting()
 		start := time.Now()
 		<-ctx.Done()
 		up = time.Since(start)

@@ -49,6 +49,10 @@ type session struct {
 	// of its answer); at most the newest two are kept.
 	searches map[*protocol.FileSearch]string
 
+	// waiting holds the ids of the interactions the agent waits on
+	// (waiting.go). Guarded by mu.
+	waiting map[string]struct{}
+
 	// permTimeout is the session's own permission timeout in ms (nil:
 	// the client's default); see timeout.go. Guarded by mu.
 	permTimeout *int
@@ -272,7 +276,11 @@ func (s *session) handle(m *protocol.Message) bool {
 	case *protocol.PromptRequest:
 		s.prompt(m, p)
 	case *protocol.InteractionResponse:
-		if err := s.sess.Answer(p.InteractionID, p); err != nil {
+		err := s.sess.Answer(p.InteractionID, p)
+		if err == nil || errors.Is(err, adapter.ErrUnknownInteraction) {
+			s.settled(p.InteractionID)
+		}
+		if err != nil {
 			if errors.Is(err, adapter.ErrUnknownInteraction) {
 				s.fail(m, protocol.CodeNotFound, "payload.interaction_id", "the session waits for no such interaction")
 			} else {
@@ -447,6 +455,7 @@ func (s *session) runTurn(ctx context.Context, t *turn, at adapter.Turn) {
 	}
 	s.mu.Lock()
 	s.turn = nil
+	clear(s.waiting) // the turn's questions died with it
 	s.mu.Unlock()
 	close(t.finished)
 }
@@ -482,6 +491,9 @@ func (s *session) emitFor(t *turn) adapter.Emit {
 			return errTurnOver
 		}
 		if !isArtifact {
+			if req, ok := payload.(*protocol.InteractionRequest); ok {
+				s.waitingOn(req.InteractionID) // first: its answer may come at once
+			}
 			return s.c.emit(ctx, m)
 		}
 		// Checked first, recorded second, sent last: a download can only

@@ -91,7 +91,9 @@ func (s *session) timedOut(p *protocol.InteractionTimeout) {
 	}
 	if err != nil && !errors.Is(err, adapter.ErrUnknownInteraction) {
 		s.c.log.Error("interaction timeout", "session", s.id, "err", err)
+		return
 	}
+	s.settled(p.InteractionID)
 }
 
 // checkPermissionTimeout refuses a Config.PermissionTimeout that

@@ -92,6 +92,8 @@ func (m *Master) handleClient(c *conn, data []byte) {
 		m.routeReply(c, msg, data)
 	case protocol.TypeArtifactMeta, protocol.TypeArtifactEnd:
 		m.routeArtifact(c, machine, msg, data)
+	case protocol.TypeInteractionsWaiting:
+		m.resendSettled(c, machine, msg)
 	default: // session.opened and agent.*: the registry allows nothing else
 		m.storeFromClient(c, machine, msg)
 	}

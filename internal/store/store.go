@@ -196,6 +196,9 @@ type Store interface {
 	SettleInteraction(ctx context.Context, sessionID, id, outcome string, answer json.RawMessage) (won bool, err error)
 	// OpenInteractions lists a session's open interactions, oldest first.
 	OpenInteractions(ctx context.Context, sessionID string) ([]Interaction, error)
+	// Interaction returns one interaction, open or settled (with its
+	// outcome and answer); ErrNotFound when there is none.
+	Interaction(ctx context.Context, sessionID, id string) (Interaction, error)
 
 	// PutArtifact registers an artifact. Registering one again with every
 	// field equal (CreatedAt aside) changes nothing; a different artifact

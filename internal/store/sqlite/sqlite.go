@@ -944,8 +944,7 @@ func (s *Store) OpenInteractions(ctx context.Context, sessionID string) ([]store
 }
 
 // Interaction returns one interaction, open or settled (ErrNotFound when
-// there is none). It is not part of store.Store; storetest uses it to check
-// what SettleInteraction stored.
+// there is none).
 func (s *Store) Interaction(ctx context.Context, sessionID, id string) (store.Interaction, error) {
 	const op = "interaction"
 	if err := check.ID("session", sessionID); err != nil {

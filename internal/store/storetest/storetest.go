@@ -27,9 +27,9 @@ import (
 // the test; it must be harmless.
 type Opener func(t *testing.T) store.Store
 
-// InteractionGetter is implemented by stores that can return one
-// interaction, open or settled. The suite needs it to check what
-// SettleInteraction stored; store.Store does not include it.
+// InteractionGetter returns one interaction, open or settled (now part of
+// store.Store: the master sends a settlement again to a client that
+// reconnects still waiting on it).
 type InteractionGetter interface {
 	Interaction(ctx context.Context, sessionID, id string) (store.Interaction, error)
 }
