@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
-	"github.com/ferry-dev/ferry/internal/adapter/echo"
 	"github.com/ferry-dev/ferry/internal/ignore"
 	"github.com/ferry-dev/ferry/internal/search"
 	"github.com/ferry-dev/ferry/internal/search/index"
@@ -67,7 +66,7 @@ type Config struct {
 	StateDir string
 	// MachineName is shown to people; default os.Hostname().
 	MachineName string
-	// Adapters the client runs; default echo.New().
+	// Adapters the client runs; at least one is required.
 	Adapters []adapter.Adapter
 	// Logger receives the client's log; default slog.Default().
 	Logger *slog.Logger
@@ -208,7 +207,9 @@ func New(cfg Config) (_ *Client, err error) {
 		cfg.Logger = slog.Default()
 	}
 	if len(cfg.Adapters) == 0 {
-		cfg.Adapters = []adapter.Adapter{echo.New()}
+		// No silent demo agent: a client that offers nothing is a
+		// mistake its caller must see.
+		return nil, errors.New("client: no agents to offer: pass at least one adapter")
 	}
 	if cfg.Token == "" {
 		return nil, errors.New("client: a token is required")

@@ -91,6 +91,7 @@ func TestConfigErrors(t *testing.T) {
 		"file workspace":    func(c *Config) { c.Workspaces = []string{filepath.Join(ws, "main.go")} },
 		"twice":             func(c *Config) { c.Workspaces = []string{ws, ws + "/."} },
 		"dup adapters":      func(c *Config) { c.Adapters = []adapter.Adapter{echo.New(), echo.New()} },
+		"no adapters":       func(c *Config) { c.Adapters = nil },
 		"long machine name": func(c *Config) { c.MachineName = strings.Repeat("m", 300) },
 		"negative timeout":  func(c *Config) { c.PermissionTimeout = -time.Second },
 		"timeout too long":  func(c *Config) { c.PermissionTimeout = 8 * 24 * time.Hour },
