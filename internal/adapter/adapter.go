@@ -19,7 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/transcript"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
@@ -102,7 +102,7 @@ type Result struct {
 	// Artifacts are the files the turn handed to the user (each was also
 	// sent as agent.artifact while the turn ran), whatever the stop reason;
 	// adapters without artifacts leave it empty.
-	Artifacts []llm.Artifact
+	Artifacts []artifact.File
 }
 
 // Session is one open agent session. Run is called for one turn at a time;

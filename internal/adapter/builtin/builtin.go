@@ -38,7 +38,6 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/agent"
-	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -216,7 +215,7 @@ func (s *Session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 		return res, err
 	}
 	res, err := s.agent.Run(ctx, turn, emit)
-	out := adapter.Result{Text: res.Text, StopReason: res.StopReason, Structured: res.Structured, Artifacts: artifact.ToMessages(res.Artifacts)}
+	out := adapter.Result{Text: res.Text, StopReason: res.StopReason, Structured: res.Structured, Artifacts: res.Artifacts}
 	if err == nil {
 		return out, nil
 	}
