@@ -36,10 +36,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/internal/check"
 	"github.com/ferry-dev/ferry/internal/store/internal/migrate"
+	"github.com/ferry-dev/ferry/internal/store/internal/sqlbody"
 )
 
 //go:embed migrations/*.sql
@@ -56,10 +58,28 @@ const appendTries = 4
 // Store is a store.Store on a PostgreSQL database. It is safe for
 // concurrent use.
 type Store struct {
+	// The queries shared with the SQLite store, over database/sql on the
+	// same pool; the alias keeps the embedded field unexported.
+	*body
+
 	pool *pgxpool.Pool
 }
 
 var _ store.Store = (*Store)(nil)
+
+type body = sqlbody.DB
+
+// dialect is PostgreSQL's side of the shared queries: $n placeholders,
+// timestamptz times, a serial column for insertion order, LIMIT NULL
+// (ALL) for none.
+var dialect = sqlbody.Dialect{
+	Name:        "postgres",
+	Dollar:      true,
+	Time:        func(t time.Time) any { return t },
+	IsUnique:    func(err error) bool { return pgCode(err) == uniqueViolation },
+	InsertOrder: "ord",
+	NoLimit:     nil,
+}
 
 // Open connects to the database at dsn (a postgres:// URL or a libpq
 // key=value string) and migrates its schema.
@@ -82,6 +102,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, check.Wrap(ctx.Err(), "postgres", "open", err)
 	}
+	db := stdlib.OpenDBFromPool(pool)
+	s.body = &sqlbody.DB{D: dialect, R: db, W: db}
 	return s, nil
 }
 
@@ -128,7 +150,12 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Close closes the pool; it may be called more than once.
 func (s *Store) Close() error {
+	// Closing the database/sql handle leaves the pool open: close both.
+	err := s.R.Close()
 	s.pool.Close()
+	if err != nil {
+		return fmt.Errorf("postgres: close: %w", err)
+	}
 	return nil
 }
 
@@ -162,14 +189,6 @@ const (
 	deadlockDetected    = "40P01"
 )
 
-// ts is t as stored: NULL for the zero time.
-func ts(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t
-}
-
 func fromTS(t *time.Time) time.Time {
 	if t == nil {
 		return time.Time{}
@@ -190,249 +209,6 @@ func rawJSON(b []byte) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(b)
-}
-
-// --- tokens ---
-
-// CreateToken stores t (ErrExists when its ID or hash is taken).
-func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
-	const op = "create token"
-	if err := check.Token(t); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at, machines) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		t.ID, t.Kind, t.Name, t.Hash, check.OrNow(t.CreatedAt), ts(check.Time(t.ExpiresAt)), check.EncodeMachines(t.Machines))
-	if pgCode(err) == uniqueViolation {
-		return fmt.Errorf("postgres: %s %s: %w", op, t.ID, store.ErrExists)
-	}
-	return wrap(ctx, op, err)
-}
-
-const tokenCols = `id, kind, name, hash, created_at, expires_at, machines` //nolint:gosec // column names, not a credential
-
-func scanToken(row pgx.Row) (store.Token, error) {
-	var (
-		t                store.Token
-		created, expires *time.Time
-		machines         string
-	)
-	if err := row.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires, &machines); err != nil {
-		return store.Token{}, err
-	}
-	var err error
-	if t.Machines, err = check.DecodeMachines(machines); err != nil {
-		return store.Token{}, err
-	}
-	t.CreatedAt = fromTS(created)
-	t.ExpiresAt = fromTS(expires)
-	return t, nil
-}
-
-// TokenByHash finds a token by the hash of its secret.
-func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
-	const op = "token by hash"
-	if err := check.Hash(hash); err != nil {
-		return store.Token{}, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	t, err := scanToken(s.pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = $1`, hash))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Token{}, fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Token{}, wrap(ctx, op, err)
-	}
-	return t, nil
-}
-
-// ConsumeToken deletes the token; ErrNotFound when it is already gone.
-func (s *Store) ConsumeToken(ctx context.Context, id string) error {
-	return s.deleteToken(ctx, "consume token", id)
-}
-
-// RevokeToken deletes the token; ErrNotFound when it does not exist.
-func (s *Store) RevokeToken(ctx context.Context, id string) error {
-	return s.deleteToken(ctx, "revoke token", id)
-}
-
-func (s *Store) deleteToken(ctx context.Context, op, id string) error {
-	if err := check.ID("token", id); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM tokens WHERE id = $1`, id)
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("postgres: %s %s: %w", op, id, store.ErrNotFound)
-	}
-	return nil
-}
-
-// ListTokens lists tokens, oldest first.
-func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
-	const op = "list tokens"
-	rows, err := s.pool.Query(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at, ord`)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Token, error) { return scanToken(r) })
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// --- machines ---
-
-// PutMachine inserts or replaces a machine.
-func (s *Store) PutMachine(ctx context.Context, m store.Machine) error {
-	const op = "put machine"
-	if err := check.Machine(m); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO machines (id, name, token_id, capabilities, last_seen) VALUES ($1, $2, $3, $4, $5)
-		 ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_id = excluded.token_id,
-		   capabilities = excluded.capabilities, last_seen = excluded.last_seen`,
-		m.ID, m.Name, m.TokenID, blob(m.Capabilities), check.OrNow(m.LastSeen))
-	return wrap(ctx, op, err)
-}
-
-// Machines lists machines by ID.
-func (s *Store) Machines(ctx context.Context) ([]store.Machine, error) {
-	const op = "list machines"
-	rows, err := s.pool.Query(ctx, `SELECT id, name, token_id, capabilities, last_seen FROM machines ORDER BY id`)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Machine, error) {
-		var (
-			m    store.Machine
-			caps []byte
-			seen *time.Time
-		)
-		err := r.Scan(&m.ID, &m.Name, &m.TokenID, &caps, &seen)
-		m.Capabilities = rawJSON(caps)
-		m.LastSeen = fromTS(seen)
-		return m, err
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// --- sessions ---
-
-// CreateSession stores a new session (ErrExists when its ID is taken).
-func (s *Store) CreateSession(ctx context.Context, ss store.Session) error {
-	const op = "create session"
-	if err := check.NewSession(ss); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	created := check.OrNow(ss.CreatedAt)
-	updated := check.Time(ss.UpdatedAt)
-	if updated.IsZero() {
-		updated = created
-	}
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-		   created_at, updated_at, last_seq, snapshot)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		ss.ID, ss.MachineID, ss.WorkspaceID, ss.Adapter, ss.Title, ss.Mode, ss.State, ss.Epoch,
-		created, updated, check.Seq(ss.LastSeq), blob(ss.Snapshot))
-	if pgCode(err) == uniqueViolation {
-		return fmt.Errorf("postgres: %s %s: %w", op, ss.ID, store.ErrExists)
-	}
-	return wrap(ctx, op, err)
-}
-
-const sessionCols = `id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-	created_at, updated_at, last_seq, snapshot`
-
-func scanSession(row pgx.Row) (store.Session, error) {
-	var (
-		ss               store.Session
-		created, updated *time.Time
-		lastSeq          int64
-		snap             []byte
-	)
-	if err := row.Scan(&ss.ID, &ss.MachineID, &ss.WorkspaceID, &ss.Adapter, &ss.Title, &ss.Mode,
-		&ss.State, &ss.Epoch, &created, &updated, &lastSeq, &snap); err != nil {
-		return store.Session{}, err
-	}
-	ss.CreatedAt = fromTS(created)
-	ss.UpdatedAt = fromTS(updated)
-	ss.LastSeq = uint64(lastSeq)
-	ss.Snapshot = rawJSON(snap)
-	return ss, nil
-}
-
-// Session returns one session (ErrNotFound when there is none).
-func (s *Store) Session(ctx context.Context, id string) (store.Session, error) {
-	const op = "session"
-	if err := check.ID("session", id); err != nil {
-		return store.Session{}, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	ss, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Session{}, fmt.Errorf("postgres: %s %s: %w", op, id, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Session{}, wrap(ctx, op, err)
-	}
-	return ss, nil
-}
-
-// ListSessions lists sessions, most recently updated first (ties by ID,
-// descending), of one machine when machineID is not empty; limit <= 0
-// means no limit.
-func (s *Store) ListSessions(ctx context.Context, machineID string, limit int) ([]store.Session, error) {
-	const op = "list sessions"
-	var lim any // NULL: LIMIT ALL
-	if limit > 0 {
-		lim = limit
-	}
-	var (
-		rows pgx.Rows
-		err  error
-	)
-	if machineID == "" {
-		rows, err = s.pool.Query(ctx,
-			`SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC, id DESC LIMIT $1`, lim)
-	} else {
-		rows, err = s.pool.Query(ctx,
-			`SELECT `+sessionCols+` FROM sessions WHERE machine_id = $1 ORDER BY updated_at DESC, id DESC LIMIT $2`,
-			machineID, lim)
-	}
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Session, error) { return scanSession(r) })
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// UpdateSession writes Title, Mode, State, UpdatedAt (now when zero) and
-// Snapshot.
-func (s *Store) UpdateSession(ctx context.Context, ss store.Session) error {
-	const op = "update session"
-	if err := check.ID("session", ss.ID); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	tag, err := s.pool.Exec(ctx,
-		`UPDATE sessions SET title = $1, mode = $2, state = $3, updated_at = $4, snapshot = $5 WHERE id = $6`,
-		ss.Title, ss.Mode, ss.State, check.OrNow(ss.UpdatedAt), blob(ss.Snapshot), ss.ID)
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("postgres: %s %s: %w", op, ss.ID, store.ErrNotFound)
-	}
-	return nil
 }
 
 // --- events ---

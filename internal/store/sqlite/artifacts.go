@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/internal/check"
+	"github.com/ferry-dev/ferry/internal/store/internal/sqlbody"
 )
 
 // isForeignKey reports a FOREIGN KEY violation: what a row refers to does
@@ -25,7 +26,7 @@ func isForeignKey(err error) bool {
 
 const artifactCols = `session_id, id, turn_id, path, file_name, size, mime_type, tool_use_id, created_at`
 
-func scanArtifact(sc interface{ Scan(...any) error }) (store.Artifact, error) {
+func scanArtifact(sc sqlbody.Scanner) (store.Artifact, error) {
 	var (
 		a       store.Artifact
 		created sql.NullInt64
@@ -106,7 +107,7 @@ func (s *Store) Artifacts(ctx context.Context, sessionID string, limit int) ([]s
 	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
-	out, err := collectRows(rows, scanArtifact)
+	out, err := sqlbody.CollectRows(rows, scanArtifact)
 	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
@@ -181,7 +182,7 @@ func (s *Store) DownloadTokenByHash(ctx context.Context, hash []byte) (store.Dow
 // RevokeDownloadToken deletes one download token (ErrNotFound when there
 // is none).
 func (s *Store) RevokeDownloadToken(ctx context.Context, id string) error {
-	return s.deleteByID(ctx, "revoke download token", "download token", `DELETE FROM download_tokens WHERE id = ?`, id)
+	return s.DeleteByID(ctx, "revoke download token", "download token", `DELETE FROM download_tokens WHERE id = ?`, id)
 }
 
 // DeleteExpiredDownloadTokens deletes the download tokens expired at or

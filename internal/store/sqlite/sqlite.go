@@ -49,6 +49,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/internal/check"
 	"github.com/ferry-dev/ferry/internal/store/internal/migrate"
+	"github.com/ferry-dev/ferry/internal/store/internal/sqlbody"
 )
 
 //go:embed migrations/*.sql
@@ -68,6 +69,10 @@ const checkpointEvery = 250 * time.Millisecond
 
 // Store is a store.Store on one SQLite file. It is safe for concurrent use.
 type Store struct {
+	// The queries shared with the PostgreSQL store; the alias keeps the
+	// embedded field unexported.
+	*body
+
 	w *sql.DB // one connection: every write
 	r *sql.DB // read-only pool
 
@@ -85,6 +90,18 @@ type Store struct {
 }
 
 var _ store.Store = (*Store)(nil)
+
+type body = sqlbody.DB
+
+// dialect is SQLite's side of the shared queries: times as Unix
+// microseconds, rowid for insertion order, LIMIT -1 for none.
+var dialect = sqlbody.Dialect{
+	Name:        "sqlite",
+	Time:        func(t time.Time) any { return t.UnixMicro() },
+	IsUnique:    isConstraint,
+	InsertOrder: "rowid",
+	NoLimit:     -1,
+}
 
 // Open opens (creating it when missing) the SQLite database at path and
 // migrates its schema.
@@ -169,6 +186,7 @@ func (s *Store) open(ctx context.Context, abs string) error {
 	if err := r.PingContext(ctx); err != nil {
 		return err
 	}
+	s.body = &sqlbody.DB{D: dialect, R: r, W: w, Wrote: func() { s.dirty.Store(true) }}
 
 	ck, err := sql.Open("sqlite", dsn(abs, url.Values{
 		"_synchronous":  {"NORMAL"},
@@ -351,14 +369,6 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return err
 }
 
-// micros is t as stored: Unix microseconds, NULL for the zero time.
-func micros(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMicro()
-}
-
 func fromMicros(v sql.NullInt64) time.Time {
 	if !v.Valid {
 		return time.Time{}
@@ -380,279 +390,6 @@ func rawJSON(b []byte) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(b)
-}
-
-// --- tokens ---
-
-// CreateToken stores t (ErrExists when its ID or hash is taken).
-func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
-	const op = "create token"
-	if err := check.Token(t); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	_, err := s.exec(ctx,
-		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at, machines) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, t.Kind, t.Name, t.Hash, check.OrNow(t.CreatedAt).UnixMicro(), micros(check.Time(t.ExpiresAt)), check.EncodeMachines(t.Machines))
-	if isConstraint(err) {
-		return fmt.Errorf("sqlite: %s %s: %w", op, t.ID, store.ErrExists)
-	}
-	return wrap(ctx, op, err)
-}
-
-const tokenCols = `id, kind, name, hash, created_at, expires_at, machines` //nolint:gosec // column names, not a credential
-
-// collectRows scans every row with scan and closes rows (pgx.CollectRows
-// for database/sql).
-func collectRows[T any](rows *sql.Rows, scan func(interface{ Scan(...any) error }) (T, error)) ([]T, error) {
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func scanToken(sc interface{ Scan(...any) error }) (store.Token, error) {
-	var (
-		t        store.Token
-		created  sql.NullInt64
-		expires  sql.NullInt64
-		machines string
-	)
-	if err := sc.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires, &machines); err != nil {
-		return store.Token{}, err
-	}
-	var err error
-	if t.Machines, err = check.DecodeMachines(machines); err != nil {
-		return store.Token{}, err
-	}
-	t.CreatedAt = fromMicros(created)
-	t.ExpiresAt = fromMicros(expires)
-	return t, nil
-}
-
-// TokenByHash finds a token by the hash of its secret.
-func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
-	const op = "token by hash"
-	if err := check.Hash(hash); err != nil {
-		return store.Token{}, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	t, err := scanToken(s.r.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Token{}, fmt.Errorf("sqlite: %s: %w", op, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Token{}, wrap(ctx, op, err)
-	}
-	return t, nil
-}
-
-// ConsumeToken deletes the token; ErrNotFound when it is already gone.
-func (s *Store) ConsumeToken(ctx context.Context, id string) error {
-	return s.deleteByID(ctx, "consume token", "token", `DELETE FROM tokens WHERE id = ?`, id)
-}
-
-// RevokeToken deletes the token; ErrNotFound when it does not exist.
-func (s *Store) RevokeToken(ctx context.Context, id string) error {
-	return s.deleteByID(ctx, "revoke token", "token", `DELETE FROM tokens WHERE id = ?`, id)
-}
-
-// deleteByID runs del (a DELETE of one row by id) for the kind of row
-// named what: ErrNotFound when no row went.
-func (s *Store) deleteByID(ctx context.Context, op, what, del, id string) error {
-	if err := check.ID(what, id); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	res, err := s.exec(ctx, del, id)
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("sqlite: %s %s: %w", op, id, store.ErrNotFound)
-	}
-	return nil
-}
-
-// ListTokens lists tokens, oldest first.
-func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
-	const op = "list tokens"
-	rows, err := s.r.QueryContext(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at, rowid`)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := collectRows(rows, scanToken)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// --- machines ---
-
-// PutMachine inserts or replaces a machine.
-func (s *Store) PutMachine(ctx context.Context, m store.Machine) error {
-	const op = "put machine"
-	if err := check.Machine(m); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	_, err := s.exec(ctx,
-		`INSERT INTO machines (id, name, token_id, capabilities, last_seen) VALUES (?, ?, ?, ?, ?)
-		 ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_id = excluded.token_id,
-		   capabilities = excluded.capabilities, last_seen = excluded.last_seen`,
-		m.ID, m.Name, m.TokenID, blob(m.Capabilities), check.OrNow(m.LastSeen).UnixMicro())
-	return wrap(ctx, op, err)
-}
-
-// Machines lists machines by ID.
-func (s *Store) Machines(ctx context.Context) ([]store.Machine, error) {
-	const op = "list machines"
-	rows, err := s.r.QueryContext(ctx, `SELECT id, name, token_id, capabilities, last_seen FROM machines ORDER BY id`)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := collectRows(rows, func(row interface{ Scan(...any) error }) (store.Machine, error) {
-		var (
-			m    store.Machine
-			caps []byte
-			seen sql.NullInt64
-		)
-		if err := row.Scan(&m.ID, &m.Name, &m.TokenID, &caps, &seen); err != nil {
-			return store.Machine{}, err
-		}
-		m.Capabilities = rawJSON(caps)
-		m.LastSeen = fromMicros(seen)
-		return m, nil
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// --- sessions ---
-
-// CreateSession stores a new session (ErrExists when its ID is taken).
-func (s *Store) CreateSession(ctx context.Context, ss store.Session) error {
-	const op = "create session"
-	if err := check.NewSession(ss); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	created := check.OrNow(ss.CreatedAt)
-	updated := check.Time(ss.UpdatedAt)
-	if updated.IsZero() {
-		updated = created
-	}
-	_, err := s.exec(ctx,
-		`INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-		   created_at, updated_at, last_seq, snapshot)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		ss.ID, ss.MachineID, ss.WorkspaceID, ss.Adapter, ss.Title, ss.Mode, ss.State, ss.Epoch,
-		created.UnixMicro(), updated.UnixMicro(), check.Seq(ss.LastSeq), blob(ss.Snapshot))
-	if isConstraint(err) {
-		return fmt.Errorf("sqlite: %s %s: %w", op, ss.ID, store.ErrExists)
-	}
-	return wrap(ctx, op, err)
-}
-
-const sessionCols = `id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-	created_at, updated_at, last_seq, snapshot`
-
-func scanSession(sc interface{ Scan(...any) error }) (store.Session, error) {
-	var (
-		ss               store.Session
-		created, updated sql.NullInt64
-		lastSeq          int64
-		snap             []byte
-	)
-	if err := sc.Scan(&ss.ID, &ss.MachineID, &ss.WorkspaceID, &ss.Adapter, &ss.Title, &ss.Mode,
-		&ss.State, &ss.Epoch, &created, &updated, &lastSeq, &snap); err != nil {
-		return store.Session{}, err
-	}
-	ss.CreatedAt = fromMicros(created)
-	ss.UpdatedAt = fromMicros(updated)
-	ss.LastSeq = uint64(lastSeq)
-	ss.Snapshot = rawJSON(snap)
-	return ss, nil
-}
-
-// Session returns one session (ErrNotFound when there is none).
-func (s *Store) Session(ctx context.Context, id string) (store.Session, error) {
-	const op = "session"
-	if err := check.ID("session", id); err != nil {
-		return store.Session{}, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	ss, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Session{}, fmt.Errorf("sqlite: %s %s: %w", op, id, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Session{}, wrap(ctx, op, err)
-	}
-	return ss, nil
-}
-
-// ListSessions lists sessions, most recently updated first (ties by ID,
-// descending), of one machine when machineID is not empty; limit <= 0
-// means no limit.
-func (s *Store) ListSessions(ctx context.Context, machineID string, limit int) ([]store.Session, error) {
-	const op = "list sessions"
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if machineID == "" {
-		rows, err = s.r.QueryContext(ctx,
-			`SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?`, limit)
-	} else {
-		rows, err = s.r.QueryContext(ctx,
-			`SELECT `+sessionCols+` FROM sessions WHERE machine_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`,
-			machineID, limit)
-	}
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := collectRows(rows, scanSession)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// UpdateSession writes Title, Mode, State, UpdatedAt (now when zero) and
-// Snapshot.
-func (s *Store) UpdateSession(ctx context.Context, ss store.Session) error {
-	const op = "update session"
-	if err := check.ID("session", ss.ID); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	res, err := s.exec(ctx,
-		`UPDATE sessions SET title = ?, mode = ?, state = ?, updated_at = ?, snapshot = ? WHERE id = ?`,
-		ss.Title, ss.Mode, ss.State, check.OrNow(ss.UpdatedAt).UnixMicro(), blob(ss.Snapshot), ss.ID)
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("sqlite: %s %s: %w", op, ss.ID, store.ErrNotFound)
-	}
-	return nil
 }
 
 // --- events ---
@@ -767,7 +504,7 @@ func (s *Store) Events(ctx context.Context, sessionID string, afterSeq uint64, l
 	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
-	out, err := collectRows(rows, func(row interface{ Scan(...any) error }) (store.Event, error) {
+	out, err := sqlbody.CollectRows(rows, func(row sqlbody.Scanner) (store.Event, error) {
 		var (
 			ev      store.Event
 			seq     int64
@@ -919,7 +656,7 @@ func (s *Store) OpenInteractions(ctx context.Context, sessionID string) ([]store
 	if err != nil {
 		return nil, wrap(ctx, op, err)
 	}
-	out, err := collectRows(rows, func(row interface{ Scan(...any) error }) (store.Interaction, error) {
+	out, err := sqlbody.CollectRows(rows, func(row sqlbody.Scanner) (store.Interaction, error) {
 		var (
 			in      = store.Interaction{SessionID: sessionID}
 			req     []byte
