@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/internal/check"
+	"github.com/ferry-dev/ferry/internal/store/internal/sqlbody"
 )
 
 // --- artifacts ---
@@ -100,7 +101,7 @@ func (s *Store) Artifacts(ctx context.Context, sessionID string, limit int) ([]s
 		return nil, wrap(ctx, op, err)
 	}
 	if len(out) == 0 {
-		if err := s.exists(ctx, sessionID); err != nil {
+		if err := sqlbody.Exists(ctx, s.body, s.R, sessionID); err != nil {
 			return nil, wrap(ctx, op, err)
 		}
 	}

@@ -204,13 +204,6 @@ func blob(b []byte) any {
 	return b
 }
 
-func rawJSON(b []byte) json.RawMessage {
-	if b == nil {
-		return nil
-	}
-	return json.RawMessage(b)
-}
-
 // --- events ---
 
 // AppendEvents stores evs as the session's next events, in one
@@ -354,58 +347,6 @@ func readLockBatch(br pgx.BatchResults) (last int64, known map[string]stored, er
 	return last, known, rows.Err()
 }
 
-// Events returns up to limit (no limit when limit <= 0) retained events
-// with seq > afterSeq, in order. ErrNotFound when the session does not
-// exist.
-func (s *Store) Events(ctx context.Context, sessionID string, afterSeq uint64, limit int) ([]store.Event, error) {
-	const op = "events"
-	if err := check.ID("session", sessionID); err != nil {
-		return nil, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	var lim any
-	if limit > 0 {
-		lim = limit
-	}
-	rows, err := s.pool.Query(ctx,
-		`SELECT seq, message_id, type, data, created_at FROM events
-		 WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-		sessionID, check.Seq(afterSeq), lim)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
-		var (
-			ev      store.Event
-			seq     int64
-			created *time.Time
-		)
-		err := r.Scan(&seq, &ev.MessageID, &ev.Type, &ev.Data, &created)
-		ev.Seq = uint64(seq)
-		ev.CreatedAt = fromTS(created)
-		return ev, err
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	if len(out) == 0 {
-		if err := s.exists(ctx, sessionID); err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-	}
-	return out, nil
-}
-
-func (s *Store) exists(ctx context.Context, sessionID string) error {
-	var ok bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, sessionID).Scan(&ok); err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
-	}
-	return nil
-}
-
 // OldestSeq is the seq of the oldest retained event (0 when none).
 func (s *Store) OldestSeq(ctx context.Context, sessionID string) (uint64, error) {
 	const op = "oldest seq"
@@ -512,70 +453,4 @@ func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome st
 		return false, fmt.Errorf("postgres: %s %s/%s: %w", op, sessionID, id, store.ErrNotFound)
 	}
 	return false, nil
-}
-
-// OpenInteractions lists a session's open interactions, oldest first
-// (ties in the order they were opened). ErrNotFound when the session does
-// not exist.
-func (s *Store) OpenInteractions(ctx context.Context, sessionID string) ([]store.Interaction, error) {
-	const op = "open interactions"
-	if err := check.ID("session", sessionID); err != nil {
-		return nil, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	rows, err := s.pool.Query(ctx,
-		`SELECT id, turn_id, request, created_at FROM interactions
-		 WHERE session_id = $1 AND outcome = '' ORDER BY created_at, ord`, sessionID)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Interaction, error) {
-		var (
-			in      = store.Interaction{SessionID: sessionID}
-			req     []byte
-			created *time.Time
-		)
-		err := r.Scan(&in.ID, &in.TurnID, &req, &created)
-		in.Request = rawJSON(req)
-		in.CreatedAt = fromTS(created)
-		return in, err
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	if len(out) == 0 {
-		if err := s.exists(ctx, sessionID); err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-	}
-	return out, nil
-}
-
-// Interaction returns one interaction, open or settled (ErrNotFound when
-// there is none).
-func (s *Store) Interaction(ctx context.Context, sessionID, id string) (store.Interaction, error) {
-	const op = "interaction"
-	if err := check.ID("session", sessionID); err != nil {
-		return store.Interaction{}, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	if err := check.ID("interaction", id); err != nil {
-		return store.Interaction{}, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	var (
-		in          = store.Interaction{SessionID: sessionID, ID: id}
-		req, answer []byte
-		created     *time.Time
-	)
-	err := s.pool.QueryRow(ctx,
-		`SELECT turn_id, request, created_at, outcome, answer FROM interactions WHERE session_id = $1 AND id = $2`,
-		sessionID, id).Scan(&in.TurnID, &req, &created, &in.Outcome, &answer)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Interaction{}, fmt.Errorf("postgres: %s %s/%s: %w", op, sessionID, id, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Interaction{}, wrap(ctx, op, err)
-	}
-	in.Request = rawJSON(req)
-	in.Answer = rawJSON(answer)
-	in.CreatedAt = fromTS(created)
-	return in, nil
 }

@@ -46,7 +46,7 @@ func (s *Store) PutArtifact(ctx context.Context, a store.Artifact) error {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := s.exists(ctx, tx, a.SessionID); err != nil {
+		if err := sqlbody.Exists(ctx, s.body, tx, a.SessionID); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx,
@@ -112,7 +112,7 @@ func (s *Store) Artifacts(ctx context.Context, sessionID string, limit int) ([]s
 		return nil, wrap(ctx, op, err)
 	}
 	if len(out) == 0 {
-		if err := s.exists(ctx, s.r, sessionID); err != nil {
+		if err := sqlbody.Exists(ctx, s.body, s.r, sessionID); err != nil {
 			return nil, wrap(ctx, op, err)
 		}
 	}
@@ -182,7 +182,7 @@ func (s *Store) DownloadTokenByHash(ctx context.Context, hash []byte) (store.Dow
 // RevokeDownloadToken deletes one download token (ErrNotFound when there
 // is none).
 func (s *Store) RevokeDownloadToken(ctx context.Context, id string) error {
-	return s.DeleteByID(ctx, "revoke download token", "download token", `DELETE FROM download_tokens WHERE id = ?`, id)
+	return sqlbody.DeleteByID(ctx, s.body, "revoke download token", "download token", `DELETE FROM download_tokens WHERE id = ?`, id)
 }
 
 // DeleteExpiredDownloadTokens deletes the download tokens expired at or

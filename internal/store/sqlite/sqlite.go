@@ -384,14 +384,6 @@ func blob(b []byte) any {
 	return b
 }
 
-// rawJSON is b as a json.RawMessage, nil for NULL.
-func rawJSON(b []byte) json.RawMessage {
-	if b == nil {
-		return nil
-	}
-	return json.RawMessage(b)
-}
-
 // --- events ---
 
 // AppendEvents stores evs as the session's next events, in one
@@ -473,61 +465,6 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, evs []store.
 	return out, nil
 }
 
-// exists reports whether the session exists, for calls whose empty result
-// must tell "no such session" from "no rows".
-func (s *Store) exists(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, sessionID string) error {
-	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, sessionID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
-	}
-	return err
-}
-
-// Events returns up to limit (no limit when limit <= 0) retained events
-// with seq > afterSeq, in order. ErrNotFound when the session does not
-// exist.
-func (s *Store) Events(ctx context.Context, sessionID string, afterSeq uint64, limit int) ([]store.Event, error) {
-	const op = "events"
-	if err := check.ID("session", sessionID); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	if limit <= 0 {
-		limit = -1
-	}
-	rows, err := s.r.QueryContext(ctx,
-		`SELECT seq, message_id, type, data, created_at FROM events
-		 WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-		sessionID, check.Seq(afterSeq), limit)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := sqlbody.CollectRows(rows, func(row sqlbody.Scanner) (store.Event, error) {
-		var (
-			ev      store.Event
-			seq     int64
-			created sql.NullInt64
-		)
-		if err := row.Scan(&seq, &ev.MessageID, &ev.Type, &ev.Data, &created); err != nil {
-			return store.Event{}, err
-		}
-		ev.Seq = uint64(seq)
-		ev.CreatedAt = fromMicros(created)
-		return ev, nil
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	if len(out) == 0 {
-		if err := s.exists(ctx, s.r, sessionID); err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-	}
-	return out, nil
-}
-
 // OldestSeq is the seq of the oldest retained event (0 when none).
 func (s *Store) OldestSeq(ctx context.Context, sessionID string) (uint64, error) {
 	const op = "oldest seq"
@@ -539,7 +476,7 @@ func (s *Store) OldestSeq(ctx context.Context, sessionID string) (uint64, error)
 		return 0, wrap(ctx, op, err)
 	}
 	if !oldest.Valid {
-		if err := s.exists(ctx, s.r, sessionID); err != nil {
+		if err := sqlbody.Exists(ctx, s.body, s.r, sessionID); err != nil {
 			return 0, wrap(ctx, op, err)
 		}
 		return 0, nil
@@ -583,7 +520,7 @@ func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := s.exists(ctx, tx, in.SessionID); err != nil {
+		if err := sqlbody.Exists(ctx, s.body, tx, in.SessionID); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx,
@@ -640,72 +577,4 @@ func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome st
 		return false, wrap(ctx, op, err)
 	}
 	return won, nil
-}
-
-// OpenInteractions lists a session's open interactions, oldest first
-// (ties in the order they were opened). ErrNotFound when the session does
-// not exist.
-func (s *Store) OpenInteractions(ctx context.Context, sessionID string) ([]store.Interaction, error) {
-	const op = "open interactions"
-	if err := check.ID("session", sessionID); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	rows, err := s.r.QueryContext(ctx,
-		`SELECT id, turn_id, request, created_at FROM interactions
-		 WHERE session_id = ? AND outcome = '' ORDER BY created_at, rowid`, sessionID)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := sqlbody.CollectRows(rows, func(row sqlbody.Scanner) (store.Interaction, error) {
-		var (
-			in      = store.Interaction{SessionID: sessionID}
-			req     []byte
-			created sql.NullInt64
-		)
-		if err := row.Scan(&in.ID, &in.TurnID, &req, &created); err != nil {
-			return store.Interaction{}, err
-		}
-		in.Request = rawJSON(req)
-		in.CreatedAt = fromMicros(created)
-		return in, nil
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	if len(out) == 0 {
-		if err := s.exists(ctx, s.r, sessionID); err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-	}
-	return out, nil
-}
-
-// Interaction returns one interaction, open or settled (ErrNotFound when
-// there is none).
-func (s *Store) Interaction(ctx context.Context, sessionID, id string) (store.Interaction, error) {
-	const op = "interaction"
-	if err := check.ID("session", sessionID); err != nil {
-		return store.Interaction{}, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	if err := check.ID("interaction", id); err != nil {
-		return store.Interaction{}, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	var (
-		in          = store.Interaction{SessionID: sessionID, ID: id}
-		req, answer []byte
-		created     sql.NullInt64
-	)
-	err := s.r.QueryRowContext(ctx,
-		`SELECT turn_id, request, created_at, outcome, answer FROM interactions WHERE session_id = ? AND id = ?`,
-		sessionID, id).Scan(&in.TurnID, &req, &created, &in.Outcome, &answer)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Interaction{}, fmt.Errorf("sqlite: %s %s/%s: %w", op, sessionID, id, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Interaction{}, wrap(ctx, op, err)
-	}
-	in.Request = rawJSON(req)
-	in.Answer = rawJSON(answer)
-	in.CreatedAt = fromMicros(created)
-	return in, nil
 }

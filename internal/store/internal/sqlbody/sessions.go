@@ -64,17 +64,18 @@ func (db *DB) TokenByHash(ctx context.Context, hash []byte) (store.Token, error)
 
 // ConsumeToken deletes the token; ErrNotFound when it is already gone.
 func (db *DB) ConsumeToken(ctx context.Context, id string) error {
-	return db.DeleteByID(ctx, "consume token", "token", `DELETE FROM tokens WHERE id = ?`, id)
+	return DeleteByID(ctx, db, "consume token", "token", `DELETE FROM tokens WHERE id = ?`, id)
 }
 
 // RevokeToken deletes the token; ErrNotFound when it does not exist.
 func (db *DB) RevokeToken(ctx context.Context, id string) error {
-	return db.DeleteByID(ctx, "revoke token", "token", `DELETE FROM tokens WHERE id = ?`, id)
+	return DeleteByID(ctx, db, "revoke token", "token", `DELETE FROM tokens WHERE id = ?`, id)
 }
 
 // DeleteByID runs del (a DELETE of one row by id) for the kind of row
-// named what: ErrNotFound when no row went.
-func (db *DB) DeleteByID(ctx context.Context, op, what, del, id string) error {
+// named what: ErrNotFound when no row went. It is a function, not a
+// method, so that the stores do not export it.
+func DeleteByID(ctx context.Context, db *DB, op, what, del, id string) error {
 	if err := check.ID(what, id); err != nil {
 		return db.fail(op, err)
 	}
