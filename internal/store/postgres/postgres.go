@@ -189,13 +189,6 @@ const (
 	deadlockDetected    = "40P01"
 )
 
-func fromTS(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
 // blob stores nil as NULL so that it reads back as nil.
 func blob(b []byte) any {
 	if b == nil {

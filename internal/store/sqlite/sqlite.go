@@ -369,13 +369,6 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return err
 }
 
-func fromMicros(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return time.UnixMicro(v.Int64).UTC()
-}
-
 // blob stores nil as NULL so that it reads back as nil.
 func blob(b []byte) any {
 	if b == nil {
