@@ -2,6 +2,11 @@
 // selected with a postgres:// DSN; it behaves like internal/store/sqlite
 // and passes the same suite (internal/store/storetest).
 //
+// The queries both stores share live once in internal/store/internal/sqlbody
+// and reach the pool through pgx's database/sql driver (stdlib); this
+// package keeps its opening, migrations and the writes that rely on
+// PostgreSQL's locks, foreign keys and batches.
+//
 // Guarantees, beyond those store.Store lists:
 //
 //   - AppendEvents locks the session's row (SELECT … FOR UPDATE) for the

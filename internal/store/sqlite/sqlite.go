@@ -2,6 +2,10 @@
 // (modernc.org/sqlite, pure Go, no cgo) that holds tokens, machines,
 // sessions, events and interactions.
 //
+// The queries both stores share live once in internal/store/internal/sqlbody;
+// this package keeps its opening, migrations, checkpointing and the
+// writes that need a BEGIN IMMEDIATE transaction or prepared statements.
+//
 // Guarantees, beyond those store.Store lists:
 //
 //   - The file is created 0600 and a missing parent directory 0700; SQLite
