@@ -536,13 +536,7 @@ func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error
 // settled.
 func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome string, answer json.RawMessage) (bool, error) {
 	const op = "settle interaction"
-	if err := check.ID("session", sessionID); err != nil {
-		return false, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	if err := check.ID("interaction", id); err != nil {
-		return false, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	if err := check.Outcome(outcome); err != nil {
+	if err := check.Settle(sessionID, id, outcome); err != nil {
 		return false, fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	var won bool
