@@ -194,14 +194,6 @@ const (
 	deadlockDetected    = "40P01"
 )
 
-// blob stores nil as NULL so that it reads back as nil.
-func blob(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return b
-}
-
 // --- events ---
 
 // AppendEvents stores evs as the session's next events, in one
@@ -406,7 +398,7 @@ func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error
 	}
 	_, err := s.pool.Exec(ctx,
 		`INSERT INTO interactions (session_id, id, turn_id, request, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		in.SessionID, in.ID, in.TurnID, blob(in.Request), check.OrNow(in.CreatedAt))
+		in.SessionID, in.ID, in.TurnID, sqlbody.Blob(in.Request), check.OrNow(in.CreatedAt))
 	switch pgCode(err) {
 	case uniqueViolation:
 		return fmt.Errorf("postgres: %s %s/%s: %w", op, in.SessionID, in.ID, store.ErrExists)
@@ -429,7 +421,7 @@ func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome st
 	// matches.
 	tag, err := s.pool.Exec(ctx,
 		`UPDATE interactions SET outcome = $1, answer = $2 WHERE session_id = $3 AND id = $4 AND outcome = ''`,
-		outcome, blob(answer), sessionID, id)
+		outcome, sqlbody.Blob(answer), sessionID, id)
 	if err != nil {
 		return false, wrap(ctx, op, err)
 	}

@@ -373,14 +373,6 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return err
 }
 
-// blob stores nil as NULL so that it reads back as nil.
-func blob(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return b
-}
-
 // --- events ---
 
 // AppendEvents stores evs as the session's next events, in one
@@ -522,7 +514,7 @@ func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error
 		}
 		_, err := tx.ExecContext(ctx,
 			`INSERT INTO interactions (session_id, id, turn_id, request, created_at) VALUES (?, ?, ?, ?, ?)`,
-			in.SessionID, in.ID, in.TurnID, blob(in.Request), check.OrNow(in.CreatedAt).UnixMicro())
+			in.SessionID, in.ID, in.TurnID, sqlbody.Blob(in.Request), check.OrNow(in.CreatedAt).UnixMicro())
 		if isConstraint(err) {
 			return fmt.Errorf("interaction %s/%s: %w", in.SessionID, in.ID, store.ErrExists)
 		}
@@ -545,7 +537,7 @@ func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome st
 		// transaction at a time runs it, and only the first matches.
 		res, err := tx.ExecContext(ctx,
 			`UPDATE interactions SET outcome = ?, answer = ? WHERE session_id = ? AND id = ? AND outcome = ''`,
-			outcome, blob(answer), sessionID, id)
+			outcome, sqlbody.Blob(answer), sessionID, id)
 		if err != nil {
 			return err
 		}
