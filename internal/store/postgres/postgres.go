@@ -2,6 +2,11 @@
 // selected with a postgres:// DSN; it behaves like internal/store/sqlite
 // and passes the same suite (internal/store/storetest).
 //
+// The queries both stores share live once in internal/store/internal/sqlbody
+// and reach the pool through pgx's database/sql driver (stdlib); this
+// package keeps its opening, migrations and the writes that rely on
+// PostgreSQL's locks, foreign keys and batches.
+//
 // Guarantees, beyond those store.Store lists:
 //
 //   - AppendEvents locks the session's row (SELECT … FOR UPDATE) for the
@@ -36,10 +41,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/internal/check"
 	"github.com/ferry-dev/ferry/internal/store/internal/migrate"
+	"github.com/ferry-dev/ferry/internal/store/internal/sqlbody"
 )
 
 //go:embed migrations/*.sql
@@ -56,10 +63,28 @@ const appendTries = 4
 // Store is a store.Store on a PostgreSQL database. It is safe for
 // concurrent use.
 type Store struct {
+	// The queries shared with the SQLite store, over database/sql on the
+	// same pool; the alias keeps the embedded field unexported.
+	*body
+
 	pool *pgxpool.Pool
 }
 
 var _ store.Store = (*Store)(nil)
+
+type body = sqlbody.DB
+
+// dialect is PostgreSQL's side of the shared queries: $n placeholders,
+// timestamptz times, a serial column for insertion order, LIMIT NULL
+// (ALL) for none.
+var dialect = sqlbody.Dialect{
+	Name:        "postgres",
+	Dollar:      true,
+	Time:        func(t time.Time) any { return t },
+	IsUnique:    func(err error) bool { return pgCode(err) == uniqueViolation },
+	InsertOrder: "ord",
+	NoLimit:     nil,
+}
 
 // Open connects to the database at dsn (a postgres:// URL or a libpq
 // key=value string) and migrates its schema.
@@ -82,6 +107,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, check.Wrap(ctx.Err(), "postgres", "open", err)
 	}
+	db := stdlib.OpenDBFromPool(pool)
+	s.body = &sqlbody.DB{D: dialect, R: db, W: db}
 	return s, nil
 }
 
@@ -128,7 +155,12 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Close closes the pool; it may be called more than once.
 func (s *Store) Close() error {
+	// Closing the database/sql handle leaves the pool open: close both.
+	err := s.R.Close()
 	s.pool.Close()
+	if err != nil {
+		return fmt.Errorf("postgres: close: %w", err)
+	}
 	return nil
 }
 
@@ -161,279 +193,6 @@ const (
 	foreignKeyViolation = "23503"
 	deadlockDetected    = "40P01"
 )
-
-// ts is t as stored: NULL for the zero time.
-func ts(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t
-}
-
-func fromTS(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
-// blob stores nil as NULL so that it reads back as nil.
-func blob(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return b
-}
-
-func rawJSON(b []byte) json.RawMessage {
-	if b == nil {
-		return nil
-	}
-	return json.RawMessage(b)
-}
-
-// --- tokens ---
-
-// CreateToken stores t (ErrExists when its ID or hash is taken).
-func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
-	const op = "create token"
-	if err := check.Token(t); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at, machines) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		t.ID, t.Kind, t.Name, t.Hash, check.OrNow(t.CreatedAt), ts(check.Time(t.ExpiresAt)), check.EncodeMachines(t.Machines))
-	if pgCode(err) == uniqueViolation {
-		return fmt.Errorf("postgres: %s %s: %w", op, t.ID, store.ErrExists)
-	}
-	return wrap(ctx, op, err)
-}
-
-const tokenCols = `id, kind, name, hash, created_at, expires_at, machines` //nolint:gosec // column names, not a credential
-
-func scanToken(row pgx.Row) (store.Token, error) {
-	var (
-		t                store.Token
-		created, expires *time.Time
-		machines         string
-	)
-	if err := row.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires, &machines); err != nil {
-		return store.Token{}, err
-	}
-	var err error
-	if t.Machines, err = check.DecodeMachines(machines); err != nil {
-		return store.Token{}, err
-	}
-	t.CreatedAt = fromTS(created)
-	t.ExpiresAt = fromTS(expires)
-	return t, nil
-}
-
-// TokenByHash finds a token by the hash of its secret.
-func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
-	const op = "token by hash"
-	if err := check.Hash(hash); err != nil {
-		return store.Token{}, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	t, err := scanToken(s.pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = $1`, hash))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Token{}, fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Token{}, wrap(ctx, op, err)
-	}
-	return t, nil
-}
-
-// ConsumeToken deletes the token; ErrNotFound when it is already gone.
-func (s *Store) ConsumeToken(ctx context.Context, id string) error {
-	return s.deleteToken(ctx, "consume token", id)
-}
-
-// RevokeToken deletes the token; ErrNotFound when it does not exist.
-func (s *Store) RevokeToken(ctx context.Context, id string) error {
-	return s.deleteToken(ctx, "revoke token", id)
-}
-
-func (s *Store) deleteToken(ctx context.Context, op, id string) error {
-	if err := check.ID("token", id); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM tokens WHERE id = $1`, id)
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("postgres: %s %s: %w", op, id, store.ErrNotFound)
-	}
-	return nil
-}
-
-// ListTokens lists tokens, oldest first.
-func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
-	const op = "list tokens"
-	rows, err := s.pool.Query(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at, ord`)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Token, error) { return scanToken(r) })
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// --- machines ---
-
-// PutMachine inserts or replaces a machine.
-func (s *Store) PutMachine(ctx context.Context, m store.Machine) error {
-	const op = "put machine"
-	if err := check.Machine(m); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO machines (id, name, token_id, capabilities, last_seen) VALUES ($1, $2, $3, $4, $5)
-		 ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_id = excluded.token_id,
-		   capabilities = excluded.capabilities, last_seen = excluded.last_seen`,
-		m.ID, m.Name, m.TokenID, blob(m.Capabilities), check.OrNow(m.LastSeen))
-	return wrap(ctx, op, err)
-}
-
-// Machines lists machines by ID.
-func (s *Store) Machines(ctx context.Context) ([]store.Machine, error) {
-	const op = "list machines"
-	rows, err := s.pool.Query(ctx, `SELECT id, name, token_id, capabilities, last_seen FROM machines ORDER BY id`)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Machine, error) {
-		var (
-			m    store.Machine
-			caps []byte
-			seen *time.Time
-		)
-		err := r.Scan(&m.ID, &m.Name, &m.TokenID, &caps, &seen)
-		m.Capabilities = rawJSON(caps)
-		m.LastSeen = fromTS(seen)
-		return m, err
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// --- sessions ---
-
-// CreateSession stores a new session (ErrExists when its ID is taken).
-func (s *Store) CreateSession(ctx context.Context, ss store.Session) error {
-	const op = "create session"
-	if err := check.NewSession(ss); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	created := check.OrNow(ss.CreatedAt)
-	updated := check.Time(ss.UpdatedAt)
-	if updated.IsZero() {
-		updated = created
-	}
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-		   created_at, updated_at, last_seq, snapshot)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		ss.ID, ss.MachineID, ss.WorkspaceID, ss.Adapter, ss.Title, ss.Mode, ss.State, ss.Epoch,
-		created, updated, check.Seq(ss.LastSeq), blob(ss.Snapshot))
-	if pgCode(err) == uniqueViolation {
-		return fmt.Errorf("postgres: %s %s: %w", op, ss.ID, store.ErrExists)
-	}
-	return wrap(ctx, op, err)
-}
-
-const sessionCols = `id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-	created_at, updated_at, last_seq, snapshot`
-
-func scanSession(row pgx.Row) (store.Session, error) {
-	var (
-		ss               store.Session
-		created, updated *time.Time
-		lastSeq          int64
-		snap             []byte
-	)
-	if err := row.Scan(&ss.ID, &ss.MachineID, &ss.WorkspaceID, &ss.Adapter, &ss.Title, &ss.Mode,
-		&ss.State, &ss.Epoch, &created, &updated, &lastSeq, &snap); err != nil {
-		return store.Session{}, err
-	}
-	ss.CreatedAt = fromTS(created)
-	ss.UpdatedAt = fromTS(updated)
-	ss.LastSeq = uint64(lastSeq)
-	ss.Snapshot = rawJSON(snap)
-	return ss, nil
-}
-
-// Session returns one session (ErrNotFound when there is none).
-func (s *Store) Session(ctx context.Context, id string) (store.Session, error) {
-	const op = "session"
-	if err := check.ID("session", id); err != nil {
-		return store.Session{}, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	ss, err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Session{}, fmt.Errorf("postgres: %s %s: %w", op, id, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Session{}, wrap(ctx, op, err)
-	}
-	return ss, nil
-}
-
-// ListSessions lists sessions, most recently updated first (ties by ID,
-// descending), of one machine when machineID is not empty; limit <= 0
-// means no limit.
-func (s *Store) ListSessions(ctx context.Context, machineID string, limit int) ([]store.Session, error) {
-	const op = "list sessions"
-	var lim any // NULL: LIMIT ALL
-	if limit > 0 {
-		lim = limit
-	}
-	var (
-		rows pgx.Rows
-		err  error
-	)
-	if machineID == "" {
-		rows, err = s.pool.Query(ctx,
-			`SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC, id DESC LIMIT $1`, lim)
-	} else {
-		rows, err = s.pool.Query(ctx,
-			`SELECT `+sessionCols+` FROM sessions WHERE machine_id = $1 ORDER BY updated_at DESC, id DESC LIMIT $2`,
-			machineID, lim)
-	}
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Session, error) { return scanSession(r) })
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// UpdateSession writes Title, Mode, State, UpdatedAt (now when zero) and
-// Snapshot.
-func (s *Store) UpdateSession(ctx context.Context, ss store.Session) error {
-	const op = "update session"
-	if err := check.ID("session", ss.ID); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	tag, err := s.pool.Exec(ctx,
-		`UPDATE sessions SET title = $1, mode = $2, state = $3, updated_at = $4, snapshot = $5 WHERE id = $6`,
-		ss.Title, ss.Mode, ss.State, check.OrNow(ss.UpdatedAt), blob(ss.Snapshot), ss.ID)
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("postgres: %s %s: %w", op, ss.ID, store.ErrNotFound)
-	}
-	return nil
-}
 
 // --- events ---
 
@@ -578,58 +337,6 @@ func readLockBatch(br pgx.BatchResults) (last int64, known map[string]stored, er
 	return last, known, rows.Err()
 }
 
-// Events returns up to limit (no limit when limit <= 0) retained events
-// with seq > afterSeq, in order. ErrNotFound when the session does not
-// exist.
-func (s *Store) Events(ctx context.Context, sessionID string, afterSeq uint64, limit int) ([]store.Event, error) {
-	const op = "events"
-	if err := check.ID("session", sessionID); err != nil {
-		return nil, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	var lim any
-	if limit > 0 {
-		lim = limit
-	}
-	rows, err := s.pool.Query(ctx,
-		`SELECT seq, message_id, type, data, created_at FROM events
-		 WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-		sessionID, check.Seq(afterSeq), lim)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Event, error) {
-		var (
-			ev      store.Event
-			seq     int64
-			created *time.Time
-		)
-		err := r.Scan(&seq, &ev.MessageID, &ev.Type, &ev.Data, &created)
-		ev.Seq = uint64(seq)
-		ev.CreatedAt = fromTS(created)
-		return ev, err
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	if len(out) == 0 {
-		if err := s.exists(ctx, sessionID); err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-	}
-	return out, nil
-}
-
-func (s *Store) exists(ctx context.Context, sessionID string) error {
-	var ok bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, sessionID).Scan(&ok); err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
-	}
-	return nil
-}
-
 // OldestSeq is the seq of the oldest retained event (0 when none).
 func (s *Store) OldestSeq(ctx context.Context, sessionID string) (uint64, error) {
 	const op = "oldest seq"
@@ -691,7 +398,7 @@ func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error
 	}
 	_, err := s.pool.Exec(ctx,
 		`INSERT INTO interactions (session_id, id, turn_id, request, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		in.SessionID, in.ID, in.TurnID, blob(in.Request), check.OrNow(in.CreatedAt))
+		in.SessionID, in.ID, in.TurnID, sqlbody.Blob(in.Request), check.OrNow(in.CreatedAt))
 	switch pgCode(err) {
 	case uniqueViolation:
 		return fmt.Errorf("postgres: %s %s/%s: %w", op, in.SessionID, in.ID, store.ErrExists)
@@ -706,13 +413,7 @@ func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error
 // settled.
 func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome string, answer json.RawMessage) (bool, error) {
 	const op = "settle interaction"
-	if err := check.ID("session", sessionID); err != nil {
-		return false, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	if err := check.ID("interaction", id); err != nil {
-		return false, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	if err := check.Outcome(outcome); err != nil {
+	if err := check.Settle(sessionID, id, outcome); err != nil {
 		return false, fmt.Errorf("postgres: %s: %w", op, err)
 	}
 	// Concurrent updates of the row queue on its lock; each re-checks
@@ -720,7 +421,7 @@ func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome st
 	// matches.
 	tag, err := s.pool.Exec(ctx,
 		`UPDATE interactions SET outcome = $1, answer = $2 WHERE session_id = $3 AND id = $4 AND outcome = ''`,
-		outcome, blob(answer), sessionID, id)
+		outcome, sqlbody.Blob(answer), sessionID, id)
 	if err != nil {
 		return false, wrap(ctx, op, err)
 	}
@@ -736,70 +437,4 @@ func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome st
 		return false, fmt.Errorf("postgres: %s %s/%s: %w", op, sessionID, id, store.ErrNotFound)
 	}
 	return false, nil
-}
-
-// OpenInteractions lists a session's open interactions, oldest first
-// (ties in the order they were opened). ErrNotFound when the session does
-// not exist.
-func (s *Store) OpenInteractions(ctx context.Context, sessionID string) ([]store.Interaction, error) {
-	const op = "open interactions"
-	if err := check.ID("session", sessionID); err != nil {
-		return nil, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	rows, err := s.pool.Query(ctx,
-		`SELECT id, turn_id, request, created_at FROM interactions
-		 WHERE session_id = $1 AND outcome = '' ORDER BY created_at, ord`, sessionID)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Interaction, error) {
-		var (
-			in      = store.Interaction{SessionID: sessionID}
-			req     []byte
-			created *time.Time
-		)
-		err := r.Scan(&in.ID, &in.TurnID, &req, &created)
-		in.Request = rawJSON(req)
-		in.CreatedAt = fromTS(created)
-		return in, err
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	if len(out) == 0 {
-		if err := s.exists(ctx, sessionID); err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-	}
-	return out, nil
-}
-
-// Interaction returns one interaction, open or settled (ErrNotFound when
-// there is none).
-func (s *Store) Interaction(ctx context.Context, sessionID, id string) (store.Interaction, error) {
-	const op = "interaction"
-	if err := check.ID("session", sessionID); err != nil {
-		return store.Interaction{}, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	if err := check.ID("interaction", id); err != nil {
-		return store.Interaction{}, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	var (
-		in          = store.Interaction{SessionID: sessionID, ID: id}
-		req, answer []byte
-		created     *time.Time
-	)
-	err := s.pool.QueryRow(ctx,
-		`SELECT turn_id, request, created_at, outcome, answer FROM interactions WHERE session_id = $1 AND id = $2`,
-		sessionID, id).Scan(&in.TurnID, &req, &created, &in.Outcome, &answer)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Interaction{}, fmt.Errorf("postgres: %s %s/%s: %w", op, sessionID, id, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Interaction{}, wrap(ctx, op, err)
-	}
-	in.Request = rawJSON(req)
-	in.Answer = rawJSON(answer)
-	in.CreatedAt = fromTS(created)
-	return in, nil
 }

@@ -2,6 +2,10 @@
 // (modernc.org/sqlite, pure Go, no cgo) that holds tokens, machines,
 // sessions, events and interactions.
 //
+// The queries both stores share live once in internal/store/internal/sqlbody;
+// this package keeps its opening, migrations, checkpointing and the
+// writes that need a BEGIN IMMEDIATE transaction or prepared statements.
+//
 // Guarantees, beyond those store.Store lists:
 //
 //   - The file is created 0600 and a missing parent directory 0700; SQLite
@@ -49,6 +53,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/internal/check"
 	"github.com/ferry-dev/ferry/internal/store/internal/migrate"
+	"github.com/ferry-dev/ferry/internal/store/internal/sqlbody"
 )
 
 //go:embed migrations/*.sql
@@ -68,6 +73,10 @@ const checkpointEvery = 250 * time.Millisecond
 
 // Store is a store.Store on one SQLite file. It is safe for concurrent use.
 type Store struct {
+	// The queries shared with the PostgreSQL store; the alias keeps the
+	// embedded field unexported.
+	*body
+
 	w *sql.DB // one connection: every write
 	r *sql.DB // read-only pool
 
@@ -85,6 +94,18 @@ type Store struct {
 }
 
 var _ store.Store = (*Store)(nil)
+
+type body = sqlbody.DB
+
+// dialect is SQLite's side of the shared queries: times as Unix
+// microseconds, rowid for insertion order, LIMIT -1 for none.
+var dialect = sqlbody.Dialect{
+	Name:        "sqlite",
+	Time:        func(t time.Time) any { return t.UnixMicro() },
+	IsUnique:    isConstraint,
+	InsertOrder: "rowid",
+	NoLimit:     -1,
+}
 
 // Open opens (creating it when missing) the SQLite database at path and
 // migrates its schema.
@@ -169,6 +190,7 @@ func (s *Store) open(ctx context.Context, abs string) error {
 	if err := r.PingContext(ctx); err != nil {
 		return err
 	}
+	s.body = &sqlbody.DB{D: dialect, R: r, W: w, Wrote: func() { s.dirty.Store(true) }}
 
 	ck, err := sql.Open("sqlite", dsn(abs, url.Values{
 		"_synchronous":  {"NORMAL"},
@@ -351,310 +373,6 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return err
 }
 
-// micros is t as stored: Unix microseconds, NULL for the zero time.
-func micros(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMicro()
-}
-
-func fromMicros(v sql.NullInt64) time.Time {
-	if !v.Valid {
-		return time.Time{}
-	}
-	return time.UnixMicro(v.Int64).UTC()
-}
-
-// blob stores nil as NULL so that it reads back as nil.
-func blob(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return b
-}
-
-// rawJSON is b as a json.RawMessage, nil for NULL.
-func rawJSON(b []byte) json.RawMessage {
-	if b == nil {
-		return nil
-	}
-	return json.RawMessage(b)
-}
-
-// --- tokens ---
-
-// CreateToken stores t (ErrExists when its ID or hash is taken).
-func (s *Store) CreateToken(ctx context.Context, t store.Token) error {
-	const op = "create token"
-	if err := check.Token(t); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	_, err := s.exec(ctx,
-		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at, machines) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, t.Kind, t.Name, t.Hash, check.OrNow(t.CreatedAt).UnixMicro(), micros(check.Time(t.ExpiresAt)), check.EncodeMachines(t.Machines))
-	if isConstraint(err) {
-		return fmt.Errorf("sqlite: %s %s: %w", op, t.ID, store.ErrExists)
-	}
-	return wrap(ctx, op, err)
-}
-
-const tokenCols = `id, kind, name, hash, created_at, expires_at, machines` //nolint:gosec // column names, not a credential
-
-// collectRows scans every row with scan and closes rows (pgx.CollectRows
-// for database/sql).
-func collectRows[T any](rows *sql.Rows, scan func(interface{ Scan(...any) error }) (T, error)) ([]T, error) {
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func scanToken(sc interface{ Scan(...any) error }) (store.Token, error) {
-	var (
-		t        store.Token
-		created  sql.NullInt64
-		expires  sql.NullInt64
-		machines string
-	)
-	if err := sc.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires, &machines); err != nil {
-		return store.Token{}, err
-	}
-	var err error
-	if t.Machines, err = check.DecodeMachines(machines); err != nil {
-		return store.Token{}, err
-	}
-	t.CreatedAt = fromMicros(created)
-	t.ExpiresAt = fromMicros(expires)
-	return t, nil
-}
-
-// TokenByHash finds a token by the hash of its secret.
-func (s *Store) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
-	const op = "token by hash"
-	if err := check.Hash(hash); err != nil {
-		return store.Token{}, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	t, err := scanToken(s.r.QueryRowContext(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Token{}, fmt.Errorf("sqlite: %s: %w", op, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Token{}, wrap(ctx, op, err)
-	}
-	return t, nil
-}
-
-// ConsumeToken deletes the token; ErrNotFound when it is already gone.
-func (s *Store) ConsumeToken(ctx context.Context, id string) error {
-	return s.deleteByID(ctx, "consume token", "token", `DELETE FROM tokens WHERE id = ?`, id)
-}
-
-// RevokeToken deletes the token; ErrNotFound when it does not exist.
-func (s *Store) RevokeToken(ctx context.Context, id string) error {
-	return s.deleteByID(ctx, "revoke token", "token", `DELETE FROM tokens WHERE id = ?`, id)
-}
-
-// deleteByID runs del (a DELETE of one row by id) for the kind of row
-// named what: ErrNotFound when no row went.
-func (s *Store) deleteByID(ctx context.Context, op, what, del, id string) error {
-	if err := check.ID(what, id); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	res, err := s.exec(ctx, del, id)
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("sqlite: %s %s: %w", op, id, store.ErrNotFound)
-	}
-	return nil
-}
-
-// ListTokens lists tokens, oldest first.
-func (s *Store) ListTokens(ctx context.Context) ([]store.Token, error) {
-	const op = "list tokens"
-	rows, err := s.r.QueryContext(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at, rowid`)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := collectRows(rows, scanToken)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// --- machines ---
-
-// PutMachine inserts or replaces a machine.
-func (s *Store) PutMachine(ctx context.Context, m store.Machine) error {
-	const op = "put machine"
-	if err := check.Machine(m); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	_, err := s.exec(ctx,
-		`INSERT INTO machines (id, name, token_id, capabilities, last_seen) VALUES (?, ?, ?, ?, ?)
-		 ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_id = excluded.token_id,
-		   capabilities = excluded.capabilities, last_seen = excluded.last_seen`,
-		m.ID, m.Name, m.TokenID, blob(m.Capabilities), check.OrNow(m.LastSeen).UnixMicro())
-	return wrap(ctx, op, err)
-}
-
-// Machines lists machines by ID.
-func (s *Store) Machines(ctx context.Context) ([]store.Machine, error) {
-	const op = "list machines"
-	rows, err := s.r.QueryContext(ctx, `SELECT id, name, token_id, capabilities, last_seen FROM machines ORDER BY id`)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := collectRows(rows, func(row interface{ Scan(...any) error }) (store.Machine, error) {
-		var (
-			m    store.Machine
-			caps []byte
-			seen sql.NullInt64
-		)
-		if err := row.Scan(&m.ID, &m.Name, &m.TokenID, &caps, &seen); err != nil {
-			return store.Machine{}, err
-		}
-		m.Capabilities = rawJSON(caps)
-		m.LastSeen = fromMicros(seen)
-		return m, nil
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// --- sessions ---
-
-// CreateSession stores a new session (ErrExists when its ID is taken).
-func (s *Store) CreateSession(ctx context.Context, ss store.Session) error {
-	const op = "create session"
-	if err := check.NewSession(ss); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	created := check.OrNow(ss.CreatedAt)
-	updated := check.Time(ss.UpdatedAt)
-	if updated.IsZero() {
-		updated = created
-	}
-	_, err := s.exec(ctx,
-		`INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-		   created_at, updated_at, last_seq, snapshot)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		ss.ID, ss.MachineID, ss.WorkspaceID, ss.Adapter, ss.Title, ss.Mode, ss.State, ss.Epoch,
-		created.UnixMicro(), updated.UnixMicro(), check.Seq(ss.LastSeq), blob(ss.Snapshot))
-	if isConstraint(err) {
-		return fmt.Errorf("sqlite: %s %s: %w", op, ss.ID, store.ErrExists)
-	}
-	return wrap(ctx, op, err)
-}
-
-const sessionCols = `id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-	created_at, updated_at, last_seq, snapshot`
-
-func scanSession(sc interface{ Scan(...any) error }) (store.Session, error) {
-	var (
-		ss               store.Session
-		created, updated sql.NullInt64
-		lastSeq          int64
-		snap             []byte
-	)
-	if err := sc.Scan(&ss.ID, &ss.MachineID, &ss.WorkspaceID, &ss.Adapter, &ss.Title, &ss.Mode,
-		&ss.State, &ss.Epoch, &created, &updated, &lastSeq, &snap); err != nil {
-		return store.Session{}, err
-	}
-	ss.CreatedAt = fromMicros(created)
-	ss.UpdatedAt = fromMicros(updated)
-	ss.LastSeq = uint64(lastSeq)
-	ss.Snapshot = rawJSON(snap)
-	return ss, nil
-}
-
-// Session returns one session (ErrNotFound when there is none).
-func (s *Store) Session(ctx context.Context, id string) (store.Session, error) {
-	const op = "session"
-	if err := check.ID("session", id); err != nil {
-		return store.Session{}, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	ss, err := scanSession(s.r.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Session{}, fmt.Errorf("sqlite: %s %s: %w", op, id, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Session{}, wrap(ctx, op, err)
-	}
-	return ss, nil
-}
-
-// ListSessions lists sessions, most recently updated first (ties by ID,
-// descending), of one machine when machineID is not empty; limit <= 0
-// means no limit.
-func (s *Store) ListSessions(ctx context.Context, machineID string, limit int) ([]store.Session, error) {
-	const op = "list sessions"
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if machineID == "" {
-		rows, err = s.r.QueryContext(ctx,
-			`SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?`, limit)
-	} else {
-		rows, err = s.r.QueryContext(ctx,
-			`SELECT `+sessionCols+` FROM sessions WHERE machine_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`,
-			machineID, limit)
-	}
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := collectRows(rows, scanSession)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	return out, nil
-}
-
-// UpdateSession writes Title, Mode, State, UpdatedAt (now when zero) and
-// Snapshot.
-func (s *Store) UpdateSession(ctx context.Context, ss store.Session) error {
-	const op = "update session"
-	if err := check.ID("session", ss.ID); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	res, err := s.exec(ctx,
-		`UPDATE sessions SET title = ?, mode = ?, state = ?, updated_at = ?, snapshot = ? WHERE id = ?`,
-		ss.Title, ss.Mode, ss.State, check.OrNow(ss.UpdatedAt).UnixMicro(), blob(ss.Snapshot), ss.ID)
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return wrap(ctx, op, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("sqlite: %s %s: %w", op, ss.ID, store.ErrNotFound)
-	}
-	return nil
-}
-
 // --- events ---
 
 // AppendEvents stores evs as the session's next events, in one
@@ -736,61 +454,6 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, evs []store.
 	return out, nil
 }
 
-// exists reports whether the session exists, for calls whose empty result
-// must tell "no such session" from "no rows".
-func (s *Store) exists(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, sessionID string) error {
-	var one int
-	err := q.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, sessionID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
-	}
-	return err
-}
-
-// Events returns up to limit (no limit when limit <= 0) retained events
-// with seq > afterSeq, in order. ErrNotFound when the session does not
-// exist.
-func (s *Store) Events(ctx context.Context, sessionID string, afterSeq uint64, limit int) ([]store.Event, error) {
-	const op = "events"
-	if err := check.ID("session", sessionID); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	if limit <= 0 {
-		limit = -1
-	}
-	rows, err := s.r.QueryContext(ctx,
-		`SELECT seq, message_id, type, data, created_at FROM events
-		 WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-		sessionID, check.Seq(afterSeq), limit)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := collectRows(rows, func(row interface{ Scan(...any) error }) (store.Event, error) {
-		var (
-			ev      store.Event
-			seq     int64
-			created sql.NullInt64
-		)
-		if err := row.Scan(&seq, &ev.MessageID, &ev.Type, &ev.Data, &created); err != nil {
-			return store.Event{}, err
-		}
-		ev.Seq = uint64(seq)
-		ev.CreatedAt = fromMicros(created)
-		return ev, nil
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	if len(out) == 0 {
-		if err := s.exists(ctx, s.r, sessionID); err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-	}
-	return out, nil
-}
-
 // OldestSeq is the seq of the oldest retained event (0 when none).
 func (s *Store) OldestSeq(ctx context.Context, sessionID string) (uint64, error) {
 	const op = "oldest seq"
@@ -802,7 +465,7 @@ func (s *Store) OldestSeq(ctx context.Context, sessionID string) (uint64, error)
 		return 0, wrap(ctx, op, err)
 	}
 	if !oldest.Valid {
-		if err := s.exists(ctx, s.r, sessionID); err != nil {
+		if err := sqlbody.Exists(ctx, s.body, s.r, sessionID); err != nil {
 			return 0, wrap(ctx, op, err)
 		}
 		return 0, nil
@@ -846,12 +509,12 @@ func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := s.exists(ctx, tx, in.SessionID); err != nil {
+		if err := sqlbody.Exists(ctx, s.body, tx, in.SessionID); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx,
 			`INSERT INTO interactions (session_id, id, turn_id, request, created_at) VALUES (?, ?, ?, ?, ?)`,
-			in.SessionID, in.ID, in.TurnID, blob(in.Request), check.OrNow(in.CreatedAt).UnixMicro())
+			in.SessionID, in.ID, in.TurnID, sqlbody.Blob(in.Request), check.OrNow(in.CreatedAt).UnixMicro())
 		if isConstraint(err) {
 			return fmt.Errorf("interaction %s/%s: %w", in.SessionID, in.ID, store.ErrExists)
 		}
@@ -865,13 +528,7 @@ func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error
 // settled.
 func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome string, answer json.RawMessage) (bool, error) {
 	const op = "settle interaction"
-	if err := check.ID("session", sessionID); err != nil {
-		return false, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	if err := check.ID("interaction", id); err != nil {
-		return false, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	if err := check.Outcome(outcome); err != nil {
+	if err := check.Settle(sessionID, id, outcome); err != nil {
 		return false, fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	var won bool
@@ -880,7 +537,7 @@ func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome st
 		// transaction at a time runs it, and only the first matches.
 		res, err := tx.ExecContext(ctx,
 			`UPDATE interactions SET outcome = ?, answer = ? WHERE session_id = ? AND id = ? AND outcome = ''`,
-			outcome, blob(answer), sessionID, id)
+			outcome, sqlbody.Blob(answer), sessionID, id)
 		if err != nil {
 			return err
 		}
@@ -903,72 +560,4 @@ func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome st
 		return false, wrap(ctx, op, err)
 	}
 	return won, nil
-}
-
-// OpenInteractions lists a session's open interactions, oldest first
-// (ties in the order they were opened). ErrNotFound when the session does
-// not exist.
-func (s *Store) OpenInteractions(ctx context.Context, sessionID string) ([]store.Interaction, error) {
-	const op = "open interactions"
-	if err := check.ID("session", sessionID); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	rows, err := s.r.QueryContext(ctx,
-		`SELECT id, turn_id, request, created_at FROM interactions
-		 WHERE session_id = ? AND outcome = '' ORDER BY created_at, rowid`, sessionID)
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	out, err := collectRows(rows, func(row interface{ Scan(...any) error }) (store.Interaction, error) {
-		var (
-			in      = store.Interaction{SessionID: sessionID}
-			req     []byte
-			created sql.NullInt64
-		)
-		if err := row.Scan(&in.ID, &in.TurnID, &req, &created); err != nil {
-			return store.Interaction{}, err
-		}
-		in.Request = rawJSON(req)
-		in.CreatedAt = fromMicros(created)
-		return in, nil
-	})
-	if err != nil {
-		return nil, wrap(ctx, op, err)
-	}
-	if len(out) == 0 {
-		if err := s.exists(ctx, s.r, sessionID); err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-	}
-	return out, nil
-}
-
-// Interaction returns one interaction, open or settled (ErrNotFound when
-// there is none).
-func (s *Store) Interaction(ctx context.Context, sessionID, id string) (store.Interaction, error) {
-	const op = "interaction"
-	if err := check.ID("session", sessionID); err != nil {
-		return store.Interaction{}, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	if err := check.ID("interaction", id); err != nil {
-		return store.Interaction{}, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	var (
-		in          = store.Interaction{SessionID: sessionID, ID: id}
-		req, answer []byte
-		created     sql.NullInt64
-	)
-	err := s.r.QueryRowContext(ctx,
-		`SELECT turn_id, request, created_at, outcome, answer FROM interactions WHERE session_id = ? AND id = ?`,
-		sessionID, id).Scan(&in.TurnID, &req, &created, &in.Outcome, &answer)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Interaction{}, fmt.Errorf("sqlite: %s %s/%s: %w", op, sessionID, id, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Interaction{}, wrap(ctx, op, err)
-	}
-	in.Request = rawJSON(req)
-	in.Answer = rawJSON(answer)
-	in.CreatedAt = fromMicros(created)
-	return in, nil
 }

@@ -155,6 +155,18 @@ func Outcome(outcome string) error {
 	return invalid("interaction outcome %q (want answered, timeout or cancelled)", outcome)
 }
 
+// Settle checks the arguments of SettleInteraction: the session and
+// interaction IDs, then the outcome.
+func Settle(sessionID, id, outcome string) error {
+	if err := ID("session", sessionID); err != nil {
+		return err
+	}
+	if err := ID("interaction", id); err != nil {
+		return err
+	}
+	return Outcome(outcome)
+}
+
 // Artifact checks an artifact about to be registered.
 func Artifact(a store.Artifact) error {
 	if err := ID("session", a.SessionID); err != nil {

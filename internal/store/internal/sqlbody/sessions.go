@@ -1,0 +1,266 @@
+package sqlbody
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/internal/store/internal/check"
+)
+
+// --- tokens ---
+
+// CreateToken stores t (ErrExists when its ID or hash is taken).
+func (db *DB) CreateToken(ctx context.Context, t store.Token) error {
+	const op = "create token"
+	if err := check.Token(t); err != nil {
+		return db.fail(op, err)
+	}
+	_, err := db.exec(ctx,
+		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at, machines) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Kind, t.Name, t.Hash, db.ts(check.OrNow(t.CreatedAt)), db.ts(check.Time(t.ExpiresAt)), check.EncodeMachines(t.Machines))
+	if err != nil && db.D.IsUnique(err) {
+		return db.failOn(op, t.ID, store.ErrExists)
+	}
+	return db.wrap(ctx, op, err)
+}
+
+const tokenCols = `id, kind, name, hash, created_at, expires_at, machines` //nolint:gosec // column names, not a credential
+
+func scanToken(sc Scanner) (store.Token, error) {
+	var (
+		t                store.Token
+		created, expires Time
+		machines         string
+	)
+	if err := sc.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires, &machines); err != nil {
+		return store.Token{}, err
+	}
+	var err error
+	if t.Machines, err = check.DecodeMachines(machines); err != nil {
+		return store.Token{}, err
+	}
+	t.CreatedAt = created.T
+	t.ExpiresAt = expires.T
+	return t, nil
+}
+
+// TokenByHash finds a token by the hash of its secret.
+func (db *DB) TokenByHash(ctx context.Context, hash []byte) (store.Token, error) {
+	const op = "token by hash"
+	if err := check.Hash(hash); err != nil {
+		return store.Token{}, db.fail(op, err)
+	}
+	t, err := scanToken(db.queryRow(ctx, `SELECT `+tokenCols+` FROM tokens WHERE hash = ?`, hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Token{}, db.fail(op, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Token{}, db.wrap(ctx, op, err)
+	}
+	return t, nil
+}
+
+// ConsumeToken deletes the token; ErrNotFound when it is already gone.
+func (db *DB) ConsumeToken(ctx context.Context, id string) error {
+	return DeleteByID(ctx, db, "consume token", "token", `DELETE FROM tokens WHERE id = ?`, id)
+}
+
+// RevokeToken deletes the token; ErrNotFound when it does not exist.
+func (db *DB) RevokeToken(ctx context.Context, id string) error {
+	return DeleteByID(ctx, db, "revoke token", "token", `DELETE FROM tokens WHERE id = ?`, id)
+}
+
+// DeleteByID runs del (a DELETE of one row by id) for the kind of row
+// named what: ErrNotFound when no row went. It is a function, not a
+// method, so that the stores do not export it.
+func DeleteByID(ctx context.Context, db *DB, op, what, del, id string) error {
+	if err := check.ID(what, id); err != nil {
+		return db.fail(op, err)
+	}
+	res, err := db.exec(ctx, del, id)
+	if err != nil {
+		return db.wrap(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return db.wrap(ctx, op, err)
+	}
+	if n == 0 {
+		return db.failOn(op, id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// ListTokens lists tokens, oldest first.
+func (db *DB) ListTokens(ctx context.Context) ([]store.Token, error) {
+	const op = "list tokens"
+	rows, err := db.query(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at, `+db.D.InsertOrder)
+	if err != nil {
+		return nil, db.wrap(ctx, op, err)
+	}
+	out, err := CollectRows(rows, scanToken)
+	if err != nil {
+		return nil, db.wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
+// --- machines ---
+
+// PutMachine inserts or replaces a machine.
+func (db *DB) PutMachine(ctx context.Context, m store.Machine) error {
+	const op = "put machine"
+	if err := check.Machine(m); err != nil {
+		return db.fail(op, err)
+	}
+	_, err := db.exec(ctx,
+		`INSERT INTO machines (id, name, token_id, capabilities, last_seen) VALUES (?, ?, ?, ?, ?)
+		 ON CONFLICT (id) DO UPDATE SET name = excluded.name, token_id = excluded.token_id,
+		   capabilities = excluded.capabilities, last_seen = excluded.last_seen`,
+		m.ID, m.Name, m.TokenID, Blob(m.Capabilities), db.ts(check.OrNow(m.LastSeen)))
+	return db.wrap(ctx, op, err)
+}
+
+// Machines lists machines by ID.
+func (db *DB) Machines(ctx context.Context) ([]store.Machine, error) {
+	const op = "list machines"
+	rows, err := db.query(ctx, `SELECT id, name, token_id, capabilities, last_seen FROM machines ORDER BY id`)
+	if err != nil {
+		return nil, db.wrap(ctx, op, err)
+	}
+	out, err := CollectRows(rows, func(row Scanner) (store.Machine, error) {
+		var (
+			m    store.Machine
+			caps []byte
+			seen Time
+		)
+		if err := row.Scan(&m.ID, &m.Name, &m.TokenID, &caps, &seen); err != nil {
+			return store.Machine{}, err
+		}
+		m.Capabilities = RawJSON(caps)
+		m.LastSeen = seen.T
+		return m, nil
+	})
+	if err != nil {
+		return nil, db.wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
+// --- sessions ---
+
+// CreateSession stores a new session (ErrExists when its ID is taken).
+func (db *DB) CreateSession(ctx context.Context, ss store.Session) error {
+	const op = "create session"
+	if err := check.NewSession(ss); err != nil {
+		return db.fail(op, err)
+	}
+	created := check.OrNow(ss.CreatedAt)
+	updated := check.Time(ss.UpdatedAt)
+	if updated.IsZero() {
+		updated = created
+	}
+	_, err := db.exec(ctx,
+		`INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch,
+		   created_at, updated_at, last_seq, snapshot)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		ss.ID, ss.MachineID, ss.WorkspaceID, ss.Adapter, ss.Title, ss.Mode, ss.State, ss.Epoch,
+		db.ts(created), db.ts(updated), check.Seq(ss.LastSeq), Blob(ss.Snapshot))
+	if err != nil && db.D.IsUnique(err) {
+		return db.failOn(op, ss.ID, store.ErrExists)
+	}
+	return db.wrap(ctx, op, err)
+}
+
+const sessionCols = `id, machine_id, workspace_id, adapter, title, mode, state, epoch,
+	created_at, updated_at, last_seq, snapshot`
+
+func scanSession(sc Scanner) (store.Session, error) {
+	var (
+		ss               store.Session
+		created, updated Time
+		lastSeq          int64
+		snap             []byte
+	)
+	if err := sc.Scan(&ss.ID, &ss.MachineID, &ss.WorkspaceID, &ss.Adapter, &ss.Title, &ss.Mode,
+		&ss.State, &ss.Epoch, &created, &updated, &lastSeq, &snap); err != nil {
+		return store.Session{}, err
+	}
+	ss.CreatedAt = created.T
+	ss.UpdatedAt = updated.T
+	ss.LastSeq = uint64(lastSeq) //nolint:gosec // stored from a checked uint64
+	ss.Snapshot = RawJSON(snap)
+	return ss, nil
+}
+
+// Session returns one session (ErrNotFound when there is none).
+func (db *DB) Session(ctx context.Context, id string) (store.Session, error) {
+	const op = "session"
+	if err := check.ID("session", id); err != nil {
+		return store.Session{}, db.fail(op, err)
+	}
+	ss, err := scanSession(db.queryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Session{}, db.failOn(op, id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Session{}, db.wrap(ctx, op, err)
+	}
+	return ss, nil
+}
+
+// ListSessions lists sessions, most recently updated first (ties by ID,
+// descending), of one machine when machineID is not empty; limit <= 0
+// means no limit.
+func (db *DB) ListSessions(ctx context.Context, machineID string, limit int) ([]store.Session, error) {
+	const op = "list sessions"
+	lim := db.D.NoLimit
+	if limit > 0 {
+		lim = limit
+	}
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if machineID == "" {
+		rows, err = db.query(ctx,
+			`SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?`, lim)
+	} else {
+		rows, err = db.query(ctx,
+			`SELECT `+sessionCols+` FROM sessions WHERE machine_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`,
+			machineID, lim)
+	}
+	if err != nil {
+		return nil, db.wrap(ctx, op, err)
+	}
+	out, err := CollectRows(rows, scanSession)
+	if err != nil {
+		return nil, db.wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
+// UpdateSession writes Title, Mode, State, UpdatedAt (now when zero) and
+// Snapshot.
+func (db *DB) UpdateSession(ctx context.Context, ss store.Session) error {
+	const op = "update session"
+	if err := check.ID("session", ss.ID); err != nil {
+		return db.fail(op, err)
+	}
+	res, err := db.exec(ctx,
+		`UPDATE sessions SET title = ?, mode = ?, state = ?, updated_at = ?, snapshot = ? WHERE id = ?`,
+		ss.Title, ss.Mode, ss.State, db.ts(check.OrNow(ss.UpdatedAt)), Blob(ss.Snapshot), ss.ID)
+	if err != nil {
+		return db.wrap(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return db.wrap(ctx, op, err)
+	}
+	if n == 0 {
+		return db.failOn(op, ss.ID, store.ErrNotFound)
+	}
+	return nil
+}
