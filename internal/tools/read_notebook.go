@@ -310,11 +310,11 @@ func (rc *readCall) notebookImage(b64, mediaType string, cell int) (Block, strin
 	if err != nil {
 		return Block{}, "", err
 	}
-	desc := fmt.Sprintf("%d×%d px", p.origW, p.origH)
-	if p.w != p.origW || p.h != p.origH {
-		desc += fmt.Sprintf(", shown at %d×%d", p.w, p.h)
+	desc := fmt.Sprintf("%d×%d px", p.OrigW, p.OrigH)
+	if p.W != p.OrigW || p.H != p.OrigH {
+		desc += fmt.Sprintf(", shown at %d×%d", p.W, p.H)
 	}
-	return Block{Type: "image", MediaType: p.mediaType, Data: base64.StdEncoding.EncodeToString(p.data)}, desc, nil
+	return Block{Type: "image", MediaType: p.MediaType, Data: base64.StdEncoding.EncodeToString(p.Data)}, desc, nil
 }
 
 // rdPlural writes n and noun, with an s unless n is 1.
