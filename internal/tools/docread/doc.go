@@ -1,5 +1,5 @@
 // Package docread turns the documents Read returns as more than text
-// (images, and in later steps PDFs and notebooks) into what an agent is
+// (images and PDFs, and in a later step notebooks) into what an agent is
 // sent. It owns their decoders and third-party dependencies, and knows
 // nothing of tools, sessions or the read state.
 //
@@ -13,4 +13,11 @@
 //     that needs neither is returned as its own bytes.
 //   - Shrinking averages areas (no aliasing) a source row at a time, and
 //     stops when the context is done.
+//
+// For PDFs:
+//   - pdfcpu runs without a config directory (it would otherwise create
+//     one in the user's), and without its api package, whose dependencies
+//     slow every ferry command's start.
+//   - Damage pdfcpu reports by panicking is an error like any other.
+//   - Extracted pages are a new, valid PDF of just those pages.
 package docread
