@@ -1,7 +1,7 @@
 // Package docread turns the documents Read returns as more than text
-// (images and PDFs, and in a later step notebooks) into what an agent is
-// sent. It owns their decoders and third-party dependencies, and knows
-// nothing of tools, sessions or the read state.
+// (images, PDFs and Jupyter notebooks) into what an agent is sent. It owns
+// their decoders and third-party dependencies, and knows nothing of tools,
+// sessions or the read state.
 //
 // Its guarantees for images:
 //   - A format is told by magic bytes (ImageFormat), never by name.
@@ -20,4 +20,8 @@
 //     slow every ferry command's start.
 //   - Damage pdfcpu reports by panicking is an error like any other.
 //   - Extracted pages are a new, valid PDF of just those pages.
+//
+// For notebooks it is the nbformat 4 model: strings given as a string or
+// as lines read alike, and a notebook without a "cells" array is told
+// apart from one with none.
 package docread
