@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/ferry-dev/ferry/internal/tools/grepscan"
 )
 
 //go:embed grep.md
@@ -241,9 +243,9 @@ func (Grep) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 	g := &grepRun{
 		env: env, req: req, workspace: searchWorkspace(env.FS),
 		out: &grepOutput{req: req},
-		sc: &grepScanner{
-			re: req.re, multiline: req.multiline,
-			before: req.before, after: req.after, wantLines: req.mode == grepContent,
+		sc: &grepscan.Scanner{
+			Re: req.re, Multiline: req.multiline,
+			Before: req.before, After: req.after, WantLines: req.mode == grepContent,
 		},
 	}
 	res := &Result{Path: info.Path, Rel: searchDisplay(g.workspace, info.Path)}
@@ -253,7 +255,7 @@ func (Grep) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 		if err != nil {
 			return nil, err
 		}
-		if outcome.binary {
+		if outcome.Binary {
 			res.Blocks = Text(fmt.Sprintf("%s is a binary file (a NUL byte in its first 8 KB); Grep does not search binary files.", f.display))
 			return res, nil
 		}
@@ -280,7 +282,7 @@ type grepRun struct {
 	env       *Env
 	req       grepRequest
 	workspace string
-	sc        *grepScanner
+	sc        *grepscan.Scanner
 	out       *grepOutput
 }
 
@@ -328,47 +330,47 @@ func (g *grepRun) inOrder(ctx context.Context, tree *searchTree) error {
 
 // file searches one file and records what it found. Files that cannot be
 // opened (gone, refused) are skipped.
-func (g *grepRun) file(ctx context.Context, f searchFile) (scanOutcome, error) {
+func (g *grepRun) file(ctx context.Context, f searchFile) (grepscan.Outcome, error) {
 	if err := ctx.Err(); err != nil {
-		return scanOutcome{}, err
+		return grepscan.Outcome{}, err
 	}
 	h, err := g.env.FS.Open(f.path)
 	if err != nil {
-		return scanOutcome{}, nil //nolint:nilerr // an unreadable file is skipped, as ripgrep does
+		return grepscan.Outcome{}, nil //nolint:nilerr // an unreadable file is skipped, as ripgrep does
 	}
 	defer h.Close()
-	var emit func(grepLine) error
+	var emit func(grepscan.Line) error
 	switch g.req.mode {
 	case grepContent:
-		emit = func(l grepLine) error {
+		emit = func(l grepscan.Line) error {
 			if g.out.line(f.display, l) {
-				return errStopFile
+				return grepscan.ErrStop
 			}
 			return nil
 		}
 	case grepFiles:
-		emit = func(grepLine) error { return errStopFile }
+		emit = func(grepscan.Line) error { return grepscan.ErrStop }
 	default:
-		emit = func(grepLine) error { return nil }
+		emit = func(grepscan.Line) error { return nil }
 	}
-	outcome, err := g.sc.scan(ctx, h, emit)
+	outcome, err := g.sc.Scan(ctx, h, emit)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return outcome, err
 		}
 		return outcome, nil // a read error mid-file: skip the file
 	}
-	if outcome.tooLarge {
+	if outcome.TooLarge {
 		g.out.tooLarge++
 	}
-	if outcome.matches > 0 {
+	if outcome.Matches > 0 {
 		switch g.req.mode {
 		case grepFiles:
 			g.out.entry(f.display)
 		case grepCount:
 			g.out.files++
-			g.out.total += outcome.matches
-			g.out.entry(fmt.Sprintf("%s:%d", f.display, outcome.matches))
+			g.out.total += outcome.Matches
+			g.out.entry(fmt.Sprintf("%s:%d", f.display, outcome.Matches))
 		}
 	}
 	return outcome, nil
@@ -413,19 +415,19 @@ func (o *grepOutput) entry(s string) bool {
 }
 
 // line adds a content line of file; it reports whether the page is full.
-func (o *grepOutput) line(file string, l grepLine) bool {
+func (o *grepOutput) line(file string, l grepscan.Line) bool {
 	sep := ":"
-	if !l.match {
+	if !l.Match {
 		sep = "-"
 	}
 	var s string
 	if o.req.lineNumbers {
-		s = fmt.Sprintf("%s%s%d%s%s", file, sep, l.no, sep, l.text)
+		s = fmt.Sprintf("%s%s%d%s%s", file, sep, l.No, sep, l.Text)
 	} else {
-		s = file + sep + l.text
+		s = file + sep + l.Text
 	}
-	contiguous := file == o.lastFile && l.no == o.lastNo+1
-	o.lastFile, o.lastNo = file, l.no
+	contiguous := file == o.lastFile && l.No == o.lastNo+1
+	o.lastFile, o.lastNo = file, l.No
 	if o.req.before+o.req.after > 0 && !contiguous && o.shown > 0 && o.seen >= o.req.offset && o.shown < o.req.limit {
 		o.lines = append(o.lines, "--")
 	}
@@ -461,7 +463,7 @@ func (o *grepOutput) render() string {
 	}
 	if o.tooLarge > 0 {
 		fmt.Fprintf(&b, "\n(%d %s over %d MB not searched: multiline mode reads files whole.)",
-			o.tooLarge, grepPlural(o.tooLarge, "file", "files"), grepMultilineMaxBytes>>20)
+			o.tooLarge, grepPlural(o.tooLarge, "file", "files"), grepscan.MultilineMaxBytes>>20)
 	}
 	return b.String()
 }

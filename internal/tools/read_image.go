@@ -1,89 +1,35 @@
 package tools
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"image"
-	"image/color"
-	"image/draw"
-	"image/gif"
-	"image/jpeg"
-	"image/png"
 	"io"
-	"math"
 
-	"golang.org/x/image/webp"
+	"github.com/ferry-dev/ferry/internal/tools/docread"
 )
 
-// Image bounds. Images are told apart by their magic bytes, never by name.
-const (
-	// rdMaxImageEncodedBytes bounds a returned image: 3.75 MiB is 5 MiB once
-	// base64-encoded, the per-image cap of the Anthropic API.
-	rdMaxImageEncodedBytes = 3_932_160
-	// rdMaxImagePixels bounds what is decoded (50 megapixels: up to 200 MB
-	// as RGBA); larger images are refused before decoding.
-	rdMaxImagePixels = 50_000_000
-	// rdMaxImageFileBytes bounds the image file itself.
-	rdMaxImageFileBytes = 256 << 20
-	// rdJpegQuality is used when an image is re-encoded as JPEG.
-	rdJpegQuality = 85
-)
+// Images are decoded, shrunk and re-encoded by docread; this file turns
+// its refusals into the agent's messages and builds the result.
 
 // rdImageFormat names the image format of a file's first bytes, "" if none.
-func rdImageFormat(head []byte) string {
-	switch {
-	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
-		return "png"
-	case bytes.HasPrefix(head, []byte{0xFF, 0xD8, 0xFF}):
-		return "jpeg"
-	case bytes.HasPrefix(head, []byte("GIF87a")), bytes.HasPrefix(head, []byte("GIF89a")):
-		return "gif"
-	case len(head) >= 12 && string(head[:4]) == "RIFF" && string(head[8:12]) == "WEBP":
-		return "webp"
-	}
-	return ""
-}
+func rdImageFormat(head []byte) string { return docread.ImageFormat(head) }
 
-// rdPreparedImage is an image ready to return.
-type rdPreparedImage struct {
-	data      []byte
-	mediaType string
-	// origW×origH is the source, w×h what is returned.
-	origW, origH, w, h int
-	// reencoded: data is not the file's bytes.
-	reencoded bool
-}
-
-// describe is the text that goes with the image block.
-func (p *rdPreparedImage) describe(name, format string) string {
-	what := fmt.Sprintf("%s, %d×%d px", rdUpperFormat(format), p.origW, p.origH)
+// rdImageDescribe is the text that goes with the image block.
+func rdImageDescribe(p *docread.PreparedImage, name, format string) string {
+	what := fmt.Sprintf("%s, %d×%d px", docread.UpperFormat(format), p.OrigW, p.OrigH)
 	if format == "gif" {
 		what += " (first frame)"
 	}
-	size := rdFormatBytes(int64(len(p.data)))
+	size := rdFormatBytes(int64(len(p.Data)))
 	switch {
-	case p.w != p.origW || p.h != p.origH:
-		return fmt.Sprintf("Image %s: %s; shown resized to %d×%d px (%s, %s).", name, what, p.w, p.h, rdMediaName(p.mediaType), size)
-	case p.reencoded:
-		return fmt.Sprintf("Image %s: %s; shown as %s (%s).", name, what, rdMediaName(p.mediaType), size)
+	case p.W != p.OrigW || p.H != p.OrigH:
+		return fmt.Sprintf("Image %s: %s; shown resized to %d×%d px (%s, %s).", name, what, p.W, p.H, rdMediaName(p.MediaType), size)
+	case p.Reencoded:
+		return fmt.Sprintf("Image %s: %s; shown as %s (%s).", name, what, rdMediaName(p.MediaType), size)
 	}
 	return fmt.Sprintf("Image %s: %s (%s).", name, what, size)
-}
-
-func rdUpperFormat(format string) string {
-	switch format {
-	case "jpeg":
-		return "JPEG"
-	case "gif":
-		return "GIF"
-	case "webp":
-		return "WebP"
-	}
-	return "PNG"
 }
 
 func rdMediaName(mediaType string) string {
@@ -93,216 +39,28 @@ func rdMediaName(mediaType string) string {
 	return "PNG"
 }
 
-func rdDecodeImageConfig(format string, r io.Reader) (image.Config, error) {
-	switch format {
-	case "png":
-		return png.DecodeConfig(r)
-	case "jpeg":
-		return jpeg.DecodeConfig(r)
-	case "gif":
-		return gif.DecodeConfig(r)
-	default:
-		return webp.DecodeConfig(r)
-	}
-}
-
-func rdDecodeImage(format string, r io.Reader) (image.Image, error) {
-	switch format {
-	case "png":
-		return png.Decode(r)
-	case "jpeg":
-		return jpeg.Decode(r)
-	case "gif":
-		return gif.Decode(r) // the first frame
-	default:
-		return webp.Decode(r)
-	}
-}
-
-// rdPrepareImage decodes the image in r (size bytes, of format), shrinks it so
-// its longer side is at most maxDim and re-encodes it until it is at most
-// rdMaxImageEncodedBytes. A PNG or JPEG that needs neither is returned as its
-// own bytes (decoded all the same, so a corrupt one is caught here).
-func rdPrepareImage(ctx context.Context, name string, r io.ReaderAt, size int64, format string, maxDim int) (*rdPreparedImage, error) {
-	corrupt := func(err error) error {
-		return &Error{Code: CodeEncoding, Err: err, Message: fmt.Sprintf(
-			"%s looks like a %s image but cannot be decoded (%v); it may be corrupt or truncated.", name, rdUpperFormat(format), err)}
-	}
-	if size > rdMaxImageFileBytes {
-		return nil, Errorf(CodeTooLarge, "%s is a %s image of %s, over the %s Read decodes; shrink it with an image tool first.",
-			name, rdUpperFormat(format), rdFormatBytes(size), rdFormatBytes(rdMaxImageFileBytes))
-	}
-	cfg, err := rdDecodeImageConfig(format, io.NewSectionReader(r, 0, size))
-	if err != nil {
-		return nil, corrupt(err)
-	}
-	if cfg.Width <= 0 || cfg.Height <= 0 {
-		return nil, corrupt(fmt.Errorf("no pixels (%d×%d)", cfg.Width, cfg.Height))
-	}
-	if int64(cfg.Width)*int64(cfg.Height) > rdMaxImagePixels {
-		return nil, Errorf(CodeTooLarge, "%s is %d×%d px, over the %d megapixels Read decodes; shrink it with an image tool first.",
-			name, cfg.Width, cfg.Height, rdMaxImagePixels/1_000_000)
-	}
-	img, err := rdDecodeImage(format, bufio.NewReader(io.NewSectionReader(r, 0, size)))
-	if err != nil {
-		return nil, corrupt(err)
-	}
-	b := img.Bounds()
-	p := &rdPreparedImage{origW: b.Dx(), origH: b.Dy()}
-	w, h := rdFitInside(p.origW, p.origH, maxDim)
-	if w == p.origW && h == p.origH && (format == "png" || format == "jpeg") && size <= rdMaxImageEncodedBytes {
-		data := make([]byte, size)
-		if _, err := r.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("read %s: %w", name, err)
-		}
-		p.data, p.mediaType, p.w, p.h = data, "image/"+format, w, h
+// rdPrepareImage is docread.PrepareImage with its refusals as *Error.
+func rdPrepareImage(ctx context.Context, name string, r io.ReaderAt, size int64, format string, maxDim int) (*docread.PreparedImage, error) {
+	p, err := docread.PrepareImage(ctx, name, r, size, format, maxDim)
+	if err == nil {
 		return p, nil
 	}
-	// Re-encode: the source's own format for JPEG, PNG for the rest (GIF
-	// and WebP are not accepted everywhere). Too big: JPEG, then smaller.
-	for range 8 {
-		scaled := img
-		if w != p.origW || h != p.origH {
-			if scaled, err = rdShrink(ctx, img, w, h); err != nil {
-				return nil, err
-			}
-		}
-		var data []byte
-		mediaType := "image/png"
-		if format == "jpeg" {
-			data, err = rdEncodeJPEG(scaled)
-			mediaType = "image/jpeg"
-		} else {
-			data, err = rdEncodePNG(scaled)
-			if err == nil && len(data) > rdMaxImageEncodedBytes {
-				data, err = rdEncodeJPEG(scaled)
-				mediaType = "image/jpeg"
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("encode %s: %w", name, err)
-		}
-		if len(data) <= rdMaxImageEncodedBytes {
-			p.data, p.mediaType, p.w, p.h, p.reencoded = data, mediaType, w, h, true
-			return p, nil
-		}
-		w, h = max(1, w*3/4), max(1, h*3/4)
+	var corrupt *docread.CorruptImageError
+	var pixels *docread.TooManyPixelsError
+	switch {
+	case errors.As(err, &corrupt):
+		return nil, &Error{Code: CodeEncoding, Err: corrupt.Err, Message: fmt.Sprintf(
+			"%s looks like a %s image but cannot be decoded (%v); it may be corrupt or truncated.", name, docread.UpperFormat(format), corrupt.Err)}
+	case errors.Is(err, docread.ErrImageFileTooLarge):
+		return nil, Errorf(CodeTooLarge, "%s is a %s image of %s, over the %s Read decodes; shrink it with an image tool first.",
+			name, docread.UpperFormat(format), rdFormatBytes(size), rdFormatBytes(docread.MaxImageFileBytes))
+	case errors.As(err, &pixels):
+		return nil, Errorf(CodeTooLarge, "%s is %d×%d px, over the %d megapixels Read decodes; shrink it with an image tool first.",
+			name, pixels.W, pixels.H, docread.MaxImagePixels/1_000_000)
+	case errors.Is(err, docread.ErrImageNotShrinkable):
+		return nil, Errorf(CodeTooLarge, "%s could not be made smaller than %s as an image; shrink it with an image tool first.", name, rdFormatBytes(docread.MaxImageEncodedBytes))
 	}
-	return nil, Errorf(CodeTooLarge, "%s could not be made smaller than %s as an image; shrink it with an image tool first.", name, rdFormatBytes(rdMaxImageEncodedBytes))
-}
-
-// rdFitInside scales w×h down, keeping its aspect, so that neither side
-// exceeds maxDim.
-func rdFitInside(w, h, maxDim int) (int, int) {
-	if w <= maxDim && h <= maxDim {
-		return w, h
-	}
-	s := float64(maxDim) / float64(max(w, h))
-	return max(1, int(math.Round(float64(w)*s))), max(1, int(math.Round(float64(h)*s)))
-}
-
-func rdEncodePNG(img image.Image) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// rdEncodeJPEG flattens transparency onto white first: JPEG has no alpha, and
-// transparent pixels would otherwise turn black.
-func rdEncodeJPEG(img image.Image) ([]byte, error) {
-	if o, ok := img.(interface{ Opaque() bool }); !ok || !o.Opaque() {
-		flat := image.NewRGBA(img.Bounds())
-		draw.Draw(flat, flat.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
-		draw.Draw(flat, flat.Bounds(), img, img.Bounds().Min, draw.Over)
-		img = flat
-	}
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: rdJpegQuality}); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// rdShrink resamples src to w×h (no larger than src) by area averaging: each
-// destination pixel is the mean of the source area it covers, the filter
-// that does not alias when shrinking. It works a source row at a time, so
-// it needs the result, one converted source row and one row of sums — not
-// the float buffer of destination width × source height that the kernel
-// scalers of golang.org/x/image/draw allocate (192 MB to take a 3000 px
-// square to 2000 px).
-func rdShrink(ctx context.Context, src image.Image, w, h int) (*image.RGBA, error) {
-	sb := src.Bounds()
-	sw, sh := sb.Dx(), sb.Dy()
-	dst := image.NewRGBA(image.Rect(0, 0, w, h))
-	rx, ry := float64(sw)/float64(w), float64(sh)/float64(h)
-
-	// Each source column covers [x/rx, (x+1)/rx) in destination units: at
-	// most two destination columns, with these weights.
-	type span struct {
-		d      int
-		w0, w1 float64
-	}
-	cols := make([]span, sw)
-	for x := range sw {
-		x0, x1 := float64(x)/rx, float64(x+1)/rx
-		d := min(int(x0), w-1)
-		if next := float64(d + 1); next < x1 && d+1 < w {
-			cols[x] = span{d, next - x0, x1 - next}
-		} else {
-			cols[x] = span{d, x1 - x0, 0}
-		}
-	}
-	row := image.NewRGBA(image.Rect(0, 0, sw, 1))
-	sums := make([]float64, w*4)
-	for y := range h {
-		if y%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		clear(sums)
-		top, bottom := float64(y)*ry, float64(y+1)*ry
-		for sy := int(top); sy < sh && float64(sy) < bottom; sy++ {
-			wy := (min(bottom, float64(sy+1)) - max(top, float64(sy))) / ry
-			if wy <= 0 {
-				continue
-			}
-			// draw.Draw has fast paths from the decoders' image types
-			// (YCbCr, NRGBA, Paletted, Gray) to RGBA.
-			draw.Draw(row, row.Bounds(), src, image.Pt(sb.Min.X, sb.Min.Y+sy), draw.Src)
-			pix := row.Pix
-			for x, c := range cols {
-				p := pix[x*4 : x*4+4 : x*4+4]
-				s0 := sums[c.d*4 : c.d*4+4 : c.d*4+4]
-				f0 := wy * c.w0
-				s0[0] += float64(p[0]) * f0
-				s0[1] += float64(p[1]) * f0
-				s0[2] += float64(p[2]) * f0
-				s0[3] += float64(p[3]) * f0
-				if c.w1 > 0 {
-					s1 := sums[c.d*4+4 : c.d*4+8 : c.d*4+8]
-					f1 := wy * c.w1
-					s1[0] += float64(p[0]) * f1
-					s1[1] += float64(p[1]) * f1
-					s1[2] += float64(p[2]) * f1
-					s1[3] += float64(p[3]) * f1
-				}
-			}
-		}
-		out := dst.Pix[y*dst.Stride : y*dst.Stride+w*4]
-		for i, v := range sums {
-			out[i] = uint8(min(255, max(0, math.Round(v))))
-		}
-		// Premultiplied: no channel may exceed alpha, which rounding could
-		// otherwise break by one.
-		for i := 0; i < len(out); i += 4 {
-			a := out[i+3]
-			out[i], out[i+1], out[i+2] = min(out[i], a), min(out[i+1], a), min(out[i+2], a)
-		}
-	}
-	return dst, nil
+	return nil, err
 }
 
 // image reads an image file.
@@ -322,7 +80,7 @@ func (rc *readCall) image(format string) (*Result, error) {
 	// The agent saw the whole picture: a full read, even when resized.
 	rc.record(view, false, hash)
 	return rc.result([]Block{
-		{Type: "text", Text: p.describe(rc.name, format)},
-		{Type: "image", MediaType: p.mediaType, Data: base64.StdEncoding.EncodeToString(p.data)},
+		{Type: "text", Text: rdImageDescribe(p, rc.name, format)},
+		{Type: "image", MediaType: p.MediaType, Data: base64.StdEncoding.EncodeToString(p.Data)},
 	}), nil
 }

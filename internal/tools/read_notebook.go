@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ferry-dev/ferry/internal/tools/docread"
 )
 
 // Notebook bounds.
@@ -20,57 +20,6 @@ const (
 	// rdMaxNotebookImages is the most output images one Read returns.
 	rdMaxNotebookImages = 4
 )
-
-// rdNbText is a notebook string: JSON a string or an array of lines.
-type rdNbText string
-
-func (t *rdNbText) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*t = rdNbText(s)
-		return nil
-	}
-	var lines []string
-	if err := json.Unmarshal(b, &lines); err != nil {
-		return fmt.Errorf("want a string or an array of strings: %w", err)
-	}
-	*t = rdNbText(strings.Join(lines, ""))
-	return nil
-}
-
-type rdNbNotebook struct {
-	Cells    *[]rdNbCell `json:"cells"`
-	NBFormat int         `json:"nbformat"`
-	Metadata struct {
-		LanguageInfo struct {
-			Name string `json:"name"`
-		} `json:"language_info"`
-		Kernelspec struct {
-			Language string `json:"language"`
-		} `json:"kernelspec"`
-	} `json:"metadata"`
-}
-
-type rdNbCell struct {
-	CellType       string       `json:"cell_type"`
-	ID             string       `json:"id"`
-	Source         rdNbText     `json:"source"`
-	ExecutionCount *int         `json:"execution_count"`
-	Outputs        []rdNbOutput `json:"outputs"`
-}
-
-type rdNbOutput struct {
-	OutputType string                     `json:"output_type"`
-	Name       string                     `json:"name"`
-	Text       rdNbText                   `json:"text"`
-	Data       map[string]json.RawMessage `json:"data"`
-	EName      string                     `json:"ename"`
-	EValue     string                     `json:"evalue"`
-	Traceback  []string                   `json:"traceback"`
-}
-
-// rdAnsiEscape matches terminal escape sequences (colours in tracebacks).
-var rdAnsiEscape = regexp.MustCompile(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
 
 // rdCapRunes keeps at most n runes of s; cut is how many were dropped.
 func rdCapRunes(s string, n int) (kept string, cut int) {
@@ -122,7 +71,7 @@ func (rc *readCall) notebook() (*Result, error) {
 	if _, err := rc.f.ReadAt(raw, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, readFSError(rc.env.FS, rc.name, err)
 	}
-	var nb rdNbNotebook
+	var nb docread.Notebook
 	if err := json.Unmarshal(bytes.TrimPrefix(raw, []byte{0xEF, 0xBB, 0xBF}), &nb); err != nil {
 		return nil, &Error{Code: CodeEncoding, Err: err, Message: fmt.Sprintf(
 			"%s is not a valid Jupyter notebook: its JSON does not parse (%v). Fix the JSON, or read it as text with Grep.", rc.name, err)}
@@ -184,7 +133,7 @@ func (rc *readCall) notebook() (*Result, error) {
 
 // renderCell writes cell number i and returns its output images; shown is
 // how many images earlier cells returned.
-func (rc *readCall) renderCell(out *strings.Builder, i int, c rdNbCell, shown int) ([]Block, error) {
+func (rc *readCall) renderCell(out *strings.Builder, i int, c docread.NotebookCell, shown int) ([]Block, error) {
 	fmt.Fprintf(out, "\n[cell %d: %s", i, c.CellType)
 	if c.ExecutionCount != nil {
 		fmt.Fprintf(out, ", execution_count %d", *c.ExecutionCount)
@@ -211,7 +160,7 @@ func (rc *readCall) renderCell(out *strings.Builder, i int, c rdNbCell, shown in
 			}
 			rdWriteLine(&o, string(output.Text))
 		case "execute_result", "display_data":
-			img, mediaType := rdNbImage(output.Data)
+			img, mediaType := docread.NotebookImage(output.Data)
 			if img != "" {
 				if shown+len(images) >= rdMaxNotebookImages {
 					fmt.Fprintf(&o, "[%s output not shown: at most %d images a Read]\n", mediaType, rdMaxNotebookImages)
@@ -225,15 +174,15 @@ func (rc *readCall) renderCell(out *strings.Builder, i int, c rdNbCell, shown in
 					}
 				}
 			}
-			if text, kind := rdNbPlain(output.Data); kind != "" {
+			if text, kind := docread.NotebookPlain(output.Data); kind != "" {
 				rdWriteLine(&o, text)
 			} else if img == "" && len(output.Data) > 0 {
-				fmt.Fprintf(&o, "[output of type %s]\n", strings.Join(rdSortedKeys(output.Data), ", "))
+				fmt.Fprintf(&o, "[output of type %s]\n", strings.Join(docread.SortedKeys(output.Data), ", "))
 			}
 		case "error":
 			fmt.Fprintf(&o, "%s: %s\n", output.EName, output.EValue)
 			for _, line := range output.Traceback {
-				rdWriteLine(&o, rdAnsiEscape.ReplaceAllString(line, ""))
+				rdWriteLine(&o, docread.ANSIEscape.ReplaceAllString(line, ""))
 			}
 		default:
 			fmt.Fprintf(&o, "[%s output]\n", output.OutputType)
@@ -261,41 +210,6 @@ func rdWriteLine(b *strings.Builder, s string) {
 	}
 }
 
-// rdNbPlain returns an output's text: text/plain, else markdown, else HTML.
-func rdNbPlain(data map[string]json.RawMessage) (string, string) {
-	for _, kind := range []string{"text/plain", "text/markdown", "text/html"} {
-		if raw, ok := data[kind]; ok {
-			var t rdNbText
-			if json.Unmarshal(raw, &t) == nil {
-				return string(t), kind
-			}
-		}
-	}
-	return "", ""
-}
-
-// rdNbImage returns an output's base64 image and its media type.
-func rdNbImage(data map[string]json.RawMessage) (string, string) {
-	for _, kind := range []string{"image/png", "image/jpeg"} {
-		if raw, ok := data[kind]; ok {
-			var t rdNbText
-			if json.Unmarshal(raw, &t) == nil {
-				return string(t), kind
-			}
-		}
-	}
-	return "", ""
-}
-
-func rdSortedKeys(m map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // notebookImage decodes an output image and prepares it like an image file.
 func (rc *readCall) notebookImage(b64, mediaType string, cell int) (Block, string, error) {
 	data, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(b64), ""))
@@ -310,11 +224,11 @@ func (rc *readCall) notebookImage(b64, mediaType string, cell int) (Block, strin
 	if err != nil {
 		return Block{}, "", err
 	}
-	desc := fmt.Sprintf("%d×%d px", p.origW, p.origH)
-	if p.w != p.origW || p.h != p.origH {
-		desc += fmt.Sprintf(", shown at %d×%d", p.w, p.h)
+	desc := fmt.Sprintf("%d×%d px", p.OrigW, p.OrigH)
+	if p.W != p.OrigW || p.H != p.OrigH {
+		desc += fmt.Sprintf(", shown at %d×%d", p.W, p.H)
 	}
-	return Block{Type: "image", MediaType: p.mediaType, Data: base64.StdEncoding.EncodeToString(p.data)}, desc, nil
+	return Block{Type: "image", MediaType: p.MediaType, Data: base64.StdEncoding.EncodeToString(p.Data)}, desc, nil
 }
 
 // rdPlural writes n and noun, with an s unless n is 1.

@@ -1,8 +1,6 @@
 package tools
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -10,11 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/validate"
+	"github.com/ferry-dev/ferry/internal/tools/docread"
 )
 
 // PDF bounds. PDFs are recognised by their "%PDF-" header, never by name.
@@ -105,65 +100,6 @@ func rdPageTotal(ranges []rdPageRange) int {
 	return n
 }
 
-var rdPdfConfigOnce sync.Once
-
-// rdPdfConfig is pdfcpu's default configuration without its config
-// directory: pdfcpu would otherwise create one under the user's config
-// directory on first use. Read needs no user fonts.
-func rdPdfConfig() *model.Configuration {
-	rdPdfConfigOnce.Do(func() { model.ConfigPath = "disable" })
-	conf := model.NewDefaultConfiguration()
-	conf.Cmd = model.TRIM
-	return conf
-}
-
-// rdLoadPDF parses a PDF. pdfcpu reports most damage as errors, some as
-// panics: both become the same clear error.
-func rdLoadPDF(rs io.ReadSeeker) (ctx *model.Context, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			ctx, err = nil, fmt.Errorf("pdfcpu: %v", p)
-		}
-	}()
-	// pdfcpu's api package would do these three steps, but importing it
-	// pulls in its form support, whose go-runewidth dependency spends ~50 ms
-	// in package init: every ferry command would start that much slower.
-	ctx, err = pdfcpu.Read(rs, rdPdfConfig())
-	if err != nil {
-		return nil, fmt.Errorf("read: %w", err)
-	}
-	if err := validate.XRefTable(ctx); err != nil {
-		return nil, fmt.Errorf("validate: %w", err)
-	}
-	if err := pdfcpu.OptimizeXRefTable(ctx); err != nil {
-		return nil, fmt.Errorf("optimize: %w", err)
-	}
-	return ctx, nil
-}
-
-// rdExtractPDFPages writes a new PDF of the given pages of ctx.
-func rdExtractPDFPages(ctx *model.Context, pages []int) (data []byte, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			data, err = nil, fmt.Errorf("pdfcpu: %v", p)
-		}
-	}()
-	dest, err := pdfcpu.ExtractPages(ctx, pages, false)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
-	dest.Write.Writer = w
-	if err := pdfcpu.WriteContext(dest); err != nil {
-		return nil, err
-	}
-	if err := w.Flush(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 // rdPdfView names a PDF read in the read state.
 func rdPdfView(pagesText string) string {
 	if pagesText == "" {
@@ -184,12 +120,12 @@ func (rc *readCall) pdf() (*Result, error) {
 		return nil, Errorf(CodeTooLarge, "%s is a PDF of %s, over the %s Read parses. Split it with a PDF tool first, or extract its text with one.",
 			rc.name, rdFormatBytes(size), rdFormatBytes(rdMaxPDFFileBytes))
 	}
-	doc, err := rdLoadPDF(io.NewSectionReader(rc.f, 0, size))
+	doc, err := docread.LoadPDF(io.NewSectionReader(rc.f, 0, size))
 	if err != nil {
 		return nil, &Error{Code: CodeEncoding, Err: err, Message: fmt.Sprintf(
 			"%s starts like a PDF but cannot be parsed (%v); it may be corrupt, truncated or encrypted.", rc.name, err)}
 	}
-	n := doc.PageCount
+	n := doc.PageCount()
 	if n < 1 {
 		return nil, Errorf(CodeEncoding, "%s is a PDF without pages; there is nothing to read.", rc.name)
 	}
@@ -228,7 +164,7 @@ func (rc *readCall) pdf() (*Result, error) {
 				pages = append(pages, p)
 			}
 		}
-		if data, err = rdExtractPDFPages(doc, pages); err != nil {
+		if data, err = doc.ExtractPages(pages); err != nil {
 			return nil, &Error{Code: CodeEncoding, Err: err, Message: fmt.Sprintf(
 				"the pages %s of %s cannot be extracted (%v); the PDF may be damaged. Try other pages.", rdFormatPages(ranges), rc.name, err)}
 		}

@@ -1,4 +1,4 @@
-package tools
+package grepscan
 
 import (
 	"bufio"
@@ -12,88 +12,83 @@ import (
 	"unicode/utf8"
 )
 
-// This file searches one file for Grep, streaming: memory is bounded by
-// a fixed buffer (plus, in multiline mode, the file up to
-// grepMultilineMaxBytes), never by the file or by its longest line.
-//
-// Line mode finds candidate matches with one regexp search over a whole
-// buffer of lines (fast: RE2 with its literal prefilters), then confirms
-// each candidate on its line alone, so a match never spans lines. A line
-// longer than the buffer is matched through a rune reader, and only an
-// excerpt of it is ever kept.
+// How it works: line mode finds candidate matches with one regexp search
+// over a whole buffer of lines (fast: RE2 with its literal prefilters),
+// then confirms each candidate on its line alone, so a match never spans
+// lines. A line longer than the buffer is matched through a rune reader,
+// and only an excerpt of it is ever kept.
 
 const (
-	// grepBufSize is the line-mode buffer; longer lines take the slow path.
-	grepBufSize = 256 << 10
-	// grepBinaryProbe is how much of a file is checked for a NUL byte.
-	grepBinaryProbe = 8 << 10
-	// grepLineRunes caps a line shown in content mode (as ripgrep's
+	// defaultBufSize is the line-mode buffer; longer lines take the slow path.
+	defaultBufSize = 256 << 10
+	// binaryProbe is how much of a file is checked for a NUL byte.
+	binaryProbe = 8 << 10
+	// lineRunes caps a line shown in content mode (as ripgrep's
 	// --max-columns 500 in Claude Code); a longer line is shown as an
 	// excerpt around its first match, with markers.
-	grepLineRunes = 500
-	// grepMultilineMaxBytes: multiline mode reads a file whole; larger
-	// files are skipped (and the result says so).
-	grepMultilineMaxBytes = 32 << 20
+	lineRunes = 500
+	// MultilineMaxBytes caps a file in multiline mode, which reads a file
+	// whole; larger files are skipped (Outcome.TooLarge).
+	MultilineMaxBytes = 32 << 20
 )
 
-// grepLine is a line of content output.
-type grepLine struct {
-	no    int64
-	text  string
-	match bool
+// Line is a line of content output.
+type Line struct {
+	No    int64  // 1-based line number
+	Text  string // the line as shown (see DisplayLine); empty when only counting
+	Match bool   // a match line, not a context line
 }
 
-// grepScanner searches files with one compiled pattern. Not safe for
+// Scanner searches files with one compiled pattern. Not safe for
 // concurrent use (it owns its buffer).
-type grepScanner struct {
-	re        *regexp.Regexp
-	multiline bool
-	// before and after are context line counts; wantLines says whether
+type Scanner struct {
+	Re        *regexp.Regexp
+	Multiline bool
+	// Before and After are context line counts; WantLines says whether
 	// lines are shown (content mode) or only counted.
-	before, after int
-	wantLines     bool
-	// bufSize is the line buffer's size (grepBufSize when 0; tests use
-	// tiny ones to reach every boundary).
-	bufSize int
-	// maxWhole caps a file in multiline mode (grepMultilineMaxBytes when
-	// 0).
-	maxWhole int
+	Before, After int
+	WantLines     bool
+	// BufSize is the line buffer's size (256 KiB when 0; tests use tiny
+	// ones to reach every boundary).
+	BufSize int
+	// MaxWhole caps a file in multiline mode (MultilineMaxBytes when 0).
+	MaxWhole int
 	buf      []byte
 }
 
-// grepFile is a file to scan: a reader positioned at its start, and
+// File is a file to scan: a reader positioned at its start, and
 // random access for excerpts of long lines.
-type grepFile interface {
+type File interface {
 	io.Reader
 	io.ReaderAt
 }
 
-// scanOutcome is what scanning one file found.
-type scanOutcome struct {
-	// matches counts matching lines (matches, in multiline mode).
-	matches int64
-	// binary: a NUL byte in the first grepBinaryProbe bytes; not searched.
-	binary bool
-	// tooLarge: over grepMultilineMaxBytes in multiline mode; not searched.
-	tooLarge bool
+// Outcome is what scanning one file found.
+type Outcome struct {
+	// Matches counts matching lines (matches, in multiline mode).
+	Matches int64
+	// Binary: a NUL byte in the first 8 KiB; not searched.
+	Binary bool
+	// TooLarge: over MaxWhole in multiline mode; not searched.
+	TooLarge bool
 }
 
-// errStopFile is returned by an emit function to stop scanning the file
+// ErrStop is returned by an emit function to stop scanning the file
 // (files_with_matches needs one match; content mode stops at its limit).
-var errStopFile = errors.New("stop scanning this file")
+var ErrStop = errors.New("stop scanning this file")
 
-// scan searches f, calling emit for every match line and context line in
-// order (and, when !wantLines, for every match with an empty text).
-// emit returning errStopFile ends the scan without error.
-func (s *grepScanner) scan(ctx context.Context, f grepFile, emit func(grepLine) error) (scanOutcome, error) {
-	var out scanOutcome
+// Scan searches f, calling emit for every match line and context line in
+// order (and, when !WantLines, for every match with an empty text).
+// emit returning ErrStop ends the scan without error.
+func (s *Scanner) Scan(ctx context.Context, f File, emit func(Line) error) (Outcome, error) {
+	var out Outcome
 	if s.buf == nil {
-		if s.bufSize <= 0 {
-			s.bufSize = grepBufSize
+		if s.BufSize <= 0 {
+			s.BufSize = defaultBufSize
 		}
-		s.buf = make([]byte, s.bufSize)
+		s.buf = make([]byte, s.BufSize)
 	}
-	probe := min(grepBinaryProbe, len(s.buf))
+	probe := min(binaryProbe, len(s.buf))
 	n, err := io.ReadAtLeast(f, s.buf[:probe], probe)
 	eof := false
 	switch {
@@ -103,32 +98,32 @@ func (s *grepScanner) scan(ctx context.Context, f grepFile, emit func(grepLine) 
 		return out, err
 	}
 	if bytes.IndexByte(s.buf[:n], 0) >= 0 {
-		out.binary = true
+		out.Binary = true
 		return out, nil
 	}
-	if n == probe && probe < grepBinaryProbe {
+	if n == probe && probe < binaryProbe {
 		// A buffer smaller than the probe (tests): look further without
 		// consuming.
-		var more [grepBinaryProbe]byte
-		m, _ := f.ReadAt(more[:grepBinaryProbe-probe], int64(probe))
+		var more [binaryProbe]byte
+		m, _ := f.ReadAt(more[:binaryProbe-probe], int64(probe))
 		if bytes.IndexByte(more[:m], 0) >= 0 {
-			out.binary = true
+			out.Binary = true
 			return out, nil
 		}
 	}
-	counting := func(l grepLine) error {
-		if l.match {
-			out.matches++
+	counting := func(l Line) error {
+		if l.Match {
+			out.Matches++
 		}
 		return emit(l)
 	}
-	if s.multiline {
+	if s.Multiline {
 		err = s.scanWhole(ctx, f, s.buf[:n], eof, emit, &out)
 	} else {
 		ls := &lineScan{s: s, ctx: ctx, f: f, emit: counting, end: n, eof: eof}
 		err = ls.run()
 	}
-	if errors.Is(err, errStopFile) {
+	if errors.Is(err, ErrStop) {
 		err = nil
 	}
 	return out, err
@@ -136,10 +131,10 @@ func (s *grepScanner) scan(ctx context.Context, f grepFile, emit func(grepLine) 
 
 // lineScan is the state of one line-mode scan.
 type lineScan struct {
-	s    *grepScanner
+	s    *Scanner
 	ctx  context.Context
-	f    grepFile
-	emit func(grepLine) error
+	f    File
+	emit func(Line) error
 
 	start, end int   // valid data is s.buf[start:end]
 	off        int64 // file offset of s.buf[start]
@@ -154,7 +149,7 @@ type lineScan struct {
 	pendingAfter int
 	// tail holds the last lines before the current buffer, for before-
 	// context (only when lines are shown and before > 0).
-	tail []grepLine
+	tail []Line
 }
 
 func (ls *lineScan) run() error {
@@ -221,14 +216,14 @@ func (ls *lineScan) region(region []byte) error {
 	pos := 0
 	for pos < len(region) {
 		if ls.pendingAfter > 0 {
-			le := grepLineEnd(region, pos)
+			le := lineEnd(region, pos)
 			line := region[pos:le]
-			if s.re.Match(line) {
-				if err := ls.match(line, -1); err != nil {
+			if s.Re.Match(line) {
+				if err := ls.emitMatch(line, -1); err != nil {
 					return err
 				}
 			} else {
-				if err := ls.emitLine(grepLine{no: ls.lineNo, text: grepDisplayLine(line, -1)}); err != nil {
+				if err := ls.emitLine(Line{No: ls.lineNo, Text: DisplayLine(line, -1)}); err != nil {
 					return err
 				}
 				ls.pendingAfter--
@@ -237,12 +232,12 @@ func (ls *lineScan) region(region []byte) error {
 			ls.lineNo++
 			continue
 		}
-		loc := s.re.FindIndex(region[pos:])
+		loc := s.Re.FindIndex(region[pos:])
 		if loc != nil && pos+loc[0] == len(region) && region[len(region)-1] == '\n' {
 			loc = nil // an empty match after the last newline: no line there
 		}
 		if loc == nil {
-			ls.lineNo += int64(bytes.Count(region[pos:], grepNL))
+			ls.lineNo += int64(bytes.Count(region[pos:], nl))
 			if pos < len(region) && region[len(region)-1] != '\n' {
 				ls.lineNo++
 			}
@@ -250,15 +245,15 @@ func (ls *lineScan) region(region []byte) error {
 		}
 		ms := pos + loc[0]
 		lstart := pos + bytes.LastIndexByte(region[pos:ms], '\n') + 1
-		le := grepLineEnd(region, ms)
-		ls.lineNo += int64(bytes.Count(region[pos:lstart], grepNL))
+		le := lineEnd(region, ms)
+		ls.lineNo += int64(bytes.Count(region[pos:lstart], nl))
 		line := region[lstart:le]
 		// Confirm on the line alone: the candidate may span lines.
-		if s.re.Match(line) {
+		if s.Re.Match(line) {
 			if err := ls.beforeContext(region, lstart, regionFirst); err != nil {
 				return err
 			}
-			if err := ls.match(line, -1); err != nil {
+			if err := ls.emitMatch(line, -1); err != nil {
 				return err
 			}
 		}
@@ -269,37 +264,37 @@ func (ls *lineScan) region(region []byte) error {
 	return nil
 }
 
-var grepNL = []byte{'\n'}
+var nl = []byte{'\n'}
 
-// grepLineEnd is the index of the newline ending the line at i (or len(b)).
-func grepLineEnd(b []byte, i int) int {
+// lineEnd is the index of the newline ending the line at i (or len(b)).
+func lineEnd(b []byte, i int) int {
 	if j := bytes.IndexByte(b[i:], '\n'); j >= 0 {
 		return i + j
 	}
 	return len(b)
 }
 
-// match emits line ls.lineNo as a match; at is where the match starts
+// emitMatch emits line ls.lineNo as a match; at is where the match starts
 // when known (-1: find it).
-func (ls *lineScan) match(line []byte, at int) error {
+func (ls *lineScan) emitMatch(line []byte, at int) error {
 	text := ""
-	if ls.s.wantLines {
+	if ls.s.WantLines {
 		if at < 0 {
-			if loc := ls.s.re.FindIndex(line); loc != nil {
+			if loc := ls.s.Re.FindIndex(line); loc != nil {
 				at = loc[0]
 			}
 		}
-		text = grepDisplayLine(line, at)
+		text = DisplayLine(line, at)
 	}
-	if err := ls.emitLine(grepLine{no: ls.lineNo, text: text, match: true}); err != nil {
+	if err := ls.emitLine(Line{No: ls.lineNo, Text: text, Match: true}); err != nil {
 		return err
 	}
-	ls.pendingAfter = ls.s.after
+	ls.pendingAfter = ls.s.After
 	return nil
 }
 
-func (ls *lineScan) emitLine(l grepLine) error {
-	ls.lastEmitted = l.no
+func (ls *lineScan) emitLine(l Line) error {
+	ls.lastEmitted = l.No
 	return ls.emit(l)
 }
 
@@ -307,27 +302,27 @@ func (ls *lineScan) emitLine(l grepLine) error {
 // context asks for and that were not shown yet: from this region, and
 // from the tail of the previous ones.
 func (ls *lineScan) beforeContext(region []byte, lstart int, regionFirst int64) error {
-	b := ls.s.before
-	if b == 0 || !ls.s.wantLines {
+	b := ls.s.Before
+	if b == 0 || !ls.s.WantLines {
 		return nil
 	}
 	from := max(ls.lastEmitted+1, ls.lineNo-int64(b), 1)
 	if from >= ls.lineNo {
 		return nil
 	}
-	var lines []grepLine
+	var lines []Line
 	// Backwards through this region.
 	end := lstart - 1 // the newline ending the previous line
 	no := ls.lineNo - 1
 	for no >= from && end >= 0 && no >= regionFirst {
 		st := bytes.LastIndexByte(region[:end], '\n') + 1
-		lines = append(lines, grepLine{no: no, text: grepDisplayLine(region[st:end], -1)})
+		lines = append(lines, Line{No: no, Text: DisplayLine(region[st:end], -1)})
 		end = st - 1
 		no--
 	}
 	// Then the tail of earlier regions.
 	for i := len(ls.tail) - 1; i >= 0 && no >= from; i-- {
-		if ls.tail[i].no == no {
+		if ls.tail[i].No == no {
 			lines = append(lines, ls.tail[i])
 			no--
 		}
@@ -342,11 +337,11 @@ func (ls *lineScan) beforeContext(region []byte, lstart int, regionFirst int64) 
 
 // keepTail remembers the last lines of region for before-context.
 func (ls *lineScan) keepTail(region []byte, regionFirst int64) {
-	b := ls.s.before
-	if b == 0 || !ls.s.wantLines || len(region) == 0 {
+	b := ls.s.Before
+	if b == 0 || !ls.s.WantLines || len(region) == 0 {
 		return
 	}
-	var lines []grepLine
+	var lines []Line
 	end := len(region)
 	if region[end-1] == '\n' {
 		end--
@@ -354,7 +349,7 @@ func (ls *lineScan) keepTail(region []byte, regionFirst int64) {
 	no := ls.lineNo - 1
 	for len(lines) < b && end >= 0 && no >= regionFirst {
 		st := bytes.LastIndexByte(region[:end], '\n') + 1
-		lines = append(lines, grepLine{no: no, text: grepDisplayLine(region[st:end], -1)})
+		lines = append(lines, Line{No: no, Text: DisplayLine(region[st:end], -1)})
 		end = st - 1
 		no--
 	}
@@ -374,9 +369,9 @@ func (ls *lineScan) longLine() error {
 	s := ls.s
 	lineOff := ls.off
 	head := s.buf[ls.start:ls.end]
-	lr := &grepLineReader{head: head, r: ls, scratch: make([]byte, 64<<10)}
+	lr := &lineReader{head: head, r: ls, scratch: make([]byte, 64<<10)}
 	rr := bufio.NewReaderSize(lr, 64<<10)
-	loc := s.re.FindReaderIndex(rr)
+	loc := s.Re.FindReaderIndex(rr)
 	// Drain the rest of the line to find where it ends.
 	if _, err := io.Copy(io.Discard, rr); err != nil {
 		return err
@@ -384,40 +379,40 @@ func (ls *lineScan) longLine() error {
 	if lr.err != nil {
 		return lr.err
 	}
-	// Shown length: without a final CR, as grepDisplayLine does.
+	// Shown length: without a final CR, as DisplayLine does.
 	shownLen := lr.n
-	if s.wantLines && shownLen > 0 {
+	if s.WantLines && shownLen > 0 {
 		var last [1]byte
 		if _, err := ls.f.ReadAt(last[:], lineOff+shownLen-1); err == nil && last[0] == '\r' {
 			shownLen--
 		}
 	}
-	l := grepLine{no: ls.lineNo}
+	l := Line{No: ls.lineNo}
 	switch {
 	case loc != nil:
-		l.match = true
+		l.Match = true
 		if err := ls.beforeContext(nil, 0, ls.lineNo); err != nil {
 			return err
 		}
-		if s.wantLines {
-			l.text = ls.excerpt(lineOff, shownLen, int64(loc[0]))
+		if s.WantLines {
+			l.Text = ls.excerpt(lineOff, shownLen, int64(loc[0]))
 		}
 		if err := ls.emitLine(l); err != nil {
 			return err
 		}
-		ls.pendingAfter = s.after
+		ls.pendingAfter = s.After
 	case ls.pendingAfter > 0:
-		l.text = ls.excerpt(lineOff, shownLen, 0)
+		l.Text = ls.excerpt(lineOff, shownLen, 0)
 		if err := ls.emitLine(l); err != nil {
 			return err
 		}
 		ls.pendingAfter--
 	}
-	if s.before > 0 && s.wantLines {
-		l.text = ls.excerpt(lineOff, shownLen, 0)
-		l.match = false
+	if s.Before > 0 && s.WantLines {
+		l.Text = ls.excerpt(lineOff, shownLen, 0)
+		l.Match = false
 		ls.tail = append(ls.tail, l)
-		if len(ls.tail) > s.before {
+		if len(ls.tail) > s.Before {
 			ls.tail = ls.tail[1:]
 		}
 	}
@@ -434,14 +429,14 @@ func (ls *lineScan) longLine() error {
 
 // excerpt reads, from the file, the part of a long line around at.
 func (ls *lineScan) excerpt(lineOff, lineLen, at int64) string {
-	if lineLen <= grepLineRunes*utf8.UTFMax {
+	if lineLen <= lineRunes*utf8.UTFMax {
 		// Short enough to read whole (only with tiny test buffers).
 		b := make([]byte, lineLen)
 		n, _ := ls.f.ReadAt(b, lineOff)
-		return grepDisplayLine(b[:n], int(at))
+		return DisplayLine(b[:n], int(at))
 	}
-	from := max(0, at-grepLineRunes/4)
-	want := min(int64(grepLineRunes*utf8.UTFMax), lineLen-from)
+	from := max(0, at-lineRunes/4)
+	want := min(int64(lineRunes*utf8.UTFMax), lineLen-from)
 	b := make([]byte, want)
 	n, err := ls.f.ReadAt(b, lineOff+from)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -453,13 +448,13 @@ func (ls *lineScan) excerpt(lineOff, lineLen, at int64) string {
 	for skip < len(b) && skip < utf8.UTFMax && !utf8.RuneStart(b[skip]) {
 		skip++
 	}
-	return grepMarkLong(string(b[skip:]), from+int64(skip), lineLen)
+	return markLong(string(b[skip:]), from+int64(skip), lineLen)
 }
 
-// grepLineReader reads one line, starting with what is buffered (head), then
+// lineReader reads one line, starting with what is buffered (head), then
 // from r up to the newline, which it does not return. What followed the
 // newline in its last read is left in leftover.
-type grepLineReader struct {
+type lineReader struct {
 	head     []byte
 	r        io.Reader
 	scratch  []byte
@@ -470,7 +465,7 @@ type grepLineReader struct {
 	err      error
 }
 
-func (l *grepLineReader) Read(p []byte) (int, error) {
+func (l *lineReader) Read(p []byte) (int, error) {
 	for len(l.head) == 0 {
 		if l.done {
 			return 0, io.EOF
@@ -499,34 +494,34 @@ func (l *grepLineReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// grepDisplayLine is how a line is shown: without its CR, valid UTF-8, at
-// most grepLineRunes runes; a longer one as an excerpt around at (its
+// DisplayLine is how a line is shown: without its CR, valid UTF-8, at
+// most lineRunes runes; a longer one as an excerpt around at (its
 // first match; -1 for none) between markers.
-func grepDisplayLine(line []byte, at int) string {
+func DisplayLine(line []byte, at int) string {
 	line = bytes.TrimSuffix(line, []byte{'\r'})
-	if len(line) <= grepLineRunes || utf8.RuneCount(line) <= grepLineRunes {
+	if len(line) <= lineRunes || utf8.RuneCount(line) <= lineRunes {
 		return strings.ToValidUTF8(string(line), "\uFFFD")
 	}
 	from := 0
 	if at > 0 {
-		from = max(0, at-grepLineRunes/4)
+		from = max(0, at-lineRunes/4)
 		for from > 0 && !utf8.RuneStart(line[from]) {
 			from--
 		}
 	}
-	return grepMarkLong(string(line[from:]), int64(from), int64(len(line)))
+	return markLong(string(line[from:]), int64(from), int64(len(line)))
 }
 
-// grepMarkLong shows at most grepLineRunes runes of s, which starts at byte
+// markLong shows at most lineRunes runes of s, which starts at byte
 // from of a line of lineLen bytes, marking what is left out.
-func grepMarkLong(s string, from, lineLen int64) string {
+func markLong(s string, from, lineLen int64) string {
 	s = strings.TrimSuffix(s, "\r")
 	var b strings.Builder
 	if from > 0 {
 		fmt.Fprintf(&b, "[… %d bytes] ", from)
 	}
 	end := 0
-	for i := 0; i < grepLineRunes && end < len(s); i++ {
+	for i := 0; i < lineRunes && end < len(s); i++ {
 		_, size := utf8.DecodeRuneInString(s[end:])
 		end += size
 	}
@@ -538,12 +533,12 @@ func grepMarkLong(s string, from, lineLen int64) string {
 }
 
 // scanWhole is multiline mode: the file is read whole (up to
-// grepMultilineMaxBytes) and matches may span lines; every line a match
-// touches is a match line, and out.matches counts matches, not lines.
-func (s *grepScanner) scanWhole(ctx context.Context, f grepFile, head []byte, eof bool, emit func(grepLine) error, out *scanOutcome) error {
-	limit := s.maxWhole
+// MultilineMaxBytes) and matches may span lines; every line a match
+// touches is a match line, and out.Matches counts matches, not lines.
+func (s *Scanner) scanWhole(ctx context.Context, f File, head []byte, eof bool, emit func(Line) error, out *Outcome) error {
+	limit := s.MaxWhole
 	if limit <= 0 {
-		limit = grepMultilineMaxBytes
+		limit = MultilineMaxBytes
 	}
 	data := append([]byte(nil), head...)
 	if !eof {
@@ -554,11 +549,11 @@ func (s *grepScanner) scanWhole(ctx context.Context, f grepFile, head []byte, eo
 		data = append(data, rest...)
 	}
 	if len(data) > limit {
-		out.tooLarge = true
+		out.TooLarge = true
 		return nil
 	}
 	var starts []int // line start offsets, when lines are shown
-	if s.wantLines {
+	if s.WantLines {
 		starts = append(starts, 0)
 		for i, c := range data {
 			if c == '\n' && i+1 < len(data) {
@@ -568,13 +563,13 @@ func (s *grepScanner) scanWhole(ctx context.Context, f grepFile, head []byte, eo
 	}
 	lineText := func(no int64) string {
 		st := starts[no-1]
-		return grepDisplayLine(data[st:grepLineEnd(data, st)], -1)
+		return DisplayLine(data[st:lineEnd(data, st)], -1)
 	}
 	var lastEmitted, afterUntil int64
 	emitRange := func(from, to int64, match bool) error {
 		for no := max(from, lastEmitted+1); no <= to && no <= int64(len(starts)); no++ {
 			lastEmitted = no
-			if err := emit(grepLine{no: no, text: lineText(no), match: match}); err != nil {
+			if err := emit(Line{No: no, Text: lineText(no), Match: match}); err != nil {
 				return err
 			}
 		}
@@ -582,7 +577,7 @@ func (s *grepScanner) scanWhole(ctx context.Context, f grepFile, head []byte, eo
 	}
 	lineNo, cursor := int64(1), 0 // line number at byte cursor
 	lineAt := func(i int) int64 {
-		lineNo += int64(bytes.Count(data[cursor:i], grepNL))
+		lineNo += int64(bytes.Count(data[cursor:i], nl))
 		cursor = i
 		return lineNo
 	}
@@ -590,7 +585,7 @@ func (s *grepScanner) scanWhole(ctx context.Context, f grepFile, head []byte, eo
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		loc := s.re.FindIndex(data[pos:])
+		loc := s.Re.FindIndex(data[pos:])
 		if loc == nil {
 			break
 		}
@@ -598,27 +593,27 @@ func (s *grepScanner) scanWhole(ctx context.Context, f grepFile, head []byte, eo
 		if ms == len(data) && ms > 0 && data[ms-1] == '\n' {
 			break // after the final newline: no line there
 		}
-		out.matches++
+		out.Matches++
 		first := lineAt(ms)
 		last := first
 		if me > ms {
-			last = first + int64(bytes.Count(data[ms:me-1], grepNL))
+			last = first + int64(bytes.Count(data[ms:me-1], nl))
 		}
-		if !s.wantLines {
-			if err := emit(grepLine{no: first, match: true}); err != nil {
+		if !s.WantLines {
+			if err := emit(Line{No: first, Match: true}); err != nil {
 				return err
 			}
 		} else {
 			if err := emitRange(lastEmitted+1, min(afterUntil, first-1), false); err != nil {
 				return err
 			}
-			if err := emitRange(first-int64(s.before), first-1, false); err != nil {
+			if err := emitRange(first-int64(s.Before), first-1, false); err != nil {
 				return err
 			}
 			if err := emitRange(first, last, true); err != nil {
 				return err
 			}
-			afterUntil = last + int64(s.after)
+			afterUntil = last + int64(s.After)
 		}
 		if me > ms {
 			pos = me
@@ -627,7 +622,7 @@ func (s *grepScanner) scanWhole(ctx context.Context, f grepFile, head []byte, eo
 			pos = me + max(size, 1)
 		}
 	}
-	if s.wantLines {
+	if s.WantLines {
 		return emitRange(lastEmitted+1, afterUntil, false)
 	}
 	return nil

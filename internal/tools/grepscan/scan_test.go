@@ -1,4 +1,4 @@
-package tools
+package grepscan
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 // grNaive is the obvious line-by-line grep the streaming scanner must
 // agree with: every line matched alone, context as the union of the
 // windows around matches.
-func grNaive(content []byte, re *regexp.Regexp, before, after int) []grepLine {
+func grNaive(content []byte, re *regexp.Regexp, before, after int) []Line {
 	if len(content) == 0 {
 		return nil
 	}
@@ -33,23 +33,23 @@ func grNaive(content []byte, re *regexp.Regexp, before, after int) []grepLine {
 			}
 		}
 	}
-	var out []grepLine
+	var out []Line
 	for i, l := range lines {
 		switch show[i] {
 		case 2:
 			at := re.FindIndex(l)[0]
-			out = append(out, grepLine{no: int64(i + 1), text: grepDisplayLine(l, at), match: true})
+			out = append(out, Line{No: int64(i + 1), Text: DisplayLine(l, at), Match: true})
 		case 1:
-			out = append(out, grepLine{no: int64(i + 1), text: grepDisplayLine(l, -1)})
+			out = append(out, Line{No: int64(i + 1), Text: DisplayLine(l, -1)})
 		}
 	}
 	return out
 }
 
-func grScan(t *testing.T, sc *grepScanner, content []byte) []grepLine {
+func grScan(t *testing.T, sc *Scanner, content []byte) []Line {
 	t.Helper()
-	var got []grepLine
-	_, err := sc.scan(context.Background(), bytes.NewReader(content), func(l grepLine) error {
+	var got []Line
+	_, err := sc.Scan(context.Background(), bytes.NewReader(content), func(l Line) error {
 		got = append(got, l)
 		return nil
 	})
@@ -85,29 +85,29 @@ func TestGrepScanMatchesNaive(t *testing.T) {
 		pat := patterns[rng.IntN(len(patterns))]
 		re := regexp.MustCompile("(?m)" + pat)
 		before, after := rng.IntN(3), rng.IntN(3)
-		sc := &grepScanner{re: re, before: before, after: after, wantLines: true, bufSize: 16 + rng.IntN(64)}
+		sc := &Scanner{Re: re, Before: before, After: after, WantLines: true, BufSize: 16 + rng.IntN(64)}
 		got := grScan(t, sc, b.Bytes())
 		want := grNaive(b.Bytes(), re, before, after)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("seed %d, pattern %q, -B %d -A %d, buffer %d, content %q:\n got %v\nwant %v",
-				seed, pat, before, after, sc.bufSize, b.String(), got, want)
+				seed, pat, before, after, sc.BufSize, b.String(), got, want)
 		}
 	}
 }
 
 func TestGrepScanCountsAndStops(t *testing.T) {
 	content := []byte("a\nb\na\na\n")
-	sc := &grepScanner{re: regexp.MustCompile("(?m)a")}
-	out, err := sc.scan(context.Background(), bytes.NewReader(content), func(grepLine) error { return nil })
-	if err != nil || out.matches != 3 {
+	sc := &Scanner{Re: regexp.MustCompile("(?m)a")}
+	out, err := sc.Scan(context.Background(), bytes.NewReader(content), func(Line) error { return nil })
+	if err != nil || out.Matches != 3 {
 		t.Fatalf("count: %+v %v", out, err)
 	}
 	calls := 0
-	out, err = sc.scan(context.Background(), bytes.NewReader(content), func(grepLine) error {
+	out, err = sc.Scan(context.Background(), bytes.NewReader(content), func(Line) error {
 		calls++
-		return errStopFile
+		return ErrStop
 	})
-	if err != nil || calls != 1 || out.matches != 1 {
+	if err != nil || calls != 1 || out.Matches != 1 {
 		t.Fatalf("stop: %+v %v, %d calls", out, err, calls)
 	}
 }
@@ -115,8 +115,8 @@ func TestGrepScanCountsAndStops(t *testing.T) {
 func TestGrepScanCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	sc := &grepScanner{re: regexp.MustCompile("(?m)a")}
-	_, err := sc.scan(ctx, bytes.NewReader(bytes.Repeat([]byte("a\n"), 1000)), func(grepLine) error { return nil })
+	sc := &Scanner{Re: regexp.MustCompile("(?m)a")}
+	_, err := sc.Scan(ctx, bytes.NewReader(bytes.Repeat([]byte("a\n"), 1000)), func(Line) error { return nil })
 	if err == nil {
 		t.Fatal("a cancelled scan succeeded")
 	}
@@ -124,31 +124,31 @@ func TestGrepScanCancelled(t *testing.T) {
 
 func TestGrepDisplayLine(t *testing.T) {
 	long := strings.Repeat("a", 1000) + "NEEDLE" + strings.Repeat("b", 1000)
-	got := grepDisplayLine([]byte(long), 1000)
+	got := DisplayLine([]byte(long), 1000)
 	if !strings.Contains(got, "NEEDLE") || !strings.HasPrefix(got, "[… 875 bytes] ") || !strings.HasSuffix(got, " [… 631 more bytes]") {
 		t.Errorf("excerpt: %q", got)
 	}
-	if got := grepDisplayLine([]byte("short\r"), 0); got != "short" {
+	if got := DisplayLine([]byte("short\r"), 0); got != "short" {
 		t.Errorf("CR kept: %q", got)
 	}
-	if got := grepDisplayLine([]byte("bad\xffutf8"), 0); got != "bad\uFFFDutf8" {
+	if got := DisplayLine([]byte("bad\xffutf8"), 0); got != "bad\uFFFDutf8" {
 		t.Errorf("invalid UTF-8: %q", got)
 	}
 	// Runes, not bytes: 500 three-byte runes fit.
 	wide := strings.Repeat("日", 500)
-	if got := grepDisplayLine([]byte(wide), 0); got != wide {
+	if got := DisplayLine([]byte(wide), 0); got != wide {
 		t.Errorf("500 runes were cut")
 	}
 }
 
 func TestGrepScanMultilineCap(t *testing.T) {
-	sc := &grepScanner{re: regexp.MustCompile("(?ms)a.b"), multiline: true, maxWhole: 10}
-	out, err := sc.scan(context.Background(), bytes.NewReader([]byte("a\nb\n")), func(grepLine) error { return nil })
-	if err != nil || out.tooLarge || out.matches != 1 {
+	sc := &Scanner{Re: regexp.MustCompile("(?ms)a.b"), Multiline: true, MaxWhole: 10}
+	out, err := sc.Scan(context.Background(), bytes.NewReader([]byte("a\nb\n")), func(Line) error { return nil })
+	if err != nil || out.TooLarge || out.Matches != 1 {
 		t.Fatalf("small file: %+v %v", out, err)
 	}
-	out, err = sc.scan(context.Background(), bytes.NewReader([]byte("a\nb\n0123456789")), func(grepLine) error { return nil })
-	if err != nil || !out.tooLarge || out.matches != 0 {
+	out, err = sc.Scan(context.Background(), bytes.NewReader([]byte("a\nb\n0123456789")), func(Line) error { return nil })
+	if err != nil || !out.TooLarge || out.Matches != 0 {
 		t.Fatalf("large file: %+v %v", out, err)
 	}
 }
