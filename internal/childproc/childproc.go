@@ -144,6 +144,9 @@ func Start(argv []string, o Options) (*Proc, error) {
 	cmd.Env = o.Env
 	group, stdin, stdout, stderr, err := StartPiped(cmd)
 	if err != nil {
+		if !errors.Is(err, ErrPipe) {
+			err = fmt.Errorf("start %s: %w", argv[0], err)
+		}
 		return nil, err
 	}
 	p := &Proc{
@@ -159,9 +162,16 @@ func Start(argv []string, o Options) (*Proc, error) {
 	return p, nil
 }
 
+// ErrPipe marks StartPiped's failure to make a pipe (not to start).
+var ErrPipe = errors.New("pipe")
+
 // StartPiped starts cmd in a session of its own (procgroup.Start) with
 // plain pipes on its stdin, stdout and stderr, and returns ferry's ends.
 // The child's ends are closed here, so EOF means every holder is gone.
+// A pipe that cannot be made gives "pipe: <cause>"; a start that fails
+// gives procgroup.Start's error as it is, for the caller to name.
+// (Errors of Start and StartPiped carry no package prefix: the adapter
+// adds its own, so its messages stay what its users know.)
 func StartPiped(cmd *exec.Cmd) (g *procgroup.Group, stdin, stdout, stderr *os.File, err error) {
 	var parent, child []*os.File
 	fail := func(err error) (*procgroup.Group, *os.File, *os.File, *os.File, error) {
@@ -173,7 +183,7 @@ func StartPiped(cmd *exec.Cmd) (g *procgroup.Group, stdin, stdout, stderr *os.Fi
 	for i := range 3 {
 		r, w, err := os.Pipe()
 		if err != nil {
-			return fail(fmt.Errorf("childproc: pipe: %w", err))
+			return fail(fmt.Errorf("%w: %w", ErrPipe, err))
 		}
 		if i == 0 { // stdin: the child reads
 			parent, child = append(parent, w), append(child, r)
@@ -188,7 +198,7 @@ func StartPiped(cmd *exec.Cmd) (g *procgroup.Group, stdin, stdout, stderr *os.Fi
 	}
 	child = nil
 	if err != nil {
-		return fail(fmt.Errorf("childproc: start %s: %w", cmd.Path, err))
+		return fail(err)
 	}
 	return g, parent[0], parent[1], parent[2], nil
 }
