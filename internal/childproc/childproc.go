@@ -206,6 +206,10 @@ func StartPiped(cmd *exec.Cmd) (g *procgroup.Group, stdin, stdout, stderr *os.Fi
 // Pid is the child's pid.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
+// Cmd is the child's command, for reading (its Process, its state once
+// Exited is closed); the Proc owns it.
+func (p *Proc) Cmd() *exec.Cmd { return p.cmd }
+
 // Group is the child's session and process group.
 func (p *Proc) Group() *procgroup.Group { return p.group }
 
