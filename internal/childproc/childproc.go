@@ -84,6 +84,15 @@ type Options struct {
 	// how many last stderr lines are kept (DefaultStderrTail).
 	StderrLine int
 	StderrTail int
+	// Input, when set, is where the writer takes its lines from instead of
+	// Send's queue: for a caller that owns its queue. After a failed write
+	// the writer keeps taking them (and drops them) until stdin is closed
+	// or the child exited, so the caller's senders never block on a dead
+	// pipe.
+	Input <-chan []byte
+	// OnStart is called with the pid once the process started, before
+	// any other callback.
+	OnStart func(pid int)
 	// OnLine gets every stdout line in order, on the reader goroutine;
 	// returning false stops reading.
 	OnLine func(Line) bool
@@ -122,11 +131,18 @@ type Proc struct {
 	tail []string
 }
 
-// Start starts argv with o (see the package doc).
+// Start starts argv with o (see the package doc): New, then Proc.Start.
 func Start(argv []string, o Options) (*Proc, error) {
-	if len(argv) == 0 {
-		return nil, errors.New("childproc: no command")
+	p := New(argv, o)
+	if err := p.Start(); err != nil {
+		return nil, err
 	}
+	return p, nil
+}
+
+// New prepares argv with o without starting it, so that a caller can keep
+// the Proc where its callbacks find it before any of them runs.
+func New(argv []string, o Options) *Proc {
 	if o.Queue <= 0 {
 		o.Queue = DefaultQueue
 	}
@@ -139,27 +155,42 @@ func Start(argv []string, o Options) (*Proc, error) {
 	if o.StderrTail <= 0 {
 		o.StderrTail = DefaultStderrTail
 	}
-	cmd := exec.Command(argv[0], argv[1:]...) // #nosec G204 -- running the configured agent is the caller's purpose
-	cmd.Dir = o.Dir
-	cmd.Env = o.Env
-	group, stdin, stdout, stderr, err := StartPiped(cmd)
-	if err != nil {
-		if !errors.Is(err, ErrPipe) {
-			err = fmt.Errorf("start %s: %w", argv[0], err)
-		}
-		return nil, err
-	}
 	p := &Proc{
-		cmd: cmd, group: group, stdin: stdin, opt: o,
+		opt: o,
 		out: make(chan []byte, o.Queue), stop: make(chan struct{}),
 		writerDone: make(chan struct{}), exited: make(chan struct{}), done: make(chan struct{}),
+	}
+	if len(argv) > 0 {
+		p.cmd = exec.Command(argv[0], argv[1:]...) // #nosec G204 -- running the configured agent is the caller's purpose
+		p.cmd.Dir = o.Dir
+		p.cmd.Env = o.Env
+	}
+	return p
+}
+
+// Start starts the process New prepared; call it once. OnStart, then the
+// goroutines that call the other callbacks, run after the process started.
+func (p *Proc) Start() error {
+	if p.cmd == nil {
+		return errors.New("childproc: no command")
+	}
+	group, stdin, stdout, stderr, err := StartPiped(p.cmd)
+	if err != nil {
+		if !errors.Is(err, ErrPipe) {
+			err = fmt.Errorf("start %s: %w", p.cmd.Args[0], err)
+		}
+		return err
+	}
+	p.group, p.stdin = group, stdin
+	if p.opt.OnStart != nil {
+		p.opt.OnStart(p.cmd.Process.Pid)
 	}
 	readDone, errDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(readDone); p.readStdout(stdout) }()
 	go func() { defer close(errDone); p.readStderr(stderr) }()
 	go p.write()
 	go p.wait(stdout, stderr, readDone, errDone)
-	return p, nil
+	return nil
 }
 
 // ErrPipe marks StartPiped's failure to make a pipe (not to start).
@@ -297,9 +328,13 @@ func (p *Proc) Close(ctx context.Context, grace time.Duration) {
 
 func (p *Proc) write() {
 	defer close(p.writerDone)
+	in := p.opt.Input
+	if in == nil {
+		in = p.out
+	}
 	for {
 		select {
-		case b := <-p.out:
+		case b := <-in:
 			if _, err := p.stdin.Write(b); err != nil {
 				select {
 				case <-p.stop: // closing: the pipe went first
@@ -308,8 +343,25 @@ func (p *Proc) write() {
 						p.opt.OnWriteError(err)
 					}
 				}
+				if p.opt.Input != nil {
+					p.discard(in)
+				}
 				return
 			}
+		case <-p.stop:
+			return
+		case <-p.exited:
+			return
+		}
+	}
+}
+
+// discard takes and drops what is sent on in until stdin is closed or the
+// child exited.
+func (p *Proc) discard(in <-chan []byte) {
+	for {
+		select {
+		case <-in:
 		case <-p.stop:
 			return
 		case <-p.exited:
@@ -392,6 +444,7 @@ func (p *Proc) wait(stdout, stderr *os.File, readDone, errDone <-chan struct{}) 
 		_ = c.f.Close()
 		<-c.done
 	}
+	p.CloseInput() // nobody reads it any more
 	<-p.writerDone
 	close(p.done)
 }
