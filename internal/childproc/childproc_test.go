@@ -259,3 +259,59 @@ func TestStartError(t *testing.T) {
 		t.Fatal("no error for no command")
 	}
 }
+
+// TestInputQueueDrainsAfterWriteError checks a caller-owned input queue:
+// once a write failed, what is queued is still taken, so its senders do
+// not block on a dead pipe.
+func TestInputQueueDrainsAfterWriteError(t *testing.T) {
+	in := make(chan []byte)
+	werr := make(chan error, 1)
+	// The child closes its stdin and lives on: writes fail with EPIPE.
+	p, err := Start([]string{"sh", "-c", "exec 0<&-; echo ready; sleep 300"}, Options{
+		Input:        in,
+		OnLine:       func(Line) bool { return true },
+		OnWriteError: func(err error) { werr <- err },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background(), 0)
+	time.Sleep(100 * time.Millisecond) // let the child close its stdin
+	for i := range 5 {
+		select {
+		case in <- []byte("x\n"):
+		case <-time.After(5 * time.Second):
+			t.Fatalf("send %d blocks after a write error", i)
+		}
+	}
+	select {
+	case <-werr:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no write error reported")
+	}
+}
+
+// TestOnStartFirst checks that OnStart runs before any other callback,
+// with the child's pid, and that New leaves the child unstarted.
+func TestOnStartFirst(t *testing.T) {
+	var pid int
+	got := make(chan int, 1)
+	p := New([]string{"sh", "-c", "echo $$"}, Options{
+		OnStart: func(n int) { pid = n },
+		OnLine: func(l Line) bool {
+			n, _ := strconv.Atoi(string(l.Data))
+			got <- n - pid // pid was set before this goroutine started
+			return true
+		},
+	})
+	if p.Cmd().Process != nil {
+		t.Fatal("New started the child")
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Wait()
+	if d := <-got; d != 0 || pid != p.Pid() {
+		t.Fatalf("OnStart pid %d, child says %d more, Pid %d", pid, d, p.Pid())
+	}
+}
