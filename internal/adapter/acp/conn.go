@@ -56,10 +56,9 @@ type item struct {
 // one writes stdin, one drains stderr into the log) and the JSON-RPC
 // stream on its stdio.
 type conn struct {
-	// logp is the connection's log, read by the process's goroutines.
-	logp atomic.Pointer[slog.Logger]
-	p    *childproc.Proc
-	cmd  *exec.Cmd // p's command
+	log *slog.Logger // with the pid, set before any callback of p runs
+	p   *childproc.Proc
+	cmd *exec.Cmd // p's command
 
 	items chan item
 	// stop unblocks the reader's queue sends once the connection closes.
@@ -84,8 +83,7 @@ func startConn(argv []string, dir string, env []string, maxLine int, log *slog.L
 	if limit <= 0 {
 		limit = lines.DefaultMax
 	}
-	c.logp.Store(log)
-	p, err := childproc.Start(argv, childproc.Options{
+	c.p = childproc.New(argv, childproc.Options{
 		Dir:        dir,
 		Env:        append(os.Environ(), env...),
 		MaxLine:    maxLine,
@@ -93,6 +91,7 @@ func startConn(argv []string, dir string, env []string, maxLine int, log *slog.L
 		Drain:      pipeDrain,
 		StderrLine: stderrLine,
 		StderrTail: stderrKeep,
+		OnStart:    func(pid int) { c.log = log.With("pid", pid) },
 		OnLine:     func(l childproc.Line) bool { return c.readLine(l, limit) },
 		OnEOF:      c.readEnd,
 		OnStderr: func(line []byte, skipped int64) string {
@@ -103,29 +102,20 @@ func startConn(argv []string, dir string, env []string, maxLine int, log *slog.L
 			if skipped > 0 {
 				s = fmt.Sprintf("(a line of %d bytes)", skipped)
 			}
-			c.logger().Debug("acp: agent stderr", "line", s)
+			c.log.Debug("acp: agent stderr", "line", s)
 			return s
 		},
-		OnWriteError: func(err error) { c.logger().Warn("acp: writing to the agent failed", "err", err) },
+		OnWriteError: func(err error) { c.log.Warn("acp: writing to the agent failed", "err", err) },
 		OnDrainTimeout: func() {
-			c.logger().Warn("acp: a process outside the agent's tree holds its output open; no longer reading it")
+			c.log.Warn("acp: a process outside the agent's tree holds its output open; no longer reading it")
 		},
 	})
-	if err != nil {
+	if err := c.p.Start(); err != nil {
 		return nil, fmt.Errorf("acp: %w", err)
 	}
-	c.setup(p, log)
+	c.cmd, c.exited = c.p.Cmd(), c.p.Exited()
 	return c, nil
 }
-
-func (c *conn) setup(p *childproc.Proc, log *slog.Logger) {
-	c.p, c.cmd, c.exited = p, p.Cmd(), p.Exited()
-	c.logp.Store(log.With("pid", p.Pid()))
-}
-
-// logger is the connection's log: with the pid once it is known (the
-// process's goroutines may log before Start has returned it).
-func (c *conn) logger() *slog.Logger { return c.logp.Load() }
 
 // readLine parses one line of the agent's stdout and queues what it
 // parsed, in order. Lines that arrived in one read are queued as one
@@ -134,12 +124,12 @@ func (c *conn) logger() *slog.Logger { return c.logp.Load() }
 func (c *conn) readLine(l childproc.Line, limit int) bool {
 	switch {
 	case l.Err != nil:
-		c.logger().Warn("acp: skipped a line over the size limit", "bytes", l.Skipped, "limit", limit)
+		c.log.Warn("acp: skipped a line over the size limit", "bytes", l.Skipped, "limit", limit)
 	case len(strings.TrimSpace(string(l.Data))) == 0:
 	default:
 		m, perr := parseMessage(l.Data)
 		if perr != nil {
-			c.logger().Warn("acp: skipped a malformed JSON-RPC line", "err", perr, "bytes", len(l.Data), "start", runecut.Prefix(string(l.Data), 120))
+			c.log.Warn("acp: skipped a malformed JSON-RPC line", "err", perr, "bytes", len(l.Data), "start", runecut.Prefix(string(l.Data), 120))
 			break
 		}
 		c.batch = append(c.batch, m)
@@ -159,7 +149,7 @@ func (c *conn) readEnd(err error) {
 	}
 	c.batch = nil
 	if !errors.Is(err, io.EOF) {
-		c.logger().Warn("acp: reading the agent's output failed", "err", err)
+		c.log.Warn("acp: reading the agent's output failed", "err", err)
 	}
 	c.queue(item{eof: true})
 }
