@@ -407,7 +407,7 @@ func (s *session) agentGone() {
 	var status any = "running"
 	select {
 	case <-s.c.exited:
-		status = s.c.exitErr
+		status = s.c.p.Err()
 	default:
 	}
 	s.mu.Lock()

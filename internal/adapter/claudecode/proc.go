@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/childproc"
 	"github.com/ferry-dev/ferry/internal/lines"
-	"github.com/ferry-dev/ferry/internal/procgroup"
 	"github.com/ferry-dev/ferry/internal/runecut"
 )
 
@@ -37,18 +36,18 @@ const (
 // errExited is returned for a request to a process that is gone.
 var errExited = errors.New("claudecode: the Claude Code process exited")
 
-// proc is one running Claude Code CLI: a child in a session and process
-// group of its own (procgroup.Start), with one writer goroutine on its
-// stdin, one reader on its stdout (which hands every decoded line to
-// route, in order) and one on its stderr (which logs, boundedly).
+// proc is one running Claude Code CLI: a childproc.Proc (a child in a
+// session and process group of its own, with one writer goroutine on its
+// stdin, one reader on its stdout, which hands every decoded line to
+// route, in order, and one on its stderr, which logs, boundedly).
 type proc struct {
-	cmd     *exec.Cmd
-	group   *procgroup.Group
+	cp      *childproc.Proc
+	cmd     *exec.Cmd // cp's command
 	log     *slog.Logger
 	flagSet promptFlags // the per-prompt flags it was started with
 	flags   string      // flagSet.key()
 
-	out     chan []byte
+	out     chan []byte // cp's input queue
 	stopOut chan struct{}
 	stopped sync.Once
 	exited  chan struct{} // closed when the process is gone and its pipes read
@@ -57,181 +56,89 @@ type proc struct {
 	mu       sync.Mutex
 	pending  map[string]chan *controlResponseLine
 	seq      int
-	tail     []string // the last stderr lines
-	lastCost float64  // the CLI's cumulative total_cost_usd so far
+	lastCost float64 // the CLI's cumulative total_cost_usd so far
 }
 
 // startProc starts command with args in dir; route gets every decoded
 // stdout line except answers to ferry's own control requests.
 func startProc(command string, args, env []string, dir string, flags promptFlags, maxLine int, log *slog.Logger, route func(*proc, *line)) (*proc, error) {
-	cmd := exec.Command(command, args...) //nolint:gosec // the user configures which claude to run
-	cmd.Dir = dir
-	cmd.Env = env
-
-	// Plain pipes (not Cmd.StdoutPipe): Wait then only waits for the
-	// process, and ferry decides how long to keep reading after it.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("claudecode: stdin pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW)
-		return nil, fmt.Errorf("claudecode: stdout pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW, outR, outW)
-		return nil, fmt.Errorf("claudecode: stderr pipe: %w", err)
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	group, err := procgroup.Start(cmd)
-	if err != nil {
-		closeAll(inR, inW, outR, outW, errR, errW)
-		return nil, fmt.Errorf("claudecode: start %s: %w", command, err)
-	}
-	closeAll(inR, outW, errW) // the child's ends
-
 	p := &proc{
-		cmd: cmd, group: group, log: log.With("pid", cmd.Process.Pid), flagSet: flags, flags: flags.key(),
+		log: log, flagSet: flags, flags: flags.key(),
 		out: make(chan []byte, outQueue), stopOut: make(chan struct{}), exited: make(chan struct{}),
 		pending: map[string]chan *controlResponseLine{},
 	}
-	readDone := make(chan struct{})
-	errDone := make(chan struct{})
-	go p.write(inW)
-	go p.read(outR, maxLine, route, readDone)
-	go p.readStderr(errR, errDone)
-	go p.wait(outR, errR, readDone, errDone)
-	return p, nil
-}
-
-func closeAll(fs ...*os.File) {
-	for _, f := range fs {
-		_ = f.Close()
+	limit := maxLine
+	if limit <= 0 {
+		limit = lines.DefaultMax
 	}
-}
-
-// write is the one writer of the CLI's stdin. It ends (closing stdin, which
-// tells the CLI to finish) on closeInput or when the process is gone.
-func (p *proc) write(w *os.File) {
-	defer func() { _ = w.Close() }()
-	for {
-		select {
-		case b := <-p.out:
-			if _, err := w.Write(b); err != nil {
-				p.log.Debug("claude stdin closed", "err", err)
-				// Keep consuming so senders never block on a dead pipe.
-				for {
-					select {
-					case <-p.out:
-					case <-p.stopOut:
-						return
-					case <-p.exited:
-						return
-					}
-				}
-			}
-		case <-p.stopOut:
-			return
-		case <-p.exited:
-			return
-		}
-	}
-}
-
-// read is the one reader of the CLI's stdout.
-func (p *proc) read(r io.Reader, maxLine int, route func(*proc, *line), done chan<- struct{}) {
-	defer close(done)
-	lr := lines.NewReader(r, maxLine)
-	for {
-		b, skipped, err := lr.Next()
-		if err != nil {
+	logged := 0 // stderr lines logged, counted on the stderr goroutine
+	p.cp = childproc.New(append([]string{command}, args...), childproc.Options{
+		Dir:        dir,
+		Env:        env,
+		MaxLine:    maxLine,
+		Input:      p.out,
+		Drain:      pipeDrain,
+		StderrLine: 1 << 20,
+		StderrTail: stderrTail,
+		OnStart:    func(pid int) { p.log = log.With("pid", pid) },
+		OnLine:     func(l childproc.Line) bool { p.readLine(l, limit, route); return true },
+		OnEOF: func(err error) {
 			if !errors.Is(err, io.EOF) {
 				p.log.Debug("claude stdout", "err", err)
 			}
-			return
-		}
-		if skipped > 0 {
-			p.log.Warn("a Claude Code stream line is over the size limit; skipped", "bytes", skipped, "limit", lr.Max())
-			continue
-		}
-		if len(b) == 0 {
-			continue
-		}
-		l, err := decodeLine(b)
-		if err != nil {
-			p.log.Warn("malformed Claude Code stream line; skipped", "err", err, "line", runecut.Ellipsis(string(b), 200))
-			continue
-		}
-		if l.Reply != nil {
-			p.resolve(l.Reply)
-			continue
-		}
-		route(p, l)
-	}
-}
-
-// readStderr logs the CLI's stderr, boundedly, and keeps its tail.
-func (p *proc) readStderr(r io.Reader, done chan<- struct{}) {
-	defer close(done)
-	lr := lines.NewReader(r, 1<<20)
-	logged := 0
-	for {
-		b, _, err := lr.Next()
-		if err != nil {
-			return
-		}
-		s := runecut.Ellipsis(strings.TrimSpace(string(b)), stderrLine)
-		if s == "" {
-			continue
-		}
-		p.mu.Lock()
-		p.tail = append(p.tail, s)
-		if len(p.tail) > stderrTail {
-			p.tail = p.tail[len(p.tail)-stderrTail:]
-		}
-		p.mu.Unlock()
-		switch {
-		case logged < stderrLines:
-			p.log.Info("claude stderr", "line", s)
-		case logged == stderrLines:
-			p.log.Info("claude stderr: further lines are not logged")
-		}
-		logged++
-	}
-}
-
-// wait reaps the process, gives its pipes a moment to drain, then marks it
-// exited. Whatever is left in its process group, and below that, is killed:
-// nothing the CLI started outlives it (see stop for what has left the
-// group, and whose parent is gone, by then).
-func (p *proc) wait(outR, errR *os.File, readDone, errDone <-chan struct{}) {
-	err := p.cmd.Wait()
-	p.group.KillTree()
-	// Past pipeDrain a process outside the tree holds the pipes: they are
-	// closed, which ends their readers' wait. (Once the timer has fired it
-	// fires no more: the second pipe is closed at once then.)
-	timer := time.NewTimer(pipeDrain)
-	defer timer.Stop()
-	expired := false
-	for _, c := range []struct {
-		done <-chan struct{}
-		f    *os.File
-	}{{readDone, outR}, {errDone, errR}} {
-		if !expired {
-			select {
-			case <-c.done:
-			case <-timer.C:
-				expired = true
+		},
+		OnStderr: func(b []byte, _ int64) string {
+			s := runecut.Ellipsis(strings.TrimSpace(string(b)), stderrLine)
+			if s == "" {
+				return ""
 			}
-		}
-		_ = c.f.Close()
-		<-c.done
+			switch {
+			case logged < stderrLines:
+				p.log.Info("claude stderr", "line", s)
+			case logged == stderrLines:
+				p.log.Info("claude stderr: further lines are not logged")
+			}
+			logged++
+			return s
+		},
+		OnWriteError: func(err error) { p.log.Debug("claude stdin closed", "err", err) },
+	})
+	if err := p.cp.Start(); err != nil {
+		return nil, fmt.Errorf("claudecode: %w", err)
 	}
-	p.waitErr = err
-	p.log.Debug("Claude Code exited", "err", err)
-	close(p.exited)
+	p.cmd = p.cp.Cmd()
+	go func() {
+		// exited closes once the pipes are read too: every line the CLI
+		// wrote is routed before anyone sees it gone.
+		err := p.cp.Wait()
+		p.waitErr = err
+		p.log.Debug("Claude Code exited", "err", err)
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// readLine decodes one stdout line and routes it, or resolves the control
+// request it answers.
+func (p *proc) readLine(cl childproc.Line, limit int, route func(*proc, *line)) {
+	b := cl.Data
+	switch {
+	case cl.Err != nil:
+		p.log.Warn("a Claude Code stream line is over the size limit; skipped", "bytes", cl.Skipped, "limit", limit)
+		return
+	case len(b) == 0:
+		return
+	}
+	l, err := decodeLine(b)
+	if err != nil {
+		p.log.Warn("malformed Claude Code stream line; skipped", "err", err, "line", runecut.Ellipsis(string(b), 200))
+		return
+	}
+	if l.Reply != nil {
+		p.resolve(l.Reply)
+		return
+	}
+	route(p, l)
 }
 
 // alive reports whether the process still runs.
@@ -246,9 +153,10 @@ func (p *proc) alive() bool {
 
 // stderrTail is the last lines the CLI wrote to stderr.
 func (p *proc) stderrTail() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.tail...)
+	if p.cp == nil {
+		return nil
+	}
+	return p.cp.StderrTail()
 }
 
 // send queues one line for the CLI's stdin.
@@ -330,6 +238,9 @@ func (p *proc) resolve(r *controlResponseLine) {
 // closeInput closes the CLI's stdin: it finishes what it does and exits.
 func (p *proc) closeInput() {
 	p.stopped.Do(func() { close(p.stopOut) })
+	if p.cp != nil {
+		p.cp.CloseInput()
+	}
 }
 
 // kill ends the process and everything it started, at once, including
@@ -337,30 +248,22 @@ func (p *proc) closeInput() {
 // killed before stdin is closed: a CLI that exits on EOF would orphan its
 // children before they could be found.
 func (p *proc) kill() {
-	if p.alive() {
-		p.group.KillTree()
+	if p.alive() && p.cp != nil {
+		p.cp.Kill()
 	}
 	p.closeInput()
 }
 
 // stop asks the process to end (stdin closed), waits up to grace (less
 // when ctx ends first), then kills it; it returns once the process is gone.
-// What the CLI started and left running when it exited is killed too.
+// What the CLI started and left running when it exited is killed too
+// (childproc.Proc.Close).
 func (p *proc) stop(ctx context.Context, grace time.Duration) {
-	below := p.group.Snapshot() // before the CLI's end orphans them
-	p.closeInput()
-	timer := time.NewTimer(grace)
-	defer timer.Stop()
-	select {
-	case <-p.exited:
-		below.Kill()
-		return
-	case <-timer.C:
-	case <-ctx.Done():
+	p.stopped.Do(func() { close(p.stopOut) })
+	if p.cp != nil {
+		p.cp.Close(ctx, grace)
 	}
-	p.kill()
 	<-p.exited
-	below.Kill()
 }
 
 // addCost records the CLI's cumulative cost and returns what it grew by.

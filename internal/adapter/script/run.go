@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/childproc"
 	"github.com/ferry-dev/ferry/internal/procgroup"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -213,49 +214,19 @@ func start(s *session, inputType, text string, args []string) (_ *proc, err erro
 	if !procgroup.Supported {
 		return nil, errUnsupportedOS
 	}
-	var files []*os.File // every pipe end, closed on failure
-	defer func() {
-		if err != nil {
-			for _, f := range files {
-				_ = f.Close()
-			}
-		}
-	}()
-	pipe := func() (r, w *os.File, err error) {
-		if r, w, err = os.Pipe(); err != nil {
-			return nil, nil, fmt.Errorf("pipe: %w", err)
-		}
-		files = append(files, r, w)
-		return r, w, nil
-	}
-	inR, inW, err := pipe()
-	if err != nil {
-		return nil, err
-	}
-	outR, outW, err := pipe()
-	if err != nil {
-		return nil, err
-	}
-	errR, errW, err := pipe()
-	if err != nil {
-		return nil, err
-	}
 	argv := append(append([]string(nil), s.a.command[1:]...), args...)
 	cmd := exec.Command(s.a.command[0], argv...) //nolint:gosec // running the configured command is this adapter's purpose
 	cmd.Dir = s.ws
 	cmd.Env = s.environ(inputType)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	// A new session: its own process group (so the whole tree can be
 	// signalled) and no controlling terminal (so nothing can read from or
-	// prompt on the user's terminal).
-	group, err := procgroup.Start(cmd)
-	// The child holds its own copies; ours must go, so that EOF means every
-	// process holding the pipe has closed it.
-	for _, f := range []*os.File{inR, outW, errW} {
-		_ = f.Close()
-	}
-	files = []*os.File{inW, outR, errR}
+	// prompt on the user's terminal). The child's pipe ends are closed,
+	// so that EOF means every process holding the pipe has closed it.
+	group, inW, outR, errR, err := childproc.StartPiped(cmd)
 	if err != nil {
+		if errors.Is(err, childproc.ErrPipe) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	p := &proc{
