@@ -132,13 +132,27 @@ func TestTimeoutWhileClientOffline(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // past the deadline, client away
 
 	// Nothing was settled meanwhile: the UI's next event is the one after
-	// the reconnect.
-	c.reconnect(ui)
+	// the reconnect (settled as the client comes back, so it may reach the
+	// UI before or after the machine's online status).
+	c.reconnect(nil)
 	to := nextTimeout(t, c)
 	if to.InteractionID != "q1" || !equal(values(to.SelectedValue), []string{"main"}) {
 		t.Fatalf("control.interaction.timeout %+v", to)
 	}
-	if r := resolved(t, ui, "q1", "timeout"); !equal(values(r.SelectedValue), []string{"main"}) {
+	var r *protocol.InteractionResolved
+	for online := false; r == nil || !online; {
+		m := ui.next(protocol.TypeMachineStatus, protocol.TypeInteractionResolved)
+		switch p := m.Payload.(type) {
+		case *protocol.MachineStatus:
+			online = online || (p.Machine.ID == "m1" && p.Machine.Online)
+		case *protocol.InteractionResolved:
+			if r != nil {
+				t.Fatalf("resolved twice: %s", describe(m))
+			}
+			r = p
+		}
+	}
+	if r.InteractionID != "q1" || r.Outcome != "timeout" || !equal(values(r.SelectedValue), []string{"main"}) {
 		t.Fatalf("resolved %+v", r)
 	}
 	clientSync(ui, c, info.ID) // no second timeout
