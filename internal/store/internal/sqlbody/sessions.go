@@ -96,15 +96,7 @@ func DeleteByID(ctx context.Context, db *DB, op, what, del, id string) error {
 // ListTokens lists tokens, oldest first.
 func (db *DB) ListTokens(ctx context.Context) ([]store.Token, error) {
 	const op = "list tokens"
-	rows, err := db.query(ctx, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at, `+db.D.InsertOrder)
-	if err != nil {
-		return nil, db.wrap(ctx, op, err)
-	}
-	out, err := CollectRows(rows, scanToken)
-	if err != nil {
-		return nil, db.wrap(ctx, op, err)
-	}
-	return out, nil
+	return queryAll(ctx, db, op, scanToken, `SELECT `+tokenCols+` FROM tokens ORDER BY created_at, `+db.D.InsertOrder)
 }
 
 // --- machines ---
@@ -126,11 +118,7 @@ func (db *DB) PutMachine(ctx context.Context, m store.Machine) error {
 // Machines lists machines by ID.
 func (db *DB) Machines(ctx context.Context) ([]store.Machine, error) {
 	const op = "list machines"
-	rows, err := db.query(ctx, `SELECT id, name, token_id, capabilities, last_seen FROM machines ORDER BY id`)
-	if err != nil {
-		return nil, db.wrap(ctx, op, err)
-	}
-	out, err := CollectRows(rows, func(row Scanner) (store.Machine, error) {
+	return queryAll(ctx, db, op, func(row Scanner) (store.Machine, error) {
 		var (
 			m    store.Machine
 			caps []byte
@@ -142,11 +130,7 @@ func (db *DB) Machines(ctx context.Context) ([]store.Machine, error) {
 		m.Capabilities = RawJSON(caps)
 		m.LastSeen = seen.T
 		return m, nil
-	})
-	if err != nil {
-		return nil, db.wrap(ctx, op, err)
-	}
-	return out, nil
+	}, `SELECT id, name, token_id, capabilities, last_seen FROM machines ORDER BY id`)
 }
 
 // --- sessions ---
@@ -220,26 +204,13 @@ func (db *DB) ListSessions(ctx context.Context, machineID string, limit int) ([]
 	if limit > 0 {
 		lim = limit
 	}
-	var (
-		rows *sql.Rows
-		err  error
-	)
 	if machineID == "" {
-		rows, err = db.query(ctx,
+		return queryAll(ctx, db, op, scanSession,
 			`SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?`, lim)
-	} else {
-		rows, err = db.query(ctx,
-			`SELECT `+sessionCols+` FROM sessions WHERE machine_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`,
-			machineID, lim)
 	}
-	if err != nil {
-		return nil, db.wrap(ctx, op, err)
-	}
-	out, err := CollectRows(rows, scanSession)
-	if err != nil {
-		return nil, db.wrap(ctx, op, err)
-	}
-	return out, nil
+	return queryAll(ctx, db, op, scanSession,
+		`SELECT `+sessionCols+` FROM sessions WHERE machine_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`,
+		machineID, lim)
 }
 
 // UpdateSession writes Title, Mode, State, UpdatedAt (now when zero) and

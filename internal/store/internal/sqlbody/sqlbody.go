@@ -160,6 +160,19 @@ func RawJSON(b []byte) json.RawMessage {
 // Scanner is a *sql.Row or *sql.Rows.
 type Scanner interface{ Scan(...any) error }
 
+// queryAll runs q and scans every row with scan; errors are wrapped as op.
+func queryAll[T any](ctx context.Context, db *DB, op string, scan func(Scanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := db.query(ctx, q, args...)
+	if err != nil {
+		return nil, db.wrap(ctx, op, err)
+	}
+	out, err := CollectRows(rows, scan)
+	if err != nil {
+		return nil, db.wrap(ctx, op, err)
+	}
+	return out, nil
+}
+
 // CollectRows scans every row with scan and closes rows.
 func CollectRows[T any](rows *sql.Rows, scan func(Scanner) (T, error)) ([]T, error) {
 	defer func() { _ = rows.Close() }()
