@@ -168,8 +168,16 @@ func TestCloseKillsTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitLines(t, 1)
-	if n := len(leftovers(t, tok)); n < 4 {
-		t.Fatalf("only %d processes started", n)
+	// "ready" can come before the background children have forked: wait
+	// for all four (sh and three sleeps) rather than look once.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n := len(leftovers(t, tok))
+		if n >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d processes started", n)
+		}
 	}
 	start := time.Now()
 	p.Close(context.Background(), 200*time.Millisecond)
