@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ferry-dev/ferry/internal/childproc"
 	"github.com/ferry-dev/ferry/internal/procgroup"
 )
 
@@ -191,94 +192,53 @@ type bashOutcome struct {
 }
 
 // runBash runs command and always stops its whole process group before it
-// returns; the error is for failures to run it at all.
+// returns; the error is for failures to run it at all. The child, its pipe
+// and the end sequence are childproc.Stream's.
 func runBash(ctx context.Context, dir, command string, timeout time.Duration, progress func(string)) (bashOutcome, error) {
 	if !procgroup.Supported {
 		// Without process groups a command could not be stopped with
 		// everything it started: run none.
 		return bashOutcome{}, errors.New("bash: the Bash tool needs a Unix system")
 	}
-	r, w, err := os.Pipe()
+	cmd := shellCommand(dir, command)
+	capt := newCapture(BashMaxOutput, progress)
+	child, err := childproc.StartStream(cmd, capt.readFrom)
 	if err != nil {
-		return bashOutcome{}, fmt.Errorf("bash: output pipe: %w", err)
-	}
-	cmd := shellCommand(dir, command, w)
-	group, err := procgroup.Start(cmd)
-	// The child holds its own copy; ours must go so EOF means "every
-	// process holding the output has closed it".
-	_ = w.Close()
-	if err != nil {
-		_ = r.Close()
+		if errors.Is(err, childproc.ErrPipe) {
+			return bashOutcome{}, fmt.Errorf("bash: output %w", err)
+		}
 		return bashOutcome{}, fmt.Errorf("bash: start %s: %w", cmd.Path, err)
 	}
-
-	capt := newCapture(BashMaxOutput, progress)
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		capt.readFrom(r)
-	}()
-	waited := make(chan struct{})
-	go func() {
-		defer close(waited)
-		_ = cmd.Wait() // the status is read from cmd.ProcessState
-	}()
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	stop := stopNone
 	select {
-	case <-waited:
+	case <-child.Exited():
 	case <-ctx.Done():
 		stop = stopCancelled
 	case <-timer.C:
 		stop = stopTimedOut
 	}
-
-	// graceEnd is when the group's survivors get SIGKILL.
-	var graceEnd time.Time
-	if stop != stopNone {
-		group.Terminate()
-		graceEnd = time.Now().Add(BashKillGrace)
-		if !waitUntil(waited, graceEnd) {
-			group.Kill()
-			waitUntil(waited, time.Now().Add(bashReapWait))
-		}
-	} else if group.Terminate() {
-		// The shell is done but left processes behind (`cmd &`): they
-		// belong to this call and end with it.
-		graceEnd = time.Now().Add(BashKillGrace)
-	}
-	if !graceEnd.IsZero() {
-		// Survivors that still write get the grace to finish; once the
-		// output is closed there is nothing to wait for.
-		waitUntil(readDone, graceEnd)
-		group.Kill()
-	}
-	_ = r.SetReadDeadline(time.Now().Add(bashDrain))
-	<-readDone
-	_ = r.Close()
+	state, reaped := child.End(stop != stopNone, childproc.StreamEnd{Grace: BashKillGrace, ReapWait: bashReapWait, Drain: bashDrain})
 
 	out := bashOutcome{text: capt.String(), stop: stop}
-	select {
-	case <-waited:
-		out.status = exitStatus(cmd.ProcessState)
-	default:
+	if reaped {
+		out.status = exitStatus(state)
+	} else {
 		out.status = "The shell could not be reaped after SIGKILL (stuck in the kernel); its exit code is unknown."
 	}
 	return out, nil
 }
 
-// shellCommand prepares `bash -c command` in dir, writing to w; stdin
-// nil is /dev/null. procgroup.Start runs it in a new session: its own
-// process group (so the whole tree can be signalled) and no controlling
-// terminal (so nothing can read from or prompt on the user's terminal).
-func shellCommand(dir, command string, w *os.File) *exec.Cmd {
+// shellCommand prepares `bash -c command` in dir. childproc.StartStream
+// runs it in a new session: its own process group (so the whole tree can
+// be signalled) and no controlling terminal (so nothing can read from or
+// prompt on the user's terminal), with stdin from /dev/null.
+func shellCommand(dir, command string) *exec.Cmd {
 	cmd := exec.Command(shellPath(), "-c", command) //nolint:gosec // running the agent's command is this tool's purpose; permissions are checked before the call
 	cmd.Dir = dir
 	cmd.Env = bashEnviron(os.Environ())
-	cmd.Stdout = w
-	cmd.Stderr = w
 	return cmd
 }
 
@@ -291,19 +251,6 @@ func exitStatus(ps *os.ProcessState) string {
 		return fmt.Sprintf("Killed by signal %d (%s).", int(sig), sig)
 	}
 	return fmt.Sprintf("Exit code: %d", ps.ExitCode())
-}
-
-// waitUntil waits for ch to close or the deadline to pass; it reports
-// whether ch closed.
-func waitUntil(ch <-chan struct{}, deadline time.Time) bool {
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-t.C:
-		return false
-	}
 }
 
 var shellPath = sync.OnceValue(func() string {
