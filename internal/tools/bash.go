@@ -90,27 +90,7 @@ func (Bash) Description() string { return bashDescription }
 // ReadOnly implements Tool: a command can do anything.
 func (Bash) ReadOnly() bool { return false }
 
-var bashSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "command": {
-      "type": "string",
-      "description": "The shell command to run, e.g. \"go test ./...\". It runs with bash -c in the workspace root."
-    },
-    "timeout_ms": {
-      "type": "integer",
-      "minimum": 1,
-      "maximum": 600000,
-      "description": "How long the command may run, in milliseconds (default 120000, at most 600000)."
-    },
-    "description": {
-      "type": "string",
-      "description": "A short description of what the command does, in 5 to 10 words, shown to the user."
-    }
-  },
-  "required": ["command"],
-  "additionalProperties": false
-}`)
+var bashSchema = inputSchema[BashInput]()
 
 // InputSchema implements Tool.
 func (Bash) InputSchema() json.RawMessage { return bashSchema }
@@ -118,9 +98,9 @@ func (Bash) InputSchema() json.RawMessage { return bashSchema }
 // BashInput is Bash's input object; the agent runtime decodes it too, to
 // check the command against the permission rules before the call.
 type BashInput struct {
-	Command     string `json:"command"`
-	TimeoutMS   *int64 `json:"timeout_ms,omitempty"`
-	Description string `json:"description,omitempty"`
+	Command     string `json:"command" jsonschema:"required" jsonschema_description:"The shell command to run, e.g. \"go test ./...\". It runs with bash -c in the workspace root."`
+	TimeoutMS   *int64 `json:"timeout_ms,omitempty" jsonschema:"minimum=1,maximum=600000" jsonschema_description:"How long the command may run, in milliseconds (default 120000, at most 600000)."`
+	Description string `json:"description,omitempty" jsonschema_description:"A short description of what the command does, in 5 to 10 words, shown to the user."`
 }
 
 // Run implements Tool.

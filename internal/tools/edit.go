@@ -33,26 +33,16 @@ func (Edit) Description() string { return editDescription }
 // ReadOnly implements Tool.
 func (Edit) ReadOnly() bool { return false }
 
-var editSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "file_path": {"type": "string", "minLength": 1, "description": "The file to edit, relative to the workspace or absolute."},
-    "old_string": {"type": "string", "description": "The exact text to replace; \"\" creates a new file."},
-    "new_string": {"type": "string", "description": "The text to replace it with (must differ from old_string)."},
-    "replace_all": {"type": "boolean", "default": false, "description": "Replace every match of old_string instead of requiring exactly one."}
-  },
-  "required": ["file_path", "old_string", "new_string"],
-  "additionalProperties": false
-}`)
+var editSchema = inputSchema[editParams]()
 
 // InputSchema implements Tool.
 func (Edit) InputSchema() json.RawMessage { return editSchema }
 
 type editParams struct {
-	FilePath   *string `json:"file_path"`
-	OldString  *string `json:"old_string"`
-	NewString  *string `json:"new_string"`
-	ReplaceAll bool    `json:"replace_all"`
+	FilePath   *string `json:"file_path" jsonschema:"required,minLength=1" jsonschema_description:"The file to edit, relative to the workspace or absolute."`
+	OldString  *string `json:"old_string" jsonschema:"required" jsonschema_description:"The exact text to replace; \"\" creates a new file."`
+	NewString  *string `json:"new_string" jsonschema:"required" jsonschema_description:"The text to replace it with (must differ from old_string)."`
+	ReplaceAll bool    `json:"replace_all" jsonschema:"default=false" jsonschema_description:"Replace every match of old_string instead of requiring exactly one."`
 }
 
 // snippetContext is the lines shown around the edited region in the result.

@@ -39,28 +39,14 @@ func (Glob) Description() string { return globDescription }
 // ReadOnly implements Tool: Glob never writes.
 func (Glob) ReadOnly() bool { return true }
 
-var globSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "pattern": {
-      "type": "string",
-      "description": "The glob pattern to match file paths against, relative to path, e.g. \"**/*.go\" or \"src/**/*.{ts,tsx}\"."
-    },
-    "path": {
-      "type": "string",
-      "description": "The directory to search in, relative to the workspace root or absolute. Defaults to the workspace root."
-    }
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}`)
+var globSchema = inputSchema[globParams]()
 
 // InputSchema implements Tool.
 func (Glob) InputSchema() json.RawMessage { return globSchema }
 
 type globParams struct {
-	Pattern *string `json:"pattern"`
-	Path    string  `json:"path"`
+	Pattern *string `json:"pattern" jsonschema:"required" jsonschema_description:"The glob pattern to match file paths against, relative to path, e.g. \"**/*.go\" or \"src/**/*.{ts,tsx}\"."`
+	Path    string  `json:"path" jsonschema_description:"The directory to search in, relative to the workspace root or absolute. Defaults to the workspace root."`
 }
 
 // Run implements Tool.

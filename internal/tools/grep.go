@@ -49,60 +49,25 @@ func (Grep) Description() string { return grepDescription }
 // ReadOnly implements Tool: Grep never writes.
 func (Grep) ReadOnly() bool { return true }
 
-var grepSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "pattern": {
-      "type": "string",
-      "description": "The regular expression to search for in file contents (RE2 syntax)."
-    },
-    "path": {
-      "type": "string",
-      "description": "File or directory to search in, relative to the workspace root or absolute. Defaults to the workspace root."
-    },
-    "glob": {
-      "type": "string",
-      "description": "Glob pattern to filter files, e.g. \"*.js\", \"*.{ts,tsx}\", \"src/**/*.go\"; several separated by spaces; a leading ! excludes."
-    },
-    "type": {
-      "type": "string",
-      "description": "File type to search, e.g. \"go\", \"js\", \"py\", \"rust\" (several separated by commas)."
-    },
-    "output_mode": {
-      "type": "string",
-      "enum": ["content", "files_with_matches", "count"],
-      "description": "\"content\" shows matching lines, \"files_with_matches\" (default) the files that match, \"count\" the number of matching lines per file."
-    },
-    "-i": {"type": "boolean", "description": "Case-insensitive search."},
-    "-n": {"type": "boolean", "description": "Show line numbers in content mode (default true)."},
-    "-A": {"type": "integer", "minimum": 0, "description": "Lines of context after each match (content mode)."},
-    "-B": {"type": "integer", "minimum": 0, "description": "Lines of context before each match (content mode)."},
-    "-C": {"type": "integer", "minimum": 0, "description": "Lines of context before and after each match (content mode)."},
-    "multiline": {"type": "boolean", "description": "Let the pattern span lines; . matches newlines too. Default false."},
-    "head_limit": {"type": "integer", "minimum": 0, "description": "Return at most this many entries (lines, files or counts); default and maximum 1000."},
-    "offset": {"type": "integer", "minimum": 0, "description": "Skip this many entries first (for paging with head_limit)."}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}`)
+var grepSchema = inputSchema[grepParams]()
 
 // InputSchema implements Tool.
 func (Grep) InputSchema() json.RawMessage { return grepSchema }
 
 type grepParams struct {
-	Pattern    *string `json:"pattern"`
-	Path       string  `json:"path"`
-	Glob       string  `json:"glob"`
-	Type       string  `json:"type"`
-	OutputMode string  `json:"output_mode"`
-	I          bool    `json:"-i"`
-	N          *bool   `json:"-n"`
-	A          *int    `json:"-A"`
-	B          *int    `json:"-B"`
-	C          *int    `json:"-C"`
-	Multiline  bool    `json:"multiline"`
-	HeadLimit  *int    `json:"head_limit"`
-	Offset     *int    `json:"offset"`
+	Pattern    *string `json:"pattern" jsonschema:"required" jsonschema_description:"The regular expression to search for in file contents (RE2 syntax)."`
+	Path       string  `json:"path" jsonschema_description:"File or directory to search in, relative to the workspace root or absolute. Defaults to the workspace root."`
+	Glob       string  `json:"glob" jsonschema_description:"Glob pattern to filter files, e.g. \"*.js\", \"*.{ts,tsx}\", \"src/**/*.go\"; several separated by spaces; a leading ! excludes."`
+	Type       string  `json:"type" jsonschema_description:"File type to search, e.g. \"go\", \"js\", \"py\", \"rust\" (several separated by commas)."`
+	OutputMode string  `json:"output_mode" jsonschema:"enum=content,enum=files_with_matches,enum=count" jsonschema_description:"\"content\" shows matching lines, \"files_with_matches\" (default) the files that match, \"count\" the number of matching lines per file."`
+	I          bool    `json:"-i" jsonschema_description:"Case-insensitive search."`
+	N          *bool   `json:"-n" jsonschema_description:"Show line numbers in content mode (default true)."`
+	A          *int    `json:"-A" jsonschema:"minimum=0" jsonschema_description:"Lines of context after each match (content mode)."`
+	B          *int    `json:"-B" jsonschema:"minimum=0" jsonschema_description:"Lines of context before each match (content mode)."`
+	C          *int    `json:"-C" jsonschema:"minimum=0" jsonschema_description:"Lines of context before and after each match (content mode)."`
+	Multiline  bool    `json:"multiline" jsonschema_description:"Let the pattern span lines; . matches newlines too. Default false."`
+	HeadLimit  *int    `json:"head_limit" jsonschema:"minimum=0" jsonschema_description:"Return at most this many entries (lines, files or counts); default and maximum 1000."`
+	Offset     *int    `json:"offset" jsonschema:"minimum=0" jsonschema_description:"Skip this many entries first (for paging with head_limit)."`
 }
 
 const (

@@ -48,41 +48,17 @@ func (Read) Description() string { return readDescription }
 // ReadOnly implements Tool: Read never writes.
 func (Read) ReadOnly() bool { return true }
 
-var readSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "file_path": {
-      "type": "string",
-      "description": "The file to read: relative to the workspace root, or absolute."
-    },
-    "offset": {
-      "type": "integer",
-      "minimum": 0,
-      "description": "The line number to start reading at (1-based; 0 means 1). For notebooks, the cell number."
-    },
-    "limit": {
-      "type": "integer",
-      "minimum": 1,
-      "description": "How many lines to read (default 2000). For notebooks, how many cells."
-    },
-    "pages": {
-      "type": "string",
-      "description": "PDF only: the pages to read, e.g. \"3\", \"1-5\" or \"1,3-4\" (at most 20 pages a call)."
-    }
-  },
-  "required": ["file_path"],
-  "additionalProperties": false
-}`)
+var readSchema = inputSchema[readParams]()
 
 // InputSchema implements Tool.
 func (Read) InputSchema() json.RawMessage { return readSchema }
 
 // readParams is Read's input as the agent sends it.
 type readParams struct {
-	FilePath string  `json:"file_path"`
-	Offset   *int    `json:"offset"`
-	Limit    *int    `json:"limit"`
-	Pages    *string `json:"pages"`
+	FilePath string  `json:"file_path" jsonschema:"required" jsonschema_description:"The file to read: relative to the workspace root, or absolute."`
+	Offset   *int    `json:"offset" jsonschema:"minimum=0" jsonschema_description:"The line number to start reading at (1-based; 0 means 1). For notebooks, the cell number."`
+	Limit    *int    `json:"limit" jsonschema:"minimum=1" jsonschema_description:"How many lines to read (default 2000). For notebooks, how many cells."`
+	Pages    *string `json:"pages" jsonschema_description:"PDF only: the pages to read, e.g. \"3\", \"1-5\" or \"1,3-4\" (at most 20 pages a call)."`
 }
 
 // rdMaxLineNumber clamps offset and limit, so offset+limit cannot overflow;

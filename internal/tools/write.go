@@ -37,22 +37,14 @@ func (Write) Description() string { return writeDescription }
 // ReadOnly implements Tool.
 func (Write) ReadOnly() bool { return false }
 
-var writeSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "file_path": {"type": "string", "minLength": 1, "description": "The file to write, relative to the workspace or absolute."},
-    "content": {"type": "string", "description": "The complete new content of the file."}
-  },
-  "required": ["file_path", "content"],
-  "additionalProperties": false
-}`)
+var writeSchema = inputSchema[writeParams]()
 
 // InputSchema implements Tool.
 func (Write) InputSchema() json.RawMessage { return writeSchema }
 
 type writeParams struct {
-	FilePath *string `json:"file_path"`
-	Content  *string `json:"content"`
+	FilePath *string `json:"file_path" jsonschema:"required,minLength=1" jsonschema_description:"The file to write, relative to the workspace or absolute."`
+	Content  *string `json:"content" jsonschema:"required" jsonschema_description:"The complete new content of the file."`
 }
 
 // Run implements Tool.
