@@ -71,7 +71,7 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 		return nil, Errorf(CodeNoChange, "old_string and new_string are the same, so there is nothing to change. Give the new text in new_string.")
 	}
 	strip := !isMarkdown(*p.FilePath)
-	t, err := wrLoad(env, *p.FilePath)
+	t, err := loadTarget(env, *p.FilePath)
 	if err != nil {
 		return nil, err
 	}
@@ -137,14 +137,14 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 	if bytes.Equal(data, t.data) {
 		return nil, Errorf(CodeNoChange, "the replacement leaves %s unchanged (old_string matched text that already reads as new_string%s). Nothing was written.", t.shown, m.step.note())
 	}
-	diff := textdiff.Splice(t.shown, txt.View, dEdits, wrDiffContext)
+	diff := textdiff.Splice(t.shown, txt.View, dEdits, diffContext)
 	info, err := t.commit(ctx, env, "Edit", data, diff)
 	if err != nil {
 		return nil, err
 	}
 	first := m.spans[0]
 	line := lineNumbersOf(txt.View, []int{first.start})[0]
-	what := "replaced " + wrPlural(len(m.spans), "occurrence", "occurrences")
+	what := "replaced " + countOf(len(m.spans), "occurrence", "occurrences")
 	if old == "" {
 		what = "filled the empty file"
 	}
@@ -162,14 +162,14 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 
 // editCreate creates a missing file with content (old_string "").
 func editCreate(ctx context.Context, env *Env, t *writeTarget, content string) (*Result, error) {
-	diff := textdiff.Diff(t.shown, "", content, wrDiffContext)
+	diff := textdiff.Diff(t.shown, "", content, diffContext)
 	diff.IsNewFile = true
 	info, err := t.commit(ctx, env, "Edit", []byte(content), diff)
 	if err != nil {
 		return nil, err
 	}
 	return &Result{
-		Blocks: Text(fmt.Sprintf("Created %s (%s).", t.shown, wrPlural(wrCountLines(content), "line", "lines"))),
+		Blocks: Text(fmt.Sprintf("Created %s (%s).", t.shown, countOf(countLines(content), "line", "lines"))),
 		Path:   info.Path, Rel: info.Rel, Diff: diff, Changed: true,
 	}, nil
 }

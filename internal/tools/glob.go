@@ -77,7 +77,7 @@ func (Glob) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 	limit := searchLimit(env.Limits)
 	top := newGlobNewest(limit)
 	total := 0
-	err = tree.walk(ctx, walkOptions{descend: globDescend(pattern)}, func(f searchFile) error {
+	err = tree.walk(ctx, walkOptions{descend: patternDescend(pattern)}, func(f searchFile) error {
 		if ok, _ := doublestar.Match(pattern, f.rel); ok {
 			total++
 			top.add(f)
@@ -159,10 +159,10 @@ func pathHasDotDot(p string) bool {
 	return false
 }
 
-// globDescend prunes the walk to directories where pattern can match: not
+// patternDescend prunes the walk to directories where pattern can match: not
 // deeper than it reaches without "**", and inside its literal leading
 // directories.
-func globDescend(pattern string) func(string) bool {
+func patternDescend(pattern string) func(string) bool {
 	base, _ := doublestar.SplitPattern(pattern)
 	if base == "." || strings.ContainsAny(base, "\\*?[{") {
 		base = "" // escapes: not worth unescaping for an optimisation

@@ -152,7 +152,7 @@ func compileGrep(pattern string, fold, multiline bool) (*regexp.Regexp, error) {
 		}
 		return nil, &Error{Code: CodeBadPattern, Message: msg, Err: err}
 	}
-	if !multiline && grepHasNewline(pattern) {
+	if !multiline && patternHasNewline(pattern) {
 		return nil, Errorf(CodeBadPattern,
 			"the pattern contains a literal newline (\\n), which can never match within one line. Set multiline to true to match across lines.")
 	}
@@ -166,8 +166,8 @@ func compileGrep(pattern string, fold, multiline bool) (*regexp.Regexp, error) {
 	return regexp.Compile("(?" + flags + ")" + pattern)
 }
 
-// grepHasNewline reports whether the pattern has a literal newline.
-func grepHasNewline(pattern string) bool {
+// patternHasNewline reports whether the pattern has a literal newline.
+func patternHasNewline(pattern string) bool {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return false
@@ -420,20 +420,20 @@ func (o *grepOutput) render() string {
 		fmt.Fprintf(&b, "\n\n(More %s: showing %d from offset %d. Call again with offset=%d to see more, or narrow the search.)",
 			what, o.shown, o.req.offset, next)
 	case o.req.mode == grepCount && o.files > 0:
-		what := grepPlural(int(o.total), "matching line", "matching lines")
+		what := pluralWord(int(o.total), "matching line", "matching lines")
 		if o.req.multiline {
-			what = grepPlural(int(o.total), "match", "matches")
+			what = pluralWord(int(o.total), "match", "matches")
 		}
-		fmt.Fprintf(&b, "\n\nFound %d %s in %d %s.", o.total, what, o.files, grepPlural(o.files, "file", "files"))
+		fmt.Fprintf(&b, "\n\nFound %d %s in %d %s.", o.total, what, o.files, pluralWord(o.files, "file", "files"))
 	}
 	if o.tooLarge > 0 {
 		fmt.Fprintf(&b, "\n(%d %s over %d MB not searched: multiline mode reads files whole.)",
-			o.tooLarge, grepPlural(o.tooLarge, "file", "files"), grepscan.MultilineMaxBytes>>20)
+			o.tooLarge, pluralWord(o.tooLarge, "file", "files"), grepscan.MultilineMaxBytes>>20)
 	}
 	return b.String()
 }
 
-func grepPlural(n int, one, many string) string {
+func pluralWord(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}
@@ -545,7 +545,7 @@ func (f grepFilter) ok(rel string) bool {
 		}
 	}
 	for _, g := range f.exclude {
-		if globHit(g, rel, name) {
+		if matchesGlob(g, rel, name) {
 			return false
 		}
 	}
@@ -553,7 +553,7 @@ func (f grepFilter) ok(rel string) bool {
 		return true
 	}
 	for _, g := range f.include {
-		if globHit(g, rel, name) {
+		if matchesGlob(g, rel, name) {
 			return true
 		}
 	}
@@ -574,9 +574,9 @@ func (t grepFileType) has(name string) bool {
 	return false
 }
 
-// globHit matches a glob filter: against the name when it has no "/",
+// matchesGlob matches a glob filter: against the name when it has no "/",
 // else against the relative path.
-func globHit(g, rel, name string) bool {
+func matchesGlob(g, rel, name string) bool {
 	target := name
 	if strings.Contains(g, "/") {
 		target = rel

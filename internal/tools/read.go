@@ -61,9 +61,9 @@ type readParams struct {
 	Pages    *string `json:"pages" jsonschema_description:"PDF only: the pages to read, e.g. \"3\", \"1-5\" or \"1,3-4\" (at most 20 pages a call)."`
 }
 
-// rdMaxLineNumber clamps offset and limit, so offset+limit cannot overflow;
+// maxLineNumber clamps offset and limit, so offset+limit cannot overflow;
 // no file has that many lines.
-const rdMaxLineNumber = 1 << 40
+const maxLineNumber = 1 << 40
 
 // readRequest is a validated call.
 type readRequest struct {
@@ -73,7 +73,7 @@ type readRequest struct {
 	// ranged is set when offset or limit was given.
 	ranged bool
 	// pages is the PDF page selection, nil when not given.
-	pages []rdPageRange
+	pages []pageRange
 	// pagesText is pages as given, normalised.
 	pagesText string
 }
@@ -87,30 +87,30 @@ func (p readParams) validate(l Limits) (readRequest, error) {
 		if *p.Offset < 0 {
 			return r, Errorf(CodeInvalidInput, "invalid input: field \"offset\" must be a line number of 1 or more, got %d", *p.Offset)
 		}
-		r.start = min(max(*p.Offset, 1), rdMaxLineNumber)
+		r.start = min(max(*p.Offset, 1), maxLineNumber)
 		r.ranged = true
 	}
 	if p.Limit != nil {
 		if *p.Limit < 1 {
 			return r, Errorf(CodeInvalidInput, "invalid input: field \"limit\" must be 1 or more, got %d; leave it out to read %d lines", *p.Limit, l.DefaultReadLines)
 		}
-		r.count = min(*p.Limit, rdMaxLineNumber)
+		r.count = min(*p.Limit, maxLineNumber)
 		r.ranged = true
 	}
 	if p.Pages != nil {
-		ranges, err := rdParsePages(*p.Pages)
+		ranges, err := parsePages(*p.Pages)
 		if err != nil {
 			return r, err
 		}
 		r.pages = ranges
-		r.pagesText = rdFormatPages(ranges)
+		r.pagesText = formatPages(ranges)
 	}
 	return r, nil
 }
 
-// rdWithDefaults fills the zero fields of l from DefaultLimits, so an Env
+// withDefaults fills the zero fields of l from DefaultLimits, so an Env
 // built without Limits still works.
-func rdWithDefaults(l Limits) Limits {
+func withDefaults(l Limits) Limits {
 	d := DefaultLimits()
 	set := func(v *int, def int) {
 		if *v <= 0 {
@@ -128,40 +128,40 @@ func rdWithDefaults(l Limits) Limits {
 	return l
 }
 
-// rdSniffBytes is how much of a file's head decides its kind: the magic
+// sniffBytes is how much of a file's head decides its kind: the magic
 // numbers, a byte order mark, and NUL bytes for binary (as git does).
-const rdSniffBytes = 8 << 10
+const sniffBytes = 8 << 10
 
-// rdFileKind is what Read makes of a file.
-type rdFileKind int
+// fileKind is what Read makes of a file.
+type fileKind int
 
 const (
-	rdKindText rdFileKind = iota
-	rdKindBinary
-	rdKindImage
-	rdKindPDF
-	rdKindNotebook
+	kindText fileKind = iota
+	kindBinary
+	kindImage
+	kindPDF
+	kindNotebook
 )
 
-// rdClassify decides by content, not by name, except for notebooks, which are
+// classifyFile decides by content, not by name, except for notebooks, which are
 // JSON and can only be told apart by their extension.
-func rdClassify(head []byte, name string) (rdFileKind, string) {
+func classifyFile(head []byte, name string) (fileKind, string) {
 	if strings.HasPrefix(string(head), "%PDF-") {
-		return rdKindPDF, ""
+		return kindPDF, ""
 	}
-	if format := rdImageFormat(head); format != "" {
-		return rdKindImage, format
+	if format := imageFormat(head); format != "" {
+		return kindImage, format
 	}
 	if strings.EqualFold(path.Ext(filepath.ToSlash(name)), ".ipynb") {
-		return rdKindNotebook, ""
+		return kindNotebook, ""
 	}
-	if rdDetectEncoding(head) != rdEncUTF8 {
-		return rdKindText, ""
+	if detectEncoding(head) != encUTF8 {
+		return kindText, ""
 	}
 	if strings.IndexByte(string(head), 0) >= 0 {
-		return rdKindBinary, ""
+		return kindBinary, ""
 	}
-	return rdKindText, ""
+	return kindText, ""
 }
 
 // Run implements Tool.
@@ -170,7 +170,7 @@ func (Read) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 	if err := DecodeInput(input, &p); err != nil {
 		return nil, err
 	}
-	limits := rdWithDefaults(env.Limits)
+	limits := withDefaults(env.Limits)
 	req, err := p.validate(limits)
 	if err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (Read) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 		return nil, readFSError(env.FS, req.path, err)
 	}
 	if info.IsDir {
-		return nil, rdIsDirError(req.path, err)
+		return nil, isDirError(req.path, err)
 	}
 	f, err := env.FS.Open(req.path)
 	if err != nil {
@@ -189,35 +189,35 @@ func (Read) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 	defer f.Close()
 	info = f.Info()
 
-	head := make([]byte, rdSniffBytes)
+	head := make([]byte, sniffBytes)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, readFSError(env.FS, req.path, err)
 	}
 	head = head[:n]
-	kind, format := rdClassify(head, info.Path)
+	kind, format := classifyFile(head, info.Path)
 
-	if req.pages != nil && kind != rdKindPDF {
-		return nil, Errorf(CodeInvalidInput, "invalid input: field \"pages\" applies only to PDF files, and %s is not one; leave it out (use offset and limit for text)", rdDisplayName(info, req.path))
+	if req.pages != nil && kind != kindPDF {
+		return nil, Errorf(CodeInvalidInput, "invalid input: field \"pages\" applies only to PDF files, and %s is not one; leave it out (use offset and limit for text)", displayName(info, req.path))
 	}
-	if req.ranged && (kind == rdKindPDF || kind == rdKindImage) {
+	if req.ranged && (kind == kindPDF || kind == kindImage) {
 		hint := ""
-		if kind == rdKindPDF {
+		if kind == kindPDF {
 			hint = ", and use pages to choose PDF pages"
 		}
 		return nil, Errorf(CodeInvalidInput, "invalid input: offset and limit apply to text files and notebooks; %s is a %s: leave them out%s",
-			rdDisplayName(info, req.path), rdKindName(kind, format), hint)
+			displayName(info, req.path), kindName(kind, format), hint)
 	}
 
-	rc := &readCall{ctx: ctx, env: env, limits: limits, req: req, f: f, info: info, head: head, name: rdDisplayName(info, req.path)}
+	rc := &readCall{ctx: ctx, env: env, limits: limits, req: req, f: f, info: info, head: head, name: displayName(info, req.path)}
 	switch kind {
-	case rdKindBinary:
+	case kindBinary:
 		return nil, Errorf(CodeEncoding, "%s is a binary file (it contains NUL bytes), not text, an image, a PDF or a notebook; Read cannot show it. Use a command-line tool suited to its format if you need its content.", rc.name)
-	case rdKindImage:
+	case kindImage:
 		return rc.image(format)
-	case rdKindPDF:
+	case kindPDF:
 		return rc.pdf()
-	case rdKindNotebook:
+	case kindNotebook:
 		return rc.notebook()
 	default:
 		return rc.text()
@@ -278,7 +278,7 @@ func (rc *readCall) hashFile() (Hash, error) {
 	return sum, nil
 }
 
-func rdDisplayName(info vfs.Info, given string) string {
+func displayName(info vfs.Info, given string) string {
 	if info.Rel != "" && info.Rel != "." {
 		return info.Rel
 	}
@@ -288,19 +288,19 @@ func rdDisplayName(info vfs.Info, given string) string {
 	return given
 }
 
-func rdKindName(k rdFileKind, format string) string {
+func kindName(k fileKind, format string) string {
 	switch k {
-	case rdKindImage:
+	case kindImage:
 		return strings.ToUpper(format) + " image"
-	case rdKindPDF:
+	case kindPDF:
 		return "PDF"
-	case rdKindNotebook:
+	case kindNotebook:
 		return "notebook"
 	}
 	return "text file"
 }
 
-func rdIsDirError(name string, err error) error {
+func isDirError(name string, err error) error {
 	return &Error{Code: CodeIsDirectory, Err: err, Message: fmt.Sprintf(
 		"%s is a directory, not a file. Use Glob to list the files in it, then Read one of them.", name)}
 }
@@ -317,11 +317,11 @@ func readFSError(fsys vfs.FS, name string, err error) error {
 		code = CodeOutside
 		msg = fmt.Sprintf("%s is outside the workspace (%s); Read only reads files inside the workspace and the roots the user allowed. Use a path inside them.", name, strings.Join(fsys.Roots(), ", "))
 	case errors.Is(err, vfs.ErrIsDir), errors.Is(err, syscall.EISDIR):
-		return rdIsDirError(name, err)
+		return isDirError(name, err)
 	case errors.Is(err, vfs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		code = CodeNotFound
-		msg = fmt.Sprintf("%s does not exist (paths are relative to the workspace %s).", name, rdFirstRoot(fsys))
-		if s := rdSuggestSimilar(fsys, name); s != "" {
+		msg = fmt.Sprintf("%s does not exist (paths are relative to the workspace %s).", name, firstRoot(fsys))
+		if s := suggestSimilar(fsys, name); s != "" {
 			msg += " Did you mean " + s + "?"
 		} else {
 			msg += " Use Glob to find the file."
@@ -341,20 +341,20 @@ func readFSError(fsys vfs.FS, name string, err error) error {
 	return &Error{Code: code, Message: msg, Err: err}
 }
 
-func rdFirstRoot(fsys vfs.FS) string {
+func firstRoot(fsys vfs.FS) string {
 	if r := fsys.Roots(); len(r) > 0 {
 		return r[0]
 	}
 	return "."
 }
 
-// rdMaxSuggestEntries bounds the directory listing a "did you mean" costs.
-const rdMaxSuggestEntries = 10000
+// maxSuggestEntries bounds the directory listing a "did you mean" costs.
+const maxSuggestEntries = 10000
 
-// rdSuggestSimilar names a file in the same directory whose name is close to
+// suggestSimilar names a file in the same directory whose name is close to
 // name's: the same but for case, the same stem with another extension, or a
 // small edit distance. "" when none is, or the directory cannot be listed.
-func rdSuggestSimilar(fsys vfs.FS, name string) string {
+func suggestSimilar(fsys vfs.FS, name string) string {
 	slashed := filepath.ToSlash(name)
 	dir, base := path.Split(slashed)
 	if base == "" {
@@ -365,7 +365,7 @@ func rdSuggestSimilar(fsys vfs.FS, name string) string {
 		listDir = "."
 	}
 	entries, err := fsys.ReadDir(listDir)
-	if err != nil || len(entries) > rdMaxSuggestEntries {
+	if err != nil || len(entries) > maxSuggestEntries {
 		return ""
 	}
 	stem := strings.TrimSuffix(base, path.Ext(base))

@@ -15,9 +15,9 @@ import (
 //go:embed write.md
 var writeDescription string
 
-// wrDiffContext is the context lines around each change in Write and Edit
+// diffContext is the context lines around each change in Write and Edit
 // diffs.
-const wrDiffContext = 3
+const diffContext = 3
 
 // Write replaces a file's whole content or creates it. Existing files need
 // every line seen by prior Reads of the current version (ReadState); content is stored with LF line endings, in
@@ -59,7 +59,7 @@ func (Write) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result,
 	case p.Content == nil:
 		return nil, Errorf(CodeInvalidInput, "invalid input: content is required (use \"\" for an empty file)")
 	}
-	t, err := wrLoadWhole(env, *p.FilePath)
+	t, err := loadWholeTarget(env, *p.FilePath)
 	if err != nil {
 		return nil, err
 	}
@@ -86,17 +86,17 @@ func (Write) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result,
 	if err != nil {
 		return nil, err
 	}
-	lines := wrCountLines(content)
+	lines := countLines(content)
 	if t.exists && bytes.Equal(data, t.data) {
 		if env.State != nil {
 			env.State.Record(ReadEntry{Path: t.path, Stamp: t.info.Stamp, Hash: t.hash(), View: "written by Write"})
 		}
 		return &Result{
-			Blocks: Text(fmt.Sprintf("No changes: %s already has this content (%s).", t.shown, wrPlural(lines, "line", "lines"))),
+			Blocks: Text(fmt.Sprintf("No changes: %s already has this content (%s).", t.shown, countOf(lines, "line", "lines"))),
 			Path:   t.path, Rel: t.rel,
 		}, nil
 	}
-	diff := textdiff.Diff(t.shown, oldView, content, wrDiffContext)
+	diff := textdiff.Diff(t.shown, oldView, content, diffContext)
 	diff.IsNewFile = !t.exists
 	info, err := t.commit(ctx, env, "Write", data, diff)
 	if err != nil {
@@ -106,9 +106,9 @@ func (Write) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result,
 	if !t.exists {
 		verb = "Created"
 	}
-	msg := fmt.Sprintf("%s %s (%s).", verb, t.shown, wrPlural(lines, "line", "lines"))
+	msg := fmt.Sprintf("%s %s (%s).", verb, t.shown, countOf(lines, "line", "lines"))
 	if len(notes) > 0 {
-		msg = fmt.Sprintf("%s %s (%s; %s).", verb, t.shown, wrPlural(lines, "line", "lines"), strings.Join(notes, "; "))
+		msg = fmt.Sprintf("%s %s (%s; %s).", verb, t.shown, countOf(lines, "line", "lines"), strings.Join(notes, "; "))
 	}
 	return &Result{Blocks: Text(msg), Path: info.Path, Rel: info.Rel, Diff: diff, Changed: true}, nil
 }
