@@ -6,9 +6,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/textdiff"
 	"github.com/ferry-dev/ferry/internal/textenc"
@@ -44,12 +42,6 @@ type editParams struct {
 	NewString  *string `json:"new_string" jsonschema:"required" jsonschema_description:"The text to replace it with (must differ from old_string)."`
 	ReplaceAll bool    `json:"replace_all" jsonschema:"default=false" jsonschema_description:"Replace every match of old_string instead of requiring exactly one."`
 }
-
-// snippetContext is the lines shown around the edited region in the result.
-const (
-	snippetContext  = 4
-	snippetMaxLines = 40
-)
 
 // Run implements Tool.
 func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, error) {
@@ -172,124 +164,4 @@ func editCreate(ctx context.Context, env *Env, t *writeTarget, content string) (
 		Blocks: Text(fmt.Sprintf("Created %s (%s).", t.shown, countOf(countLines(content), "line", "lines"))),
 		Path:   info.Path, Rel: info.Rel, Diff: diff, Changed: true,
 	}, nil
-}
-
-// editSnippet shows the edited lines of the new text with snippetContext
-// lines around them, numbered as Read numbers lines, built from the old
-// view and the replacement alone (no copy of the whole new text). line is
-// the number of the line the span starts on.
-func editSnippet(view string, s editSpan, line int) string {
-	ls := strings.LastIndexByte(view[:s.start], '\n') + 1
-	le := len(view)
-	repl := s.repl
-	switch {
-	case s.end > s.start && view[s.end-1] == '\n' && strings.HasSuffix(repl, "\n"):
-		// Whole lines replaced by whole lines: the next line is context.
-		le = s.end - 1
-		repl = repl[:len(repl)-1]
-	default:
-		if i := strings.IndexByte(view[s.end:], '\n'); i >= 0 {
-			le = s.end + i
-		}
-	}
-	before := splitLinesNoEnd(view[editLineStartBack(view, ls, snippetContext):ls])
-	mid := strings.Split(view[ls:s.start]+repl+view[min(s.end, le):le], "\n")
-	if len(mid) > 1 && mid[len(mid)-1] == "" && le == len(view) {
-		mid = mid[:len(mid)-1] // the text ends with a newline: no line after it
-	}
-	var after []string
-	if le+1 < len(view) {
-		after = strings.Split(editLinesFrom(view, le+1, snippetContext), "\n")
-	}
-	var sb strings.Builder
-	n := line - len(before)
-	put := func(l string) {
-		fmt.Fprintf(&sb, "%6d\t%s\n", n, editCutRunes(strings.ToValidUTF8(l, "\uFFFD"), 500))
-		n++
-	}
-	for _, l := range before {
-		put(l)
-	}
-	for i, l := range mid {
-		if i == snippetMaxLines {
-			fmt.Fprintf(&sb, "      \t… (%d more edited lines)\n", len(mid)-i)
-			n += len(mid) - i
-			break
-		}
-		put(l)
-	}
-	for _, l := range after {
-		put(l)
-	}
-	return strings.TrimSuffix(sb.String(), "\n")
-}
-
-// splitLinesNoEnd splits LF text that ends with a newline into its lines.
-func splitLinesNoEnd(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-}
-
-// isMarkdown: trailing spaces are a hard line break there.
-func isMarkdown(path string) bool {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".md", ".mdx":
-		return true
-	}
-	return false
-}
-
-// stripTrailingSpace removes spaces and tabs at the end of each line.
-func stripTrailingSpace(s string) string {
-	return stripLineEnds(s, true)
-}
-
-// stripLineEnds removes spaces and tabs at the end of each line of s that
-// ends a line: every line followed by a newline in s, and the last one only
-// if lastEnds (what follows s is a line break or the end of the text).
-func stripLineEnds(s string, lastEnds bool) string {
-	if !strings.ContainsAny(s, " \t\f\v") {
-		return s
-	}
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if i < len(lines)-1 || lastEnds {
-			lines[i] = strings.TrimRight(l, " \t\f\v")
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// stripSpanLineEnds strips the trailing whitespace of the replacements of
-// spans (ascending, not overlapping, in view) where it would end a line of
-// the result, and nowhere else: an edit that ends mid-line keeps its spaces.
-// Each span is decided by what follows it in the result: the view's next
-// byte, or the next span's replacement when that starts where this one
-// ends (replace_all of adjacent matches), so right to left.
-func stripSpanLineEnds(view string, spans []editSpan) {
-	nextEnds := true // whether the result at spans[i+1].start begins a line break or ends
-	for i := len(spans) - 1; i >= 0; i-- {
-		s := &spans[i]
-		ends := s.end == len(view) || view[s.end] == '\n'
-		if i+1 < len(spans) && spans[i+1].start == s.end {
-			ends = nextEnds
-		}
-		s.repl = stripLineEnds(s.repl, ends)
-		if s.repl != "" {
-			nextEnds = s.repl[0] == '\n'
-		} else {
-			nextEnds = ends
-		}
-	}
-}
-
-func isASCII(s string) bool {
-	for i := range len(s) {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }

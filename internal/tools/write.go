@@ -15,10 +15,6 @@ import (
 //go:embed write.md
 var writeDescription string
 
-// diffContext is the context lines around each change in Write and Edit
-// diffs.
-const diffContext = 3
-
 // Write replaces a file's whole content or creates it. Existing files need
 // every line seen by prior Reads of the current version (ReadState); content is stored with LF line endings, in
 // the existing file's encoding (UTF-8 BOM and UTF-16 kept; a file that was

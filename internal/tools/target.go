@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/vfs"
@@ -228,49 +226,6 @@ func (t *writeTarget) commit(ctx context.Context, env *Env, tool string, data []
 	return info, nil
 }
 
-// writeFSError turns a vfs error into the *Error the agent sees.
-func writeFSError(name string, err error) error {
-	var te *Error
-	switch {
-	case errors.As(err, &te):
-		return te
-	case errors.Is(err, vfs.ErrOutside):
-		return &Error{Code: CodeOutside, Err: err, Message: fmt.Sprintf("%s. ferry only writes inside the workspace and the roots the user allowed; choose a path inside them.", trimErr(err))}
-	case errors.Is(err, vfs.ErrNotRegular):
-		return &Error{Code: CodeNotRegular, Err: err, Message: fmt.Sprintf("%s. Write and Edit only change regular files.", trimErr(err))}
-	case errors.Is(err, vfs.ErrHardLinked):
-		return hardLinked(name, err)
-	case errors.Is(err, vfs.ErrIsDir):
-		return &Error{Code: CodeIsDirectory, Err: err, Message: fmt.Sprintf("%s is a directory, not a file. Give the path of a file inside it.", name)}
-	case errors.Is(err, vfs.ErrPermission):
-		return &Error{Code: CodePermission, Err: err, Message: fmt.Sprintf("%s cannot be written: it (or its folder) is read-only, and ferry does not override a file's permissions. Ask the user to make it writable, or leave it unchanged.", name)}
-	case errors.Is(err, syscall.ENOTDIR):
-		return &Error{Code: CodeNotFound, Err: err, Message: fmt.Sprintf("%s cannot be created: part of its folder path is a file, not a directory. Check the path.", name)}
-	case errors.Is(err, vfs.ErrNotExist):
-		return &Error{Code: CodeNotFound, Err: err, Message: fmt.Sprintf("%s does not exist. Check the path (Glob can find the file).", name)}
-	case errors.Is(err, syscall.ELOOP):
-		return &Error{Code: CodeNotFound, Err: err, Message: fmt.Sprintf("%s cannot be resolved: too many symbolic links (a loop?).", name)}
-	case errors.Is(err, fs.ErrInvalid), errors.Is(err, syscall.ENAMETOOLONG):
-		return &Error{Code: CodeInvalidInput, Err: err, Message: fmt.Sprintf("%q is not a valid path.", name)}
-	}
-	return fmt.Errorf("%s: %w", name, err)
-}
-
-// hardLinked is CodeHardLinked for the file shown as name.
-func hardLinked(name string, err error) *Error {
-	return &Error{Code: CodeHardLinked, Err: err, Message: fmt.Sprintf("%s has other hard links (names elsewhere that share its content, possibly outside the workspace), so ferry does not write it. Leave it unchanged, or ask the user to replace it with a plain copy.", name)}
-}
-
-// trimErr is a vfs error's text without the sentinel suffix, which the
-// code already says. vfs messages name only the paths involved.
-func trimErr(err error) string {
-	s := err.Error()
-	for _, sentinel := range []error{vfs.ErrOutside, vfs.ErrNotRegular} {
-		s = strings.TrimSuffix(s, ": "+sentinel.Error())
-	}
-	return s
-}
-
 // relPath is path relative to the root holding it ("/"-separated).
 func relPath(fsys vfs.FS, path string) string {
 	for _, r := range fsys.Roots() {
@@ -293,19 +248,6 @@ func shownPath(fsys vfs.FS, path, rel string) string {
 	return path
 }
 
-// countLines counts the lines of LF text: its newlines, plus a last line
-// without one.
-func countLines(s string) int {
-	n := strings.Count(s, "\n")
-	if s != "" && !strings.HasSuffix(s, "\n") {
-		n++
-	}
-	return n
-}
-
-func countOf(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
+// diffContext is the context lines around each change in Write and Edit
+// diffs.
+const diffContext = 3
