@@ -7,6 +7,7 @@ import (
 )
 
 func TestReadParsePages(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"3", "3"},
 		{"1-5", "1-5"},
@@ -39,6 +40,7 @@ func TestReadParsePages(t *testing.T) {
 }
 
 func TestReadEditDistance(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		a, b string
 		want int
@@ -57,6 +59,7 @@ func TestReadEditDistance(t *testing.T) {
 }
 
 func TestReadClassify(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		head, name string
 		kind       fileKind
@@ -83,6 +86,7 @@ func TestReadClassify(t *testing.T) {
 }
 
 func TestReadCapRunes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s    string
 		n    int
@@ -105,6 +109,7 @@ func TestReadCapRunes(t *testing.T) {
 // scanLines directly: a window past a long line and a rune split across
 // the read buffer.
 func TestReadScanLinesBufferBoundaries(t *testing.T) {
+	t.Parallel()
 	// A 3-byte rune straddles the 64 KiB buffer boundary of the long line.
 	long := strings.Repeat("a", lineBufferBytes-1) + "€" + "tail"
 	src := strings.NewReader(long + "\nnext\n")

@@ -17,6 +17,7 @@ import (
 // The schemas are generated from the structs (inputSchema); this guards
 // the generator and the tags.
 func TestSchemasMatchParams(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		schema json.RawMessage
