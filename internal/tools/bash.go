@@ -1,21 +1,13 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	_ "embed" // bash.md is the tool's description
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
-
-	"github.com/ferry-dev/ferry/internal/procgroup"
 )
 
 //go:embed bash.md
@@ -35,24 +27,6 @@ const (
 	// SIGTERM and SIGKILL.
 	BashKillGrace = 2 * time.Second
 )
-
-// bashDrain bounds how long output is still read once the command's process
-// group is gone: a process that left the group (setsid, a daemon) may hold
-// the pipe open for ever, and the call must still return.
-const bashDrain = 500 * time.Millisecond
-
-// bashReapWait bounds the wait for the shell to be reaped after SIGKILL. Only
-// a process stuck in the kernel (a hung NFS mount) takes longer; the call then
-// returns and a goroutine reaps it when it can.
-const bashReapWait = 5 * time.Second
-
-// bashSecretEnv are the variables a command never sees: the model provider
-// keys and ferry's own token are the user's secrets, not the agent's.
-var bashSecretEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "FERRY_TOKEN"}
-
-// bashExtraEnv keeps commands from waiting on a person who is not there:
-// git would otherwise ask for credentials on the terminal or open an editor.
-var bashExtraEnv = []string{"GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true"}
 
 // Bash runs a shell command in the workspace. See bash.md for what the agent
 // is told and docs/tools.md for the rules.
@@ -89,27 +63,7 @@ func (Bash) Description() string { return bashDescription }
 // ReadOnly implements Tool: a command can do anything.
 func (Bash) ReadOnly() bool { return false }
 
-var bashSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "command": {
-      "type": "string",
-      "description": "The shell command to run, e.g. \"go test ./...\". It runs with bash -c in the workspace root."
-    },
-    "timeout_ms": {
-      "type": "integer",
-      "minimum": 1,
-      "maximum": 600000,
-      "description": "How long the command may run, in milliseconds (default 120000, at most 600000)."
-    },
-    "description": {
-      "type": "string",
-      "description": "A short description of what the command does, in 5 to 10 words, shown to the user."
-    }
-  },
-  "required": ["command"],
-  "additionalProperties": false
-}`)
+var bashSchema = inputSchema[BashInput]()
 
 // InputSchema implements Tool.
 func (Bash) InputSchema() json.RawMessage { return bashSchema }
@@ -117,9 +71,9 @@ func (Bash) InputSchema() json.RawMessage { return bashSchema }
 // BashInput is Bash's input object; the agent runtime decodes it too, to
 // check the command against the permission rules before the call.
 type BashInput struct {
-	Command     string `json:"command"`
-	TimeoutMS   *int64 `json:"timeout_ms,omitempty"`
-	Description string `json:"description,omitempty"`
+	Command     string `json:"command" jsonschema:"required" jsonschema_description:"The shell command to run, e.g. \"go test ./...\". It runs with bash -c in the workspace root."`
+	TimeoutMS   *int64 `json:"timeout_ms,omitempty" jsonschema:"minimum=1,maximum=600000" jsonschema_description:"How long the command may run, in milliseconds (default 120000, at most 600000)."`
+	Description string `json:"description,omitempty" jsonschema_description:"A short description of what the command does, in 5 to 10 words, shown to the user."`
 }
 
 // Run implements Tool.
@@ -173,283 +127,4 @@ func outputText(s string) string {
 		return "(no output)"
 	}
 	return s
-}
-
-type stopReason int
-
-const (
-	stopNone stopReason = iota
-	stopCancelled
-	stopTimedOut
-)
-
-// bashOutcome is what one run produced.
-type bashOutcome struct {
-	text   string // the capped output
-	status string // "Exit code: N", or the signal that killed the shell
-	stop   stopReason
-}
-
-// runBash runs command and always stops its whole process group before it
-// returns; the error is for failures to run it at all.
-func runBash(ctx context.Context, dir, command string, timeout time.Duration, progress func(string)) (bashOutcome, error) {
-	if !procgroup.Supported {
-		// Without process groups a command could not be stopped with
-		// everything it started: run none.
-		return bashOutcome{}, errors.New("bash: the Bash tool needs a Unix system")
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return bashOutcome{}, fmt.Errorf("bash: output pipe: %w", err)
-	}
-	cmd := shellCommand(dir, command, w)
-	group, err := procgroup.Start(cmd)
-	// The child holds its own copy; ours must go so EOF means "every
-	// process holding the output has closed it".
-	_ = w.Close()
-	if err != nil {
-		_ = r.Close()
-		return bashOutcome{}, fmt.Errorf("bash: start %s: %w", cmd.Path, err)
-	}
-
-	capt := newCapture(BashMaxOutput, progress)
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		capt.readFrom(r)
-	}()
-	waited := make(chan struct{})
-	go func() {
-		defer close(waited)
-		_ = cmd.Wait() // the status is read from cmd.ProcessState
-	}()
-
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	stop := stopNone
-	select {
-	case <-waited:
-	case <-ctx.Done():
-		stop = stopCancelled
-	case <-timer.C:
-		stop = stopTimedOut
-	}
-
-	// graceEnd is when the group's survivors get SIGKILL.
-	var graceEnd time.Time
-	if stop != stopNone {
-		group.Terminate()
-		graceEnd = time.Now().Add(BashKillGrace)
-		if !waitUntil(waited, graceEnd) {
-			group.Kill()
-			waitUntil(waited, time.Now().Add(bashReapWait))
-		}
-	} else if group.Terminate() {
-		// The shell is done but left processes behind (`cmd &`): they
-		// belong to this call and end with it.
-		graceEnd = time.Now().Add(BashKillGrace)
-	}
-	if !graceEnd.IsZero() {
-		// Survivors that still write get the grace to finish; once the
-		// output is closed there is nothing to wait for.
-		waitUntil(readDone, graceEnd)
-		group.Kill()
-	}
-	_ = r.SetReadDeadline(time.Now().Add(bashDrain))
-	<-readDone
-	_ = r.Close()
-
-	out := bashOutcome{text: capt.String(), stop: stop}
-	select {
-	case <-waited:
-		out.status = exitStatus(cmd.ProcessState)
-	default:
-		out.status = "The shell could not be reaped after SIGKILL (stuck in the kernel); its exit code is unknown."
-	}
-	return out, nil
-}
-
-// shellCommand prepares `bash -c command` in dir, writing to w; stdin
-// nil is /dev/null. procgroup.Start runs it in a new session: its own
-// process group (so the whole tree can be signalled) and no controlling
-// terminal (so nothing can read from or prompt on the user's terminal).
-func shellCommand(dir, command string, w *os.File) *exec.Cmd {
-	cmd := exec.Command(shellPath(), "-c", command) //nolint:gosec // running the agent's command is this tool's purpose; permissions are checked before the call
-	cmd.Dir = dir
-	cmd.Env = bashEnviron(os.Environ())
-	cmd.Stdout = w
-	cmd.Stderr = w
-	return cmd
-}
-
-// exitStatus describes how the shell ended, for the agent.
-func exitStatus(ps *os.ProcessState) string {
-	if ps == nil {
-		return "Exit code: unknown"
-	}
-	if sig, ok := procgroup.ExitSignal(ps); ok {
-		return fmt.Sprintf("Killed by signal %d (%s).", int(sig), sig)
-	}
-	return fmt.Sprintf("Exit code: %d", ps.ExitCode())
-}
-
-// waitUntil waits for ch to close or the deadline to pass; it reports
-// whether ch closed.
-func waitUntil(ch <-chan struct{}, deadline time.Time) bool {
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-var shellPath = sync.OnceValue(func() string {
-	for _, sh := range []string{"bash", "sh"} {
-		if p, err := exec.LookPath(sh); err == nil {
-			return p
-		}
-	}
-	return "/bin/sh"
-})
-
-// bashEnviron is environ without the secrets, plus bashExtraEnv.
-func bashEnviron(environ []string) []string {
-	out := make([]string, 0, len(environ)+len(bashExtraEnv))
-next:
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		for _, s := range bashSecretEnv {
-			if name == s {
-				continue next
-			}
-		}
-		out = append(out, kv)
-	}
-	return append(out, bashExtraEnv...)
-}
-
-// capture keeps the head and the tail of a stream within max bytes, and
-// passes everything on to progress in order, never splitting a UTF-8
-// sequence between two deltas.
-type capture struct {
-	headCap, tailCap int
-	head             []byte
-	tail             []byte // the newest bytes after head; trimmed to tailCap
-	total            int64
-	progress         func(string)
-	carry            []byte // an incomplete UTF-8 sequence held back from progress
-}
-
-func newCapture(max int, progress func(string)) *capture {
-	return &capture{headCap: max / 2, tailCap: max - max/2, progress: progress}
-}
-
-// readFrom reads r until EOF or an error (a read deadline ends it too).
-func (c *capture) readFrom(r io.Reader) {
-	buf := make([]byte, 32*1024)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			c.write(buf[:n])
-		}
-		if err != nil {
-			break
-		}
-	}
-	if c.progress != nil && len(c.carry) > 0 {
-		c.send(string(c.carry))
-		c.carry = nil
-	}
-}
-
-// send passes a delta to the progress hook. The hook runs on this reader
-// goroutine, where a panic would kill the process rather than fail the
-// call: a hook that panics is dropped and the output is still captured.
-func (c *capture) send(d string) {
-	defer func() {
-		if recover() != nil {
-			c.progress = nil
-		}
-	}()
-	c.progress(d)
-}
-
-func (c *capture) write(p []byte) {
-	c.total += int64(len(p))
-	if c.progress != nil {
-		c.emit(p)
-	}
-	if room := c.headCap - len(c.head); room > 0 {
-		n := min(room, len(p))
-		c.head = append(c.head, p[:n]...)
-		p = p[n:]
-	}
-	if len(p) == 0 {
-		return
-	}
-	c.tail = append(c.tail, p...)
-	// Trim only when twice the cap, so keeping the tail costs O(1) per byte.
-	if len(c.tail) > 2*c.tailCap {
-		c.tail = append(c.tail[:0], c.tail[len(c.tail)-c.tailCap:]...)
-	}
-}
-
-func (c *capture) emit(p []byte) {
-	data := p
-	if len(c.carry) > 0 {
-		data = append(c.carry, p...)
-		c.carry = nil
-	}
-	cut := completeUTF8(data)
-	if cut > 0 {
-		c.send(string(data[:cut]))
-	}
-	if cut < len(data) {
-		c.carry = append([]byte(nil), data[cut:]...)
-	}
-}
-
-// completeUTF8 returns the length of the longest prefix of p that does not
-// end inside a UTF-8 sequence that more bytes could still complete.
-func completeUTF8(p []byte) int {
-	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(p[i]) {
-			if !utf8.FullRune(p[i:]) {
-				return i
-			}
-			return len(p)
-		}
-	}
-	return len(p)
-}
-
-// String is the captured output: whole when it fits, else the head, a
-// marker and the tail, cut at a line end when one is near, else on a
-// character boundary.
-func (c *capture) String() string {
-	tail := c.tail
-	if len(tail) > c.tailCap {
-		tail = tail[len(tail)-c.tailCap:]
-	}
-	if c.total <= int64(c.headCap+c.tailCap) {
-		return string(c.head) + string(tail)
-	}
-	head := c.head[:completeUTF8(c.head)]
-	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
-		tail = tail[1:]
-	}
-	// Whole lines read better: cut at a line end when one is near.
-	if i := bytes.LastIndexByte(head, '\n'); i >= len(head)/2 {
-		head = head[:i+1]
-	}
-	if i := bytes.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
-		tail = tail[i+1:]
-	}
-	elided := c.total - int64(len(head)) - int64(len(tail))
-	return fmt.Sprintf("%s\n… [%d bytes of output elided: it was %d bytes; the first %d and the last %d are shown. "+
-		"Send long output to a file and Read or Grep it.] …\n\n%s",
-		head, elided, c.total, len(head), len(tail), tail)
 }

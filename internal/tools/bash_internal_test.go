@@ -9,6 +9,7 @@ import (
 // The capture's pieces, fed byte by byte so every split point occurs.
 
 func TestCaptureProgressNeverSplitsUTF8(t *testing.T) {
+	t.Parallel()
 	// Invalid bytes pass through unchanged; the deltas add up to the input.
 	text := strings.Repeat("aé€😀\n", 50) + "\xff\xfe tail" + "é" + "\xe2\x82"
 	var got strings.Builder
@@ -49,6 +50,7 @@ func TestCaptureProgressNeverSplitsUTF8(t *testing.T) {
 }
 
 func TestCaptureHeadAndTail(t *testing.T) {
+	t.Parallel()
 	c := newCapture(10, nil)
 	c.write([]byte("0123"))
 	c.write([]byte("4567"))
@@ -74,6 +76,7 @@ func TestCaptureHeadAndTail(t *testing.T) {
 }
 
 func TestBashEnviron(t *testing.T) {
+	t.Parallel()
 	got := bashEnviron([]string{"PATH=/bin", "ANTHROPIC_API_KEY=x", "OPENAI_API_KEY=y", "ANTHROPIC_API_KEY_FILE=kept", "FERRY_TOKEN=z", "A=B=C"})
 	want := "PATH=/bin ANTHROPIC_API_KEY_FILE=kept A=B=C GIT_TERMINAL_PROMPT=0 GIT_EDITOR=true"
 	if strings.Join(got, " ") != want {
@@ -82,6 +85,7 @@ func TestBashEnviron(t *testing.T) {
 }
 
 func TestCaptureSurvivesPanickingHook(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	c := newCapture(100, func(string) { calls++; panic("hook bug") })
 	c.write([]byte("one "))

@@ -42,6 +42,7 @@ func runBash(t *testing.T, env *tools.Env, in map[string]any) (string, error) {
 }
 
 func TestBashOutputAndExitCode(t *testing.T) {
+	t.Parallel()
 	env, dir := contractEnv(t)
 	out, err := runBash(t, env, map[string]any{
 		"command":     "pwd; echo to-stdout; echo to-stderr >&2; echo again; exit 3",
@@ -62,6 +63,7 @@ func TestBashOutputAndExitCode(t *testing.T) {
 }
 
 func TestBashStdinIsDevNull(t *testing.T) {
+	t.Parallel()
 	env, _ := contractEnv(t)
 	// If stdin were inherited, cat would wait for it; with /dev/null it
 	// reads EOF at once.
@@ -78,6 +80,7 @@ func TestBashStdinIsDevNull(t *testing.T) {
 }
 
 func TestBashOwnSession(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
@@ -113,6 +116,7 @@ func TestBashEnvironment(t *testing.T) {
 }
 
 func TestBashInvalidInput(t *testing.T) {
+	t.Parallel()
 	env, _ := contractEnv(t)
 	for name, in := range map[string]map[string]any{
 		"empty":          {"command": ""},
@@ -136,6 +140,7 @@ func TestBashInvalidInput(t *testing.T) {
 }
 
 func TestBashTimeout(t *testing.T) {
+	t.Parallel()
 	env, dir := contractEnv(t)
 	pidFile := filepath.Join(dir, "pids")
 	_, err := runBash(t, env, map[string]any{
@@ -155,6 +160,7 @@ func TestBashTimeout(t *testing.T) {
 // TestBashCancelKillsTree: a cancel stops the shell, its children and
 // grandchildren, including one that ignores SIGTERM, and Run returns.
 func TestBashCancelKillsTree(t *testing.T) {
+	t.Parallel()
 	env, dir := contractEnv(t)
 	pidFile := filepath.Join(dir, "pids")
 	ready := make(chan struct{})
@@ -212,6 +218,7 @@ wait`
 }
 
 func TestBashBackgroundStoppedAtExit(t *testing.T) {
+	t.Parallel()
 	env, dir := contractEnv(t)
 	out, err := runBash(t, env, map[string]any{"command": "sleep 300 >/dev/null 2>&1 & echo $! > pids; echo finished"})
 	if err != nil || !strings.HasPrefix(out, "finished\n") {
@@ -230,6 +237,7 @@ func TestBashBackgroundStoppedAtExit(t *testing.T) {
 // TestBashEscapedProcessDoesNotHang: a process that leaves the group
 // (setsid) while holding the output cannot keep the call open.
 func TestBashEscapedProcessDoesNotHang(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid")
 	}
@@ -258,6 +266,7 @@ func TestBashEscapedProcessDoesNotHang(t *testing.T) {
 }
 
 func TestBashOutputCapAndProgress(t *testing.T) {
+	t.Parallel()
 	env, _ := contractEnv(t)
 	var streamed strings.Builder
 	deltas := 0
@@ -291,6 +300,7 @@ func TestBashOutputCapAndProgress(t *testing.T) {
 }
 
 func TestBashProgressKeepsUTF8Whole(t *testing.T) {
+	t.Parallel()
 	env, _ := contractEnv(t)
 	var streamed strings.Builder
 	env.Progress = func(d string) {
@@ -315,6 +325,7 @@ func TestBashProgressKeepsUTF8Whole(t *testing.T) {
 }
 
 func TestBashKilledBySignal(t *testing.T) {
+	t.Parallel()
 	env, _ := contractEnv(t)
 	out, err := runBash(t, env, map[string]any{"command": "echo before; kill -KILL $$"})
 	if err != nil || !strings.Contains(out, "before") || !strings.Contains(out, "Killed by signal 9") {
@@ -323,6 +334,7 @@ func TestBashKilledBySignal(t *testing.T) {
 }
 
 func TestBashCancelledBeforeStart(t *testing.T) {
+	t.Parallel()
 	env, dir := contractEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -337,6 +349,7 @@ func TestBashCancelledBeforeStart(t *testing.T) {
 }
 
 func TestAllTools(t *testing.T) {
+	t.Parallel()
 	var names []string
 	for _, tool := range tools.AllTools() {
 		names = append(names, tool.Name())

@@ -47,6 +47,7 @@ func wantCode(t *testing.T, err error, code int) {
 }
 
 func TestContractWithRealRead(t *testing.T) {
+	t.Parallel()
 	env, dir := contractEnv(t)
 	p := filepath.Join(dir, "app.py")
 	if err := os.WriteFile(p, []byte("line 1\nline 2\nline 3\n"), 0o644); err != nil {
@@ -107,6 +108,7 @@ func TestContractWithRealRead(t *testing.T) {
 // the same version: exactly one wins, the others get code 3, nothing is
 // lost silently.
 func TestContractParallelEditsOneRead(t *testing.T) {
+	t.Parallel()
 	base, dir := contractEnv(t)
 	p := filepath.Join(dir, "counter.txt")
 	var lines []string
@@ -158,6 +160,7 @@ func TestContractParallelEditsOneRead(t *testing.T) {
 // The same eight Edits from one session, serialised by the lock and each
 // re-reading after a loss: all end up applied.
 func TestContractParallelEditsRetry(t *testing.T) {
+	t.Parallel()
 	env, dir := contractEnv(t)
 	p := filepath.Join(dir, "list.txt")
 	var lines []string

@@ -16,6 +16,7 @@ import (
 // Code constants of errors.go: every constant has a row, every row a
 // constant.
 func TestErrorCodesDocumented(t *testing.T) {
+	t.Parallel()
 	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +65,7 @@ func TestErrorCodesDocumented(t *testing.T) {
 
 // TestToolsetDescribed: every tool has a description and an object schema.
 func TestToolsetDescribed(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for _, tool := range tools.FileTools() {
 		if seen[tool.Name()] {

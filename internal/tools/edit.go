@@ -6,9 +6,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/textdiff"
 	"github.com/ferry-dev/ferry/internal/textenc"
@@ -33,33 +31,17 @@ func (Edit) Description() string { return editDescription }
 // ReadOnly implements Tool.
 func (Edit) ReadOnly() bool { return false }
 
-var editSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "file_path": {"type": "string", "minLength": 1, "description": "The file to edit, relative to the workspace or absolute."},
-    "old_string": {"type": "string", "description": "The exact text to replace; \"\" creates a new file."},
-    "new_string": {"type": "string", "description": "The text to replace it with (must differ from old_string)."},
-    "replace_all": {"type": "boolean", "default": false, "description": "Replace every match of old_string instead of requiring exactly one."}
-  },
-  "required": ["file_path", "old_string", "new_string"],
-  "additionalProperties": false
-}`)
+var editSchema = inputSchema[editParams]()
 
 // InputSchema implements Tool.
 func (Edit) InputSchema() json.RawMessage { return editSchema }
 
 type editParams struct {
-	FilePath   *string `json:"file_path"`
-	OldString  *string `json:"old_string"`
-	NewString  *string `json:"new_string"`
-	ReplaceAll bool    `json:"replace_all"`
+	FilePath   *string `json:"file_path" jsonschema:"required,minLength=1" jsonschema_description:"The file to edit, relative to the workspace or absolute."`
+	OldString  *string `json:"old_string" jsonschema:"required" jsonschema_description:"The exact text to replace; \"\" creates a new file."`
+	NewString  *string `json:"new_string" jsonschema:"required" jsonschema_description:"The text to replace it with (must differ from old_string)."`
+	ReplaceAll bool    `json:"replace_all" jsonschema:"default=false" jsonschema_description:"Replace every match of old_string instead of requiring exactly one."`
 }
-
-// snippetContext is the lines shown around the edited region in the result.
-const (
-	snippetContext  = 4
-	snippetMaxLines = 40
-)
 
 // Run implements Tool.
 func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, error) {
@@ -81,7 +63,7 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 		return nil, Errorf(CodeNoChange, "old_string and new_string are the same, so there is nothing to change. Give the new text in new_string.")
 	}
 	strip := !isMarkdown(*p.FilePath)
-	t, err := wrLoad(env, *p.FilePath)
+	t, err := loadTarget(env, *p.FilePath)
 	if err != nil {
 		return nil, err
 	}
@@ -147,14 +129,14 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 	if bytes.Equal(data, t.data) {
 		return nil, Errorf(CodeNoChange, "the replacement leaves %s unchanged (old_string matched text that already reads as new_string%s). Nothing was written.", t.shown, m.step.note())
 	}
-	diff := textdiff.Splice(t.shown, txt.View, dEdits, wrDiffContext)
+	diff := textdiff.Splice(t.shown, txt.View, dEdits, diffContext)
 	info, err := t.commit(ctx, env, "Edit", data, diff)
 	if err != nil {
 		return nil, err
 	}
 	first := m.spans[0]
 	line := lineNumbersOf(txt.View, []int{first.start})[0]
-	what := "replaced " + wrPlural(len(m.spans), "occurrence", "occurrences")
+	what := "replaced " + countOf(len(m.spans), "occurrence", "occurrences")
 	if old == "" {
 		what = "filled the empty file"
 	}
@@ -172,134 +154,14 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 
 // editCreate creates a missing file with content (old_string "").
 func editCreate(ctx context.Context, env *Env, t *writeTarget, content string) (*Result, error) {
-	diff := textdiff.Diff(t.shown, "", content, wrDiffContext)
+	diff := textdiff.Diff(t.shown, "", content, diffContext)
 	diff.IsNewFile = true
 	info, err := t.commit(ctx, env, "Edit", []byte(content), diff)
 	if err != nil {
 		return nil, err
 	}
 	return &Result{
-		Blocks: Text(fmt.Sprintf("Created %s (%s).", t.shown, wrPlural(wrCountLines(content), "line", "lines"))),
+		Blocks: Text(fmt.Sprintf("Created %s (%s).", t.shown, countOf(countLines(content), "line", "lines"))),
 		Path:   info.Path, Rel: info.Rel, Diff: diff, Changed: true,
 	}, nil
-}
-
-// editSnippet shows the edited lines of the new text with snippetContext
-// lines around them, numbered as Read numbers lines, built from the old
-// view and the replacement alone (no copy of the whole new text). line is
-// the number of the line the span starts on.
-func editSnippet(view string, s editSpan, line int) string {
-	ls := strings.LastIndexByte(view[:s.start], '\n') + 1
-	le := len(view)
-	repl := s.repl
-	switch {
-	case s.end > s.start && view[s.end-1] == '\n' && strings.HasSuffix(repl, "\n"):
-		// Whole lines replaced by whole lines: the next line is context.
-		le = s.end - 1
-		repl = repl[:len(repl)-1]
-	default:
-		if i := strings.IndexByte(view[s.end:], '\n'); i >= 0 {
-			le = s.end + i
-		}
-	}
-	before := splitLinesNoEnd(view[editLineStartBack(view, ls, snippetContext):ls])
-	mid := strings.Split(view[ls:s.start]+repl+view[min(s.end, le):le], "\n")
-	if len(mid) > 1 && mid[len(mid)-1] == "" && le == len(view) {
-		mid = mid[:len(mid)-1] // the text ends with a newline: no line after it
-	}
-	var after []string
-	if le+1 < len(view) {
-		after = strings.Split(editLinesFrom(view, le+1, snippetContext), "\n")
-	}
-	var sb strings.Builder
-	n := line - len(before)
-	put := func(l string) {
-		fmt.Fprintf(&sb, "%6d\t%s\n", n, editCutRunes(strings.ToValidUTF8(l, "\uFFFD"), 500))
-		n++
-	}
-	for _, l := range before {
-		put(l)
-	}
-	for i, l := range mid {
-		if i == snippetMaxLines {
-			fmt.Fprintf(&sb, "      \t… (%d more edited lines)\n", len(mid)-i)
-			n += len(mid) - i
-			break
-		}
-		put(l)
-	}
-	for _, l := range after {
-		put(l)
-	}
-	return strings.TrimSuffix(sb.String(), "\n")
-}
-
-// splitLinesNoEnd splits LF text that ends with a newline into its lines.
-func splitLinesNoEnd(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-}
-
-// isMarkdown: trailing spaces are a hard line break there.
-func isMarkdown(path string) bool {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".md", ".mdx":
-		return true
-	}
-	return false
-}
-
-// stripTrailingSpace removes spaces and tabs at the end of each line.
-func stripTrailingSpace(s string) string {
-	return stripLineEnds(s, true)
-}
-
-// stripLineEnds removes spaces and tabs at the end of each line of s that
-// ends a line: every line followed by a newline in s, and the last one only
-// if lastEnds (what follows s is a line break or the end of the text).
-func stripLineEnds(s string, lastEnds bool) string {
-	if !strings.ContainsAny(s, " \t\f\v") {
-		return s
-	}
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if i < len(lines)-1 || lastEnds {
-			lines[i] = strings.TrimRight(l, " \t\f\v")
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// stripSpanLineEnds strips the trailing whitespace of the replacements of
-// spans (ascending, not overlapping, in view) where it would end a line of
-// the result, and nowhere else: an edit that ends mid-line keeps its spaces.
-// Each span is decided by what follows it in the result: the view's next
-// byte, or the next span's replacement when that starts where this one
-// ends (replace_all of adjacent matches), so right to left.
-func stripSpanLineEnds(view string, spans []editSpan) {
-	nextEnds := true // whether the result at spans[i+1].start begins a line break or ends
-	for i := len(spans) - 1; i >= 0; i-- {
-		s := &spans[i]
-		ends := s.end == len(view) || view[s.end] == '\n'
-		if i+1 < len(spans) && spans[i+1].start == s.end {
-			ends = nextEnds
-		}
-		s.repl = stripLineEnds(s.repl, ends)
-		if s.repl != "" {
-			nextEnds = s.repl[0] == '\n'
-		} else {
-			nextEnds = ends
-		}
-	}
-}
-
-func isASCII(s string) bool {
-	for i := range len(s) {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }

@@ -1,8 +1,13 @@
 package tools
 
 import (
+	"context"
+	"encoding/json"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -11,6 +16,7 @@ import (
 // spaces (issue 17, item 3).
 
 func TestEditMidLineKeepsSpace(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.go", []byte("func f() int {\n\treturn x\n}\n"))
 	wtMarkRead(t, env, "f.go")
@@ -21,6 +27,7 @@ func TestEditMidLineKeepsSpace(t *testing.T) {
 }
 
 func TestEditExactWhitespace(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, path, file, old, new string
 		all                        bool
@@ -63,6 +70,7 @@ func TestEditExactWhitespace(t *testing.T) {
 }
 
 func TestEditCreateStripsTrailingSpace(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	wtOK(t, Edit{}, env, editIn("new.txt", "", "a  \nb\t"))
 	if got := wtContent(t, dir+"/new.txt"); got != "a\nb" {
@@ -112,14 +120,18 @@ func editExactRandText(r *rand.Rand, maxTokens int) string {
 // precisely, exactly that with new_string's trailing whitespace removed if,
 // and only if, the match ends a line.
 func TestEditExactProperty(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewSource(17))
-	env, dir := wtEnv(t)
 	cases := 2000
 	if testing.Short() {
 		cases = 200
 	}
-	done := 0
-	for try := 0; done < cases && try < 100*cases; try++ {
+	// The cases are drawn first, in one sequence, then run in parallel
+	// shards: each Edit waits on the disk (the write is synced), so the
+	// shards overlap the waits.
+	type exactCase struct{ file, old, repl, plain, want string }
+	var all []exactCase
+	for try := 0; len(all) < cases && try < 100*cases; try++ {
 		nl := "\n"
 		if r.Intn(2) == 0 {
 			nl = "\r\n"
@@ -160,25 +172,72 @@ func TestEditExactProperty(t *testing.T) {
 			want = strings.Replace(file, old, strings.TrimRight(repl, " \t"), 1)
 		}
 
-		p := wtFile(t, dir, "f.txt", []byte(file))
-		wtMarkRead(t, env, "f.txt")
-		in := editIn("f.txt", old, repl)
-		if want == file {
-			wtCode(t, Edit{}, env, in, CodeNoChange)
-			done++
-			continue
-		}
-		wtOK(t, Edit{}, env, in)
-		got := wtContent(t, p)
-		if trimLineEnds(got) != trimLineEnds(plain) {
-			t.Fatalf("case %d: file %q, %q → %q: got %q, want %q modulo line-end whitespace", done, file, old, repl, got, plain)
-		}
-		if got != want {
-			t.Fatalf("case %d: file %q, %q → %q: got %q, want %q", done, file, old, repl, got, want)
-		}
-		done++
+		all = append(all, exactCase{file, old, repl, plain, want})
 	}
-	if done < cases {
-		t.Fatalf("only %d cases generated", done)
+	if len(all) < cases {
+		t.Fatalf("only %d cases generated", len(all))
 	}
+	// Goroutines rather than parallel subtests: -parallel (GOMAXPROCS by
+	// default) would bound the overlap by the cores, not by the disk.
+	const shards = 8
+	var wg sync.WaitGroup
+	for shard := range shards {
+		env, dir := wtEnv(t)
+		wg.Go(func() {
+			for i := shard; i < len(all); i += shards {
+				if !exactRun(t, env, dir, i, all[i].file, all[i].old, all[i].repl, all[i].plain, all[i].want) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// exactRun runs one case of TestEditExactProperty; it reports false on a
+// failure (reported with t.Errorf: it runs on a goroutine of the test).
+func exactRun(t *testing.T, env *Env, dir string, i int, file, old, repl, plain, want string) bool {
+	p := filepath.Join(dir, "f.txt")
+	if err := os.WriteFile(p, []byte(file), 0o644); err != nil {
+		t.Errorf("case %d: %v", i, err)
+		return false
+	}
+	info, err := env.FS.Stat("f.txt")
+	if err != nil {
+		t.Errorf("case %d: %v", i, err)
+		return false
+	}
+	env.State.Record(ReadEntry{Path: info.Path, Stamp: info.Stamp, Hash: HashBytes([]byte(file)), View: "lines 1-2000"})
+	raw, err := json.Marshal(editIn("f.txt", old, repl))
+	if err != nil {
+		t.Errorf("case %d: %v", i, err)
+		return false
+	}
+	_, err = Edit{}.Run(context.Background(), env, raw)
+	if want == file {
+		if CodeOf(err) != CodeNoChange {
+			t.Errorf("case %d: file %q, %q → %q: got %v, want code %d", i, file, old, repl, err, CodeNoChange)
+			return false
+		}
+		return true
+	}
+	if err != nil {
+		t.Errorf("case %d: file %q, %q → %q: %v", i, file, old, repl, err)
+		return false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Errorf("case %d: %v", i, err)
+		return false
+	}
+	got := string(b)
+	if trimLineEnds(got) != trimLineEnds(plain) {
+		t.Errorf("case %d: file %q, %q → %q: got %q, want %q modulo line-end whitespace", i, file, old, repl, got, plain)
+		return false
+	}
+	if got != want {
+		t.Errorf("case %d: file %q, %q → %q: got %q, want %q", i, file, old, repl, got, want)
+		return false
+	}
+	return true
 }

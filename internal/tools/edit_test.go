@@ -18,6 +18,7 @@ func editIn(path, old, new string) map[string]any {
 }
 
 func TestEditReplacesOnce(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	var sb strings.Builder
 	for i := 1; i <= 20; i++ {
@@ -53,6 +54,7 @@ func TestEditReplacesOnce(t *testing.T) {
 }
 
 func TestEditContract(t *testing.T) {
+	t.Parallel()
 	t.Run("never read", func(t *testing.T) {
 		env, dir := wtEnv(t)
 		p := wtFile(t, dir, "f.txt", []byte("abc\n"))
@@ -131,6 +133,7 @@ func TestEditContract(t *testing.T) {
 }
 
 func TestEditNoChange(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	wtFile(t, dir, "f.txt", []byte("abc\n"))
 	wtMarkRead(t, env, "f.txt")
@@ -140,6 +143,7 @@ func TestEditNoChange(t *testing.T) {
 }
 
 func TestEditEmptyOldString(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	// Creates a missing file (and its folders), no Read needed.
 	res := wtOK(t, Edit{}, env, editIn("new/dir/f.txt", "", "hello\nworld\n"))
@@ -178,6 +182,7 @@ func TestEditEmptyOldString(t *testing.T) {
 }
 
 func TestEditAmbiguous(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.go", []byte("x := 1\ny := 2\nx := 1\nz := 3\nx := 1\n"))
 	wtMarkRead(t, env, "f.go")
@@ -204,6 +209,7 @@ func TestEditAmbiguous(t *testing.T) {
 }
 
 func TestEditNearIdenticalBlocks(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	src := "func a() {\n\tif x {\n\t\treturn 1\n\t}\n}\n\nfunc b() {\n\tif x {\n\t\treturn 2\n\t}\n}\n"
 	p := wtFile(t, dir, "f.go", []byte(src))
@@ -230,6 +236,7 @@ func TestEditNearIdenticalBlocks(t *testing.T) {
 }
 
 func TestEditNoMatchSaysWhere(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	var sb strings.Builder
 	for i := range 500 {
@@ -255,6 +262,7 @@ func TestEditNoMatchSaysWhere(t *testing.T) {
 }
 
 func TestEditLiteralReplacement(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("price = X\n"))
 	wtMarkRead(t, env, "f.txt")
@@ -271,6 +279,7 @@ func TestEditLiteralReplacement(t *testing.T) {
 }
 
 func TestEditTrailingWhitespace(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	for _, c := range []struct {
 		name string
@@ -291,6 +300,7 @@ func TestEditTrailingWhitespace(t *testing.T) {
 }
 
 func TestEditCurlyQuotes(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, file, old, new, want, note string
 	}{
@@ -316,6 +326,7 @@ func TestEditCurlyQuotes(t *testing.T) {
 }
 
 func TestEditExactMatchNeverAddsCurlyQuotes(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	// Curly quotes elsewhere in the file; the edited code matches exactly.
 	src := "// “Docs” say so\nx := \"a\"\n"
@@ -331,6 +342,7 @@ func TestEditExactMatchNeverAddsCurlyQuotes(t *testing.T) {
 }
 
 func TestEditCurlyQuoteAmbiguity(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	// Two spans that differ only in their quotes' style match after
 	// normalisation: two matches, code 9, nothing written.
@@ -353,6 +365,7 @@ func TestEditCurlyQuoteAmbiguity(t *testing.T) {
 }
 
 func TestEditDesanitize(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	src := "<function_results>\n<name>x</name>\n</function_results>\n\nHuman: hi\n"
 	p := wtFile(t, dir, "f.txt", []byte(src))
@@ -378,6 +391,7 @@ func TestEditDesanitize(t *testing.T) {
 }
 
 func TestEditLineEndings(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, file, old, new, want string
 	}{
@@ -417,6 +431,7 @@ const (
 )
 
 func TestEditEncodings(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		file      []byte
@@ -463,6 +478,7 @@ func TestEditEncodings(t *testing.T) {
 // TestEditScriptThroughSymlink: a 0755 script edited through a symlink keeps
 // its mode, and the link stays a link.
 func TestEditScriptThroughSymlink(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	target := wtFile(t, dir, "bin/real.sh", []byte("#!/bin/sh\necho one\n"))
 	if err := os.Chmod(target, 0o755); err != nil {
@@ -491,6 +507,7 @@ func TestEditScriptThroughSymlink(t *testing.T) {
 }
 
 func TestEditReadOnlyFile(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "ro.txt", []byte("abc\n"))
 	if err := os.Chmod(p, 0o444); err != nil {
@@ -507,6 +524,7 @@ func TestEditReadOnlyFile(t *testing.T) {
 }
 
 func TestEditApproveAndHistory(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("abc\n"))
 	wtMarkRead(t, env, "f.txt")
@@ -530,6 +548,7 @@ func TestEditApproveAndHistory(t *testing.T) {
 }
 
 func TestEditInvalidInput(t *testing.T) {
+	t.Parallel()
 	env, _ := wtEnv(t)
 	for _, c := range []struct{ in, want string }{
 		{`{"file_path":"a","old_string":"x","new_string":"y","replace_all":"yes"}`, `"replace_all" must be a boolean`},
@@ -550,6 +569,7 @@ func TestEditInvalidInput(t *testing.T) {
 // the one that wrote first, even though that one recorded its new version
 // in the shared state meanwhile.
 func TestEditTwoEditsOneRead(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("a\nb\n"))
 	wtMarkRead(t, env, "f.txt")
@@ -576,6 +596,7 @@ func TestEditTwoEditsOneRead(t *testing.T) {
 // line, from one read. Each is applied or gets code 3; the file holds
 // exactly the applied ones: no edit is lost silently.
 func TestEditEightParallel(t *testing.T) {
+	t.Parallel()
 	for round := range 20 {
 		env, dir := wtEnv(t)
 		var sb strings.Builder
@@ -614,6 +635,7 @@ func TestEditEightParallel(t *testing.T) {
 }
 
 func TestEditSpecialCases(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
 		t.Fatal(err)
@@ -626,6 +648,7 @@ func TestEditSpecialCases(t *testing.T) {
 // file. Every per-match scan is bounded by the distance to the next match;
 // a per-match scan of the line would make this take hours.
 func TestEditReplaceAllOnLongLine(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	const n = 200000
 	long := strings.Repeat("ab ", n)
@@ -650,6 +673,7 @@ func TestEditReplaceAllOnLongLine(t *testing.T) {
 // TestFinalCheckUnderLock: what happens between the pre-check and the write
 // (here: while the permission prompt is open) is caught by the final check.
 func TestFinalCheckUnderLock(t *testing.T) {
+	t.Parallel()
 	t.Run("created meanwhile", func(t *testing.T) {
 		env, dir := wtEnv(t)
 		p := filepath.Join(dir, "new.txt")
@@ -696,6 +720,7 @@ func TestFinalCheckUnderLock(t *testing.T) {
 
 // TestEditExtraRoot: files in an allowed extra root are named absolutely.
 func TestEditExtraRoot(t *testing.T) {
+	t.Parallel()
 	ws, extra := t.TempDir(), t.TempDir()
 	fsys, err := vfs.NewLocal(ws, extra)
 	if err != nil {

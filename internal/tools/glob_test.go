@@ -186,6 +186,7 @@ func srWithin(t testing.TB, f func()) {
 }
 
 func TestGlobNewestFirst(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	srWrite(t, root, map[string]string{
 		"a.go": "", "b.go": "", "sub/c.go": "", "sub/deep/d.go": "", "sub/e.txt": "", "tie1.go": "", "tie2.go": "",
@@ -209,6 +210,7 @@ func TestGlobNewestFirst(t *testing.T) {
 }
 
 func TestGlobIgnoreFiles(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	srWrite(t, root, map[string]string{
 		".gitignore":          "*.log\nbuild/\n/top-only.txt\n!keep.log\n",
@@ -254,6 +256,7 @@ func TestGlobIgnoreFiles(t *testing.T) {
 // listed: the recording FS sees no access under it, and the FIFO inside
 // it (which would block a reader) is harmless.
 func TestGlobIgnoredDirNeverRead(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	srWrite(t, root, map[string]string{
 		".gitignore":                "node_modules/\n",
@@ -273,6 +276,7 @@ func TestGlobIgnoredDirNeverRead(t *testing.T) {
 }
 
 func TestGlobSymlinks(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	srWrite(t, outside, map[string]string{"secret.txt": "s", "dir/inner.txt": "i"})
 	env, root := srEnv(t)
@@ -313,6 +317,7 @@ func TestGlobSymlinks(t *testing.T) {
 }
 
 func TestGlobTruncated(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	env.Limits.MaxSearchResults = 3
 	srWrite(t, root, map[string]string{"f1": "", "f2": "", "f3": "", "f4": "", "f5": ""})
@@ -323,6 +328,7 @@ func TestGlobTruncated(t *testing.T) {
 }
 
 func TestGlobErrors(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	env, root := srEnv(t)
 	srWrite(t, root, map[string]string{"file.txt": ""})
@@ -343,6 +349,7 @@ func TestGlobErrors(t *testing.T) {
 }
 
 func TestGlobAbsoluteAndExtraRoots(t *testing.T) {
+	t.Parallel()
 	extra := t.TempDir()
 	srWrite(t, extra, map[string]string{"lib/x.go": ""})
 	env, root := srEnv(t, extra)
@@ -359,6 +366,7 @@ func TestGlobAbsoluteAndExtraRoots(t *testing.T) {
 // rules of the repository's root apply even when the workspace is a
 // subdirectory of it.
 func TestGlobGitRepository(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -401,6 +409,7 @@ func TestGlobGlobalExcludes(t *testing.T) {
 }
 
 func TestGlobCancelled(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	srWrite(t, root, map[string]string{"a/b": ""})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -412,6 +421,7 @@ func TestGlobCancelled(t *testing.T) {
 }
 
 func TestGlobDescribed(t *testing.T) {
+	t.Parallel()
 	var schema map[string]any
 	if err := json.Unmarshal(Glob{}.InputSchema(), &schema); err != nil {
 		t.Fatal(err)

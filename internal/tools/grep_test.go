@@ -13,6 +13,7 @@ import (
 )
 
 func TestGrepFilesWithMatches(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	srWrite(t, root, map[string]string{
 		"a.go":      "package a\nfunc Hello() {}\n",
@@ -31,6 +32,7 @@ func TestGrepFilesWithMatches(t *testing.T) {
 }
 
 func TestGrepContentAndContext(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	var b strings.Builder
 	for i := 1; i <= 20; i++ {
@@ -60,6 +62,7 @@ func TestGrepContentAndContext(t *testing.T) {
 }
 
 func TestGrepCount(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	srWrite(t, root, map[string]string{"a.txt": "x\nx x\ny\n", "b/c.txt": "x\n", "d.txt": "y\n"})
 	srEqual(t, srOK(t, Grep{}, env, map[string]any{"pattern": "x", "output_mode": "count"}),
@@ -69,6 +72,7 @@ func TestGrepCount(t *testing.T) {
 }
 
 func TestGrepMultiline(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	srWrite(t, root, map[string]string{"s.go": "package s\n\ntype T struct {\n\tA int\n\tName string\n}\n\nfunc f() {}\n"})
 	srEqual(t, srOK(t, Grep{}, env, map[string]any{"pattern": `struct \{[\s\S]*?Name`, "output_mode": "content"}), "No matches found")
@@ -84,6 +88,7 @@ func TestGrepMultiline(t *testing.T) {
 }
 
 func TestGrepPaging(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	var b strings.Builder
 	for i := 1; i <= 10; i++ {
@@ -111,6 +116,7 @@ func TestGrepPaging(t *testing.T) {
 // TestGrepStopsEarly: with head_limit reached, later files are not even
 // opened.
 func TestGrepStopsEarly(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	files := map[string]string{}
 	for i := range 20 {
@@ -131,6 +137,7 @@ func TestGrepStopsEarly(t *testing.T) {
 }
 
 func TestGrepFilters(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	srWrite(t, root, map[string]string{
 		"a.go": "x", "a_test.go": "x", "sub/b.go": "x", "c.ts": "x", "d.tsx": "x", "e.py": "x",
@@ -154,6 +161,7 @@ func TestGrepFilters(t *testing.T) {
 }
 
 func TestGrepIgnoredAndSpecialFiles(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	srWrite(t, outside, map[string]string{"secret.txt": "needle\n"})
 	env, root := srEnv(t)
@@ -212,6 +220,7 @@ func TestGrepIgnoredAndSpecialFiles(t *testing.T) {
 }
 
 func TestGrepLongLines(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	// A 3 MB line (beyond the buffer) with the match near its end, and
 	// lines around it.
@@ -234,6 +243,7 @@ func TestGrepLongLines(t *testing.T) {
 }
 
 func TestGrepInvalidInput(t *testing.T) {
+	t.Parallel()
 	env, _ := srEnv(t)
 	msg := srCode(t, Grep{}, env, map[string]any{"pattern": "foo("}, CodeBadPattern)
 	if !strings.Contains(msg, "missing closing )") {
@@ -252,6 +262,7 @@ func TestGrepInvalidInput(t *testing.T) {
 }
 
 func TestGrepCancelled(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	srWrite(t, root, map[string]string{"a.txt": "x\n"})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -265,6 +276,7 @@ func TestGrepCancelled(t *testing.T) {
 }
 
 func TestGrepDescribed(t *testing.T) {
+	t.Parallel()
 	var schema map[string]any
 	if err := json.Unmarshal(Grep{}.InputSchema(), &schema); err != nil {
 		t.Fatal(err)

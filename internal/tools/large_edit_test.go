@@ -42,6 +42,7 @@ func leRead(t *testing.T, env *Env, in map[string]any) string {
 }
 
 func TestLargeFileEditAfterFirstWindow(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "big.txt", []byte(leLines(3000)))
 	leSettle(t, p)
@@ -56,6 +57,7 @@ func TestLargeFileEditAfterFirstWindow(t *testing.T) {
 }
 
 func TestLargeFileEditAfterMiddleWindow(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "big.txt", []byte(leLines(3000)))
 	leSettle(t, p)
@@ -67,6 +69,7 @@ func TestLargeFileEditAfterMiddleWindow(t *testing.T) {
 }
 
 func TestLongLineFileEditable(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	long := strings.Repeat("x", 3000)
 	p := wtFile(t, dir, "long.txt", []byte("head\n"+long+"\ntail\n"))
@@ -87,6 +90,7 @@ func TestLongLineFileEditable(t *testing.T) {
 }
 
 func TestLargeFileWriteNeedsEveryLine(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "big.txt", []byte(leLines(3000)))
 	leSettle(t, p)
@@ -111,6 +115,7 @@ func TestLargeFileWriteNeedsEveryLine(t *testing.T) {
 }
 
 func TestLargeFileWindowsOfOlderVersionDoNotCount(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "big.txt", []byte(leLines(3000)))
 	leSettle(t, p)
@@ -135,6 +140,7 @@ func TestLargeFileWindowsOfOlderVersionDoNotCount(t *testing.T) {
 }
 
 func TestLargeFileEditAfterPartialEditNeedsReadForWrite(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "big.txt", []byte(leLines(3000)))
 	leSettle(t, p)
@@ -147,6 +153,7 @@ func TestLargeFileEditAfterPartialEditNeedsReadForWrite(t *testing.T) {
 }
 
 func TestTokenGatedFileEditableAfterWindow(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	env.Limits.MaxReadTokens = 1000
 	var b strings.Builder
@@ -167,6 +174,7 @@ func TestTokenGatedFileEditableAfterWindow(t *testing.T) {
 // resets only the dedup stubs) and with racily clean stamps (small files
 // are fingerprinted whole by every window).
 func TestWindowsCoverAcrossCompactionAndRacyStamps(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte(leLines(30))) // not settled: racy
 	leRead(t, env, map[string]any{"file_path": "f.txt", "limit": 10})
@@ -184,6 +192,7 @@ func TestWindowsCoverAcrossCompactionAndRacyStamps(t *testing.T) {
 
 // A window of a large file keeps no fingerprint: a moved stamp is stale.
 func TestLargeWindowWithoutHashStaleOnTouch(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	line := strings.Repeat("y", 1000) + "\n"
 	p := wtFile(t, dir, "huge.txt", []byte(strings.Repeat(line, 10<<10))) // 10 MB

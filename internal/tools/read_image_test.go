@@ -76,6 +76,7 @@ func rdImageResult(t *testing.T, res *tools.Result, mediaType string) ([]byte, i
 }
 
 func TestReadImagePNGAsIs(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	data := rdPNG(t, rdImage(40, 20))
 	rdWrite(t, dir, "pic.png", data)
@@ -98,12 +99,14 @@ func TestReadImagePNGAsIs(t *testing.T) {
 
 // Kind is decided by content: a PNG named .txt is an image.
 func TestReadImageByContent(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "notes.txt", rdPNG(t, rdImage(8, 8)))
 	rdImageResult(t, rdOK(t, env, map[string]any{"file_path": "notes.txt"}), "image/png")
 }
 
 func TestReadImageJPEGResized(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	env.Limits.MaxImageDimension = 200
 	rdWrite(t, dir, "wide.jpg", rdJPEG(t, rdImage(900, 300)))
@@ -122,6 +125,7 @@ func TestReadImageJPEGResized(t *testing.T) {
 }
 
 func TestReadImageGIFFirstFrame(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	pal := color.Palette{color.Black, color.White}
 	frame := func(c uint8) *image.Paletted {
@@ -152,6 +156,7 @@ func TestReadImageGIFFirstFrame(t *testing.T) {
 
 // testdata/read/*.webp come from golang.org/x/image's test data (BSD).
 func TestReadImageWebP(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	for _, name := range []string{"gopher.lossless.webp", "blue-purple-pink.lossy.webp"} {
 		data, err := os.ReadFile("testdata/read/" + name)
@@ -175,6 +180,7 @@ func TestReadImageWebP(t *testing.T) {
 }
 
 func TestReadImageCorrupt(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	good := rdPNG(t, rdImage(30, 30))
 	rdWrite(t, dir, "trunc.png", good[:len(good)/2])
@@ -192,6 +198,7 @@ func TestReadImageCorrupt(t *testing.T) {
 // A PNG whose header claims more pixels than Read decodes is refused before
 // decoding.
 func TestReadImageTooManyPixels(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	data := rdPNG(t, rdImage(4, 4))
 	// IHDR starts at byte 8: length, "IHDR", width, height, …, CRC.
@@ -208,6 +215,7 @@ func TestReadImageTooManyPixels(t *testing.T) {
 // Noise does not compress: the PNG is re-encoded as JPEG to stay under the
 // byte bound.
 func TestReadImageByteBound(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("encodes a few MB of noise")
 	}
@@ -230,6 +238,7 @@ func TestReadImageByteBound(t *testing.T) {
 }
 
 func TestReadImageRefusesOffset(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "p.png", rdPNG(t, rdImage(4, 4)))
 	_, err := rdRun(t, env, map[string]any{"file_path": "p.png", "offset": 2})

@@ -7,6 +7,7 @@ import (
 )
 
 func TestReadParsePages(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"3", "3"},
 		{"1-5", "1-5"},
@@ -18,27 +19,28 @@ func TestReadParsePages(t *testing.T) {
 		{"7,7", "7"},
 		{"010", "10"},
 	} {
-		got, err := rdParsePages(c.in)
+		got, err := parsePages(c.in)
 		if err != nil {
 			t.Errorf("parsePages(%q): %v", c.in, err)
 			continue
 		}
-		if s := rdFormatPages(got); s != c.want {
+		if s := formatPages(got); s != c.want {
 			t.Errorf("parsePages(%q) = %s, want %s", c.in, s, c.want)
 		}
 	}
 	for _, in := range []string{"", " ", "0", "-1", "5-3", "1-", "-", "a", "1.5", "1,,2", "1-2-3", "+1", "99999999999999999999"} {
-		_, err := rdParsePages(in)
+		_, err := parsePages(in)
 		if CodeOf(err) != CodeBadPages {
 			t.Errorf("parsePages(%q) = %v, want code %d", in, err, CodeBadPages)
 		}
 	}
-	if n := rdPageTotal([]rdPageRange{{1, 3}, {7, 7}}); n != 4 {
+	if n := pageTotal([]pageRange{{1, 3}, {7, 7}}); n != 4 {
 		t.Errorf("pageTotal = %d", n)
 	}
 }
 
 func TestReadEditDistance(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		a, b string
 		want int
@@ -57,25 +59,26 @@ func TestReadEditDistance(t *testing.T) {
 }
 
 func TestReadClassify(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		head, name string
-		kind       rdFileKind
+		kind       fileKind
 		format     string
 	}{
-		{"%PDF-1.7\n", "x.txt", rdKindPDF, ""},
-		{"\x89PNG\r\n\x1a\n....", "x.pdf", rdKindImage, "png"},
-		{"\xFF\xD8\xFF\xE0", "x", rdKindImage, "jpeg"},
-		{"GIF89a", "x", rdKindImage, "gif"},
-		{"GIF87a", "x", rdKindImage, "gif"},
-		{"RIFF\x00\x00\x00\x00WEBPVP8 ", "x", rdKindImage, "webp"},
-		{"RIFF\x00\x00\x00\x00WAVEfmt ", "x", rdKindBinary, ""}, // RIFF, but not WebP (has NULs)
-		{"{\"cells\": []}", "a.IPYNB", rdKindNotebook, ""},
-		{"\xFF\xFEa\x00", "x", rdKindText, ""}, // UTF-16 has NULs but is text
-		{"plain\n", "x.png", rdKindText, ""},
-		{"a\x00b", "x.txt", rdKindBinary, ""},
-		{"", "x", rdKindText, ""},
+		{"%PDF-1.7\n", "x.txt", kindPDF, ""},
+		{"\x89PNG\r\n\x1a\n....", "x.pdf", kindImage, "png"},
+		{"\xFF\xD8\xFF\xE0", "x", kindImage, "jpeg"},
+		{"GIF89a", "x", kindImage, "gif"},
+		{"GIF87a", "x", kindImage, "gif"},
+		{"RIFF\x00\x00\x00\x00WEBPVP8 ", "x", kindImage, "webp"},
+		{"RIFF\x00\x00\x00\x00WAVEfmt ", "x", kindBinary, ""}, // RIFF, but not WebP (has NULs)
+		{"{\"cells\": []}", "a.IPYNB", kindNotebook, ""},
+		{"\xFF\xFEa\x00", "x", kindText, ""}, // UTF-16 has NULs but is text
+		{"plain\n", "x.png", kindText, ""},
+		{"a\x00b", "x.txt", kindBinary, ""},
+		{"", "x", kindText, ""},
 	} {
-		k, f := rdClassify([]byte(c.head), c.name)
+		k, f := classifyFile([]byte(c.head), c.name)
 		if k != c.kind || f != c.format {
 			t.Errorf("classify(%q, %q) = %v %q, want %v %q", c.head, c.name, k, f, c.kind, c.format)
 		}
@@ -83,6 +86,7 @@ func TestReadClassify(t *testing.T) {
 }
 
 func TestReadCapRunes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		s    string
 		n    int
@@ -95,24 +99,25 @@ func TestReadCapRunes(t *testing.T) {
 		{"日本語", 1, "日", 2},
 		{"", 0, "", 0},
 	} {
-		kept, cut := rdCapRunes(c.s, c.n)
+		kept, cut := capRunes(c.s, c.n)
 		if kept != c.kept || cut != c.cut {
 			t.Errorf("capRunes(%q, %d) = %q, %d", c.s, c.n, kept, cut)
 		}
 	}
 }
 
-// rdScanLines directly: a window past a long line and a rune split across
+// scanLines directly: a window past a long line and a rune split across
 // the read buffer.
 func TestReadScanLinesBufferBoundaries(t *testing.T) {
+	t.Parallel()
 	// A 3-byte rune straddles the 64 KiB buffer boundary of the long line.
-	long := strings.Repeat("a", rdLineBufferBytes-1) + "€" + "tail"
+	long := strings.Repeat("a", lineBufferBytes-1) + "€" + "tail"
 	src := strings.NewReader(long + "\nnext\n")
-	s, err := rdScanLines(context.Background(), src, int64(src.Len()), rdEncUTF8, rdLineWindow{start: 1, count: 10, maxRunes: rdLineBufferBytes, capBytes: 1 << 30, hash: true})
+	s, err := scanLines(context.Background(), src, int64(src.Len()), encUTF8, lineWindow{start: 1, count: 10, maxRunes: lineBufferBytes, capBytes: 1 << 30, hash: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "     1\t" + strings.Repeat("a", rdLineBufferBytes-1) + "€ … [line cut here: 4 more characters not shown]\n     2\tnext\n"
+	want := "     1\t" + strings.Repeat("a", lineBufferBytes-1) + "€ … [line cut here: 4 more characters not shown]\n     2\tnext\n"
 	if string(s.out) != want || !s.eof || !s.hashed || s.firstInvalid != 0 {
 		t.Fatalf("eof %v hashed %v invalid %d, out tail %q", s.eof, s.hashed, s.firstInvalid, s.out[len(s.out)-80:])
 	}

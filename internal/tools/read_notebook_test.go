@@ -24,6 +24,7 @@ func rdNotebook(t testing.TB, cells []map[string]any) []byte {
 }
 
 func TestReadNotebook(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	pngData := base64.StdEncoding.EncodeToString(rdPNG(t, rdImage(12, 10)))
 	data := rdNotebook(t, []map[string]any{
@@ -72,6 +73,7 @@ func TestReadNotebook(t *testing.T) {
 }
 
 func TestReadNotebookCellWindow(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	var cells []map[string]any
 	for i := range 5 {
@@ -94,6 +96,7 @@ func TestReadNotebookCellWindow(t *testing.T) {
 }
 
 func TestReadNotebookOutputCap(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	env.Limits.MaxNotebookOutputRunes = 50
 	rdWrite(t, dir, "loud.ipynb", rdNotebook(t, []map[string]any{
@@ -113,6 +116,7 @@ func TestReadNotebookOutputCap(t *testing.T) {
 }
 
 func TestReadNotebookImageCount(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	pngData := base64.StdEncoding.EncodeToString(rdPNG(t, rdImage(5, 5)))
 	var outputs []any
@@ -131,6 +135,7 @@ func TestReadNotebookImageCount(t *testing.T) {
 }
 
 func TestReadNotebookInvalid(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "broken.ipynb", []byte(`{"cells": [`))
 	rdWrite(t, dir, "old.ipynb", []byte(`{"nbformat": 3, "worksheets": []}`))
@@ -152,6 +157,7 @@ func TestReadNotebookInvalid(t *testing.T) {
 }
 
 func TestReadNotebookGate(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	env.Limits.MaxReadTokens = 200
 	var cells []map[string]any

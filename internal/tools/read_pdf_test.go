@@ -65,6 +65,7 @@ func rdPDFResult(t *testing.T, res *tools.Result) ([]byte, []int) {
 }
 
 func TestReadPDFWhole(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	data := rdPDF(3)
 	rdWrite(t, dir, "doc.pdf", data)
@@ -91,6 +92,7 @@ func TestReadPDFWhole(t *testing.T) {
 }
 
 func TestReadPDFPages(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "long.pdf", rdPDF(12))
 	for _, c := range []struct {
@@ -117,6 +119,7 @@ func TestReadPDFPages(t *testing.T) {
 }
 
 func TestReadPDFBadPages(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "long.pdf", rdPDF(12))
 	rdWrite(t, dir, "huge.pdf", rdPDF(30))
@@ -159,6 +162,7 @@ func TestReadPDFBadPages(t *testing.T) {
 }
 
 func TestReadPDFCorrupt(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "bad.pdf", []byte("%PDF-1.7\nthis is not a pdf at all\n"))
 	good := rdPDF(2)

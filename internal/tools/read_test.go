@@ -107,6 +107,7 @@ func rdEntry(t testing.TB, env *tools.Env, res *tools.Result) tools.ReadEntry {
 }
 
 func TestReadToolBasics(t *testing.T) {
+	t.Parallel()
 	r := tools.Read{}
 	if r.Name() != "Read" || !r.ReadOnly() {
 		t.Fatalf("Name %q ReadOnly %v", r.Name(), r.ReadOnly())
@@ -127,6 +128,7 @@ func TestReadToolBasics(t *testing.T) {
 }
 
 func TestReadNumberedLines(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	content := []byte("package main\n\nfunc main() {}\n")
 	rdWrite(t, dir, "main.go", content)
@@ -150,6 +152,7 @@ func TestReadNumberedLines(t *testing.T) {
 }
 
 func TestReadLineNumbersWiden(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "big.txt", []byte(strings.Repeat("x\n", 1_000_001)))
 	res := rdOK(t, env, map[string]any{"file_path": "big.txt", "offset": 999_999, "limit": 3})
@@ -160,6 +163,7 @@ func TestReadLineNumbersWiden(t *testing.T) {
 }
 
 func TestReadOffsetLimit(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	var b strings.Builder
 	for i := 1; i <= 10; i++ {
@@ -192,6 +196,7 @@ func TestReadOffsetLimit(t *testing.T) {
 }
 
 func TestReadDefaultWindow(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	env.Limits.DefaultReadLines = 5
 	rdWrite(t, dir, "eight.txt", []byte("1\n2\n3\n4\n5\n6\n7\n8\n"))
@@ -215,6 +220,7 @@ func TestReadDefaultWindow(t *testing.T) {
 }
 
 func TestReadMoreLinesUncounted(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	// Past 8 MiB after the window, the rest is sized, not counted.
 	line := strings.Repeat("y", 99) + "\n"
@@ -227,6 +233,7 @@ func TestReadMoreLinesUncounted(t *testing.T) {
 }
 
 func TestReadPartialFlags(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	env.Limits.MaxLineRunes = 10
 	rdWrite(t, dir, "f.txt", []byte("one\ntwo\nthree\n"))
@@ -251,6 +258,7 @@ func TestReadPartialFlags(t *testing.T) {
 }
 
 func TestReadLongLineCut(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	env.Limits.MaxLineRunes = 10
 	line := strings.Repeat("é", 8) + "日本" + strings.Repeat("x", 15) // 25 runes
@@ -268,6 +276,7 @@ func TestReadLongLineCut(t *testing.T) {
 // A 20 MB line keeps only MaxLineRunes runes (the memory side is in the
 // benchmarks).
 func TestReadHugeSingleLine(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "one.txt", []byte(strings.Repeat("ab", 10<<20)))
 	res := rdOK(t, env, map[string]any{"file_path": "one.txt"})
@@ -278,6 +287,7 @@ func TestReadHugeSingleLine(t *testing.T) {
 }
 
 func TestReadLineEndings(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	for name, c := range map[string]struct{ content, want string }{
 		"crlf.txt":      {"a\r\nb\r\n", "     1\ta\n     2\tb\n"},
@@ -295,6 +305,7 @@ func TestReadLineEndings(t *testing.T) {
 }
 
 func TestReadUTF8BOM(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	content := []byte("\xEF\xBB\xBFhello\r\nwörld\r\n")
 	rdWrite(t, dir, "bom.txt", content)
@@ -325,6 +336,7 @@ func rdUTF16(s string, bigEndian bool) []byte {
 }
 
 func TestReadUTF16(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	text := "héllo\r\nwörld 🎉\nend"
 	rdWrite(t, dir, "le.txt", rdUTF16(text, false))
@@ -342,6 +354,7 @@ func TestReadUTF16(t *testing.T) {
 }
 
 func TestReadInvalidUTF8(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "cp1252.txt", []byte("ok\ncaf\xe9 \x93quoted\x94\n"))
 	rdWrite(t, dir, "sjis.txt", []byte("\x93\xfa\x96\x7b\x8c\xea\n")) // 日本語 in Shift-JIS
@@ -361,6 +374,7 @@ func TestReadInvalidUTF8(t *testing.T) {
 }
 
 func TestReadBinary(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "prog", []byte("\x7fELF\x02\x01\x01\x00\x00\x00rest"))
 	_, err := rdRun(t, env, map[string]any{"file_path": "prog"})
@@ -371,6 +385,7 @@ func TestReadBinary(t *testing.T) {
 
 // Kind is decided by content: a text file named .png is text.
 func TestReadTextNamedLikeImage(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "notes.png", []byte("just text\n"))
 	if got := rdText(rdOK(t, env, map[string]any{"file_path": "notes.png"})); got != "     1\tjust text\n" {
@@ -379,6 +394,7 @@ func TestReadTextNamedLikeImage(t *testing.T) {
 }
 
 func TestReadEmpty(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "empty.txt", nil)
 	rdWrite(t, dir, "bomonly.txt", []byte("\xEF\xBB\xBF"))
@@ -396,6 +412,7 @@ func TestReadEmpty(t *testing.T) {
 }
 
 func TestReadOffsetPastEnd(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "three.txt", []byte("a\nb\nc\n"))
 	res := rdOK(t, env, map[string]any{"file_path": "three.txt", "offset": 10})
@@ -408,6 +425,7 @@ func TestReadOffsetPastEnd(t *testing.T) {
 }
 
 func TestReadInvalidInput(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "a.txt", []byte("a\n"))
 	for _, c := range []struct {
@@ -433,6 +451,7 @@ func TestReadInvalidInput(t *testing.T) {
 }
 
 func TestReadDirectory(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -446,6 +465,7 @@ func TestReadDirectory(t *testing.T) {
 }
 
 func TestReadNotFound(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "main.go", []byte("x\n"))
 	rdWrite(t, dir, "conf/config.yaml", []byte("x\n"))
@@ -469,6 +489,7 @@ func TestReadNotFound(t *testing.T) {
 }
 
 func TestReadOutside(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	outside := t.TempDir()
 	rdWrite(t, outside, "secret.txt", []byte("s\n"))
@@ -497,6 +518,7 @@ func TestReadOutside(t *testing.T) {
 // answer within 100 ms (the hard timeout only keeps a hang from stalling
 // the whole test run).
 func TestReadSpecialPaths(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
@@ -574,6 +596,7 @@ func TestReadSpecialPaths(t *testing.T) {
 func rdItoa(n int) string { return strconv.Itoa(n) }
 
 func TestReadDedup(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	p := rdWrite(t, dir, "d.txt", []byte("alpha\nbeta\n"))
 	// A file changed within a second of a Read has a stamp that cannot
@@ -627,6 +650,7 @@ func TestReadDedup(t *testing.T) {
 
 // A failed read leaves no state behind.
 func TestReadRefusalRecordsNothing(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	env.Limits.MaxReadTokens = 10
 	p := rdWrite(t, dir, "big.txt", []byte(strings.Repeat("word ", 100)+"\n"))
@@ -654,6 +678,7 @@ func (f *rdFakeCounter) CountTokens(_ context.Context, text string) (int, error)
 }
 
 func TestReadGateStage1PassesSmallOutput(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	counter := &rdFakeCounter{n: 1 << 30}
 	env.Tokens = counter
@@ -670,6 +695,7 @@ func TestReadGateStage1PassesSmallOutput(t *testing.T) {
 }
 
 func TestReadGateStage2UsesEnvTokens(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	counter := &rdFakeCounter{n: 50}
 	env.Tokens = counter
@@ -691,6 +717,7 @@ func TestReadGateStage2UsesEnvTokens(t *testing.T) {
 }
 
 func TestReadGateStage2FallsBackToBPE(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	env.Limits.MaxReadTokens = 20
 	rdWrite(t, dir, "fits.txt", []byte("hello hello hello hello hello hello\n")) // 43 bytes out
@@ -727,6 +754,7 @@ func rdBPE(t testing.TB, text string) int {
 
 // The range the refusal suggests does fit.
 func TestReadGateSuggestionFits(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	env.Limits.MaxReadTokens = 1000
 	var b strings.Builder
@@ -756,6 +784,7 @@ func TestReadGateSuggestionFits(t *testing.T) {
 // Output far past the limit is refused on its size, without holding or
 // counting it.
 func TestReadGateCapRefusesOnSize(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	counter := &rdFakeCounter{n: 1}
 	env.Tokens = counter
@@ -772,6 +801,7 @@ func TestReadGateCapRefusesOnSize(t *testing.T) {
 }
 
 func TestReadCancelled(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "big.txt", []byte(strings.Repeat("line\n", 100_000)))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -783,6 +813,7 @@ func TestReadCancelled(t *testing.T) {
 }
 
 func TestReadZeroLimitsUseDefaults(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	env.Limits = tools.Limits{}
 	rdWrite(t, dir, "x.txt", []byte(strings.Repeat("x\n", 2500)))
@@ -793,6 +824,7 @@ func TestReadZeroLimitsUseDefaults(t *testing.T) {
 }
 
 func TestReadParallel(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	for i := range 8 {
 		rdWrite(t, dir, "f"+rdItoa(i)+".txt", []byte(strings.Repeat("line "+rdItoa(i)+"\n", 3000)))
@@ -819,6 +851,7 @@ func TestReadParallel(t *testing.T) {
 
 // Huge offset and limit values neither overflow nor fail.
 func TestReadHugeOffsetLimit(t *testing.T) {
+	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "s.txt", []byte("a\nb\n"))
 	res := rdOK(t, env, `{"file_path":"s.txt","offset":2,"limit":9223372036854775807}`)

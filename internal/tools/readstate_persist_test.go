@@ -13,6 +13,7 @@ import (
 // still current, re-validated against the files, and keeps each file's
 // coverage: a window read still allows Edit but not Write.
 func TestReadStateSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	var big strings.Builder
 	for i := 1; i <= 3000; i++ {

@@ -13,6 +13,7 @@ import (
 // kernel's coarse clock keeps its stamp. A stamp that was that fresh when the
 // file was read cannot vouch for the content; the hash must decide.
 func TestCheckWriteRacyStamp(t *testing.T) {
+	t.Parallel()
 	changed := time.Now()
 	stamp := vfs.Stamp{Size: 5, ModTime: changed, ChangeTime: changed, Inode: 7, Device: 1}
 	info := vfs.Info{Path: "/w/f", Stamp: stamp}
@@ -38,6 +39,7 @@ func TestCheckWriteRacyStamp(t *testing.T) {
 }
 
 func TestDedupableRacy(t *testing.T) {
+	t.Parallel()
 	changed := time.Now()
 	stamp := vfs.Stamp{Size: 5, ModTime: changed, ChangeTime: changed}
 	h := tools.HashBytes([]byte("aaaaa"))

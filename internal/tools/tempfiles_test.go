@@ -9,6 +9,7 @@ import (
 // in flight or left by a writer killed mid-way) is neither a Glob nor a
 // Grep result: it is half-written, never the user's file.
 func TestSearchSkipsWriteTemps(t *testing.T) {
+	t.Parallel()
 	env, root := srEnv(t)
 	srWrite(t, root, map[string]string{
 		"a.txt":                                 "needle\n",

@@ -167,3 +167,23 @@ func ToolUseID(ctx context.Context) string {
 	id, _ := ctx.Value(toolUseKey{}).(string)
 	return id
 }
+
+// withDefaults fills the zero fields of l from DefaultLimits, so an Env
+// built without Limits still works.
+func withDefaults(l Limits) Limits {
+	d := DefaultLimits()
+	set := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&l.MaxReadTokens, d.MaxReadTokens)
+	set(&l.DefaultReadLines, d.DefaultReadLines)
+	set(&l.MaxLineRunes, d.MaxLineRunes)
+	set(&l.MaxPDFPagesPerCall, d.MaxPDFPagesPerCall)
+	set(&l.PDFPagesRequiredAbove, d.PDFPagesRequiredAbove)
+	set(&l.MaxImageDimension, d.MaxImageDimension)
+	set(&l.MaxNotebookOutputRunes, d.MaxNotebookOutputRunes)
+	set(&l.MaxSearchResults, d.MaxSearchResults)
+	return l
+}

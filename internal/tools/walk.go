@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/ignore"
@@ -173,41 +172,26 @@ func (v vfsWalkFS) ReadFile(name string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, ignore.MaxFileSize))
 }
 
-// searchFSError turns a vfs error about a search path into the agent's
-// error.
-func searchFSError(fsys vfs.FS, tool, field, name string, err error) error {
-	var code int
-	var msg string
-	switch {
-	case errors.Is(err, vfs.ErrOutside):
-		code = CodeOutside
-		msg = fmt.Sprintf("%s is outside the workspace (%s); %s only searches inside the workspace and the roots the user allowed. Use a path inside them.",
-			name, strings.Join(fsys.Roots(), ", "), tool)
-	case errors.Is(err, vfs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		code = CodeNotFound
-		msg = fmt.Sprintf("%s does not exist (paths are relative to the workspace %s). Use Glob on a parent directory to see what is there.", name, searchWorkspace(fsys))
-	case errors.Is(err, syscall.ELOOP):
-		code = CodeNotFound
-		msg = fmt.Sprintf("%s cannot be resolved: its symbolic links form a loop or a chain too long to follow.", name)
-	case errors.Is(err, vfs.ErrNotRegular):
-		code = CodeNotRegular
-		msg = fmt.Sprintf("%s is not a regular file or directory (a device, FIFO, socket or a link to one); %s does not search these.", name, tool)
-	case errors.Is(err, vfs.ErrPermission):
-		code = CodePermission
-		msg = fmt.Sprintf("the operating system refused to read %s (permission denied). Search another directory, or ask the user to make it readable.", name)
-	case errors.Is(err, fs.ErrInvalid), errors.Is(err, syscall.ENAMETOOLONG):
-		code = CodeInvalidInput
-		msg = fmt.Sprintf("invalid input: field %q is not a valid path: %q", field, name)
-	default:
-		return fmt.Errorf("%s %s: %w", tool, name, err)
-	}
-	return &Error{Code: code, Message: msg, Err: err}
-}
-
 // searchWorkspace is the workspace (the first root) of fsys.
 func searchWorkspace(fsys vfs.FS) string {
 	if r := fsys.Roots(); len(r) > 0 {
 		return r[0]
 	}
 	return "."
+}
+
+// searchArgName names a path argument in messages.
+func searchArgName(p string) string {
+	if p == "" || p == "." {
+		return "the workspace"
+	}
+	return p
+}
+
+// searchLimit is the cap on results.
+func searchLimit(l Limits) int {
+	if l.MaxSearchResults > 0 {
+		return l.MaxSearchResults
+	}
+	return DefaultLimits().MaxSearchResults
 }

@@ -15,10 +15,6 @@ import (
 //go:embed write.md
 var writeDescription string
 
-// wrDiffContext is the context lines around each change in Write and Edit
-// diffs.
-const wrDiffContext = 3
-
 // Write replaces a file's whole content or creates it. Existing files need
 // every line seen by prior Reads of the current version (ReadState); content is stored with LF line endings, in
 // the existing file's encoding (UTF-8 BOM and UTF-16 kept; a file that was
@@ -37,22 +33,14 @@ func (Write) Description() string { return writeDescription }
 // ReadOnly implements Tool.
 func (Write) ReadOnly() bool { return false }
 
-var writeSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "file_path": {"type": "string", "minLength": 1, "description": "The file to write, relative to the workspace or absolute."},
-    "content": {"type": "string", "description": "The complete new content of the file."}
-  },
-  "required": ["file_path", "content"],
-  "additionalProperties": false
-}`)
+var writeSchema = inputSchema[writeParams]()
 
 // InputSchema implements Tool.
 func (Write) InputSchema() json.RawMessage { return writeSchema }
 
 type writeParams struct {
-	FilePath *string `json:"file_path"`
-	Content  *string `json:"content"`
+	FilePath *string `json:"file_path" jsonschema:"required,minLength=1" jsonschema_description:"The file to write, relative to the workspace or absolute."`
+	Content  *string `json:"content" jsonschema:"required" jsonschema_description:"The complete new content of the file."`
 }
 
 // Run implements Tool.
@@ -67,7 +55,7 @@ func (Write) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result,
 	case p.Content == nil:
 		return nil, Errorf(CodeInvalidInput, "invalid input: content is required (use \"\" for an empty file)")
 	}
-	t, err := wrLoadWhole(env, *p.FilePath)
+	t, err := loadWholeTarget(env, *p.FilePath)
 	if err != nil {
 		return nil, err
 	}
@@ -94,17 +82,17 @@ func (Write) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result,
 	if err != nil {
 		return nil, err
 	}
-	lines := wrCountLines(content)
+	lines := countLines(content)
 	if t.exists && bytes.Equal(data, t.data) {
 		if env.State != nil {
 			env.State.Record(ReadEntry{Path: t.path, Stamp: t.info.Stamp, Hash: t.hash(), View: "written by Write"})
 		}
 		return &Result{
-			Blocks: Text(fmt.Sprintf("No changes: %s already has this content (%s).", t.shown, wrPlural(lines, "line", "lines"))),
+			Blocks: Text(fmt.Sprintf("No changes: %s already has this content (%s).", t.shown, countOf(lines, "line", "lines"))),
 			Path:   t.path, Rel: t.rel,
 		}, nil
 	}
-	diff := textdiff.Diff(t.shown, oldView, content, wrDiffContext)
+	diff := textdiff.Diff(t.shown, oldView, content, diffContext)
 	diff.IsNewFile = !t.exists
 	info, err := t.commit(ctx, env, "Write", data, diff)
 	if err != nil {
@@ -114,9 +102,9 @@ func (Write) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result,
 	if !t.exists {
 		verb = "Created"
 	}
-	msg := fmt.Sprintf("%s %s (%s).", verb, t.shown, wrPlural(lines, "line", "lines"))
+	msg := fmt.Sprintf("%s %s (%s).", verb, t.shown, countOf(lines, "line", "lines"))
 	if len(notes) > 0 {
-		msg = fmt.Sprintf("%s %s (%s; %s).", verb, t.shown, wrPlural(lines, "line", "lines"), strings.Join(notes, "; "))
+		msg = fmt.Sprintf("%s %s (%s; %s).", verb, t.shown, countOf(lines, "line", "lines"), strings.Join(notes, "; "))
 	}
 	return &Result{Blocks: Text(msg), Path: info.Path, Rel: info.Rel, Diff: diff, Changed: true}, nil
 }

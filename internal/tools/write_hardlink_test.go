@@ -14,6 +14,7 @@ import (
 // neither name's content changes. A link between two workspace files is
 // refused the same way: ferry cannot tell where the other names are.
 func TestWriteRefusesHardLinkedFile(t *testing.T) {
+	t.Parallel()
 	env, ws := wtEnv(t)
 	outside := filepath.Join(t.TempDir(), "secret.txt")
 	if err := os.WriteFile(outside, []byte("outside\n"), 0o644); err != nil {

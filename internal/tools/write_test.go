@@ -17,6 +17,7 @@ import (
 )
 
 func TestWriteNewFileCreatesParents(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	res := wtOK(t, Write{}, env, map[string]any{"file_path": "a/b/c/new.txt", "content": "one\ntwo\n"})
 	p := filepath.Join(dir, "a/b/c/new.txt")
@@ -48,6 +49,7 @@ func TestWriteNewFileCreatesParents(t *testing.T) {
 }
 
 func TestWriteNeverRead(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("old\n"))
 	msg := wtCode(t, Write{}, env, map[string]any{"file_path": "f.txt", "content": "new\n"}, CodeNotRead)
@@ -60,6 +62,7 @@ func TestWriteNeverRead(t *testing.T) {
 }
 
 func TestWritePartialRead(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("1\n2\n3\n"))
 	e := wtMarkRead(t, env, "f.txt")
@@ -76,6 +79,7 @@ func TestWritePartialRead(t *testing.T) {
 }
 
 func TestWriteStale(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("old\n"))
 	wtMarkRead(t, env, "f.txt")
@@ -89,6 +93,7 @@ func TestWriteStale(t *testing.T) {
 }
 
 func TestWriteTouchedButUnchanged(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("old\n"))
 	wtMarkRead(t, env, "f.txt")
@@ -100,6 +105,7 @@ func TestWriteTouchedButUnchanged(t *testing.T) {
 }
 
 func TestWriteChangedWithRestoredMtime(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("aaaa\n"))
 	e := wtMarkRead(t, env, "f.txt")
@@ -111,6 +117,7 @@ func TestWriteChangedWithRestoredMtime(t *testing.T) {
 }
 
 func TestWriteMtimeInFuture(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("aaaa\n"))
 	future := time.Now().Add(48 * time.Hour)
@@ -128,6 +135,7 @@ func TestWriteMtimeInFuture(t *testing.T) {
 }
 
 func TestWriteStoresLF(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	res := wtOK(t, Write{}, env, map[string]any{"file_path": "s.sh", "content": "#!/bin/sh\r\necho hi\r\necho there\rend"})
 	if got := wtContent(t, filepath.Join(dir, "s.sh")); got != "#!/bin/sh\necho hi\necho there\nend" {
@@ -146,6 +154,7 @@ func TestWriteStoresLF(t *testing.T) {
 }
 
 func TestWriteKeepsEncoding(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		old, want  []byte
@@ -175,6 +184,7 @@ func TestWriteKeepsEncoding(t *testing.T) {
 }
 
 func TestWriteIdenticalContentIsNoOp(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("same\n"))
 	wtMarkRead(t, env, "f.txt")
@@ -193,6 +203,7 @@ func TestWriteIdenticalContentIsNoOp(t *testing.T) {
 }
 
 func TestWriteApproveDenyLeavesFile(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("old\n"))
 	wtMarkRead(t, env, "f.txt")
@@ -222,6 +233,7 @@ func TestWriteApproveDenyLeavesFile(t *testing.T) {
 }
 
 func TestWriteHistoryTrackedBeforeWrite(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("old\n"))
 	wtMarkRead(t, env, "f.txt")
@@ -255,6 +267,7 @@ func (failingHistory) Track(context.Context, string, []byte, bool) error {
 }
 
 func TestWriteInvalidInput(t *testing.T) {
+	t.Parallel()
 	env, _ := wtEnv(t)
 	for _, c := range []struct {
 		in   string
@@ -276,6 +289,7 @@ func TestWriteInvalidInput(t *testing.T) {
 }
 
 func TestWriteReadOnlyFile(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "ro.txt", []byte("old\n"))
 	if err := os.Chmod(p, 0o444); err != nil {
@@ -292,6 +306,7 @@ func TestWriteReadOnlyFile(t *testing.T) {
 }
 
 func TestWritePlacesRefused(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -323,6 +338,7 @@ func TestWritePlacesRefused(t *testing.T) {
 
 // TestWriteSpecialFilesDoNotBlock: a FIFO is refused at once, never opened.
 func TestWriteSpecialFilesDoNotBlock(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
@@ -360,6 +376,7 @@ func TestWriteSpecialFilesDoNotBlock(t *testing.T) {
 // is held at the permission prompt until the first has written. It must get
 // code 3, not overwrite content it never saw.
 func TestWriteTwoWritersOneRead(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("v0\n"))
 	wtMarkRead(t, env, "f.txt")
@@ -386,6 +403,7 @@ func TestWriteTwoWritersOneRead(t *testing.T) {
 // gets code 3; the file holds a winner's content; and every winner wrote
 // over the version it was based on (the first one's base is the read).
 func TestWriteParallel(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	p := wtFile(t, dir, "f.txt", []byte("v0\n"))
 	wtMarkRead(t, env, "f.txt")
@@ -417,6 +435,7 @@ func TestWriteParallel(t *testing.T) {
 }
 
 func TestWriteDiffIsValid(t *testing.T) {
+	t.Parallel()
 	env, dir := wtEnv(t)
 	wtFile(t, dir, "f.go", []byte("package f\n\nfunc A() {}\n"))
 	wtMarkRead(t, env, "f.go")

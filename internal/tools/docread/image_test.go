@@ -12,6 +12,7 @@ import (
 // Area averaging: blocks shrink to their colours exactly, a uniform image
 // stays uniform at a ratio that is not whole, and transparency survives.
 func TestReadShrink(t *testing.T) {
+	t.Parallel()
 	src := image.NewNRGBA(image.Rect(0, 0, 4, 4))
 	colours := [2][2]color.NRGBA{{{255, 0, 0, 255}, {0, 255, 0, 255}}, {{0, 0, 255, 255}, {0, 0, 0, 0}}}
 	for y := range 4 {
@@ -61,6 +62,7 @@ func TestReadShrink(t *testing.T) {
 }
 
 func TestReadFitInside(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ w, h, max, ww, wh int }{
 		{100, 50, 200, 100, 50},
 		{4000, 3000, 2000, 2000, 1500},
@@ -75,6 +77,7 @@ func TestReadFitInside(t *testing.T) {
 
 // The refusals are typed, so the caller can word them; none decodes first.
 func TestPrepareImageRefusals(t *testing.T) {
+	t.Parallel()
 	png := []byte("\x89PNG\r\n\x1a\nnot really")
 	if f := ImageFormat(png); f != "png" {
 		t.Fatalf("ImageFormat = %q", f)

@@ -9,6 +9,7 @@ import (
 // A notebook's strings come as a string or as lines; outputs pick their
 // text and image by media type, in a fixed order of preference.
 func TestNotebookModel(t *testing.T) {
+	t.Parallel()
 	raw := `{"nbformat": 4, "cells": [{"cell_type": "code", "source": ["a = 1\n", "a"],
 		"execution_count": 3, "outputs": [{"output_type": "execute_result",
 		"data": {"text/html": "<b>1</b>", "text/plain": ["1"], "image/png": "iVBO"}}]}]}`

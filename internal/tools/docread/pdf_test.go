@@ -38,6 +38,7 @@ func minimalPDF(n int) []byte {
 
 // Extracted pages make a PDF of their own; damage is an error, not a panic.
 func TestPDFLoadAndExtract(t *testing.T) {
+	t.Parallel()
 	doc, err := LoadPDF(bytes.NewReader(minimalPDF(5)))
 	if err != nil {
 		t.Fatal(err)

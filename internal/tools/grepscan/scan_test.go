@@ -63,6 +63,7 @@ func grScan(t *testing.T, sc *Scanner, content []byte) []Line {
 // (so that lines straddle buffer ends and many lines take the long-line
 // path) on random content, against the naive grep.
 func TestGrepScanMatchesNaive(t *testing.T) {
+	t.Parallel()
 	words := []string{"foo", "bar", "baz", "x", "", " ", "fo", "o\r", "Foo", "ab"}
 	patterns := []string{"foo", "^foo", "o$", "ba[rz]", "\\bx\\b", "", "a|b", "o\\s*$", "^$", "(?i)FOO", "z.*f"}
 	for seed := range 400 {
@@ -96,6 +97,7 @@ func TestGrepScanMatchesNaive(t *testing.T) {
 }
 
 func TestGrepScanCountsAndStops(t *testing.T) {
+	t.Parallel()
 	content := []byte("a\nb\na\na\n")
 	sc := &Scanner{Re: regexp.MustCompile("(?m)a")}
 	out, err := sc.Scan(context.Background(), bytes.NewReader(content), func(Line) error { return nil })
@@ -113,6 +115,7 @@ func TestGrepScanCountsAndStops(t *testing.T) {
 }
 
 func TestGrepScanCancelled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	sc := &Scanner{Re: regexp.MustCompile("(?m)a")}
@@ -123,6 +126,7 @@ func TestGrepScanCancelled(t *testing.T) {
 }
 
 func TestGrepDisplayLine(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("a", 1000) + "NEEDLE" + strings.Repeat("b", 1000)
 	got := DisplayLine([]byte(long), 1000)
 	if !strings.Contains(got, "NEEDLE") || !strings.HasPrefix(got, "[… 875 bytes] ") || !strings.HasSuffix(got, " [… 631 more bytes]") {
@@ -142,6 +146,7 @@ func TestGrepDisplayLine(t *testing.T) {
 }
 
 func TestGrepScanMultilineCap(t *testing.T) {
+	t.Parallel()
 	sc := &Scanner{Re: regexp.MustCompile("(?ms)a.b"), Multiline: true, MaxWhole: 10}
 	out, err := sc.Scan(context.Background(), bytes.NewReader([]byte("a\nb\n")), func(Line) error { return nil })
 	if err != nil || out.TooLarge || out.Matches != 1 {

@@ -16,53 +16,53 @@ import (
 	"golang.org/x/text/transform"
 )
 
-// rdTextEncoding is how a text file's bytes become the text Read shows.
-type rdTextEncoding int
+// textEncoding is how a text file's bytes become the text Read shows.
+type textEncoding int
 
 const (
-	rdEncUTF8 rdTextEncoding = iota
-	rdEncUTF8BOM
-	rdEncUTF16LE
-	rdEncUTF16BE
+	encUTF8 textEncoding = iota
+	encUTF8BOM
+	encUTF16LE
+	encUTF16BE
 )
 
-func (e rdTextEncoding) String() string {
+func (e textEncoding) String() string {
 	switch e {
-	case rdEncUTF8BOM:
+	case encUTF8BOM:
 		return "UTF-8 with a byte order mark"
-	case rdEncUTF16LE:
+	case encUTF16LE:
 		return "UTF-16LE"
-	case rdEncUTF16BE:
+	case encUTF16BE:
 		return "UTF-16BE"
 	}
 	return "UTF-8"
 }
 
-// rdDetectEncoding reads the byte order mark. UTF-16 without one is not
+// detectEncoding reads the byte order mark. UTF-16 without one is not
 // guessed: it has NUL bytes and is reported as binary.
-func rdDetectEncoding(head []byte) rdTextEncoding {
+func detectEncoding(head []byte) textEncoding {
 	switch {
 	case bytes.HasPrefix(head, []byte{0xEF, 0xBB, 0xBF}):
-		return rdEncUTF8BOM
+		return encUTF8BOM
 	case bytes.HasPrefix(head, []byte{0xFF, 0xFE}):
-		return rdEncUTF16LE
+		return encUTF16LE
 	case bytes.HasPrefix(head, []byte{0xFE, 0xFF}):
-		return rdEncUTF16BE
+		return encUTF16BE
 	}
-	return rdEncUTF8
+	return encUTF8
 }
 
-// rdLineBufferBytes is the read buffer of the line scanner: the one piece of
+// lineBufferBytes is the read buffer of the line scanner: the one piece of
 // memory a scan holds besides the window's output, whatever the file.
-const rdLineBufferBytes = 64 << 10
+const lineBufferBytes = 64 << 10
 
-// rdCountRestBytes bounds the work spent counting the lines after the window:
+// countRestBytes bounds the work spent counting the lines after the window:
 // past this many remaining bytes Read says "more lines follow" with their
 // size instead, so a window near the start of a huge file stays cheap.
-const rdCountRestBytes = 8 << 20
+const countRestBytes = 8 << 20
 
-// rdLineWindow is what to collect.
-type rdLineWindow struct {
+// lineWindow is what to collect.
+type lineWindow struct {
 	// start is the first line (1-based), count the most lines.
 	start, count int
 	// maxRunes cuts longer lines.
@@ -76,8 +76,8 @@ type rdLineWindow struct {
 	hash bool
 }
 
-// rdLineScan is the outcome of scanning a window.
-type rdLineScan struct {
+// lineScan is the outcome of scanning a window.
+type lineScan struct {
 	// out is the rendered lines, "%6d\t%s\n" each.
 	out []byte
 	// ends[i] is len(out) after the i-th rendered line.
@@ -102,23 +102,23 @@ type rdLineScan struct {
 	hashed bool
 }
 
-// rdCountingReader counts the bytes read through it.
-type rdCountingReader struct {
+// countingReader counts the bytes read through it.
+type countingReader struct {
 	r io.Reader
 	n int64
 }
 
-func (c *rdCountingReader) Read(p []byte) (int, error) {
+func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
 }
 
-// rdScanLines streams src (the file from its first byte) and collects the
+// scanLines streams src (the file from its first byte) and collects the
 // lines of w. Memory: the 64 KiB buffer plus the output, which is bounded
 // by w.capBytes plus one line. Lines before w.start are scanned and dropped.
-func rdScanLines(ctx context.Context, src io.Reader, size int64, enc rdTextEncoding, w rdLineWindow) (*rdLineScan, error) {
-	counter := &rdCountingReader{r: src}
+func scanLines(ctx context.Context, src io.Reader, size int64, enc textEncoding, w lineWindow) (*lineScan, error) {
+	counter := &countingReader{r: src}
 	var raw io.Reader = counter
 	var h hash.Hash
 	if w.hash {
@@ -127,19 +127,19 @@ func rdScanLines(ctx context.Context, src io.Reader, size int64, enc rdTextEncod
 	}
 	r := raw
 	switch enc {
-	case rdEncUTF16LE:
+	case encUTF16LE:
 		r = transform.NewReader(raw, unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM).NewDecoder())
-	case rdEncUTF16BE:
+	case encUTF16BE:
 		r = transform.NewReader(raw, unicode.UTF16(unicode.BigEndian, unicode.ExpectBOM).NewDecoder())
 	}
-	br := bufio.NewReaderSize(r, rdLineBufferBytes)
-	if enc == rdEncUTF8BOM {
+	br := bufio.NewReaderSize(r, lineBufferBytes)
+	if enc == encUTF8BOM {
 		if _, err := br.Discard(3); err != nil {
 			return nil, err
 		}
 	}
 
-	s := &rdLineScan{more: -1}
+	s := &lineScan{more: -1}
 	atEOF := func() (bool, error) {
 		_, err := br.Peek(1)
 		if errors.Is(err, io.EOF) {
@@ -154,7 +154,7 @@ func rdScanLines(ctx context.Context, src io.Reader, size int64, enc rdTextEncod
 				return nil, err
 			}
 		}
-		eof, err := rdSkipLine(br)
+		eof, err := skipLine(br)
 		if err != nil {
 			return nil, err
 		}
@@ -191,8 +191,8 @@ func rdScanLines(ctx context.Context, src io.Reader, size int64, enc rdTextEncod
 		if eof {
 			s.eof = true
 			s.more = 0
-		} else if rest := size - (counter.n - int64(br.Buffered())); rest <= rdCountRestBytes {
-			n, err := rdCountLines(ctx, br)
+		} else if rest := size - (counter.n - int64(br.Buffered())); rest <= countRestBytes {
+			n, err := countReaderLines(ctx, br)
 			if err != nil {
 				return nil, err
 			}
@@ -217,8 +217,8 @@ func rdScanLines(ctx context.Context, src io.Reader, size int64, enc rdTextEncod
 	return s, nil
 }
 
-// rdSkipLine consumes one line; eof when there was none left.
-func rdSkipLine(br *bufio.Reader) (eof bool, err error) {
+// skipLine consumes one line; eof when there was none left.
+func skipLine(br *bufio.Reader) (eof bool, err error) {
 	seen := false
 	for {
 		chunk, err := br.ReadSlice('\n')
@@ -239,8 +239,8 @@ func rdSkipLine(br *bufio.Reader) (eof bool, err error) {
 // collectLine renders the next line (the caller made sure there is one) as
 // "%6d\t" + text, without its line ending, cut after maxRunes runes with a
 // marker saying how much was cut.
-func (s *rdLineScan) collectLine(br *bufio.Reader, maxRunes int) error {
-	s.out = rdAppendLineNumber(s.out, s.lines)
+func (s *lineScan) collectLine(br *bufio.Reader, maxRunes int) error {
+	s.out = appendLineNumber(s.out, s.lines)
 	start := len(s.out)
 	kept, cut := 0, 0
 	cutting := false
@@ -275,7 +275,7 @@ func (s *rdLineScan) collectLine(br *bufio.Reader, maxRunes int) error {
 			content = content[i:]
 		}
 		if cutting {
-			cut += rdRuneStarts(content)
+			cut += runeStarts(content)
 		}
 		if err == nil || errors.Is(err, io.EOF) {
 			break
@@ -305,9 +305,9 @@ func (s *rdLineScan) collectLine(br *bufio.Reader, maxRunes int) error {
 	return nil
 }
 
-// rdAppendLineNumber appends n right-aligned in six columns and a tab, as
+// appendLineNumber appends n right-aligned in six columns and a tab, as
 // cat -n does.
-func rdAppendLineNumber(b []byte, n int) []byte {
+func appendLineNumber(b []byte, n int) []byte {
 	var num [20]byte
 	digits := strconv.AppendInt(num[:0], int64(n), 10)
 	for i := len(digits); i < 6; i++ {
@@ -317,9 +317,9 @@ func rdAppendLineNumber(b []byte, n int) []byte {
 	return append(b, '\t')
 }
 
-// rdRuneStarts counts the runes in b, which may begin or end inside a rune:
+// runeStarts counts the runes in b, which may begin or end inside a rune:
 // every byte but a UTF-8 continuation byte starts one.
-func rdRuneStarts(b []byte) int {
+func runeStarts(b []byte) int {
 	n := 0
 	for _, c := range b {
 		if c&0xC0 != 0x80 {
@@ -329,9 +329,9 @@ func rdRuneStarts(b []byte) int {
 	return n
 }
 
-// rdCountLines counts the lines left in br: its newlines, plus a last line
+// countReaderLines counts the lines left in br: its newlines, plus a last line
 // without one.
-func rdCountLines(ctx context.Context, br *bufio.Reader) (int, error) {
+func countReaderLines(ctx context.Context, br *bufio.Reader) (int, error) {
 	buf := make([]byte, 32<<10)
 	n := 0
 	last := byte('\n')
@@ -357,28 +357,28 @@ func rdCountLines(ctx context.Context, br *bufio.Reader) (int, error) {
 	return n, nil
 }
 
-// rdTextView names a line window in the read state.
-func rdTextView(start, count int) string {
+// textView names a line window in the read state.
+func textView(start, count int) string {
 	return fmt.Sprintf("lines %d-%d", start, start+count-1)
 }
 
 // text reads a text file.
 func (rc *readCall) text() (*Result, error) {
 	req := rc.req
-	view := rdTextView(req.start, req.count)
+	view := textView(req.start, req.count)
 	if stub := rc.dedup(view); stub != nil {
 		return stub, nil
 	}
-	enc := rdDetectEncoding(rc.head)
-	s, err := rdScanLines(rc.ctx, io.NewSectionReader(rc.f, 0, 1<<62), rc.info.Stamp.Size, enc, rdLineWindow{
+	enc := detectEncoding(rc.head)
+	s, err := scanLines(rc.ctx, io.NewSectionReader(rc.f, 0, 1<<62), rc.info.Stamp.Size, enc, lineWindow{
 		start:    req.start,
 		count:    req.count,
 		maxRunes: rc.limits.MaxLineRunes,
-		capBytes: rdCollectCapBytes(rc.limits),
+		capBytes: collectCapBytes(rc.limits),
 		// A window's hash lets Edit and Write tell a touched file from a
 		// changed one. Hash when the scan reads little past the window
 		// anyway; a window deep in a huge file skips it (its stamp decides).
-		hash: req.start == 1 || rc.info.Stamp.Size <= rdHashWindowBytes,
+		hash: req.start == 1 || rc.info.Stamp.Size <= hashWindowBytes,
 	})
 	if err != nil {
 		if cerr := rc.ctx.Err(); cerr != nil {
@@ -405,7 +405,7 @@ func (rc *readCall) text() (*Result, error) {
 	lastShown := first + shown - 1
 	out := s.out
 	var notes []string
-	if enc != rdEncUTF8 {
+	if enc != encUTF8 {
 		notes = append(notes, fmt.Sprintf("(The file is %s; shown decoded, without the byte order mark.)", enc))
 	}
 	if s.firstInvalid > 0 {
@@ -418,7 +418,7 @@ func (rc *readCall) text() (*Result, error) {
 	case s.more > 0:
 		notes = append(notes, fmt.Sprintf("(… %d more lines, %d-%d. Use offset=%d to read further.)", s.more, lastShown+1, lastShown+s.more, lastShown+1))
 	case s.more < 0:
-		notes = append(notes, fmt.Sprintf("(… more lines follow: %s of the file not shown yet. Use offset=%d to read further.)", rdFormatBytes(s.restBytes), lastShown+1))
+		notes = append(notes, fmt.Sprintf("(… more lines follow: %s of the file not shown yet. Use offset=%d to read further.)", formatBytes(s.restBytes), lastShown+1))
 	}
 	if len(notes) > 0 {
 		out = append(out, '\n')
@@ -457,13 +457,13 @@ func (rc *readCall) text() (*Result, error) {
 	return rc.result(Text(text)), nil
 }
 
-// rdHashWindowBytes: a window of a file up to this size hashes the whole
+// hashWindowBytes: a window of a file up to this size hashes the whole
 // file as it scans (a few milliseconds), so a touch that changes nothing
 // does not make the window stale for Edit and Write.
-const rdHashWindowBytes = rdCountRestBytes
+const hashWindowBytes = countRestBytes
 
-// rdFormatBytes renders a size for the agent.
-func rdFormatBytes(n int64) string {
+// formatBytes renders a size for the agent.
+func formatBytes(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))

@@ -14,48 +14,48 @@ import (
 
 // PDF bounds. PDFs are recognised by their "%PDF-" header, never by name.
 const (
-	// rdMaxPDFFileBytes bounds the PDF Read parses (pdfcpu holds its objects
+	// maxPDFFileBytes bounds the PDF Read parses (pdfcpu holds its objects
 	// in memory).
-	rdMaxPDFFileBytes = 100 << 20
-	// rdMaxDocumentBytes bounds the document returned: 20 MiB is under 27 MiB
+	maxPDFFileBytes = 100 << 20
+	// maxDocumentBytes bounds the document returned: 20 MiB is under 27 MiB
 	// base64-encoded, inside the providers' 32 MB request cap.
-	rdMaxDocumentBytes = 20 << 20
+	maxDocumentBytes = 20 << 20
 )
 
-// rdPageRange is pages from..to, 1-based, inclusive.
-type rdPageRange struct{ from, to int }
+// pageRange is pages from..to, 1-based, inclusive.
+type pageRange struct{ from, to int }
 
-func rdBadPages(given, why string) error {
+func badPages(given, why string) error {
 	return Errorf(CodeBadPages, "pages %q is not a valid page selection (%s). Use \"3\" for one page, \"1-5\" for a range, or \"1,3-4\" for several; pages count from 1.", given, why)
 }
 
-// rdParsePages parses a page selection: a comma-separated list of page
+// parsePages parses a page selection: a comma-separated list of page
 // numbers ("3") and ranges ("1-5"), spaces allowed around each. Ranges
 // must not be reversed; overlapping ones are merged. The result is sorted.
-func rdParsePages(s string) ([]rdPageRange, error) {
+func parsePages(s string) ([]pageRange, error) {
 	if strings.TrimSpace(s) == "" {
-		return nil, rdBadPages(s, "it is empty")
+		return nil, badPages(s, "it is empty")
 	}
-	var out []rdPageRange
+	var out []pageRange
 	for item := range strings.SplitSeq(s, ",") {
 		item = strings.TrimSpace(item)
 		from, to, isRange := strings.Cut(item, "-")
-		a, err := rdParsePageNumber(from)
+		a, err := parsePageNumber(from)
 		if err != nil {
-			return nil, rdBadPages(s, fmt.Sprintf("%q is not a page number", strings.TrimSpace(from)))
+			return nil, badPages(s, fmt.Sprintf("%q is not a page number", strings.TrimSpace(from)))
 		}
 		b := a
 		if isRange {
-			if b, err = rdParsePageNumber(to); err != nil {
-				return nil, rdBadPages(s, fmt.Sprintf("%q is not a page number", strings.TrimSpace(to)))
+			if b, err = parsePageNumber(to); err != nil {
+				return nil, badPages(s, fmt.Sprintf("%q is not a page number", strings.TrimSpace(to)))
 			}
 			if b < a {
-				return nil, rdBadPages(s, fmt.Sprintf("the range %d-%d is reversed; write %d-%d", a, b, b, a))
+				return nil, badPages(s, fmt.Sprintf("the range %d-%d is reversed; write %d-%d", a, b, b, a))
 			}
 		}
-		out = append(out, rdPageRange{a, b})
+		out = append(out, pageRange{a, b})
 	}
-	slices.SortFunc(out, func(x, y rdPageRange) int { return x.from - y.from })
+	slices.SortFunc(out, func(x, y pageRange) int { return x.from - y.from })
 	merged := out[:1]
 	for _, r := range out[1:] {
 		last := &merged[len(merged)-1]
@@ -68,7 +68,7 @@ func rdParsePages(s string) ([]rdPageRange, error) {
 	return merged, nil
 }
 
-func rdParsePageNumber(s string) (int, error) {
+func parsePageNumber(s string) (int, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
 		return 0, strconv.ErrSyntax
@@ -80,8 +80,8 @@ func rdParsePageNumber(s string) (int, error) {
 	return n, nil
 }
 
-// rdFormatPages writes a selection back, normalised: "1,3-4".
-func rdFormatPages(ranges []rdPageRange) string {
+// formatPages writes a selection back, normalised: "1,3-4".
+func formatPages(ranges []pageRange) string {
 	parts := make([]string, len(ranges))
 	for i, r := range ranges {
 		parts[i] = strconv.Itoa(r.from)
@@ -92,7 +92,7 @@ func rdFormatPages(ranges []rdPageRange) string {
 	return strings.Join(parts, ",")
 }
 
-func rdPageTotal(ranges []rdPageRange) int {
+func pageTotal(ranges []pageRange) int {
 	n := 0
 	for _, r := range ranges {
 		n += r.to - r.from + 1
@@ -100,8 +100,8 @@ func rdPageTotal(ranges []rdPageRange) int {
 	return n
 }
 
-// rdPdfView names a PDF read in the read state.
-func rdPdfView(pagesText string) string {
+// pdfView names a PDF read in the read state.
+func pdfView(pagesText string) string {
 	if pagesText == "" {
 		return "all pages"
 	}
@@ -111,14 +111,14 @@ func rdPdfView(pagesText string) string {
 // pdf reads a PDF: all of it when it is short, else the pages asked for,
 // extracted into a new PDF and returned as a document block.
 func (rc *readCall) pdf() (*Result, error) {
-	view := rdPdfView(rc.req.pagesText)
+	view := pdfView(rc.req.pagesText)
 	if stub := rc.dedup(view); stub != nil {
 		return stub, nil
 	}
 	size := rc.info.Stamp.Size
-	if size > rdMaxPDFFileBytes {
+	if size > maxPDFFileBytes {
 		return nil, Errorf(CodeTooLarge, "%s is a PDF of %s, over the %s Read parses. Split it with a PDF tool first, or extract its text with one.",
-			rc.name, rdFormatBytes(size), rdFormatBytes(rdMaxPDFFileBytes))
+			rc.name, formatBytes(size), formatBytes(maxPDFFileBytes))
 	}
 	doc, err := docread.LoadPDF(io.NewSectionReader(rc.f, 0, size))
 	if err != nil {
@@ -136,21 +136,21 @@ func (rc *readCall) pdf() (*Result, error) {
 			return nil, Errorf(CodeBadPages, "%s has %d pages, more than the %d Read returns without a page selection. Pass pages, e.g. pages=\"1-%d\" (at most %d pages a call).",
 				rc.name, n, rc.limits.PDFPagesRequiredAbove, min(n, maxPages), maxPages)
 		}
-		ranges = []rdPageRange{{1, n}}
+		ranges = []pageRange{{1, n}}
 	}
 	if last := ranges[len(ranges)-1].to; last > n {
 		return nil, Errorf(CodeBadPages, "%s has %d pages, so page %d does not exist; pages must be within 1-%d.", rc.name, n, last, n)
 	}
-	if total := rdPageTotal(ranges); total > maxPages {
+	if total := pageTotal(ranges); total > maxPages {
 		return nil, Errorf(CodeBadPages, "pages %q selects %d pages; Read returns at most %d pages a call. Read it in parts, e.g. pages=\"%d-%d\" first.",
-			rdFormatPages(ranges), total, maxPages, ranges[0].from, min(n, ranges[0].from+maxPages-1))
+			formatPages(ranges), total, maxPages, ranges[0].from, min(n, ranges[0].from+maxPages-1))
 	}
 	all := len(ranges) == 1 && ranges[0].from == 1 && ranges[0].to == n
 
 	var data []byte
 	if all {
 		// The file itself: nothing is lost to re-writing it.
-		if size > rdMaxDocumentBytes {
+		if size > maxDocumentBytes {
 			return nil, rc.pdfTooLarge(size, n)
 		}
 		data = make([]byte, size)
@@ -166,10 +166,10 @@ func (rc *readCall) pdf() (*Result, error) {
 		}
 		if data, err = doc.ExtractPages(pages); err != nil {
 			return nil, &Error{Code: CodeEncoding, Err: err, Message: fmt.Sprintf(
-				"the pages %s of %s cannot be extracted (%v); the PDF may be damaged. Try other pages.", rdFormatPages(ranges), rc.name, err)}
+				"the pages %s of %s cannot be extracted (%v); the PDF may be damaged. Try other pages.", formatPages(ranges), rc.name, err)}
 		}
-		if len(data) > rdMaxDocumentBytes {
-			return nil, rc.pdfTooLarge(int64(len(data)), rdPageTotal(ranges))
+		if len(data) > maxDocumentBytes {
+			return nil, rc.pdfTooLarge(int64(len(data)), pageTotal(ranges))
 		}
 	}
 	hash, err := rc.hashFile()
@@ -182,9 +182,9 @@ func (rc *readCall) pdf() (*Result, error) {
 		what = "its one page"
 	}
 	if !all {
-		what = fmt.Sprintf("pages %s of %d (%s)", rdFormatPages(ranges), n, rdPlural(rdPageTotal(ranges), "page"))
-		if rdPageTotal(ranges) == 1 {
-			what = fmt.Sprintf("page %s of %d", rdFormatPages(ranges), n)
+		what = fmt.Sprintf("pages %s of %d (%s)", formatPages(ranges), n, countOf(pageTotal(ranges), "page", "pages"))
+		if pageTotal(ranges) == 1 {
+			what = fmt.Sprintf("page %s of %d", formatPages(ranges), n)
 		}
 	}
 	return rc.result([]Block{
@@ -195,5 +195,5 @@ func (rc *readCall) pdf() (*Result, error) {
 
 func (rc *readCall) pdfTooLarge(size int64, pages int) error {
 	return Errorf(CodeTooLarge, "the selected %d page(s) of %s come to %s, over the %s one Read returns. Ask for fewer pages at a time.",
-		pages, rc.name, rdFormatBytes(size), rdFormatBytes(rdMaxDocumentBytes))
+		pages, rc.name, formatBytes(size), formatBytes(maxDocumentBytes))
 }

@@ -15,14 +15,14 @@ import (
 
 // Notebook bounds.
 const (
-	// rdMaxNotebookFileBytes bounds the notebook JSON Read loads.
-	rdMaxNotebookFileBytes = 64 << 20
-	// rdMaxNotebookImages is the most output images one Read returns.
-	rdMaxNotebookImages = 4
+	// maxNotebookFileBytes bounds the notebook JSON Read loads.
+	maxNotebookFileBytes = 64 << 20
+	// maxNotebookImages is the most output images one Read returns.
+	maxNotebookImages = 4
 )
 
-// rdCapRunes keeps at most n runes of s; cut is how many were dropped.
-func rdCapRunes(s string, n int) (kept string, cut int) {
+// capRunes keeps at most n runes of s; cut is how many were dropped.
+func capRunes(s string, n int) (kept string, cut int) {
 	i := 0
 	for range n {
 		if i >= len(s) {
@@ -37,8 +37,8 @@ func rdCapRunes(s string, n int) (kept string, cut int) {
 	return s[:i], utf8.RuneCountInString(s[i:])
 }
 
-// rdNotebookView names a cell window in the read state.
-func rdNotebookView(req readRequest) string {
+// notebookView names a cell window in the read state.
+func notebookView(req readRequest) string {
 	if !req.ranged {
 		return "all cells"
 	}
@@ -58,14 +58,14 @@ func (rc *readCall) notebook() (*Result, error) {
 	if !req.ranged {
 		req.count = int(^uint(0) >> 1)
 	}
-	view := rdNotebookView(req)
+	view := notebookView(req)
 	if stub := rc.dedup(view); stub != nil {
 		return stub, nil
 	}
 	size := rc.info.Stamp.Size
-	if size > rdMaxNotebookFileBytes {
+	if size > maxNotebookFileBytes {
 		return nil, Errorf(CodeTooLarge, "%s is a notebook of %s, over the %s Read loads. Clear its outputs first (jupyter nbconvert --clear-output), or Grep it.",
-			rc.name, rdFormatBytes(size), rdFormatBytes(rdMaxNotebookFileBytes))
+			rc.name, formatBytes(size), formatBytes(maxNotebookFileBytes))
 	}
 	raw := make([]byte, size)
 	if _, err := rc.f.ReadAt(raw, 0); err != nil && !errors.Is(err, io.EOF) {
@@ -94,7 +94,7 @@ func (rc *readCall) notebook() (*Result, error) {
 		lang = nb.Metadata.Kernelspec.Language
 	}
 	var out strings.Builder
-	header := fmt.Sprintf("Notebook %s: %s", rc.name, rdPlural(len(cells), "cell"))
+	header := fmt.Sprintf("Notebook %s: %s", rc.name, countOf(len(cells), "cell", "cells"))
 	if lang != "" {
 		header += ", " + lang
 	}
@@ -124,7 +124,7 @@ func (rc *readCall) notebook() (*Result, error) {
 		return nil, err
 	}
 	if tokens > rc.limits.MaxReadTokens {
-		return nil, rdTooLarge(rc.name, "cells", req.start, ends, tokens, exact, rc.limits.MaxReadTokens,
+		return nil, tooLargeError(rc.name, "cells", req.start, ends, tokens, exact, rc.limits.MaxReadTokens,
 			"offset and limit count cells for notebooks. Or use Grep to find the cells you need.")
 	}
 	rc.record(view, req.start > 1 || end < len(cells), HashBytes(raw))
@@ -158,12 +158,12 @@ func (rc *readCall) renderCell(out *strings.Builder, i int, c docread.NotebookCe
 			if output.Name == "stderr" {
 				o.WriteString("[stderr]\n")
 			}
-			rdWriteLine(&o, string(output.Text))
+			writeLine(&o, string(output.Text))
 		case "execute_result", "display_data":
 			img, mediaType := docread.NotebookImage(output.Data)
 			if img != "" {
-				if shown+len(images) >= rdMaxNotebookImages {
-					fmt.Fprintf(&o, "[%s output not shown: at most %d images a Read]\n", mediaType, rdMaxNotebookImages)
+				if shown+len(images) >= maxNotebookImages {
+					fmt.Fprintf(&o, "[%s output not shown: at most %d images a Read]\n", mediaType, maxNotebookImages)
 				} else {
 					b, desc, err := rc.notebookImage(img, mediaType, i)
 					if err != nil {
@@ -175,14 +175,14 @@ func (rc *readCall) renderCell(out *strings.Builder, i int, c docread.NotebookCe
 				}
 			}
 			if text, kind := docread.NotebookPlain(output.Data); kind != "" {
-				rdWriteLine(&o, text)
+				writeLine(&o, text)
 			} else if img == "" && len(output.Data) > 0 {
 				fmt.Fprintf(&o, "[output of type %s]\n", strings.Join(docread.SortedKeys(output.Data), ", "))
 			}
 		case "error":
 			fmt.Fprintf(&o, "%s: %s\n", output.EName, output.EValue)
 			for _, line := range output.Traceback {
-				rdWriteLine(&o, docread.ANSIEscape.ReplaceAllString(line, ""))
+				writeLine(&o, docread.ANSIEscape.ReplaceAllString(line, ""))
 			}
 		default:
 			fmt.Fprintf(&o, "[%s output]\n", output.OutputType)
@@ -191,7 +191,7 @@ func (rc *readCall) renderCell(out *strings.Builder, i int, c docread.NotebookCe
 	if o.Len() == 0 {
 		return images, nil
 	}
-	kept, cut := rdCapRunes(strings.TrimSuffix(o.String(), "\n"), rc.limits.MaxNotebookOutputRunes)
+	kept, cut := capRunes(strings.TrimSuffix(o.String(), "\n"), rc.limits.MaxNotebookOutputRunes)
 	fmt.Fprintf(out, "[cell %d outputs]\n", i)
 	out.WriteString(kept)
 	if !strings.HasSuffix(kept, "\n") {
@@ -203,7 +203,7 @@ func (rc *readCall) renderCell(out *strings.Builder, i int, c docread.NotebookCe
 	return images, nil
 }
 
-func rdWriteLine(b *strings.Builder, s string) {
+func writeLine(b *strings.Builder, s string) {
 	b.WriteString(s)
 	if s != "" && !strings.HasSuffix(s, "\n") {
 		b.WriteByte('\n')
@@ -216,11 +216,11 @@ func (rc *readCall) notebookImage(b64, mediaType string, cell int) (Block, strin
 	if err != nil {
 		return Block{}, "", err
 	}
-	format := rdImageFormat(data)
+	format := imageFormat(data)
 	if format == "" {
 		return Block{}, "", fmt.Errorf("cell %d: %s output is not an image", cell, mediaType)
 	}
-	p, err := rdPrepareImage(rc.ctx, fmt.Sprintf("cell %d output", cell), bytes.NewReader(data), int64(len(data)), format, rc.limits.MaxImageDimension)
+	p, err := prepareImage(rc.ctx, fmt.Sprintf("cell %d output", cell), bytes.NewReader(data), int64(len(data)), format, rc.limits.MaxImageDimension)
 	if err != nil {
 		return Block{}, "", err
 	}
@@ -229,12 +229,4 @@ func (rc *readCall) notebookImage(b64, mediaType string, cell int) (Block, strin
 		desc += fmt.Sprintf(", shown at %d×%d", p.W, p.H)
 	}
 	return Block{Type: "image", MediaType: p.MediaType, Data: base64.StdEncoding.EncodeToString(p.Data)}, desc, nil
-}
-
-// rdPlural writes n and noun, with an s unless n is 1.
-func rdPlural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -7,6 +7,7 @@ import (
 )
 
 func TestNormalizeQuotes(t *testing.T) {
+	t.Parallel()
 	s := "a “b” ‘c’ d’s – x"
 	m := normalizeQuotes(s)
 	if m.text != `a "b" 'c' d's – x` {
@@ -62,6 +63,7 @@ func FuzzNormalizeQuotes(f *testing.F) {
 }
 
 func TestPreserveQuoteStyle(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		span, repl, before, want string
 	}{
@@ -85,6 +87,7 @@ func TestPreserveQuoteStyle(t *testing.T) {
 }
 
 func TestFindOccurrences(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		s, old string
 		starts []int
@@ -107,6 +110,7 @@ func TestFindOccurrences(t *testing.T) {
 }
 
 func TestLocateSteps(t *testing.T) {
+	t.Parallel()
 	view := "a “q” <function_results> b\n"
 	if l := locateOld(view, "b", "c", true); l.step != stepExact || l.count != 1 {
 		t.Fatalf("%+v", l)
@@ -130,6 +134,7 @@ func TestLocateSteps(t *testing.T) {
 }
 
 func TestDesanitize(t *testing.T) {
+	t.Parallel()
 	o, n, ok := desanitize("<fnr><n>x</n>\n\nH: hi\n\nA: yo", "<n>y</n><o>")
 	if !ok || o != "<function_results><name>x</name>\n\nHuman: hi\n\nAssistant: yo" || n != "<name>y</name><o>" {
 		t.Fatalf("%q %q %v", o, n, ok)
@@ -145,6 +150,7 @@ func TestDesanitize(t *testing.T) {
 }
 
 func TestStripTrailingSpace(t *testing.T) {
+	t.Parallel()
 	if got := stripTrailingSpace("a  \n\tb\t\n  \nc \u00a0"); got != "a\n\tb\n\nc \u00a0" {
 		t.Fatalf("%q", got)
 	}
@@ -161,6 +167,7 @@ func TestStripTrailingSpace(t *testing.T) {
 }
 
 func TestClosestCandidateIsBounded(t *testing.T) {
+	t.Parallel()
 	// A 10 MB file of one repeated line: the candidate search looks at a
 	// bounded number of windows, and answers.
 	line := "the quick brown fox jumps over the lazy dog\n"
@@ -175,6 +182,7 @@ func TestClosestCandidateIsBounded(t *testing.T) {
 }
 
 func TestEditLevenshtein(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		a, b string
 		d    int
@@ -186,6 +194,7 @@ func TestEditLevenshtein(t *testing.T) {
 }
 
 func TestEditSnippet(t *testing.T) {
+	t.Parallel()
 	num := func(lines ...string) string {
 		var sb strings.Builder
 		for i, l := range lines {

@@ -30,17 +30,17 @@ var (
 	_ tokencount.Counter = TokenCounter(nil)
 )
 
-// rdCollectCapFactor: see above.
-const rdCollectCapFactor = 8
+// collectCapFactor: see above.
+const collectCapFactor = 8
 
-// rdCollectCapBytes is the output size past which Read stops collecting.
-func rdCollectCapBytes(l Limits) int {
-	return l.MaxReadTokens * tokencount.BytesPerToken * rdCollectCapFactor
+// collectCapBytes is the output size past which Read stops collecting.
+func collectCapBytes(l Limits) int {
+	return l.MaxReadTokens * tokencount.BytesPerToken * collectCapFactor
 }
 
-// rdFitMargin is the share of the limit a suggested range aims for, as the
+// fitMargin is the share of the limit a suggested range aims for, as the
 // suggestion extrapolates from the average tokens a byte.
-const rdFitMargin = 0.9
+const fitMargin = 0.9
 
 // gate returns the token count of text, and whether it was counted (stage 2)
 // rather than bounded by the size (stage 1).
@@ -48,16 +48,16 @@ func (rc *readCall) gate(text string) (tokens int, exact bool, err error) {
 	if len(text) <= rc.limits.MaxReadTokens {
 		return tokencount.Estimate(len(text)), false, nil
 	}
-	n, err := rdCountTokens(rc.ctx, rc.env.Tokens, text)
+	n, err := countTokens(rc.ctx, rc.env.Tokens, text)
 	if err != nil {
 		return 0, false, err
 	}
 	return n, true, nil
 }
 
-// rdCountTokens counts with counter, falling back to the local BPE when there
+// countTokens counts with counter, falling back to the local BPE when there
 // is none or it fails (offline, rate limited), so the gate always works.
-func rdCountTokens(ctx context.Context, counter TokenCounter, text string) (int, error) {
+func countTokens(ctx context.Context, counter TokenCounter, text string) (int, error) {
 	if counter != nil {
 		n, err := counter.CountTokens(ctx, text)
 		if err == nil {
@@ -73,15 +73,15 @@ func rdCountTokens(ctx context.Context, counter TokenCounter, text string) (int,
 // tooLargeLines is the MaxFileReadTokenExceededError of a line window: s
 // was refused at tokens (exact: counted; else s was capped and tokens is
 // estimated from the size).
-func (rc *readCall) tooLargeLines(s *rdLineScan, tokens int, exact bool) error {
-	return rdTooLarge(rc.name, "lines", rc.req.start, s.ends, tokens, exact, rc.limits.MaxReadTokens,
+func (rc *readCall) tooLargeLines(s *lineScan, tokens int, exact bool) error {
+	return tooLargeError(rc.name, "lines", rc.req.start, s.ends, tokens, exact, rc.limits.MaxReadTokens,
 		"Or use Grep to find the lines you need.")
 }
 
-// rdTooLarge builds the refusal for content made of units (lines, cells)
+// tooLargeError builds the refusal for content made of units (lines, cells)
 // starting at unit start, whose cumulative rendered sizes are ends. It
 // suggests the longest range from start that should fit.
-func rdTooLarge(name, unit string, start int, ends []int, tokens int, exact bool, limit int, alternative string) error {
+func tooLargeError(name, unit string, start int, ends []int, tokens int, exact bool, limit int, alternative string) error {
 	total := 0
 	if len(ends) > 0 {
 		total = ends[len(ends)-1]
@@ -94,13 +94,13 @@ func rdTooLarge(name, unit string, start int, ends []int, tokens int, exact bool
 	msg := fmt.Sprintf("File content of %s (%s) exceeds the maximum allowed tokens (%d) for one Read; nothing was returned.", name, count, limit)
 	fit := 0
 	if total > 0 && tokens > 0 {
-		budget := rdFitMargin * float64(limit)
+		budget := fitMargin * float64(limit)
 		for fit < len(ends) && float64(ends[fit])*float64(tokens)/float64(total) <= budget {
 			fit++
 		}
 	}
 	if fit == 0 {
-		msg += fmt.Sprintf(" Even %s %d alone is too large for one Read. %s", rdSingular(unit), start, alternative)
+		msg += fmt.Sprintf(" Even %s %d alone is too large for one Read. %s", singularUnit(unit), start, alternative)
 	} else {
 		approx := int(float64(ends[fit-1]) * float64(tokens) / float64(total))
 		msg += fmt.Sprintf(" Read a range instead: offset=%d limit=%d (%s %d-%d, about %d tokens), then continue with offset=%d. %s",
@@ -109,7 +109,7 @@ func rdTooLarge(name, unit string, start int, ends []int, tokens int, exact bool
 	return &Error{Code: CodeTooLarge, Message: msg}
 }
 
-func rdSingular(unit string) string {
+func singularUnit(unit string) string {
 	if unit == "cells" {
 		return "cell"
 	}

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/vfs"
@@ -23,8 +21,8 @@ import (
 // this large could not have passed Read's token gate as a full read anyway.
 const maxWriteFileBytes = 256 << 20
 
-// wrReadAttempts bounds the retries when a file changes while it is read.
-const wrReadAttempts = 3
+// readAttempts bounds the retries when a file changes while it is read.
+const readAttempts = 3
 
 // writeTarget is the file a Write or Edit changes, as it was when the call
 // computed its change. The final check compares the file against this, not
@@ -53,16 +51,18 @@ func (t *writeTarget) hash() Hash {
 	return *t.sum
 }
 
-// wrLoad resolves name, reads the file if it exists and runs Edit's
+// loadTarget resolves name, reads the file if it exists and runs Edit's
 // read-before-write contract on it (codes 2 and 3: a current Read of any
 // window), before anything is computed or asked.
-func wrLoad(env *Env, name string) (*writeTarget, error) { return wrLoadFor(env, name, false) }
+func loadTarget(env *Env, name string) (*writeTarget, error) { return loadTargetFor(env, name, false) }
 
-// wrLoadWhole is wrLoad with Write's contract: every line of the current
+// loadWholeTarget is loadTarget with Write's contract: every line of the current
 // version seen.
-func wrLoadWhole(env *Env, name string) (*writeTarget, error) { return wrLoadFor(env, name, true) }
+func loadWholeTarget(env *Env, name string) (*writeTarget, error) {
+	return loadTargetFor(env, name, true)
+}
 
-func wrLoadFor(env *Env, name string, whole bool) (*writeTarget, error) {
+func loadTargetFor(env *Env, name string, whole bool) (*writeTarget, error) {
 	info, err := env.FS.Stat(name)
 	switch {
 	case errors.Is(err, vfs.ErrNotExist):
@@ -70,8 +70,8 @@ func wrLoadFor(env *Env, name string, whole bool) (*writeTarget, error) {
 		if err != nil {
 			return nil, writeFSError(name, err)
 		}
-		rel := wrRel(env.FS, p)
-		return &writeTarget{path: p, rel: rel, shown: wrShown(env.FS, p, rel), sawWhole: true}, nil
+		rel := relPath(env.FS, p)
+		return &writeTarget{path: p, rel: rel, shown: shownPath(env.FS, p, rel), sawWhole: true}, nil
 	case err != nil:
 		return nil, writeFSError(name, err)
 	case info.IsDir:
@@ -82,9 +82,9 @@ func wrLoadFor(env *Env, name string, whole bool) (*writeTarget, error) {
 	case info.Links > 1:
 		// Refused before anything is computed or asked; the vfs refuses
 		// it again under its lock.
-		return nil, hardLinked(wrShown(env.FS, info.Path, info.Rel), nil)
+		return nil, hardLinked(shownPath(env.FS, info.Path, info.Rel), nil)
 	}
-	t := &writeTarget{path: info.Path, rel: info.Rel, shown: wrShown(env.FS, info.Path, info.Rel), exists: true}
+	t := &writeTarget{path: info.Path, rel: info.Rel, shown: shownPath(env.FS, info.Path, info.Rel), exists: true}
 	state := env.State
 	if state == nil {
 		state = NewReadState() // no state: nothing was read
@@ -113,7 +113,7 @@ func wrLoadFor(env *Env, name string, whole bool) (*writeTarget, error) {
 // before and after reading, and the read is repeated if they differ, so the
 // content is never paired with the stamp of another version.
 func (t *writeTarget) read(fsys vfs.FS, name string) error {
-	for range wrReadAttempts {
+	for range readAttempts {
 		before, err := fsys.Stat(t.path)
 		if err != nil {
 			return writeFSError(name, err)
@@ -121,7 +121,7 @@ func (t *writeTarget) read(fsys vfs.FS, name string) error {
 		if before.Stamp.Size > maxWriteFileBytes {
 			return Errorf(CodeTooLarge, "%s is %d MiB, over the %d MiB that Write and Edit handle. Change it with a shell command instead.", t.shown, before.Stamp.Size>>20, maxWriteFileBytes>>20)
 		}
-		data, err := wrReadWhole(fsys, t.path, before.Stamp.Size)
+		data, err := readWhole(fsys, t.path, before.Stamp.Size)
 		if err != nil {
 			return writeFSError(name, err)
 		}
@@ -137,8 +137,8 @@ func (t *writeTarget) read(fsys vfs.FS, name string) error {
 	return Errorf(CodeStale, "%s kept changing while it was read (another process is writing it). Wait until it is stable, Read it again, then retry.", t.shown)
 }
 
-// wrReadWhole reads a file of the expected size in one allocation.
-func wrReadWhole(fsys vfs.FS, path string, size int64) ([]byte, error) {
+// readWhole reads a file of the expected size in one allocation.
+func readWhole(fsys vfs.FS, path string, size int64) ([]byte, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return nil, err
@@ -226,51 +226,8 @@ func (t *writeTarget) commit(ctx context.Context, env *Env, tool string, data []
 	return info, nil
 }
 
-// writeFSError turns a vfs error into the *Error the agent sees.
-func writeFSError(name string, err error) error {
-	var te *Error
-	switch {
-	case errors.As(err, &te):
-		return te
-	case errors.Is(err, vfs.ErrOutside):
-		return &Error{Code: CodeOutside, Err: err, Message: fmt.Sprintf("%s. ferry only writes inside the workspace and the roots the user allowed; choose a path inside them.", wrTrimErr(err))}
-	case errors.Is(err, vfs.ErrNotRegular):
-		return &Error{Code: CodeNotRegular, Err: err, Message: fmt.Sprintf("%s. Write and Edit only change regular files.", wrTrimErr(err))}
-	case errors.Is(err, vfs.ErrHardLinked):
-		return hardLinked(name, err)
-	case errors.Is(err, vfs.ErrIsDir):
-		return &Error{Code: CodeIsDirectory, Err: err, Message: fmt.Sprintf("%s is a directory, not a file. Give the path of a file inside it.", name)}
-	case errors.Is(err, vfs.ErrPermission):
-		return &Error{Code: CodePermission, Err: err, Message: fmt.Sprintf("%s cannot be written: it (or its folder) is read-only, and ferry does not override a file's permissions. Ask the user to make it writable, or leave it unchanged.", name)}
-	case errors.Is(err, syscall.ENOTDIR):
-		return &Error{Code: CodeNotFound, Err: err, Message: fmt.Sprintf("%s cannot be created: part of its folder path is a file, not a directory. Check the path.", name)}
-	case errors.Is(err, vfs.ErrNotExist):
-		return &Error{Code: CodeNotFound, Err: err, Message: fmt.Sprintf("%s does not exist. Check the path (Glob can find the file).", name)}
-	case errors.Is(err, syscall.ELOOP):
-		return &Error{Code: CodeNotFound, Err: err, Message: fmt.Sprintf("%s cannot be resolved: too many symbolic links (a loop?).", name)}
-	case errors.Is(err, fs.ErrInvalid), errors.Is(err, syscall.ENAMETOOLONG):
-		return &Error{Code: CodeInvalidInput, Err: err, Message: fmt.Sprintf("%q is not a valid path.", name)}
-	}
-	return fmt.Errorf("%s: %w", name, err)
-}
-
-// hardLinked is CodeHardLinked for the file shown as name.
-func hardLinked(name string, err error) *Error {
-	return &Error{Code: CodeHardLinked, Err: err, Message: fmt.Sprintf("%s has other hard links (names elsewhere that share its content, possibly outside the workspace), so ferry does not write it. Leave it unchanged, or ask the user to replace it with a plain copy.", name)}
-}
-
-// wrTrimErr is a vfs error's text without the sentinel suffix, which the
-// code already says. vfs messages name only the paths involved.
-func wrTrimErr(err error) string {
-	s := err.Error()
-	for _, sentinel := range []error{vfs.ErrOutside, vfs.ErrNotRegular} {
-		s = strings.TrimSuffix(s, ": "+sentinel.Error())
-	}
-	return s
-}
-
-// wrRel is path relative to the root holding it ("/"-separated).
-func wrRel(fsys vfs.FS, path string) string {
+// relPath is path relative to the root holding it ("/"-separated).
+func relPath(fsys vfs.FS, path string) string {
 	for _, r := range fsys.Roots() {
 		if rel, err := filepath.Rel(r, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 			return filepath.ToSlash(rel)
@@ -279,9 +236,9 @@ func wrRel(fsys vfs.FS, path string) string {
 	return path
 }
 
-// wrShown names a file in messages: relative inside the workspace,
+// shownPath names a file in messages: relative inside the workspace,
 // absolute elsewhere, so a name is never ambiguous between roots.
-func wrShown(fsys vfs.FS, path, rel string) string {
+func shownPath(fsys vfs.FS, path, rel string) string {
 	roots := fsys.Roots()
 	if len(roots) > 0 && rel != "" && rel != "." {
 		if r, err := filepath.Rel(roots[0], path); err == nil && filepath.ToSlash(r) == rel {
@@ -291,19 +248,6 @@ func wrShown(fsys vfs.FS, path, rel string) string {
 	return path
 }
 
-// wrCountLines counts the lines of LF text: its newlines, plus a last line
-// without one.
-func wrCountLines(s string) int {
-	n := strings.Count(s, "\n")
-	if s != "" && !strings.HasSuffix(s, "\n") {
-		n++
-	}
-	return n
-}
-
-func wrPlural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
+// diffContext is the context lines around each change in Write and Edit
+// diffs.
+const diffContext = 3
