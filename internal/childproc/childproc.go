@@ -25,6 +25,11 @@
 //     Send is blocked.
 //
 // A Proc is safe for concurrent use.
+//
+// Stream (stream.go) is the other shape of the same child: one merged
+// stdout+stderr byte stream, stdin from /dev/null, and a staged stop
+// (SIGTERM, SIGKILL after a grace, bounded reap and drain), for a tool
+// such as Bash that captures a command's output rather than talks to it.
 package childproc
 
 import (
