@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -299,17 +298,6 @@ func TestLostMessageIDRace(t *testing.T) {
 	}
 }
 
-func BenchmarkAppendEvents(b *testing.B) {
-	for _, batch := range []int{1, 16} {
-		for _, tail := range []bool{false, true} {
-			name := fmt.Sprintf("batch=%d", batch)
-			if tail {
-				name += ",reading"
-			}
-			b.Run(name, func(b *testing.B) {
-				s := openAt(b, freshSchema(b))
-				storetest.BenchmarkAppend(b, s, batch, tail)
-			})
-		}
-	}
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) store.Store { return openAt(b, freshSchema(b)) })
 }

@@ -308,23 +308,15 @@ func TestSurvivesProcessKill(t *testing.T) {
 	}
 }
 
-func BenchmarkAppendEvents(b *testing.B) {
-	for _, batch := range []int{1, 16} {
-		for _, tail := range []bool{false, true} {
-			name := fmt.Sprintf("batch=%d", batch)
-			if tail {
-				name += ",reading"
-			}
-			b.Run(name, func(b *testing.B) {
-				s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				storetest.BenchmarkAppend(b, s, batch, tail)
-			})
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) store.Store {
+		s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+		if err != nil {
+			b.Fatal(err)
 		}
-	}
+		b.Cleanup(func() { _ = s.Close() })
+		return s
+	})
 }
 
 // TestCheckpointsInBackground: the writer never checkpoints
