@@ -97,12 +97,16 @@ func Bench(b *testing.B, open func(b *testing.B) store.Store) {
 			})
 		}
 	}
-	b.Run("Session", func(b *testing.B) {
-		s := open(b)
-		ctx := context.Background()
+	// withSession is a fresh store from open holding session "s".
+	withSession := func(b *testing.B) (store.Store, context.Context) {
+		s, ctx := open(b), context.Background()
 		if err := s.CreateSession(ctx, store.Session{ID: "s", MachineID: "m", Epoch: "e"}); err != nil {
 			b.Fatal(err)
 		}
+		return s, ctx
+	}
+	b.Run("Session", func(b *testing.B) {
+		s, ctx := withSession(b)
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := s.Session(ctx, "s"); err != nil {
@@ -111,11 +115,7 @@ func Bench(b *testing.B, open func(b *testing.B) store.Store) {
 		}
 	})
 	b.Run("Events16", func(b *testing.B) {
-		s := open(b)
-		ctx := context.Background()
-		if err := s.CreateSession(ctx, store.Session{ID: "s", MachineID: "m", Epoch: "e"}); err != nil {
-			b.Fatal(err)
-		}
+		s, ctx := withSession(b)
 		evs := make([]store.Event, 16)
 		for i := range evs {
 			evs[i] = store.Event{MessageID: fmt.Sprint("e", i), Type: "t", Data: []byte(`{"n":1}`)}
