@@ -8,6 +8,7 @@ import (
 )
 
 func TestMemory(t *testing.T) {
+	t.Parallel()
 	brokertest.Run(t, func(t *testing.T) broker.Broker {
 		b := broker.NewMemory()
 		t.Cleanup(func() { _ = b.Close() })

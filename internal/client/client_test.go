@@ -23,6 +23,7 @@ import (
 )
 
 func TestRegistration(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	e := m.start(t)
@@ -81,6 +82,7 @@ func TestRegistration(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
+	t.Parallel()
 	m := newFakeMaster(t)
 	ws := newWorkspace(t)
 	for name, mut := range map[string]func(*Config){
@@ -107,6 +109,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestClientURL(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"http://h:1":             "ws://h:1/v1/client",
 		"https://h/base/":        "wss://h/base/v1/client",
@@ -120,6 +123,7 @@ func TestClientURL(t *testing.T) {
 }
 
 func TestUnauthorized(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	cfg := m.config(t, newWorkspace(t), t.TempDir())
@@ -135,6 +139,7 @@ func TestUnauthorized(t *testing.T) {
 }
 
 func TestReconnect(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	e := m.start(t)
@@ -161,6 +166,7 @@ func TestReconnect(t *testing.T) {
 }
 
 func TestDeadPeer(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.deaf.Store(true)
@@ -175,6 +181,7 @@ func TestDeadPeer(t *testing.T) {
 // away; what it produced arrives after the reconnect, in order, with the
 // unacknowledged earlier messages re-sent under their ids.
 func TestOutboxAcrossDisconnect(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	g := newGate(3)
@@ -221,6 +228,7 @@ func TestOutboxAcrossDisconnect(t *testing.T) {
 // TestOutboxAcrossRestart: a new client on the same state directory
 // re-sends what was not acknowledged, and only that.
 func TestOutboxAcrossRestart(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	e := m.start(t)
@@ -258,6 +266,7 @@ func TestOutboxAcrossRestart(t *testing.T) {
 // TestBackpressure: with the outbox full, Emit blocks; an ack lets it go
 // on, and nothing is dropped.
 func TestBackpressure(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	g := newGate(5)
@@ -287,6 +296,7 @@ func TestBackpressure(t *testing.T) {
 }
 
 func TestSessionOpen(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)
@@ -339,6 +349,7 @@ func TestSessionOpen(t *testing.T) {
 }
 
 func TestPromptTurn(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)
@@ -412,6 +423,7 @@ func TestPromptTurn(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)
@@ -444,6 +456,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestBusy(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)
@@ -472,6 +485,7 @@ func TestBusy(t *testing.T) {
 }
 
 func TestBadPromptRefs(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)
@@ -516,6 +530,7 @@ func TestBadPromptRefs(t *testing.T) {
 }
 
 func TestInteraction(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)
@@ -561,6 +576,7 @@ func TestInteraction(t *testing.T) {
 }
 
 func TestModeSwitchAndCompact(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)
@@ -601,6 +617,7 @@ func TestModeSwitchAndCompact(t *testing.T) {
 // are coded. A project-scope search is held in the project index's opening
 // until it is superseded or cancelled, so the order is deterministic.
 func TestFileSearch(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)
@@ -666,6 +683,7 @@ func TestFileSearch(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)
@@ -713,6 +731,7 @@ func TestBadInput(t *testing.T) {
 // says why, not a bare "cancelled": an agent.error saying ferry restarted
 // during the turn, then agent.text.done with stop_reason error.
 func TestCloseEndsRunningTurn(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	g := newGate(1)
@@ -744,6 +763,7 @@ func TestCloseEndsRunningTurn(t *testing.T) {
 // TestUserCancelStaysCancelled: a turn the user cancels while the client
 // runs ends as cancelled, with no restart reason.
 func TestUserCancelStaysCancelled(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	g := newGate(1)
@@ -766,6 +786,7 @@ func TestUserCancelStaysCancelled(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	lo, hi := 10*time.Millisecond, 80*time.Millisecond
 	for n := range 40 {
 		ceil := min(hi, lo<<min(n, 31))

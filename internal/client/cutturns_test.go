@@ -14,6 +14,7 @@ import (
 // internal/e2e (TestUpRestartMidTurn); here the mark is left as a kill
 // leaves it.
 func TestCutTurnEndedAfterRestart(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	e := m.start(t)
@@ -57,6 +58,7 @@ func TestCutTurnEndedAfterRestart(t *testing.T) {
 // does not hang in New waiting for room; the cut turn is ended once the
 // master's acks make room.
 func TestCutTurnWithFullOutbox(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	limit := func(c *Config) { c.OutboxLimit = 2 }

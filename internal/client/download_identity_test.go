@@ -17,6 +17,7 @@ import (
 // the path checks to see), another file renamed over it, or the same file
 // written since are all refused; the registered file still reads.
 func TestArtifactServesOnlyRegisteredFile(t *testing.T) {
+	t.Parallel()
 	d := newDLEnv(t)
 	outside := filepath.Join(t.TempDir(), "shadow")
 	if err := os.WriteFile(outside, []byte("root:$6$secret"), 0o600); err != nil {
@@ -92,6 +93,7 @@ func TestArtifactServesOnlyRegisteredFile(t *testing.T) {
 // that has other hard links (ln /etc/shadow out.txt, then declare out.txt):
 // the registration fails with a reason, and nothing is sent or recorded.
 func TestArtifactRegistrationRefusesHardLink(t *testing.T) {
+	t.Parallel()
 	d := newDLEnv(t)
 	outside := filepath.Join(t.TempDir(), "shadow")
 	if err := os.WriteFile(outside, []byte("root:$6$secret"), 0o600); err != nil {
@@ -115,6 +117,7 @@ func TestArtifactRegistrationRefusesHardLink(t *testing.T) {
 // TestArtifactLogUpgrade: a log written before identities were recorded
 // opens; its records are served only while the file has a single link.
 func TestArtifactLogUpgrade(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	db, err := sql.Open("sqlite", filepath.Join(state, "artifacts.db"))
 	if err != nil {

@@ -181,6 +181,7 @@ func (d *dlEnv) fetch(sessionID, id string, off, n, window int64) []byte {
 }
 
 func TestArtifactDownloadExactBytesWithinCredit(t *testing.T) {
+	t.Parallel()
 	d := newDLEnv(t)
 	content := make([]byte, 5*protocol.ArtifactChunkSize+1234)
 	_, _ = rand.Read(content)
@@ -216,6 +217,7 @@ func TestArtifactDownloadExactBytesWithinCredit(t *testing.T) {
 // TestArtifactReadRefused: only a recorded artifact of the session, still
 // a regular file inside the workspace, is read.
 func TestArtifactReadRefused(t *testing.T) {
+	t.Parallel()
 	d := newDLEnv(t)
 	d.write("a.txt", []byte("a"))
 	a, _ := d.hand(d.sess, "art_a a.txt")
@@ -279,6 +281,7 @@ func TestArtifactReadRefused(t *testing.T) {
 // TestArtifactIDs: an artifact_id stays bound to its file; the same
 // registration again is fine; the record outlives a restart.
 func TestArtifactIDs(t *testing.T) {
+	t.Parallel()
 	d := newDLEnv(t)
 	d.write("a.txt", []byte("aaa"))
 	d.write("b.txt", []byte("bbb"))
@@ -314,6 +317,7 @@ func TestArtifactIDs(t *testing.T) {
 // registered; a replaced file is not served at all (see
 // TestArtifactServesOnlyRegisteredFile), so it never gets a new ETag.
 func TestArtifactETag(t *testing.T) {
+	t.Parallel()
 	d := newDLEnv(t)
 	d.write("f.txt", []byte("one"))
 	art, _ := d.hand(d.sess, "- f.txt")
@@ -342,6 +346,7 @@ func TestArtifactETag(t *testing.T) {
 // drops, and one the master never continues all give their slot back; a
 // client serving maxReads downloads answers the next one busy.
 func TestArtifactReadLifetime(t *testing.T) {
+	t.Parallel()
 	d := newDLEnv(t)
 	d.write("f.bin", bytes.Repeat([]byte("x"), 4*protocol.ArtifactChunkSize))
 	art, _ := d.hand(d.sess, "- f.bin")

@@ -23,6 +23,7 @@ import (
 // takes back the files (deleting what the agent created) and the
 // conversation; an agent whose conversation ferry cannot rewind says so.
 func TestHistoryThroughClient(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	srv := fake.New(t)
 	f := fake.Anthropic

@@ -11,6 +11,7 @@ import (
 )
 
 func TestOutbox(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	path := filepath.Join(t.TempDir(), "outbox.db")
 	o, err := openOutbox(path, 3)

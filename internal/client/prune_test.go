@@ -150,6 +150,7 @@ const overCapMsg = `msg="file histories over --history-total`
 // client (here the oldest and largest); when only it is left over the
 // bound, the log says so.
 func TestPruneTotalSkipsOpenSessions(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)

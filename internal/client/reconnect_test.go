@@ -43,6 +43,7 @@ func (fc *fakeConn) refuse(reason, message string) {
 // says so after one attempt, instead of a reconnect loop (issue 16 item 1:
 // before, the client retried every 40-160 ms forever).
 func TestPermanentRefusalsStopRetrying(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		reason, message string
 		want            error
@@ -71,6 +72,7 @@ func TestPermanentRefusalsStopRetrying(t *testing.T) {
 
 // TestRefusal classifies every way the master closes a client connection.
 func TestRefusal(t *testing.T) {
+	t.Parallel()
 	closeErr := func(code websocket.StatusCode, reason string) error {
 		return fmt.Errorf("client: read: %w", websocket.CloseError{Code: code, Reason: reason})
 	}
@@ -101,6 +103,7 @@ func TestRefusal(t *testing.T) {
 // with a growing delay, not in a tight loop, even though every attempt
 // gets as far as registering.
 func TestFlappingMasterBacksOff(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	lo, hi := 10*time.Millisecond, 80*time.Millisecond
@@ -129,6 +132,7 @@ func TestFlappingMasterBacksOff(t *testing.T) {
 // the cap, and starts over only after a connection that stayed up for
 // the stable time.
 func TestReconnectPolicy(t *testing.T) {
+	t.Parallel()
 	p := reconnectPolicy{lo: 10 * time.Millisecond, hi: 80 * time.Millisecond, stable: time.Second}
 	check := func(up, ceil time.Duration) {
 		t.Helper()

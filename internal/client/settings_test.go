@@ -41,6 +41,7 @@ func (s *ratiolessSession) Compact(_ context.Context, req *protocol.SessionCompa
 // agent.text.done (stop reason error); a mode switch's config and a
 // compaction's ratio get an error naming the field, and nothing changes.
 func TestUnhonouredSettingsAreRefused(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)

@@ -80,6 +80,7 @@ func (a *askAdapter) Close() error { return nil }
 // and takes the session's own timeout from control.session.settings and
 // control.session.open.
 func TestPermissionTimeout(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)

@@ -13,6 +13,7 @@ import (
 // settlement again, and the agent gets it. Once answered, an interaction is
 // no longer listed.
 func TestWaitingListedOnReconnect(t *testing.T) {
+	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)

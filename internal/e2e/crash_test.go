@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/binarytest"
-
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/sqlite"
 	"github.com/ferry-dev/ferry/protocol"
@@ -30,7 +28,7 @@ import (
 // prompt. Before the fix the dead run's client token still owned the
 // machine and the new run was refused forever.
 func TestUpCrashRecovery(t *testing.T) {
-	bin := binarytest.Build(t)
+	bin := buildFerry(t)
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(ws, 0o700); err != nil {

@@ -222,6 +222,7 @@ func (s *system) get(method, path, login string, h http.Header) (answer, []byte)
 }
 
 func TestDownloadExactBytes(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startHandClient(handAdapter{})
 	u := s.ui()
@@ -296,6 +297,7 @@ func TestDownloadExactBytes(t *testing.T) {
 // TestDownloadRefusals: every token that is not this UI's own, live token
 // for the artifact gets the same 404; no login gets 401.
 func TestDownloadRefusals(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startHandClient(handAdapter{})
 	u := s.ui()
@@ -398,6 +400,7 @@ func mustClientToken(t *testing.T, s *system) string {
 // client a read; a file swapped for a symlink to /etc/passwd after it was
 // registered is refused.
 func TestDownloadOnlyTheRegisteredFile(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startHandClient(handAdapter{})
 	u := s.ui()
@@ -485,6 +488,7 @@ func TestDownloadOnlyTheRegisteredFile(t *testing.T) {
 }
 
 func TestDownloadRangeAndETag(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startHandClient(handAdapter{})
 	u := s.ui()
@@ -535,6 +539,7 @@ func TestDownloadRangeAndETag(t *testing.T) {
 }
 
 func TestDownloadClientOffline(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startHandClient(handAdapter{})
 	u := s.ui()
@@ -698,6 +703,7 @@ func TestDownloadGigabyteBoundedMemory(t *testing.T) {
 // stops reading (its download slots come back, so more downloads than it
 // serves at once still work afterwards).
 func TestDownloadCutShort(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startHandClient(handAdapter{})
 	u := s.ui()
@@ -764,6 +770,7 @@ func TestDownloadCutShort(t *testing.T) {
 // gets one agent.artifact for each, ui.artifacts.list gives their links,
 // and the downloads give exactly the bytes on disk.
 func TestAgentArtifactsDownloadEndToEnd(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	s := newSystem(t, 10000)
 	s.workspace = t.TempDir()

@@ -13,6 +13,7 @@ import (
 // SQLite file, a real client with the echo adapter dialing through TCP.
 
 func TestPromptWithPickedFileAndForgedToken(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startClient(time.Millisecond)
 	u := s.ui()
@@ -76,6 +77,7 @@ func TestPromptWithPickedFileAndForgedToken(t *testing.T) {
 }
 
 func TestSearchSupersedeAndCancel(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startClient(time.Millisecond)
 	u := s.ui()
@@ -126,6 +128,7 @@ func TestSearchSupersedeAndCancel(t *testing.T) {
 }
 
 func TestCancelGivesExactlyOneCancelledDone(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startClient(50 * time.Millisecond)
 	u := s.ui()
@@ -156,6 +159,7 @@ func TestCancelGivesExactlyOneCancelledDone(t *testing.T) {
 }
 
 func TestInteractionFirstAnswerWins(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startClient(time.Millisecond)
 	a := s.ui()
@@ -193,6 +197,7 @@ func TestInteractionFirstAnswerWins(t *testing.T) {
 }
 
 func TestUIResumesWithoutGapOrDuplicate(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startClient(5 * time.Millisecond)
 	u := s.ui()
@@ -217,6 +222,7 @@ func TestUIResumesWithoutGapOrDuplicate(t *testing.T) {
 }
 
 func TestClientDisconnectMidTurnLosesNothing(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startClient(5 * time.Millisecond)
 	u := s.ui()
@@ -262,6 +268,7 @@ func TestMasterRestartMidSession(t *testing.T) {
 }
 
 func TestRetentionExceededIsNotRecovered(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 5)
 	s.startClient(time.Millisecond)
 	u := s.ui()
@@ -294,6 +301,7 @@ func assertContiguous(t *testing.T, ev *events) {
 }
 
 func TestModeCompactListAndReopen(t *testing.T) {
+	t.Parallel()
 	s := newSystem(t, 10000)
 	s.startClient(time.Millisecond)
 	u := s.ui()

@@ -20,6 +20,7 @@ import (
 // never grants), the agent gets the denial, the file is not written, and
 // the turn goes on to its end with the model told the call was denied.
 func TestPermissionTimeoutDeniesWrite(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	s := newSystem(t, 10000)
 	s.startHandClient(builtin.New(builtin.Config{

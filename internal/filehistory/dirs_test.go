@@ -7,6 +7,7 @@ import (
 )
 
 func TestSessionDir(t *testing.T) {
+	t.Parallel()
 	d, err := SessionDir("/state", "0b6c1d2e-aa_Z")
 	if err != nil || d != filepath.Join("/state", "history", "0b6c1d2e-aa_Z") {
 		t.Fatalf("%q %v", d, err)

@@ -16,6 +16,7 @@ import (
 var _ tools.FileHistory = (*filehistory.Store)(nil)
 
 func TestTrackAndPrune(t *testing.T) {
+	t.Parallel()
 	s, err := filehistory.Open(t.TempDir(), 3)
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +49,7 @@ func TestTrackAndPrune(t *testing.T) {
 // With the Write tool: the previous content is in the history before the
 // file changes, and a history failure refuses the write.
 func TestWithWriteTool(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	p := filepath.Join(ws, "notes.md")
 	if err := os.WriteFile(p, []byte("first\n"), 0o644); err != nil {

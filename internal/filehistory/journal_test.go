@@ -86,6 +86,7 @@ func (r *rig) edit(id, rel, old, new string) {
 // Every change ferry's tools make is recorded with its session, turn,
 // tool call, path and the hashes before and after.
 func TestJournalRecordsToolChanges(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 0)
 	r.write("a.go", "return x\n")
 	if err := r.j.BeginTurn("turn-1"); err != nil {
@@ -116,6 +117,7 @@ func TestJournalRecordsToolChanges(t *testing.T) {
 // Undo restores the content before the call's change; undoing a created
 // file deletes it; a second undo of the same call is refused.
 func TestJournalUndoRestores(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 0)
 	r.write("a.go", "return x\n")
 	_ = r.j.BeginTurn("turn-1")
@@ -147,6 +149,7 @@ func TestJournalUndoRestores(t *testing.T) {
 // An undo of a file someone changed since the agent's edit is refused
 // with the file's name, and the file is left as it is.
 func TestJournalUndoRefusedWhenChanged(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 0)
 	r.write("src/a.go", "return x\n")
 	_ = r.j.BeginTurn("turn-1")
@@ -177,6 +180,7 @@ func TestJournalUndoRefusedWhenChanged(t *testing.T) {
 // A rewind checks every file first: one changed file refuses it and no
 // file is touched; once it is put back, the rewind restores all of them.
 func TestJournalRewindAllOrNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 0)
 	r.write("a.txt", "a0\n")
 	r.write("b.txt", "b0\n")
@@ -217,6 +221,7 @@ func TestJournalRewindAllOrNothing(t *testing.T) {
 // The quota drops the oldest changes first and deletes their contents;
 // the newest change stays undoable.
 func TestJournalQuotaDropsOldest(t *testing.T) {
+	t.Parallel()
 	const quota = 10 << 10
 	r := newRig(t, quota)
 	_ = r.j.BeginTurn("turn-1")
@@ -256,6 +261,7 @@ func TestJournalQuotaDropsOldest(t *testing.T) {
 
 // Record takes a change made outside ferry's tools (Claude Code's).
 func TestJournalRecord(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, 0)
 	_ = r.j.BeginTurn("turn-1")
 	p := filepath.Join(r.ws, "x.txt")

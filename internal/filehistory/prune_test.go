@@ -67,6 +67,7 @@ func exists(t *testing.T, p string) bool {
 // TestPruneAge: only journals not written for longer than MaxAge are
 // dropped; a recent one is kept whole and still opens with its changes.
 func TestPruneAge(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	old := journalAt(t, root, "old", 100, 91*day)
 	older := journalAt(t, root, "older", 100, 400*day)
@@ -109,6 +110,7 @@ func TestPruneAge(t *testing.T) {
 // bound when nothing else is left); a journal is never dropped while open,
 // and opening waits for nothing once the drop is done.
 func TestPruneTotal(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	const size = 10_000                       // each journal holds ~2*size bytes of contents
 	a := journalAt(t, root, "a", size, 4*day) // least recently written, but open
@@ -168,6 +170,7 @@ func TestPruneTotal(t *testing.T) {
 // outside, or inside a journal to a file outside) is neither followed nor
 // counted, and what it points at survives any prune.
 func TestPruneNoSymlinks(t *testing.T) {
+	t.Parallel()
 	root, outside := t.TempDir(), t.TempDir()
 	precious := filepath.Join(outside, "precious.txt")
 	if err := os.WriteFile(precious, bytes.Repeat([]byte("p"), 1<<20), 0o600); err != nil {
@@ -214,6 +217,7 @@ func TestPruneNoSymlinks(t *testing.T) {
 // TestPruneDamaged: a journal folder Prune cannot measure is skipped and
 // reported, and the others are still pruned.
 func TestPruneDamaged(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	bad := filepath.Join(root, "bad")
 	if err := os.MkdirAll(bad, 0o700); err != nil {
@@ -256,6 +260,7 @@ func TestPruneDamaged(t *testing.T) {
 // journal: every open succeeds and a change recorded while open is there
 // until the journal is closed. (Run with -race.)
 func TestPruneWhileOpening(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ctx := context.Background()
 	stop := make(chan struct{})

@@ -37,6 +37,7 @@ func refused(t *testing.T, url string, h http.Header, status int) {
 }
 
 func TestAuthFailures(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ctx := testCtx(t)
 	revoked, revokedTok, err := auth.Issue(ctx, e.st, store.TokenClient, "old", 0)
@@ -88,6 +89,7 @@ func TestAuthFailures(t *testing.T) {
 }
 
 func TestHealthz(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	resp, err := http.Get(e.srv.URL + "/healthz")
 	if err != nil {
@@ -103,6 +105,7 @@ func TestHealthz(t *testing.T) {
 // connection's life. Revoking the UI's token closes the UI's connection
 // with an unauthorized error; the client's connection (another token) stays.
 func TestRevokedTokenClosesOpenConnections(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{RevokeCheck: 50 * time.Millisecond})
 	ui := e.dialUI("ui")
 	cl := e.dialClient()

@@ -176,6 +176,7 @@ func (e *env) mustDialBrowser(b browser) *peer {
 // client, at every endpoint that looks at the cookie, it opens nothing, and
 // no endpoint hands out the key share for it.
 func TestCookieAloneOpensNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	b := e.login()
 	e.mustDialBrowser(b) // the pair works
@@ -226,6 +227,7 @@ func TestCookieAloneOpensNothing(t *testing.T) {
 // TestSharesOfTwoLoginsDoNotMix: the cookie of one login with the key share
 // of another is refused both ways; each pair works.
 func TestSharesOfTwoLoginsDoNotMix(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	b1, b2 := e.login(), e.login()
 	if b1.key == b2.key || b1.cookie.Value == b2.cookie.Value {
@@ -265,6 +267,7 @@ func TestSharesOfTwoLoginsDoNotMix(t *testing.T) {
 // TestBearerUITokenStillWorks: a UI token given whole (ferry token create
 // --kind ui) is a bearer token for non-browser clients, as before.
 func TestBearerUITokenStillWorks(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	e.dialUI("bearer UI")
 }
@@ -272,6 +275,7 @@ func TestBearerUITokenStillWorks(t *testing.T) {
 // TestDownloadWithTheCookie: a browser downloads by navigating to the link
 // with its cookie; only the cookie share of the link's owner opens it.
 func TestDownloadWithTheCookie(t *testing.T) {
+	t.Parallel()
 	e, _, c, info, l := downloadSetup(t, master.Config{})
 	own, _, err := master.SplitUISecret(e.ui) // the link's owner is e.ui
 	if err != nil {
@@ -302,6 +306,7 @@ func TestDownloadWithTheCookie(t *testing.T) {
 // the origin checks use the forwarded scheme and host, only when the peer
 // is a configured proxy.
 func TestTrustedProxy(t *testing.T) {
+	t.Parallel()
 	const public = "https://ferry.example.com"
 	fwd := func() http.Header {
 		return http.Header{"X-Forwarded-Proto": {"https"}, "X-Forwarded-Host": {"ferry.example.com"}, "X-Forwarded-For": {"203.0.113.7"}}
@@ -357,6 +362,7 @@ func TestTrustedProxy(t *testing.T) {
 // the link (a link preview) does not use it; a form posted from another
 // origin is refused.
 func TestLoginCSRF(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	mine := e.login()
 	e.mustDialBrowser(mine)
@@ -423,6 +429,7 @@ func TestLoginCSRF(t *testing.T) {
 // TestLoginPages: the link works once; a used or bad link gets the page
 // that says what to do (or JSON for a non-browser), nothing echoed back.
 func TestLoginPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	login, _, err := auth.Issue(testCtx(t), e.st, store.TokenLogin, "login URL", auth.LoginTTL)
 	if err != nil {

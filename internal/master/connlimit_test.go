@@ -16,6 +16,7 @@ import (
 // caps on unauthenticated connections (internal/connlimit); a connection
 // that has shown no token does.
 func TestAuthenticatedConnectionsLeaveTheCaps(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	lim := connlimit.New(connlimit.Config{PerAddr: 100, Total: 100})
 	srv := httptest.NewUnstartedServer(e.m.Handler())

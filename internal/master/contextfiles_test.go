@@ -17,6 +17,7 @@ import (
 // code naming the field, and the client never sees the prompt. Good ones
 // pass unchanged.
 func TestPromptContextFilesValidated(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)

@@ -12,6 +12,7 @@ import (
 // stored; a refusal goes to the asker; agent.files.restored is stored and
 // relayed to every UI watching; a client without the messages refuses.
 func TestHistoryRouted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui1, ui2 := e.dialUI("UI 1"), e.dialUI("UI 2")
 	caps := testCaps("m1")

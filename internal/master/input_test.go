@@ -15,6 +15,7 @@ import (
 // TestBadInputUI sends one message of each bad-input class and checks the
 // coded answer; the connection must stay usable after each.
 func TestBadInputUI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	id := protocol.NewID()
@@ -65,6 +66,7 @@ func TestBadInputUI(t *testing.T) {
 // TestBadInputClient: a client is held to its own direction, must announce
 // itself first, and keeps its connection after bad input.
 func TestBadInputClient(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := &fakeClient{peer: e.dialClient(), e: e, caps: testCaps("m1")}
@@ -101,6 +103,7 @@ func TestBadInputClient(t *testing.T) {
 
 // TestBadPrompt: composition errors are coded.
 func TestBadPrompt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)

@@ -111,6 +111,7 @@ func streamMore(c *fakeClient, sessionID string, from, to int) error {
 // TestClientReconnect: a client that drops mid-turn re-sends what the
 // master did not acknowledge; events already stored are not relayed again.
 func TestClientReconnect(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -170,6 +171,7 @@ func checkSnapshotText(t *testing.T, ui *peer, sessionID, want string) {
 }
 
 func TestMasterRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -238,6 +240,7 @@ func TestMasterRestart(t *testing.T) {
 }
 
 func TestRetentionNotRecovered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{Retention: 4})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -299,6 +302,7 @@ func TestRetentionNotRecovered(t *testing.T) {
 }
 
 func TestSlowConsumerDropped(t *testing.T) {
+	t.Parallel()
 	// A small fixed send buffer makes the slow UI back up after a few
 	// hundred kilobytes instead of the several megabytes TCP autotuning
 	// would buffer.
@@ -344,6 +348,7 @@ func TestSlowConsumerDropped(t *testing.T) {
 }
 
 func TestDeadPeerDropped(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{PingInterval: 100 * time.Millisecond})
 	ui := e.dialUI("UI")
 	// The client announces itself and then never reads again, so it never
@@ -370,6 +375,7 @@ func (f *failingStore) AppendEvents(ctx context.Context, id string, evs []store.
 // client is told only "internal" and disconnected, and its re-sent events
 // are stored in order after it reconnects.
 func TestStoreFailure(t *testing.T) {
+	t.Parallel()
 	var fs *failingStore
 	e := newEnv(t, master.Config{}, func(e *env) {
 		e.wrap = func(st store.Store) store.Store { fs = &failingStore{Store: st}; return fs }

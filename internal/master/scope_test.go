@@ -98,6 +98,7 @@ func refusedLikeUnknown(t *testing.T, ui *peer, msg func() *protocol.Message, se
 // and its sessions only; everything about m2 is filtered out or answered
 // exactly as if it did not exist. An unscoped UI sees both.
 func TestMachineScope(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	scopedSecret, _, err := auth.Issue(testCtx(t), e.st, store.TokenUI, "phone", 0, auth.WithMachines("m1"))
 	if err != nil {
@@ -235,6 +236,7 @@ func sameSet(a, b []string) bool {
 // TestLoginKeepsMachineScope: the UI token a scoped login URL turns into
 // sees only the login token's machines.
 func TestLoginKeepsMachineScope(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	all := e.dialUI("unscoped UI")
 	e.connectClient(testCaps("m1"), all)
@@ -252,6 +254,7 @@ func TestLoginKeepsMachineScope(t *testing.T) {
 // their sessions as the store would list them all, newest first, the limit
 // applying to the merged list.
 func TestScopedSessionListMerges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	secret, _, err := auth.Issue(testCtx(t), e.st, store.TokenUI, "two machines", 0, auth.WithMachines("m1", "m3"))
 	if err != nil {

@@ -18,6 +18,7 @@ func listMachines(ui *peer) []protocol.Machine {
 }
 
 func TestMachinesAndStatus(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	if ms := listMachines(ui); len(ms) != 0 {
@@ -55,6 +56,7 @@ func TestMachinesAndStatus(t *testing.T) {
 
 // TestReplacedConnection: a machine's second connection replaces the first.
 func TestReplacedConnection(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	old := e.connectClient(testCaps("m1"), ui)
@@ -74,6 +76,7 @@ func TestReplacedConnection(t *testing.T) {
 }
 
 func TestSessionStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -119,6 +122,7 @@ func TestSessionStart(t *testing.T) {
 // TestOfflineGraceDelivers: a control message sent while the client is
 // briefly away is delivered when it returns within the grace.
 func TestOfflineGraceDelivers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{OfflineGrace: wait})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -139,6 +143,7 @@ func TestOfflineGraceDelivers(t *testing.T) {
 }
 
 func TestPromptWithPickedFiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -200,6 +205,7 @@ func TestPromptWithPickedFiles(t *testing.T) {
 // TestPromptToClientWithoutFileReferences: picked files become their
 // display paths as plain text, with no file_references.
 func TestPromptToClientWithoutFileReferences(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	caps := testCaps("m1")
@@ -231,6 +237,7 @@ func TestPromptToClientWithoutFileReferences(t *testing.T) {
 }
 
 func TestSearchRoutedToAsker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui1, ui2 := e.dialUI("UI 1"), e.dialUI("UI 2")
 	c := e.connectClient(testCaps("m1"), ui1)
@@ -297,6 +304,7 @@ func TestSearchRoutedToAsker(t *testing.T) {
 }
 
 func TestCancelGivesOneTextDone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -356,6 +364,7 @@ func resolved(t *testing.T, ui *peer, id, outcome string) *protocol.InteractionR
 }
 
 func TestInteractionFirstAnswerWins(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui1, ui2 := e.dialUI("UI 1"), e.dialUI("UI 2")
 	c := e.connectClient(testCaps("m1"), ui1)
@@ -400,6 +409,7 @@ func clientSync(ui *peer, c *fakeClient, sessionID string) {
 }
 
 func TestInteractionTimeoutAndTurnEnd(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -442,6 +452,7 @@ func TestInteractionTimeoutAndTurnEnd(t *testing.T) {
 // TestMachineBoundToToken: another client token cannot take over a machine
 // while the token it registered with is valid.
 func TestMachineBoundToToken(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	first := e.connectClient(testCaps("m1"), ui)
@@ -481,6 +492,7 @@ func TestMachineBoundToToken(t *testing.T) {
 }
 
 func TestUnsubscribe(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)

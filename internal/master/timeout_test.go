@@ -48,6 +48,7 @@ func values(sv *protocol.SelectedValue) []string {
 // and sent to the client in control.interaction.timeout; a permission is
 // denied whatever its default; a question without a default gets no answer.
 func TestTimeoutAppliesDefault(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -117,6 +118,7 @@ func equal(a, b []string) bool {
 // is away settles nothing; when it is back the interaction is settled and
 // the client gets the timeout exactly once.
 func TestTimeoutWhileClientOffline(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -177,6 +179,7 @@ func TestTimeoutWhileClientOffline(t *testing.T) {
 // while the master was down is settled when its client is back with the
 // new master, from the store's created_at.
 func TestTimeoutAfterMasterRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -210,6 +213,7 @@ func TestTimeoutAfterMasterRestart(t *testing.T) {
 // again is opened with the session's own timeout, after a master restart
 // too.
 func TestSessionSettingsKept(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(settingsCaps("m1"), ui)

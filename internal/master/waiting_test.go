@@ -14,6 +14,7 @@ import (
 // settlement again, with the recorded answer; open and unknown ones get
 // nothing, and another machine's session is refused.
 func TestWaitingGetsSettlementsAgain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)

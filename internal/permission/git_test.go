@@ -335,14 +335,30 @@ func exists(p string) bool {
 	return err == nil
 }
 
+// hostileEnv gives a hostile repository's subtest its marker script and
+// git's environment. A repository that needs no global configuration of
+// its own runs in parallel with the others, in the parent's environment
+// (gitEnv with none: a process-wide setting, so it cannot change per
+// parallel test); one that does sets its own and runs first, alone.
+func hostileEnv(t *testing.T, h hostile) (script, marker string) {
+	t.Helper()
+	if h.global == "" {
+		t.Parallel()
+		return markerScript(t)
+	}
+	script, marker = markerScript(t)
+	gitEnv(t, strings.ReplaceAll(h.global, "MARKER", script))
+	return script, marker
+}
+
 // Each hostile repository is live (its trigger, run directly, runs the
 // marker), reading its configuration runs nothing, and review mode refuses
 // every git command in it.
 func TestReviewRefusesHostileRepos(t *testing.T) {
+	gitEnv(t, "")
 	for _, h := range hostileRepos {
 		t.Run(h.name, func(t *testing.T) {
-			script, marker := markerScript(t)
-			gitEnv(t, strings.ReplaceAll(h.global, "MARKER", script))
+			script, marker := hostileEnv(t, h)
 			dir := cleanRepo(t)
 			h.setup(t, dir, script)
 			if exists(marker) {
@@ -424,8 +440,8 @@ func TestReviewModeRunsNothingEndToEnd(t *testing.T) {
 		}
 		t.Logf("%d commands accepted and run", ran)
 	}
+	gitEnv(t, "")
 	t.Run("clean", func(t *testing.T) {
-		gitEnv(t, "")
 		dir := cleanRepo(t)
 		pwned := filepath.Join(dir, "pwned")
 		for _, live := range []string{exploits[0], exploits[3]} {
@@ -446,8 +462,7 @@ func TestReviewModeRunsNothingEndToEnd(t *testing.T) {
 	})
 	for _, h := range hostileRepos {
 		t.Run(h.name, func(t *testing.T) {
-			script, marker := markerScript(t)
-			gitEnv(t, strings.ReplaceAll(h.global, "MARKER", script))
+			script, marker := hostileEnv(t, h)
 			dir := cleanRepo(t)
 			h.setup(t, dir, script)
 			if exists(marker) {

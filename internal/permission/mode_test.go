@@ -41,6 +41,7 @@ func TestModeAllows(t *testing.T) {
 }
 
 func TestReadOnlyGit(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		cmd string
 		ok  bool

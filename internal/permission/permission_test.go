@@ -11,6 +11,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	ok := []struct {
 		in   string
 		want permission.Rule
@@ -133,6 +134,7 @@ func write(p string) permission.Call { return permission.Call{Tool: "Write", Pat
 func edit(p string) permission.Call { return permission.Call{Tool: "Edit", Path: p} }
 
 func TestDecidePaths(t *testing.T) {
+	t.Parallel()
 	r := mustRules(t,
 		[]string{"Read(src/**)", "Write(src/**)", "Write(/tmp/**)", "Edit(docs/*.md)", "Edit(secrets/**)"},
 		[]string{"Write(src/generated/**)"},
@@ -180,6 +182,7 @@ func TestDecidePaths(t *testing.T) {
 }
 
 func TestDecideWorkspace(t *testing.T) {
+	t.Parallel()
 	r := mustRules(t, []string{"Write(src/**)", "Edit(/ws/docs/**)"}, nil, []string{"Write(/ws/secret/**)"})
 	r.Workspace = "/ws"
 	runDecide(t, r, []decideCase{
@@ -194,6 +197,7 @@ func TestDecideWorkspace(t *testing.T) {
 // A rule built without Parse that Parse would reject never allows, and as a
 // deny or ask rule it applies to every call of its tool.
 func TestBrokenRulesFailClosed(t *testing.T) {
+	t.Parallel()
 	r := &permission.Rules{
 		Allow: []permission.Rule{{Tool: "Write", Pattern: "a["}, {Tool: "Bash", Pattern: "ls; rm"}},
 		Deny:  []permission.Rule{{Tool: "Read", Pattern: "../x"}, {Tool: "Bash", Pattern: "rm &&"}},
@@ -208,6 +212,7 @@ func TestBrokenRulesFailClosed(t *testing.T) {
 func bash(cmd string) permission.Call { return permission.Call{Tool: "Bash", Command: cmd} }
 
 func TestDecideBash(t *testing.T) {
+	t.Parallel()
 	r := mustRules(t,
 		[]string{"Bash(git diff:*)", "Bash(npm test)", "Bash(ls:*)", "Bash(echo:*)", "Bash(cat:*)", "Bash(cd:*)"},
 		[]string{"Bash(curl:*)"},
@@ -330,6 +335,7 @@ func TestDecideBash(t *testing.T) {
 }
 
 func TestRuleFor(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		call permission.Call
 		want []string
@@ -397,6 +403,7 @@ func TestRuleFor(t *testing.T) {
 }
 
 func TestAdd(t *testing.T) {
+	t.Parallel()
 	var r permission.Rules
 	rule := permission.Rule{Tool: "Bash", Pattern: "ls:*"}
 	r.Add(permission.Allow, rule)
@@ -420,6 +427,7 @@ func TestAdd(t *testing.T) {
 // TestKnownToolsMatchAgentTools keeps Parse's tool list in step with the
 // agent's tools.
 func TestKnownToolsMatchAgentTools(t *testing.T) {
+	t.Parallel()
 	var names []string
 	for _, tool := range tools.AllTools() {
 		names = append(names, tool.Name())

@@ -45,6 +45,7 @@ func derivedOf(s script) []string {
 }
 
 func TestAnalyze(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		line      string
 		cmds      string // primary commands, "|"-separated
@@ -88,6 +89,7 @@ func TestAnalyze(t *testing.T) {
 }
 
 func TestNestingIsBounded(t *testing.T) {
+	t.Parallel()
 	line := "rm x"
 	for range maxNesting + 2 {
 		q, err := syntax.Quote(line, syntax.LangBash)

@@ -24,6 +24,7 @@ var smuggleRules = []string{
 // bash --norc -c, and by TestBashSmugglingProperty for the grammar's
 // forms), though touch is not allowed.
 func TestBashSmuggling(t *testing.T) {
+	t.Parallel()
 	r := mustRules(t, smuggleRules, nil, nil)
 	for _, line := range []string{
 		// A variable name with a subscript: bash evaluates it as arithmetic.
@@ -107,6 +108,7 @@ func TestBashSmuggling(t *testing.T) {
 // TestBashNotSmuggling: the checks leave the everyday forms of the same
 // builtins allowed.
 func TestBashNotSmuggling(t *testing.T) {
+	t.Parallel()
 	r := mustRules(t, append(smuggleRules, "Bash(touch:*)"), nil, nil)
 	for _, line := range []string{
 		`printf '%s\n' 'a[$(touch X)]'`,

@@ -57,6 +57,7 @@ func linkedWorkspace(t *testing.T) (ws, out string) {
 // TestRulesSeeThroughSymlinks: a rule matches the path with its links
 // resolved as well as the path given (issue 16, item 4).
 func TestRulesSeeThroughSymlinks(t *testing.T) {
+	t.Parallel()
 	ws, out := linkedWorkspace(t)
 	r := mustRules(t,
 		[]string{"Write(public/**)", "Write(loop1)", "Read(public/**)"},
@@ -94,6 +95,7 @@ func TestRulesSeeThroughSymlinks(t *testing.T) {
 // with are resolved too, so a rule written through a link (a workspace
 // under macOS's /tmp, a linked directory) matches the real path.
 func TestPatternsSeeThroughSymlinks(t *testing.T) {
+	t.Parallel()
 	ws, out := linkedWorkspace(t)
 	wsLink := filepath.Join(filepath.Dir(ws), "wslink")
 	if err := os.Symlink(ws, wsLink); err != nil {
@@ -121,6 +123,7 @@ func TestPatternsSeeThroughSymlinks(t *testing.T) {
 // TestBashDeclaredWrites: the files a Bash call declares it writes
 // (artifact_paths) meet the Write and Edit rules, links resolved.
 func TestBashDeclaredWrites(t *testing.T) {
+	t.Parallel()
 	ws, _ := linkedWorkspace(t)
 	r := mustRules(t, []string{"Bash(make:*)"}, []string{"Write(public/**)"}, []string{"Edit(protected/**)"})
 	r.Workspace = ws
@@ -144,6 +147,7 @@ func TestBashDeclaredWrites(t *testing.T) {
 // TestAllowAlwaysThroughSymlinks: "allow always" on a path through a link
 // records the resolved path too, so the call is allowed next time.
 func TestAllowAlwaysThroughSymlinks(t *testing.T) {
+	t.Parallel()
 	ws, _ := linkedWorkspace(t)
 	r := &permission.Rules{Workspace: ws}
 	for _, c := range []struct {
@@ -182,6 +186,7 @@ func TestAllowAlwaysThroughSymlinks(t *testing.T) {
 // TestHides: what Glob and Grep leave out of a directory they search is
 // what a deny or ask rule keeps from Read, links resolved.
 func TestHides(t *testing.T) {
+	t.Parallel()
 	ws, _ := linkedWorkspace(t)
 	r := mustRules(t, []string{"Read"}, []string{"Read(public/**)"}, []string{"Read(secret.txt)", "Write(protected/**)"})
 	r.Workspace = ws

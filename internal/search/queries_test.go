@@ -33,6 +33,7 @@ func newRunner(release <-chan struct{}) (*Queries[string, string], *[]answer, *s
 }
 
 func TestQueriesSupersede(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	q, got, mu := newRunner(release)
 	for i := range 5 {
@@ -49,6 +50,7 @@ func TestQueriesSupersede(t *testing.T) {
 }
 
 func TestQueriesCancel(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	q, got, mu := newRunner(release)
 	q.Submit(context.Background(), "a", "a")
@@ -74,6 +76,7 @@ func TestQueriesCancel(t *testing.T) {
 // Under a storm of submissions with searches finishing at random moments,
 // answers arrive in submission order and the last query is always answered.
 func TestQueriesOrder(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var order []int
 	q := NewQueries(func(ctx context.Context, n int) (int, error) {
@@ -104,6 +107,7 @@ func TestQueriesOrder(t *testing.T) {
 }
 
 func TestQueriesClose(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	q, got, mu := newRunner(release)
 	q.Submit(context.Background(), "a", "a")

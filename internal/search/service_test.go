@@ -81,6 +81,7 @@ func checkRanges(t *testing.T, c *protocol.FileCandidates) {
 }
 
 func TestScopesResolveBack(t *testing.T) {
+	t.Parallel()
 	repo := canon(t, t.TempDir())
 	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
@@ -158,6 +159,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestFiltersAndEmptyQuery(t *testing.T) {
+	t.Parallel()
 	root := canon(t, t.TempDir())
 	tree(t, root, map[string]string{
 		"a.ts": "x", "b.tsx": "x", "c.go": "x", "node_modules/x.ts": "x", "src/d.TS": "x",
@@ -206,6 +208,7 @@ func TestFiltersAndEmptyQuery(t *testing.T) {
 // Typing one more character narrows the previous result set; the answers
 // equal those of a fresh search.
 func TestPickerNarrowingEqualsFreshSearch(t *testing.T) {
+	t.Parallel()
 	root := canon(t, t.TempDir())
 	files := map[string]string{}
 	for _, d := range []string{"net", "mm", "kernel", "drivers/net", "drivers/gpu"} {
@@ -245,6 +248,7 @@ func TestPickerNarrowingEqualsFreshSearch(t *testing.T) {
 }
 
 func TestPickerCancelAndSupersede(t *testing.T) {
+	t.Parallel()
 	root := canon(t, t.TempDir())
 	tree(t, root, map[string]string{"a/alpha.go": "x", "b/beta.go": "x"})
 	ws := &search.Workspace{Name: "w", Root: root, Index: openIndex(t, root)}

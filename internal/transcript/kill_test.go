@@ -21,6 +21,7 @@ import (
 // steps and kills itself with SIGKILL right after one returns: no deferred
 // Close, no clean shutdown. Every step it saved must be there on reopening.
 func TestKillAfterSave(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "transcripts.db")
 	for _, steps := range []int{1, 7} {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")

@@ -49,6 +49,7 @@ func conversation(t *testing.T) []llm.Message {
 }
 
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "transcripts.db")
 	st := open(t, path, transcript.Options{})
@@ -106,6 +107,7 @@ func rawDB(t *testing.T, path string) *sql.DB {
 }
 
 func TestCorruptRowStartsFresh(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "transcripts.db")
 	st := open(t, path, transcript.Options{MaxBytes: 4096})
@@ -145,6 +147,7 @@ func TestCorruptRowStartsFresh(t *testing.T) {
 }
 
 func TestMissingRowIsCorrupt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "transcripts.db")
 	st := open(t, path, transcript.Options{})
@@ -162,6 +165,7 @@ func TestMissingRowIsCorrupt(t *testing.T) {
 // TestOverCapKeepsRecentTurns: a history over MaxBytes is saved from its
 // most recent whole turns, led by a note, and stays a valid conversation.
 func TestOverCapKeepsRecentTurns(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := open(t, filepath.Join(t.TempDir(), "transcripts.db"), transcript.Options{MaxBytes: 4000})
 	var h []llm.Message
@@ -214,6 +218,7 @@ func messageText(m llm.Message) string {
 // dropped while the store had it cached is saved whole by its next Save
 // (not just the rows that changed, which would leave a damaged transcript).
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "transcripts.db")
 	st := open(t, path, transcript.Options{MaxAge: time.Hour})

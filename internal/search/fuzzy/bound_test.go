@@ -11,6 +11,7 @@ import (
 // termBound's) is below the term's exact DP score, and a bound claimed
 // exact equals it.
 func TestBoundsAreSound(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 5))
 	checked := 0
 	for range 20000 {
@@ -30,6 +31,7 @@ func TestBoundsAreSound(t *testing.T) {
 // cache on, over runs of files in one directory scored one after another
 // with one Slab, as TopK's workers do.
 func TestDirectoryCacheIsSound(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(9, 4))
 	checked := 0
 	for range 3000 {
@@ -106,6 +108,7 @@ func checkBoundsView[E unit](t *testing.T, p *Pattern, path string, s *Slab, v v
 // below the exact score when it claims to reach the threshold, nor above
 // the threshold when it claims not to.
 func TestQuickScanIsSound(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 11))
 	checked := 0
 	for range 20000 {
@@ -158,6 +161,7 @@ func TestQuickScanIsSound(t *testing.T) {
 
 // TestReachFrom checks the eight-bytes-at-a-time reach against baseReach.
 func TestReachFrom(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 20000 {
 		path := randomPath(r)

@@ -25,6 +25,7 @@ func sameUnits(a, b *units) string {
 // tables, against the normalisation iterator for every rune the tables
 // cover, alone, after a letter and before combining marks in either order.
 func TestDecompositionTables(t *testing.T) {
+	t.Parallel()
 	check := func(s string) {
 		t.Helper()
 		var a, b units

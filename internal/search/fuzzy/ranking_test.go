@@ -38,6 +38,7 @@ func wantOrder(t *testing.T, query string, want []string, extra ...string) {
 }
 
 func TestExactAndPrefixFileNameBeatContaining(t *testing.T) {
+	t.Parallel()
 	wantOrder(t, "router", []string{"web/router.ts", "router/middleware/auth.ts"})
 	// exact stem > prefix > contained at a word start > contained mid-word
 	wantOrder(t, "router", []string{"x/router.ts", "x/router_utils.ts", "x/app_router.ts", "x/myrouter.ts"})
@@ -46,6 +47,7 @@ func TestExactAndPrefixFileNameBeatContaining(t *testing.T) {
 }
 
 func TestFileNameBeatsDirectory(t *testing.T) {
+	t.Parallel()
 	wantOrder(t, "auth", []string{"lib/auth.ts", "auth/index.ts"})
 	// The same fuzzy match, once in the name and once in a directory.
 	wantOrder(t, "bar", []string{"foo/x/bar_q.go", "foo/bar_q/x.go"})
@@ -53,6 +55,7 @@ func TestFileNameBeatsDirectory(t *testing.T) {
 }
 
 func TestTermsMatchInAnyOrder(t *testing.T) {
+	t.Parallel()
 	for _, q := range []string{"test store", "store test", "  store   test "} {
 		got := ranked(t, q, "store/store_test.go", "store/index.go", "test/unit.go", "a/b.go")
 		if !slices.Equal(got, []string{"store/store_test.go"}) {
@@ -62,6 +65,7 @@ func TestTermsMatchInAnyOrder(t *testing.T) {
 }
 
 func TestSlashAnchorsAtSegmentStart(t *testing.T) {
+	t.Parallel()
 	paths := []string{"mm/page_alloc.c", "mm/xpage.c", "mmx/page.c", "arch/mm/pgtable/page.h", "mm_page.c"}
 	got := ranked(t, "mm/page", paths...)
 	slices.Sort(got)
@@ -80,6 +84,7 @@ func TestSlashAnchorsAtSegmentStart(t *testing.T) {
 }
 
 func TestCaseOnlyAddsABonus(t *testing.T) {
+	t.Parallel()
 	if got := ranked(t, "READ", "docs/readme.md", "src/x.go"); !slices.Equal(got, []string{"docs/readme.md"}) {
 		t.Errorf("READ matched %q", got)
 	}
@@ -107,6 +112,7 @@ func TestCaseOnlyAddsABonus(t *testing.T) {
 }
 
 func TestNFCAndNFDMatchEachOther(t *testing.T) {
+	t.Parallel()
 	const nfc, nfd = "caf\u00e9", "cafe\u0301"
 	for _, c := range []struct {
 		query, path string
@@ -136,6 +142,7 @@ func TestNFCAndNFDMatchEachOther(t *testing.T) {
 }
 
 func TestRangesAreUTF16IntoTheOriginal(t *testing.T) {
+	t.Parallel()
 	// 📁 is outside the BMP: two UTF-16 units, four UTF-8 bytes.
 	res, ok := Compile("readme").Match("📁/docs/readme.md", nil)
 	if !ok {
@@ -155,6 +162,7 @@ func TestRangesAreUTF16IntoTheOriginal(t *testing.T) {
 }
 
 func TestScoreIsNormalisedAndTiesAreDeterministic(t *testing.T) {
+	t.Parallel()
 	res, ok := Compile("router").Match("web/router.ts", nil)
 	if !ok || res.Score != 1 {
 		t.Errorf("exact file name scores %v (ok %v), want 1", res.Score, ok)
@@ -171,6 +179,7 @@ func TestScoreIsNormalisedAndTiesAreDeterministic(t *testing.T) {
 }
 
 func TestQueryParsing(t *testing.T) {
+	t.Parallel()
 	if !Compile("   ").Empty() || !Compile("/").Empty() {
 		t.Error("blank and lone-slash queries should be empty")
 	}

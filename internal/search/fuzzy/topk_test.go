@@ -82,6 +82,7 @@ func randomQuery(r *rand.Rand, path string) string {
 }
 
 func TestTopKEqualsBruteForce(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 11))
 	for round := range 16 {
 		paths := make([]string, 500+r.IntN(3000))
@@ -139,6 +140,7 @@ func checkSame(t *testing.T, q string, src Source, out Outcome, want []Hit, want
 // TestNarrowingEqualsFullScan types queries one character at a time,
 // scanning only the previous matches whenever the pattern refines the last.
 func TestNarrowingEqualsFullScan(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 5))
 	paths := make([]string, 3000)
 	for i := range paths {
@@ -183,6 +185,7 @@ func TestNarrowingEqualsFullScan(t *testing.T) {
 // TestTopKOnKernelList checks pruning against the brute force on real paths
 // when bench/corpus.sh has been run.
 func TestTopKOnKernelList(t *testing.T) {
+	t.Parallel()
 	l := loadCorpus(t, "kernel.txt")
 	for _, q := range []string{"router", "mm/page_alloc", "drivers net eth", "kconfig", "README", "Makefile",
 		"sched core", "shced", "drvie", "Doc", "inc", "x86 kvm mmu", "e1000e", "/fs", "tcp_ipv4"} {
@@ -264,6 +267,7 @@ func sources(l *List, r *rand.Rand) []Source {
 }
 
 func TestCancelStopsTheScan(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 1))
 	paths := make([]string, 200*chunkSize)
 	for i := range paths {
@@ -293,6 +297,7 @@ func TestCancelStopsTheScan(t *testing.T) {
 // TestNegativeScores: a long gap makes a score negative; with fewer
 // matches than K every match is still a hit.
 func TestNegativeScores(t *testing.T) {
+	t.Parallel()
 	long := "a" + strings.Repeat("/xxxxxxxx", 60) + "/by/c.txt"
 	l, err := NewList([]string{long, "zzz", "q/" + long})
 	if err != nil {
@@ -315,6 +320,7 @@ func TestNegativeScores(t *testing.T) {
 }
 
 func TestEmptyPatternMatchesAll(t *testing.T) {
+	t.Parallel()
 	l, err := NewList([]string{"bb", "a", "ccc", "ab"})
 	if err != nil {
 		t.Fatal(err)
@@ -337,6 +343,7 @@ func TestEmptyPatternMatchesAll(t *testing.T) {
 // so that the scan meets the later ones (shorter, or lexically smaller)
 // after its best k are full of the others.
 func TestTiesBreakByLengthThenPath(t *testing.T) {
+	t.Parallel()
 	var paths []string
 	for i := 2999; i >= 0; i-- {
 		paths = append(paths, fmt.Sprintf("src/mod%d/widget_%04d.go", i%7, i))

@@ -53,6 +53,7 @@ func nestedTree(t *testing.T, sb sandbox, root string) {
 }
 
 func TestListingMatchesGit(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t)
 	root := t.TempDir()
 	nestedTree(t, sb, root)
@@ -75,6 +76,7 @@ func TestListingMatchesGit(t *testing.T) {
 // TestListingMatchesGitRandom builds random trees from a small vocabulary
 // of names and rules, where the rules interact, and compares with git.
 func TestListingMatchesGitRandom(t *testing.T) {
+	t.Parallel()
 	names := []string{"a", "b", "a.b", "a-b", "x.o", "y.log", "build", "gen", "keep.o", "n m", "é"}
 	rules := []string{"*.o", "!keep.o", "build/", "/gen", "a*", "!a.b", "**/b", "*.log", "!y.log", "x", "b/", "[ab]-*", "gen/**", "!*/"}
 	for seed := range uint64(8) {
@@ -116,6 +118,7 @@ func TestListingMatchesGitRandom(t *testing.T) {
 }
 
 func TestDotIgnore(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t)
 	root := t.TempDir()
 	write(t, root, ".ignore", "vendor/\n!*.keep\n")
@@ -133,6 +136,7 @@ func TestDotIgnore(t *testing.T) {
 // TestWorkspaceInsideRepo: a workspace below the repository's top obeys
 // the rules above it, and its paths are relative to the workspace.
 func TestWorkspaceInsideRepo(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t)
 	repo := t.TempDir()
 	write(t, repo, ".gitignore", "*.tmp\nsub/skip/\n")
@@ -148,6 +152,7 @@ func TestWorkspaceInsideRepo(t *testing.T) {
 }
 
 func TestSymlinks(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t)
 	root := t.TempDir()
 	outside := t.TempDir()
@@ -184,6 +189,7 @@ func TestSymlinks(t *testing.T) {
 // TestAssembleOrder: the listing's merge of directories into their
 // parents' files gives byte order for names around "/" ('-', '.', '0').
 func TestAssembleOrder(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t)
 	root := t.TempDir()
 	var want []string

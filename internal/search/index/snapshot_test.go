@@ -154,6 +154,7 @@ func randomBatch(rng *rand.Rand, s *Snapshot, m model, ntargets int) ([]splice, 
 }
 
 func TestApplyMatchesModel(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(12) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
@@ -179,6 +180,7 @@ func TestApplyMatchesModel(t *testing.T) {
 // TestApplyCopiesOneChunk: a one-file change shares every chunk but the
 // one it touches.
 func TestApplyCopiesOneChunk(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 1))
 	var m model
 	for k := range 80000 {
@@ -211,6 +213,7 @@ func TestApplyCopiesOneChunk(t *testing.T) {
 // TestSnapshotBytesPerPath counts the memory a snapshot holds beyond the
 // text of its paths, exactly, from the sizes of what it allocated.
 func TestSnapshotBytesPerPath(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 1))
 	var m model
 	text := 0
@@ -237,6 +240,7 @@ func TestSnapshotBytesPerPath(t *testing.T) {
 }
 
 func TestFromPaths(t *testing.T) {
+	t.Parallel()
 	paths := []string{"z.go", "a/b.go", "a/b.go", "Café.md", ""}
 	for k := range 3000 {
 		paths = append(paths, fmt.Sprintf("gen/%d.txt", 3000-k))
@@ -262,6 +266,7 @@ func TestFromPaths(t *testing.T) {
 }
 
 func TestRecentTop(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 3))
 	var m model
 	for k := range 5000 {
@@ -325,6 +330,7 @@ func FuzzApply(f *testing.F) {
 // which the scan reads a block at a time (RunAt), finds what a search over
 // a fuzzy.List of the same paths finds.
 func TestSnapshotRuns(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(4, 2))
 	words := []string{"src", "lib", "drivers", "net", "include", "linux", "Makefile", "main", "café", "test"}
 	paths := make([]string, 20000)

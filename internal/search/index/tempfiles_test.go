@@ -9,6 +9,7 @@ import (
 // (".NAME.ferry-tmp-*") never reach the @ search index, whether they are
 // there when it lists the tree or appear while it watches.
 func TestWriteTempsNotIndexed(t *testing.T) {
+	t.Parallel()
 	sb := newSandbox(t)
 	root := t.TempDir()
 	write(t, root, "main.go", "")

@@ -57,6 +57,7 @@ func watched(ix *Index) []string {
 func isWatched(ix *Index, rel string) bool { return slices.Contains(watched(ix), rel) }
 
 func TestWatchInitial(t *testing.T) {
+	t.Parallel()
 	_, ix := watchedTree(t, Options{})
 	want := []string{"", "src", "src/util", "src/util/deep", "src/util/deep/deeper"}
 	if got := watched(ix); !slices.Equal(got, want) {
@@ -68,6 +69,7 @@ func TestWatchInitial(t *testing.T) {
 }
 
 func TestWatchCreateModifyDelete(t *testing.T) {
+	t.Parallel()
 	root, ix := watchedTree(t, Options{})
 	gen := ix.Snapshot().Generation()
 	write(t, root, "src/new.go", "package main")
@@ -103,6 +105,7 @@ func TestWatchCreateModifyDelete(t *testing.T) {
 }
 
 func TestWatchRenameFile(t *testing.T) {
+	t.Parallel()
 	root, ix := watchedTree(t, Options{})
 	if err := os.Rename(filepath.Join(root, "src/main.go"), filepath.Join(root, "src/util/app.go")); err != nil {
 		t.Fatal(err)
@@ -111,6 +114,7 @@ func TestWatchRenameFile(t *testing.T) {
 }
 
 func TestWatchRenameDir(t *testing.T) {
+	t.Parallel()
 	root, ix := watchedTree(t, Options{})
 	if err := os.Rename(filepath.Join(root, "src/util"), filepath.Join(root, "lib")); err != nil {
 		t.Fatal(err)
@@ -139,6 +143,7 @@ func TestWatchRenameDir(t *testing.T) {
 }
 
 func TestWatchDeleteDir(t *testing.T) {
+	t.Parallel()
 	root, ix := watchedTree(t, Options{})
 	if err := os.RemoveAll(filepath.Join(root, "src")); err != nil {
 		t.Fatal(err)
@@ -160,6 +165,7 @@ func TestWatchDeleteDir(t *testing.T) {
 // TestWatchNewDirWithFiles: a directory that arrives whole (mv, git
 // checkout) is listed with everything in it, and watched.
 func TestWatchNewDirWithFiles(t *testing.T) {
+	t.Parallel()
 	root, ix := watchedTree(t, Options{})
 	staging := t.TempDir()
 	write(t, staging, "pkg/a.go", "")
@@ -186,6 +192,7 @@ func TestWatchNewDirWithFiles(t *testing.T) {
 }
 
 func TestWatchNewIgnoredFolder(t *testing.T) {
+	t.Parallel()
 	root, ix := watchedTree(t, Options{})
 	for k := range 20 {
 		write(t, root, fmt.Sprintf("node_modules/pkg%d/index.js", k), "")
@@ -212,6 +219,7 @@ func TestWatchNewIgnoredFolder(t *testing.T) {
 }
 
 func TestWatchGitignoreEdit(t *testing.T) {
+	t.Parallel()
 	root, ix := watchedTree(t, Options{})
 	// Ignore src/util through the root's .gitignore.
 	write(t, root, ".gitignore", "node_modules/\n*.o\n/ignored/\nutil/\n")
@@ -243,6 +251,7 @@ func TestWatchGitignoreEdit(t *testing.T) {
 // TestWatchBurst: thousands of files in one window take the rescan path
 // and all show up.
 func TestWatchBurst(t *testing.T) {
+	t.Parallel()
 	// The directories exist and are watched first, so every file written
 	// below is an event (files made in a directory not yet watched are
 	// found by listing it, not by events). A window of a second and a limit
@@ -289,6 +298,7 @@ func enospcAfter(n int64) func(w watcher, dir string) error {
 }
 
 func TestWatchLimitAtStart(t *testing.T) {
+	t.Parallel()
 	var warned atomic.Pointer[error]
 	root, ix := watchedTree(t, Options{
 		addWatch:     enospcAfter(2),
@@ -316,6 +326,7 @@ func TestWatchLimitAtStart(t *testing.T) {
 }
 
 func TestWatchLimitLater(t *testing.T) {
+	t.Parallel()
 	root, ix := watchedTree(t, Options{addWatch: enospcAfter(5), PollInterval: 50 * time.Millisecond})
 	if st := ix.Status(); st.Mode != Watch || st.Err != nil {
 		t.Fatalf("status before the limit: %+v", st)
@@ -333,6 +344,7 @@ func TestWatchLimitLater(t *testing.T) {
 }
 
 func TestWatchSymlinkLoop(t *testing.T) {
+	t.Parallel()
 	root, ix := watchedTree(t, Options{})
 	for name, target := range map[string]string{"src/loop": "..", "src/self": "self", "src/to-main": "main.go", "dirlink": "src"} {
 		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
@@ -348,6 +360,7 @@ func TestWatchSymlinkLoop(t *testing.T) {
 }
 
 func TestPollMode(t *testing.T) {
+	t.Parallel()
 	root, ix := watchedTree(t, Options{Mode: Poll, PollInterval: 30 * time.Millisecond})
 	if ix.w.Load() != nil {
 		t.Fatal("Poll mode opened a watcher")
@@ -361,6 +374,7 @@ func TestPollMode(t *testing.T) {
 }
 
 func TestChangesAndProgress(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var reports []Progress
 	root, ix := watchedTree(t, Options{Progress: func(p Progress) {
@@ -441,6 +455,7 @@ func TestCloseStopsEverything(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	if _, err := Open(context.Background(), filepath.Join(t.TempDir(), "missing"), Options{}); err == nil {
 		t.Fatal("Open of a missing directory succeeded")
 	}

@@ -23,6 +23,7 @@ func testInotify(t *testing.T, root string) *inotifyWatcher {
 // TestInotifyRenamedDirectory checks that a directory watched again under
 // a new name (the kernel keeps one watch per inode) reports the new name.
 func TestInotifyRenamedDirectory(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	w := testInotify(t, root)
 	old, renamed := filepath.Join(root, "old"), filepath.Join(root, "new")
@@ -51,6 +52,7 @@ func TestInotifyRenamedDirectory(t *testing.T) {
 // TestInotifyNamesCompact checks the name arena across many watches and
 // their removal, which rebuilds it: every watch keeps its name.
 func TestInotifyNamesCompact(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	w := testInotify(t, root)
 	var dirs []string

@@ -43,6 +43,7 @@ func waitEvent(t *testing.T, w watcher, want string) {
 // directories, named by absolute path; the watch list; dropping watches;
 // a clear error for a missing directory; channels closed by Close.
 func TestWatcherContract(t *testing.T) {
+	t.Parallel()
 	for name, newW := range watcherImpls() {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()

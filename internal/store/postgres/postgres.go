@@ -2,10 +2,13 @@
 // selected with a postgres:// DSN; it behaves like internal/store/sqlite
 // and passes the same suite (internal/store/storetest).
 //
-// The queries both stores share live once in internal/store/internal/sqlbody
-// and reach the pool through pgx's database/sql driver (stdlib); this
-// package keeps its opening, migrations and the writes that rely on
-// PostgreSQL's locks, foreign keys and batches.
+// The queries both stores share, and the checks of every call's
+// arguments, live once in internal/store/internal/sqlbody and reach the
+// pool through pgx's database/sql driver (stdlib); the migration driver
+// is internal/store/internal/migrate's. This package keeps its opening,
+// its schema files (PostgreSQL types: timestamptz, bytea, identity
+// columns) and the two hot writes that rely on PostgreSQL: AppendEvents
+// (a row lock and two pgx batches) and Trim (one data-modifying CTE).
 //
 // Guarantees, beyond those store.Store lists:
 //
@@ -32,8 +35,8 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -48,9 +51,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/store/internal/migrate"
 	"github.com/ferry-dev/ferry/internal/store/internal/sqlbody"
 )
-
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
 
 // migrateLock is the advisory lock key that serializes migrations when
 // several masters start at once.
@@ -74,17 +74,10 @@ var _ store.Store = (*Store)(nil)
 
 type body = sqlbody.DB
 
-// dialect is PostgreSQL's side of the shared queries: $n placeholders,
-// timestamptz times, a serial column for insertion order, LIMIT NULL
-// (ALL) for none.
-var dialect = sqlbody.Dialect{
-	Name:        "postgres",
-	Dollar:      true,
-	Time:        func(t time.Time) any { return t },
-	IsUnique:    func(err error) bool { return pgCode(err) == uniqueViolation },
-	InsertOrder: "ord",
-	NoLimit:     nil,
-}
+// dialect tells the shared queries PostgreSQL's constraint errors.
+var dialect = sqlbody.Postgres(
+	func(err error) bool { return pgCode(err) == uniqueViolation },
+	func(err error) bool { return pgCode(err) == foreignKeyViolation })
 
 // Open connects to the database at dsn (a postgres:// URL or a libpq
 // key=value string) and migrates its schema.
@@ -103,54 +96,48 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, check.Wrap(ctx.Err(), "postgres", "open", err)
 	}
 	s := &Store{pool: pool}
-	if err := s.migrate(ctx); err != nil {
-		pool.Close()
+	db := stdlib.OpenDBFromPool(pool)
+	s.body = &sqlbody.DB{D: dialect, R: db, W: db, Hot: sqlbody.Hot{AppendEvents: s.appendEvents, Trim: s.trim}}
+	if err := s.migrate(ctx, db); err != nil {
+		_ = s.Close()
 		return nil, check.Wrap(ctx.Err(), "postgres", "open", err)
 	}
-	db := stdlib.OpenDBFromPool(pool)
-	s.body = &sqlbody.DB{D: dialect, R: db, W: db}
 	return s, nil
 }
 
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
 // migrate applies the pending migrations in one transaction, holding an
 // advisory lock so that concurrent Opens apply each migration once.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context, db *sql.DB) error {
 	ms, err := migrate.Load(migrationFiles, "migrations")
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    INTEGER PRIMARY KEY,
-			name       TEXT NOT NULL,
-			applied_at TIMESTAMPTZ NOT NULL
-		)`); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		var current int
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		pending, err := migrate.Pending(ms, current)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
-			// No arguments: pgx uses the simple protocol, which runs a
-			// file of several statements.
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migrate %d_%s: %w", m.Version, m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-				m.Version, m.Name, check.Now()); err != nil {
-				return fmt.Errorf("migrate %d_%s: %w", m.Version, m.Name, err)
-			}
-		}
-		return nil
-	})
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TIMESTAMPTZ NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := migrate.Apply(ctx, tx, ms,
+		`INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`, check.Now()); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
 }
 
 // Close closes the pool; it may be called more than once.
@@ -162,10 +149,6 @@ func (s *Store) Close() error {
 		return fmt.Errorf("postgres: close: %w", err)
 	}
 	return nil
-}
-
-func wrap(ctx context.Context, op string, err error) error {
-	return check.Wrap(ctx.Err(), "postgres", op, err)
 }
 
 // pgCode is the SQLSTATE of err, "" when it is not a server error.
@@ -196,23 +179,16 @@ const (
 
 // --- events ---
 
-// AppendEvents stores evs as the session's next events, in one
-// transaction: all of them or none.
-func (s *Store) AppendEvents(ctx context.Context, sessionID string, evs []store.Event) ([]store.Event, error) {
-	const op = "append events"
-	if err := check.Events(sessionID, evs); err != nil {
-		return nil, fmt.Errorf("postgres: %s: %w", op, err)
-	}
+// appendEvents is AppendEvents' hot path (sqlbody.Hot): the append
+// transaction, retried when it lost a race for a message ID.
+func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.Event) ([]store.Event, error) {
 	for try := 1; ; try++ {
 		out, err := s.appendOnce(ctx, sessionID, evs)
 		if try < appendTries && lostIDRace(err) {
 			// The next try's duplicate check sees the other session's row.
 			continue
 		}
-		if err != nil {
-			return nil, wrap(ctx, op, err)
-		}
-		return out, nil
+		return out, err
 	}
 }
 
@@ -337,40 +313,8 @@ func readLockBatch(br pgx.BatchResults) (last int64, known map[string]stored, er
 	return last, known, rows.Err()
 }
 
-// OldestSeq is the seq of the oldest retained event (0 when none).
-func (s *Store) OldestSeq(ctx context.Context, sessionID string) (uint64, error) {
-	const op = "oldest seq"
-	if err := check.ID("session", sessionID); err != nil {
-		return 0, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	var (
-		oldest *int64
-		ok     bool
-	)
-	err := s.pool.QueryRow(ctx,
-		`SELECT (SELECT min(seq) FROM events WHERE session_id = $1), EXISTS (SELECT 1 FROM sessions WHERE id = $1)`,
-		sessionID).Scan(&oldest, &ok)
-	if err != nil {
-		return 0, wrap(ctx, op, err)
-	}
-	if !ok {
-		return 0, fmt.Errorf("postgres: %s: session %s: %w", op, sessionID, store.ErrNotFound)
-	}
-	if oldest == nil {
-		return 0, nil
-	}
-	return uint64(*oldest), nil
-}
-
-// Trim drops the session's oldest events, keeping the newest keep.
-func (s *Store) Trim(ctx context.Context, sessionID string, keep int) error {
-	const op = "trim"
-	if err := check.ID("session", sessionID); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	if err := check.Keep(keep); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
+// trim is Trim's hot path (sqlbody.Hot): one statement.
+func (s *Store) trim(ctx context.Context, sessionID string, keep int) error {
 	// Retained seqs are a contiguous run ending at last_seq, so the newest
 	// keep are exactly those above last_seq - keep.
 	var found int
@@ -379,62 +323,10 @@ func (s *Store) Trim(ctx context.Context, sessionID string, keep int) error {
 		      d AS (DELETE FROM events e USING s WHERE e.session_id = $1 AND e.seq <= s.last_seq - $2)
 		 SELECT count(*) FROM s`, sessionID, keep).Scan(&found)
 	if err != nil {
-		return wrap(ctx, op, err)
+		return err
 	}
 	if found == 0 {
-		return fmt.Errorf("postgres: %s: session %s: %w", op, sessionID, store.ErrNotFound)
+		return fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
 	}
 	return nil
-}
-
-// --- interactions ---
-
-// OpenInteraction records a new open interaction (ErrExists when its
-// (session, id) is taken, ErrNotFound when the session does not exist).
-func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error {
-	const op = "open interaction"
-	if err := check.Interaction(in); err != nil {
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	_, err := s.pool.Exec(ctx,
-		`INSERT INTO interactions (session_id, id, turn_id, request, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		in.SessionID, in.ID, in.TurnID, sqlbody.Blob(in.Request), check.OrNow(in.CreatedAt))
-	switch pgCode(err) {
-	case uniqueViolation:
-		return fmt.Errorf("postgres: %s %s/%s: %w", op, in.SessionID, in.ID, store.ErrExists)
-	case foreignKeyViolation:
-		return fmt.Errorf("postgres: %s: session %s: %w", op, in.SessionID, store.ErrNotFound)
-	}
-	return wrap(ctx, op, err)
-}
-
-// SettleInteraction settles an open interaction with outcome (answered,
-// timeout or cancelled) and answer; won is false when it was already
-// settled.
-func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome string, answer json.RawMessage) (bool, error) {
-	const op = "settle interaction"
-	if err := check.Settle(sessionID, id, outcome); err != nil {
-		return false, fmt.Errorf("postgres: %s: %w", op, err)
-	}
-	// Concurrent updates of the row queue on its lock; each re-checks
-	// outcome = '' after the previous one commits, so only the first
-	// matches.
-	tag, err := s.pool.Exec(ctx,
-		`UPDATE interactions SET outcome = $1, answer = $2 WHERE session_id = $3 AND id = $4 AND outcome = ''`,
-		outcome, sqlbody.Blob(answer), sessionID, id)
-	if err != nil {
-		return false, wrap(ctx, op, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return true, nil
-	}
-	var ok bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM interactions WHERE session_id = $1 AND id = $2)`,
-		sessionID, id).Scan(&ok); err != nil {
-		return false, wrap(ctx, op, err)
-	}
-	if !ok {
-		return false, fmt.Errorf("postgres: %s %s/%s: %w", op, sessionID, id, store.ErrNotFound)
-	}
-	return false, nil
 }

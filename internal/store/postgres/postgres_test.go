@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,33 +68,31 @@ func freshSchema(tb testing.TB) string {
 func freshSchemaNamed(tb testing.TB) (dsn, schema string) {
 	tb.Helper()
 	admin := adminDSN(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		tb.Fatalf("connect to %s: %v", envDSN, err)
-	}
-	defer conn.Close(ctx)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema = "ferry_test_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	if err := execOn(context.Background(), admin, "CREATE SCHEMA "+schema); err != nil {
 		tb.Fatalf("create schema: %v", err)
 	}
 	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		if err := execOn(context.Background(), admin, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
 			tb.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
 	return withSearchPath(tb, admin, schema), schema
+}
+
+// execOn runs q on its own connection to dsn, within 30 s.
+func execOn(ctx context.Context, dsn, q string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	_, err = conn.Exec(ctx, q)
+	return err
 }
 
 func openAt(tb testing.TB, dsn string) *postgres.Store {
@@ -157,57 +154,28 @@ func TestConcurrentOpen(t *testing.T) {
 	}
 }
 
-func TestRefusesNewerSchema(t *testing.T) {
+// schema is a fresh schema for the migration tests.
+func schema(t *testing.T) storetest.Schema {
 	dsn := freshSchema(t)
-	s := openAt(t, dsn)
-	_ = s.Close()
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
-	if _, err := conn.Exec(t.Context(), "INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', now())"); err != nil {
-		t.Fatal(err)
-	}
-	_, err = postgres.Open(t.Context(), dsn)
-	if err == nil || !strings.Contains(err.Error(), "newer") {
-		t.Fatalf("Open of a database from a newer schema = %v, want a refusal", err)
+	return storetest.Schema{
+		Open: func(ctx context.Context) (store.Store, error) { return postgres.Open(ctx, dsn) },
+		Exec: func(t *testing.T, q string) {
+			t.Helper()
+			if err := execOn(t.Context(), dsn, q); err != nil {
+				t.Fatalf("%.40s…: %v", q, err)
+			}
+		},
+		Now:             "now()",
+		Bytes:           func(hex string) string { return `'\x` + hex + `'` },
+		MigrationsTable: "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)",
 	}
 }
 
-// TestUpgradeKeepsTokens opens a schema as the first version left it, with
-// a token in it: the token's machine scope (migration 2) comes back empty,
-// that is every machine.
-func TestUpgradeKeepsTokens(t *testing.T) {
-	dsn := freshSchema(t)
-	v1, err := os.ReadFile(filepath.Join("migrations", "0001_init.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(t.Context())
-	for _, q := range []string{
-		string(v1),
-		"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)",
-		"INSERT INTO schema_migrations VALUES (1, 'init', now())",
-		"INSERT INTO tokens (id, kind, name, hash, created_at) VALUES ('old', 'ui', 'browser', '\\x" + strings.Repeat("ab", 32) + "', now())",
-	} {
-		if _, err := conn.Exec(t.Context(), q); err != nil {
-			t.Fatalf("%.40s…: %v", q, err)
-		}
-	}
-	s := openAt(t, dsn)
-	toks, err := s.ListTokens(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(toks) != 1 || toks[0].ID != "old" || len(toks[0].Machines) != 0 {
-		t.Fatalf("tokens after the upgrade = %+v, want the old token with no machine scope", toks)
-	}
-}
+func TestRefusesNewerSchema(t *testing.T) { storetest.RefusesNewerSchema(t, schema(t)) }
+
+// TestUpgradeKeepsTokens: the token's machine scope (migration 2) comes
+// back empty, that is every machine.
+func TestUpgradeKeepsTokens(t *testing.T) { storetest.UpgradeKeepsTokens(t, schema(t)) }
 
 func TestOpenErrors(t *testing.T) {
 	// These need no server.
@@ -299,17 +267,6 @@ func TestLostMessageIDRace(t *testing.T) {
 	}
 }
 
-func BenchmarkAppendEvents(b *testing.B) {
-	for _, batch := range []int{1, 16} {
-		for _, tail := range []bool{false, true} {
-			name := fmt.Sprintf("batch=%d", batch)
-			if tail {
-				name += ",reading"
-			}
-			b.Run(name, func(b *testing.B) {
-				s := openAt(b, freshSchema(b))
-				storetest.BenchmarkAppend(b, s, batch, tail)
-			})
-		}
-	}
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) store.Store { return openAt(b, freshSchema(b)) })
 }

@@ -2,9 +2,12 @@
 // (modernc.org/sqlite, pure Go, no cgo) that holds tokens, machines,
 // sessions, events and interactions.
 //
-// The queries both stores share live once in internal/store/internal/sqlbody;
-// this package keeps its opening, migrations, checkpointing and the
-// writes that need a BEGIN IMMEDIATE transaction or prepared statements.
+// The queries both stores share, and the checks of every call's
+// arguments, live once in internal/store/internal/sqlbody; the migration
+// driver is internal/store/internal/migrate's. This package keeps its
+// opening, its schema files (STRICT tables, Unix-microsecond times),
+// checkpointing and the two hot writes done its own way: AppendEvents
+// (prepared statements in one BEGIN IMMEDIATE transaction) and Trim.
 //
 // Guarantees, beyond those store.Store lists:
 //
@@ -37,7 +40,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -97,15 +99,8 @@ var _ store.Store = (*Store)(nil)
 
 type body = sqlbody.DB
 
-// dialect is SQLite's side of the shared queries: times as Unix
-// microseconds, rowid for insertion order, LIMIT -1 for none.
-var dialect = sqlbody.Dialect{
-	Name:        "sqlite",
-	Time:        func(t time.Time) any { return t.UnixMicro() },
-	IsUnique:    isConstraint,
-	InsertOrder: "rowid",
-	NoLimit:     -1,
-}
+// dialect tells the shared queries SQLite's constraint errors.
+var dialect = sqlbody.SQLite(isConstraint, isForeignKey)
 
 // Open opens (creating it when missing) the SQLite database at path and
 // migrates its schema.
@@ -146,7 +141,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // closes what was opened.
 func (s *Store) open(ctx context.Context, abs string) error {
 	timeout := fmt.Sprint(busyTimeout.Milliseconds())
-	w, err := sql.Open("sqlite", dsn(abs, url.Values{
+	// One writer connection: writes queue for it in Go instead of
+	// contending for the file lock.
+	if err := openHandle(ctx, abs, url.Values{
 		"_txlock":       {"immediate"},
 		"_journal_mode": {"WAL"},
 		"_synchronous":  {"NORMAL"},
@@ -154,56 +151,44 @@ func (s *Store) open(ctx context.Context, abs string) error {
 		"_busy_timeout": {timeout},
 		// The checkpointer goroutine does it, off the write path.
 		"_pragma": {"wal_autocheckpoint(0)", "journal_size_limit(67108864)"},
-	}))
-	if err != nil {
+	}, 1, &s.w); err != nil {
 		return err
 	}
-	// One connection that is never recycled: writes queue for it in Go
-	// instead of contending for the file lock, and its prepared
-	// statements stay valid.
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-	s.w = w
-	if err := w.PingContext(ctx); err != nil {
-		return err
-	}
+	s.body = &sqlbody.DB{D: dialect, W: s.w, Wrote: func() { s.dirty.Store(true) },
+		Hot: sqlbody.Hot{AppendEvents: s.appendEvents, Trim: s.trim}}
 	if err := s.migrate(ctx); err != nil {
 		return err
 	}
 	if err := s.prepare(ctx); err != nil {
 		return err
 	}
-
-	r, err := sql.Open("sqlite", dsn(abs, url.Values{
+	if err := openHandle(ctx, abs, url.Values{
 		"_query_only":   {"1"},
 		"_busy_timeout": {timeout},
-	}))
-	if err != nil {
+	}, readers, &s.r); err != nil {
 		return err
 	}
-	r.SetMaxOpenConns(readers)
-	r.SetMaxIdleConns(readers)
-	r.SetConnMaxIdleTime(0)
-	s.r = r
-	if err := r.PingContext(ctx); err != nil {
-		return err
-	}
-	s.body = &sqlbody.DB{D: dialect, R: r, W: w, Wrote: func() { s.dirty.Store(true) }}
-
-	ck, err := sql.Open("sqlite", dsn(abs, url.Values{
+	s.R = s.r
+	return openHandle(ctx, abs, url.Values{
 		"_synchronous":  {"NORMAL"},
 		"_busy_timeout": {timeout},
-	}))
+	}, 1, &s.ck)
+}
+
+// openHandle opens a handle of n connections on the file into *dst and
+// pings it. Its connections are never recycled: the writer's prepared
+// statements stay valid, and no reader pays for reopening the file.
+func openHandle(ctx context.Context, abs string, q url.Values, n int, dst **sql.DB) error {
+	db, err := sql.Open("sqlite", dsn(abs, q))
 	if err != nil {
 		return err
 	}
-	ck.SetMaxOpenConns(1)
-	ck.SetMaxIdleConns(1)
-	ck.SetConnMaxIdleTime(0)
-	s.ck = ck
-	return ck.PingContext(ctx)
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	*dst = db // the caller closes it, on a failed ping too
+	return db.PingContext(ctx)
 }
 
 // checkpointer copies the WAL into the database file every
@@ -246,34 +231,18 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,
 		applied_at INTEGER NOT NULL
 	) STRICT`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		// One BEGIN IMMEDIATE transaction: two processes opening a new
-		// file at once apply each migration once.
-		var current int
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		pending, err := migrate.Pending(ms, current)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
-			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migrate %d_%s: %w", m.Version, m.Name, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.Version, m.Name, check.Now().UnixMicro()); err != nil {
-				return fmt.Errorf("migrate %d_%s: %w", m.Version, m.Name, err)
-			}
-		}
-		return nil
+	// One BEGIN IMMEDIATE transaction: two processes opening a new file
+	// at once apply each migration once.
+	return sqlbody.Write(ctx, s.body, func(tx *sql.Tx) error {
+		return migrate.Apply(ctx, tx, ms,
+			`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`, check.Now().UnixMicro())
 	})
 }
 
@@ -333,9 +302,11 @@ func (s *Store) closeDBs() error {
 	return errors.Join(errs...)
 }
 
-// wrap names the operation and keeps ctx.Err() in the chain.
-func wrap(ctx context.Context, op string, err error) error {
-	return check.Wrap(ctx.Err(), "sqlite", op, err)
+// isForeignKey reports a FOREIGN KEY violation: what a row refers to does
+// not exist.
+func isForeignKey(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
 // isConstraint reports a UNIQUE or PRIMARY KEY violation.
@@ -351,39 +322,13 @@ func isConstraint(err error) bool {
 	return false
 }
 
-// exec runs one write statement on the writer.
-func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	res, err := s.w.ExecContext(ctx, query, args...)
-	s.dirty.Store(true)
-	return res, err
-}
-
-// write runs fn in one BEGIN IMMEDIATE transaction on the writer.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	err = tx.Commit()
-	s.dirty.Store(true)
-	return err
-}
-
 // --- events ---
 
-// AppendEvents stores evs as the session's next events, in one
-// transaction: all of them or none.
-func (s *Store) AppendEvents(ctx context.Context, sessionID string, evs []store.Event) ([]store.Event, error) {
-	const op = "append events"
-	if err := check.Events(sessionID, evs); err != nil {
-		return nil, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
+// appendEvents is AppendEvents' hot path (sqlbody.Hot): one BEGIN
+// IMMEDIATE transaction of prepared statements.
+func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.Event) ([]store.Event, error) {
 	out := make([]store.Event, len(evs))
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := sqlbody.Write(ctx, s.body, func(tx *sql.Tx) error {
 		var last int64
 		err := tx.StmtContext(ctx, s.lastSeq).QueryRowContext(ctx, sessionID).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -449,40 +394,15 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, evs []store.
 		return err
 	})
 	if err != nil {
-		return nil, wrap(ctx, op, err)
+		return nil, err
 	}
 	return out, nil
 }
 
-// OldestSeq is the seq of the oldest retained event (0 when none).
-func (s *Store) OldestSeq(ctx context.Context, sessionID string) (uint64, error) {
-	const op = "oldest seq"
-	if err := check.ID("session", sessionID); err != nil {
-		return 0, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	var oldest sql.NullInt64
-	if err := s.r.QueryRowContext(ctx, `SELECT min(seq) FROM events WHERE session_id = ?`, sessionID).Scan(&oldest); err != nil {
-		return 0, wrap(ctx, op, err)
-	}
-	if !oldest.Valid {
-		if err := sqlbody.Exists(ctx, s.body, s.r, sessionID); err != nil {
-			return 0, wrap(ctx, op, err)
-		}
-		return 0, nil
-	}
-	return uint64(oldest.Int64), nil
-}
-
-// Trim drops the session's oldest events, keeping the newest keep.
-func (s *Store) Trim(ctx context.Context, sessionID string, keep int) error {
-	const op = "trim"
-	if err := check.ID("session", sessionID); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	if err := check.Keep(keep); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+// trim is Trim's hot path (sqlbody.Hot): last_seq and the delete in one
+// transaction.
+func (s *Store) trim(ctx context.Context, sessionID string, keep int) error {
+	return sqlbody.Write(ctx, s.body, func(tx *sql.Tx) error {
 		var last int64
 		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, sessionID).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -496,68 +416,4 @@ func (s *Store) Trim(ctx context.Context, sessionID string, keep int) error {
 		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq <= ?`, sessionID, last-int64(keep))
 		return err
 	})
-	return wrap(ctx, op, err)
-}
-
-// --- interactions ---
-
-// OpenInteraction records a new open interaction (ErrExists when its
-// (session, id) is taken, ErrNotFound when the session does not exist).
-func (s *Store) OpenInteraction(ctx context.Context, in store.Interaction) error {
-	const op = "open interaction"
-	if err := check.Interaction(in); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := sqlbody.Exists(ctx, s.body, tx, in.SessionID); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx,
-			`INSERT INTO interactions (session_id, id, turn_id, request, created_at) VALUES (?, ?, ?, ?, ?)`,
-			in.SessionID, in.ID, in.TurnID, sqlbody.Blob(in.Request), check.OrNow(in.CreatedAt).UnixMicro())
-		if isConstraint(err) {
-			return fmt.Errorf("interaction %s/%s: %w", in.SessionID, in.ID, store.ErrExists)
-		}
-		return err
-	})
-	return wrap(ctx, op, err)
-}
-
-// SettleInteraction settles an open interaction with outcome (answered,
-// timeout or cancelled) and answer; won is false when it was already
-// settled.
-func (s *Store) SettleInteraction(ctx context.Context, sessionID, id, outcome string, answer json.RawMessage) (bool, error) {
-	const op = "settle interaction"
-	if err := check.Settle(sessionID, id, outcome); err != nil {
-		return false, fmt.Errorf("sqlite: %s: %w", op, err)
-	}
-	var won bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		// The outcome = '' condition makes the update the arbiter: one
-		// transaction at a time runs it, and only the first matches.
-		res, err := tx.ExecContext(ctx,
-			`UPDATE interactions SET outcome = ?, answer = ? WHERE session_id = ? AND id = ? AND outcome = ''`,
-			outcome, sqlbody.Blob(answer), sessionID, id)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 1 {
-			won = true
-			return nil
-		}
-		var one int
-		err = tx.QueryRowContext(ctx, `SELECT 1 FROM interactions WHERE session_id = ? AND id = ?`, sessionID, id).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("interaction %s/%s: %w", sessionID, id, store.ErrNotFound)
-		}
-		return err
-	})
-	if err != nil {
-		return false, wrap(ctx, op, err)
-	}
-	return won, nil
 }

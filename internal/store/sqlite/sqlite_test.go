@@ -109,59 +109,33 @@ func TestPragmas(t *testing.T) {
 	}
 }
 
-func TestRefusesNewerSchema(t *testing.T) {
+// schema is a fresh file for the migration tests.
+func schema(t *testing.T) storetest.Schema {
 	path := filepath.Join(t.TempDir(), "ferry.db")
-	s := openAt(t, path)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(t.Context(), "INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 0)"); err != nil {
-		t.Fatal(err)
-	}
-	_ = db.Close()
-	_, err = sqlite.Open(t.Context(), path)
-	if err == nil || !strings.Contains(err.Error(), "newer") {
-		t.Fatalf("Open of a file from a newer schema = %v, want a refusal", err)
+	return storetest.Schema{
+		Open: func(ctx context.Context) (store.Store, error) { return sqlite.Open(ctx, path) },
+		Exec: func(t *testing.T, q string) {
+			t.Helper()
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.ExecContext(t.Context(), q); err != nil {
+				t.Fatalf("%.40s…: %v", q, err)
+			}
+		},
+		Now:             "0",
+		Bytes:           func(hex string) string { return "x'" + hex + "'" },
+		MigrationsTable: "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT",
 	}
 }
 
-// TestUpgradeKeepsTokens opens a file as the first schema version left it,
-// with a token in it: the token's machine scope (migration 2) comes back
-// empty, that is every machine, and the token still authenticates.
-func TestUpgradeKeepsTokens(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ferry.db")
-	v1, err := os.ReadFile(filepath.Join("migrations", "0001_init.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		string(v1),
-		"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT",
-		"INSERT INTO schema_migrations VALUES (1, 'init', 0)",
-		"INSERT INTO tokens (id, kind, name, hash, created_at) VALUES ('old', 'ui', 'browser', x'" + strings.Repeat("ab", 32) + "', 0)",
-	} {
-		if _, err := db.ExecContext(t.Context(), q); err != nil {
-			t.Fatalf("%.40s…: %v", q, err)
-		}
-	}
-	_ = db.Close()
-	s := openAt(t, path)
-	toks, err := s.ListTokens(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(toks) != 1 || toks[0].ID != "old" || len(toks[0].Machines) != 0 {
-		t.Fatalf("tokens after the upgrade = %+v, want the old token with no machine scope", toks)
-	}
-}
+func TestRefusesNewerSchema(t *testing.T) { storetest.RefusesNewerSchema(t, schema(t)) }
+
+// TestUpgradeKeepsTokens: the token's machine scope (migration 2) comes
+// back empty, that is every machine, and the token still authenticates.
+func TestUpgradeKeepsTokens(t *testing.T) { storetest.UpgradeKeepsTokens(t, schema(t)) }
 
 func TestOpenErrors(t *testing.T) {
 	if _, err := sqlite.Open(t.Context(), ""); err == nil {
@@ -308,23 +282,15 @@ func TestSurvivesProcessKill(t *testing.T) {
 	}
 }
 
-func BenchmarkAppendEvents(b *testing.B) {
-	for _, batch := range []int{1, 16} {
-		for _, tail := range []bool{false, true} {
-			name := fmt.Sprintf("batch=%d", batch)
-			if tail {
-				name += ",reading"
-			}
-			b.Run(name, func(b *testing.B) {
-				s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				storetest.BenchmarkAppend(b, s, batch, tail)
-			})
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) store.Store {
+		s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+		if err != nil {
+			b.Fatal(err)
 		}
-	}
+		b.Cleanup(func() { _ = s.Close() })
+		return s
+	})
 }
 
 // TestCheckpointsInBackground: the writer never checkpoints

@@ -79,3 +79,55 @@ func BenchmarkAppend(b *testing.B, s store.Store, batch int, tail bool) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/event")
 }
+
+// Bench runs the store benchmarks on fresh stores from open: appends in
+// batches of 1 and 16, alone and while a reader tails them
+// (BenchmarkAppend), and the reads the master makes most (Session, Events
+// of a 16-event page), with allocations reported.
+func Bench(b *testing.B, open func(b *testing.B) store.Store) {
+	for _, batch := range []int{1, 16} {
+		for _, tail := range []bool{false, true} {
+			name := fmt.Sprintf("batch=%d", batch)
+			if tail {
+				name += ",reading"
+			}
+			b.Run("Append/"+name, func(b *testing.B) {
+				b.ReportAllocs()
+				BenchmarkAppend(b, open(b), batch, tail)
+			})
+		}
+	}
+	// withSession is a fresh store from open holding session "s".
+	withSession := func(b *testing.B) (store.Store, context.Context) {
+		s, ctx := open(b), context.Background()
+		if err := s.CreateSession(ctx, store.Session{ID: "s", MachineID: "m", Epoch: "e"}); err != nil {
+			b.Fatal(err)
+		}
+		return s, ctx
+	}
+	b.Run("Session", func(b *testing.B) {
+		s, ctx := withSession(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Session(ctx, "s"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Events16", func(b *testing.B) {
+		s, ctx := withSession(b)
+		evs := make([]store.Event, 16)
+		for i := range evs {
+			evs[i] = store.Event{MessageID: fmt.Sprint("e", i), Type: "t", Data: []byte(`{"n":1}`)}
+		}
+		if _, err := s.AppendEvents(ctx, "s", evs); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if got, err := s.Events(ctx, "s", 0, 0); err != nil || len(got) != len(evs) {
+				b.Fatalf("Events = %d events, %v", len(got), err)
+			}
+		}
+	})
+}

@@ -3,7 +3,9 @@
 // without gap or reuse under concurrency, message-ID dedup, exactly-once
 // token consumption and interaction settling, ErrNotFound/ErrExists,
 // ordering, persistence across a reopen, context cancellation) so that
-// SQLite and PostgreSQL behave the same.
+// SQLite and PostgreSQL behave the same. RefusesNewerSchema and
+// UpgradeKeepsTokens check a backend's migrations through a Schema, and
+// Bench is the one store benchmark both backends run.
 package storetest
 
 import (

@@ -1,9 +1,16 @@
 // Package migrate loads a backend's numbered schema migrations: files
 // named NNNN_name.sql, numbered 1, 2, 3, … with no gap, applied in order
 // and recorded by number in the database's schema_migrations table.
+//
+// Apply is the one migration driver of both stores: inside the caller's
+// transaction it reads the recorded version, refuses a newer schema, and
+// applies and records each pending migration, so that a failure leaves
+// the schema as it was.
 package migrate
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"io/fs"
 	"path"
@@ -63,4 +70,31 @@ func Pending(ms []Migration, current int) ([]Migration, error) {
 		return nil, fmt.Errorf("database schema version %d is newer than this program's %d; upgrade ferry", current, len(ms))
 	}
 	return ms[current:], nil
+}
+
+// Apply applies the migrations of ms after the version recorded in
+// schema_migrations (which must exist), each followed by its record:
+// record is the dialect's INSERT of (version, name, applied_at) and
+// appliedAt the value stored. It runs in tx, so that the caller's
+// transaction (and lock) makes concurrent Opens apply each migration once.
+func Apply(ctx context.Context, tx *sql.Tx, ms []Migration, record string, appliedAt any) error {
+	var current int
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	pending, err := Pending(ms, current)
+	if err != nil {
+		return err
+	}
+	for _, m := range pending {
+		// No arguments: PostgreSQL's driver then uses the simple protocol,
+		// which runs a file of several statements.
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migrate %d_%s: %w", m.Version, m.Name, err)
+		}
+		if _, err := tx.ExecContext(ctx, record, m.Version, m.Name, appliedAt); err != nil {
+			return fmt.Errorf("migrate %d_%s: %w", m.Version, m.Name, err)
+		}
+	}
+	return nil
 }

@@ -1,9 +1,13 @@
 package migrate_test
 
 import (
+	"database/sql"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	_ "modernc.org/sqlite" // a database to run the driver on
 
 	"github.com/ferry-dev/ferry/internal/store/internal/migrate"
 )
@@ -46,5 +50,49 @@ func TestLoadRejects(t *testing.T) {
 		if _, err := migrate.Load(fsys, "m"); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestApply runs the driver twice on one database: the second run finds
+// nothing pending, and a database recorded past the files is refused.
+func TestApply(t *testing.T) {
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	ms := []migrate.Migration{
+		{Version: 1, Name: "a", SQL: "CREATE TABLE a (x INTEGER); CREATE TABLE b (y INTEGER)"},
+		{Version: 2, Name: "c", SQL: "CREATE TABLE c (z INTEGER)"},
+	}
+	const record = `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`
+	apply := func(ms []migrate.Migration) error {
+		tx, err := db.BeginTx(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := migrate.Apply(t.Context(), tx, ms, record, 0); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	}
+	for range 2 {
+		if err := apply(ms); err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+	}
+	var n int
+	if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("schema_migrations has %d rows (%v), want 2", n, err)
+	}
+	if _, err := db.ExecContext(t.Context(), `INSERT INTO b VALUES (1)`); err != nil {
+		t.Fatalf("the second statement of a migration did not run: %v", err)
+	}
+	if err := apply(ms[:1]); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("Apply of fewer migrations than recorded = %v, want a refusal", err)
 	}
 }

@@ -116,8 +116,8 @@ func (db *DB) RevokeDownloadToken(ctx context.Context, id string) error {
 // before now.
 func (db *DB) DeleteExpiredDownloadTokens(ctx context.Context, now time.Time) (int, error) {
 	const op = "delete expired download tokens"
-	res, err := db.exec(ctx, `DELETE FROM download_tokens WHERE expires_at <= ?`, db.ts(check.OrNow(now)))
-	return db.deleted(ctx, op, res, err)
+	n, err := affected(db.exec(ctx, `DELETE FROM download_tokens WHERE expires_at <= ?`, db.ts(check.OrNow(now))))
+	return int(n), db.wrap(ctx, op, err)
 }
 
 // TrimDownloadTokens deletes ownerID's download tokens but the newest keep.
@@ -126,19 +126,7 @@ func (db *DB) TrimDownloadTokens(ctx context.Context, ownerID string, keep int) 
 	if err := check.Trim(ownerID, keep); err != nil {
 		return 0, db.fail(op, err)
 	}
-	res, err := db.exec(ctx, `DELETE FROM download_tokens WHERE owner_id = ? AND id NOT IN (
-		SELECT id FROM download_tokens WHERE owner_id = ? ORDER BY created_at DESC, id DESC LIMIT ?)`, ownerID, ownerID, keep)
-	return db.deleted(ctx, op, res, err)
-}
-
-// deleted is the count of rows a DELETE removed.
-func (db *DB) deleted(ctx context.Context, op string, res sql.Result, err error) (int, error) {
-	if err != nil {
-		return 0, db.wrap(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, db.wrap(ctx, op, err)
-	}
-	return int(n), nil
+	n, err := affected(db.exec(ctx, `DELETE FROM download_tokens WHERE owner_id = ? AND id NOT IN (
+		SELECT id FROM download_tokens WHERE owner_id = ? ORDER BY created_at DESC, id DESC LIMIT ?)`, ownerID, ownerID, keep))
+	return int(n), db.wrap(ctx, op, err)
 }

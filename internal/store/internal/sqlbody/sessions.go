@@ -79,11 +79,7 @@ func DeleteByID(ctx context.Context, db *DB, op, what, del, id string) error {
 	if err := check.ID(what, id); err != nil {
 		return db.fail(op, err)
 	}
-	res, err := db.exec(ctx, del, id)
-	if err != nil {
-		return db.wrap(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
+	n, err := affected(db.exec(ctx, del, id))
 	if err != nil {
 		return db.wrap(ctx, op, err)
 	}
@@ -220,13 +216,9 @@ func (db *DB) UpdateSession(ctx context.Context, ss store.Session) error {
 	if err := check.ID("session", ss.ID); err != nil {
 		return db.fail(op, err)
 	}
-	res, err := db.exec(ctx,
+	n, err := affected(db.exec(ctx,
 		`UPDATE sessions SET title = ?, mode = ?, state = ?, updated_at = ?, snapshot = ? WHERE id = ?`,
-		ss.Title, ss.Mode, ss.State, db.ts(check.OrNow(ss.UpdatedAt)), Blob(ss.Snapshot), ss.ID)
-	if err != nil {
-		return db.wrap(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
+		ss.Title, ss.Mode, ss.State, db.ts(check.OrNow(ss.UpdatedAt)), Blob(ss.Snapshot), ss.ID))
 	if err != nil {
 		return db.wrap(ctx, op, err)
 	}

@@ -13,6 +13,9 @@
 //   - Errors carry the dialect's name and the operation, wrap the store's
 //     sentinel errors (store.ErrExists, store.ErrNotFound) and keep the
 //     context's error in the chain (check.Wrap).
+//   - Every store.Store method's arguments are checked here (package
+//     check) before any query runs, the backends' own hot writes
+//     (Hot) included, so the two backends refuse bad input alike.
 package sqlbody
 
 import (
@@ -37,11 +40,33 @@ type Dialect struct {
 	Time func(time.Time) any
 	// IsUnique reports a UNIQUE or PRIMARY KEY violation.
 	IsUnique func(error) bool
+	// IsForeignKey reports a FOREIGN KEY violation: what a row refers to
+	// does not exist.
+	IsForeignKey func(error) bool
 	// InsertOrder is the column that orders rows inserted in the same
 	// microsecond ("rowid" on SQLite, a serial column on PostgreSQL).
 	InsertOrder string
 	// NoLimit is the LIMIT argument that means no limit.
 	NoLimit any
+}
+
+// SQLite is SQLite's dialect: ? placeholders, times as Unix
+// microseconds, rowid for insertion order, LIMIT -1 for none. The driver's
+// error codes are the caller's to classify.
+func SQLite(isUnique, isForeignKey func(error) bool) Dialect {
+	return Dialect{
+		Name: "sqlite", Time: func(t time.Time) any { return t.UnixMicro() },
+		IsUnique: isUnique, IsForeignKey: isForeignKey, InsertOrder: "rowid", NoLimit: -1,
+	}
+}
+
+// Postgres is PostgreSQL's dialect: $n placeholders, timestamptz times,
+// an identity column "ord" for insertion order, LIMIT NULL (ALL) for none.
+func Postgres(isUnique, isForeignKey func(error) bool) Dialect {
+	return Dialect{
+		Name: "postgres", Dollar: true, Time: func(t time.Time) any { return t },
+		IsUnique: isUnique, IsForeignKey: isForeignKey, InsertOrder: "ord", NoLimit: nil,
+	}
 }
 
 // DB runs the shared queries on one backend.
@@ -53,6 +78,8 @@ type DB struct {
 	// Wrote, when set, is called after every write (SQLite schedules a
 	// checkpoint).
 	Wrote func()
+	// Hot is the backend's own way with the hottest writes.
+	Hot Hot
 }
 
 // q is query in the dialect's placeholders.
@@ -88,6 +115,14 @@ func (db *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, 
 		db.Wrote()
 	}
 	return res, err
+}
+
+// affected is the count of rows a statement changed, or its error.
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // query runs one read on the readers.

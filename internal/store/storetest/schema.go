@@ -1,0 +1,80 @@
+package storetest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ferry-dev/ferry/internal/store"
+)
+
+// Schema lets the migration tests reach a backend's database behind the
+// store's back. Each test calls the backend's function once for a fresh,
+// empty database.
+type Schema struct {
+	// Open opens a store on the database; the test closes it.
+	Open func(ctx context.Context) (store.Store, error)
+	// Exec runs statements on the database directly, failing the test on
+	// an error.
+	Exec func(t *testing.T, query string)
+	// Now is the SQL of a stored time ("now()", "0").
+	Now string
+	// Bytes is the SQL literal of the bytes written in hex.
+	Bytes func(hex string) string
+	// MigrationsTable creates schema_migrations as the first version did.
+	MigrationsTable string
+}
+
+// RefusesNewerSchema checks that Open refuses a database that a newer
+// program migrated further than this one knows.
+func RefusesNewerSchema(t *testing.T, sc Schema) {
+	s, err := sc.Open(t.Context())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sc.Exec(t, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', "+sc.Now+")")
+	s, err = sc.Open(t.Context())
+	if err == nil {
+		_ = s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("Open of a database from a newer schema = %v, want a refusal", err)
+	}
+}
+
+// UpgradeKeepsTokens opens a database as the first schema version
+// (migrations/0001_init.sql of the running test's package) left it, with
+// a token in it: the token's machine scope (migration 2) comes back empty,
+// that is every machine.
+func UpgradeKeepsTokens(t *testing.T, sc Schema) {
+	v1, err := os.ReadFile(filepath.Join("migrations", "0001_init.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		string(v1),
+		sc.MigrationsTable,
+		"INSERT INTO schema_migrations VALUES (1, 'init', " + sc.Now + ")",
+		"INSERT INTO tokens (id, kind, name, hash, created_at) VALUES ('old', 'ui', 'browser', " +
+			sc.Bytes(strings.Repeat("ab", 32)) + ", " + sc.Now + ")",
+	} {
+		sc.Exec(t, q)
+	}
+	s, err := sc.Open(t.Context())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	toks, err := s.ListTokens(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(toks) != 1 || toks[0].ID != "old" || len(toks[0].Machines) != 0 {
+		t.Fatalf("tokens after the upgrade = %+v, want the old token with no machine scope", toks)
+	}
+}
