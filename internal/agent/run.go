@@ -16,11 +16,11 @@ import (
 
 // Stop reasons of Result (those of agent.text.done).
 const (
-	StopEndTurn   = "end_turn"
-	StopMaxTurns  = "max_turns"
-	StopError     = "error"
-	StopRefusal   = "refusal"
-	StopCancelled = "cancelled"
+	StopEndTurn   = protocol.StopEndTurn
+	StopMaxTurns  = protocol.StopMaxTurns
+	StopError     = protocol.StopError
+	StopRefusal   = protocol.StopRefusal
+	StopCancelled = protocol.StopCancelled
 )
 
 // Result is how one prompt ended.

@@ -311,7 +311,7 @@ func TestCancelKillsUnresponsiveAgent(t *testing.T) {
 	if err != nil || res.StopReason != "error" {
 		t.Fatalf("Run after the kill = %+v, %v", res, err)
 	}
-	if ev := rec2.all(); len(ev) != 1 || ev[0].payload.(*protocol.AgentError).Code != codeAgentExited {
+	if ev := rec2.all(); len(ev) != 1 || ev[0].payload.(*protocol.AgentError).Code != protocol.AgentCodeAgentExited {
 		t.Fatalf("events after the kill = %v", rec2.types())
 	}
 }
@@ -552,7 +552,7 @@ func TestAgentCrashMidTurn(t *testing.T) {
 	if len(ev) != 2 || ev[0].typ != protocol.TypeTextDelta || ev[1].typ != protocol.TypeAgentError {
 		t.Fatalf("events = %v", rec.types())
 	}
-	if ae := ev[1].payload.(*protocol.AgentError); ae.Code != codeAgentExited || strings.Contains(ae.Message, "exit status") {
+	if ae := ev[1].payload.(*protocol.AgentError); ae.Code != protocol.AgentCodeAgentExited || strings.Contains(ae.Message, "exit status") {
 		t.Fatalf("agent.error = %+v", ae)
 	}
 	if _, res, err := run(t, s, turn("again")); err != nil || res.StopReason != "error" {
@@ -755,7 +755,7 @@ func TestPromptErrorIsCoded(t *testing.T) {
 			{{RespondError: map[string]any{"code": -32000, "message": "auth"}}},
 		}})
 	s := p.open(t, "")
-	for _, want := range []string{codeAgentError, codeAuthRequired} {
+	for _, want := range []string{protocol.AgentCodeAgentError, protocol.AgentCodeAuthRequired} {
 		rec, res, err := run(t, s, turn("go"))
 		if err != nil || res.StopReason != "error" {
 			t.Fatalf("Run = %+v, %v", res, err)
@@ -764,7 +764,7 @@ func TestPromptErrorIsCoded(t *testing.T) {
 		if !ok || ae.Code != want || strings.Contains(ae.Message, "/home/me") {
 			t.Fatalf("agent.error = %+v", rec.all())
 		}
-		if want == codeAuthRequired && !strings.Contains(ae.Message, "Log in (run agent login)") {
+		if want == protocol.AgentCodeAuthRequired && !strings.Contains(ae.Message, "Log in (run agent login)") {
 			t.Errorf("auth message = %q", ae.Message)
 		}
 	}
