@@ -100,36 +100,36 @@ func TestPromptStreamsUpdatesInOrder(t *testing.T) {
 		protocol.TypeTextDelta, // done.
 		protocol.TypeUsage,
 	}
-	if got := rec.types(); !reflect.DeepEqual(got, want) {
+	if got := rec.Types(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events = %v\nwant     %v", got, want)
 	}
-	ev := rec.all()
-	if d := ev[0].payload.(*protocol.TextDelta); d.Channel != "thinking" || d.Delta != "hmm" {
+	ev := rec.Events()
+	if d := ev[0].Payload.(*protocol.TextDelta); d.Channel != "thinking" || d.Delta != "hmm" {
 		t.Errorf("thought = %+v", d)
 	}
-	if st := ev[2].payload.(*protocol.ToolStarted); st.ToolUseID != "call_1" || st.ToolName != "Read" || string(st.Input) != `{"path":"notes.txt"}` {
+	if st := ev[2].Payload.(*protocol.ToolStarted); st.ToolUseID != "call_1" || st.ToolName != "Read" || string(st.Input) != `{"path":"notes.txt"}` {
 		t.Errorf("tool started = %+v", st)
 	}
-	if up := ev[3].payload.(*protocol.ToolUpdated); up.Status != "Read notes.txt" {
+	if up := ev[3].Payload.(*protocol.ToolUpdated); up.Status != "Read notes.txt" {
 		t.Errorf("tool updated = %+v", up)
 	}
-	if fin := ev[4].payload.(*protocol.ToolFinished); fin.Status != protocol.ToolOK || fin.Output != "pelican" {
+	if fin := ev[4].Payload.(*protocol.ToolFinished); fin.Status != protocol.ToolOK || fin.Output != "pelican" {
 		t.Errorf("tool finished = %+v", fin)
 	}
-	if fin := ev[7].payload.(*protocol.ToolFinished); fin.Diff == nil || fin.Diff.Path != "a.go" || len(fin.Diff.Hunks) != 1 || fin.ToolName != "Edit" {
+	if fin := ev[7].Payload.(*protocol.ToolFinished); fin.Diff == nil || fin.Diff.Path != "a.go" || len(fin.Diff.Hunks) != 1 || fin.ToolName != "Edit" {
 		t.Errorf("edit finished = %+v", fin)
 	}
-	if fin := ev[9].payload.(*protocol.ToolFinished); fin.ToolName != "Plan" || fin.Output != "- [x] read\n- [ ] answer\n" {
+	if fin := ev[9].Payload.(*protocol.ToolFinished); fin.ToolName != "Plan" || fin.Output != "- [x] read\n- [ ] answer\n" {
 		t.Errorf("plan = %+v", fin)
 	}
-	if u := ev[11].payload.(*protocol.Usage); u.InputTokens != 10 || u.OutputTokens != 5 {
+	if u := ev[11].Payload.(*protocol.Usage); u.InputTokens != 10 || u.OutputTokens != 5 {
 		t.Errorf("usage = %+v", u)
 	}
 	for _, e := range ev { // everything the adapter emits must be valid on the wire
-		m := protocol.New(e.typ, e.payload)
+		m := protocol.New(e.Type, e.Payload)
 		m.SessionID = "s"
 		if _, err := protocol.Encode(m); err != nil {
-			t.Errorf("%s does not encode: %v", e.typ, err)
+			t.Errorf("%s does not encode: %v", e.Type, err)
 		}
 	}
 
@@ -266,8 +266,8 @@ func TestCancelAnswersPendingPermissions(t *testing.T) {
 	// The next turn waits for the cancelled prompt's response, so the peer
 	// has received everything by the time it ends.
 	rec2, res, err := run(t, s, turn("again"))
-	if err != nil || res.Text != "next" || rec2.text("") != "next" {
-		t.Fatalf("next Run = %+v, %v (events %v)", res, err, rec2.types())
+	if err != nil || res.Text != "next" || rec2.Text("") != "next" {
+		t.Fatalf("next Run = %+v, %v (events %v)", res, err, rec2.Types())
 	}
 	if n := len(p.receivedMethod(t, "session/cancel")); n != 1 {
 		t.Errorf("%d session/cancel notifications, want 1", n)
@@ -293,7 +293,7 @@ func TestCancelKillsUnresponsiveAgent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := newRecorder()
 	go func() { // cancel once the agent is at work
-		for len(rec.all()) == 0 && ctx.Err() == nil {
+		for len(rec.Events()) == 0 && ctx.Err() == nil {
 			time.Sleep(time.Millisecond)
 		}
 		cancel()
@@ -311,8 +311,8 @@ func TestCancelKillsUnresponsiveAgent(t *testing.T) {
 	if err != nil || res.StopReason != "error" {
 		t.Fatalf("Run after the kill = %+v, %v", res, err)
 	}
-	if ev := rec2.all(); len(ev) != 1 || ev[0].payload.(*protocol.AgentError).Code != protocol.AgentCodeAgentExited {
-		t.Fatalf("events after the kill = %v", rec2.types())
+	if ev := rec2.Events(); len(ev) != 1 || ev[0].Payload.(*protocol.AgentError).Code != protocol.AgentCodeAgentExited {
+		t.Fatalf("events after the kill = %v", rec2.Types())
 	}
 }
 
@@ -339,7 +339,7 @@ func TestSetMode(t *testing.T) {
 	if err != nil || !strings.Contains(res.Text, `"code":15`) || !strings.Contains(res.Text, `"optionId":"no"`) {
 		t.Fatalf("plan mode turn = %+v, %v (write and edit permission must be refused)", res, err)
 	}
-	if len(rec.asks) != 0 {
+	if len(rec.Asks) != 0 {
 		t.Error("an edit was asked about in plan mode")
 	}
 	if _, err := os.Stat(filepath.Join(p.ws, "new.txt")); !os.IsNotExist(err) {
@@ -350,8 +350,8 @@ func TestSetMode(t *testing.T) {
 		t.Fatalf("SetMode(review) = %v, want unsupported", err)
 	}
 	rec, res, err = run(t, s, turn("write anyway"))
-	if err != nil || !strings.Contains(res.Text, `"code":15`) || len(rec.all()) != 1 {
-		t.Fatalf("turn after the agent left plan mode by itself = %+v, %v, %v", res, err, rec.types())
+	if err != nil || !strings.Contains(res.Text, `"code":15`) || len(rec.Events()) != 1 {
+		t.Fatalf("turn after the agent left plan mode by itself = %+v, %v, %v", res, err, rec.Types())
 	}
 	// The agent asks to leave plan mode, the user allows: ferry follows.
 	rec = newRecorder()
@@ -373,13 +373,13 @@ func TestSetMode(t *testing.T) {
 		t.Fatalf("turn after the allowed switch = %+v, %v", res, err)
 	}
 	var changed bool
-	for _, e := range rec.all() {
-		if mc, ok := e.payload.(*protocol.ModeChanged); ok && mc.Mode == protocol.ModeDefault {
+	for _, e := range rec.Events() {
+		if mc, ok := e.Payload.(*protocol.ModeChanged); ok && mc.Mode == protocol.ModeDefault {
 			changed = true
 		}
 	}
 	if !changed {
-		t.Fatalf("no agent.mode.changed default in %v", rec.types())
+		t.Fatalf("no agent.mode.changed default in %v", rec.Types())
 	}
 	if err := s.SetMode(protocol.ModePlan, nil); err != nil {
 		t.Fatal(err)
@@ -548,11 +548,11 @@ func TestAgentCrashMidTurn(t *testing.T) {
 	if err != nil || res.StopReason != "error" || res.Text != "partial" {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
-	ev := rec.all()
-	if len(ev) != 2 || ev[0].typ != protocol.TypeTextDelta || ev[1].typ != protocol.TypeAgentError {
-		t.Fatalf("events = %v", rec.types())
+	ev := rec.Events()
+	if len(ev) != 2 || ev[0].Type != protocol.TypeTextDelta || ev[1].Type != protocol.TypeAgentError {
+		t.Fatalf("events = %v", rec.Types())
 	}
-	if ae := ev[1].payload.(*protocol.AgentError); ae.Code != protocol.AgentCodeAgentExited || strings.Contains(ae.Message, "exit status") {
+	if ae := ev[1].Payload.(*protocol.AgentError); ae.Code != protocol.AgentCodeAgentExited || strings.Contains(ae.Message, "exit status") {
 		t.Fatalf("agent.error = %+v", ae)
 	}
 	if _, res, err := run(t, s, turn("again")); err != nil || res.StopReason != "error" {
@@ -582,8 +582,8 @@ func TestMalformedLinesAreSkipped(t *testing.T) {
 	}, {}}})
 	s := p.open(t, "")
 	rec, res, err := run(t, s, turn("go"))
-	if err != nil || res.StopReason != "end_turn" || res.Text != "still here" || rec.text("") != "still here" {
-		t.Fatalf("Run = %+v, %v, events %v", res, err, rec.types())
+	if err != nil || res.StopReason != "end_turn" || res.Text != "still here" || rec.Text("") != "still here" {
+		t.Fatalf("Run = %+v, %v, events %v", res, err, rec.Types())
 	}
 	if n := strings.Count(p.logs.String(), "malformed JSON-RPC line"); n != 6 {
 		t.Errorf("%d malformed lines logged, want 6:\n%s", n, p.logs.String())
@@ -614,14 +614,14 @@ func TestOversizedLineIsStreamed(t *testing.T) {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
 	var total int
-	for _, e := range rec.all() {
-		d := e.payload.(*protocol.TextDelta)
+	for _, e := range rec.Events() {
+		d := e.Payload.(*protocol.TextDelta)
 		if len(d.Delta) > maxDelta {
 			t.Fatalf("a delta of %d bytes", len(d.Delta))
 		}
 		total += len(d.Delta)
 	}
-	if total != big+len("after") || !strings.HasSuffix(rec.text(""), "xafter") {
+	if total != big+len("after") || !strings.HasSuffix(rec.Text(""), "xafter") {
 		t.Fatalf("streamed %d bytes", total)
 	}
 	if len(res.Text) > maxResultText+len(truncatedNote) || !strings.HasSuffix(res.Text, truncatedNote) {
@@ -635,7 +635,7 @@ func TestLineOverLimitIsSkipped(t *testing.T) {
 	p.a.maxLine = 1 << 20
 	s := p.open(t, "")
 	rec, res, err := run(t, s, turn("go"))
-	if err != nil || res.Text != "after" || rec.text("") != "after" {
+	if err != nil || res.Text != "after" || rec.Text("") != "after" {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
 	if !strings.Contains(p.logs.String(), "skipped a line over the size limit") {
@@ -662,8 +662,8 @@ func TestUpdatesAfterResponseAreDropped(t *testing.T) {
 	if err != nil || res2.Text != "two" {
 		t.Fatalf("turn 2 = %+v, %v", res2, err)
 	}
-	if !reflect.DeepEqual(rec1.types(), []string{protocol.TypeTextDelta}) || !reflect.DeepEqual(rec2.types(), []string{protocol.TypeTextDelta}) || rec2.text("") != "two" {
-		t.Fatalf("turn 1 events %v, turn 2 events %v (%q)", rec1.types(), rec2.types(), rec2.text(""))
+	if !reflect.DeepEqual(rec1.Types(), []string{protocol.TypeTextDelta}) || !reflect.DeepEqual(rec2.Types(), []string{protocol.TypeTextDelta}) || rec2.Text("") != "two" {
+		t.Fatalf("turn 1 events %v, turn 2 events %v (%q)", rec1.Types(), rec2.Types(), rec2.Text(""))
 	}
 	if n := strings.Count(p.logs.String(), "update outside a turn was dropped"); n != 2 {
 		t.Errorf("%d late updates logged, want 2", n)
@@ -760,9 +760,9 @@ func TestPromptErrorIsCoded(t *testing.T) {
 		if err != nil || res.StopReason != "error" {
 			t.Fatalf("Run = %+v, %v", res, err)
 		}
-		ae, ok := rec.all()[0].payload.(*protocol.AgentError)
+		ae, ok := rec.Events()[0].Payload.(*protocol.AgentError)
 		if !ok || ae.Code != want || strings.Contains(ae.Message, "/home/me") {
-			t.Fatalf("agent.error = %+v", rec.all())
+			t.Fatalf("agent.error = %+v", rec.Events())
 		}
 		if want == protocol.AgentCodeAuthRequired && !strings.Contains(ae.Message, "Log in (run agent login)") {
 			t.Errorf("auth message = %q", ae.Message)

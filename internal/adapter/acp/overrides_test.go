@@ -186,7 +186,7 @@ func TestPermissionRulesAnswerWithoutAsking(t *testing.T) {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
 	select {
-	case ir := <-rec.asks:
+	case ir := <-rec.Asks:
 		t.Fatalf("a second interaction: %+v", ir)
 	default:
 	}
@@ -222,8 +222,8 @@ func TestUnsupportedOverridesFailThePrompt(t *testing.T) {
 		if err != nil || res.StopReason != "error" {
 			t.Fatalf("%s: Run = %+v, %v", tc.field, res, err)
 		}
-		evs := rec.all()
-		ae, ok := evs[0].payload.(*protocol.AgentError)
+		evs := rec.Events()
+		ae, ok := evs[0].Payload.(*protocol.AgentError)
 		if len(evs) != 1 || !ok || ae.Code != tc.code || !strings.Contains(ae.Message, tc.field) {
 			t.Errorf("%s: events = %+v", tc.field, evs)
 		}

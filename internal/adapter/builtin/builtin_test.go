@@ -8,12 +8,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/internal/adapter/builtin"
 	"github.com/ferry-dev/ferry/internal/agent/agenttest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
@@ -54,73 +54,20 @@ func open(t *testing.T, srv *fake.Server, f fake.Format, mut func(*builtin.Confi
 	return s.(*builtin.Session), dir
 }
 
-type event struct {
-	typ     string
-	payload any
-}
+// recorder is the Emit of a turn: adaptertest's recorder.
+type recorder struct{ *adaptertest.Recorder }
 
-// recorder is the Emit of a turn: it keeps events and signals them.
-type recorder struct {
-	mu     sync.Mutex
-	events []event
-	asks   chan *protocol.InteractionRequest
-	seen   chan string // every event type, as it comes
-}
+func newRecorder() *recorder { return &recorder{adaptertest.NewRecorder()} }
 
-func newRecorder() *recorder {
-	return &recorder{asks: make(chan *protocol.InteractionRequest, 16), seen: make(chan string, 1024)}
-}
-
-func (r *recorder) emit(_ context.Context, typ string, payload any) error {
-	r.mu.Lock()
-	r.events = append(r.events, event{typ, payload})
-	r.mu.Unlock()
-	if ir, ok := payload.(*protocol.InteractionRequest); ok {
-		r.asks <- ir
-	}
-	select {
-	case r.seen <- typ:
-	default:
-	}
-	return nil
-}
-
-func (r *recorder) finished() []*protocol.ToolFinished {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []*protocol.ToolFinished
-	for _, e := range r.events {
-		if f, ok := e.payload.(*protocol.ToolFinished); ok {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func (r *recorder) count(typ string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.events {
-		if e.typ == typ {
-			n++
-		}
-	}
-	return n
+func (r *recorder) emit(ctx context.Context, typ string, payload any) error {
+	return r.Emit(ctx, typ, payload)
 }
 
 // waitFor waits for an event of type typ, boundedly.
 func (r *recorder) waitFor(t *testing.T, ctx context.Context, typ string) {
 	t.Helper()
-	for {
-		select {
-		case got := <-r.seen:
-			if got == typ {
-				return
-			}
-		case <-ctx.Done():
-			t.Fatalf("no %s event", typ)
-		}
+	if !r.WaitFor(ctx, typ) {
+		t.Fatalf("no %s event", typ)
 	}
 }
 
@@ -190,7 +137,7 @@ func TestPermissionInteractions(t *testing.T) {
 				go func() {
 					for _, a := range tc.answers {
 						select {
-						case ir := <-rec.asks:
+						case ir := <-rec.Asks:
 							var resp *protocol.InteractionResponse
 							if a.value != "" {
 								resp = &protocol.InteractionResponse{InteractionID: ir.InteractionID, SelectedValue: protocol.Single(a.value)}
@@ -207,7 +154,7 @@ func TestPermissionInteractions(t *testing.T) {
 				if err != nil || res.StopReason != "end_turn" {
 					t.Fatalf("%+v %v", res, err)
 				}
-				if n := rec.count(protocol.TypeInteractionRequest); n != tc.asks {
+				if n := rec.Count(protocol.TypeInteractionRequest); n != tc.asks {
 					t.Fatalf("asked %d times", n)
 				}
 				got, _ := os.ReadFile(filepath.Join(dir, "f.txt"))
@@ -215,7 +162,7 @@ func TestPermissionInteractions(t *testing.T) {
 					t.Fatalf("file %q", got)
 				}
 				var st []string
-				for _, fin := range rec.finished() {
+				for _, fin := range rec.Finished() {
 					st = append(st, fin.Status)
 				}
 				if strings.Join(st, ",") != tc.status {
@@ -250,7 +197,7 @@ func TestPermissionRequestCarriesDiff(t *testing.T) {
 	ctx := testCtx(t)
 	go func() {
 		select {
-		case ir := <-rec.asks:
+		case ir := <-rec.Asks:
 			_ = s.Answer(ir.InteractionID, &protocol.InteractionResponse{InteractionID: ir.InteractionID, SelectedValue: protocol.Single(protocol.AllowOnce)})
 		case <-ctx.Done():
 		}
@@ -259,8 +206,8 @@ func TestPermissionRequestCarriesDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ir *protocol.InteractionRequest
-	for _, e := range rec.events {
-		if p, ok := e.payload.(*protocol.InteractionRequest); ok {
+	for _, e := range rec.Events() {
+		if p, ok := e.Payload.(*protocol.InteractionRequest); ok {
 			ir = p
 		}
 	}
@@ -376,7 +323,7 @@ func TestCancelDuringLongBash(t *testing.T) {
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
-		if fin := rec.finished(); len(fin) != 1 || fin[0].Status != protocol.ToolCancelled {
+		if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != protocol.ToolCancelled {
 			t.Fatalf("finished %+v", fin)
 		}
 		// The cancelled call got a result: the next turn is valid.
@@ -474,7 +421,7 @@ func TestModeSwitch(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "b.txt")); err == nil {
 			t.Fatal("plan mode wrote b.txt")
 		}
-		if fin := rec.finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
+		if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
 			t.Fatalf("finished %+v", fin)
 		}
 		if sys := srv.ModelRequests()[2].System(); !strings.Contains(sys, "Mode: plan") {
@@ -493,8 +440,8 @@ func TestProviderErrorEndsTurnWithOneCodedError(t *testing.T) {
 			t.Fatalf("%+v %v", res, err)
 		}
 		var codes []string
-		for _, e := range rec.events {
-			if ae, ok := e.payload.(*protocol.AgentError); ok {
+		for _, e := range rec.Events() {
+			if ae, ok := e.Payload.(*protocol.AgentError); ok {
 				codes = append(codes, ae.Code)
 				if !ae.Retryable || !strings.Contains(ae.Message, "retry after") {
 					t.Fatalf("agent.error %+v", ae)
@@ -517,8 +464,8 @@ func TestThinkingStreamsApart(t *testing.T) {
 			t.Fatalf("%+v %v", res, err)
 		}
 		var thinking, text string
-		for _, e := range rec.events {
-			if d, ok := e.payload.(*protocol.TextDelta); ok {
+		for _, e := range rec.Events() {
+			if d, ok := e.Payload.(*protocol.TextDelta); ok {
 				if d.Channel == "thinking" {
 					thinking += d.Delta
 				} else {

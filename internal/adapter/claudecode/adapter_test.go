@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -27,15 +28,15 @@ func TestEchoTurnsShareOneProcess(t *testing.T) {
 	defer cancel()
 	for i, prompt := range []string{"first", "second"} {
 		rec := newRecorder(t)
-		res, err := env.sess.Run(ctx, textTurn(prompt), rec.emit)
+		res, err := env.sess.Run(ctx, adaptertest.TextTurn(prompt), rec.emit)
 		if err != nil || res.StopReason != "end_turn" || res.Text != "echo: "+prompt {
 			t.Fatalf("turn %d: %+v, %v", i, res, err)
 		}
 		// Streamed as deltas, not repeated from the whole message.
-		if got := rec.text("text"); got != "echo: "+prompt {
+		if got := rec.Text("text"); got != "echo: "+prompt {
 			t.Errorf("turn %d: deltas %q", i, got)
 		}
-		usage := rec.ofType(protocol.TypeUsage)
+		usage := rec.OfType(protocol.TypeUsage)
 		if len(usage) != 1 {
 			t.Fatalf("turn %d: %d usage events", i, len(usage))
 		}
@@ -87,7 +88,7 @@ func TestHugeLine(t *testing.T) {
 		}
 		return nil
 	}
-	res, err := env.sess.Run(ctx, textTurn("big"), emit)
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("big"), emit)
 	if err != nil || res.StopReason != "end_turn" {
 		t.Fatalf("%+v, %v", res.StopReason, err)
 	}
@@ -108,8 +109,8 @@ func TestLineOverLimitIsSkipped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	rec := newRecorder(t)
-	res, err := env.sess.Run(ctx, textTurn("big"), rec.emit)
-	if err != nil || res.StopReason != "end_turn" || rec.text("text") != "" {
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("big"), rec.emit)
+	if err != nil || res.StopReason != "end_turn" || rec.Text("text") != "" {
 		t.Fatalf("%+v, %v", res.StopReason, err)
 	}
 	if !strings.Contains(env.logs.String(), "over the size limit") {
@@ -122,7 +123,7 @@ func TestMalformedLinesAreSkipped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	rec := newRecorder(t)
-	res, err := env.sess.Run(ctx, textTurn("x"), rec.emit)
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("x"), rec.emit)
 	if err != nil || res.StopReason != "end_turn" || res.Text != "ok" {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -136,15 +137,15 @@ func TestCrashMidTurn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	rec := newRecorder(t)
-	res, err := env.sess.Run(ctx, textTurn("x"), rec.emit)
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("x"), rec.emit)
 	if err != nil || res.StopReason != "error" || res.Text != "partial" {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	errs := rec.errors()
+	errs := rec.Errors()
 	if len(errs) != 1 || errs[0].Code != "agent_crashed" || strings.Contains(errs[0].Message, "fake") {
 		t.Fatalf("errors %+v", errs)
 	}
-	if fin := rec.finished(); len(fin) != 1 || fin[0].ToolUseID != "toolu_1" || fin[0].Status != protocol.ToolError {
+	if fin := rec.Finished(); len(fin) != 1 || fin[0].ToolUseID != "toolu_1" || fin[0].Status != protocol.ToolError {
 		t.Errorf("open tool not finished: %+v", fin)
 	}
 	if !strings.Contains(env.logs.String(), "crashing on purpose") {
@@ -152,7 +153,7 @@ func TestCrashMidTurn(t *testing.T) {
 	}
 	// The next turn starts the CLI again, resuming the conversation.
 	rec2 := newRecorder(t)
-	res, err = env.sess.Run(ctx, textTurn("again"), rec2.emit)
+	res, err = env.sess.Run(ctx, adaptertest.TextTurn("again"), rec2.emit)
 	if err != nil || res.Text != "back again" {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -177,10 +178,10 @@ func TestCancelKillsAHungCLI(t *testing.T) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := env.sess.Run(turnCtx, textTurn("x"), rec.emit)
+		res, err := env.sess.Run(turnCtx, adaptertest.TextTurn("x"), rec.emit)
 		done <- out{res, err}
 	}()
-	if !rec.waitFor(ctx, protocol.TypeToolStarted) {
+	if !rec.WaitFor(ctx, protocol.TypeToolStarted) {
 		t.Fatal("the turn did not start its tool")
 	}
 	env.sess.mu.Lock()
@@ -201,7 +202,7 @@ func TestCancelKillsAHungCLI(t *testing.T) {
 	if !p.alive() {
 		t.Error("the process was already gone when Run returned")
 	}
-	fin := rec.finished()
+	fin := rec.Finished()
 	if len(fin) != 1 || fin[0].Status != protocol.ToolCancelled {
 		t.Errorf("finished %+v", fin)
 	}
@@ -232,12 +233,12 @@ func TestCancelKillsAHungCLI(t *testing.T) {
 	go func() {
 		// The hang scenario never ends a turn: cancel this one too, once
 		// it got going, to see the new process serve it.
-		rec2.waitFor(tctx, protocol.TypeTextDelta)
+		rec2.WaitFor(tctx, protocol.TypeTextDelta)
 		tcancel()
 	}()
-	res, _ := env.sess.Run(tctx, textTurn("y"), rec2.emit)
-	if rec2.text("text") != "working" || res.StopReason != "cancelled" {
-		t.Errorf("second turn: %q %+v\n%s", rec2.text("text"), res, env.logs.String())
+	res, _ := env.sess.Run(tctx, adaptertest.TextTurn("y"), rec2.emit)
+	if rec2.Text("text") != "working" || res.StopReason != "cancelled" {
+		t.Errorf("second turn: %q %+v\n%s", rec2.Text("text"), res, env.logs.String())
 	}
 	if n := len(fakeStarts(t, env.log)); n != 2 {
 		t.Errorf("%d starts", n)
@@ -259,13 +260,13 @@ func TestFlagsRestartTheProcess(t *testing.T) {
 	env := openFake(t, "echo", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	turn := textTurn("one")
+	turn := adaptertest.TextTurn("one")
 	three := 3
 	turn.Request.ConfigOverrides = &protocol.ConfigOverrides{
 		MaxTurns: &three, AllowedTools: []string{"Read", "Bash(git diff:*)"}, DeniedTools: []string{"WebFetch"},
 		JSONSchema: json.RawMessage(`{ "type": "object" }`),
 	}
-	for i, tr := range []adapter.Turn{turn, turn, textTurn("plain")} {
+	for i, tr := range []adapter.Turn{turn, turn, adaptertest.TextTurn("plain")} {
 		tr.ID = protocol.NewID()
 		if _, err := env.sess.Run(ctx, tr, newRecorder(t).emit); err != nil {
 			t.Fatalf("turn %d: %v", i, err)
@@ -292,7 +293,7 @@ func TestStateResumesAcrossAdapters(t *testing.T) {
 	env := openFake(t, "echo", func(c *Config) { c.StateDir = state })
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	if _, err := env.sess.Run(ctx, textTurn("one"), newRecorder(t).emit); err != nil {
+	if _, err := env.sess.Run(ctx, adaptertest.TextTurn("one"), newRecorder(t).emit); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.sess.Close(); err != nil {
@@ -303,13 +304,13 @@ func TestStateResumesAcrossAdapters(t *testing.T) {
 		t.Fatalf("state %s, %v", b, err)
 	}
 	// A new adapter (a restarted ferry) on the same state directory.
-	ad := New(Config{Command: os.Args[0], Env: env.ad.cfg.Env, StateDir: state, Logger: env.logs.logger()})
+	ad := New(Config{Command: os.Args[0], Env: env.ad.cfg.Env, StateDir: state, Logger: env.logs.Logger()})
 	s, err := ad.Open(ctx, adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: env.ws}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Run(ctx, textTurn("two"), newRecorder(t).emit); err != nil {
+	if _, err := s.Run(ctx, adaptertest.TextTurn("two"), newRecorder(t).emit); err != nil {
 		t.Fatal(err)
 	}
 	starts := fakeStarts(t, env.log)
@@ -339,11 +340,11 @@ func TestResumeOfAGoneConversation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	rec := newRecorder(t)
-	res, err := env.sess.Run(ctx, textTurn("hello"), rec.emit)
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("hello"), rec.emit)
 	if err != nil || res.Text != "echo: hello" {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	if errs := rec.errors(); len(errs) != 1 || errs[0].Code != "session_not_resumed" {
+	if errs := rec.Errors(); len(errs) != 1 || errs[0].Code != "session_not_resumed" {
 		t.Errorf("errors %+v", errs)
 	}
 	starts := fakeStarts(t, env.log)
@@ -380,7 +381,7 @@ func TestPermissionAnswers(t *testing.T) {
 			}
 			done := make(chan out, 1)
 			go func() {
-				res, err := env.sess.Run(ctx, textTurn("target"), rec.emit)
+				res, err := env.sess.Run(ctx, adaptertest.TextTurn("target"), rec.emit)
 				done <- out{res, err}
 			}()
 			ir := rec.nextAsk(ctx)
@@ -393,8 +394,8 @@ func TestPermissionAnswers(t *testing.T) {
 				t.Errorf("options %+v", ir.Options)
 			}
 			// The interaction follows its tool's start.
-			evs := rec.all()
-			if evs[len(evs)-2].typ != protocol.TypeToolStarted {
+			evs := rec.Events()
+			if evs[len(evs)-2].Type != protocol.TypeToolStarted {
 				t.Errorf("events %v", evs)
 			}
 			if err := env.sess.Answer(ir.InteractionID, c.answer); err != nil {
@@ -410,7 +411,7 @@ func TestPermissionAnswers(t *testing.T) {
 			if c.name == "allow always" && !strings.Contains(o.res.Text, `"destination":"session"`) {
 				t.Errorf("allow always kept the suggestion's destination: %s", o.res.Text)
 			}
-			if fin := rec.finished(); len(fin) != 1 || fin[0].Status != c.status {
+			if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != c.status {
 				t.Errorf("finished %+v", fin)
 			}
 		})
@@ -420,11 +421,11 @@ func TestPermissionAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder(t)
-	res, err := env.sess.Run(ctx, textTurn("target"), rec.emit)
-	if err != nil || res.Text != "hook-deny" || len(rec.ofType(protocol.TypeInteractionRequest)) != 0 {
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("target"), rec.emit)
+	if err != nil || res.Text != "hook-deny" || len(rec.OfType(protocol.TypeInteractionRequest)) != 0 {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	if fin := rec.finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
+	if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
 		t.Errorf("finished %+v", fin)
 	}
 	var sawMode bool
@@ -459,7 +460,7 @@ func TestCloseStopsTheProcess(t *testing.T) {
 	env := openFake(t, "echo", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	if _, err := env.sess.Run(ctx, textTurn("x"), newRecorder(t).emit); err != nil {
+	if _, err := env.sess.Run(ctx, adaptertest.TextTurn("x"), newRecorder(t).emit); err != nil {
 		t.Fatal(err)
 	}
 	env.sess.mu.Lock()
@@ -471,7 +472,7 @@ func TestCloseStopsTheProcess(t *testing.T) {
 	if p.alive() {
 		t.Error("the process outlived Close")
 	}
-	if _, err := env.sess.Run(ctx, textTurn("y"), newRecorder(t).emit); err == nil {
+	if _, err := env.sess.Run(ctx, adaptertest.TextTurn("y"), newRecorder(t).emit); err == nil {
 		t.Error("Run after Close worked")
 	}
 }
@@ -489,7 +490,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = env.sess.Run(ctx, textTurn("a"), rec.emit)
+			_, _ = env.sess.Run(ctx, adaptertest.TextTurn("a"), rec.emit)
 		}()
 		ir := rec.nextAsk(ctx)
 		_ = env.sess.Answer(ir.InteractionID, &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)})
@@ -500,7 +501,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = env.sess.Run(tctx, textTurn("b"), rec.emit)
+			_, _ = env.sess.Run(tctx, adaptertest.TextTurn("b"), rec.emit)
 		}()
 		rec.nextAsk(ctx)
 		stop()
@@ -533,7 +534,7 @@ func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := env.sess.Run(ctx, textTurn("target"), rec.emit)
+		res, err := env.sess.Run(ctx, adaptertest.TextTurn("target"), rec.emit)
 		done <- out{res, err}
 	}()
 	ir := rec.nextAsk(ctx)
@@ -547,7 +548,7 @@ func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
 	if o.err != nil || o.res.Text != "deny" {
 		t.Fatalf("%+v, %v; want deny after the switch to plan mode", o.res, o.err)
 	}
-	if fin := rec.finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
+	if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
 		t.Errorf("finished %+v", fin)
 	}
 }
@@ -558,14 +559,14 @@ func TestRuleWithLineBreakRefused(t *testing.T) {
 	env := openFake(t, "echo", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	turn := textTurn("go")
+	turn := adaptertest.TextTurn("go")
 	turn.Request.ConfigOverrides = &protocol.ConfigOverrides{DeniedTools: []string{"Read", "Bash(rm:*)\nWrite"}}
 	rec := newRecorder(t)
 	res, err := env.sess.Run(ctx, turn, rec.emit)
 	if err != nil || res.StopReason != "error" {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	if errs := rec.errors(); len(errs) != 1 || errs[0].Code != "bad_request" || !strings.Contains(errs[0].Message, "config_overrides.denied_tools[1]") {
+	if errs := rec.Errors(); len(errs) != 1 || errs[0].Code != "bad_request" || !strings.Contains(errs[0].Message, "config_overrides.denied_tools[1]") {
 		t.Fatalf("errors %+v", errs)
 	}
 	if _, err := os.Stat(env.log); !errors.Is(err, fs.ErrNotExist) {

@@ -16,65 +16,41 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
 
 // These tests run real shell scripts as real child processes.
 
-type event struct {
-	typ     string
-	payload any
-}
-
-// recorder is an Emit that records every event; onDelta, when set, sees
-// each text delta as it is emitted (from Run's goroutine).
+// recorder is adaptertest's recorder; onDelta, when set, sees each text
+// delta as it is emitted (from Run's goroutine).
 type recorder struct {
-	mu      sync.Mutex
-	events  []event
+	adaptertest.Recorder
 	onDelta func(string)
 }
 
-func (r *recorder) emit(_ context.Context, typ string, payload any) error {
-	r.mu.Lock()
-	r.events = append(r.events, event{typ, payload})
-	f := r.onDelta
-	r.mu.Unlock()
-	if d, ok := payload.(*protocol.TextDelta); ok && f != nil {
-		f(d.Delta)
+func (r *recorder) emit(ctx context.Context, typ string, payload any) error {
+	_ = r.Emit(ctx, typ, payload)
+	if d, ok := payload.(*protocol.TextDelta); ok && r.onDelta != nil {
+		r.onDelta(d.Delta)
 	}
 	return nil
-}
-
-func (r *recorder) all() []event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]event(nil), r.events...)
 }
 
 // text is the concatenated deltas; it fails the test on an invalid one.
 func (r *recorder) text(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	for _, e := range r.all() {
-		if d, ok := e.payload.(*protocol.TextDelta); ok {
-			if e.typ != protocol.TypeTextDelta || d.Channel != "text" || d.TurnID != "turn-1" || !utf8.ValidString(d.Delta) {
-				t.Fatalf("bad delta %s %+v", e.typ, d)
+	for _, e := range r.Events() {
+		if d, ok := e.Payload.(*protocol.TextDelta); ok {
+			if e.Type != protocol.TypeTextDelta || d.Channel != "text" || d.TurnID != "turn-1" || !utf8.ValidString(d.Delta) {
+				t.Fatalf("bad delta %s %+v", e.Type, d)
 			}
 			b.WriteString(d.Delta)
 		}
 	}
 	return b.String()
-}
-
-func (r *recorder) errors() []*protocol.AgentError {
-	var out []*protocol.AgentError
-	for _, e := range r.all() {
-		if a, ok := e.payload.(*protocol.AgentError); ok {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -235,7 +211,7 @@ printf 'env<%s|%s|%s|%s|%s|%s>\n' "$FERRY_SESSION_ID" "$FERRY_WORKSPACE" "$FERRY
 	rec := &recorder{}
 	res, err := s.Run(testCtx(t), tr, rec.emit)
 	if err != nil || res.StopReason != "end_turn" {
-		t.Fatalf("Run: %+v, %v; events %+v", res, err, rec.all())
+		t.Fatalf("Run: %+v, %v; events %+v", res, err, rec.Events())
 	}
 	want := strings.Join([]string{
 		"arg<--fixed>",
@@ -253,7 +229,7 @@ printf 'env<%s|%s|%s|%s|%s|%s>\n' "$FERRY_SESSION_ID" "$FERRY_WORKSPACE" "$FERRY
 	if res.Text != want {
 		t.Fatalf("result text %q", res.Text)
 	}
-	if errs := rec.errors(); len(errs) != 0 {
+	if errs := rec.Errors(); len(errs) != 0 {
 		t.Fatalf("agent errors %+v", errs)
 	}
 }
@@ -300,8 +276,8 @@ func TestLargeOutput(t *testing.T) {
 	if got := rec.text(t); got != in {
 		t.Fatalf("streamed %d bytes, want %d", len(got), len(in))
 	}
-	for _, e := range rec.all() {
-		if d, ok := e.payload.(*protocol.TextDelta); ok && len(d.Delta) > readChunk+utf8.UTFMax {
+	for _, e := range rec.Events() {
+		if d, ok := e.Payload.(*protocol.TextDelta); ok && len(d.Delta) > readChunk+utf8.UTFMax {
 			t.Fatalf("a delta of %d bytes", len(d.Delta))
 		}
 	}
@@ -329,7 +305,7 @@ func TestExitStatus(t *testing.T) {
 			if err != nil || res.StopReason != "error" {
 				t.Fatalf("Run: %+v, %v", res, err)
 			}
-			errs := rec.errors()
+			errs := rec.Errors()
 			if len(errs) != 1 || errs[0].Code != c.code || errs[0].TurnID != "turn-1" {
 				t.Fatalf("agent errors %+v", errs)
 			}
@@ -342,8 +318,8 @@ func TestExitStatus(t *testing.T) {
 				t.Fatalf("text %q", res.Text)
 			}
 			// The error comes after the output.
-			if ev := rec.all(); ev[len(ev)-1].typ != protocol.TypeAgentError {
-				t.Fatalf("last event %s", ev[len(ev)-1].typ)
+			if ev := rec.Events(); ev[len(ev)-1].Type != protocol.TypeAgentError {
+				t.Fatalf("last event %s", ev[len(ev)-1].Type)
 			}
 		})
 	}
@@ -351,8 +327,8 @@ func TestExitStatus(t *testing.T) {
 		s := open(t, t.TempDir(), Config{Command: []string{writeScript(t, "echo ok; echo 'a warning' >&2")}})
 		rec := &recorder{}
 		res, err := s.Run(testCtx(t), turn(t, txt("x")), rec.emit)
-		if err != nil || res.StopReason != "end_turn" || res.Text != "ok\n" || len(rec.errors()) != 0 {
-			t.Fatalf("Run: %+v, %v, errors %+v", res, err, rec.errors())
+		if err != nil || res.StopReason != "end_turn" || res.Text != "ok\n" || len(rec.Errors()) != 0 {
+			t.Fatalf("Run: %+v, %v, errors %+v", res, err, rec.Errors())
 		}
 	})
 }
@@ -367,7 +343,7 @@ echo "the real reason" >&2
 exit 2`)}})
 	rec := &recorder{}
 	res, err := s.Run(testCtx(t), turn(t, txt("x")), rec.emit)
-	errs := rec.errors()
+	errs := rec.Errors()
 	if err != nil || res.StopReason != "error" || len(errs) != 1 {
 		t.Fatalf("Run: %+v, %v, %+v", res, err, errs)
 	}
@@ -414,8 +390,8 @@ wait
 				t.Fatalf("Run: %+v, %v", res, err)
 			}
 			waitGone(t, readPid(t, pidFile))
-			if len(rec.errors()) != 0 {
-				t.Fatalf("agent errors on cancel: %+v", rec.errors())
+			if len(rec.Errors()) != 0 {
+				t.Fatalf("agent errors on cancel: %+v", rec.Errors())
 			}
 		})
 	}
@@ -500,7 +476,7 @@ func TestStartFailure(t *testing.T) {
 	}
 	rec := &recorder{}
 	res, err := s.Run(testCtx(t), turn(t, txt("x")), rec.emit)
-	errs := rec.errors()
+	errs := rec.Errors()
 	if err != nil || res.StopReason != "error" || len(errs) != 1 || errs[0].Code != CodeStartFailed ||
 		!strings.Contains(errs[0].Message, `"agent.sh"`) || strings.Contains(errs[0].Message, "permission denied") {
 		t.Fatalf("Run: %+v, %v, %+v", res, err, errs)
