@@ -54,6 +54,13 @@ const (
 	AgentCodeProviderStream      = "provider_stream"
 	AgentCodeProviderNetwork     = "provider_network"
 
+	// AgentCodeBudgetExceeded: an external agent stopped at its spending
+	// limit.
+	AgentCodeBudgetExceeded = "budget_exceeded"
+	// AgentCodeStructuredOutputFailed: an external agent could not produce
+	// an answer that fits the prompt's json_schema.
+	AgentCodeStructuredOutputFailed = "structured_output_failed"
+
 	// AgentCodeAgentError: an external agent reported a failure of its own.
 	AgentCodeAgentError = "agent_error"
 	// AgentCodeAgentExited: an external agent's process ended; the

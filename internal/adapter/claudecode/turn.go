@@ -379,9 +379,9 @@ func (t *turn) reportError(r *resultLine) {
 	case status >= 500:
 		e.Code, e.Message, e.Retryable = protocol.AgentCodeProviderUnavailable, "The model provider failed; try again.", true
 	case strings.HasPrefix(r.Subtype, "error_max_budget"):
-		e.Code, e.Message = "budget_exceeded", "Claude Code stopped: its spending limit was reached."
+		e.Code, e.Message = protocol.AgentCodeBudgetExceeded, "Claude Code stopped: its spending limit was reached."
 	case strings.HasPrefix(r.Subtype, "error_max_structured_output"):
-		e.Code, e.Message = "structured_output_failed", "Claude Code could not produce an answer that fits the requested schema."
+		e.Code, e.Message = protocol.AgentCodeStructuredOutputFailed, "Claude Code could not produce an answer that fits the requested schema."
 	}
 	t.send(protocol.TypeAgentError, e)
 }
