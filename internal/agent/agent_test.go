@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -483,7 +482,7 @@ func TestPipedStdinAndFileList(t *testing.T) {
 	a, _ = newAgent(t, p, nil)
 	refs := []protocol.FileReference{{RefID: "ref_1", Path: "src/a.go", Name: "a.go", WorkspaceRelativePath: "src/a.go"}}
 	req := &protocol.PromptRequest{PromptText: "fix <@file:ref_1|src/a.go> please", FileReferences: refs}
-	turn := adapter.Turn{ID: "t", Request: req, Prompt: fileref.Parse(req.PromptText, refs)}
+	turn := agent.Turn{ID: "t", Request: req, Prompt: fileref.Parse(req.PromptText, refs)}
 	if _, err := a.Run(testCtx(t), turn, newRecorder().emit); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/protocol"
@@ -34,16 +33,16 @@ func TestResultTakesTheCollectorOnEveryPath(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	emit := func(context.Context, string, any) error { return nil }
-	turnOf := func(inputType, text string, o *protocol.ConfigOverrides) adapter.Turn {
+	turnOf := func(inputType, text string, o *protocol.ConfigOverrides) Turn {
 		req := &protocol.PromptRequest{PromptText: fileref.Escape(text), InputType: inputType, ConfigOverrides: o}
-		return adapter.Turn{ID: protocol.NewID(), Request: req, Prompt: fileref.Parse(req.PromptText, nil)}
+		return Turn{ID: protocol.NewID(), Request: req, Prompt: fileref.Parse(req.PromptText, nil)}
 	}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	cases := []struct {
 		name string
 		ctx  context.Context
-		turn adapter.Turn
+		turn Turn
 		stop string
 	}{
 		{"/cost", context.Background(), turnOf(protocol.InputSlashCommand, "/cost", nil), StopEndTurn},
