@@ -40,6 +40,7 @@ func testCtx(t *testing.T) context.Context {
 }
 
 func TestTextTurnStreamsAndReportsUsage(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{text: []string{"Hello", ", world"}, usage: llm.Usage{InputTokens: 7, OutputTokens: 3}})
 	a, _ := newAgent(t, p, nil)
 	rec := newRecorder()
@@ -68,6 +69,7 @@ func TestTextTurnStreamsAndReportsUsage(t *testing.T) {
 }
 
 func TestEditTaskReadsEditsAndVerifies(t *testing.T) {
+	t.Parallel()
 	p := newMem(
 		step{tools: []llm.Block{toolCall("t1", "Read", map[string]any{"file_path": "a.txt"})}},
 		step{tools: []llm.Block{toolCall("t2", "Edit", map[string]any{"file_path": "a.txt", "old_string": "world", "new_string": "ferry"})}},
@@ -107,6 +109,7 @@ func TestEditTaskReadsEditsAndVerifies(t *testing.T) {
 }
 
 func TestPlanModeRefusesWrites(t *testing.T) {
+	t.Parallel()
 	p := newMem(
 		step{tools: []llm.Block{toolCall("w1", "Write", map[string]any{"file_path": "new.txt", "content": "x"})}},
 		step{tools: []llm.Block{toolCall("w2", "Write", map[string]any{"file_path": "new.txt", "content": "x"})}},
@@ -151,6 +154,7 @@ func planThenAllow(ctx context.Context, t *testing.T, a *agent.Agent, rec *recor
 }
 
 func TestModeSwitchWhileAskingRefusesTheCall(t *testing.T) {
+	t.Parallel()
 	write := func(id string) step {
 		return step{tools: []llm.Block{toolCall(id, "Write", map[string]any{"file_path": id + ".txt", "content": "x"})}}
 	}
@@ -180,6 +184,7 @@ func TestModeSwitchWhileAskingRefusesTheCall(t *testing.T) {
 }
 
 func TestAskAllowOnceAllowAlwaysDenyTimeout(t *testing.T) {
+	t.Parallel()
 	write := func(id, content string) step {
 		return step{tools: []llm.Block{toolCall(id, "Write", map[string]any{"file_path": "f.txt", "content": content})}}
 	}
@@ -249,6 +254,7 @@ func TestAskAllowOnceAllowAlwaysDenyTimeout(t *testing.T) {
 }
 
 func TestHeadlessDeniesWhatWouldBeAsked(t *testing.T) {
+	t.Parallel()
 	p := newMem(
 		step{tools: []llm.Block{toolCall("w", "Write", map[string]any{"file_path": "f.txt", "content": "x"})}},
 		step{text: []string{"denied"}},
@@ -270,6 +276,7 @@ func TestHeadlessDeniesWhatWouldBeAsked(t *testing.T) {
 }
 
 func TestPerPromptRules(t *testing.T) {
+	t.Parallel()
 	p := newMem(
 		step{tools: []llm.Block{toolCall("w", "Write", map[string]any{"file_path": "f.txt", "content": "x"})}},
 		step{text: []string{"ok"}},
@@ -298,6 +305,7 @@ func TestPerPromptRules(t *testing.T) {
 }
 
 func TestBadRuleFailsCleanly(t *testing.T) {
+	t.Parallel()
 	p := newMem()
 	a, _ := newAgent(t, p, nil)
 	rec := newRecorder()
@@ -315,6 +323,7 @@ func TestBadRuleFailsCleanly(t *testing.T) {
 }
 
 func TestMaxTurns(t *testing.T) {
+	t.Parallel()
 	loop := step{tools: []llm.Block{toolCall("g", "Glob", map[string]any{"pattern": "*"})}}
 	p := newMem(loop, loop, loop, step{text: []string{"continued"}})
 	a, _ := newAgent(t, p, nil)
@@ -343,6 +352,7 @@ func TestMaxTurns(t *testing.T) {
 }
 
 func TestJSONSchema(t *testing.T) {
+	t.Parallel()
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
 	t.Run("valid", func(t *testing.T) {
 		p := newMem(step{text: []string{"```json\n{\"n\": 3}\n```"}})
@@ -399,6 +409,7 @@ func TestJSONSchema(t *testing.T) {
 }
 
 func TestCancelDuringStreaming(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{text: []string{"partial"}, block: true}, step{text: []string{"next"}})
 	a, _ := newAgent(t, p, nil)
 	ctx, cancel := context.WithCancel(testCtx(t))
@@ -421,6 +432,7 @@ func TestCancelDuringStreaming(t *testing.T) {
 }
 
 func TestProviderErrorIsCoded(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{err: &llm.Error{Kind: llm.KindRateLimited, Status: 429, RetryAfter: 3 * time.Second, Message: "rate limited"}})
 	a, _ := newAgent(t, p, nil)
 	rec := newRecorder()
@@ -436,6 +448,7 @@ func TestProviderErrorIsCoded(t *testing.T) {
 }
 
 func TestSlashCommands(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{text: []string{"answer"}})
 	a, _ := newAgent(t, p, nil)
 	if _, err := a.Run(testCtx(t), textTurn("q"), newRecorder().emit); err != nil {
@@ -468,6 +481,7 @@ func TestSlashCommands(t *testing.T) {
 }
 
 func TestPipedStdinAndFileList(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{text: []string{"ok"}})
 	a, _ := newAgent(t, p, nil)
 	if _, err := a.Run(testCtx(t), turnOf(protocol.InputPipedStdin, "line one\nline two\n", nil), newRecorder().emit); err != nil {
@@ -493,6 +507,7 @@ func TestPipedStdinAndFileList(t *testing.T) {
 }
 
 func TestHugeInputTravelsCut(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 1<<20)
 	p := newMem(
 		step{tools: []llm.Block{toolCall("w", "Write", map[string]any{"file_path": "big.txt", "content": big})}},
@@ -516,6 +531,7 @@ func TestHugeInputTravelsCut(t *testing.T) {
 }
 
 func TestModeSwitchWhileAskingRefusesBash(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{tools: []llm.Block{toolCall("b", "Bash", map[string]any{"command": "touch ran.txt"})}}, step{text: []string{"ok"}})
 	a, dir := newAgent(t, p, nil)
 	rec := newRecorder()

@@ -27,6 +27,7 @@ func (noModel) CountTokens(context.Context, llm.Request) (int, error) { return 0
 // result carries what its collector holds (here one file registered
 // before the path ran, as a sub-run's or an earlier call's would be).
 func TestResultTakesTheCollectorOnEveryPath(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{Provider: noModel{}, Workspace: t.TempDir(), Artifacts: true})
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ type step = acppeer.Step
 func intp(i int) *int { return &i }
 
 func TestNewNeedsACommand(t *testing.T) {
+	t.Parallel()
 	if _, err := New(Config{}); err == nil {
 		t.Fatal("New without a command succeeded")
 	}
@@ -43,6 +44,7 @@ func TestNewNeedsACommand(t *testing.T) {
 }
 
 func TestOpenMissingCommandIsCoded(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{Command: []string{filepath.Join(t.TempDir(), "no-such-agent")}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +59,7 @@ func TestOpenMissingCommandIsCoded(t *testing.T) {
 // A normal turn: the handshake, the prompt's blocks, and every update
 // mapped to events in order.
 func TestPromptStreamsUpdatesInOrder(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{
 		{Update: map[string]any{"sessionUpdate": "agent_thought_chunk", "content": map[string]any{"type": "text", "text": "hmm"}}},
 		{Text: "Reading "},
@@ -165,6 +168,7 @@ func TestPromptStreamsUpdatesInOrder(t *testing.T) {
 // A permission request is asked with the agent's options; the answer goes
 // back as the chosen optionId; a timeout picks the reject option.
 func TestPermissionAnswers(t *testing.T) {
+	t.Parallel()
 	ask := step{Request: &acppeer.Request{Method: "session/request_permission", Echo: true, Params: map[string]any{
 		"sessionId": acppeer.SessionID,
 		"toolCall":  map[string]any{"toolCallId": "call_9", "title": "Write out.txt", "kind": "edit", "rawInput": map[string]any{"file_path": "out.txt"}},
@@ -226,6 +230,7 @@ func TestPermissionAnswers(t *testing.T) {
 // Cancel: session/cancel, every pending permission request answered
 // cancelled, the turn ends cancelled; the session goes on.
 func TestCancelAnswersPendingPermissions(t *testing.T) {
+	t.Parallel()
 	askOpts := []any{map[string]any{"optionId": "ok", "name": "Allow", "kind": "allow_once"}, map[string]any{"optionId": "no", "name": "Reject", "kind": "reject_once"}}
 	p := newPeer(t, acppeer.Script{Turns: [][]step{
 		{
@@ -287,6 +292,7 @@ func TestCancelAnswersPendingPermissions(t *testing.T) {
 // An agent that never answers a cancelled prompt is killed; the session
 // then reports that the agent stopped.
 func TestCancelKillsUnresponsiveAgent(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{{Text: "working"}, {Hang: true}}}})
 	p.a.killAfter = 10 * time.Millisecond
 	s := p.open(t, "")
@@ -319,6 +325,7 @@ func TestCancelKillsUnresponsiveAgent(t *testing.T) {
 // Modes: set_mode to the agent's mode of the same name, enforced on ferry's
 // side; a mode the agent lacks is refused with a coded error.
 func TestSetMode(t *testing.T) {
+	t.Parallel()
 	writeReq := step{Request: &acppeer.Request{Method: "fs/write_text_file", Echo: true, Params: map[string]any{"sessionId": acppeer.SessionID, "path": "new.txt", "content": "x"}}}
 	editAsk := step{Request: &acppeer.Request{Method: "session/request_permission", Echo: true, Params: map[string]any{"sessionId": acppeer.SessionID,
 		"toolCall": map[string]any{"toolCallId": "c", "title": "Edit", "kind": "edit"},
@@ -412,6 +419,7 @@ func TestSetMode(t *testing.T) {
 
 // fs/read_text_file and fs/write_text_file keep the file tools' contract.
 func TestFileSystemMethods(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret.txt")
 	if err := os.WriteFile(secret, []byte("top secret\n"), 0o600); err != nil {
@@ -542,6 +550,7 @@ func TestFileSystemMethods(t *testing.T) {
 // A crash mid-turn ends the turn with agent.error and stop reason error;
 // the session then says the agent stopped, and a new session works.
 func TestAgentCrashMidTurn(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{{Text: "partial"}, {Exit: intp(3)}}}})
 	s := p.open(t, "")
 	rec, res, err := run(t, s, turn("go"))
@@ -567,6 +576,7 @@ func TestAgentCrashMidTurn(t *testing.T) {
 
 // Malformed JSON-RPC lines are logged and skipped; the turn goes on.
 func TestMalformedLinesAreSkipped(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{
 		{Raw: "this is not json"},
 		{Raw: `{"jsonrpc":"1.0","method":"session/update","params":{}}`},
@@ -603,6 +613,8 @@ func TestMalformedLinesAreSkipped(t *testing.T) {
 
 // A 64 MiB line is parsed and streamed in pieces the wire takes.
 func TestOversizedLineIsStreamed(t *testing.T) {
+	// Not parallel: streaming 64 MiB through a pipe is CPU-bound, and next
+	// to other tests it can miss its time bound on a loaded machine.
 	if testing.Short() {
 		t.Skip("moves 64 MiB")
 	}
@@ -631,6 +643,7 @@ func TestOversizedLineIsStreamed(t *testing.T) {
 
 // A line over the limit is skipped without being held; the rest goes on.
 func TestLineOverLimitIsSkipped(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{{BigChunk: 3 << 20}, {Text: "after"}}}})
 	p.a.maxLine = 1 << 20
 	s := p.open(t, "")
@@ -646,6 +659,7 @@ func TestLineOverLimitIsSkipped(t *testing.T) {
 // Updates after the prompt's response belong to no turn: they are dropped,
 // not given to the next turn.
 func TestUpdatesAfterResponseAreDropped(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{
 		{{Text: "one"}, {Respond: map[string]any{"stopReason": "end_turn"}, Then: []step{
 			{Text: "late"},
@@ -716,6 +730,7 @@ func alive(pid int) bool {
 
 // Compact runs the agent's compact command when it offers one.
 func TestCompact(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{
 		{{Text: "hi"}},
 		{
@@ -748,6 +763,7 @@ func TestCompact(t *testing.T) {
 
 // An error answer to the prompt is a coded agent.error with no agent text.
 func TestPromptErrorIsCoded(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{
 		Init: map[string]any{"authMethods": []any{map[string]any{"id": "login", "name": "Log in", "description": "run agent login"}}},
 		Turns: [][]step{
@@ -773,6 +789,7 @@ func TestPromptErrorIsCoded(t *testing.T) {
 // The mode is checked again when the user answers: a switch to plan mode
 // while the prompt was open turns an allow into the reject option.
 func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
+	t.Parallel()
 	editAsk := step{Request: &acppeer.Request{Method: "session/request_permission", Echo: true, Params: map[string]any{"sessionId": acppeer.SessionID,
 		"toolCall": map[string]any{"toolCallId": "c", "title": "Edit", "kind": "edit"},
 		"options":  []any{map[string]any{"optionId": "ok", "name": "Allow", "kind": "allow_once"}, map[string]any{"optionId": "no", "name": "Reject", "kind": "reject_once"}}}}}

@@ -37,6 +37,7 @@ func writeFile(t *testing.T, dir, name, content string) {
 // links too: Read rules to fs/read_text_file, Write and Edit rules to
 // fs/write_text_file. The rules are the prompt's only.
 func TestDeniedToolsRefuseFileSystemCalls(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{})
 	ws := p.ws
 	writeFile(t, ws, "secret.txt", "top secret\n")
@@ -114,6 +115,7 @@ func TestDeniedToolsRefuseFileSystemCalls(t *testing.T) {
 // asking the user; one its allowed_tools cover is allowed once without
 // asking; anything else is asked as before.
 func TestPermissionRulesAnswerWithoutAsking(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{})
 	ws := p.ws
 	writeFile(t, ws, "protected/keep.txt", "keep me\n")
@@ -206,6 +208,7 @@ func TestPermissionRulesAnswerWithoutAsking(t *testing.T) {
 // unsupported naming the key; a bad rule fails it with bad_request naming
 // the rule. The agent gets no prompt.
 func TestUnsupportedOverridesFailThePrompt(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{{Text: "ran"}}, {{Text: "ran"}}, {{Text: "ran"}}}})
 	s := p.open(t, "")
 	for _, tc := range []struct {

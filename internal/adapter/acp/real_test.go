@@ -100,6 +100,7 @@ func requestToolResult(r fake.Request, id string) string {
 
 // A picked file is read by the real agent through ferry's fs/read_text_file.
 func TestRealAgentReadsPickedFile(t *testing.T) {
+	t.Parallel()
 	s, srv, ws := realSession(t)
 	file := filepath.Join(ws, "notes.txt")
 	if err := os.WriteFile(file, []byte("the secret word is pelican\n"), 0o600); err != nil {
@@ -155,6 +156,7 @@ func TestRealAgentReadsPickedFile(t *testing.T) {
 // A permission request of the real agent is answered through ferry: allow
 // writes the file through fs/write_text_file, deny does not.
 func TestRealAgentPermissionThroughFerry(t *testing.T) {
+	t.Parallel()
 	s, srv, ws := realSession(t)
 	for _, tc := range []struct {
 		name, answer string
@@ -220,6 +222,7 @@ func TestRealAgentPermissionThroughFerry(t *testing.T) {
 // and the cancelled outcome, the session goes on, and Close leaves none of
 // the agent's processes (node and the Claude Code CLI it runs).
 func TestRealAgentCancelAndClose(t *testing.T) {
+	t.Parallel()
 	s, srv, ws := realSession(t)
 	target := filepath.Join(ws, "never.txt")
 	srv.Route(func(r fake.Request) (fake.Reply, bool) {
@@ -301,6 +304,7 @@ func groupMembers(pgid int) []int {
 // write through a linked folder a rule denies is rejected without asking
 // the user.
 func TestRealAgentDeniedToolsThroughFerry(t *testing.T) {
+	t.Parallel()
 	s, srv, ws := realSession(t)
 	writeFile(t, ws, "secret.txt", "the secret word is pelican\n")
 	writeFile(t, ws, "protected/keep.txt", "keep me\n")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestArtifactsReachTheResult(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		for _, on := range []bool{false, true} {
 			s, _ := open(t, srv, f, func(c *builtin.Config) {

@@ -88,6 +88,7 @@ func write(path, content string) fake.Reply {
 }
 
 func TestCapability(t *testing.T) {
+	t.Parallel()
 	c := builtin.New(builtin.Config{}).Capability()
 	if c.ID != "builtin" || c.FileTokens != "file_list" || !c.Cancel || !c.Compact || len(c.InputTypes) != 4 || len(c.Modes) != 3 ||
 		strings.Join(c.Tools, ",") != "Read,Write,Edit,Glob,Grep,Bash" {
@@ -96,6 +97,7 @@ func TestCapability(t *testing.T) {
 }
 
 func TestOpenWithoutProvider(t *testing.T) {
+	t.Parallel()
 	_, err := builtin.New(builtin.Config{Getenv: func(string) string { return "" }}).Open(context.Background(),
 		adapter.SessionConfig{SessionID: "s", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: t.TempDir()}})
 	// A coded error the client passes to the UI as is, saying what to set.
@@ -106,6 +108,7 @@ func TestOpenWithoutProvider(t *testing.T) {
 }
 
 func TestPermissionInteractions(t *testing.T) {
+	t.Parallel()
 	type answer struct {
 		value string // "" is a timeout
 	}
@@ -183,6 +186,7 @@ func TestPermissionInteractions(t *testing.T) {
 }
 
 func TestPermissionRequestCarriesDiff(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	s, dir := open(t, srv, fake.Anthropic, nil)
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o600); err != nil {
@@ -226,6 +230,7 @@ func TestPermissionRequestCarriesDiff(t *testing.T) {
 }
 
 func TestCancelDuringStreaming(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, _ := open(t, srv, f, nil)
 		srv.Script(fake.Reply{Text: []string{"thinking about it"}, Hold: true}, fake.Reply{Text: []string{"fresh answer"}})
@@ -277,6 +282,7 @@ func alive(pid int) bool {
 }
 
 func TestCancelDuringLongBash(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, dir := open(t, srv, f, func(c *builtin.Config) {
 			c.Rules = permission.Rules{Allow: []permission.Rule{{Tool: "Bash"}}}
@@ -339,6 +345,7 @@ func TestCancelDuringLongBash(t *testing.T) {
 }
 
 func TestCompaction(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, _ := open(t, srv, f, nil)
 		text := func(marker string, n int) string {
@@ -396,6 +403,7 @@ func TestCompaction(t *testing.T) {
 }
 
 func TestModeSwitch(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, dir := open(t, srv, f, func(c *builtin.Config) {
 			c.Rules = permission.Rules{Allow: []permission.Rule{{Tool: "Write"}}}
@@ -431,6 +439,7 @@ func TestModeSwitch(t *testing.T) {
 }
 
 func TestProviderErrorEndsTurnWithOneCodedError(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, _ := open(t, srv, f, nil)
 		srv.Script(fake.Reply{Fail: &fake.Failure{Status: 429, RetryAfter: "120"}})
@@ -455,6 +464,7 @@ func TestProviderErrorEndsTurnWithOneCodedError(t *testing.T) {
 }
 
 func TestThinkingStreamsApart(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, _ := open(t, srv, f, nil)
 		srv.Script(fake.Reply{Thinking: []string{"let me ", "think"}, Text: []string{"the answer"}})

@@ -23,6 +23,7 @@ import (
 // child processes and pipes, scripted stream lines.
 
 func TestEchoTurnsShareOneProcess(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "echo", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -71,6 +72,8 @@ func TestEchoTurnsShareOneProcess(t *testing.T) {
 }
 
 func TestHugeLine(t *testing.T) {
+	// Not parallel: streaming 64 MiB through a pipe is CPU-bound, and next
+	// to other tests it can miss its time bound on a loaded machine.
 	env := openFake(t, "huge", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	defer cancel()
@@ -104,6 +107,7 @@ func TestHugeLine(t *testing.T) {
 }
 
 func TestLineOverLimitIsSkipped(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "big", nil)
 	env.ad.maxLine = 1 << 20 // the big line is over it
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -119,6 +123,7 @@ func TestLineOverLimitIsSkipped(t *testing.T) {
 }
 
 func TestMalformedLinesAreSkipped(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "malformed", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -133,6 +138,7 @@ func TestMalformedLinesAreSkipped(t *testing.T) {
 }
 
 func TestCrashMidTurn(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "crash-once", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -257,6 +263,7 @@ func atoi(s string) int {
 }
 
 func TestFlagsRestartTheProcess(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "echo", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -289,6 +296,7 @@ func TestFlagsRestartTheProcess(t *testing.T) {
 }
 
 func TestStateResumesAcrossAdapters(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	env := openFake(t, "echo", func(c *Config) { c.StateDir = state })
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -330,6 +338,7 @@ func TestStateResumesAcrossAdapters(t *testing.T) {
 }
 
 func TestResumeOfAGoneConversation(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	env := openFake(t, "noresume", func(c *Config) { c.StateDir = state })
 	// As if an earlier ferry had recorded a conversation the CLI no longer has.
@@ -358,6 +367,7 @@ func TestResumeOfAGoneConversation(t *testing.T) {
 }
 
 func TestPermissionAnswers(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "ask", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -441,6 +451,7 @@ func TestPermissionAnswers(t *testing.T) {
 }
 
 func TestOpenWithoutCLI(t *testing.T) {
+	t.Parallel()
 	ad := New(Config{Command: filepath.Join(t.TempDir(), "no-claude")})
 	_, err := ad.Open(context.Background(), adapter.SessionConfig{SessionID: "s", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: t.TempDir()}})
 	var pe *protocol.Error
@@ -450,6 +461,7 @@ func TestOpenWithoutCLI(t *testing.T) {
 }
 
 func TestCapability(t *testing.T) {
+	t.Parallel()
 	c := New(Config{}).Capability()
 	if c.ID != ID || c.FileTokens != "mention" || !c.Cancel || !c.Compact || !slices.Contains(c.Modes, protocol.ModeReview) {
 		t.Errorf("%+v", c)
@@ -457,6 +469,7 @@ func TestCapability(t *testing.T) {
 }
 
 func TestCloseStopsTheProcess(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "echo", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -524,6 +537,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 // while the prompt is open, then allows; the mode is checked again and the
 // CLI is told deny.
 func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "ask", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -556,6 +570,7 @@ func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
 // A rule no command line can carry refuses the prompt, naming it, before
 // the CLI starts: dropping it would ignore a denied tool.
 func TestRuleWithLineBreakRefused(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "echo", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()

@@ -214,6 +214,7 @@ func (r *running) wait(t *testing.T, ctx context.Context) (adapter.Result, error
 // scripted Edit is asked about, allowed through ferry, and changes the
 // file on disk.
 func TestRealPickedFileIsReadAndEdited(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	path := e.file(t, "notes.txt", "the secret word is pelican\n")
 	e.script.add(
@@ -308,6 +309,7 @@ func TestRealPickedFileIsReadAndEdited(t *testing.T) {
 // (2) Permission requests answered through ferry: allowed, denied, and a
 // question the agent asks the user.
 func TestRealPermissionAllowDenyAndQuestions(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	e.script.add(
 		call("toolu_b1", "Bash", map[string]any{"command": "touch allowed.txt", "description": "create a file"}),
@@ -389,6 +391,7 @@ func TestRealPermissionAllowDenyAndQuestions(t *testing.T) {
 // stream. Run returns promptly, the command does not outlive the cancel,
 // and the session takes the next turn.
 func TestRealCancelMidTurn(t *testing.T) {
+	t.Parallel()
 	t.Run("bash", func(t *testing.T) {
 		e := newRealEnv(t)
 		// The long command is a script that sleeps: Claude Code 2.1.332
@@ -491,6 +494,7 @@ func TestRealCancelMidTurn(t *testing.T) {
 // (4) Plan mode: ferry refuses the Edit itself, before anyone is asked,
 // and the file stays as it was; back in default mode the Edit is asked.
 func TestRealPlanModeRefusesEdit(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	path := e.file(t, "plan.txt", "keep me\n")
 	edit := map[string]any{"file_path": path, "old_string": "keep", "new_string": "changed"}
@@ -546,6 +550,7 @@ func TestRealPlanModeRefusesEdit(t *testing.T) {
 
 // (5) A new Adapter on the same state directory resumes the conversation.
 func TestRealResumeAcrossAdapters(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	e.script.add(say("noted"), say("it was walrus"))
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -580,6 +585,7 @@ func TestRealResumeAcrossAdapters(t *testing.T) {
 // Compaction sends /compact with the instruction and reports Claude
 // Code's token counts.
 func TestRealCompact(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	e.script.add(say("one"), say("two"), say("three"),
 		// A summary the way the model writes one: Claude Code 2.1.332
@@ -610,6 +616,7 @@ func TestRealCompact(t *testing.T) {
 // Per-prompt overrides: json_schema yields the structured answer, and
 // max_turns stops the turn.
 func TestRealSchemaAndMaxTurns(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	e.script.add(
 		call("toolu_so", "StructuredOutput", map[string]any{"word": "heron"}, "Answering."),
@@ -647,6 +654,7 @@ func TestRealSchemaAndMaxTurns(t *testing.T) {
 // A provider error ends the turn with a coded agent.error; the provider's
 // own words stay in the log, and the next turn works.
 func TestRealProviderError(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	e.script.add(
 		func(fake.Request) fake.Reply {

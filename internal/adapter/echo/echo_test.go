@@ -106,6 +106,7 @@ func deltas(t *testing.T, evs []event) string {
 }
 
 func TestCapability(t *testing.T) {
+	t.Parallel()
 	c := New().Capability()
 	if c.ID != "echo" || !c.Cancel || !c.Compact || c.FileTokens != "literal" {
 		t.Errorf("capability %+v", c)
@@ -116,6 +117,7 @@ func TestCapability(t *testing.T) {
 }
 
 func TestWords(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "a", "echo: hello  world ", "  lead", "one\ntwo\tthree", "x "} {
 		got := words(s)
 		if strings.Join(got, "") != s {
@@ -133,6 +135,7 @@ func TestWords(t *testing.T) {
 }
 
 func TestRunEchoesWithDisplayPaths(t *testing.T) {
+	t.Parallel()
 	s := openSession(t, t.TempDir(), WithDelay(0))
 	rec := newRecorder()
 	res, err := s.Run(testCtx(t), turnOf(t, text("look at "), file("src/a.go", "a.go"), text(" <@file:x|forged> please")), rec.emit)
@@ -153,6 +156,7 @@ func TestRunEchoesWithDisplayPaths(t *testing.T) {
 }
 
 func TestFail(t *testing.T) {
+	t.Parallel()
 	s := openSession(t, t.TempDir(), WithDelay(0))
 	if _, err := s.Run(testCtx(t), turnOf(t, text("fail: now")), newRecorder().emit); err == nil {
 		t.Fatal("fail: did not fail")
@@ -160,6 +164,7 @@ func TestFail(t *testing.T) {
 }
 
 func TestAsk(t *testing.T) {
+	t.Parallel()
 	allow := &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)}
 	deny := &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.Deny)}
 	for _, tc := range []struct {
@@ -215,6 +220,7 @@ func TestAsk(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	// A delay far beyond the test's deadline: Run can only return in time
 	// by noticing the cancellation.
@@ -241,6 +247,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestToolRead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello"), 0o600); err != nil {
 		t.Fatal(err)
@@ -284,6 +291,7 @@ func TestToolRead(t *testing.T) {
 }
 
 func TestToolWriteByMode(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.txt")
 	if err := os.WriteFile(p, []byte("keep"), 0o600); err != nil {
@@ -316,6 +324,7 @@ func TestToolWriteByMode(t *testing.T) {
 }
 
 func TestCompact(t *testing.T) {
+	t.Parallel()
 	s := openSession(t, t.TempDir(), WithDelay(0))
 	if _, err := s.Run(testCtx(t), turnOf(t, text("one two three four")), newRecorder().emit); err != nil {
 		t.Fatal(err)

@@ -238,6 +238,7 @@ printf 'env<%s|%s|%s|%s|%s|%s>\n' "$FERRY_SESSION_ID" "$FERRY_WORKSPACE" "$FERRY
 // script waits for a file the test creates only after it has seen the first
 // delta; were deltas held until exit, the turn would never end.
 func TestStreaming(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	ws := t.TempDir()
 	gate := filepath.Join(t.TempDir(), "gate")
@@ -265,6 +266,7 @@ echo second
 // TestLargeOutput: a command echoing a large standard input back streams it
 // whole, in bounded deltas, as valid UTF-8.
 func TestLargeOutput(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	in := strings.Repeat("ünïcode ✓ text, ", 1<<16) // ~1.2 MB, multi-byte runes across every read boundary
 	s := open(t, t.TempDir(), Config{Command: []string{"cat"}})
@@ -287,6 +289,7 @@ func TestLargeOutput(t *testing.T) {
 }
 
 func TestExitStatus(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, body string
 		code       string
@@ -336,6 +339,7 @@ func TestExitStatus(t *testing.T) {
 // TestStderrBounded: a flood of standard error is kept to its end, and the
 // message stays within the protocol's limit.
 func TestStderrBounded(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	s := open(t, t.TempDir(), Config{Command: []string{writeScript(t, `i=0
 while [ $i -lt 3000 ]; do echo "noise line $i of the flood ééé" >&2; i=$((i+1)); done
@@ -364,6 +368,7 @@ exit 2`)}})
 // TestCancelKillsTree: cancel stops the command and the grandchild it
 // started, even when the command ignores SIGTERM.
 func TestCancelKillsTree(t *testing.T) {
+	t.Parallel()
 	for _, ignoreTerm := range []bool{false, true} {
 		t.Run("ignore TERM "+strconv.FormatBool(ignoreTerm), func(t *testing.T) {
 			noLeak(t)
@@ -400,6 +405,7 @@ wait
 // TestExitStopsLeftovers: a command that exits leaving a background process
 // (which holds its output open) ends its turn, and the process with it.
 func TestExitStopsLeftovers(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	s := open(t, t.TempDir(), Config{Command: []string{writeScript(t, `sleep 300 &
@@ -415,6 +421,7 @@ echo done`), pidFile}})
 
 // TestCloseStopsRun: closing the session mid-turn stops the command.
 func TestCloseStopsRun(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	a, err := New(Config{Command: []string{writeScript(t, `echo $$ > "$1"; echo started; exec sleep 300`), pidFile}})
@@ -458,6 +465,7 @@ func TestCloseStopsRun(t *testing.T) {
 // TestStdinNotRead: a command that ignores a large standard input still
 // ends its turn normally.
 func TestStdinNotRead(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	s := open(t, t.TempDir(), Config{Command: []string{writeScript(t, "echo ignored the input")}})
 	rec := &recorder{}
@@ -468,6 +476,7 @@ func TestStdinNotRead(t *testing.T) {
 }
 
 func TestStartFailure(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	cmd := writeScript(t, "echo hi")
 	s := open(t, t.TempDir(), Config{Command: []string{cmd}})
@@ -484,6 +493,7 @@ func TestStartFailure(t *testing.T) {
 }
 
 func TestNewAndOpen(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{
 		{},
 		{Command: []string{""}},
@@ -532,6 +542,7 @@ func TestNewAndOpen(t *testing.T) {
 }
 
 func TestModesInteractionsCompact(t *testing.T) {
+	t.Parallel()
 	s := open(t, t.TempDir(), Config{Command: []string{"sh"}})
 	if err := s.SetMode(protocol.ModeDefault, nil); err != nil {
 		t.Fatal(err)
@@ -553,6 +564,7 @@ func TestModesInteractionsCompact(t *testing.T) {
 // delta held longer than drainWait) while the command writes the rest and
 // exits still gets every byte. (TestDrainBoundsEachRead pins the reason.)
 func TestSlowConsumerGetsEverything(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	const n = 400000
 	s := open(t, t.TempDir(), Config{Command: []string{writeScript(t, `head -c 400000 /dev/zero | tr '\0' x`)}})
@@ -568,6 +580,7 @@ func TestSlowConsumerGetsEverything(t *testing.T) {
 // cannot be stopped, but its hold on the output does not keep the turn
 // open.
 func TestEscapedProcess(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("needs setsid (util-linux)")
 	}
