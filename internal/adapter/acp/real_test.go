@@ -3,7 +3,6 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,7 +59,7 @@ func realAdapter(t *testing.T) (*Adapter, *fake.Server) {
 			"IS_SANDBOX=1", // Claude Code refuses to run as root otherwise (CI runs as root)
 			"HOME=" + t.TempDir(),
 		},
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger: logs.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)

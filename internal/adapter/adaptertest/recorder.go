@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/protocol"
+	"github.com/ferry-dev/ferry/protocol/fileref"
 )
 
 // The helpers below are what the adapters' own tests share: one event
@@ -230,4 +231,39 @@ func Binary(t testing.TB, env, install string) string {
 func ProcessAlive(pid int) bool {
 	_, state, ok := stat(pid)
 	return ok && state != "Z"
+}
+
+// Open opens a session of a with cfg, failing the test on an error; the
+// session is closed at the test's cleanup.
+func Open(t testing.TB, ctx context.Context, a adapter.Adapter, cfg adapter.SessionConfig) adapter.Session {
+	t.Helper()
+	s, err := a.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// SegmentTurn is turn id of segments, composed as the master composes a
+// prompt and parsed as the client parses it.
+func SegmentTurn(t testing.TB, id string, segs ...protocol.PromptSegment) adapter.Turn {
+	t.Helper()
+	text, refs, err := fileref.Compose(segs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &protocol.PromptRequest{PromptText: text, FileReferences: refs, InputType: protocol.InputText}
+	return adapter.Turn{ID: id, Request: req, Prompt: fileref.Parse(text, refs)}
+}
+
+// TextSegment is a prompt segment of plain text.
+func TextSegment(s string) protocol.PromptSegment {
+	return protocol.PromptSegment{Kind: protocol.SegmentText, Text: s}
+}
+
+// FileSegment is a prompt segment picking the file at path, shown as
+// display.
+func FileSegment(path, display string) protocol.PromptSegment {
+	return protocol.PromptSegment{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: path, DisplayPath: display}}
 }

@@ -87,3 +87,14 @@ func TestLogBuffer(t *testing.T) {
 		t.Errorf("log = %q", s)
 	}
 }
+
+func TestSegmentTurn(t *testing.T) {
+	t.Parallel()
+	tn := SegmentTurn(t, "turn-1", TextSegment("look at "), FileSegment("src/a.go", "@src/a.go"))
+	if tn.ID != "turn-1" || tn.Request == nil || len(tn.Request.FileReferences) != 1 || tn.Request.FileReferences[0].Path != "src/a.go" {
+		t.Fatalf("turn = %+v", tn)
+	}
+	if tn.Prompt.Literal() == "" {
+		t.Error("the prompt did not parse")
+	}
+}

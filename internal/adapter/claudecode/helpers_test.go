@@ -71,11 +71,7 @@ func openFake(t *testing.T, scenario string, mut func(*Config)) *fakeEnv {
 		mut(&cfg)
 	}
 	ad := New(cfg)
-	s, err := ad.Open(context.Background(), adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := adaptertest.Open(t, context.Background(), ad, adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}})
 	return &fakeEnv{ad: ad, sess: s.(*session), ws: ws, log: fakeLog, logs: logs}
 }
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/protocol"
-	"github.com/ferry-dev/ferry/protocol/fileref"
 )
 
 type event struct {
@@ -60,34 +60,22 @@ func testCtx(t *testing.T) context.Context {
 
 func openSession(t *testing.T, dir string, opts ...Option) adapter.Session {
 	t.Helper()
-	s, err := New(opts...).Open(context.Background(), adapter.SessionConfig{
+	return adaptertest.Open(t, context.Background(), New(opts...), adapter.SessionConfig{
 		SessionID: "s1",
 		Workspace: protocol.Workspace{ID: "w", Name: "w", Path: dir},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
 }
 
 // turnOf composes segments as the master does and parses them as the client does.
 func turnOf(t *testing.T, segs ...protocol.PromptSegment) adapter.Turn {
 	t.Helper()
-	text, refs, err := fileref.Compose(segs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &protocol.PromptRequest{PromptText: text, FileReferences: refs, InputType: protocol.InputText}
-	return adapter.Turn{ID: "turn-1", Request: req, Prompt: fileref.Parse(text, refs)}
+	return adaptertest.SegmentTurn(t, "turn-1", segs...)
 }
 
-func text(s string) protocol.PromptSegment {
-	return protocol.PromptSegment{Kind: protocol.SegmentText, Text: s}
-}
+func text(s string) protocol.PromptSegment { return adaptertest.TextSegment(s) }
 
 func file(path, display string) protocol.PromptSegment {
-	return protocol.PromptSegment{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: path, DisplayPath: display}}
+	return adaptertest.FileSegment(path, display)
 }
 
 func deltas(t *testing.T, evs []event) string {

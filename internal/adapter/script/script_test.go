@@ -18,7 +18,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/protocol"
-	"github.com/ferry-dev/ferry/protocol/fileref"
 )
 
 // These tests run real shell scripts as real child processes.
@@ -77,32 +76,18 @@ func open(t *testing.T, dir string, cfg Config) adapter.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := a.Open(testCtx(t), adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "ws", Name: "ws", Path: dir}, Mode: protocol.ModeDefault})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return adaptertest.Open(t, testCtx(t), a, adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "ws", Name: "ws", Path: dir}, Mode: protocol.ModeDefault})
 }
 
 // turn makes a turn from segments, as the master composes them.
 func turn(t *testing.T, segs ...protocol.PromptSegment) adapter.Turn {
 	t.Helper()
-	text, refs, err := fileref.Compose(segs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &protocol.PromptRequest{PromptText: text, FileReferences: refs, InputType: protocol.InputText}
-	return adapter.Turn{ID: "turn-1", Request: req, Prompt: fileref.Parse(text, refs)}
+	return adaptertest.SegmentTurn(t, "turn-1", segs...)
 }
 
-func txt(s string) protocol.PromptSegment {
-	return protocol.PromptSegment{Kind: protocol.SegmentText, Text: s}
-}
+func txt(s string) protocol.PromptSegment { return adaptertest.TextSegment(s) }
 
-func file(path string) protocol.PromptSegment {
-	return protocol.PromptSegment{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: path, DisplayPath: "@" + path}}
-}
+func file(path string) protocol.PromptSegment { return adaptertest.FileSegment(path, "@"+path) }
 
 // noLeak fails the test when a goroutine of this package outlives it.
 func noLeak(t *testing.T) {
