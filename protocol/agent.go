@@ -21,6 +21,74 @@ const (
 	ToolCancelled = "cancelled"
 )
 
+// Stop reasons of agent.text.done (TextDone.StopReason).
+const (
+	StopEndTurn   = "end_turn"
+	StopCancelled = "cancelled"
+	StopMaxTurns  = "max_turns"
+	StopError     = "error"
+	StopRefusal   = "refusal"
+)
+
+// Codes of agent.error (AgentError.Code) that ferry's agent, adapters and
+// client send. They are stable: UIs and scripts match on them.
+const (
+	// AgentCodeBadRequest: the prompt itself is unusable (a bad permission
+	// rule in config_overrides, an invalid json_schema, an unknown mode).
+	AgentCodeBadRequest = "bad_request"
+	// AgentCodeBusy: a turn or a compaction is already running.
+	AgentCodeBusy = "busy"
+	// AgentCodeInternal: the agent failed for a reason of its own (logged).
+	AgentCodeInternal = "internal"
+	// AgentCodeStructuredOutput: the final answer did not validate against
+	// the prompt's json_schema, even after one retry.
+	AgentCodeStructuredOutput = "structured_output_invalid"
+
+	// The model provider's failures.
+	AgentCodeProviderRateLimited = "provider_rate_limited"
+	AgentCodeProviderOverloaded  = "provider_overloaded"
+	AgentCodeProviderServer      = "provider_server_error"
+	AgentCodeProviderUnavailable = "provider_unavailable"
+	AgentCodeProviderAuth        = "provider_auth"
+	AgentCodeProviderBadRequest  = "provider_bad_request"
+	AgentCodeProviderStream      = "provider_stream"
+	AgentCodeProviderNetwork     = "provider_network"
+
+	// AgentCodeBudgetExceeded: an external agent stopped at its spending
+	// limit.
+	AgentCodeBudgetExceeded = "budget_exceeded"
+	// AgentCodeStructuredOutputFailed: an external agent could not produce
+	// an answer that fits the prompt's json_schema.
+	AgentCodeStructuredOutputFailed = "structured_output_failed"
+
+	// AgentCodeAgentError: an external agent reported a failure of its own.
+	AgentCodeAgentError = "agent_error"
+	// AgentCodeAgentExited: an external agent's process ended; the
+	// session's later turns fail the same way.
+	AgentCodeAgentExited = "agent_exited"
+	// AgentCodeAgentCrashed: an external agent's process ended during a
+	// turn; the next prompt starts it again.
+	AgentCodeAgentCrashed = "agent_crashed"
+	// AgentCodeAgentUnavailable: an external agent could not be started.
+	AgentCodeAgentUnavailable = "agent_unavailable"
+	// AgentCodeAuthRequired: an external agent wants the user to log in.
+	AgentCodeAuthRequired = "agent_auth_required"
+	// AgentCodeSessionNotResumed: the agent could not resume the session's
+	// earlier conversation and goes on in a new one.
+	AgentCodeSessionNotResumed = "session_not_resumed"
+	// AgentCodeAgentFailed: the client saw the agent fail without a code.
+	AgentCodeAgentFailed = "agent_failed"
+	// AgentCodeCompactionFailed: the agent could not compact the session.
+	AgentCodeCompactionFailed = "compaction_failed"
+	// AgentCodeRestarted: the client restarted and the turn it ran is lost.
+	AgentCodeRestarted = "restarted"
+
+	// A script adapter's process failed.
+	AgentCodeScriptExitStatus  = "script_exit_status"
+	AgentCodeScriptKilled      = "script_killed"
+	AgentCodeScriptStartFailed = "script_start_failed"
+)
+
 // TurnStarted is agent.turn.started: the client accepted a prompt and opened
 // a turn. parent_id is the control.prompt.request's message_id.
 type TurnStarted struct {

@@ -151,9 +151,9 @@ func RefusePrompt(ctx context.Context, caps protocol.AdapterCapability, turn Tur
 	}
 	ae.TurnID = turn.ID
 	if err := emit(ctx, protocol.TypeAgentError, ae); err != nil {
-		return Result{StopReason: "error"}, true, fmt.Errorf("adapter: report the refused prompt: %w", err)
+		return Result{StopReason: protocol.StopError}, true, fmt.Errorf("adapter: report the refused prompt: %w", err)
 	}
-	return Result{StopReason: "error"}, true, nil
+	return Result{StopReason: protocol.StopError}, true, nil
 }
 
 // CheckCompact is the *protocol.Error (code unsupported) that refuses a

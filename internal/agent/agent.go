@@ -58,7 +58,7 @@
 //     Restore continues from one, repaired so the provider accepts it
 //     (every tool call answered, roles alternating, a cut turn closed with
 //     RestartedNote) and with only the reads of unchanged files kept. A
-//     turn cancelled because ferry stops (adapter.ErrStopping) says so in
+//     turn cancelled because ferry stops (ErrStopping) says so in
 //     the history instead of "cancelled by the user".
 package agent
 
@@ -73,7 +73,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -133,6 +132,10 @@ type Config struct {
 	// the user as agent.artifact events and Result.Artifacts. Off, the
 	// tools are the plain ones and the parameters are absent.
 	Artifacts bool
+	// StopCause is a context cause that, like ErrStopping, means a
+	// prompt is cancelled because ferry is stopping (the builtin adapter
+	// sets the adapter seam's; nil: only ErrStopping).
+	StopCause error
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -154,6 +157,7 @@ type Agent struct {
 	timeout   time.Duration
 	onCompact func([]llm.Message)
 	onStep    func(Snapshot)
+	stopCause error // Config.StopCause
 	log       *slog.Logger
 
 	mu        sync.Mutex
@@ -221,6 +225,7 @@ func New(cfg Config) (*Agent, error) {
 		timeout:   cfg.InteractionTimeout,
 		onCompact: cfg.OnCompact,
 		onStep:    cfg.OnStep,
+		stopCause: cfg.StopCause,
 		log:       log,
 		mode:      mode,
 		rules:     rules,
@@ -340,11 +345,6 @@ func (a *Agent) Answer(interactionID string, resp *protocol.InteractionResponse)
 	ch <- resp // buffered: each channel gets one answer
 	return nil
 }
-
-// ErrUnknownInteraction is returned by Answer for an interaction nobody
-// waits on (answered already, timed out, or its turn ended). It is the
-// adapter seam's error, so the client recognises it.
-var ErrUnknownInteraction = adapter.ErrUnknownInteraction
 
 // Close releases the workspace. A running turn should be cancelled first.
 func (a *Agent) Close() error {

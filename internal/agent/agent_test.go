@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -41,6 +40,7 @@ func testCtx(t *testing.T) context.Context {
 }
 
 func TestTextTurnStreamsAndReportsUsage(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{text: []string{"Hello", ", world"}, usage: llm.Usage{InputTokens: 7, OutputTokens: 3}})
 	a, _ := newAgent(t, p, nil)
 	rec := newRecorder()
@@ -69,6 +69,7 @@ func TestTextTurnStreamsAndReportsUsage(t *testing.T) {
 }
 
 func TestEditTaskReadsEditsAndVerifies(t *testing.T) {
+	t.Parallel()
 	p := newMem(
 		step{tools: []llm.Block{toolCall("t1", "Read", map[string]any{"file_path": "a.txt"})}},
 		step{tools: []llm.Block{toolCall("t2", "Edit", map[string]any{"file_path": "a.txt", "old_string": "world", "new_string": "ferry"})}},
@@ -108,6 +109,7 @@ func TestEditTaskReadsEditsAndVerifies(t *testing.T) {
 }
 
 func TestPlanModeRefusesWrites(t *testing.T) {
+	t.Parallel()
 	p := newMem(
 		step{tools: []llm.Block{toolCall("w1", "Write", map[string]any{"file_path": "new.txt", "content": "x"})}},
 		step{tools: []llm.Block{toolCall("w2", "Write", map[string]any{"file_path": "new.txt", "content": "x"})}},
@@ -152,6 +154,7 @@ func planThenAllow(ctx context.Context, t *testing.T, a *agent.Agent, rec *recor
 }
 
 func TestModeSwitchWhileAskingRefusesTheCall(t *testing.T) {
+	t.Parallel()
 	write := func(id string) step {
 		return step{tools: []llm.Block{toolCall(id, "Write", map[string]any{"file_path": id + ".txt", "content": "x"})}}
 	}
@@ -181,6 +184,7 @@ func TestModeSwitchWhileAskingRefusesTheCall(t *testing.T) {
 }
 
 func TestAskAllowOnceAllowAlwaysDenyTimeout(t *testing.T) {
+	t.Parallel()
 	write := func(id, content string) step {
 		return step{tools: []llm.Block{toolCall(id, "Write", map[string]any{"file_path": "f.txt", "content": content})}}
 	}
@@ -250,6 +254,7 @@ func TestAskAllowOnceAllowAlwaysDenyTimeout(t *testing.T) {
 }
 
 func TestHeadlessDeniesWhatWouldBeAsked(t *testing.T) {
+	t.Parallel()
 	p := newMem(
 		step{tools: []llm.Block{toolCall("w", "Write", map[string]any{"file_path": "f.txt", "content": "x"})}},
 		step{text: []string{"denied"}},
@@ -271,6 +276,7 @@ func TestHeadlessDeniesWhatWouldBeAsked(t *testing.T) {
 }
 
 func TestPerPromptRules(t *testing.T) {
+	t.Parallel()
 	p := newMem(
 		step{tools: []llm.Block{toolCall("w", "Write", map[string]any{"file_path": "f.txt", "content": "x"})}},
 		step{text: []string{"ok"}},
@@ -299,6 +305,7 @@ func TestPerPromptRules(t *testing.T) {
 }
 
 func TestBadRuleFailsCleanly(t *testing.T) {
+	t.Parallel()
 	p := newMem()
 	a, _ := newAgent(t, p, nil)
 	rec := newRecorder()
@@ -316,6 +323,7 @@ func TestBadRuleFailsCleanly(t *testing.T) {
 }
 
 func TestMaxTurns(t *testing.T) {
+	t.Parallel()
 	loop := step{tools: []llm.Block{toolCall("g", "Glob", map[string]any{"pattern": "*"})}}
 	p := newMem(loop, loop, loop, step{text: []string{"continued"}})
 	a, _ := newAgent(t, p, nil)
@@ -344,6 +352,7 @@ func TestMaxTurns(t *testing.T) {
 }
 
 func TestJSONSchema(t *testing.T) {
+	t.Parallel()
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
 	t.Run("valid", func(t *testing.T) {
 		p := newMem(step{text: []string{"```json\n{\"n\": 3}\n```"}})
@@ -400,6 +409,7 @@ func TestJSONSchema(t *testing.T) {
 }
 
 func TestCancelDuringStreaming(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{text: []string{"partial"}, block: true}, step{text: []string{"next"}})
 	a, _ := newAgent(t, p, nil)
 	ctx, cancel := context.WithCancel(testCtx(t))
@@ -422,6 +432,7 @@ func TestCancelDuringStreaming(t *testing.T) {
 }
 
 func TestProviderErrorIsCoded(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{err: &llm.Error{Kind: llm.KindRateLimited, Status: 429, RetryAfter: 3 * time.Second, Message: "rate limited"}})
 	a, _ := newAgent(t, p, nil)
 	rec := newRecorder()
@@ -437,6 +448,7 @@ func TestProviderErrorIsCoded(t *testing.T) {
 }
 
 func TestSlashCommands(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{text: []string{"answer"}})
 	a, _ := newAgent(t, p, nil)
 	if _, err := a.Run(testCtx(t), textTurn("q"), newRecorder().emit); err != nil {
@@ -469,6 +481,7 @@ func TestSlashCommands(t *testing.T) {
 }
 
 func TestPipedStdinAndFileList(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{text: []string{"ok"}})
 	a, _ := newAgent(t, p, nil)
 	if _, err := a.Run(testCtx(t), turnOf(protocol.InputPipedStdin, "line one\nline two\n", nil), newRecorder().emit); err != nil {
@@ -483,7 +496,7 @@ func TestPipedStdinAndFileList(t *testing.T) {
 	a, _ = newAgent(t, p, nil)
 	refs := []protocol.FileReference{{RefID: "ref_1", Path: "src/a.go", Name: "a.go", WorkspaceRelativePath: "src/a.go"}}
 	req := &protocol.PromptRequest{PromptText: "fix <@file:ref_1|src/a.go> please", FileReferences: refs}
-	turn := adapter.Turn{ID: "t", Request: req, Prompt: fileref.Parse(req.PromptText, refs)}
+	turn := agent.Turn{ID: "t", Request: req, Prompt: fileref.Parse(req.PromptText, refs)}
 	if _, err := a.Run(testCtx(t), turn, newRecorder().emit); err != nil {
 		t.Fatal(err)
 	}
@@ -494,6 +507,7 @@ func TestPipedStdinAndFileList(t *testing.T) {
 }
 
 func TestHugeInputTravelsCut(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 1<<20)
 	p := newMem(
 		step{tools: []llm.Block{toolCall("w", "Write", map[string]any{"file_path": "big.txt", "content": big})}},
@@ -517,6 +531,7 @@ func TestHugeInputTravelsCut(t *testing.T) {
 }
 
 func TestModeSwitchWhileAskingRefusesBash(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{tools: []llm.Block{toolCall("b", "Bash", map[string]any{"command": "touch ran.txt"})}}, step{text: []string{"ok"}})
 	a, dir := newAgent(t, p, nil)
 	rec := newRecorder()

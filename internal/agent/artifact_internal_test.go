@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/protocol"
@@ -28,22 +27,23 @@ func (noModel) CountTokens(context.Context, llm.Request) (int, error) { return 0
 // result carries what its collector holds (here one file registered
 // before the path ran, as a sub-run's or an earlier call's would be).
 func TestResultTakesTheCollectorOnEveryPath(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{Provider: noModel{}, Workspace: t.TempDir(), Artifacts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
 	emit := func(context.Context, string, any) error { return nil }
-	turnOf := func(inputType, text string, o *protocol.ConfigOverrides) adapter.Turn {
+	turnOf := func(inputType, text string, o *protocol.ConfigOverrides) Turn {
 		req := &protocol.PromptRequest{PromptText: fileref.Escape(text), InputType: inputType, ConfigOverrides: o}
-		return adapter.Turn{ID: protocol.NewID(), Request: req, Prompt: fileref.Parse(req.PromptText, nil)}
+		return Turn{ID: protocol.NewID(), Request: req, Prompt: fileref.Parse(req.PromptText, nil)}
 	}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	cases := []struct {
 		name string
 		ctx  context.Context
-		turn adapter.Turn
+		turn Turn
 		stop string
 	}{
 		{"/cost", context.Background(), turnOf(protocol.InputSlashCommand, "/cost", nil), StopEndTurn},

@@ -77,6 +77,7 @@ func artifactEvents(rec *recorder) []*protocol.Artifact {
 }
 
 func TestArtifactsCSVAndReport(t *testing.T) {
+	t.Parallel()
 	for _, f := range artifactFormats {
 		t.Run(string(f), func(t *testing.T) {
 			srv := fake.New(t)
@@ -195,6 +196,7 @@ func pathsOf[T interface{ Path() string }](fs []T) string {
 }
 
 func TestArtifactsSwitch(t *testing.T) {
+	t.Parallel()
 	p := newMem(step{text: []string{"ok"}})
 	off, _ := newAgent(t, p, nil)
 	if _, err := off.Run(testCtx(t), textTurn("hi"), newRecorder().emit); err != nil {
@@ -225,6 +227,7 @@ func TestArtifactsSwitch(t *testing.T) {
 // TestArtifactsOnEveryExitPath: a file written before the prompt ends in
 // any way is in the result.
 func TestArtifactsOnEveryExitPath(t *testing.T) {
+	t.Parallel()
 	csv := func(f fake.Format) fake.Reply {
 		return reply(fake.ToolCall{Name: "Write", Input: map[string]any{"file_path": "out/sales.csv", "content": salesCSV}})
 	}
@@ -295,6 +298,7 @@ func TestArtifactsOnEveryExitPath(t *testing.T) {
 }
 
 func TestCompactionKeepsArtifacts(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	var dropped []llm.Message
 	a, dir := fakeAgent(t, srv, fake.Anthropic, func(c *agent.Config) {
@@ -359,6 +363,7 @@ func TestCompactionKeepsArtifacts(t *testing.T) {
 }
 
 func TestSlashCompactKeepsArtifacts(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	a, _ := fakeAgent(t, srv, fake.Anthropic, nil)
 	srv.Script(reply(fake.ToolCall{Name: "Write", Input: map[string]any{"file_path": "a.csv", "content": "a,b\n1,2\n"}}), fake.Reply{Text: []string{"done"}})
@@ -390,6 +395,7 @@ func historyArtifacts(h []llm.Message) string {
 // TestArtifactFlagIsNotPartOfPermission: the rules decide on the tool and
 // the path; artifact true or false changes nothing about what runs.
 func TestArtifactFlagIsNotPartOfPermission(t *testing.T) {
+	t.Parallel()
 	calls := func(flag any) []fake.Reply {
 		in := func(p string) map[string]any {
 			m := map[string]any{"file_path": p, "content": "x"}

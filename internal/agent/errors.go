@@ -5,28 +5,29 @@ import (
 	"fmt"
 
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/protocol"
 )
 
 // Stable codes of the agent.error events the agent emits and of the *Error
 // values Run and Compact return.
 const (
-	CodeProviderRateLimited = "provider_rate_limited"
-	CodeProviderOverloaded  = "provider_overloaded"
-	CodeProviderServer      = "provider_server_error"
-	CodeProviderAuth        = "provider_auth"
-	CodeProviderBadRequest  = "provider_bad_request"
-	CodeProviderStream      = "provider_stream"
-	CodeProviderNetwork     = "provider_network"
+	CodeProviderRateLimited = protocol.AgentCodeProviderRateLimited
+	CodeProviderOverloaded  = protocol.AgentCodeProviderOverloaded
+	CodeProviderServer      = protocol.AgentCodeProviderServer
+	CodeProviderAuth        = protocol.AgentCodeProviderAuth
+	CodeProviderBadRequest  = protocol.AgentCodeProviderBadRequest
+	CodeProviderStream      = protocol.AgentCodeProviderStream
+	CodeProviderNetwork     = protocol.AgentCodeProviderNetwork
 	// CodeBadRequest: the prompt itself is unusable (a bad permission rule
 	// in config_overrides, an invalid json_schema, an unknown mode).
-	CodeBadRequest = "bad_request"
+	CodeBadRequest = protocol.AgentCodeBadRequest
 	// CodeStructuredOutput: the final answer did not validate against the
 	// prompt's json_schema, even after one retry.
-	CodeStructuredOutput = "structured_output_invalid"
+	CodeStructuredOutput = protocol.AgentCodeStructuredOutput
 	// CodeBusy: a turn or a compaction is already running.
-	CodeBusy = "busy"
+	CodeBusy = protocol.AgentCodeBusy
 	// CodeInternal: the agent failed for a reason of its own (logged).
-	CodeInternal = "internal"
+	CodeInternal = protocol.AgentCodeInternal
 )
 
 // Error is a coded failure of the agent. Message is safe to show to the

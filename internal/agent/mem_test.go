@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
@@ -125,7 +125,7 @@ type event struct {
 	payload any
 }
 
-// recorder is an adapter.Emit that keeps the events, and hands each
+// recorder is an agent.Emit that keeps the events, and hands each
 // interaction request to asks.
 type recorder struct {
 	mu     sync.Mutex
@@ -145,7 +145,7 @@ func (r *recorder) emit(_ context.Context, typ string, payload any) error {
 	return nil
 }
 
-var _ adapter.Emit = (*recorder)(nil).emit
+var _ agent.Emit = (*recorder)(nil).emit
 
 func (r *recorder) all() []event {
 	r.mu.Lock()
@@ -172,13 +172,13 @@ func (r *recorder) finished() []*protocol.ToolFinished {
 }
 
 // textTurn is a text prompt turn.
-func textTurn(text string) adapter.Turn {
+func textTurn(text string) agent.Turn {
 	return turnOf(protocol.InputText, text, nil)
 }
 
-func turnOf(inputType, text string, o *protocol.ConfigOverrides) adapter.Turn {
+func turnOf(inputType, text string, o *protocol.ConfigOverrides) agent.Turn {
 	req := &protocol.PromptRequest{PromptText: fileref.Escape(text), InputType: inputType, ConfigOverrides: o}
-	return adapter.Turn{ID: protocol.NewID(), Request: req, Prompt: fileref.Parse(req.PromptText, nil)}
+	return agent.Turn{ID: protocol.NewID(), Request: req, Prompt: fileref.Parse(req.PromptText, nil)}
 }
 
 // lastToolResults returns the tool_result blocks of the last user message

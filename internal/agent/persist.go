@@ -64,7 +64,7 @@ func (a *Agent) setTurnOpen(open bool) int {
 }
 
 // markStopped rewrites what a cancel wrote into the history from message
-// from on, when the cancel came from ferry stopping (adapter.ErrStopping)
+// from on, when the cancel came from ferry stopping (ErrStopping, Config.StopCause)
 // rather than from the user: the model must not believe the user stopped
 // it. Cut text and cancelled calls then say that ferry restarted.
 func (a *Agent) markStopped(from int) {

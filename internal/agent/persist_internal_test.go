@@ -46,6 +46,7 @@ func shape(h []llm.Message) string {
 }
 
 func TestRepairHistory(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		in   []llm.Message

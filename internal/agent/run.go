@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -16,11 +15,11 @@ import (
 
 // Stop reasons of Result (those of agent.text.done).
 const (
-	StopEndTurn   = "end_turn"
-	StopMaxTurns  = "max_turns"
-	StopError     = "error"
-	StopRefusal   = "refusal"
-	StopCancelled = "cancelled"
+	StopEndTurn   = protocol.StopEndTurn
+	StopMaxTurns  = protocol.StopMaxTurns
+	StopError     = protocol.StopError
+	StopRefusal   = protocol.StopRefusal
+	StopCancelled = protocol.StopCancelled
 )
 
 // Result is how one prompt ended.
@@ -51,7 +50,7 @@ type Result struct {
 type turnRun struct {
 	a        *Agent
 	id       string
-	emit     adapter.Emit
+	emit     Emit
 	rules    permission.Rules // the session's rules plus this prompt's overrides
 	maxTurns int
 	schema   *outputSchema
@@ -67,7 +66,7 @@ type turnRun struct {
 // Run runs one prompt (see the package doc). It returns a *Error for a
 // coded failure (an agent.error event was emitted for it), and ctx's error
 // when cancelled; Result says how far the turn got either way.
-func (a *Agent) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (Result, error) {
+func (a *Agent) Run(ctx context.Context, turn Turn, emit Emit) (Result, error) {
 	return a.runWith(ctx, turn, emit, artifact.NewCollector())
 }
 
@@ -75,14 +74,14 @@ func (a *Agent) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (
 // prompt sees it in its context (a collector a caller's context carried is
 // replaced: each run keeps its own), and the result takes its artifacts on
 // every path out.
-func (a *Agent) runWith(ctx context.Context, turn adapter.Turn, emit adapter.Emit, col *artifact.Collector) (Result, error) {
+func (a *Agent) runWith(ctx context.Context, turn Turn, emit Emit, col *artifact.Collector) (Result, error) {
 	if !a.begin() {
 		return Result{StopReason: StopError, Artifacts: col.Artifacts()}, ErrBusy
 	}
 	defer a.end()
 	from := a.setTurnOpen(true)
 	defer func() {
-		if errors.Is(context.Cause(ctx), adapter.ErrStopping) {
+		if a.stopping(ctx) {
 			a.markStopped(from)
 		}
 		a.setTurnOpen(false)
@@ -113,7 +112,7 @@ func (a *Agent) runWith(ctx context.Context, turn adapter.Turn, emit adapter.Emi
 	return res, err
 }
 
-func (t *turnRun) run(ctx context.Context, turn adapter.Turn) (Result, error) {
+func (t *turnRun) run(ctx context.Context, turn Turn) (Result, error) {
 	req := turn.Request
 	if req == nil {
 		req = &protocol.PromptRequest{PromptText: turn.Prompt.Literal()}

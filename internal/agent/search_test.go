@@ -15,6 +15,7 @@ import (
 // the files a Read deny rule names, and links to them, so a denied file
 // cannot be read by searching the directory around it.
 func TestSearchesSkipDeniedFiles(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	a, dir := fakeAgent(t, srv, fake.Anthropic, func(c *agent.Config) {
 		c.Rules = &permission.Rules{Deny: []permission.Rule{{Tool: "Read", Pattern: "secret.txt"}, {Tool: "Read", Pattern: "keys/**"}}}

@@ -17,6 +17,7 @@ import (
 // Edit with ".." after a link, and a Bash call declaring it writes there
 // are all refused, and nothing of the secret reaches the model.
 func TestDeniedFilesThroughSymlinks(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	a, dir := fakeAgent(t, srv, fake.Anthropic, func(c *agent.Config) {
 		c.Rules = &permission.Rules{

@@ -29,6 +29,7 @@ type step = acppeer.Step
 func intp(i int) *int { return &i }
 
 func TestNewNeedsACommand(t *testing.T) {
+	t.Parallel()
 	if _, err := New(Config{}); err == nil {
 		t.Fatal("New without a command succeeded")
 	}
@@ -43,6 +44,7 @@ func TestNewNeedsACommand(t *testing.T) {
 }
 
 func TestOpenMissingCommandIsCoded(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{Command: []string{filepath.Join(t.TempDir(), "no-such-agent")}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +59,7 @@ func TestOpenMissingCommandIsCoded(t *testing.T) {
 // A normal turn: the handshake, the prompt's blocks, and every update
 // mapped to events in order.
 func TestPromptStreamsUpdatesInOrder(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{
 		{Update: map[string]any{"sessionUpdate": "agent_thought_chunk", "content": map[string]any{"type": "text", "text": "hmm"}}},
 		{Text: "Reading "},
@@ -100,36 +103,36 @@ func TestPromptStreamsUpdatesInOrder(t *testing.T) {
 		protocol.TypeTextDelta, // done.
 		protocol.TypeUsage,
 	}
-	if got := rec.types(); !reflect.DeepEqual(got, want) {
+	if got := rec.Types(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events = %v\nwant     %v", got, want)
 	}
-	ev := rec.all()
-	if d := ev[0].payload.(*protocol.TextDelta); d.Channel != "thinking" || d.Delta != "hmm" {
+	ev := rec.Events()
+	if d := ev[0].Payload.(*protocol.TextDelta); d.Channel != "thinking" || d.Delta != "hmm" {
 		t.Errorf("thought = %+v", d)
 	}
-	if st := ev[2].payload.(*protocol.ToolStarted); st.ToolUseID != "call_1" || st.ToolName != "Read" || string(st.Input) != `{"path":"notes.txt"}` {
+	if st := ev[2].Payload.(*protocol.ToolStarted); st.ToolUseID != "call_1" || st.ToolName != "Read" || string(st.Input) != `{"path":"notes.txt"}` {
 		t.Errorf("tool started = %+v", st)
 	}
-	if up := ev[3].payload.(*protocol.ToolUpdated); up.Status != "Read notes.txt" {
+	if up := ev[3].Payload.(*protocol.ToolUpdated); up.Status != "Read notes.txt" {
 		t.Errorf("tool updated = %+v", up)
 	}
-	if fin := ev[4].payload.(*protocol.ToolFinished); fin.Status != protocol.ToolOK || fin.Output != "pelican" {
+	if fin := ev[4].Payload.(*protocol.ToolFinished); fin.Status != protocol.ToolOK || fin.Output != "pelican" {
 		t.Errorf("tool finished = %+v", fin)
 	}
-	if fin := ev[7].payload.(*protocol.ToolFinished); fin.Diff == nil || fin.Diff.Path != "a.go" || len(fin.Diff.Hunks) != 1 || fin.ToolName != "Edit" {
+	if fin := ev[7].Payload.(*protocol.ToolFinished); fin.Diff == nil || fin.Diff.Path != "a.go" || len(fin.Diff.Hunks) != 1 || fin.ToolName != "Edit" {
 		t.Errorf("edit finished = %+v", fin)
 	}
-	if fin := ev[9].payload.(*protocol.ToolFinished); fin.ToolName != "Plan" || fin.Output != "- [x] read\n- [ ] answer\n" {
+	if fin := ev[9].Payload.(*protocol.ToolFinished); fin.ToolName != "Plan" || fin.Output != "- [x] read\n- [ ] answer\n" {
 		t.Errorf("plan = %+v", fin)
 	}
-	if u := ev[11].payload.(*protocol.Usage); u.InputTokens != 10 || u.OutputTokens != 5 {
+	if u := ev[11].Payload.(*protocol.Usage); u.InputTokens != 10 || u.OutputTokens != 5 {
 		t.Errorf("usage = %+v", u)
 	}
 	for _, e := range ev { // everything the adapter emits must be valid on the wire
-		m := protocol.New(e.typ, e.payload)
+		m := protocol.New(e.Type, e.Payload)
 		m.SessionID = "s"
 		if _, err := protocol.Encode(m); err != nil {
-			t.Errorf("%s does not encode: %v", e.typ, err)
+			t.Errorf("%s does not encode: %v", e.Type, err)
 		}
 	}
 
@@ -165,6 +168,7 @@ func TestPromptStreamsUpdatesInOrder(t *testing.T) {
 // A permission request is asked with the agent's options; the answer goes
 // back as the chosen optionId; a timeout picks the reject option.
 func TestPermissionAnswers(t *testing.T) {
+	t.Parallel()
 	ask := step{Request: &acppeer.Request{Method: "session/request_permission", Echo: true, Params: map[string]any{
 		"sessionId": acppeer.SessionID,
 		"toolCall":  map[string]any{"toolCallId": "call_9", "title": "Write out.txt", "kind": "edit", "rawInput": map[string]any{"file_path": "out.txt"}},
@@ -226,6 +230,7 @@ func TestPermissionAnswers(t *testing.T) {
 // Cancel: session/cancel, every pending permission request answered
 // cancelled, the turn ends cancelled; the session goes on.
 func TestCancelAnswersPendingPermissions(t *testing.T) {
+	t.Parallel()
 	askOpts := []any{map[string]any{"optionId": "ok", "name": "Allow", "kind": "allow_once"}, map[string]any{"optionId": "no", "name": "Reject", "kind": "reject_once"}}
 	p := newPeer(t, acppeer.Script{Turns: [][]step{
 		{
@@ -266,8 +271,8 @@ func TestCancelAnswersPendingPermissions(t *testing.T) {
 	// The next turn waits for the cancelled prompt's response, so the peer
 	// has received everything by the time it ends.
 	rec2, res, err := run(t, s, turn("again"))
-	if err != nil || res.Text != "next" || rec2.text("") != "next" {
-		t.Fatalf("next Run = %+v, %v (events %v)", res, err, rec2.types())
+	if err != nil || res.Text != "next" || rec2.Text("") != "next" {
+		t.Fatalf("next Run = %+v, %v (events %v)", res, err, rec2.Types())
 	}
 	if n := len(p.receivedMethod(t, "session/cancel")); n != 1 {
 		t.Errorf("%d session/cancel notifications, want 1", n)
@@ -287,13 +292,14 @@ func TestCancelAnswersPendingPermissions(t *testing.T) {
 // An agent that never answers a cancelled prompt is killed; the session
 // then reports that the agent stopped.
 func TestCancelKillsUnresponsiveAgent(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{{Text: "working"}, {Hang: true}}}})
 	p.a.killAfter = 10 * time.Millisecond
 	s := p.open(t, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := newRecorder()
 	go func() { // cancel once the agent is at work
-		for len(rec.all()) == 0 && ctx.Err() == nil {
+		for len(rec.Events()) == 0 && ctx.Err() == nil {
 			time.Sleep(time.Millisecond)
 		}
 		cancel()
@@ -311,14 +317,15 @@ func TestCancelKillsUnresponsiveAgent(t *testing.T) {
 	if err != nil || res.StopReason != "error" {
 		t.Fatalf("Run after the kill = %+v, %v", res, err)
 	}
-	if ev := rec2.all(); len(ev) != 1 || ev[0].payload.(*protocol.AgentError).Code != codeAgentExited {
-		t.Fatalf("events after the kill = %v", rec2.types())
+	if ev := rec2.Events(); len(ev) != 1 || ev[0].Payload.(*protocol.AgentError).Code != protocol.AgentCodeAgentExited {
+		t.Fatalf("events after the kill = %v", rec2.Types())
 	}
 }
 
 // Modes: set_mode to the agent's mode of the same name, enforced on ferry's
 // side; a mode the agent lacks is refused with a coded error.
 func TestSetMode(t *testing.T) {
+	t.Parallel()
 	writeReq := step{Request: &acppeer.Request{Method: "fs/write_text_file", Echo: true, Params: map[string]any{"sessionId": acppeer.SessionID, "path": "new.txt", "content": "x"}}}
 	editAsk := step{Request: &acppeer.Request{Method: "session/request_permission", Echo: true, Params: map[string]any{"sessionId": acppeer.SessionID,
 		"toolCall": map[string]any{"toolCallId": "c", "title": "Edit", "kind": "edit"},
@@ -339,7 +346,7 @@ func TestSetMode(t *testing.T) {
 	if err != nil || !strings.Contains(res.Text, `"code":15`) || !strings.Contains(res.Text, `"optionId":"no"`) {
 		t.Fatalf("plan mode turn = %+v, %v (write and edit permission must be refused)", res, err)
 	}
-	if len(rec.asks) != 0 {
+	if len(rec.Asks) != 0 {
 		t.Error("an edit was asked about in plan mode")
 	}
 	if _, err := os.Stat(filepath.Join(p.ws, "new.txt")); !os.IsNotExist(err) {
@@ -350,8 +357,8 @@ func TestSetMode(t *testing.T) {
 		t.Fatalf("SetMode(review) = %v, want unsupported", err)
 	}
 	rec, res, err = run(t, s, turn("write anyway"))
-	if err != nil || !strings.Contains(res.Text, `"code":15`) || len(rec.all()) != 1 {
-		t.Fatalf("turn after the agent left plan mode by itself = %+v, %v, %v", res, err, rec.types())
+	if err != nil || !strings.Contains(res.Text, `"code":15`) || len(rec.Events()) != 1 {
+		t.Fatalf("turn after the agent left plan mode by itself = %+v, %v, %v", res, err, rec.Types())
 	}
 	// The agent asks to leave plan mode, the user allows: ferry follows.
 	rec = newRecorder()
@@ -373,13 +380,13 @@ func TestSetMode(t *testing.T) {
 		t.Fatalf("turn after the allowed switch = %+v, %v", res, err)
 	}
 	var changed bool
-	for _, e := range rec.all() {
-		if mc, ok := e.payload.(*protocol.ModeChanged); ok && mc.Mode == protocol.ModeDefault {
+	for _, e := range rec.Events() {
+		if mc, ok := e.Payload.(*protocol.ModeChanged); ok && mc.Mode == protocol.ModeDefault {
 			changed = true
 		}
 	}
 	if !changed {
-		t.Fatalf("no agent.mode.changed default in %v", rec.types())
+		t.Fatalf("no agent.mode.changed default in %v", rec.Types())
 	}
 	if err := s.SetMode(protocol.ModePlan, nil); err != nil {
 		t.Fatal(err)
@@ -412,6 +419,7 @@ func TestSetMode(t *testing.T) {
 
 // fs/read_text_file and fs/write_text_file keep the file tools' contract.
 func TestFileSystemMethods(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret.txt")
 	if err := os.WriteFile(secret, []byte("top secret\n"), 0o600); err != nil {
@@ -542,17 +550,18 @@ func TestFileSystemMethods(t *testing.T) {
 // A crash mid-turn ends the turn with agent.error and stop reason error;
 // the session then says the agent stopped, and a new session works.
 func TestAgentCrashMidTurn(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{{Text: "partial"}, {Exit: intp(3)}}}})
 	s := p.open(t, "")
 	rec, res, err := run(t, s, turn("go"))
 	if err != nil || res.StopReason != "error" || res.Text != "partial" {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
-	ev := rec.all()
-	if len(ev) != 2 || ev[0].typ != protocol.TypeTextDelta || ev[1].typ != protocol.TypeAgentError {
-		t.Fatalf("events = %v", rec.types())
+	ev := rec.Events()
+	if len(ev) != 2 || ev[0].Type != protocol.TypeTextDelta || ev[1].Type != protocol.TypeAgentError {
+		t.Fatalf("events = %v", rec.Types())
 	}
-	if ae := ev[1].payload.(*protocol.AgentError); ae.Code != codeAgentExited || strings.Contains(ae.Message, "exit status") {
+	if ae := ev[1].Payload.(*protocol.AgentError); ae.Code != protocol.AgentCodeAgentExited || strings.Contains(ae.Message, "exit status") {
 		t.Fatalf("agent.error = %+v", ae)
 	}
 	if _, res, err := run(t, s, turn("again")); err != nil || res.StopReason != "error" {
@@ -567,6 +576,7 @@ func TestAgentCrashMidTurn(t *testing.T) {
 
 // Malformed JSON-RPC lines are logged and skipped; the turn goes on.
 func TestMalformedLinesAreSkipped(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{
 		{Raw: "this is not json"},
 		{Raw: `{"jsonrpc":"1.0","method":"session/update","params":{}}`},
@@ -582,8 +592,8 @@ func TestMalformedLinesAreSkipped(t *testing.T) {
 	}, {}}})
 	s := p.open(t, "")
 	rec, res, err := run(t, s, turn("go"))
-	if err != nil || res.StopReason != "end_turn" || res.Text != "still here" || rec.text("") != "still here" {
-		t.Fatalf("Run = %+v, %v, events %v", res, err, rec.types())
+	if err != nil || res.StopReason != "end_turn" || res.Text != "still here" || rec.Text("") != "still here" {
+		t.Fatalf("Run = %+v, %v, events %v", res, err, rec.Types())
 	}
 	if n := strings.Count(p.logs.String(), "malformed JSON-RPC line"); n != 6 {
 		t.Errorf("%d malformed lines logged, want 6:\n%s", n, p.logs.String())
@@ -603,6 +613,8 @@ func TestMalformedLinesAreSkipped(t *testing.T) {
 
 // A 64 MiB line is parsed and streamed in pieces the wire takes.
 func TestOversizedLineIsStreamed(t *testing.T) {
+	// Not parallel: streaming 64 MiB through a pipe is CPU-bound, and next
+	// to other tests it can miss its time bound on a loaded machine.
 	if testing.Short() {
 		t.Skip("moves 64 MiB")
 	}
@@ -614,14 +626,14 @@ func TestOversizedLineIsStreamed(t *testing.T) {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
 	var total int
-	for _, e := range rec.all() {
-		d := e.payload.(*protocol.TextDelta)
+	for _, e := range rec.Events() {
+		d := e.Payload.(*protocol.TextDelta)
 		if len(d.Delta) > maxDelta {
 			t.Fatalf("a delta of %d bytes", len(d.Delta))
 		}
 		total += len(d.Delta)
 	}
-	if total != big+len("after") || !strings.HasSuffix(rec.text(""), "xafter") {
+	if total != big+len("after") || !strings.HasSuffix(rec.Text(""), "xafter") {
 		t.Fatalf("streamed %d bytes", total)
 	}
 	if len(res.Text) > maxResultText+len(truncatedNote) || !strings.HasSuffix(res.Text, truncatedNote) {
@@ -631,11 +643,12 @@ func TestOversizedLineIsStreamed(t *testing.T) {
 
 // A line over the limit is skipped without being held; the rest goes on.
 func TestLineOverLimitIsSkipped(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{{BigChunk: 3 << 20}, {Text: "after"}}}})
 	p.a.maxLine = 1 << 20
 	s := p.open(t, "")
 	rec, res, err := run(t, s, turn("go"))
-	if err != nil || res.Text != "after" || rec.text("") != "after" {
+	if err != nil || res.Text != "after" || rec.Text("") != "after" {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
 	if !strings.Contains(p.logs.String(), "skipped a line over the size limit") {
@@ -646,6 +659,7 @@ func TestLineOverLimitIsSkipped(t *testing.T) {
 // Updates after the prompt's response belong to no turn: they are dropped,
 // not given to the next turn.
 func TestUpdatesAfterResponseAreDropped(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{
 		{{Text: "one"}, {Respond: map[string]any{"stopReason": "end_turn"}, Then: []step{
 			{Text: "late"},
@@ -662,8 +676,8 @@ func TestUpdatesAfterResponseAreDropped(t *testing.T) {
 	if err != nil || res2.Text != "two" {
 		t.Fatalf("turn 2 = %+v, %v", res2, err)
 	}
-	if !reflect.DeepEqual(rec1.types(), []string{protocol.TypeTextDelta}) || !reflect.DeepEqual(rec2.types(), []string{protocol.TypeTextDelta}) || rec2.text("") != "two" {
-		t.Fatalf("turn 1 events %v, turn 2 events %v (%q)", rec1.types(), rec2.types(), rec2.text(""))
+	if !reflect.DeepEqual(rec1.Types(), []string{protocol.TypeTextDelta}) || !reflect.DeepEqual(rec2.Types(), []string{protocol.TypeTextDelta}) || rec2.Text("") != "two" {
+		t.Fatalf("turn 1 events %v, turn 2 events %v (%q)", rec1.Types(), rec2.Types(), rec2.Text(""))
 	}
 	if n := strings.Count(p.logs.String(), "update outside a turn was dropped"); n != 2 {
 		t.Errorf("%d late updates logged, want 2", n)
@@ -716,6 +730,7 @@ func alive(pid int) bool {
 
 // Compact runs the agent's compact command when it offers one.
 func TestCompact(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{
 		{{Text: "hi"}},
 		{
@@ -748,6 +763,7 @@ func TestCompact(t *testing.T) {
 
 // An error answer to the prompt is a coded agent.error with no agent text.
 func TestPromptErrorIsCoded(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{
 		Init: map[string]any{"authMethods": []any{map[string]any{"id": "login", "name": "Log in", "description": "run agent login"}}},
 		Turns: [][]step{
@@ -755,16 +771,16 @@ func TestPromptErrorIsCoded(t *testing.T) {
 			{{RespondError: map[string]any{"code": -32000, "message": "auth"}}},
 		}})
 	s := p.open(t, "")
-	for _, want := range []string{codeAgentError, codeAuthRequired} {
+	for _, want := range []string{protocol.AgentCodeAgentError, protocol.AgentCodeAuthRequired} {
 		rec, res, err := run(t, s, turn("go"))
 		if err != nil || res.StopReason != "error" {
 			t.Fatalf("Run = %+v, %v", res, err)
 		}
-		ae, ok := rec.all()[0].payload.(*protocol.AgentError)
+		ae, ok := rec.Events()[0].Payload.(*protocol.AgentError)
 		if !ok || ae.Code != want || strings.Contains(ae.Message, "/home/me") {
-			t.Fatalf("agent.error = %+v", rec.all())
+			t.Fatalf("agent.error = %+v", rec.Events())
 		}
-		if want == codeAuthRequired && !strings.Contains(ae.Message, "Log in (run agent login)") {
+		if want == protocol.AgentCodeAuthRequired && !strings.Contains(ae.Message, "Log in (run agent login)") {
 			t.Errorf("auth message = %q", ae.Message)
 		}
 	}
@@ -773,6 +789,7 @@ func TestPromptErrorIsCoded(t *testing.T) {
 // The mode is checked again when the user answers: a switch to plan mode
 // while the prompt was open turns an allow into the reject option.
 func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
+	t.Parallel()
 	editAsk := step{Request: &acppeer.Request{Method: "session/request_permission", Echo: true, Params: map[string]any{"sessionId": acppeer.SessionID,
 		"toolCall": map[string]any{"toolCallId": "c", "title": "Edit", "kind": "edit"},
 		"options":  []any{map[string]any{"optionId": "ok", "name": "Allow", "kind": "allow_once"}, map[string]any{"optionId": "no", "name": "Reject", "kind": "reject_once"}}}}}

@@ -1,19 +1,17 @@
 package acp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/adapter/acp/acppeer"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
@@ -27,24 +25,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// logBuffer collects the adapter's log; a failed test prints it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // peerEnv is a scripted peer: its adapter, workspace, log of what it
 // received and ferry's own log.
 type peerEnv struct {
@@ -52,13 +32,13 @@ type peerEnv struct {
 	ws     string
 	script string
 	recv   string
-	logs   *logBuffer
+	logs   *adaptertest.LogBuffer
 }
 
 func newPeer(t *testing.T, script acppeer.Script) *peerEnv {
 	t.Helper()
 	dir := t.TempDir()
-	p := &peerEnv{ws: filepath.Join(dir, "ws"), script: filepath.Join(dir, "script.json"), recv: filepath.Join(dir, "recv.log"), logs: &logBuffer{}}
+	p := &peerEnv{ws: filepath.Join(dir, "ws"), script: filepath.Join(dir, "script.json"), recv: filepath.Join(dir, "recv.log"), logs: &adaptertest.LogBuffer{}}
 	if err := os.Mkdir(p.ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +47,7 @@ func newPeer(t *testing.T, script acppeer.Script) *peerEnv {
 		Command: []string{os.Args[0], "-test.run=^$"},
 		Name:    "peer",
 		Env:     []string{acppeer.EnvScript + "=" + p.script, acppeer.EnvLog + "=" + p.recv},
-		Logger:  slog.New(slog.NewTextHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:  p.logs.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -97,11 +77,7 @@ func (p *peerEnv) open(t *testing.T, mode string) *session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := p.a.Open(ctx, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: p.ws}, Mode: mode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := adaptertest.Open(t, ctx, p.a, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: p.ws}, Mode: mode})
 	return s.(*session)
 }
 
@@ -147,70 +123,25 @@ func (p *peerEnv) responses(t *testing.T) []map[string]any {
 	return out
 }
 
-type event struct {
-	typ     string
-	payload any
-}
+// recorder is a turn's Emit: adaptertest's recorder, whose emit fails
+// once the turn's context has ended, recording nothing.
+type recorder struct{ *adaptertest.Recorder }
 
-// recorder is a turn's Emit.
-type recorder struct {
-	mu     sync.Mutex
-	events []event
-	asks   chan *protocol.InteractionRequest
-}
-
-func newRecorder() *recorder {
-	return &recorder{asks: make(chan *protocol.InteractionRequest, 16)}
-}
+func newRecorder() *recorder { return &recorder{adaptertest.NewRecorder()} }
 
 func (r *recorder) emit(ctx context.Context, typ string, payload any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	r.events = append(r.events, event{typ, payload})
-	r.mu.Unlock()
-	if ir, ok := payload.(*protocol.InteractionRequest); ok {
-		r.asks <- ir
-	}
-	return nil
-}
-
-func (r *recorder) all() []event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]event(nil), r.events...)
-}
-
-func (r *recorder) types() []string {
-	var out []string
-	for _, e := range r.all() {
-		out = append(out, e.typ)
-	}
-	return out
-}
-
-// text joins the turn's text deltas of channel ("" : text).
-func (r *recorder) text(channel string) string {
-	var b strings.Builder
-	for _, e := range r.all() {
-		if d, ok := e.payload.(*protocol.TextDelta); ok && (d.Channel == channel || channel == "" && d.Channel == "text") {
-			b.WriteString(d.Delta)
-		}
-	}
-	return b.String()
+	return r.Emit(ctx, typ, payload)
 }
 
 // ask waits for the next interaction request.
 func (r *recorder) ask(t *testing.T) *protocol.InteractionRequest {
 	t.Helper()
-	select {
-	case ir := <-r.asks:
-		return ir
-	case <-time.After(30 * time.Second):
-		t.Fatal("no interaction request came")
-		return nil
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return r.NextAsk(t, ctx)
 }
 
 // turn builds a turn from prompt text with refs.

@@ -18,6 +18,7 @@ import (
 // fs/write_text_file is recorded in the session's file history, under the
 // edit tool call that names the file (or an id of its own without one).
 func TestFileSystemWriteRecorded(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{})
 	abs := func(name string) string { return filepath.Join(p.ws, name) }
 	if err := os.WriteFile(abs("a.txt"), []byte("one\n"), 0o600); err != nil {
@@ -71,6 +72,7 @@ func TestFileSystemWriteRecorded(t *testing.T) {
 // The real agent's Write lands in fs/write_text_file and is recorded under
 // the agent's own tool call id, so its diff card's Undo finds it.
 func TestRealAgentWriteRecorded(t *testing.T) {
+	t.Parallel()
 	s, srv, ws := realSession(t)
 	j, err := filehistory.OpenJournal(t.TempDir(), "sess-real", ws, 0)
 	if err != nil {

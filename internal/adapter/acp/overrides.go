@@ -31,10 +31,6 @@ var refusals = map[string]string{
 	adapter.SettingContextFiles: "ferry does not hand attached files to an ACP agent; pick workspace files with @ instead",
 }
 
-// codeBadRequest is the agent.error code of a prompt whose settings are
-// wrong (a permission rule that does not parse), as ferry's agent has it.
-const codeBadRequest = "bad_request"
-
 // promptRules reads a prompt's config_overrides: the permission rules of
 // the prompt (nil for none), or the agent.error that refuses it.
 func (s *session) promptRules(req *protocol.PromptRequest) (*permission.Rules, *protocol.AgentError) {
@@ -52,14 +48,14 @@ func (s *session) promptRules(req *protocol.PromptRequest) (*permission.Rules, *
 	for i, r := range o.DeniedTools {
 		rule, err := permission.Parse(r)
 		if err != nil {
-			return nil, &protocol.AgentError{Code: codeBadRequest, Message: fmt.Sprintf("config_overrides.denied_tools[%d]: %s", i, safeRuleError(err))}
+			return nil, &protocol.AgentError{Code: protocol.AgentCodeBadRequest, Message: fmt.Sprintf("config_overrides.denied_tools[%d]: %s", i, safeRuleError(err))}
 		}
 		rules.Deny = append(rules.Deny, rule)
 	}
 	for i, r := range o.AllowedTools {
 		rule, err := permission.Parse(r)
 		if err != nil {
-			return nil, &protocol.AgentError{Code: codeBadRequest, Message: fmt.Sprintf("config_overrides.allowed_tools[%d]: %s", i, safeRuleError(err))}
+			return nil, &protocol.AgentError{Code: protocol.AgentCodeBadRequest, Message: fmt.Sprintf("config_overrides.allowed_tools[%d]: %s", i, safeRuleError(err))}
 		}
 		rules.Allow = append(rules.Allow, rule)
 	}

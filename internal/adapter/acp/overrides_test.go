@@ -37,6 +37,7 @@ func writeFile(t *testing.T, dir, name, content string) {
 // links too: Read rules to fs/read_text_file, Write and Edit rules to
 // fs/write_text_file. The rules are the prompt's only.
 func TestDeniedToolsRefuseFileSystemCalls(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{})
 	ws := p.ws
 	writeFile(t, ws, "secret.txt", "top secret\n")
@@ -114,6 +115,7 @@ func TestDeniedToolsRefuseFileSystemCalls(t *testing.T) {
 // asking the user; one its allowed_tools cover is allowed once without
 // asking; anything else is asked as before.
 func TestPermissionRulesAnswerWithoutAsking(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{})
 	ws := p.ws
 	writeFile(t, ws, "protected/keep.txt", "keep me\n")
@@ -186,7 +188,7 @@ func TestPermissionRulesAnswerWithoutAsking(t *testing.T) {
 		t.Fatalf("Run = %+v, %v", res, err)
 	}
 	select {
-	case ir := <-rec.asks:
+	case ir := <-rec.Asks:
 		t.Fatalf("a second interaction: %+v", ir)
 	default:
 	}
@@ -206,6 +208,7 @@ func TestPermissionRulesAnswerWithoutAsking(t *testing.T) {
 // unsupported naming the key; a bad rule fails it with bad_request naming
 // the rule. The agent gets no prompt.
 func TestUnsupportedOverridesFailThePrompt(t *testing.T) {
+	t.Parallel()
 	p := newPeer(t, acppeer.Script{Turns: [][]step{{{Text: "ran"}}, {{Text: "ran"}}, {{Text: "ran"}}}})
 	s := p.open(t, "")
 	for _, tc := range []struct {
@@ -222,8 +225,8 @@ func TestUnsupportedOverridesFailThePrompt(t *testing.T) {
 		if err != nil || res.StopReason != "error" {
 			t.Fatalf("%s: Run = %+v, %v", tc.field, res, err)
 		}
-		evs := rec.all()
-		ae, ok := evs[0].payload.(*protocol.AgentError)
+		evs := rec.Events()
+		ae, ok := evs[0].Payload.(*protocol.AgentError)
 		if len(evs) != 1 || !ok || ae.Code != tc.code || !strings.Contains(ae.Message, tc.field) {
 			t.Errorf("%s: events = %+v", tc.field, evs)
 		}

@@ -3,7 +3,6 @@ package acp
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/protocol"
@@ -25,11 +25,7 @@ import (
 // realAgent returns the agent's command, or skips naming the install step.
 func realAgent(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("FERRY_TEST_ACP_AGENT")
-	if bin == "" {
-		t.Skip("set FERRY_TEST_ACP_AGENT to a claude-code-acp binary: npm install @zed-industries/claude-code-acp@0.16.2 (then node_modules/.bin/claude-code-acp)")
-	}
-	return bin
+	return adaptertest.Binary(t, "FERRY_TEST_ACP_AGENT", "a claude-code-acp binary: npm install @zed-industries/claude-code-acp@0.16.2 (then node_modules/.bin/claude-code-acp)")
 }
 
 // realSession opens a claude-code-acp session on a fresh workspace whose
@@ -54,7 +50,7 @@ func realAdapter(t *testing.T) (*Adapter, *fake.Server) {
 	t.Helper()
 	bin := realAgent(t)
 	srv := fake.New(t)
-	logs := &logBuffer{}
+	logs := &adaptertest.LogBuffer{}
 	a, err := New(Config{
 		Command: []string{bin},
 		Env: []string{
@@ -63,7 +59,7 @@ func realAdapter(t *testing.T) (*Adapter, *fake.Server) {
 			"IS_SANDBOX=1", // Claude Code refuses to run as root otherwise (CI runs as root)
 			"HOME=" + t.TempDir(),
 		},
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger: logs.Logger(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +99,7 @@ func requestToolResult(r fake.Request, id string) string {
 
 // A picked file is read by the real agent through ferry's fs/read_text_file.
 func TestRealAgentReadsPickedFile(t *testing.T) {
+	t.Parallel()
 	s, srv, ws := realSession(t)
 	file := filepath.Join(ws, "notes.txt")
 	if err := os.WriteFile(file, []byte("the secret word is pelican\n"), 0o600); err != nil {
@@ -121,7 +118,7 @@ func TestRealAgentReadsPickedFile(t *testing.T) {
 	refs := []protocol.FileReference{{RefID: "ref_0", Path: "notes.txt", Name: "notes.txt", WorkspaceRelativePath: "notes.txt"}}
 	rec, res, err := run(t, s, turn("what is the secret word in <@file:ref_0|notes.txt>?", refs...))
 	if err != nil || res.StopReason != "end_turn" || !strings.Contains(res.Text, "The word is pelican.") {
-		t.Fatalf("Run = %+v, %v (events %v)", res, err, rec.types())
+		t.Fatalf("Run = %+v, %v (events %v)", res, err, rec.Types())
 	}
 	if !strings.Contains(toolResultText(srv, "toolu_read1"), "pelican") {
 		t.Fatal("the file's content did not reach the model")
@@ -130,8 +127,8 @@ func TestRealAgentReadsPickedFile(t *testing.T) {
 		t.Fatal("the agent did not read the file through ferry's fs/read_text_file")
 	}
 	var started, finished bool
-	for _, e := range rec.all() {
-		switch p := e.payload.(type) {
+	for _, e := range rec.Events() {
+		switch p := e.Payload.(type) {
 		case *protocol.ToolStarted:
 			started = started || p.ToolUseID == "toolu_read1" && p.ToolName == "Read"
 		case *protocol.ToolFinished:
@@ -139,7 +136,7 @@ func TestRealAgentReadsPickedFile(t *testing.T) {
 		}
 	}
 	if !started || !finished {
-		t.Errorf("tool events = %v", rec.types())
+		t.Errorf("tool events = %v", rec.Types())
 	}
 	// The prompt the model saw names the picked file.
 	first := srv.ModelRequests()
@@ -158,6 +155,7 @@ func TestRealAgentReadsPickedFile(t *testing.T) {
 // A permission request of the real agent is answered through ferry: allow
 // writes the file through fs/write_text_file, deny does not.
 func TestRealAgentPermissionThroughFerry(t *testing.T) {
+	t.Parallel()
 	s, srv, ws := realSession(t)
 	for _, tc := range []struct {
 		name, answer string
@@ -223,6 +221,7 @@ func TestRealAgentPermissionThroughFerry(t *testing.T) {
 // and the cancelled outcome, the session goes on, and Close leaves none of
 // the agent's processes (node and the Claude Code CLI it runs).
 func TestRealAgentCancelAndClose(t *testing.T) {
+	t.Parallel()
 	s, srv, ws := realSession(t)
 	target := filepath.Join(ws, "never.txt")
 	srv.Route(func(r fake.Request) (fake.Reply, bool) {
@@ -304,6 +303,7 @@ func groupMembers(pgid int) []int {
 // write through a linked folder a rule denies is rejected without asking
 // the user.
 func TestRealAgentDeniedToolsThroughFerry(t *testing.T) {
+	t.Parallel()
 	s, srv, ws := realSession(t)
 	writeFile(t, ws, "secret.txt", "the secret word is pelican\n")
 	writeFile(t, ws, "protected/keep.txt", "keep me\n")
@@ -332,7 +332,7 @@ func TestRealAgentDeniedToolsThroughFerry(t *testing.T) {
 	o := &protocol.ConfigOverrides{DeniedTools: []string{"Read(secret.txt)", "Edit(protected/**)"}}
 	rec := newRecorder()
 	go func() { // no interaction should come; if one does, reject it
-		for ir := range rec.asks {
+		for ir := range rec.Asks {
 			_ = s.Answer(ir.InteractionID, nil)
 		}
 	}()
@@ -340,10 +340,10 @@ func TestRealAgentDeniedToolsThroughFerry(t *testing.T) {
 	defer cancel()
 	res, err := s.Run(ctx, withOverrides("read the secret", o), rec.emit)
 	if err != nil || res.StopReason != "end_turn" {
-		t.Fatalf("Run = %+v, %v (events %v)", res, err, rec.types())
+		t.Fatalf("Run = %+v, %v (events %v)", res, err, rec.Types())
 	}
-	for _, e := range rec.all() {
-		if ir, ok := e.payload.(*protocol.InteractionRequest); ok {
+	for _, e := range rec.Events() {
+		if ir, ok := e.Payload.(*protocol.InteractionRequest); ok {
 			t.Errorf("the user was asked: %+v", ir)
 		}
 	}
@@ -355,13 +355,13 @@ func TestRealAgentDeniedToolsThroughFerry(t *testing.T) {
 	}
 	// The write is rejected (Claude Code then ends the turn).
 	var rejected bool
-	for _, e := range rec.all() {
-		if f, ok := e.payload.(*protocol.ToolFinished); ok && f.ToolUseID == "toolu_write_plink" {
+	for _, e := range rec.Events() {
+		if f, ok := e.Payload.(*protocol.ToolFinished); ok && f.ToolUseID == "toolu_write_plink" {
 			rejected = f.Status == protocol.ToolError
 		}
 	}
 	if !rejected {
-		t.Errorf("the write was not rejected: events %v", rec.types())
+		t.Errorf("the write was not rejected: events %v", rec.Types())
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "protected", "keep.txt")); string(b) != "keep me\n" {
 		t.Errorf("protected/keep.txt = %q", b)

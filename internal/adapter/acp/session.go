@@ -23,22 +23,6 @@ import (
 	"github.com/ferry-dev/ferry/protocol"
 )
 
-// Stop reasons of adapter.Result.
-const (
-	stopEndTurn   = "end_turn"
-	stopMaxTurns  = "max_turns"
-	stopError     = "error"
-	stopRefusal   = "refusal"
-	stopCancelled = "cancelled"
-)
-
-// Codes of the agent.error events this adapter sends.
-const (
-	codeAgentExited  = "agent_exited"
-	codeAgentError   = "agent_error"
-	codeAuthRequired = "agent_auth_required"
-)
-
 // errAgentGone is returned once the agent's output has ended.
 var errAgentGone = errors.New("acp: the agent process has exited")
 
@@ -422,11 +406,11 @@ func (s *session) agentGone() {
 	defer close(s.dead)
 	if ts := s.turn; ts != nil {
 		s.log.Warn("acp: the agent exited during a turn", "exit", status, "stderr", s.c.lastStderr())
-		res := adapter.Result{StopReason: stopError}
+		res := adapter.Result{StopReason: protocol.StopError}
 		if s.isCancelled(ts) {
-			res.StopReason = stopCancelled
+			res.StopReason = protocol.StopCancelled
 		} else {
-			s.emit(ts, protocol.TypeAgentError, &protocol.AgentError{TurnID: ts.id, Code: codeAgentExited,
+			s.emit(ts, protocol.TypeAgentError, &protocol.AgentError{TurnID: ts.id, Code: protocol.AgentCodeAgentExited,
 				Message: "the ACP agent stopped unexpectedly; open a new session to go on"})
 		}
 		s.endTurn(ts, res)
@@ -458,16 +442,16 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 		refused.TurnID = turn.ID
 		s.log.Info("acp: prompt refused", "code", refused.Code, "why", refused.Message)
 		if err := emit(ctx, protocol.TypeAgentError, refused); err != nil {
-			return adapter.Result{StopReason: stopError}, fmt.Errorf("acp: %w", err)
+			return adapter.Result{StopReason: protocol.StopError}, fmt.Errorf("acp: %w", err)
 		}
-		return adapter.Result{StopReason: stopError}, nil
+		return adapter.Result{StopReason: protocol.StopError}, nil
 	}
 	if err := s.acquire(ctx); err != nil {
 		if errors.Is(err, errAgentGone) {
 			return s.reportGone(ctx, turn.ID, emit)
 		}
 		if ctx.Err() != nil {
-			return adapter.Result{StopReason: stopCancelled}, err
+			return adapter.Result{StopReason: protocol.StopCancelled}, err
 		}
 		return adapter.Result{}, err
 	}
@@ -494,7 +478,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 		ts.stop()
 		s.release()
 		if ctx.Err() != nil {
-			return adapter.Result{StopReason: stopCancelled}, err
+			return adapter.Result{StopReason: protocol.StopCancelled}, err
 		}
 		return s.reportGone(ctx, turn.ID, emit)
 	}
@@ -502,10 +486,10 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 		// Never sent: no response will come, so detach the turn here.
 		_ = s.do(s.ctx, func() {
 			if s.turn == ts {
-				s.endTurn(ts, adapter.Result{StopReason: stopCancelled})
+				s.endTurn(ts, adapter.Result{StopReason: protocol.StopCancelled})
 			}
 		})
-		return adapter.Result{StopReason: stopCancelled}, err
+		return adapter.Result{StopReason: protocol.StopCancelled}, err
 	}
 	// A send that failed otherwise means the agent is going: its end of
 	// output ends the turn below.
@@ -526,17 +510,17 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	case <-ctx.Done():
 		return s.cancelTurn(ctx, ts)
 	case <-s.ctx.Done():
-		return adapter.Result{Text: ts.textSoFar(), StopReason: stopError}, errClosed
+		return adapter.Result{Text: ts.textSoFar(), StopReason: protocol.StopError}, errClosed
 	}
 }
 
 // reportGone ends a turn that found the agent gone.
 func (s *session) reportGone(ctx context.Context, turnID string, emit adapter.Emit) (adapter.Result, error) {
-	if err := emit(ctx, protocol.TypeAgentError, &protocol.AgentError{TurnID: turnID, Code: codeAgentExited,
+	if err := emit(ctx, protocol.TypeAgentError, &protocol.AgentError{TurnID: turnID, Code: protocol.AgentCodeAgentExited,
 		Message: "the ACP agent has stopped; open a new session to go on"}); err != nil {
-		return adapter.Result{StopReason: stopError}, fmt.Errorf("acp: %w", err)
+		return adapter.Result{StopReason: protocol.StopError}, fmt.Errorf("acp: %w", err)
 	}
-	return adapter.Result{StopReason: stopError}, nil
+	return adapter.Result{StopReason: protocol.StopError}, nil
 }
 
 // cancelTurn is ACP's cancellation: session/cancel, every open permission
@@ -551,7 +535,7 @@ func (s *session) cancelTurn(ctx context.Context, ts *turnState) (adapter.Result
 	select {
 	case <-ts.done:
 		res := ts.res
-		res.StopReason = stopCancelled
+		res.StopReason = protocol.StopCancelled
 		return res, fmt.Errorf("acp: %w", ctx.Err())
 	case <-t.C:
 	}
@@ -561,7 +545,7 @@ func (s *session) cancelTurn(ctx context.Context, ts *turnState) (adapter.Result
 		go s.reap(ts)
 	}
 	s.mu.Unlock()
-	return adapter.Result{Text: ts.textSoFar(), StopReason: stopCancelled}, fmt.Errorf("acp: %w", ctx.Err())
+	return adapter.Result{Text: ts.textSoFar(), StopReason: protocol.StopCancelled}, fmt.Errorf("acp: %w", ctx.Err())
 }
 
 // reap kills the agent when a cancelled prompt stays unanswered.
@@ -605,18 +589,18 @@ func (s *session) isCancelled(ts *turnState) bool {
 
 // finishTurn handles the prompt's response.
 func (s *session) finishTurn(ts *turnState, m *message) {
-	res := adapter.Result{StopReason: stopEndTurn}
+	res := adapter.Result{StopReason: protocol.StopEndTurn}
 	switch {
 	case m.Error != nil && (s.isCancelled(ts) || m.Error.Code == rpcCancelled):
-		res.StopReason = stopCancelled
+		res.StopReason = protocol.StopCancelled
 	case m.Error != nil:
 		s.log.Warn("acp: the agent failed the prompt", "code", m.Error.Code, "message", runecut.Prefix(m.Error.Message, 1024))
-		ev := &protocol.AgentError{TurnID: ts.id, Code: codeAgentError, Message: fmt.Sprintf("the ACP agent failed the prompt (JSON-RPC error %d); the client's log has the details", m.Error.Code)}
+		ev := &protocol.AgentError{TurnID: ts.id, Code: protocol.AgentCodeAgentError, Message: fmt.Sprintf("the ACP agent failed the prompt (JSON-RPC error %d); the client's log has the details", m.Error.Code)}
 		if m.Error.Code == rpcAuthRequired {
-			ev.Code, ev.Message = codeAuthRequired, s.authMessage()
+			ev.Code, ev.Message = protocol.AgentCodeAuthRequired, s.authMessage()
 		}
 		s.emit(ts, protocol.TypeAgentError, ev)
-		res.StopReason = stopError
+		res.StopReason = protocol.StopError
 	default:
 		var pr promptResult
 		if err := json.Unmarshal(m.Result, &pr); err != nil {
@@ -624,7 +608,7 @@ func (s *session) finishTurn(ts *turnState, m *message) {
 		}
 		res.StopReason = mapStopReason(pr.StopReason)
 		if s.isCancelled(ts) {
-			res.StopReason = stopCancelled
+			res.StopReason = protocol.StopCancelled
 		}
 		if u := pr.Usage; u != nil {
 			s.emit(ts, protocol.TypeUsage, &protocol.Usage{TurnID: ts.id, InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
@@ -638,19 +622,19 @@ func (s *session) finishTurn(ts *turnState, m *message) {
 func mapStopReason(r string) string {
 	switch r {
 	case "max_tokens", "max_turn_requests":
-		return stopMaxTurns
+		return protocol.StopMaxTurns
 	case "refusal":
-		return stopRefusal
+		return protocol.StopRefusal
 	case "cancelled":
-		return stopCancelled
+		return protocol.StopCancelled
 	}
-	return stopEndTurn
+	return protocol.StopEndTurn
 }
 
 // endTurn closes the turn's open tool calls, detaches it and wakes Run.
 func (s *session) endTurn(ts *turnState, res adapter.Result) {
 	status, out := protocol.ToolError, "the agent ended the turn without reporting this call's result"
-	if res.StopReason == stopCancelled {
+	if res.StopReason == protocol.StopCancelled {
 		status, out = protocol.ToolCancelled, "cancelled"
 	}
 	for id, st := range ts.tools {

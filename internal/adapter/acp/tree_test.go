@@ -20,6 +20,7 @@ import (
 // input. A daemon that left every process ferry can see survives, but
 // holding the agent's output open it cannot keep Close from returning.
 func TestCloseKillsSetsidDescendants(t *testing.T) {
+	t.Parallel()
 	const agent = `"$0" -test.run='^$'`
 	for _, c := range []struct {
 		name, script string

@@ -334,7 +334,7 @@ func checkAnswered(t *testing.T, o Outcome) {
 	if errs := o.Errors(); len(errs) > 0 {
 		t.Errorf("agent.error %s: %s", errs[0].Code, errs[0].Message)
 	}
-	if o.Result.StopReason != "" && o.Result.StopReason != "end_turn" {
+	if o.Result.StopReason != "" && o.Result.StopReason != protocol.StopEndTurn {
 		t.Errorf("stop reason %q, want end_turn", o.Result.StopReason)
 	}
 }
@@ -353,7 +353,7 @@ func checkRefused(t *testing.T, o Outcome, field string) {
 	if len(errs) != 1 || errs[0].Code != protocol.CodeUnsupported || !strings.Contains(errs[0].Message, field) {
 		t.Errorf("agent.errors = %+v, want one with code unsupported naming %s", errs, field)
 	}
-	if o.Result.StopReason != "error" {
+	if o.Result.StopReason != protocol.StopError {
 		t.Errorf("stop reason %q, want error", o.Result.StopReason)
 	}
 }
@@ -499,7 +499,7 @@ func checkCancel(t *testing.T, f Fixture, s adapter.Session) (during map[int]boo
 	case r := <-done:
 		took := time.Since(at)
 		t.Logf("Run returned %v after the cancel (stop reason %q)", took.Round(time.Millisecond), r.res.StopReason)
-		if r.res.StopReason != "" && r.res.StopReason != "cancelled" {
+		if r.res.StopReason != "" && r.res.StopReason != protocol.StopCancelled {
 			t.Errorf("stop reason %q after a cancel, want cancelled (or empty: the client says cancelled)", r.res.StopReason)
 		}
 	case <-time.After(CancelBound):

@@ -155,7 +155,9 @@ func splitCommand(s string) ([]string, error) {
 		// Fields does the quote removal (backslashes included); with every
 		// expansion refused above and no ReadDir there is nothing to split
 		// or glob, so one word gives one field.
-		fields, err := expand.Fields(nil, w)
+		// A config of its own: with nil, expand prepares a package-level
+		// one in place, a data race between concurrent Parse calls.
+		fields, err := expand.Fields(&expand.Config{}, w)
 		if err != nil || len(fields) != 1 {
 			return nil, fmt.Errorf("the command's word %d cannot be read as one literal word", len(words)+1)
 		}

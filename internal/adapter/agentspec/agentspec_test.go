@@ -11,6 +11,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		value string
 		want  Spec
@@ -75,6 +76,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestIDsAndDuplicates(t *testing.T) {
+	t.Parallel()
 	for v, id := range map[string]string{
 		"builtin": "builtin", "claude-code:/x/claude": "claude-code",
 		"acp:/usr/bin/gemini --experimental-acp": "acp:gemini", "script:./tools/review.sh": "script:review.sh",
@@ -98,6 +100,7 @@ func TestIDsAndDuplicates(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	none := func(string) (string, error) { return "", errors.New("not found") }
 	if got := Defaults(none); !reflect.DeepEqual(got, []Spec{{Kind: Builtin}, {Kind: Echo}}) {
 		t.Fatalf("without claude: %v", got)
@@ -110,6 +113,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestBuild(t *testing.T) {
+	t.Parallel()
 	specs, err := ParseAll([]string{"builtin", "echo", "script:sh -c 'cat'"})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestArtifactsReachTheResult(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		for _, on := range []bool{false, true} {
 			s, _ := open(t, srv, f, func(c *builtin.Config) {
@@ -26,14 +27,14 @@ func TestArtifactsReachTheResult(t *testing.T) {
 			reqs := srv.ModelRequests()
 			schemaHasFlag := strings.Contains(string(reqs[len(reqs)-2].Raw), `"artifact"`)
 			if !on {
-				if len(res.Artifacts) != 0 || rec.count(protocol.TypeArtifact) != 0 || schemaHasFlag {
-					t.Fatalf("off: artifacts %d, events %d, schema flag %v", len(res.Artifacts), rec.count(protocol.TypeArtifact), schemaHasFlag)
+				if len(res.Artifacts) != 0 || rec.Count(protocol.TypeArtifact) != 0 || schemaHasFlag {
+					t.Fatalf("off: artifacts %d, events %d, schema flag %v", len(res.Artifacts), rec.Count(protocol.TypeArtifact), schemaHasFlag)
 				}
 				continue
 			}
 			if len(res.Artifacts) != 1 || res.Artifacts[0].Path() != "out/sales.csv" || res.Artifacts[0].Size() != 8 ||
-				rec.count(protocol.TypeArtifact) != 1 || !schemaHasFlag {
-				t.Fatalf("on: %+v, events %d, schema flag %v", res.Artifacts, rec.count(protocol.TypeArtifact), schemaHasFlag)
+				rec.Count(protocol.TypeArtifact) != 1 || !schemaHasFlag {
+				t.Fatalf("on: %+v, events %d, schema flag %v", res.Artifacts, rec.Count(protocol.TypeArtifact), schemaHasFlag)
 			}
 		}
 	})

@@ -144,7 +144,7 @@ func (a *Adapter) Provider() (llm.Provider, error) {
 // NewAgent builds the agent of one session (Open uses it; so does
 // ferry run, which drives the agent without a client). Its error wraps
 // llm.ErrNotConfigured when no provider is configured.
-func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
+func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*Agent, error) {
 	p, err := a.Provider()
 	if err != nil {
 		return nil, err
@@ -171,12 +171,23 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*agent.Agent, error) {
 		History:            hist,
 		Artifacts:          a.cfg.Artifacts,
 		OnStep:             keeper(cfg, a.cfg.Logger),
+		StopCause:          adapter.ErrStopping, // the client's cause when ferry stops
 		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
 	}
-	return ag, nil
+	return &Agent{ag}, nil
+}
+
+// Agent is ferry's agent driven through the adapter seam's Turn and Emit
+// (ferry run drives it so, without a client): package agent has its own
+// and does not import the seam.
+type Agent struct{ *agent.Agent }
+
+// Run runs one prompt (agent.Agent.Run).
+func (g *Agent) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (agent.Result, error) {
+	return g.Agent.Run(ctx, agent.Turn(turn), agent.Emit(emit))
 }
 
 // Open starts a session: an agent on the workspace with the configured
@@ -192,13 +203,13 @@ func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.
 	if err != nil {
 		return nil, err
 	}
-	restore(ctx, ag, cfg, a.cfg.Logger)
+	restore(ctx, ag.Agent, cfg, a.cfg.Logger)
 	return &Session{agent: ag, log: a.cfg.Logger, caps: a.Capability()}, nil
 }
 
 // Session is one open session of ferry's agent.
 type Session struct {
-	agent *agent.Agent
+	agent *Agent
 	log   *slog.Logger
 	caps  protocol.AdapterCapability
 }
@@ -206,7 +217,7 @@ type Session struct {
 var _ adapter.Session = (*Session)(nil)
 
 // Agent is the session's agent.
-func (s *Session) Agent() *agent.Agent { return s.agent }
+func (s *Session) Agent() *agent.Agent { return s.agent.Agent }
 
 // Run runs one prompt. A coded failure was already reported as agent.error
 // by the agent: the turn ends with stop_reason error and no second error.
@@ -234,7 +245,12 @@ func (s *Session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 
 // Answer delivers an interaction's answer (nil: it timed out).
 func (s *Session) Answer(interactionID string, resp *protocol.InteractionResponse) error {
-	return s.agent.Answer(interactionID, resp)
+	err := s.agent.Answer(interactionID, resp)
+	if errors.Is(err, agent.ErrUnknownInteraction) {
+		// The seam's sentinel, which the client checks for.
+		return adapter.ErrUnknownInteraction
+	}
+	return err
 }
 
 // refusals say why ferry's agent refuses a prompt setting.

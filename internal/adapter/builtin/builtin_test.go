@@ -8,12 +8,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/internal/adapter/builtin"
 	"github.com/ferry-dev/ferry/internal/agent/agenttest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
@@ -54,73 +54,20 @@ func open(t *testing.T, srv *fake.Server, f fake.Format, mut func(*builtin.Confi
 	return s.(*builtin.Session), dir
 }
 
-type event struct {
-	typ     string
-	payload any
-}
+// recorder is the Emit of a turn: adaptertest's recorder.
+type recorder struct{ *adaptertest.Recorder }
 
-// recorder is the Emit of a turn: it keeps events and signals them.
-type recorder struct {
-	mu     sync.Mutex
-	events []event
-	asks   chan *protocol.InteractionRequest
-	seen   chan string // every event type, as it comes
-}
+func newRecorder() *recorder { return &recorder{adaptertest.NewRecorder()} }
 
-func newRecorder() *recorder {
-	return &recorder{asks: make(chan *protocol.InteractionRequest, 16), seen: make(chan string, 1024)}
-}
-
-func (r *recorder) emit(_ context.Context, typ string, payload any) error {
-	r.mu.Lock()
-	r.events = append(r.events, event{typ, payload})
-	r.mu.Unlock()
-	if ir, ok := payload.(*protocol.InteractionRequest); ok {
-		r.asks <- ir
-	}
-	select {
-	case r.seen <- typ:
-	default:
-	}
-	return nil
-}
-
-func (r *recorder) finished() []*protocol.ToolFinished {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []*protocol.ToolFinished
-	for _, e := range r.events {
-		if f, ok := e.payload.(*protocol.ToolFinished); ok {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func (r *recorder) count(typ string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.events {
-		if e.typ == typ {
-			n++
-		}
-	}
-	return n
+func (r *recorder) emit(ctx context.Context, typ string, payload any) error {
+	return r.Emit(ctx, typ, payload)
 }
 
 // waitFor waits for an event of type typ, boundedly.
 func (r *recorder) waitFor(t *testing.T, ctx context.Context, typ string) {
 	t.Helper()
-	for {
-		select {
-		case got := <-r.seen:
-			if got == typ {
-				return
-			}
-		case <-ctx.Done():
-			t.Fatalf("no %s event", typ)
-		}
+	if !r.WaitFor(ctx, typ) {
+		t.Fatalf("no %s event", typ)
 	}
 }
 
@@ -141,6 +88,7 @@ func write(path, content string) fake.Reply {
 }
 
 func TestCapability(t *testing.T) {
+	t.Parallel()
 	c := builtin.New(builtin.Config{}).Capability()
 	if c.ID != "builtin" || c.FileTokens != "file_list" || !c.Cancel || !c.Compact || len(c.InputTypes) != 4 || len(c.Modes) != 3 ||
 		strings.Join(c.Tools, ",") != "Read,Write,Edit,Glob,Grep,Bash" {
@@ -149,6 +97,7 @@ func TestCapability(t *testing.T) {
 }
 
 func TestOpenWithoutProvider(t *testing.T) {
+	t.Parallel()
 	_, err := builtin.New(builtin.Config{Getenv: func(string) string { return "" }}).Open(context.Background(),
 		adapter.SessionConfig{SessionID: "s", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: t.TempDir()}})
 	// A coded error the client passes to the UI as is, saying what to set.
@@ -159,6 +108,7 @@ func TestOpenWithoutProvider(t *testing.T) {
 }
 
 func TestPermissionInteractions(t *testing.T) {
+	t.Parallel()
 	type answer struct {
 		value string // "" is a timeout
 	}
@@ -190,7 +140,7 @@ func TestPermissionInteractions(t *testing.T) {
 				go func() {
 					for _, a := range tc.answers {
 						select {
-						case ir := <-rec.asks:
+						case ir := <-rec.Asks:
 							var resp *protocol.InteractionResponse
 							if a.value != "" {
 								resp = &protocol.InteractionResponse{InteractionID: ir.InteractionID, SelectedValue: protocol.Single(a.value)}
@@ -207,7 +157,7 @@ func TestPermissionInteractions(t *testing.T) {
 				if err != nil || res.StopReason != "end_turn" {
 					t.Fatalf("%+v %v", res, err)
 				}
-				if n := rec.count(protocol.TypeInteractionRequest); n != tc.asks {
+				if n := rec.Count(protocol.TypeInteractionRequest); n != tc.asks {
 					t.Fatalf("asked %d times", n)
 				}
 				got, _ := os.ReadFile(filepath.Join(dir, "f.txt"))
@@ -215,7 +165,7 @@ func TestPermissionInteractions(t *testing.T) {
 					t.Fatalf("file %q", got)
 				}
 				var st []string
-				for _, fin := range rec.finished() {
+				for _, fin := range rec.Finished() {
 					st = append(st, fin.Status)
 				}
 				if strings.Join(st, ",") != tc.status {
@@ -236,6 +186,7 @@ func TestPermissionInteractions(t *testing.T) {
 }
 
 func TestPermissionRequestCarriesDiff(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	s, dir := open(t, srv, fake.Anthropic, nil)
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o600); err != nil {
@@ -250,7 +201,7 @@ func TestPermissionRequestCarriesDiff(t *testing.T) {
 	ctx := testCtx(t)
 	go func() {
 		select {
-		case ir := <-rec.asks:
+		case ir := <-rec.Asks:
 			_ = s.Answer(ir.InteractionID, &protocol.InteractionResponse{InteractionID: ir.InteractionID, SelectedValue: protocol.Single(protocol.AllowOnce)})
 		case <-ctx.Done():
 		}
@@ -259,8 +210,8 @@ func TestPermissionRequestCarriesDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ir *protocol.InteractionRequest
-	for _, e := range rec.events {
-		if p, ok := e.payload.(*protocol.InteractionRequest); ok {
+	for _, e := range rec.Events() {
+		if p, ok := e.Payload.(*protocol.InteractionRequest); ok {
 			ir = p
 		}
 	}
@@ -279,6 +230,7 @@ func TestPermissionRequestCarriesDiff(t *testing.T) {
 }
 
 func TestCancelDuringStreaming(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, _ := open(t, srv, f, nil)
 		srv.Script(fake.Reply{Text: []string{"thinking about it"}, Hold: true}, fake.Reply{Text: []string{"fresh answer"}})
@@ -330,6 +282,7 @@ func alive(pid int) bool {
 }
 
 func TestCancelDuringLongBash(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, dir := open(t, srv, f, func(c *builtin.Config) {
 			c.Rules = permission.Rules{Allow: []permission.Rule{{Tool: "Bash"}}}
@@ -376,7 +329,7 @@ func TestCancelDuringLongBash(t *testing.T) {
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
-		if fin := rec.finished(); len(fin) != 1 || fin[0].Status != protocol.ToolCancelled {
+		if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != protocol.ToolCancelled {
 			t.Fatalf("finished %+v", fin)
 		}
 		// The cancelled call got a result: the next turn is valid.
@@ -392,6 +345,7 @@ func TestCancelDuringLongBash(t *testing.T) {
 }
 
 func TestCompaction(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, _ := open(t, srv, f, nil)
 		text := func(marker string, n int) string {
@@ -449,6 +403,7 @@ func TestCompaction(t *testing.T) {
 }
 
 func TestModeSwitch(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, dir := open(t, srv, f, func(c *builtin.Config) {
 			c.Rules = permission.Rules{Allow: []permission.Rule{{Tool: "Write"}}}
@@ -474,7 +429,7 @@ func TestModeSwitch(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "b.txt")); err == nil {
 			t.Fatal("plan mode wrote b.txt")
 		}
-		if fin := rec.finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
+		if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
 			t.Fatalf("finished %+v", fin)
 		}
 		if sys := srv.ModelRequests()[2].System(); !strings.Contains(sys, "Mode: plan") {
@@ -484,6 +439,7 @@ func TestModeSwitch(t *testing.T) {
 }
 
 func TestProviderErrorEndsTurnWithOneCodedError(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, _ := open(t, srv, f, nil)
 		srv.Script(fake.Reply{Fail: &fake.Failure{Status: 429, RetryAfter: "120"}})
@@ -493,8 +449,8 @@ func TestProviderErrorEndsTurnWithOneCodedError(t *testing.T) {
 			t.Fatalf("%+v %v", res, err)
 		}
 		var codes []string
-		for _, e := range rec.events {
-			if ae, ok := e.payload.(*protocol.AgentError); ok {
+		for _, e := range rec.Events() {
+			if ae, ok := e.Payload.(*protocol.AgentError); ok {
 				codes = append(codes, ae.Code)
 				if !ae.Retryable || !strings.Contains(ae.Message, "retry after") {
 					t.Fatalf("agent.error %+v", ae)
@@ -508,6 +464,7 @@ func TestProviderErrorEndsTurnWithOneCodedError(t *testing.T) {
 }
 
 func TestThinkingStreamsApart(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		s, _ := open(t, srv, f, nil)
 		srv.Script(fake.Reply{Thinking: []string{"let me ", "think"}, Text: []string{"the answer"}})
@@ -517,8 +474,8 @@ func TestThinkingStreamsApart(t *testing.T) {
 			t.Fatalf("%+v %v", res, err)
 		}
 		var thinking, text string
-		for _, e := range rec.events {
-			if d, ok := e.payload.(*protocol.TextDelta); ok {
+		for _, e := range rec.Events() {
+			if d, ok := e.Payload.(*protocol.TextDelta); ok {
 				if d.Channel == "thinking" {
 					thinking += d.Delta
 				} else {

@@ -23,6 +23,7 @@ import (
 // writes with the turn and tool call; rewinding to a turn takes the files
 // and the conversation back, so the next model request lacks the turn.
 func TestHistoryAndRewind(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	f := fake.Anthropic
 	dir := t.TempDir()

@@ -92,6 +92,7 @@ func runOK(t *testing.T, s *builtin.Session, text string) {
 // two prompts, their answers and their tool results; what was read before
 // can be edited without reading it again.
 func TestConversationSurvivesReopen(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		r := newReopenable(t, srv, f)
 		if err := os.WriteFile(filepath.Join(r.ws, "notes.txt"), []byte("the word is pelican\n"), 0o600); err != nil {
@@ -141,6 +142,7 @@ func TestConversationSurvivesReopen(t *testing.T) {
 // an error result saying ferry restarted, and the turn ends with a note.
 // The fake provider refuses a request with an unanswered tool call.
 func TestCutTurnLeavesValidHistory(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
 		r := newReopenable(t, srv, f)
 		r.ask = true
@@ -179,6 +181,7 @@ func TestCutTurnLeavesValidHistory(t *testing.T) {
 // ferry restarted, not that the user cancelled; the session reopened
 // after the restart sees the same.
 func TestStoppingIsNotACancelByTheUser(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	r := newReopenable(t, srv, fake.Anthropic)
 	r.ask = true
@@ -212,6 +215,7 @@ func TestStoppingIsNotACancelByTheUser(t *testing.T) {
 // neither fails the open nor the prompt: the session starts fresh, and its
 // next step replaces the damaged transcript.
 func TestDamagedTranscriptStartsFresh(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	r := newReopenable(t, srv, fake.Anthropic)
 	s, closeFirst := r.open()
@@ -248,6 +252,7 @@ func TestDamagedTranscriptStartsFresh(t *testing.T) {
 // after it (the turn starts are saved with the conversation), and a rewind
 // is saved too, so a restart after it does not bring the rewound turn back.
 func TestRewindAcrossReopen(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	r := newReopenable(t, srv, fake.Anthropic)
 	s, closeFirst := r.open()

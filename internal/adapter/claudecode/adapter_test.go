@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -22,20 +23,21 @@ import (
 // child processes and pipes, scripted stream lines.
 
 func TestEchoTurnsShareOneProcess(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "echo", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	for i, prompt := range []string{"first", "second"} {
 		rec := newRecorder(t)
-		res, err := env.sess.Run(ctx, textTurn(prompt), rec.emit)
+		res, err := env.sess.Run(ctx, adaptertest.TextTurn(prompt), rec.emit)
 		if err != nil || res.StopReason != "end_turn" || res.Text != "echo: "+prompt {
 			t.Fatalf("turn %d: %+v, %v", i, res, err)
 		}
 		// Streamed as deltas, not repeated from the whole message.
-		if got := rec.text("text"); got != "echo: "+prompt {
+		if got := rec.Text("text"); got != "echo: "+prompt {
 			t.Errorf("turn %d: deltas %q", i, got)
 		}
-		usage := rec.ofType(protocol.TypeUsage)
+		usage := rec.OfType(protocol.TypeUsage)
 		if len(usage) != 1 {
 			t.Fatalf("turn %d: %d usage events", i, len(usage))
 		}
@@ -70,6 +72,8 @@ func TestEchoTurnsShareOneProcess(t *testing.T) {
 }
 
 func TestHugeLine(t *testing.T) {
+	// Not parallel: streaming 64 MiB through a pipe is CPU-bound, and next
+	// to other tests it can miss its time bound on a loaded machine.
 	env := openFake(t, "huge", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*testTimeout)
 	defer cancel()
@@ -87,7 +91,7 @@ func TestHugeLine(t *testing.T) {
 		}
 		return nil
 	}
-	res, err := env.sess.Run(ctx, textTurn("big"), emit)
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("big"), emit)
 	if err != nil || res.StopReason != "end_turn" {
 		t.Fatalf("%+v, %v", res.StopReason, err)
 	}
@@ -103,13 +107,14 @@ func TestHugeLine(t *testing.T) {
 }
 
 func TestLineOverLimitIsSkipped(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "big", nil)
 	env.ad.maxLine = 1 << 20 // the big line is over it
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	rec := newRecorder(t)
-	res, err := env.sess.Run(ctx, textTurn("big"), rec.emit)
-	if err != nil || res.StopReason != "end_turn" || rec.text("text") != "" {
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("big"), rec.emit)
+	if err != nil || res.StopReason != "end_turn" || rec.Text("text") != "" {
 		t.Fatalf("%+v, %v", res.StopReason, err)
 	}
 	if !strings.Contains(env.logs.String(), "over the size limit") {
@@ -118,11 +123,12 @@ func TestLineOverLimitIsSkipped(t *testing.T) {
 }
 
 func TestMalformedLinesAreSkipped(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "malformed", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	rec := newRecorder(t)
-	res, err := env.sess.Run(ctx, textTurn("x"), rec.emit)
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("x"), rec.emit)
 	if err != nil || res.StopReason != "end_turn" || res.Text != "ok" {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -132,19 +138,20 @@ func TestMalformedLinesAreSkipped(t *testing.T) {
 }
 
 func TestCrashMidTurn(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "crash-once", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	rec := newRecorder(t)
-	res, err := env.sess.Run(ctx, textTurn("x"), rec.emit)
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("x"), rec.emit)
 	if err != nil || res.StopReason != "error" || res.Text != "partial" {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	errs := rec.errors()
+	errs := rec.Errors()
 	if len(errs) != 1 || errs[0].Code != "agent_crashed" || strings.Contains(errs[0].Message, "fake") {
 		t.Fatalf("errors %+v", errs)
 	}
-	if fin := rec.finished(); len(fin) != 1 || fin[0].ToolUseID != "toolu_1" || fin[0].Status != protocol.ToolError {
+	if fin := rec.Finished(); len(fin) != 1 || fin[0].ToolUseID != "toolu_1" || fin[0].Status != protocol.ToolError {
 		t.Errorf("open tool not finished: %+v", fin)
 	}
 	if !strings.Contains(env.logs.String(), "crashing on purpose") {
@@ -152,7 +159,7 @@ func TestCrashMidTurn(t *testing.T) {
 	}
 	// The next turn starts the CLI again, resuming the conversation.
 	rec2 := newRecorder(t)
-	res, err = env.sess.Run(ctx, textTurn("again"), rec2.emit)
+	res, err = env.sess.Run(ctx, adaptertest.TextTurn("again"), rec2.emit)
 	if err != nil || res.Text != "back again" {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -177,10 +184,10 @@ func TestCancelKillsAHungCLI(t *testing.T) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := env.sess.Run(turnCtx, textTurn("x"), rec.emit)
+		res, err := env.sess.Run(turnCtx, adaptertest.TextTurn("x"), rec.emit)
 		done <- out{res, err}
 	}()
-	if !rec.waitFor(ctx, protocol.TypeToolStarted) {
+	if !rec.WaitFor(ctx, protocol.TypeToolStarted) {
 		t.Fatal("the turn did not start its tool")
 	}
 	env.sess.mu.Lock()
@@ -201,7 +208,7 @@ func TestCancelKillsAHungCLI(t *testing.T) {
 	if !p.alive() {
 		t.Error("the process was already gone when Run returned")
 	}
-	fin := rec.finished()
+	fin := rec.Finished()
 	if len(fin) != 1 || fin[0].Status != protocol.ToolCancelled {
 		t.Errorf("finished %+v", fin)
 	}
@@ -232,12 +239,12 @@ func TestCancelKillsAHungCLI(t *testing.T) {
 	go func() {
 		// The hang scenario never ends a turn: cancel this one too, once
 		// it got going, to see the new process serve it.
-		rec2.waitFor(tctx, protocol.TypeTextDelta)
+		rec2.WaitFor(tctx, protocol.TypeTextDelta)
 		tcancel()
 	}()
-	res, _ := env.sess.Run(tctx, textTurn("y"), rec2.emit)
-	if rec2.text("text") != "working" || res.StopReason != "cancelled" {
-		t.Errorf("second turn: %q %+v\n%s", rec2.text("text"), res, env.logs.String())
+	res, _ := env.sess.Run(tctx, adaptertest.TextTurn("y"), rec2.emit)
+	if rec2.Text("text") != "working" || res.StopReason != "cancelled" {
+		t.Errorf("second turn: %q %+v\n%s", rec2.Text("text"), res, env.logs.String())
 	}
 	if n := len(fakeStarts(t, env.log)); n != 2 {
 		t.Errorf("%d starts", n)
@@ -256,16 +263,17 @@ func atoi(s string) int {
 }
 
 func TestFlagsRestartTheProcess(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "echo", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	turn := textTurn("one")
+	turn := adaptertest.TextTurn("one")
 	three := 3
 	turn.Request.ConfigOverrides = &protocol.ConfigOverrides{
 		MaxTurns: &three, AllowedTools: []string{"Read", "Bash(git diff:*)"}, DeniedTools: []string{"WebFetch"},
 		JSONSchema: json.RawMessage(`{ "type": "object" }`),
 	}
-	for i, tr := range []adapter.Turn{turn, turn, textTurn("plain")} {
+	for i, tr := range []adapter.Turn{turn, turn, adaptertest.TextTurn("plain")} {
 		tr.ID = protocol.NewID()
 		if _, err := env.sess.Run(ctx, tr, newRecorder(t).emit); err != nil {
 			t.Fatalf("turn %d: %v", i, err)
@@ -288,11 +296,12 @@ func TestFlagsRestartTheProcess(t *testing.T) {
 }
 
 func TestStateResumesAcrossAdapters(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	env := openFake(t, "echo", func(c *Config) { c.StateDir = state })
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	if _, err := env.sess.Run(ctx, textTurn("one"), newRecorder(t).emit); err != nil {
+	if _, err := env.sess.Run(ctx, adaptertest.TextTurn("one"), newRecorder(t).emit); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.sess.Close(); err != nil {
@@ -303,13 +312,13 @@ func TestStateResumesAcrossAdapters(t *testing.T) {
 		t.Fatalf("state %s, %v", b, err)
 	}
 	// A new adapter (a restarted ferry) on the same state directory.
-	ad := New(Config{Command: os.Args[0], Env: env.ad.cfg.Env, StateDir: state, Logger: env.logs.logger()})
+	ad := New(Config{Command: os.Args[0], Env: env.ad.cfg.Env, StateDir: state, Logger: env.logs.Logger()})
 	s, err := ad.Open(ctx, adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: env.ws}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Run(ctx, textTurn("two"), newRecorder(t).emit); err != nil {
+	if _, err := s.Run(ctx, adaptertest.TextTurn("two"), newRecorder(t).emit); err != nil {
 		t.Fatal(err)
 	}
 	starts := fakeStarts(t, env.log)
@@ -329,6 +338,7 @@ func TestStateResumesAcrossAdapters(t *testing.T) {
 }
 
 func TestResumeOfAGoneConversation(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	env := openFake(t, "noresume", func(c *Config) { c.StateDir = state })
 	// As if an earlier ferry had recorded a conversation the CLI no longer has.
@@ -339,11 +349,11 @@ func TestResumeOfAGoneConversation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	rec := newRecorder(t)
-	res, err := env.sess.Run(ctx, textTurn("hello"), rec.emit)
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("hello"), rec.emit)
 	if err != nil || res.Text != "echo: hello" {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	if errs := rec.errors(); len(errs) != 1 || errs[0].Code != "session_not_resumed" {
+	if errs := rec.Errors(); len(errs) != 1 || errs[0].Code != "session_not_resumed" {
 		t.Errorf("errors %+v", errs)
 	}
 	starts := fakeStarts(t, env.log)
@@ -357,6 +367,7 @@ func TestResumeOfAGoneConversation(t *testing.T) {
 }
 
 func TestPermissionAnswers(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "ask", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -380,7 +391,7 @@ func TestPermissionAnswers(t *testing.T) {
 			}
 			done := make(chan out, 1)
 			go func() {
-				res, err := env.sess.Run(ctx, textTurn("target"), rec.emit)
+				res, err := env.sess.Run(ctx, adaptertest.TextTurn("target"), rec.emit)
 				done <- out{res, err}
 			}()
 			ir := rec.nextAsk(ctx)
@@ -393,8 +404,8 @@ func TestPermissionAnswers(t *testing.T) {
 				t.Errorf("options %+v", ir.Options)
 			}
 			// The interaction follows its tool's start.
-			evs := rec.all()
-			if evs[len(evs)-2].typ != protocol.TypeToolStarted {
+			evs := rec.Events()
+			if evs[len(evs)-2].Type != protocol.TypeToolStarted {
 				t.Errorf("events %v", evs)
 			}
 			if err := env.sess.Answer(ir.InteractionID, c.answer); err != nil {
@@ -410,7 +421,7 @@ func TestPermissionAnswers(t *testing.T) {
 			if c.name == "allow always" && !strings.Contains(o.res.Text, `"destination":"session"`) {
 				t.Errorf("allow always kept the suggestion's destination: %s", o.res.Text)
 			}
-			if fin := rec.finished(); len(fin) != 1 || fin[0].Status != c.status {
+			if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != c.status {
 				t.Errorf("finished %+v", fin)
 			}
 		})
@@ -420,11 +431,11 @@ func TestPermissionAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder(t)
-	res, err := env.sess.Run(ctx, textTurn("target"), rec.emit)
-	if err != nil || res.Text != "hook-deny" || len(rec.ofType(protocol.TypeInteractionRequest)) != 0 {
+	res, err := env.sess.Run(ctx, adaptertest.TextTurn("target"), rec.emit)
+	if err != nil || res.Text != "hook-deny" || len(rec.OfType(protocol.TypeInteractionRequest)) != 0 {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	if fin := rec.finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
+	if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
 		t.Errorf("finished %+v", fin)
 	}
 	var sawMode bool
@@ -440,6 +451,7 @@ func TestPermissionAnswers(t *testing.T) {
 }
 
 func TestOpenWithoutCLI(t *testing.T) {
+	t.Parallel()
 	ad := New(Config{Command: filepath.Join(t.TempDir(), "no-claude")})
 	_, err := ad.Open(context.Background(), adapter.SessionConfig{SessionID: "s", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: t.TempDir()}})
 	var pe *protocol.Error
@@ -449,6 +461,7 @@ func TestOpenWithoutCLI(t *testing.T) {
 }
 
 func TestCapability(t *testing.T) {
+	t.Parallel()
 	c := New(Config{}).Capability()
 	if c.ID != ID || c.FileTokens != "mention" || !c.Cancel || !c.Compact || !slices.Contains(c.Modes, protocol.ModeReview) {
 		t.Errorf("%+v", c)
@@ -456,10 +469,11 @@ func TestCapability(t *testing.T) {
 }
 
 func TestCloseStopsTheProcess(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "echo", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	if _, err := env.sess.Run(ctx, textTurn("x"), newRecorder(t).emit); err != nil {
+	if _, err := env.sess.Run(ctx, adaptertest.TextTurn("x"), newRecorder(t).emit); err != nil {
 		t.Fatal(err)
 	}
 	env.sess.mu.Lock()
@@ -471,7 +485,7 @@ func TestCloseStopsTheProcess(t *testing.T) {
 	if p.alive() {
 		t.Error("the process outlived Close")
 	}
-	if _, err := env.sess.Run(ctx, textTurn("y"), newRecorder(t).emit); err == nil {
+	if _, err := env.sess.Run(ctx, adaptertest.TextTurn("y"), newRecorder(t).emit); err == nil {
 		t.Error("Run after Close worked")
 	}
 }
@@ -489,7 +503,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = env.sess.Run(ctx, textTurn("a"), rec.emit)
+			_, _ = env.sess.Run(ctx, adaptertest.TextTurn("a"), rec.emit)
 		}()
 		ir := rec.nextAsk(ctx)
 		_ = env.sess.Answer(ir.InteractionID, &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)})
@@ -500,7 +514,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
-			_, _ = env.sess.Run(tctx, textTurn("b"), rec.emit)
+			_, _ = env.sess.Run(tctx, adaptertest.TextTurn("b"), rec.emit)
 		}()
 		rec.nextAsk(ctx)
 		stop()
@@ -523,6 +537,7 @@ func TestNoGoroutineLeaks(t *testing.T) {
 // while the prompt is open, then allows; the mode is checked again and the
 // CLI is told deny.
 func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "ask", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -533,7 +548,7 @@ func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := env.sess.Run(ctx, textTurn("target"), rec.emit)
+		res, err := env.sess.Run(ctx, adaptertest.TextTurn("target"), rec.emit)
 		done <- out{res, err}
 	}()
 	ir := rec.nextAsk(ctx)
@@ -547,7 +562,7 @@ func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
 	if o.err != nil || o.res.Text != "deny" {
 		t.Fatalf("%+v, %v; want deny after the switch to plan mode", o.res, o.err)
 	}
-	if fin := rec.finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
+	if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != protocol.ToolDenied {
 		t.Errorf("finished %+v", fin)
 	}
 }
@@ -555,17 +570,18 @@ func TestPermissionModeCheckedAfterAnswer(t *testing.T) {
 // A rule no command line can carry refuses the prompt, naming it, before
 // the CLI starts: dropping it would ignore a denied tool.
 func TestRuleWithLineBreakRefused(t *testing.T) {
+	t.Parallel()
 	env := openFake(t, "echo", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	turn := textTurn("go")
+	turn := adaptertest.TextTurn("go")
 	turn.Request.ConfigOverrides = &protocol.ConfigOverrides{DeniedTools: []string{"Read", "Bash(rm:*)\nWrite"}}
 	rec := newRecorder(t)
 	res, err := env.sess.Run(ctx, turn, rec.emit)
 	if err != nil || res.StopReason != "error" {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	if errs := rec.errors(); len(errs) != 1 || errs[0].Code != "bad_request" || !strings.Contains(errs[0].Message, "config_overrides.denied_tools[1]") {
+	if errs := rec.Errors(); len(errs) != 1 || errs[0].Code != "bad_request" || !strings.Contains(errs[0].Message, "config_overrides.denied_tools[1]") {
 		t.Fatalf("errors %+v", errs)
 	}
 	if _, err := os.Stat(env.log); !errors.Is(err, fs.ErrNotExist) {

@@ -140,7 +140,7 @@ func badRule(req *protocol.PromptRequest) *protocol.AgentError {
 	}{{"allowed_tools", req.ConfigOverrides.AllowedTools}, {"denied_tools", req.ConfigOverrides.DeniedTools}} {
 		for i, r := range l.rules {
 			if strings.ContainsAny(r, "\x00\r\n") {
-				return &protocol.AgentError{Code: "bad_request", Message: fmt.Sprintf("config_overrides.%s[%d]: a permission rule holds no line break or NUL", l.name, i)}
+				return &protocol.AgentError{Code: protocol.AgentCodeBadRequest, Message: fmt.Sprintf("config_overrides.%s[%d]: a permission rule holds no line break or NUL", l.name, i)}
 			}
 		}
 	}

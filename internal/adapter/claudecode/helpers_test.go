@@ -1,164 +1,45 @@
 package claudecode
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/protocol"
-	"github.com/ferry-dev/ferry/protocol/fileref"
 )
 
 // testTimeout bounds every wait of a test, so a hung CLI fails the test.
 const testTimeout = 60 * time.Second
 
-type event struct {
-	typ     string
-	payload any
-}
-
-// recorder is a turn's Emit: it validates every event the way the client
-// does (encode, then strict decode as a client message), keeps it, and
-// signals interactions.
+// recorder is a turn's Emit: adaptertest's recorder, checking every event
+// the way the client does; like the client's, its emit returns the turn
+// context's error.
 type recorder struct {
-	t      *testing.T
-	mu     sync.Mutex
-	events []event
-	asks   chan *protocol.InteractionRequest
-	seen   chan string
+	*adaptertest.Recorder
+	t *testing.T
 }
 
 func newRecorder(t *testing.T) *recorder {
-	return &recorder{t: t, asks: make(chan *protocol.InteractionRequest, 16), seen: make(chan string, 4096)}
+	return &recorder{Recorder: adaptertest.NewRecorder(), t: t}
 }
 
 func (r *recorder) emit(ctx context.Context, typ string, payload any) error {
-	if !strings.HasPrefix(typ, "agent.") || typ == protocol.TypeTextDone || typ == protocol.TypeTurnStarted {
-		r.t.Errorf("the adapter emitted %s", typ)
+	if err := adaptertest.CheckEvent(typ, payload); err != nil {
+		r.t.Error(err)
 	}
-	m := protocol.New(typ, payload)
-	m.SessionID = "s1"
-	data, err := protocol.Encode(m)
-	if err == nil {
-		_, err = protocol.DecodeFrom(protocol.RoleClient, data)
-	}
-	if err != nil {
-		r.t.Errorf("invalid %s event: %v", typ, err)
-	}
-	r.mu.Lock()
-	r.events = append(r.events, event{typ, payload})
-	r.mu.Unlock()
-	if ir, ok := payload.(*protocol.InteractionRequest); ok {
-		r.asks <- ir
-	}
-	select {
-	case r.seen <- typ:
-	default:
-	}
+	_ = r.Emit(ctx, typ, payload)
 	return ctx.Err()
-}
-
-func (r *recorder) all() []event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]event(nil), r.events...)
-}
-
-func (r *recorder) ofType(typ string) []any {
-	var out []any
-	for _, e := range r.all() {
-		if e.typ == typ {
-			out = append(out, e.payload)
-		}
-	}
-	return out
-}
-
-func (r *recorder) text(channel string) string {
-	var b strings.Builder
-	for _, p := range r.ofType(protocol.TypeTextDelta) {
-		if d := p.(*protocol.TextDelta); d.Channel == channel {
-			b.WriteString(d.Delta)
-		}
-	}
-	return b.String()
-}
-
-func (r *recorder) finished() []*protocol.ToolFinished {
-	var out []*protocol.ToolFinished
-	for _, p := range r.ofType(protocol.TypeToolFinished) {
-		out = append(out, p.(*protocol.ToolFinished))
-	}
-	return out
-}
-
-func (r *recorder) errors() []*protocol.AgentError {
-	var out []*protocol.AgentError
-	for _, p := range r.ofType(protocol.TypeAgentError) {
-		out = append(out, p.(*protocol.AgentError))
-	}
-	return out
-}
-
-// waitFor waits for an event of type typ.
-func (r *recorder) waitFor(ctx context.Context, typ string) bool {
-	for {
-		select {
-		case got := <-r.seen:
-			if got == typ {
-				return true
-			}
-		case <-ctx.Done():
-			return false
-		}
-	}
 }
 
 // nextAsk waits for the next interaction request.
 func (r *recorder) nextAsk(ctx context.Context) *protocol.InteractionRequest {
 	r.t.Helper()
-	select {
-	case ir := <-r.asks:
-		return ir
-	case <-ctx.Done():
-		r.t.Fatal("no interaction request came")
-		return nil
-	}
-}
-
-// textTurn is a turn with plain text.
-func textTurn(text string) adapter.Turn {
-	req := &protocol.PromptRequest{PromptText: fileref.Escape(text), InputType: protocol.InputText}
-	return adapter.Turn{ID: protocol.NewID(), Request: req, Prompt: fileref.Parse(req.PromptText, nil)}
-}
-
-// logBuffer is a logger that keeps what it logs.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return r.NextAsk(r.t, ctx)
 }
 
 // fakeEnv is a session on the fake CLI.
@@ -167,7 +48,7 @@ type fakeEnv struct {
 	sess *session
 	ws   string
 	log  string // the fake's log file
-	logs *logBuffer
+	logs *adaptertest.LogBuffer
 }
 
 // openFake opens a session whose claude is this test binary playing
@@ -179,52 +60,24 @@ func openFake(t *testing.T, scenario string, mut func(*Config)) *fakeEnv {
 	if err := os.Mkdir(ws, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &adaptertest.LogBuffer{}
 	fakeLog := filepath.Join(dir, "fake.log")
 	cfg := Config{
 		Command: os.Args[0],
 		Env:     []string{envFakeScenario + "=" + scenario, envFakeLog + "=" + fakeLog},
-		Logger:  logs.logger(),
+		Logger:  logs.Logger(),
 	}
 	if mut != nil {
 		mut(&cfg)
 	}
 	ad := New(cfg)
-	s, err := ad.Open(context.Background(), adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := adaptertest.Open(t, context.Background(), ad, adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}})
 	return &fakeEnv{ad: ad, sess: s.(*session), ws: ws, log: fakeLog, logs: logs}
-}
-
-// processAlive reports whether pid runs (and is no zombie).
-func processAlive(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
 }
 
 // waitGone waits (boundedly) for a process to be gone.
 func waitGone(ctx context.Context, pid int) bool {
-	for processAlive(pid) {
+	for adaptertest.ProcessAlive(pid) {
 		select {
 		case <-ctx.Done():
 			return false
@@ -247,7 +100,7 @@ func processesWith(s string) []int {
 		for _, c := range filepath.Base(d) {
 			pid = pid*10 + int(c-'0')
 		}
-		if processAlive(pid) {
+		if adaptertest.ProcessAlive(pid) {
 			out = append(out, pid)
 		}
 	}

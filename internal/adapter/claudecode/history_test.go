@@ -17,6 +17,7 @@ import (
 // history with their tool_use ids, the content before and after; undo of
 // the Edit puts the file back, undo of the Write deletes the new file.
 func TestRealEditRecorded(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	path := e.file(t, "notes.txt", "the secret word is pelican\n")
 	created := filepath.Join(e.ws, "new.txt")

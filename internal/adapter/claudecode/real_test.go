@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/protocol"
@@ -24,11 +25,7 @@ import (
 
 func claudeBin(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("FERRY_TEST_CLAUDE")
-	if bin == "" {
-		t.Skip("set FERRY_TEST_CLAUDE to a claude binary: npm install @anthropic-ai/claude-code@2.1.332")
-	}
-	return bin
+	return adaptertest.Binary(t, "FERRY_TEST_CLAUDE", "a claude binary: npm install @anthropic-ai/claude-code@2.1.332")
 }
 
 // script answers the CLI's model requests in order; requests without tools
@@ -140,13 +137,13 @@ type realEnv struct {
 	ws     string
 	home   string
 	state  string
-	logs   *logBuffer
+	logs   *adaptertest.LogBuffer
 	bin    string
 }
 
 func newRealEnv(t *testing.T) *realEnv {
 	bin := claudeBin(t)
-	e := &realEnv{srv: fake.New(t), script: &script{t: t}, ws: t.TempDir(), home: t.TempDir(), state: t.TempDir(), logs: &logBuffer{}, bin: bin}
+	e := &realEnv{srv: fake.New(t), script: &script{t: t}, ws: t.TempDir(), home: t.TempDir(), state: t.TempDir(), logs: &adaptertest.LogBuffer{}, bin: bin}
 	e.srv.Route(e.script.route)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -162,7 +159,7 @@ func (e *realEnv) adapter() *Adapter {
 		Env: []string{"ANTHROPIC_BASE_URL=" + e.srv.URL(), "ANTHROPIC_API_KEY=sk-ant-fake",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "HOME=" + e.home},
 		StateDir: e.state,
-		Logger:   e.logs.logger(),
+		Logger:   e.logs.Logger(),
 	})
 }
 
@@ -217,6 +214,7 @@ func (r *running) wait(t *testing.T, ctx context.Context) (adapter.Result, error
 // scripted Edit is asked about, allowed through ferry, and changes the
 // file on disk.
 func TestRealPickedFileIsReadAndEdited(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	path := e.file(t, "notes.txt", "the secret word is pelican\n")
 	e.script.add(
@@ -273,21 +271,21 @@ func TestRealPickedFileIsReadAndEdited(t *testing.T) {
 		t.Errorf("tool result %s", toolResult(reqs[1], "toolu_edit1"))
 	}
 	// The events.
-	if got := rec.text("thinking"); got != "Let me look." {
+	if got := rec.Text("thinking"); got != "Let me look." {
 		t.Errorf("thinking %q", got)
 	}
-	started := rec.ofType(protocol.TypeToolStarted)
+	started := rec.OfType(protocol.TypeToolStarted)
 	if len(started) != 1 || started[0].(*protocol.ToolStarted).ToolName != "Edit" {
 		t.Errorf("started %+v", started)
 	}
-	fin := rec.finished()
+	fin := rec.Finished()
 	if len(fin) != 1 || fin[0].Status != protocol.ToolOK || fin[0].Diff == nil || fin[0].Diff.Path != "notes.txt" {
 		t.Fatalf("finished %+v", fin)
 	}
 	if h := fin[0].Diff.Hunks; len(h) != 1 || !slices.Contains(h[0].Lines, protocol.DiffLine{Op: "add", Text: "the secret word is heron"}) {
 		t.Errorf("diff %+v", h)
 	}
-	usage := rec.ofType(protocol.TypeUsage)
+	usage := rec.OfType(protocol.TypeUsage)
 	if len(usage) != 1 {
 		t.Fatalf("usage %+v", usage)
 	}
@@ -297,9 +295,9 @@ func TestRealPickedFileIsReadAndEdited(t *testing.T) {
 	// Order: the tool started before its permission request, which came
 	// before its result.
 	var order []string
-	for _, ev := range rec.all() {
-		if ev.typ != protocol.TypeTextDelta {
-			order = append(order, ev.typ)
+	for _, ev := range rec.Events() {
+		if ev.Type != protocol.TypeTextDelta {
+			order = append(order, ev.Type)
 		}
 	}
 	want := []string{protocol.TypeToolStarted, protocol.TypeInteractionRequest, protocol.TypeToolFinished, protocol.TypeUsage}
@@ -311,6 +309,7 @@ func TestRealPickedFileIsReadAndEdited(t *testing.T) {
 // (2) Permission requests answered through ferry: allowed, denied, and a
 // question the agent asks the user.
 func TestRealPermissionAllowDenyAndQuestions(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	e.script.add(
 		call("toolu_b1", "Bash", map[string]any{"command": "touch allowed.txt", "description": "create a file"}),
@@ -337,7 +336,7 @@ func TestRealPermissionAllowDenyAndQuestions(t *testing.T) {
 		{"denied.txt", protocol.Deny, protocol.ToolDenied, false},
 	} {
 		rec := newRecorder(t)
-		run := runAsync(ctx, s, textTurn("make "+c.file), rec.emit)
+		run := runAsync(ctx, s, adaptertest.TextTurn("make "+c.file), rec.emit)
 		ir := rec.nextAsk(ctx)
 		if ir.Kind != protocol.InteractionPermission || ir.ToolName != "Bash" || !strings.Contains(ir.Title, "touch "+c.file) {
 			t.Errorf("interaction %+v", ir)
@@ -351,7 +350,7 @@ func TestRealPermissionAllowDenyAndQuestions(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(e.ws, c.file)); (err == nil) != c.exists {
 			t.Errorf("%s exists: %v", c.file, err == nil)
 		}
-		if fin := rec.finished(); len(fin) != 1 || fin[0].Status != c.status {
+		if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != c.status {
 			t.Errorf("%s: finished %+v", c.file, fin)
 		}
 	}
@@ -363,7 +362,7 @@ func TestRealPermissionAllowDenyAndQuestions(t *testing.T) {
 	// AskUserQuestion: one interaction per question, answers back as the
 	// tool's input.
 	rec := newRecorder(t)
-	run := runAsync(ctx, s, textTurn("ask me"), rec.emit)
+	run := runAsync(ctx, s, adaptertest.TextTurn("ask me"), rec.emit)
 	q1 := rec.nextAsk(ctx)
 	if q1.Kind != protocol.InteractionSingleSelect || q1.Title != "Which color?" || len(q1.Options) != 2 || q1.Options[1].Value != "Blue" {
 		t.Fatalf("question 1 %+v", q1)
@@ -392,6 +391,7 @@ func TestRealPermissionAllowDenyAndQuestions(t *testing.T) {
 // stream. Run returns promptly, the command does not outlive the cancel,
 // and the session takes the next turn.
 func TestRealCancelMidTurn(t *testing.T) {
+	t.Parallel()
 	t.Run("bash", func(t *testing.T) {
 		e := newRealEnv(t)
 		// The long command is a script that sleeps: Claude Code 2.1.332
@@ -405,7 +405,7 @@ func TestRealCancelMidTurn(t *testing.T) {
 		s := e.open(t, e.adapter(), protocol.ModeDefault)
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 		defer cancel()
-		turn := textTurn("wait a while")
+		turn := adaptertest.TextTurn("wait a while")
 		// Allowed up front, so no permission request stands in the way.
 		turn.Request.ConfigOverrides = &protocol.ConfigOverrides{AllowedTools: []string{"Bash(./wait.sh)"}}
 		rec := newRecorder(t)
@@ -420,7 +420,7 @@ func TestRealCancelMidTurn(t *testing.T) {
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		if len(rec.ofType(protocol.TypeInteractionRequest)) != 0 {
+		if len(rec.OfType(protocol.TypeInteractionRequest)) != 0 {
 			t.Error("allowed_tools did not reach the CLI: it asked")
 		}
 		stop()
@@ -428,7 +428,7 @@ func TestRealCancelMidTurn(t *testing.T) {
 		if err == nil || res.StopReason != "cancelled" {
 			t.Fatalf("%+v, %v", res, err)
 		}
-		if fin := rec.finished(); len(fin) != 1 || fin[0].Status != protocol.ToolCancelled {
+		if fin := rec.Finished(); len(fin) != 1 || fin[0].Status != protocol.ToolCancelled {
 			t.Errorf("finished %+v", fin)
 		}
 		for _, pid := range processesWith(marker) {
@@ -438,7 +438,7 @@ func TestRealCancelMidTurn(t *testing.T) {
 		}
 		// The next turn works (a new process: the flags differ).
 		rec2 := newRecorder(t)
-		res, err = s.Run(ctx, textTurn("go on"), rec2.emit)
+		res, err = s.Run(ctx, adaptertest.TextTurn("go on"), rec2.emit)
 		if err != nil || res.Text != "after the cancel" {
 			t.Fatalf("%+v, %v", res, err)
 		}
@@ -459,8 +459,8 @@ func TestRealCancelMidTurn(t *testing.T) {
 		defer cancel()
 		rec := newRecorder(t)
 		turnCtx, stop := context.WithCancel(ctx)
-		run := runAsync(turnCtx, s, textTurn("take your time"), rec.emit)
-		if !rec.waitFor(ctx, protocol.TypeTextDelta) {
+		run := runAsync(turnCtx, s, adaptertest.TextTurn("take your time"), rec.emit)
+		if !rec.WaitFor(ctx, protocol.TypeTextDelta) {
 			t.Fatal("no text came")
 		}
 		s.mu.Lock()
@@ -471,7 +471,7 @@ func TestRealCancelMidTurn(t *testing.T) {
 		if err == nil || res.StopReason != "cancelled" || res.Text != "thinking it over" {
 			t.Fatalf("%+v, %v", res, err)
 		}
-		res, err = s.Run(ctx, textTurn("and now?"), newRecorder(t).emit)
+		res, err = s.Run(ctx, adaptertest.TextTurn("and now?"), newRecorder(t).emit)
 		if err != nil || res.Text != "second answer" {
 			t.Fatalf("%+v, %v", res, err)
 		}
@@ -485,7 +485,7 @@ func TestRealCancelMidTurn(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if processAlive(pid) {
+		if adaptertest.ProcessAlive(pid) {
 			t.Errorf("claude (pid %d) outlived Close", pid)
 		}
 	})
@@ -494,6 +494,7 @@ func TestRealCancelMidTurn(t *testing.T) {
 // (4) Plan mode: ferry refuses the Edit itself, before anyone is asked,
 // and the file stays as it was; back in default mode the Edit is asked.
 func TestRealPlanModeRefusesEdit(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	path := e.file(t, "plan.txt", "keep me\n")
 	edit := map[string]any{"file_path": path, "old_string": "keep", "new_string": "changed"}
@@ -509,17 +510,17 @@ func TestRealPlanModeRefusesEdit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	rec := newRecorder(t)
-	res, err := s.Run(ctx, textTurn("change plan.txt"), rec.emit)
+	res, err := s.Run(ctx, adaptertest.TextTurn("change plan.txt"), rec.emit)
 	if err != nil || res.StopReason != "end_turn" {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "keep me\n" {
 		t.Errorf("plan mode changed the file: %q", b)
 	}
-	if n := len(rec.ofType(protocol.TypeInteractionRequest)); n != 0 {
+	if n := len(rec.OfType(protocol.TypeInteractionRequest)); n != 0 {
 		t.Errorf("%d interactions in plan mode", n)
 	}
-	fin := rec.finished()
+	fin := rec.Finished()
 	if len(fin) != 2 || fin[0].Status != protocol.ToolOK || fin[1].Status != protocol.ToolDenied || !strings.Contains(fin[1].Output, "plan mode") {
 		for _, f := range fin {
 			t.Errorf("finished %+v", *f)
@@ -534,7 +535,7 @@ func TestRealPlanModeRefusesEdit(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec = newRecorder(t)
-	run := runAsync(ctx, s, textTurn("now do it"), rec.emit)
+	run := runAsync(ctx, s, adaptertest.TextTurn("now do it"), rec.emit)
 	ir := rec.nextAsk(ctx)
 	if err := s.Answer(ir.InteractionID, &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)}); err != nil {
 		t.Fatal(err)
@@ -549,12 +550,13 @@ func TestRealPlanModeRefusesEdit(t *testing.T) {
 
 // (5) A new Adapter on the same state directory resumes the conversation.
 func TestRealResumeAcrossAdapters(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	e.script.add(say("noted"), say("it was walrus"))
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	s1 := e.open(t, e.adapter(), protocol.ModeDefault)
-	if res, err := s1.Run(ctx, textTurn("remember the code word walrus"), newRecorder(t).emit); err != nil || res.Text != "noted" {
+	if res, err := s1.Run(ctx, adaptertest.TextTurn("remember the code word walrus"), newRecorder(t).emit); err != nil || res.Text != "noted" {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	claudeID := s1.claudeID
@@ -567,7 +569,7 @@ func TestRealResumeAcrossAdapters(t *testing.T) {
 	}
 	// A restarted ferry: a new adapter, the same state directory.
 	s2 := e.open(t, e.adapter(), protocol.ModeDefault)
-	if res, err := s2.Run(ctx, textTurn("what was the code word?"), newRecorder(t).emit); err != nil || res.Text != "it was walrus" {
+	if res, err := s2.Run(ctx, adaptertest.TextTurn("what was the code word?"), newRecorder(t).emit); err != nil || res.Text != "it was walrus" {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	reqs := e.script.requests()
@@ -583,6 +585,7 @@ func TestRealResumeAcrossAdapters(t *testing.T) {
 // Compaction sends /compact with the instruction and reports Claude
 // Code's token counts.
 func TestRealCompact(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	e.script.add(say("one"), say("two"), say("three"),
 		// A summary the way the model writes one: Claude Code 2.1.332
@@ -595,7 +598,7 @@ func TestRealCompact(t *testing.T) {
 		t.Error("a session with no conversation compacted")
 	}
 	for _, p := range []string{"first message", "second message", "third message"} {
-		if _, err := s.Run(ctx, textTurn(p), newRecorder(t).emit); err != nil {
+		if _, err := s.Run(ctx, adaptertest.TextTurn(p), newRecorder(t).emit); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -613,6 +616,7 @@ func TestRealCompact(t *testing.T) {
 // Per-prompt overrides: json_schema yields the structured answer, and
 // max_turns stops the turn.
 func TestRealSchemaAndMaxTurns(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	e.script.add(
 		call("toolu_so", "StructuredOutput", map[string]any{"word": "heron"}, "Answering."),
@@ -622,21 +626,21 @@ func TestRealSchemaAndMaxTurns(t *testing.T) {
 	s := e.open(t, e.adapter(), protocol.ModeDefault)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	turn := textTurn("give me the word")
+	turn := adaptertest.TextTurn("give me the word")
 	turn.Request.ConfigOverrides = &protocol.ConfigOverrides{JSONSchema: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}},"required":["word"]}`)}
 	res, err := s.Run(ctx, turn, newRecorder(t).emit)
 	if err != nil || res.StopReason != "end_turn" || string(res.Structured) != `{"word":"heron"}` {
 		t.Fatalf("%+v (%s), %v", res, res.Structured, err)
 	}
 	one := 1
-	turn = textTurn("list the files")
+	turn = adaptertest.TextTurn("list the files")
 	turn.Request.ConfigOverrides = &protocol.ConfigOverrides{MaxTurns: &one, AllowedTools: []string{"Bash(ls)"}}
 	res, err = s.Run(ctx, turn, newRecorder(t).emit)
 	if err != nil || res.StopReason != "max_turns" {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	// denied_tools take the tools away from the model.
-	turn = textTurn("anything")
+	turn = adaptertest.TextTurn("anything")
 	turn.Request.ConfigOverrides = &protocol.ConfigOverrides{DeniedTools: []string{"Bash", "Write"}}
 	if res, err = s.Run(ctx, turn, newRecorder(t).emit); err != nil || res.Text != "no tools for me" {
 		t.Fatalf("%+v, %v", res, err)
@@ -650,6 +654,7 @@ func TestRealSchemaAndMaxTurns(t *testing.T) {
 // A provider error ends the turn with a coded agent.error; the provider's
 // own words stay in the log, and the next turn works.
 func TestRealProviderError(t *testing.T) {
+	t.Parallel()
 	e := newRealEnv(t)
 	e.script.add(
 		func(fake.Request) fake.Reply {
@@ -661,17 +666,17 @@ func TestRealProviderError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	rec := newRecorder(t)
-	res, err := s.Run(ctx, textTurn("hello"), rec.emit)
+	res, err := s.Run(ctx, adaptertest.TextTurn("hello"), rec.emit)
 	if err != nil || res.StopReason != "error" {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	errs := rec.errors()
+	errs := rec.Errors()
 	if len(errs) != 1 || errs[0].Code != "agent_error" {
 		t.Fatalf("errors %+v", errs)
 	}
-	for _, ev := range rec.all() {
-		if b, _ := json.Marshal(ev.payload); strings.Contains(string(b), "7f3a") {
-			t.Errorf("the provider's error reached an event: %s %s", ev.typ, b)
+	for _, ev := range rec.Events() {
+		if b, _ := json.Marshal(ev.Payload); strings.Contains(string(b), "7f3a") {
+			t.Errorf("the provider's error reached an event: %s %s", ev.Type, b)
 		}
 	}
 	if strings.Contains(res.Text, "7f3a") {
@@ -680,7 +685,7 @@ func TestRealProviderError(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "7f3a") {
 		t.Error("the provider's error is not in the log")
 	}
-	if res, err := s.Run(ctx, textTurn("again"), newRecorder(t).emit); err != nil || res.Text != "fine now" {
+	if res, err := s.Run(ctx, adaptertest.TextTurn("again"), newRecorder(t).emit); err != nil || res.Text != "fine now" {
 		t.Fatalf("%+v, %v", res, err)
 	}
 }

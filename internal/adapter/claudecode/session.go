@@ -82,14 +82,14 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	if ae := badRule(turn.Request); ae != nil {
 		ae.TurnID = turn.ID
 		if err := emit(ctx, protocol.TypeAgentError, ae); err != nil {
-			return adapter.Result{StopReason: "error"}, fmt.Errorf("claudecode: %w", err)
+			return adapter.Result{StopReason: protocol.StopError}, fmt.Errorf("claudecode: %w", err)
 		}
-		return adapter.Result{StopReason: "error"}, nil
+		return adapter.Result{StopReason: protocol.StopError}, nil
 	}
 	s.op.Lock()
 	defer s.op.Unlock()
 	if err := s.waitSettled(ctx); err != nil {
-		return adapter.Result{StopReason: "cancelled"}, err
+		return adapter.Result{StopReason: protocol.StopCancelled}, err
 	}
 	flags := flagsOf(turn.Request)
 	t := newTurn(s, turn.ID, ctx, emit, flags.schema != "")
@@ -108,7 +108,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 			// Cancelled before the prompt went out: nothing to interrupt.
 			s.closeSink(sk)
 			t.stopped.Store(true)
-			return adapter.Result{StopReason: "cancelled"}, ctx.Err()
+			return adapter.Result{StopReason: protocol.StopCancelled}, ctx.Err()
 		}
 		// The process died under us; drive reports it.
 		s.log.Warn("cannot send the prompt to Claude Code", "err", err)
@@ -120,15 +120,15 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 func (s *session) startFailed(ctx context.Context, t *turn, err error) (adapter.Result, error) {
 	switch {
 	case ctx.Err() != nil:
-		return adapter.Result{StopReason: "cancelled"}, ctx.Err()
+		return adapter.Result{StopReason: protocol.StopCancelled}, ctx.Err()
 	case errors.Is(err, errClosed) || s.isClosed():
-		return adapter.Result{StopReason: "error"}, errClosed
+		return adapter.Result{StopReason: protocol.StopError}, errClosed
 	}
 	s.log.Error("Claude Code did not start", "err", err)
-	t.send(protocol.TypeAgentError, &protocol.AgentError{TurnID: t.id, Code: "agent_unavailable",
+	t.send(protocol.TypeAgentError, &protocol.AgentError{TurnID: t.id, Code: protocol.AgentCodeAgentUnavailable,
 		Message: "Claude Code did not start; the client's log has the details.", Retryable: true})
 	t.stopped.Store(true)
-	return adapter.Result{StopReason: "error"}, nil
+	return adapter.Result{StopReason: protocol.StopError}, nil
 }
 
 // drive feeds the process's lines to the turn until its result, the
@@ -160,7 +160,7 @@ func (s *session) drive(ctx context.Context, t *turn, p *proc, sk *sink) (adapte
 			s.dropProc(p)
 			if s.isClosed() {
 				t.stopped.Store(true)
-				return adapter.Result{Text: t.text.String(), StopReason: "cancelled"}, errClosed
+				return adapter.Result{Text: t.text.String(), StopReason: protocol.StopCancelled}, errClosed
 			}
 			return t.crashed(), nil
 		case <-ctx.Done():
@@ -202,7 +202,7 @@ wait:
 		}
 	}
 	t.finishOpen(protocol.ToolCancelled, "cancelled by the user")
-	res := adapter.Result{Text: t.text.String(), StopReason: "cancelled"}
+	res := adapter.Result{Text: t.text.String(), StopReason: protocol.StopCancelled}
 	t.stopped.Store(true)
 	if settled {
 		s.closeSink(sk)
@@ -345,7 +345,7 @@ func (s *session) start(ctx context.Context, flags promptFlags, t *turn) (*proc,
 		if resume != "" && errors.Is(err, errExited) && strings.Contains(strings.Join(tail, "\n"), "No conversation found") {
 			s.log.Warn("Claude Code no longer has the session's conversation; starting a new one", "claude_session", resume)
 			s.forgetClaudeID(resume)
-			t.send(protocol.TypeAgentError, &protocol.AgentError{TurnID: t.id, Code: "session_not_resumed",
+			t.send(protocol.TypeAgentError, &protocol.AgentError{TurnID: t.id, Code: protocol.AgentCodeSessionNotResumed,
 				Message: "Claude Code could not resume this session's earlier conversation; this prompt starts a new one."})
 			resume = ""
 			continue

@@ -326,14 +326,14 @@ func (t *turn) finish() adapter.Result {
 	res := adapter.Result{Text: t.text.String()}
 	switch {
 	case r.Subtype == resultMaxTurns:
-		res.StopReason = "max_turns"
+		res.StopReason = protocol.StopMaxTurns
 	case r.Subtype == resultSuccess && !r.IsError:
-		res.StopReason = "end_turn"
+		res.StopReason = protocol.StopEndTurn
 		if r.StopReason == "refusal" {
-			res.StopReason = "refusal"
+			res.StopReason = protocol.StopRefusal
 		}
 	default:
-		res.StopReason = "error"
+		res.StopReason = protocol.StopError
 		t.reportError(r)
 	}
 	if t.wantStructured {
@@ -370,18 +370,18 @@ func (t *turn) reportError(r *resultLine) {
 	status, _ := strconv.Atoi(strings.TrimSpace(string(r.APIErrorStatus)))
 	t.log.Warn("Claude Code ended the turn with an error", "subtype", r.Subtype, "api_status", status,
 		"terminal_reason", r.TerminalReason, "result", runecut.Ellipsis(string(r.Result), 2000))
-	e := &protocol.AgentError{TurnID: t.id, Code: "agent_error", Message: "Claude Code reported an error; the client's log has the details."}
+	e := &protocol.AgentError{TurnID: t.id, Code: protocol.AgentCodeAgentError, Message: "Claude Code reported an error; the client's log has the details."}
 	switch {
 	case status == 429:
-		e.Code, e.Message, e.Retryable = "provider_rate_limited", "The model provider is limiting requests; try again later.", true
+		e.Code, e.Message, e.Retryable = protocol.AgentCodeProviderRateLimited, "The model provider is limiting requests; try again later.", true
 	case status == 401 || status == 403:
-		e.Code, e.Message = "provider_auth", "The model provider refused Claude Code's credentials."
+		e.Code, e.Message = protocol.AgentCodeProviderAuth, "The model provider refused Claude Code's credentials."
 	case status >= 500:
-		e.Code, e.Message, e.Retryable = "provider_unavailable", "The model provider failed; try again.", true
+		e.Code, e.Message, e.Retryable = protocol.AgentCodeProviderUnavailable, "The model provider failed; try again.", true
 	case strings.HasPrefix(r.Subtype, "error_max_budget"):
-		e.Code, e.Message = "budget_exceeded", "Claude Code stopped: its spending limit was reached."
+		e.Code, e.Message = protocol.AgentCodeBudgetExceeded, "Claude Code stopped: its spending limit was reached."
 	case strings.HasPrefix(r.Subtype, "error_max_structured_output"):
-		e.Code, e.Message = "structured_output_failed", "Claude Code could not produce an answer that fits the requested schema."
+		e.Code, e.Message = protocol.AgentCodeStructuredOutputFailed, "Claude Code could not produce an answer that fits the requested schema."
 	}
 	t.send(protocol.TypeAgentError, e)
 }
@@ -389,9 +389,9 @@ func (t *turn) reportError(r *resultLine) {
 // crashed ends a turn whose process exited before its result.
 func (t *turn) crashed() adapter.Result {
 	t.log.Error("Claude Code exited during a turn", "err", t.p.waitErr, "stderr", t.p.stderrTail())
-	t.send(protocol.TypeAgentError, &protocol.AgentError{TurnID: t.id, Code: "agent_crashed",
+	t.send(protocol.TypeAgentError, &protocol.AgentError{TurnID: t.id, Code: protocol.AgentCodeAgentCrashed,
 		Message: "Claude Code stopped unexpectedly; the client's log has the details. The next prompt starts it again.", Retryable: true})
 	t.finishOpen(protocol.ToolError, "Claude Code stopped before the tool finished")
 	t.stopped.Store(true)
-	return adapter.Result{Text: t.text.String(), StopReason: "error"}
+	return adapter.Result{Text: t.text.String(), StopReason: protocol.StopError}
 }

@@ -13,6 +13,7 @@ import (
 )
 
 func TestStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st := newStore(dir)
 	if _, ok, err := st.load("s1"); ok || err != nil {
@@ -90,6 +91,7 @@ func validDiff(t *testing.T, d *protocol.FileDiff) {
 }
 
 func TestPatchDiff(t *testing.T) {
+	t.Parallel()
 	d := patchDiff("a.txt", []patchHunk{{OldStart: 1, OldLines: 9, NewStart: 1, NewLines: 9, // wrong counts are recounted
 		Lines: []string{" ctx", "-old", "+new", "+more", `\ No newline at end of file`, ""}}}, false)
 	validDiff(t, d)
@@ -115,6 +117,7 @@ func TestPatchDiff(t *testing.T) {
 }
 
 func TestSessionScoped(t *testing.T) {
+	t.Parallel()
 	in := []json.RawMessage{
 		json.RawMessage(`{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"make:*"}],"behavior":"allow","destination":"localSettings"}`),
 		json.RawMessage(`{"type":"setMode","mode":"bypassPermissions","destination":"session"}`),
@@ -137,6 +140,7 @@ func TestSessionScoped(t *testing.T) {
 }
 
 func TestQuestions(t *testing.T) {
+	t.Parallel()
 	var q question
 	if err := json.Unmarshal([]byte(`{"question":"Pick","multiSelect":true,"options":[{"label":"A"},{"label":"B"},{"label":"C"}]}`), &q); err != nil {
 		t.Fatal(err)
@@ -168,6 +172,7 @@ func TestQuestions(t *testing.T) {
 }
 
 func TestEventInput(t *testing.T) {
+	t.Parallel()
 	if got := eventInput(json.RawMessage(`{"a":1}`)); string(got) != `{"a":1}` {
 		t.Errorf("%s", got)
 	}
@@ -187,6 +192,7 @@ func TestEventInput(t *testing.T) {
 }
 
 func TestFlags(t *testing.T) {
+	t.Parallel()
 	two := 2
 	req := &protocol.PromptRequest{ConfigOverrides: &protocol.ConfigOverrides{MaxTurns: &two,
 		AllowedTools: []string{" Read ", "", "Bad\nRule"}, DeniedTools: []string{"Bash(rm:*)"},
@@ -202,6 +208,7 @@ func TestFlags(t *testing.T) {
 }
 
 func TestRel(t *testing.T) {
+	t.Parallel()
 	s := &session{ws: "/work/ws"}
 	for in, want := range map[string]string{
 		"/work/ws/a/b.txt": "a/b.txt",
@@ -227,6 +234,7 @@ func TestRel(t *testing.T) {
 }
 
 func TestModeRefusals(t *testing.T) {
+	t.Parallel()
 	s := &session{mode: protocol.ModeReview, ws: t.TempDir()} // Bash runs in ws: review mode reads git config there
 	if ok, _ := s.modeAllows(s.callFor("Bash", json.RawMessage(`{"command":"git log -3"}`))); !ok {
 		t.Error("review mode refused a read-only git command")
@@ -251,6 +259,7 @@ func TestModeRefusals(t *testing.T) {
 }
 
 func TestProposedDiff(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\nthree\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -291,6 +300,7 @@ func TestProposedDiff(t *testing.T) {
 // A prompt's denied_tools as ferry's hook applies them: ferry's rules by
 // their patterns, any tool by its bare name.
 func TestPromptDeny(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	d := denyOf([]string{"Bash(rm:*)", "Edit(secrets/**)", "WebFetch", "Frob(x"}, ws)
 	for _, tc := range []struct {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDecodeLine(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		ok   bool

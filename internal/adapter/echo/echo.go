@@ -132,7 +132,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	reply := "echo: " + lit
 	switch {
 	case strings.HasPrefix(lit, "fail:"):
-		return adapter.Result{StopReason: "error"}, errors.New("echo: the prompt asked to fail")
+		return adapter.Result{StopReason: protocol.StopError}, errors.New("echo: the prompt asked to fail")
 	case strings.HasPrefix(lit, "ask:"):
 		allowed, err := s.ask(ctx, turn.ID, emit)
 		if err != nil {
@@ -156,7 +156,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	if err != nil {
 		return adapter.Result{Text: sent}, err
 	}
-	return adapter.Result{Text: reply, StopReason: "end_turn"}, nil
+	return adapter.Result{Text: reply, StopReason: protocol.StopEndTurn}, nil
 }
 
 // stream sends reply one word at a time and returns what it sent.

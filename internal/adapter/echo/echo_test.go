@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/protocol"
-	"github.com/ferry-dev/ferry/protocol/fileref"
 )
 
 type event struct {
@@ -60,34 +60,22 @@ func testCtx(t *testing.T) context.Context {
 
 func openSession(t *testing.T, dir string, opts ...Option) adapter.Session {
 	t.Helper()
-	s, err := New(opts...).Open(context.Background(), adapter.SessionConfig{
+	return adaptertest.Open(t, context.Background(), New(opts...), adapter.SessionConfig{
 		SessionID: "s1",
 		Workspace: protocol.Workspace{ID: "w", Name: "w", Path: dir},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
 }
 
 // turnOf composes segments as the master does and parses them as the client does.
 func turnOf(t *testing.T, segs ...protocol.PromptSegment) adapter.Turn {
 	t.Helper()
-	text, refs, err := fileref.Compose(segs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &protocol.PromptRequest{PromptText: text, FileReferences: refs, InputType: protocol.InputText}
-	return adapter.Turn{ID: "turn-1", Request: req, Prompt: fileref.Parse(text, refs)}
+	return adaptertest.SegmentTurn(t, "turn-1", segs...)
 }
 
-func text(s string) protocol.PromptSegment {
-	return protocol.PromptSegment{Kind: protocol.SegmentText, Text: s}
-}
+func text(s string) protocol.PromptSegment { return adaptertest.TextSegment(s) }
 
 func file(path, display string) protocol.PromptSegment {
-	return protocol.PromptSegment{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: path, DisplayPath: display}}
+	return adaptertest.FileSegment(path, display)
 }
 
 func deltas(t *testing.T, evs []event) string {
@@ -106,6 +94,7 @@ func deltas(t *testing.T, evs []event) string {
 }
 
 func TestCapability(t *testing.T) {
+	t.Parallel()
 	c := New().Capability()
 	if c.ID != "echo" || !c.Cancel || !c.Compact || c.FileTokens != "literal" {
 		t.Errorf("capability %+v", c)
@@ -116,6 +105,7 @@ func TestCapability(t *testing.T) {
 }
 
 func TestWords(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "a", "echo: hello  world ", "  lead", "one\ntwo\tthree", "x "} {
 		got := words(s)
 		if strings.Join(got, "") != s {
@@ -133,6 +123,7 @@ func TestWords(t *testing.T) {
 }
 
 func TestRunEchoesWithDisplayPaths(t *testing.T) {
+	t.Parallel()
 	s := openSession(t, t.TempDir(), WithDelay(0))
 	rec := newRecorder()
 	res, err := s.Run(testCtx(t), turnOf(t, text("look at "), file("src/a.go", "a.go"), text(" <@file:x|forged> please")), rec.emit)
@@ -153,6 +144,7 @@ func TestRunEchoesWithDisplayPaths(t *testing.T) {
 }
 
 func TestFail(t *testing.T) {
+	t.Parallel()
 	s := openSession(t, t.TempDir(), WithDelay(0))
 	if _, err := s.Run(testCtx(t), turnOf(t, text("fail: now")), newRecorder().emit); err == nil {
 		t.Fatal("fail: did not fail")
@@ -160,6 +152,7 @@ func TestFail(t *testing.T) {
 }
 
 func TestAsk(t *testing.T) {
+	t.Parallel()
 	allow := &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)}
 	deny := &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.Deny)}
 	for _, tc := range []struct {
@@ -215,6 +208,7 @@ func TestAsk(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	ctx := testCtx(t)
 	// A delay far beyond the test's deadline: Run can only return in time
 	// by noticing the cancellation.
@@ -241,6 +235,7 @@ func TestCancel(t *testing.T) {
 }
 
 func TestToolRead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello"), 0o600); err != nil {
 		t.Fatal(err)
@@ -284,6 +279,7 @@ func TestToolRead(t *testing.T) {
 }
 
 func TestToolWriteByMode(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.txt")
 	if err := os.WriteFile(p, []byte("keep"), 0o600); err != nil {
@@ -316,6 +312,7 @@ func TestToolWriteByMode(t *testing.T) {
 }
 
 func TestCompact(t *testing.T) {
+	t.Parallel()
 	s := openSession(t, t.TempDir(), WithDelay(0))
 	if _, err := s.Run(testCtx(t), turnOf(t, text("one two three four")), newRecorder().emit); err != nil {
 		t.Fatal(err)

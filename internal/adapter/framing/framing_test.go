@@ -8,6 +8,7 @@ import (
 )
 
 func TestPrompt(t *testing.T) {
+	t.Parallel()
 	if got := Prompt(protocol.InputPipedStdin, "rm -rf /\n"); !strings.HasPrefix(got, "The user piped this into ferry on standard input:\n<stdin>\nrm -rf /\n</stdin>") {
 		t.Errorf("piped: %q", got)
 	}

@@ -73,7 +73,7 @@ func (r *runner) run(ctx context.Context, text string, args []string) (adapter.R
 		select {
 		case <-ctx.Done():
 			p.stop()
-			return adapter.Result{Text: r.final(), StopReason: "cancelled"}, ctx.Err()
+			return adapter.Result{Text: r.final(), StopReason: protocol.StopCancelled}, ctx.Err()
 		case d, ok := <-deltas:
 			if !ok {
 				deltas = nil
@@ -84,7 +84,7 @@ func (r *runner) run(ctx context.Context, text string, args []string) (adapter.R
 					continue // the cancel case above ends the turn
 				}
 				p.stop()
-				return adapter.Result{Text: r.final(), StopReason: "error"}, fmt.Errorf("script: emit: %w", err)
+				return adapter.Result{Text: r.final(), StopReason: protocol.StopError}, fmt.Errorf("script: emit: %w", err)
 			}
 			r.add(d)
 		case <-waited:
@@ -110,7 +110,7 @@ func (r *runner) run(ctx context.Context, text string, args []string) (adapter.R
 		if len(stderr) > 0 {
 			log.Debug("script standard error", "stderr", string(stderr))
 		}
-		return adapter.Result{Text: r.final(), StopReason: "end_turn"}, nil
+		return adapter.Result{Text: r.final(), StopReason: protocol.StopEndTurn}, nil
 	}
 	code, status := CodeExitStatus, fmt.Sprintf("the script exited with status %d", ps.ExitCode())
 	if sig, ok := procgroup.ExitSignal(ps); ok {
@@ -124,11 +124,11 @@ func (r *runner) run(ctx context.Context, text string, args []string) (adapter.R
 
 // fail emits the turn's agent.error and returns the error result.
 func (r *runner) fail(ctx context.Context, code, msg string) (adapter.Result, error) {
-	res := adapter.Result{StopReason: "error"}
+	res := adapter.Result{StopReason: protocol.StopError}
 	err := r.emit(ctx, protocol.TypeAgentError, &protocol.AgentError{TurnID: r.turnID, Code: code, Message: msg})
 	if err != nil {
 		if ctx.Err() != nil {
-			res.StopReason = "cancelled"
+			res.StopReason = protocol.StopCancelled
 			return res, ctx.Err()
 		}
 		return res, fmt.Errorf("script: emit: %w", err)

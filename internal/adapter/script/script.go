@@ -67,11 +67,11 @@ const Prefix = "script:"
 // Error codes of the agent.error a failed turn emits.
 const (
 	// CodeExitStatus: the command exited with a non-zero status.
-	CodeExitStatus = "script_exit_status"
+	CodeExitStatus = protocol.AgentCodeScriptExitStatus
 	// CodeKilled: the command was ended by a signal ferry did not send.
-	CodeKilled = "script_killed"
+	CodeKilled = protocol.AgentCodeScriptKilled
 	// CodeStartFailed: the command could not be started.
-	CodeStartFailed = "script_start_failed"
+	CodeStartFailed = protocol.AgentCodeScriptStartFailed
 )
 
 // Limits.
@@ -269,11 +269,11 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return adapter.Result{StopReason: "error"}, errClosed
+		return adapter.Result{StopReason: protocol.StopError}, errClosed
 	}
 	if s.done != nil {
 		s.mu.Unlock()
-		return adapter.Result{StopReason: "error"}, errors.New("script: a turn is already running")
+		return adapter.Result{StopReason: protocol.StopError}, errors.New("script: a turn is already running")
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

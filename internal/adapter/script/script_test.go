@@ -16,65 +16,40 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/protocol"
-	"github.com/ferry-dev/ferry/protocol/fileref"
 )
 
 // These tests run real shell scripts as real child processes.
 
-type event struct {
-	typ     string
-	payload any
-}
-
-// recorder is an Emit that records every event; onDelta, when set, sees
-// each text delta as it is emitted (from Run's goroutine).
+// recorder is adaptertest's recorder; onDelta, when set, sees each text
+// delta as it is emitted (from Run's goroutine).
 type recorder struct {
-	mu      sync.Mutex
-	events  []event
+	adaptertest.Recorder
 	onDelta func(string)
 }
 
-func (r *recorder) emit(_ context.Context, typ string, payload any) error {
-	r.mu.Lock()
-	r.events = append(r.events, event{typ, payload})
-	f := r.onDelta
-	r.mu.Unlock()
-	if d, ok := payload.(*protocol.TextDelta); ok && f != nil {
-		f(d.Delta)
+func (r *recorder) emit(ctx context.Context, typ string, payload any) error {
+	_ = r.Emit(ctx, typ, payload)
+	if d, ok := payload.(*protocol.TextDelta); ok && r.onDelta != nil {
+		r.onDelta(d.Delta)
 	}
 	return nil
-}
-
-func (r *recorder) all() []event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]event(nil), r.events...)
 }
 
 // text is the concatenated deltas; it fails the test on an invalid one.
 func (r *recorder) text(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	for _, e := range r.all() {
-		if d, ok := e.payload.(*protocol.TextDelta); ok {
-			if e.typ != protocol.TypeTextDelta || d.Channel != "text" || d.TurnID != "turn-1" || !utf8.ValidString(d.Delta) {
-				t.Fatalf("bad delta %s %+v", e.typ, d)
+	for _, e := range r.Events() {
+		if d, ok := e.Payload.(*protocol.TextDelta); ok {
+			if e.Type != protocol.TypeTextDelta || d.Channel != "text" || d.TurnID != "turn-1" || !utf8.ValidString(d.Delta) {
+				t.Fatalf("bad delta %s %+v", e.Type, d)
 			}
 			b.WriteString(d.Delta)
 		}
 	}
 	return b.String()
-}
-
-func (r *recorder) errors() []*protocol.AgentError {
-	var out []*protocol.AgentError
-	for _, e := range r.all() {
-		if a, ok := e.payload.(*protocol.AgentError); ok {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -101,32 +76,18 @@ func open(t *testing.T, dir string, cfg Config) adapter.Session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := a.Open(testCtx(t), adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "ws", Name: "ws", Path: dir}, Mode: protocol.ModeDefault})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return adaptertest.Open(t, testCtx(t), a, adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "ws", Name: "ws", Path: dir}, Mode: protocol.ModeDefault})
 }
 
 // turn makes a turn from segments, as the master composes them.
 func turn(t *testing.T, segs ...protocol.PromptSegment) adapter.Turn {
 	t.Helper()
-	text, refs, err := fileref.Compose(segs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &protocol.PromptRequest{PromptText: text, FileReferences: refs, InputType: protocol.InputText}
-	return adapter.Turn{ID: "turn-1", Request: req, Prompt: fileref.Parse(text, refs)}
+	return adaptertest.SegmentTurn(t, "turn-1", segs...)
 }
 
-func txt(s string) protocol.PromptSegment {
-	return protocol.PromptSegment{Kind: protocol.SegmentText, Text: s}
-}
+func txt(s string) protocol.PromptSegment { return adaptertest.TextSegment(s) }
 
-func file(path string) protocol.PromptSegment {
-	return protocol.PromptSegment{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: path, DisplayPath: "@" + path}}
-}
+func file(path string) protocol.PromptSegment { return adaptertest.FileSegment(path, "@"+path) }
 
 // noLeak fails the test when a goroutine of this package outlives it.
 func noLeak(t *testing.T) {
@@ -235,7 +196,7 @@ printf 'env<%s|%s|%s|%s|%s|%s>\n' "$FERRY_SESSION_ID" "$FERRY_WORKSPACE" "$FERRY
 	rec := &recorder{}
 	res, err := s.Run(testCtx(t), tr, rec.emit)
 	if err != nil || res.StopReason != "end_turn" {
-		t.Fatalf("Run: %+v, %v; events %+v", res, err, rec.all())
+		t.Fatalf("Run: %+v, %v; events %+v", res, err, rec.Events())
 	}
 	want := strings.Join([]string{
 		"arg<--fixed>",
@@ -253,7 +214,7 @@ printf 'env<%s|%s|%s|%s|%s|%s>\n' "$FERRY_SESSION_ID" "$FERRY_WORKSPACE" "$FERRY
 	if res.Text != want {
 		t.Fatalf("result text %q", res.Text)
 	}
-	if errs := rec.errors(); len(errs) != 0 {
+	if errs := rec.Errors(); len(errs) != 0 {
 		t.Fatalf("agent errors %+v", errs)
 	}
 }
@@ -262,6 +223,7 @@ printf 'env<%s|%s|%s|%s|%s|%s>\n' "$FERRY_SESSION_ID" "$FERRY_WORKSPACE" "$FERRY
 // script waits for a file the test creates only after it has seen the first
 // delta; were deltas held until exit, the turn would never end.
 func TestStreaming(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	ws := t.TempDir()
 	gate := filepath.Join(t.TempDir(), "gate")
@@ -289,6 +251,7 @@ echo second
 // TestLargeOutput: a command echoing a large standard input back streams it
 // whole, in bounded deltas, as valid UTF-8.
 func TestLargeOutput(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	in := strings.Repeat("ünïcode ✓ text, ", 1<<16) // ~1.2 MB, multi-byte runes across every read boundary
 	s := open(t, t.TempDir(), Config{Command: []string{"cat"}})
@@ -300,8 +263,8 @@ func TestLargeOutput(t *testing.T) {
 	if got := rec.text(t); got != in {
 		t.Fatalf("streamed %d bytes, want %d", len(got), len(in))
 	}
-	for _, e := range rec.all() {
-		if d, ok := e.payload.(*protocol.TextDelta); ok && len(d.Delta) > readChunk+utf8.UTFMax {
+	for _, e := range rec.Events() {
+		if d, ok := e.Payload.(*protocol.TextDelta); ok && len(d.Delta) > readChunk+utf8.UTFMax {
 			t.Fatalf("a delta of %d bytes", len(d.Delta))
 		}
 	}
@@ -311,6 +274,7 @@ func TestLargeOutput(t *testing.T) {
 }
 
 func TestExitStatus(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, body string
 		code       string
@@ -329,7 +293,7 @@ func TestExitStatus(t *testing.T) {
 			if err != nil || res.StopReason != "error" {
 				t.Fatalf("Run: %+v, %v", res, err)
 			}
-			errs := rec.errors()
+			errs := rec.Errors()
 			if len(errs) != 1 || errs[0].Code != c.code || errs[0].TurnID != "turn-1" {
 				t.Fatalf("agent errors %+v", errs)
 			}
@@ -342,8 +306,8 @@ func TestExitStatus(t *testing.T) {
 				t.Fatalf("text %q", res.Text)
 			}
 			// The error comes after the output.
-			if ev := rec.all(); ev[len(ev)-1].typ != protocol.TypeAgentError {
-				t.Fatalf("last event %s", ev[len(ev)-1].typ)
+			if ev := rec.Events(); ev[len(ev)-1].Type != protocol.TypeAgentError {
+				t.Fatalf("last event %s", ev[len(ev)-1].Type)
 			}
 		})
 	}
@@ -351,8 +315,8 @@ func TestExitStatus(t *testing.T) {
 		s := open(t, t.TempDir(), Config{Command: []string{writeScript(t, "echo ok; echo 'a warning' >&2")}})
 		rec := &recorder{}
 		res, err := s.Run(testCtx(t), turn(t, txt("x")), rec.emit)
-		if err != nil || res.StopReason != "end_turn" || res.Text != "ok\n" || len(rec.errors()) != 0 {
-			t.Fatalf("Run: %+v, %v, errors %+v", res, err, rec.errors())
+		if err != nil || res.StopReason != "end_turn" || res.Text != "ok\n" || len(rec.Errors()) != 0 {
+			t.Fatalf("Run: %+v, %v, errors %+v", res, err, rec.Errors())
 		}
 	})
 }
@@ -360,6 +324,7 @@ func TestExitStatus(t *testing.T) {
 // TestStderrBounded: a flood of standard error is kept to its end, and the
 // message stays within the protocol's limit.
 func TestStderrBounded(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	s := open(t, t.TempDir(), Config{Command: []string{writeScript(t, `i=0
 while [ $i -lt 3000 ]; do echo "noise line $i of the flood ééé" >&2; i=$((i+1)); done
@@ -367,7 +332,7 @@ echo "the real reason" >&2
 exit 2`)}})
 	rec := &recorder{}
 	res, err := s.Run(testCtx(t), turn(t, txt("x")), rec.emit)
-	errs := rec.errors()
+	errs := rec.Errors()
 	if err != nil || res.StopReason != "error" || len(errs) != 1 {
 		t.Fatalf("Run: %+v, %v, %+v", res, err, errs)
 	}
@@ -388,6 +353,7 @@ exit 2`)}})
 // TestCancelKillsTree: cancel stops the command and the grandchild it
 // started, even when the command ignores SIGTERM.
 func TestCancelKillsTree(t *testing.T) {
+	t.Parallel()
 	for _, ignoreTerm := range []bool{false, true} {
 		t.Run("ignore TERM "+strconv.FormatBool(ignoreTerm), func(t *testing.T) {
 			noLeak(t)
@@ -414,8 +380,8 @@ wait
 				t.Fatalf("Run: %+v, %v", res, err)
 			}
 			waitGone(t, readPid(t, pidFile))
-			if len(rec.errors()) != 0 {
-				t.Fatalf("agent errors on cancel: %+v", rec.errors())
+			if len(rec.Errors()) != 0 {
+				t.Fatalf("agent errors on cancel: %+v", rec.Errors())
 			}
 		})
 	}
@@ -424,6 +390,7 @@ wait
 // TestExitStopsLeftovers: a command that exits leaving a background process
 // (which holds its output open) ends its turn, and the process with it.
 func TestExitStopsLeftovers(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	s := open(t, t.TempDir(), Config{Command: []string{writeScript(t, `sleep 300 &
@@ -439,6 +406,7 @@ echo done`), pidFile}})
 
 // TestCloseStopsRun: closing the session mid-turn stops the command.
 func TestCloseStopsRun(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	a, err := New(Config{Command: []string{writeScript(t, `echo $$ > "$1"; echo started; exec sleep 300`), pidFile}})
@@ -482,6 +450,7 @@ func TestCloseStopsRun(t *testing.T) {
 // TestStdinNotRead: a command that ignores a large standard input still
 // ends its turn normally.
 func TestStdinNotRead(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	s := open(t, t.TempDir(), Config{Command: []string{writeScript(t, "echo ignored the input")}})
 	rec := &recorder{}
@@ -492,6 +461,7 @@ func TestStdinNotRead(t *testing.T) {
 }
 
 func TestStartFailure(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	cmd := writeScript(t, "echo hi")
 	s := open(t, t.TempDir(), Config{Command: []string{cmd}})
@@ -500,7 +470,7 @@ func TestStartFailure(t *testing.T) {
 	}
 	rec := &recorder{}
 	res, err := s.Run(testCtx(t), turn(t, txt("x")), rec.emit)
-	errs := rec.errors()
+	errs := rec.Errors()
 	if err != nil || res.StopReason != "error" || len(errs) != 1 || errs[0].Code != CodeStartFailed ||
 		!strings.Contains(errs[0].Message, `"agent.sh"`) || strings.Contains(errs[0].Message, "permission denied") {
 		t.Fatalf("Run: %+v, %v, %+v", res, err, errs)
@@ -508,6 +478,7 @@ func TestStartFailure(t *testing.T) {
 }
 
 func TestNewAndOpen(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{
 		{},
 		{Command: []string{""}},
@@ -556,6 +527,7 @@ func TestNewAndOpen(t *testing.T) {
 }
 
 func TestModesInteractionsCompact(t *testing.T) {
+	t.Parallel()
 	s := open(t, t.TempDir(), Config{Command: []string{"sh"}})
 	if err := s.SetMode(protocol.ModeDefault, nil); err != nil {
 		t.Fatal(err)
@@ -577,6 +549,7 @@ func TestModesInteractionsCompact(t *testing.T) {
 // delta held longer than drainWait) while the command writes the rest and
 // exits still gets every byte. (TestDrainBoundsEachRead pins the reason.)
 func TestSlowConsumerGetsEverything(t *testing.T) {
+	t.Parallel()
 	noLeak(t)
 	const n = 400000
 	s := open(t, t.TempDir(), Config{Command: []string{writeScript(t, `head -c 400000 /dev/zero | tr '\0' x`)}})
@@ -592,6 +565,7 @@ func TestSlowConsumerGetsEverything(t *testing.T) {
 // cannot be stopped, but its hold on the output does not keep the turn
 // open.
 func TestEscapedProcess(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("needs setsid (util-linux)")
 	}

@@ -43,6 +43,7 @@ func stream(data []byte, sizes []int) []string {
 }
 
 func TestStreamUTF8SplitSequence(t *testing.T) {
+	t.Parallel()
 	// "a€b" with the euro sign's three bytes split 1+2 and 2+1 across reads.
 	for _, sizes := range [][]int{{2, 2, 1}, {3, 2}, {1}} {
 		got := stream([]byte("a€b"), sizes)
@@ -97,6 +98,7 @@ func FuzzStreamUTF8(f *testing.F) {
 // waiting the drain time for data, however long after the drain began it
 // starts; data already in the pipe is always read.
 func TestDrainBoundsEachRead(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
