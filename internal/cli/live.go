@@ -262,50 +262,55 @@ func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
 	return master.Config{Store: st, Retention: f.retention, Logger: log, UI: web.Handler(), TrustedProxies: f.proxies}
 }
 
-func runServe(ctx context.Context, env Env, args []string) int {
+func runServe(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry serve", flag.ContinueOnError)
 	var mf masterFlags
 	mf.register(fs)
-	if code, ok := parseFlags(fs, env, args,
+	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry serve [--addr HOST:PORT] [--db DSN]",
 		"\nRuns the master: browsers connect to it, and so do the machines running",
 		"'ferry connect'. Give each machine a token from 'ferry token create'.",
 	); !ok {
-		return code
+		return err
 	}
 	if fs.NArg() > 0 || mf.retention < 1 {
-		fmt.Fprintln(env.Stderr, "ferry serve: takes no arguments; --retention must be at least 1")
-		return ExitUsage
+		return usageErrorf("ferry serve: takes no arguments; --retention must be at least 1")
 	}
 	st, err := openStore(ctx, env, mf.db)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry serve: %w", err)
 	}
 	defer func() { _ = st.Close() }()
 	log := newLogger(env, mf.verbose)
 	m, err := master.New(ctx, mf.config(st, log))
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry serve: %w", err)
 	}
 	ln, base, err := listener(mf.addr)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry serve: %w", err)
 	}
 	warnPlainListener(env, "ferry serve", ln.Addr())
 	fmt.Fprintf(env.Stdout, "ferry master listening on %s\n", base)
 	if err := printLogin(ctx, env, st, base); err != nil {
-		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry serve: %w", err)
 	}
 	if err := serveHTTP(ctx, ln, m, log); err != nil {
-		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry serve: %w", err)
 	}
-	return ExitOK
+	return nil
 }
+
+// machineTakenError is ferry up's refusal of a machine another token owns:
+// two lines, the second saying what to do.
+type machineTakenError struct{ err error }
+
+func (e machineTakenError) Error() string {
+	return "ferry up: " + e.err.Error() + ", which ferry up did not issue (a 'ferry connect' token?).\n" +
+		"If no daemon uses it any more, revoke it ('ferry token revoke --db DSN ID'), or give ferry up another --state directory.\n"
+}
+
+func (e machineTakenError) Unwrap() error { return e.err }
 
 // historyQuotaUsage documents --history-quota (ferry connect, ferry up).
 const historyQuotaUsage = "keep at most `MIB` of old file contents per session for undo and rewind (oldest changes dropped first)"
@@ -331,7 +336,7 @@ func checkHistoryTotal(mib int64) (int64, error) {
 	return mib << 20, nil
 }
 
-func runConnect(ctx context.Context, env Env, args []string) int {
+func runConnect(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry connect", flag.ContinueOnError)
 	masterURL := fs.String("master", "", "the master's `URL`, e.g. https://ferry.example.com")
 	token := fs.String("token", "", "client `TOKEN` from 'ferry token create' (visible to other local users: prefer $FERRY_TOKEN or --token-file)")
@@ -346,7 +351,7 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 	var agents stringList
 	fs.Var(&agents, "agent", agentUsage)
 	permTimeout := permissionTimeoutFlag(fs)
-	if code, ok := parseFlags(fs, env, args,
+	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry connect --master URL [--token-file FILE] [--workspace DIR]... [--agent SPEC]...",
 		"\nRuns the daemon beside your workspaces: it dials out to the master (it opens",
 		"no port), runs the agents and answers the @ file picker. The client token",
@@ -354,53 +359,44 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 		"user can read it in the process list). It exits non-zero when the master",
 		"refuses the token or the machine, saying what to do.",
 	); !ok {
-		return code
+		return err
 	}
 	switch {
 	case fs.NArg() > 0:
-		fmt.Fprintf(env.Stderr, "ferry connect: unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
+		return usageErrorf("ferry connect: unexpected argument %q", fs.Arg(0))
 	case *masterURL == "":
-		fmt.Fprintln(env.Stderr, "ferry connect: --master URL is required")
-		return ExitUsage
+		return usageErrorf("ferry connect: --master URL is required")
 	}
 	if err := checkPermissionTimeout(*permTimeout); err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitUsage
+		return usageErrorf("ferry connect: %w", err)
 	}
 	historyTotal, err := checkHistoryTotal(*historyTotalMiB)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitUsage
+		return usageErrorf("ferry connect: %w", err)
 	}
 	secret, err := connectToken(env, *token, *tokenFile)
 	switch {
 	case err != nil:
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitUsage
+		return usageErrorf("ferry connect: %w", err)
 	case secret == "":
-		fmt.Fprintln(env.Stderr, "ferry connect: a client token is required in $FERRY_TOKEN or --token-file: create one with 'ferry token create' on the master")
-		return ExitUsage
+		return usageErrorf("ferry connect: a client token is required in $FERRY_TOKEN or --token-file: create one with 'ferry token create' on the master")
 	}
 	warnPlainMaster(env, *masterURL)
 	specs, err := agentSpecs(env, agents)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitUsage
+		return usageErrorf("ferry connect: %w", err)
 	}
 	if len(workspaces) == 0 {
 		workspaces = stringList{"."}
 	}
 	state, err := clientStateDir(env, *stateDir)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry connect: %w", err)
 	}
 	log := newLogger(env, *verbose)
 	ads, err := liveAdapters(env, log, specs, state)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitUsage
+		return usageErrorf("ferry connect: %w", err)
 	}
 	log.Info("offering agents", "agents", adapterIDs(ads))
 	c, err := client.New(client.Config{
@@ -409,22 +405,19 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 		HistoryQuota: *historyMiB << 20, HistoryTotal: historyTotal,
 	})
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry connect: %w", err)
 	}
 	defer func() { _ = c.Close() }()
 	if err := c.Run(ctx); err != nil {
 		if hint := refusalHint(err, c.Machine().ID); hint != "" {
-			fmt.Fprintf(env.Stderr, "ferry connect: %s\n", hint)
-		} else {
-			fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
+			return fmt.Errorf("ferry connect: %s", hint)
 		}
-		return ExitError
+		return fmt.Errorf("ferry connect: %w", err)
 	}
-	return ExitOK
+	return nil
 }
 
-func runUp(ctx context.Context, env Env, args []string) int {
+func runUp(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry up", flag.ContinueOnError)
 	var mf masterFlags
 	mf.register(fs)
@@ -437,68 +430,58 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	var agents stringList
 	fs.Var(&agents, "agent", agentUsage)
 	permTimeout := permissionTimeoutFlag(fs)
-	if code, ok := parseFlags(fs, env, args,
+	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry up [--addr 127.0.0.1:7860] [--workspace DIR]... [--agent SPEC]...",
 		"\nThe quick start: the master and a client for this machine in one process,",
 		"with the database under your data directory. Prints a one-time login URL.",
 	); !ok {
-		return code
+		return err
 	}
 	if fs.NArg() > 0 || mf.retention < 1 {
-		fmt.Fprintln(env.Stderr, "ferry up: takes no arguments; --retention must be at least 1")
-		return ExitUsage
+		return usageErrorf("ferry up: takes no arguments; --retention must be at least 1")
 	}
 	if err := checkPermissionTimeout(*permTimeout); err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitUsage
+		return usageErrorf("ferry up: %w", err)
 	}
 	historyTotal, err := checkHistoryTotal(*historyTotalMiB)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitUsage
+		return usageErrorf("ferry up: %w", err)
 	}
 	specs, err := agentSpecs(env, agents)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitUsage
+		return usageErrorf("ferry up: %w", err)
 	}
 	if len(workspaces) == 0 {
 		workspaces = stringList{"."}
 	}
 	state, err := clientStateDir(env, *stateDir)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry up: %w", err)
 	}
 	log := newLogger(env, mf.verbose)
 	ads, err := liveAdapters(env, log, specs, state)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitUsage
+		return usageErrorf("ferry up: %w", err)
 	}
 	st, err := openStore(ctx, env, mf.db)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry up: %w", err)
 	}
 	defer func() { _ = st.Close() }()
 	m, err := master.New(ctx, mf.config(st, log))
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry up: %w", err)
 	}
 	ln, base, err := listener(mf.addr)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry up: %w", err)
 	}
 	warnPlainListener(env, "ferry up", ln.Addr())
 	// The in-process client authenticates like any other, with a token that
 	// lives as long as this process (see uptoken.go for what a crash leaves).
 	secret, tok, err := auth.Issue(ctx, st, store.TokenClient, upTokenName, 0)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry up: %w", err)
 	}
 	defer func() {
 		if err := st.RevokeToken(context.Background(), tok.ID); err == nil || errors.Is(err, store.ErrNotFound) {
@@ -508,8 +491,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: state, MachineName: *name, Logger: log, Adapters: ads,
 		PermissionTimeout: *permTimeout, HistoryQuota: *historyMiB << 20, HistoryTotal: historyTotal})
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry up: %w", err)
 	}
 	defer func() { _ = c.Close() }()
 	// client.New holds the state directory's lock: no other process serves
@@ -517,12 +499,9 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	revoked, err := reclaim(ctx, st, state, c.Machine().ID, tok)
 	if err != nil {
 		if errors.Is(err, errMachineTaken) {
-			fmt.Fprintf(env.Stderr, "ferry up: %v, which ferry up did not issue (a 'ferry connect' token?).\n"+
-				"If no daemon uses it any more, revoke it ('ferry token revoke --db DSN ID'), or give ferry up another --state directory.\n", err)
-		} else {
-			fmt.Fprintf(env.Stderr, "ferry up: take over the machine: %v\n", err)
+			return machineTakenError{err}
 		}
-		return ExitError
+		return fmt.Errorf("ferry up: take over the machine: %w", err)
 	}
 	if len(revoked) > 0 {
 		log.Info("revoked the client token of an earlier ferry up that did not stop cleanly", "tokens", strings.Join(revoked, ","), "machine", c.Machine().ID)
@@ -536,8 +515,7 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	}
 	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", base, strings.Join(shown, ", "), adapterIDs(ads))
 	if err := printLogin(ctx, env, st, base); err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry up: %w", err)
 	}
 	// A client that stops on a refusal takes the master down with it:
 	// up without its machine is not what was asked for.
@@ -559,13 +537,12 @@ func runUp(ctx context.Context, env Env, args []string) int {
 		err = cErr
 	}
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry up: %w", err)
 	}
-	return ExitOK
+	return nil
 }
 
-func runToken(ctx context.Context, env Env, args []string) int {
+func runToken(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry token", flag.ContinueOnError)
 	db := fs.String("db", "", "the master's database: a SQLite file path or a postgres:// `DSN`")
 	kind := fs.String("kind", store.TokenClient, "for create: client (for ferry connect), ui (a browser) or login (a one-time login URL)")
@@ -573,7 +550,7 @@ func runToken(ctx context.Context, env Env, args []string) int {
 	ttl := fs.Duration("ttl", 0, "for create: how long the token is valid (0: until revoked; login tokens: 15m)")
 	var machines stringList
 	fs.Var(&machines, "machine", "for create: let a ui or login token see only the machine `ID` (repeatable; default every machine)")
-	if code, ok := parseFlags(fs, env, args,
+	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry token create [--kind client|ui|login] [--name NAME] [--ttl D] [--machine ID]... [--db DSN]",
 		"       ferry token list [--db DSN]",
 		"       ferry token revoke [--db DSN] ID",
@@ -581,32 +558,28 @@ func runToken(ctx context.Context, env Env, args []string) int {
 		"A ui or login token with --machine sees only those machines and their",
 		"sessions; the UI token a login URL turns into keeps the login token's machines.",
 	); !ok {
-		return code
+		return err
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(env.Stderr, "ferry token: say create, list or revoke")
-		return ExitUsage
+		return usageErrorf("ferry token: say create, list or revoke")
 	}
 	verb, rest := fs.Arg(0), fs.Args()[1:]
 	// Flags may also follow the verb.
 	if err := fs.Parse(rest); err != nil {
-		return ExitUsage
+		return exitWith(ExitUsage)
 	}
 	rest = fs.Args()
 	switch verb {
 	case "create", "list":
 		if len(rest) > 0 {
-			fmt.Fprintf(env.Stderr, "ferry token %s: unexpected argument %q\n", verb, rest[0])
-			return ExitUsage
+			return usageErrorf("ferry token %s: unexpected argument %q", verb, rest[0])
 		}
 	case "revoke":
 		if len(rest) != 1 {
-			fmt.Fprintln(env.Stderr, "ferry token revoke: give one token ID (see 'ferry token list')")
-			return ExitUsage
+			return usageErrorf("ferry token revoke: give one token ID (see 'ferry token list')")
 		}
 	default:
-		fmt.Fprintf(env.Stderr, "ferry token: unknown verb %q: say create, list or revoke\n", verb)
-		return ExitUsage
+		return usageErrorf("ferry token: unknown verb %q: say create, list or revoke", verb)
 	}
 	if verb == "create" {
 		switch *kind {
@@ -616,42 +589,35 @@ func runToken(ctx context.Context, env Env, args []string) int {
 				*ttl = loginTTL
 			}
 		default:
-			fmt.Fprintf(env.Stderr, "ferry token create: --kind must be client, ui or login, not %q\n", *kind)
-			return ExitUsage
+			return usageErrorf("ferry token create: --kind must be client, ui or login, not %q", *kind)
 		}
 		if *ttl < 0 {
-			fmt.Fprintln(env.Stderr, "ferry token create: --ttl must not be negative")
-			return ExitUsage
+			return usageErrorf("ferry token create: --ttl must not be negative")
 		}
 		if len(machines) > 0 && *kind == store.TokenClient {
-			fmt.Fprintln(env.Stderr, "ferry token create: --machine limits what a ui or login token sees; a client token cannot have it")
-			return ExitUsage
+			return usageErrorf("ferry token create: --machine limits what a ui or login token sees; a client token cannot have it")
 		}
 		if slices.Contains(machines, "") {
-			fmt.Fprintln(env.Stderr, "ferry token create: --machine needs a machine ID (see the UI's machine list)")
-			return ExitUsage
+			return usageErrorf("ferry token create: --machine needs a machine ID (see the UI's machine list)")
 		}
 	}
 	st, err := openStore(ctx, env, *db)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry token: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry token: %w", err)
 	}
 	defer func() { _ = st.Close() }()
 	switch verb {
 	case "create":
 		secret, tok, err := auth.Issue(ctx, st, *kind, *name, *ttl, auth.WithMachines(machines...))
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "ferry token create: %v\n", err)
-			return ExitError
+			return fmt.Errorf("ferry token create: %w", err)
 		}
 		fmt.Fprintln(env.Stdout, secret)
 		fmt.Fprintf(env.Stderr, "token %s (%s) created, %s; the secret above is shown only once\n", tok.ID, tok.Kind, scope(tok))
 	case "list":
 		toks, err := st.ListTokens(ctx)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "ferry token list: %v\n", err)
-			return ExitError
+			return fmt.Errorf("ferry token list: %w", err)
 		}
 		for _, t := range toks {
 			exp := "never"
@@ -663,15 +629,13 @@ func runToken(ctx context.Context, env Env, args []string) int {
 	case "revoke":
 		if err := st.RevokeToken(ctx, rest[0]); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				fmt.Fprintf(env.Stderr, "ferry token revoke: no token %q\n", rest[0])
-			} else {
-				fmt.Fprintf(env.Stderr, "ferry token revoke: %v\n", err)
+				return fmt.Errorf("ferry token revoke: no token %q", rest[0])
 			}
-			return ExitError
+			return fmt.Errorf("ferry token revoke: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "token %s revoked\n", rest[0])
 	}
-	return ExitOK
+	return nil
 }
 
 // scope says which machines a token may see, for people.
