@@ -8,15 +8,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/connlimit"
+	dl "github.com/ferry-dev/ferry/internal/master/download"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -268,7 +269,8 @@ func (m *Master) lookupDownload(ctx context.Context, secret string, owner store.
 }
 
 // download is one GET /v1/artifacts/{token} in flight: it asks the
-// session's client for the file and copies the stream into the response.
+// session's client for the file and serves the stream through the
+// download package, which answers the request's ranges and conditions.
 type download struct {
 	m     *Master
 	w     http.ResponseWriter
@@ -278,9 +280,12 @@ type download struct {
 	token string
 	caps  *protocol.Capabilities
 
-	id    string // request_id
-	st    *stream
-	ended bool // the client ended the read: no cancel needed
+	id     string // request_id of the read under way
+	st     *stream
+	unsub  func() // of the read's topic; nil when no read is under way
+	ended  bool   // the client ended the read: no cancel needed
+	meta   *protocol.ArtifactMeta
+	ranges int // ranges asked of the file so far
 }
 
 func (d *download) log(msg string, args ...any) {
@@ -302,36 +307,69 @@ func (d *download) send(msgType string, payload any) {
 	}
 }
 
+var (
+	errStalled  = errors.New("the download stalled")
+	errOverflow = errors.New("the client sent past its window")
+	// errNoDownloads: the machine's client predates downloads.
+	errNoDownloads = errors.New("the client cannot serve downloads")
+)
+
+// subscribeError is a broker failure to follow a read's topic.
+type subscribeError struct{ err error }
+
+func (e subscribeError) Error() string { return "subscribe to download: " + e.err.Error() }
+func (e subscribeError) Unwrap() error { return e.err }
+
+// startRead asks the client to open the file under a fresh request_id and
+// waits for its first answer: the file's description, or its refusal.
+func (d *download) startRead(ctx context.Context) (streamItem, error) {
+	d.id = protocol.NewID()
+	d.ended = false
+	d.st = &stream{wake: make(chan struct{}, 1)}
+	unsub, err := d.m.br.Subscribe(artifactTopic(d.sess.MachineID, d.id), d.st.deliver)
+	if err != nil {
+		return streamItem{}, subscribeError{err}
+	}
+	read := protocol.New(protocol.TypeArtifactRead, &protocol.ArtifactRead{RequestID: d.id, ArtifactID: d.art.ID})
+	read.SessionID = d.sess.ID
+	if e := d.caps.Check(read, d.sess.Adapter); e != nil {
+		unsub()
+		return streamItem{}, errNoDownloads
+	}
+	d.unsub = unsub
+	d.send(protocol.TypeArtifactRead, read.Payload)
+	return d.st.next(ctx, metaWait)
+}
+
+// closeRead ends the read under way: a cancel unless the client ended it.
+func (d *download) closeRead() {
+	if d.unsub == nil {
+		return
+	}
+	if !d.ended {
+		d.send(protocol.TypeArtifactCancel, &protocol.ArtifactCancel{RequestID: d.id})
+	}
+	d.unsub()
+	d.unsub = nil
+}
+
 func (d *download) run() {
 	ctx, cancel := context.WithCancel(d.r.Context())
 	defer cancel()
 	stop := context.AfterFunc(d.m.ctx, cancel) // the master shuts down
 	defer stop()
+	defer d.closeRead()
 
-	d.id = protocol.NewID()
-	d.st = &stream{wake: make(chan struct{}, 1)}
-	unsub, err := d.m.br.Subscribe(artifactTopic(d.sess.MachineID, d.id), d.st.deliver)
-	if err != nil {
-		downloadError(d.w, http.StatusInternalServerError, d.m.wireError(err, "subscribe to download"))
+	it, err := d.startRead(ctx)
+	var se subscribeError
+	switch {
+	case errors.As(err, &se):
+		downloadError(d.w, http.StatusInternalServerError, d.m.wireError(se.err, "subscribe to download"))
 		return
-	}
-	defer unsub()
-	read := protocol.New(protocol.TypeArtifactRead, &protocol.ArtifactRead{RequestID: d.id, ArtifactID: d.art.ID})
-	read.SessionID = d.sess.ID
-	if e := d.caps.Check(read, d.sess.Adapter); e != nil {
+	case errors.Is(err, errNoDownloads):
 		downloadError(d.w, http.StatusBadGateway, &protocol.Error{Code: protocol.CodeUnsupported,
 			Message: "the machine's client cannot serve downloads; update ferry there"})
 		return
-	}
-	d.send(protocol.TypeArtifactRead, read.Payload)
-	defer func() {
-		if !d.ended {
-			d.send(protocol.TypeArtifactCancel, &protocol.ArtifactCancel{RequestID: d.id})
-		}
-	}()
-
-	it, err := d.st.next(ctx, metaWait)
-	switch {
 	case errors.Is(err, errStalled):
 		d.log("the client did not open the file in time")
 		downloadError(d.w, http.StatusGatewayTimeout, &protocol.Error{Code: protocol.CodeClientOffline,
@@ -352,7 +390,8 @@ func (d *download) run() {
 		downloadError(d.w, http.StatusBadGateway, errInternal)
 		return
 	}
-	d.respond(ctx, it.meta)
+	d.meta = it.meta
+	d.respond(ctx)
 }
 
 // clientFailed answers the client's refusal to open the file.
@@ -379,126 +418,134 @@ func (d *download) clientFailed(e *protocol.Error) {
 	}
 }
 
-// respond answers from the file's description and streams the body.
-func (d *download) respond(ctx context.Context, meta *protocol.ArtifactMeta) {
-	h := d.w.Header()
-	etag := `"` + meta.ETag + `"`
-	mod, _ := time.Parse(time.RFC3339Nano, meta.ModifiedAt)
-	h.Set("ETag", etag)
-	if !mod.IsZero() {
-		h.Set("Last-Modified", mod.UTC().Format(http.TimeFormat))
-	}
-	plan := planResponse(d.r.Method, d.r.Header, meta.Size, etag, mod)
-	switch plan.status {
-	case http.StatusNotModified:
-		d.w.WriteHeader(http.StatusNotModified)
-		return
-	case http.StatusRequestedRangeNotSatisfiable:
-		h.Set("Content-Range", "bytes */"+strconv.FormatInt(meta.Size, 10))
+// respond serves the described file; the download package reads the
+// ranges the request asks for through openRange.
+func (d *download) respond(ctx context.Context) {
+	mod, _ := time.Parse(time.RFC3339Nano, d.meta.ModifiedAt)
+	err := dl.Serve(d.w, d.r.WithContext(ctx), dl.File{
+		Name: d.art.FileName, MimeType: d.art.MimeType, Size: d.meta.Size, ETag: d.meta.ETag, ModTime: mod,
+		Open: d.openRange, WriteStall: writeStall,
+	})
+	var (
+		notStarted *dl.NotStartedError
+		stream     streamError
+		end        *clientEndError
+	)
+	switch {
+	case err == nil:
+	case errors.Is(err, dl.ErrUnsatisfiable):
 		downloadError(d.w, http.StatusRequestedRangeNotSatisfiable, &protocol.Error{Code: protocol.CodeInvalidValue,
 			Field: "Range", Message: "the range is outside the file"})
-		return
-	}
-	h.Set("Accept-Ranges", "bytes")
-	h.Set("Content-Type", contentType(d.art.MimeType))
-	h.Set("Content-Disposition", contentDisposition(d.art.FileName))
-	// Were it ever rendered, it could not run script on the master's origin.
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	h.Set("Cross-Origin-Resource-Policy", "same-origin")
-	h.Set("Content-Length", strconv.FormatInt(plan.part.length, 10))
-	if plan.status == http.StatusPartialContent {
-		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", plan.part.start, plan.part.start+plan.part.length-1, meta.Size))
-	}
-	if d.r.Method == http.MethodHead || plan.part.length == 0 {
-		d.w.WriteHeader(plan.status)
-		return
-	}
-	d.st.setWindow(downloadWindow)
-	d.send(protocol.TypeArtifactRange, &protocol.ArtifactRange{RequestID: d.id, Offset: plan.part.start,
-		Length: plan.part.length, Window: downloadWindow})
-	if err := d.copy(ctx, plan); err != nil {
+	case errors.As(err, &notStarted) && errors.As(err, &end):
+		d.clientFailed(end.e)
+	case errors.As(err, &notStarted) && errors.As(err, &stream) && ctx.Err() == nil:
+		d.log("download stream failed before its data", "err", err)
+		downloadError(d.w, http.StatusGatewayTimeout, &protocol.Error{Code: protocol.CodeClientOffline,
+			Message: "the machine that holds this file stopped answering"})
+	default:
 		d.log("download cut short", "err", err)
 		if ctx.Err() == nil {
 			// The response is under way with a Content-Length it will not
-			// reach: cut the connection so the downloader sees it failed.
+			// reach (or a client broke the stream's rules): cut the
+			// connection so the downloader sees it failed.
 			panic(http.ErrAbortHandler)
 		}
 	}
 }
 
-// bodyHeaders describe a body; an error answered instead drops them.
-var bodyHeaders = []string{"Accept-Ranges", "Content-Type", "Content-Disposition", "Content-Security-Policy",
-	"Cross-Origin-Resource-Policy", "Content-Length", "Content-Range", "ETag", "Last-Modified"}
-
-// copy writes the range's data frames to the response, in order,
-// acknowledging every quarter window so the client keeps sending. The
-// status goes out with the first frame, so a client that fails before
-// sending any data is still answered with an error status.
-func (d *download) copy(ctx context.Context, plan responsePlan) error {
-	rc := http.NewResponseController(d.w)
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection may serve other requests
-	stall := max(minStall, 2*d.m.cfg.PingInterval)
-	next, end, acked := plan.part.start, plan.part.start+plan.part.length, plan.part.start
-	started := false
-	for next < end {
-		it, err := d.st.next(ctx, stall)
+// openRange asks the client for bytes [off, off+n). The first range is
+// read from the file the request opened; a further one (a multipart
+// answer) from a new read, which must find the same version.
+func (d *download) openRange(ctx context.Context, off, n int64) (io.ReadCloser, error) {
+	if d.ranges > 0 {
+		d.closeRead()
+		it, err := d.startRead(ctx)
 		switch {
-		case err != nil && !started && ctx.Err() == nil:
-			d.log("download stream failed before its data", "err", err)
-			d.unsendBody()
-			downloadError(d.w, http.StatusGatewayTimeout, &protocol.Error{Code: protocol.CodeClientOffline,
-				Message: "the machine that holds this file stopped answering"})
-			return nil
 		case err != nil:
-			return err
-		case it.end != nil && !started:
-			d.ended = true
-			d.unsendBody()
-			d.clientFailed(it.end.Error)
-			return nil
+			return nil, streamError{err}
 		case it.end != nil:
 			d.ended = true
-			if it.end.Error != nil {
-				return fmt.Errorf("the client ended the download: %s: %s", it.end.Error.Code, it.end.Error.Message)
-			}
-			return fmt.Errorf("the client ended the download at %d of %d", next, end)
+			return nil, &clientEndError{e: it.end.Error}
+		case it.meta == nil || it.meta.ETag != d.meta.ETag || it.meta.Size != d.meta.Size:
+			return nil, errors.New("the file changed between two ranges of one download")
+		}
+	}
+	d.ranges++
+	d.st.setWindow(downloadWindow)
+	d.send(protocol.TypeArtifactRange, &protocol.ArtifactRange{RequestID: d.id, Offset: off, Length: n, Window: downloadWindow})
+	return &rangeBody{d: d, ctx: ctx, next: off, end: off + n, acked: off, stall: max(minStall, 2*d.m.cfg.PingInterval)}, nil
+}
+
+// streamError is a failure of the stream of frames itself: it stalled,
+// overflowed its window or carried something undecodable.
+type streamError struct{ err error }
+
+func (e streamError) Error() string { return e.err.Error() }
+func (e streamError) Unwrap() error { return e.err }
+
+// clientEndError is the client's end of a read before its range was
+// complete.
+type clientEndError struct {
+	e         *protocol.Error
+	next, end int64
+}
+
+func (e *clientEndError) Error() string {
+	if e.e != nil {
+		return fmt.Sprintf("the client ended the download: %s: %s", e.e.Code, e.e.Message)
+	}
+	return fmt.Sprintf("the client ended the download at %d of %d", e.next, e.end)
+}
+
+// rangeBody reads one range's data frames, in order, acknowledging every
+// quarter window once what came before was written (the next Read means
+// it was), so the client keeps sending.
+type rangeBody struct {
+	d                *download
+	ctx              context.Context
+	next, end, acked int64
+	stall            time.Duration
+	buf              []byte
+}
+
+func (b *rangeBody) Read(p []byte) (int, error) {
+	if len(b.buf) == 0 {
+		if b.next >= b.end {
+			return 0, io.EOF
+		}
+		if b.next > b.acked && b.next-b.acked >= downloadWindow/4 {
+			b.d.send(protocol.TypeArtifactAck, &protocol.ArtifactAck{RequestID: b.d.id, Through: b.next})
+			b.acked = b.next
+		}
+		it, err := b.d.st.next(b.ctx, b.stall)
+		switch {
+		case err != nil:
+			return 0, streamError{err}
+		case it.end != nil:
+			b.d.ended = true
+			return 0, &clientEndError{e: it.end.Error, next: b.next, end: b.end}
 		case it.meta != nil:
-			return errors.New("the client described the file twice")
+			return 0, errors.New("the client described the file twice")
 		}
 		c := it.chunk
-		if c.Offset != next || int64(len(c.Data)) != min(protocol.ArtifactChunkSize, end-next) {
-			return fmt.Errorf("the client sent bytes %d+%d where %d was next", c.Offset, len(c.Data), next)
+		if c.Offset != b.next || int64(len(c.Data)) != min(protocol.ArtifactChunkSize, b.end-b.next) {
+			return 0, fmt.Errorf("the client sent bytes %d+%d where %d was next", c.Offset, len(c.Data), b.next)
 		}
-		if !started {
-			d.w.WriteHeader(plan.status)
-			started = true
-		}
-		_ = rc.SetWriteDeadline(time.Now().Add(writeStall))
-		if _, err := d.w.Write(c.Data); err != nil {
-			return fmt.Errorf("write to the downloader: %w", err)
-		}
-		next += int64(len(c.Data))
-		if next < end && next-acked >= downloadWindow/4 {
-			d.send(protocol.TypeArtifactAck, &protocol.ArtifactAck{RequestID: d.id, Through: next})
-			acked = next
-		}
+		b.buf = c.Data
+		b.next += int64(len(c.Data))
 	}
-	// Complete: the client ends the read itself.
-	d.ended = true
+	n := copy(p, b.buf)
+	b.buf = b.buf[n:]
+	return n, nil
+}
+
+// Close notes a range read to its end: the client ends the read itself.
+func (b *rangeBody) Close() error {
+	if b.next >= b.end && len(b.buf) == 0 {
+		b.d.ended = true
+	}
 	return nil
 }
-
-// unsendBody drops the headers of the body that will not come.
-func (d *download) unsendBody() {
-	for _, k := range bodyHeaders {
-		d.w.Header().Del(k)
-	}
-}
-
-var (
-	errStalled  = errors.New("the download stalled")
-	errOverflow = errors.New("the client sent past its window")
-)
 
 // stream is the receiving end of one download's topic: the client's
 // frames, queued until the download's goroutine takes them. Its deliver
