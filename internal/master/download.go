@@ -3,7 +3,6 @@ package master
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,8 +10,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/auth"
@@ -31,10 +28,6 @@ import (
 const DefaultDownloadTTL = time.Hour
 
 const (
-	// downloadPrefix starts every download token; 43 characters of
-	// base64url (32 random bytes) follow.
-	downloadPrefix = "ferry_dl_"
-	downloadChars  = 43
 	// downloadWindow is the credit a download grants its client: the most
 	// bytes buffered per download, here and on the client.
 	downloadWindow = 32 * protocol.ArtifactChunkSize
@@ -62,26 +55,6 @@ var maxDownloadLinks = 4 * protocol.MaxArtifactsLimit
 // errNoDownload is the one answer to a download token that is malformed,
 // unknown, expired, revoked or another UI's: the body never says which.
 var errNoDownload = &protocol.Error{Code: protocol.CodeNotFound, Message: "no such download"}
-
-// newDownloadSecret returns a fresh download token.
-func newDownloadSecret() (string, error) {
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", fmt.Errorf("random download token: %w", err)
-	}
-	return downloadPrefix + base64.RawURLEncoding.EncodeToString(raw[:]), nil
-}
-
-// wellFormedDownload reports whether s has a download token's shape, so
-// that no other string costs a store lookup.
-func wellFormedDownload(s string) bool {
-	enc, ok := strings.CutPrefix(s, downloadPrefix)
-	if !ok || len(enc) != downloadChars {
-		return false
-	}
-	_, err := base64.RawURLEncoding.Strict().DecodeString(enc)
-	return err == nil
-}
 
 func newTokenID() (string, error) {
 	var id [12]byte
@@ -135,7 +108,7 @@ func (m *Master) listArtifacts(c *conn, msg *protocol.Message) {
 	links := make([]protocol.ArtifactLink, len(arts))
 	toks := make([]store.DownloadToken, len(arts))
 	for i, a := range arts {
-		secret, err := newDownloadSecret()
+		secret, err := dl.NewToken()
 		if err != nil {
 			fail(m.wireError(err, "issue download token"))
 			return
@@ -215,7 +188,7 @@ func (m *Master) serveArtifact(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	dl, sess, art, err := m.lookupDownload(r.Context(), r.PathValue("token"), owner)
+	link, sess, art, err := m.lookupDownload(r.Context(), r.PathValue("token"), owner)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		m.log.Info("refused a download", "remote", r.RemoteAddr)
@@ -235,7 +208,7 @@ func (m *Master) serveArtifact(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	d := &download{m: m, w: w, r: r, sess: sess, art: art, token: dl.ID, caps: caps}
+	d := &download{m: m, w: w, r: r, sess: sess, art: art, token: link.ID, caps: caps}
 	d.run()
 }
 
@@ -244,28 +217,28 @@ func (m *Master) serveArtifact(w http.ResponseWriter, r *http.Request) {
 // store.ErrNotFound.
 func (m *Master) lookupDownload(ctx context.Context, secret string, owner store.Token) (store.DownloadToken, store.Session, store.Artifact, error) {
 	var (
-		dl   store.DownloadToken
+		link store.DownloadToken
 		sess store.Session
 		art  store.Artifact
 	)
-	if !wellFormedDownload(secret) {
-		return dl, sess, art, store.ErrNotFound
+	if !dl.WellFormedToken(secret) {
+		return link, sess, art, store.ErrNotFound
 	}
-	dl, err := m.st.DownloadTokenByHash(ctx, auth.Hash(secret))
+	link, err := m.st.DownloadTokenByHash(ctx, auth.Hash(secret))
 	if err != nil {
-		return dl, sess, art, err
+		return link, sess, art, err
 	}
-	if dl.OwnerID != owner.ID || !time.Now().Before(dl.ExpiresAt) {
-		return dl, sess, art, store.ErrNotFound
+	if link.OwnerID != owner.ID || !time.Now().Before(link.ExpiresAt) {
+		return link, sess, art, store.ErrNotFound
 	}
-	if sess, err = m.st.Session(ctx, dl.SessionID); err != nil {
-		return dl, sess, art, err
+	if sess, err = m.st.Session(ctx, link.SessionID); err != nil {
+		return link, sess, art, err
 	}
 	if len(owner.Machines) > 0 && !slices.Contains(owner.Machines, sess.MachineID) {
-		return dl, sess, art, store.ErrNotFound
+		return link, sess, art, store.ErrNotFound
 	}
-	art, err = m.st.Artifact(ctx, dl.SessionID, dl.ArtifactID)
-	return dl, sess, art, err
+	art, err = m.st.Artifact(ctx, link.SessionID, link.ArtifactID)
+	return link, sess, art, err
 }
 
 // download is one GET /v1/artifacts/{token} in flight: it asks the
@@ -281,7 +254,7 @@ type download struct {
 	caps  *protocol.Capabilities
 
 	id     string // request_id of the read under way
-	st     *stream
+	st     *dl.Stream
 	unsub  func() // of the read's topic; nil when no read is under way
 	ended  bool   // the client ended the read: no cancel needed
 	meta   *protocol.ArtifactMeta
@@ -308,8 +281,6 @@ func (d *download) send(msgType string, payload any) {
 }
 
 var (
-	errStalled  = errors.New("the download stalled")
-	errOverflow = errors.New("the client sent past its window")
 	// errNoDownloads: the machine's client predates downloads.
 	errNoDownloads = errors.New("the client cannot serve downloads")
 )
@@ -322,23 +293,23 @@ func (e subscribeError) Unwrap() error { return e.err }
 
 // startRead asks the client to open the file under a fresh request_id and
 // waits for its first answer: the file's description, or its refusal.
-func (d *download) startRead(ctx context.Context) (streamItem, error) {
+func (d *download) startRead(ctx context.Context) (dl.Frame, error) {
 	d.id = protocol.NewID()
 	d.ended = false
-	d.st = &stream{wake: make(chan struct{}, 1)}
-	unsub, err := d.m.br.Subscribe(artifactTopic(d.sess.MachineID, d.id), d.st.deliver)
+	d.st = dl.NewStream()
+	unsub, err := d.m.br.Subscribe(artifactTopic(d.sess.MachineID, d.id), d.st.Deliver)
 	if err != nil {
-		return streamItem{}, subscribeError{err}
+		return dl.Frame{}, subscribeError{err}
 	}
 	read := protocol.New(protocol.TypeArtifactRead, &protocol.ArtifactRead{RequestID: d.id, ArtifactID: d.art.ID})
 	read.SessionID = d.sess.ID
 	if e := d.caps.Check(read, d.sess.Adapter); e != nil {
 		unsub()
-		return streamItem{}, errNoDownloads
+		return dl.Frame{}, errNoDownloads
 	}
 	d.unsub = unsub
 	d.send(protocol.TypeArtifactRead, read.Payload)
-	return d.st.next(ctx, metaWait)
+	return d.st.Next(ctx, metaWait)
 }
 
 // closeRead ends the read under way: a cancel unless the client ended it.
@@ -370,7 +341,7 @@ func (d *download) run() {
 		downloadError(d.w, http.StatusBadGateway, &protocol.Error{Code: protocol.CodeUnsupported,
 			Message: "the machine's client cannot serve downloads; update ferry there"})
 		return
-	case errors.Is(err, errStalled):
+	case errors.Is(err, dl.ErrStalled):
 		d.log("the client did not open the file in time")
 		downloadError(d.w, http.StatusGatewayTimeout, &protocol.Error{Code: protocol.CodeClientOffline,
 			Message: "the machine that holds this file did not answer in time"})
@@ -381,16 +352,16 @@ func (d *download) run() {
 			downloadError(d.w, http.StatusBadGateway, errInternal)
 		}
 		return
-	case it.end != nil:
+	case it.End != nil:
 		d.ended = true
-		d.clientFailed(it.end.Error)
+		d.clientFailed(it.End.Error)
 		return
-	case it.meta == nil:
+	case it.Meta == nil:
 		d.log("the client sent data before describing the file")
 		downloadError(d.w, http.StatusBadGateway, errInternal)
 		return
 	}
-	d.meta = it.meta
+	d.meta = it.Meta
 	d.respond(ctx)
 }
 
@@ -463,15 +434,15 @@ func (d *download) openRange(ctx context.Context, off, n int64) (io.ReadCloser, 
 		switch {
 		case err != nil:
 			return nil, streamError{err}
-		case it.end != nil:
+		case it.End != nil:
 			d.ended = true
-			return nil, &clientEndError{e: it.end.Error}
-		case it.meta == nil || it.meta.ETag != d.meta.ETag || it.meta.Size != d.meta.Size:
+			return nil, &clientEndError{e: it.End.Error}
+		case it.Meta == nil || it.Meta.ETag != d.meta.ETag || it.Meta.Size != d.meta.Size:
 			return nil, errors.New("the file changed between two ranges of one download")
 		}
 	}
 	d.ranges++
-	d.st.setWindow(downloadWindow)
+	d.st.SetWindow(downloadWindow)
 	d.send(protocol.TypeArtifactRange, &protocol.ArtifactRange{RequestID: d.id, Offset: off, Length: n, Window: downloadWindow})
 	return &rangeBody{d: d, ctx: ctx, next: off, end: off + n, acked: off, stall: max(minStall, 2*d.m.cfg.PingInterval)}, nil
 }
@@ -517,17 +488,17 @@ func (b *rangeBody) Read(p []byte) (int, error) {
 			b.d.send(protocol.TypeArtifactAck, &protocol.ArtifactAck{RequestID: b.d.id, Through: b.next})
 			b.acked = b.next
 		}
-		it, err := b.d.st.next(b.ctx, b.stall)
+		it, err := b.d.st.Next(b.ctx, b.stall)
 		switch {
 		case err != nil:
 			return 0, streamError{err}
-		case it.end != nil:
+		case it.End != nil:
 			b.d.ended = true
-			return 0, &clientEndError{e: it.end.Error, next: b.next, end: b.end}
-		case it.meta != nil:
+			return 0, &clientEndError{e: it.End.Error, next: b.next, end: b.end}
+		case it.Meta != nil:
 			return 0, errors.New("the client described the file twice")
 		}
-		c := it.chunk
+		c := it.Chunk
 		if c.Offset != b.next || int64(len(c.Data)) != min(protocol.ArtifactChunkSize, b.end-b.next) {
 			return 0, fmt.Errorf("the client sent bytes %d+%d where %d was next", c.Offset, len(c.Data), b.next)
 		}
@@ -545,102 +516,6 @@ func (b *rangeBody) Close() error {
 		b.d.ended = true
 	}
 	return nil
-}
-
-// stream is the receiving end of one download's topic: the client's
-// frames, queued until the download's goroutine takes them. Its deliver
-// never blocks; the window the client honours bounds the queue, and a
-// client that does not honour it fails the download.
-type stream struct {
-	mu       sync.Mutex
-	items    []streamItem
-	buffered int64 // data bytes queued
-	window   int64 // 0 until the range is sent
-	failed   error
-	wake     chan struct{} // cap 1
-}
-
-type streamItem struct {
-	meta  *protocol.ArtifactMeta
-	end   *protocol.ArtifactEnd
-	chunk protocol.ArtifactChunk
-}
-
-func (st *stream) setWindow(n int64) {
-	st.mu.Lock()
-	st.window = n
-	st.mu.Unlock()
-}
-
-// deliver is the topic's subscriber.
-func (st *stream) deliver(data []byte) {
-	var it streamItem
-	var bad error
-	if len(data) > 0 && data[0] == '{' {
-		msg, err := protocol.Decode(data)
-		switch {
-		case err != nil:
-			bad = err
-		default:
-			switch p := msg.Payload.(type) {
-			case *protocol.ArtifactMeta:
-				it.meta = p
-			case *protocol.ArtifactEnd:
-				it.end = p
-			default:
-				bad = fmt.Errorf("unexpected %s in a download", msg.Type)
-			}
-		}
-	} else {
-		it.chunk, bad = protocol.DecodeArtifactChunk(data)
-	}
-	st.mu.Lock()
-	switch {
-	case st.failed != nil:
-	case bad != nil:
-		st.failed = bad
-	default:
-		st.buffered += int64(len(it.chunk.Data))
-		if st.buffered > st.window {
-			st.failed = errOverflow
-		} else {
-			st.items = append(st.items, it)
-		}
-	}
-	st.mu.Unlock()
-	select {
-	case st.wake <- struct{}{}:
-	default:
-	}
-}
-
-// next returns the next frame, waiting up to wait for it.
-func (st *stream) next(ctx context.Context, wait time.Duration) (streamItem, error) {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for {
-		st.mu.Lock()
-		if len(st.items) > 0 {
-			it := st.items[0]
-			st.items[0] = streamItem{}
-			st.items = st.items[1:]
-			st.buffered -= int64(len(it.chunk.Data))
-			st.mu.Unlock()
-			return it, nil
-		}
-		failed := st.failed
-		st.mu.Unlock()
-		if failed != nil {
-			return streamItem{}, failed
-		}
-		select {
-		case <-st.wake:
-		case <-ctx.Done():
-			return streamItem{}, ctx.Err()
-		case <-t.C:
-			return streamItem{}, errStalled
-		}
-	}
 }
 
 // --- the client connection's side ---

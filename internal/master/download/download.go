@@ -21,8 +21,14 @@
 //     sandboxed by Content-Security-Policy, and same-origin only: a download
 //     is never rendered on the server's origin.
 //
-// Authentication, which file a request may have, and where the bytes come
-// from are the caller's.
+// The package also holds the two other parts of a download that know
+// nothing of the master: the link's token format (NewToken,
+// WellFormedToken), and Stream, the bounded queue of one read's frames
+// from the client (the file's description, data, the end), which fails a
+// read whose client sends past its window instead of growing memory.
+//
+// Authentication, which file a request may have, and how the bytes are
+// fetched from the client are the caller's.
 package download
 
 import (
