@@ -45,6 +45,7 @@ func runAgent(t *testing.T, dir, stdin string, args ...string) runOut {
 }
 
 func TestRunScriptAgent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := agentScript(t, `printf 'args=%s\n' "$*"
 printf 'stdin=%s\n' "$(cat)"
@@ -109,6 +110,7 @@ printf 'mode=%s ws=%s\n' "$FERRY_MODE" "$FERRY_WORKSPACE"
 }
 
 func TestRunScriptAgentFails(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := agentScript(t, "echo partial; echo 'no such table: users' >&2; exit 4")
 	out := runAgent(t, dir, "", "--agent", "script:"+script, "--output-format", "json", "migrate")
@@ -136,6 +138,7 @@ func TestRunScriptAgentFails(t *testing.T) {
 // TestRunEchoDeniesQuestions: a question nobody can answer is denied, and
 // said so.
 func TestRunEchoDeniesQuestions(t *testing.T) {
+	t.Parallel()
 	out := runAgent(t, t.TempDir(), "", "--agent", "echo", "ask: may I?")
 	if out.code != ExitOK || !strings.Contains(out.stdout, "denied") || !strings.Contains(out.stderr, "nobody can answer") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", out.code, out.stdout, out.stderr)
@@ -148,6 +151,7 @@ func TestRunEchoDeniesQuestions(t *testing.T) {
 }
 
 func TestRunAgentUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := agentScript(t, "cat")
 	for _, c := range []struct {
@@ -175,6 +179,7 @@ func TestRunAgentUsage(t *testing.T) {
 // real binary, a real script, interrupted (SIGINT) while the script's
 // grandchild runs, which must leave no process behind.
 func TestFerryRunScriptBinary(t *testing.T) {
+	t.Parallel()
 	bin := binarytest.Build(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(t.TempDir(), "pid")

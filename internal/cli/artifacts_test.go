@@ -65,6 +65,7 @@ type jsonArtifact struct {
 }
 
 func TestRunArtifactsJSON(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server, dir string) {
 		writeFile(t, filepath.Join(dir, "report.md"), "# Sales\n\nTotal: TBD\n")
 		srv.Script(csvAndReportScript()...)
@@ -106,6 +107,7 @@ func TestRunArtifactsJSON(t *testing.T) {
 }
 
 func TestRunWithoutArtifacts(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server, dir string) {
 		writeFile(t, filepath.Join(dir, "report.md"), "# Sales\n\nTotal: TBD\n")
 		srv.Script(csvAndReportScript()...)
@@ -139,6 +141,7 @@ func TestRunWithoutArtifacts(t *testing.T) {
 }
 
 func TestRunArtifactsStreamJSONAndText(t *testing.T) {
+	t.Parallel()
 	srv, dir := fake.New(t), t.TempDir()
 	writeFile(t, filepath.Join(dir, "report.md"), "# Sales\n\nTotal: TBD\n")
 	srv.Script(csvAndReportScript()...)
@@ -188,6 +191,7 @@ func TestRunArtifactsStreamJSONAndText(t *testing.T) {
 }
 
 func TestRunArtifactsOnFailure(t *testing.T) {
+	t.Parallel()
 	// A run that stops early still lists the files it made.
 	srv, dir := fake.New(t), t.TempDir()
 	srv.Script(
@@ -219,6 +223,7 @@ func TestRunArtifactsOnFailure(t *testing.T) {
 }
 
 func TestRunArtifactsIsBuiltinOnly(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	out := ferryRun(t, srv, fake.Anthropic, t.TempDir(), "", "--agent", "echo", "--artifacts", "hi")
 	if out.code != ExitUsage || !strings.Contains(out.stderr, "--artifacts") {
@@ -229,6 +234,7 @@ func TestRunArtifactsIsBuiltinOnly(t *testing.T) {
 // TestLiveBuiltinHasArtifacts: the builtin agent a client (ferry connect,
 // ferry up) offers is UI-driven, so its sessions hand files over.
 func TestLiveBuiltinHasArtifacts(t *testing.T) {
+	t.Parallel()
 	srv := fake.New(t)
 	env := Env{Stderr: io.Discard, Getenv: func(k string) string {
 		switch k {

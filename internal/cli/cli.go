@@ -1,6 +1,9 @@
 // Package cli is ferry's command line: it parses the subcommand and its flags
 // and hands off to the package that does the work. It writes only to the
 // writers it is given and returns an exit code, so it is tested in-process.
+//
+// A command returns an error; Run alone prints it and chooses the exit
+// code (a *CodeError carries one other than ExitError).
 package cli
 
 import (
@@ -33,9 +36,56 @@ type Env struct {
 	Getenv func(string) string
 }
 
+// CodeError is a command's failure with its exit code. Run prints Err as
+// the line the user reads; a nil Err means the command has said all there
+// is to say already (a bad flag, which the flag package reports).
+type CodeError struct {
+	Code int
+	Err  error
+}
+
+func (e *CodeError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *CodeError) Unwrap() error { return e.Err }
+
+// usageErrorf is a bad-usage failure (exit code 2) reading format.
+func usageErrorf(format string, a ...any) error {
+	return &CodeError{Code: ExitUsage, Err: fmt.Errorf(format, a...)}
+}
+
+// exitWith is a failure with code that prints nothing more.
+func exitWith(code int) error { return &CodeError{Code: code} }
+
+// report prints err (one line, or the lines it holds) and returns the exit
+// code it means: the one place a command's failure reaches the user.
+func report(w io.Writer, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitError
+	var ce *CodeError
+	if errors.As(err, &ce) {
+		code = ce.Code
+		if ce.Err == nil {
+			return code
+		}
+	}
+	msg := err.Error()
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	_, _ = io.WriteString(w, msg)
+	return code
+}
+
 type command struct {
 	summary string
-	run     func(ctx context.Context, env Env, args []string) int
+	run     func(ctx context.Context, env Env, args []string) error
 }
 
 var commands map[string]command
@@ -61,9 +111,14 @@ func Run(ctx context.Context, env Env, args []string) int {
 	// Nothing ferry means to show lands on stderr with a credential in it
 	// (a token create or a login URL goes to stdout): redact all of it.
 	env.Stderr = redact.NewWriter(env.Stderr)
+	return report(env.Stderr, run(ctx, env, args))
+}
+
+func run(ctx context.Context, env Env, args []string) error {
 	if len(args) == 0 {
-		usage(env.Stderr)
-		return ExitUsage
+		var b strings.Builder
+		usage(&b)
+		return &CodeError{Code: ExitUsage, Err: errors.New(b.String())}
 	}
 	name := args[0]
 	switch name {
@@ -74,9 +129,10 @@ func Run(ctx context.Context, env Env, args []string) int {
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(env.Stderr, "ferry: unknown command %q\n\n", args[0])
-		usage(env.Stderr)
-		return ExitUsage
+		var b strings.Builder
+		fmt.Fprintf(&b, "ferry: unknown command %q\n\n", args[0])
+		usage(&b)
+		return &CodeError{Code: ExitUsage, Err: errors.New(b.String())}
 	}
 	return cmd.run(ctx, env, args[1:])
 }
@@ -95,36 +151,35 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'ferry help <command>' for a command's flags.")
 }
 
-func runHelp(_ context.Context, env Env, args []string) int {
+func runHelp(_ context.Context, env Env, args []string) error {
 	if len(args) == 0 {
 		usage(env.Stdout)
-		return ExitOK
+		return nil
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(env.Stderr, "ferry help: unknown command %q\n", args[0])
-		return ExitUsage
+		return usageErrorf("ferry help: unknown command %q", args[0])
 	}
 	if args[0] == "help" || args[0] == "version" {
 		fmt.Fprintf(env.Stdout, "ferry %s: %s\n", args[0], cmd.summary)
-		return ExitOK
+		return nil
 	}
 	return cmd.run(context.Background(), env, []string{"-h"})
 }
 
-func runVersion(_ context.Context, env Env, args []string) int {
+func runVersion(_ context.Context, env Env, args []string) error {
 	if len(args) > 0 {
-		fmt.Fprintf(env.Stderr, "ferry version: takes no arguments, got %s\n", strings.Join(args, " "))
-		return ExitUsage
+		return usageErrorf("ferry version: takes no arguments, got %s", strings.Join(args, " "))
 	}
 	fmt.Fprintf(env.Stdout, "ferry %s\nprotocol %d (file-reference tokens v%d)\n%s %s/%s\n",
 		version.String(), protocol.Version, protocol.TokenSyntaxVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return ExitOK
+	return nil
 }
 
 // parseFlags parses a command's flags; usage is printed above the flag list
-// on -h. ok is false when the command must return code (help or a bad flag).
-func parseFlags(fs *flag.FlagSet, env Env, args []string, usage ...string) (code int, ok bool) {
+// on -h. ok is false when the command must stop and return err: nil after
+// -h, a silent usage failure after a bad flag (the flag package said why).
+func parseFlags(fs *flag.FlagSet, env Env, args []string, usage ...string) (ok bool, err error) {
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() {
 		for _, l := range usage {
@@ -135,9 +190,9 @@ func parseFlags(fs *flag.FlagSet, env Env, args []string, usage ...string) (code
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK, false
+			return false, nil
 		}
-		return ExitUsage, false
+		return false, exitWith(ExitUsage)
 	}
-	return 0, true
+	return true, nil
 }

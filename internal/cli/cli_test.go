@@ -20,6 +20,7 @@ func run(args ...string) (code int, stdout, stderr string) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, out, _ := run("version")
 	if code != cli.ExitOK || !strings.HasPrefix(out, "ferry ") || !strings.Contains(out, "protocol 1") {
 		t.Fatalf("version: code %d, output %q", code, out)
@@ -33,6 +34,7 @@ func TestVersion(t *testing.T) {
 }
 
 func TestUsageAndUnknown(t *testing.T) {
+	t.Parallel()
 	code, _, errOut := run()
 	if code != cli.ExitUsage || !strings.Contains(errOut, "Commands:") {
 		t.Fatalf("no args: %d %q", code, errOut)
@@ -60,6 +62,7 @@ func TestUsageAndUnknown(t *testing.T) {
 
 // TestBinary builds the real binary and runs it, as a user would.
 func TestBinary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
@@ -90,6 +93,7 @@ func runIn(stdin string, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestSearchStdin(t *testing.T) {
+	t.Parallel()
 	list := "router/middleware/auth.ts\nweb/router.ts\nstore/store_test.go\ndocs/readme.md\n"
 	code, out, errOut := runIn(list, "search", "--stdin", "router")
 	if code != cli.ExitOK || out != "web/router.ts\nrouter/middleware/auth.ts\n" {
@@ -111,6 +115,7 @@ func TestSearchStdin(t *testing.T) {
 }
 
 func TestSearchDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, name := range []string{"pkg/store/store.go", "pkg/store/store_test.go", "vendor/x/store.go", "README.md"} {
 		p := filepath.Join(dir, name)

@@ -65,6 +65,7 @@ func tokenFile(t *testing.T, body string, mode os.FileMode) string {
 // every local user (issue 16 item 9). A refused token stops connect at
 // once with exit 1 and what to do.
 func TestConnectTokenSources(t *testing.T) {
+	t.Parallel()
 	const argvWarning = "visible to every user of this machine"
 	for _, c := range []struct {
 		name      string
@@ -114,6 +115,7 @@ func TestConnectTokenSources(t *testing.T) {
 // TestConnectTokenFileErrors: a token file that cannot give a token is a
 // usage error that says why, before anything dials.
 func TestConnectTokenFileErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, c := range []struct {
 		name string
@@ -143,6 +145,7 @@ func TestConnectTokenFileErrors(t *testing.T) {
 // TestServeLoopbackNoWarning: on loopback (the default) serve prints no
 // plain-HTTP warning.
 func TestServeLoopbackNoWarning(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errb := &syncBuffer{}, &syncBuffer{}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestIsLoopbackHost(t *testing.T) {
+	t.Parallel()
 	for host, want := range map[string]bool{
 		"localhost": true, "LOCALHOST.": true, "app.localhost": true,
 		"127.0.0.1": true, "127.1.2.3": true, "::1": true, "[::1]": true, "::ffff:127.0.0.1": true,
@@ -23,6 +24,7 @@ func TestIsLoopbackHost(t *testing.T) {
 // TestPlainMasterWarning: connect warns when its token would travel in
 // the clear to another machine, and only then (issue 16 item 9).
 func TestPlainMasterWarning(t *testing.T) {
+	t.Parallel()
 	for url, warn := range map[string]bool{
 		"http://192.0.2.1:7860":      true,
 		"ws://ferry.example.com":     true,
@@ -45,6 +47,7 @@ func TestPlainMasterWarning(t *testing.T) {
 // TestPlainListenerWarning: serve and up warn when they listen beyond
 // loopback (ferry itself speaks plain HTTP), and only then.
 func TestPlainListenerWarning(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		ip   net.IP
 		warn bool

@@ -5,6 +5,7 @@ import "testing"
 // TestCheckHistoryTotal: the MiB of --history-total become the client's
 // bytes, 0 meaning no bound (the client's < 0).
 func TestCheckHistoryTotal(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		mib, want int64
 		ok        bool

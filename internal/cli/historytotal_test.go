@@ -16,6 +16,7 @@ import (
 // TestHistoryTotalFlag: --history-total on up and connect refuses what it
 // cannot mean (before anything starts), and help shows it with its default.
 func TestHistoryTotalFlag(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range [][]string{{"up"}, {"connect", "--master", "http://127.0.0.1:1", "--token", "t"}} {
 		for _, c := range []struct{ val, want string }{
 			{"-1", "--history-total -1: must be 0 (no total bound) or a positive number of MiB"},
@@ -39,6 +40,7 @@ func TestHistoryTotalFlag(t *testing.T) {
 // 1 MiB, of two ~0.8 MiB histories the less recently written is dropped
 // (and logged); with the default, both stay.
 func TestHistoryTotalReachesClient(t *testing.T) {
+	t.Parallel()
 	plant := func(state, session string, age time.Duration) string {
 		dir := filepath.Join(state, "history", session)
 		j, err := filehistory.OpenJournal(dir, session, "/ws", 0)

@@ -16,6 +16,7 @@ import (
 // idle timeouts and a header cap, and refuses headers over the cap with
 // 431 while a browser's ordinary load of cookies passes.
 func TestHTTPServerLimits(t *testing.T) {
+	t.Parallel()
 	srv, lim := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }), slog.New(slog.DiscardHandler))
 	if srv.ReadHeaderTimeout != readHeaderTimeout || srv.ReadHeaderTimeout <= 0 || srv.IdleTimeout != idleTimeout || srv.IdleTimeout <= 0 ||
 		srv.MaxHeaderBytes != maxHeaderBytes || srv.ReadTimeout != 0 || srv.WriteTimeout != 0 || srv.ErrorLog == nil {

@@ -172,6 +172,7 @@ func openFDs(pid int) (int, error) {
 // Before the connection cap, the idle sockets stayed open for ever, accept
 // failed with EMFILE and the UI could not connect.
 func TestIdleSocketsDoNotLockOutTheUI(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skipf("needs bash for ulimit (apt-get install bash): %v", err)
 	}

@@ -262,50 +262,86 @@ func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
 	return master.Config{Store: st, Retention: f.retention, Logger: log, UI: web.Handler(), TrustedProxies: f.proxies}
 }
 
-func runServe(ctx context.Context, env Env, args []string) int {
+// liveMaster is a master started from its flags, bound but not serving yet.
+type liveMaster struct {
+	st   store.Store
+	m    *master.Master
+	ln   net.Listener
+	base string // the URL people and clients use
+	log  *slog.Logger
+}
+
+// startMaster is the master start-up of ferry serve and ferry up: it opens
+// the database, builds the master and binds its address (warning cmd's
+// user when that is reachable over plain HTTP). Close releases the
+// database once the master is done.
+func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *slog.Logger) (*liveMaster, error) {
+	st, err := openStore(ctx, env, f.db)
+	if err != nil {
+		return nil, err
+	}
+	m, err := master.New(ctx, f.config(st, log))
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	ln, base, err := listener(f.addr)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	warnPlainListener(env, cmd, ln.Addr())
+	return &liveMaster{st: st, m: m, ln: ln, base: base, log: log}, nil
+}
+
+// serve serves until ctx is done (see serveHTTP).
+func (lm *liveMaster) serve(ctx context.Context) error { return serveHTTP(ctx, lm.ln, lm.m, lm.log) }
+
+func (lm *liveMaster) Close() error { return lm.st.Close() }
+
+func runServe(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry serve", flag.ContinueOnError)
 	var mf masterFlags
 	mf.register(fs)
-	if code, ok := parseFlags(fs, env, args,
+	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry serve [--addr HOST:PORT] [--db DSN]",
 		"\nRuns the master: browsers connect to it, and so do the machines running",
 		"'ferry connect'. Give each machine a token from 'ferry token create'.",
 	); !ok {
-		return code
+		return err
 	}
 	if fs.NArg() > 0 || mf.retention < 1 {
-		fmt.Fprintln(env.Stderr, "ferry serve: takes no arguments; --retention must be at least 1")
-		return ExitUsage
+		return usageErrorf("ferry serve: takes no arguments; --retention must be at least 1")
 	}
-	st, err := openStore(ctx, env, mf.db)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
-		return ExitError
+	if err := serve(ctx, env, &mf); err != nil {
+		return fmt.Errorf("ferry serve: %w", err)
 	}
-	defer func() { _ = st.Close() }()
-	log := newLogger(env, mf.verbose)
-	m, err := master.New(ctx, mf.config(st, log))
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
-		return ExitError
-	}
-	ln, base, err := listener(mf.addr)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
-		return ExitError
-	}
-	warnPlainListener(env, "ferry serve", ln.Addr())
-	fmt.Fprintf(env.Stdout, "ferry master listening on %s\n", base)
-	if err := printLogin(ctx, env, st, base); err != nil {
-		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
-		return ExitError
-	}
-	if err := serveHTTP(ctx, ln, m, log); err != nil {
-		fmt.Fprintf(env.Stderr, "ferry serve: %v\n", err)
-		return ExitError
-	}
-	return ExitOK
+	return nil
 }
+
+func serve(ctx context.Context, env Env, mf *masterFlags) error {
+	lm, err := startMaster(ctx, env, "ferry serve", mf, newLogger(env, mf.verbose))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = lm.Close() }()
+	fmt.Fprintf(env.Stdout, "ferry master listening on %s\n", lm.base)
+	if err := printLogin(ctx, env, lm.st, lm.base); err != nil {
+		return err
+	}
+	return lm.serve(ctx)
+}
+
+// machineTakenError is ferry up's refusal of a machine another token owns:
+// two lines, the second saying what to do.
+type machineTakenError struct{ err error }
+
+func (e machineTakenError) Error() string {
+	return e.err.Error() + ", which ferry up did not issue (a 'ferry connect' token?).\n" +
+		"If no daemon uses it any more, revoke it ('ferry token revoke --db DSN ID'), or give ferry up another --state directory.\n"
+}
+
+func (e machineTakenError) Unwrap() error { return e.err }
 
 // historyQuotaUsage documents --history-quota (ferry connect, ferry up).
 const historyQuotaUsage = "keep at most `MIB` of old file contents per session for undo and rewind (oldest changes dropped first)"
@@ -331,22 +367,82 @@ func checkHistoryTotal(mib int64) (int64, error) {
 	return mib << 20, nil
 }
 
-func runConnect(ctx context.Context, env Env, args []string) int {
+// clientFlags are the flags of the client ferry connect and ferry up run.
+type clientFlags struct {
+	workspaces, agents          stringList
+	stateDir, name              string
+	historyMiB, historyTotalMiB int64
+	permTimeout                 *time.Duration
+}
+
+func (f *clientFlags) register(fs *flag.FlagSet, stateUsage string) {
+	fs.Var(&f.workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
+	fs.StringVar(&f.stateDir, "state", "", stateUsage)
+	fs.Int64Var(&f.historyMiB, "history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
+	fs.Int64Var(&f.historyTotalMiB, "history-total", client.DefaultHistoryTotal>>20, historyTotalUsage)
+	fs.StringVar(&f.name, "name", "", "the machine's `NAME` shown in the UI (default the host name)")
+	fs.Var(&f.agents, "agent", agentUsage)
+	f.permTimeout = permissionTimeoutFlag(fs)
+}
+
+// check refuses what the flags cannot mean; every error is a usage error.
+func (f *clientFlags) check() (historyTotal int64, err error) {
+	if err := checkPermissionTimeout(*f.permTimeout); err != nil {
+		return 0, usageErrorf("%w", err)
+	}
+	if historyTotal, err = checkHistoryTotal(f.historyTotalMiB); err != nil {
+		return 0, usageErrorf("%w", err)
+	}
+	return historyTotal, nil
+}
+
+// clientConfig is the client start-up of ferry connect and ferry up: it
+// resolves the agents, the workspaces and the state directory and builds
+// the adapters, giving the client's Config but its master URL and token.
+func (f *clientFlags) clientConfig(env Env, log *slog.Logger, historyTotal int64) (client.Config, error) {
+	specs, err := agentSpecs(env, f.agents)
+	if err != nil {
+		return client.Config{}, usageErrorf("%w", err)
+	}
+	workspaces := f.workspaces
+	if len(workspaces) == 0 {
+		workspaces = stringList{"."}
+	}
+	state, err := clientStateDir(env, f.stateDir)
+	if err != nil {
+		return client.Config{}, err
+	}
+	ads, err := liveAdapters(env, log, specs, state)
+	if err != nil {
+		return client.Config{}, usageErrorf("%w", err)
+	}
+	return client.Config{
+		Workspaces: workspaces, StateDir: state, MachineName: f.name, Logger: log, Adapters: ads,
+		PermissionTimeout: *f.permTimeout, HistoryQuota: f.historyMiB << 20, HistoryTotal: historyTotal,
+	}, nil
+}
+
+// runClient runs c until ctx is done, turning a refusal into what to do.
+func runClient(ctx context.Context, c *client.Client) error {
+	err := c.Run(ctx)
+	if err == nil {
+		return nil
+	}
+	if hint := refusalHint(err, c.Machine().ID); hint != "" {
+		return errors.New(hint)
+	}
+	return err
+}
+
+func runConnect(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry connect", flag.ContinueOnError)
 	masterURL := fs.String("master", "", "the master's `URL`, e.g. https://ferry.example.com")
 	token := fs.String("token", "", "client `TOKEN` from 'ferry token create' (visible to other local users: prefer $FERRY_TOKEN or --token-file)")
 	tokenFile := fs.String("token-file", "", "read the client token from `FILE` (mode 0600)")
-	var workspaces stringList
-	fs.Var(&workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
-	stateDir := fs.String("state", "", "keep the machine id and the outbox in `DIR` (default $XDG_STATE_HOME/ferry/client)")
-	historyMiB := fs.Int64("history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
-	historyTotalMiB := fs.Int64("history-total", client.DefaultHistoryTotal>>20, historyTotalUsage)
-	name := fs.String("name", "", "the machine's `NAME` shown in the UI (default the host name)")
+	var cf clientFlags
+	cf.register(fs, "keep the machine id and the outbox in `DIR` (default $XDG_STATE_HOME/ferry/client)")
 	verbose := fs.Bool("verbose", false, "log every message")
-	var agents stringList
-	fs.Var(&agents, "agent", agentUsage)
-	permTimeout := permissionTimeoutFlag(fs)
-	if code, ok := parseFlags(fs, env, args,
+	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry connect --master URL [--token-file FILE] [--workspace DIR]... [--agent SPEC]...",
 		"\nRuns the daemon beside your workspaces: it dials out to the master (it opens",
 		"no port), runs the agents and answers the @ file picker. The client token",
@@ -354,190 +450,126 @@ func runConnect(ctx context.Context, env Env, args []string) int {
 		"user can read it in the process list). It exits non-zero when the master",
 		"refuses the token or the machine, saying what to do.",
 	); !ok {
-		return code
+		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(env.Stderr, "ferry connect: unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
-	case *masterURL == "":
-		fmt.Fprintln(env.Stderr, "ferry connect: --master URL is required")
-		return ExitUsage
+	if err := connect(ctx, env, fs, &cf, *masterURL, *token, *tokenFile, *verbose); err != nil {
+		return fmt.Errorf("ferry connect: %w", err)
 	}
-	if err := checkPermissionTimeout(*permTimeout); err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitUsage
-	}
-	historyTotal, err := checkHistoryTotal(*historyTotalMiB)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitUsage
-	}
-	secret, err := connectToken(env, *token, *tokenFile)
-	switch {
-	case err != nil:
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitUsage
-	case secret == "":
-		fmt.Fprintln(env.Stderr, "ferry connect: a client token is required in $FERRY_TOKEN or --token-file: create one with 'ferry token create' on the master")
-		return ExitUsage
-	}
-	warnPlainMaster(env, *masterURL)
-	specs, err := agentSpecs(env, agents)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitUsage
-	}
-	if len(workspaces) == 0 {
-		workspaces = stringList{"."}
-	}
-	state, err := clientStateDir(env, *stateDir)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitError
-	}
-	log := newLogger(env, *verbose)
-	ads, err := liveAdapters(env, log, specs, state)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitUsage
-	}
-	log.Info("offering agents", "agents", adapterIDs(ads))
-	c, err := client.New(client.Config{
-		MasterURL: *masterURL, Token: secret, Workspaces: workspaces, StateDir: state,
-		MachineName: *name, Logger: log, Adapters: ads, PermissionTimeout: *permTimeout,
-		HistoryQuota: *historyMiB << 20, HistoryTotal: historyTotal,
-	})
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		return ExitError
-	}
-	defer func() { _ = c.Close() }()
-	if err := c.Run(ctx); err != nil {
-		if hint := refusalHint(err, c.Machine().ID); hint != "" {
-			fmt.Fprintf(env.Stderr, "ferry connect: %s\n", hint)
-		} else {
-			fmt.Fprintf(env.Stderr, "ferry connect: %v\n", err)
-		}
-		return ExitError
-	}
-	return ExitOK
+	return nil
 }
 
-func runUp(ctx context.Context, env Env, args []string) int {
+func connect(ctx context.Context, env Env, fs *flag.FlagSet, cf *clientFlags, masterURL, token, tokenFile string, verbose bool) error {
+	switch {
+	case fs.NArg() > 0:
+		return usageErrorf("unexpected argument %q", fs.Arg(0))
+	case masterURL == "":
+		return usageErrorf("--master URL is required")
+	}
+	historyTotal, err := cf.check()
+	if err != nil {
+		return err
+	}
+	secret, err := connectToken(env, token, tokenFile)
+	switch {
+	case err != nil:
+		return usageErrorf("%w", err)
+	case secret == "":
+		return usageErrorf("a client token is required in $FERRY_TOKEN or --token-file: create one with 'ferry token create' on the master")
+	}
+	warnPlainMaster(env, masterURL)
+	log := newLogger(env, verbose)
+	cfg, err := cf.clientConfig(env, log, historyTotal)
+	if err != nil {
+		return err
+	}
+	log.Info("offering agents", "agents", adapterIDs(cfg.Adapters))
+	cfg.MasterURL, cfg.Token = masterURL, secret
+	c, err := client.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	return runClient(ctx, c)
+}
+
+func runUp(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry up", flag.ContinueOnError)
 	var mf masterFlags
 	mf.register(fs)
-	var workspaces stringList
-	fs.Var(&workspaces, "workspace", "a workspace `DIR` to serve (repeatable; default the current directory)")
-	stateDir := fs.String("state", "", "the client's state `DIR` (default $XDG_STATE_HOME/ferry/client)")
-	historyMiB := fs.Int64("history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
-	historyTotalMiB := fs.Int64("history-total", client.DefaultHistoryTotal>>20, historyTotalUsage)
-	name := fs.String("name", "", "the machine's `NAME` shown in the UI (default the host name)")
-	var agents stringList
-	fs.Var(&agents, "agent", agentUsage)
-	permTimeout := permissionTimeoutFlag(fs)
-	if code, ok := parseFlags(fs, env, args,
+	var cf clientFlags
+	cf.register(fs, "the client's state `DIR` (default $XDG_STATE_HOME/ferry/client)")
+	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry up [--addr 127.0.0.1:7860] [--workspace DIR]... [--agent SPEC]...",
 		"\nThe quick start: the master and a client for this machine in one process,",
 		"with the database under your data directory. Prints a one-time login URL.",
 	); !ok {
-		return code
+		return err
 	}
 	if fs.NArg() > 0 || mf.retention < 1 {
-		fmt.Fprintln(env.Stderr, "ferry up: takes no arguments; --retention must be at least 1")
-		return ExitUsage
+		return usageErrorf("ferry up: takes no arguments; --retention must be at least 1")
 	}
-	if err := checkPermissionTimeout(*permTimeout); err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitUsage
+	if err := up(ctx, env, &mf, &cf); err != nil {
+		return fmt.Errorf("ferry up: %w", err)
 	}
-	historyTotal, err := checkHistoryTotal(*historyTotalMiB)
+	return nil
+}
+
+// up is serve and connect in one process: the master from startMaster, the
+// client from clientConfig, with a token that lives as long as the process.
+func up(ctx context.Context, env Env, mf *masterFlags, cf *clientFlags) error {
+	historyTotal, err := cf.check()
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitUsage
-	}
-	specs, err := agentSpecs(env, agents)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitUsage
-	}
-	if len(workspaces) == 0 {
-		workspaces = stringList{"."}
-	}
-	state, err := clientStateDir(env, *stateDir)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return err
 	}
 	log := newLogger(env, mf.verbose)
-	ads, err := liveAdapters(env, log, specs, state)
+	cfg, err := cf.clientConfig(env, log, historyTotal)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitUsage
+		return err
 	}
-	st, err := openStore(ctx, env, mf.db)
+	lm, err := startMaster(ctx, env, "ferry up", mf, log)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return err
 	}
-	defer func() { _ = st.Close() }()
-	m, err := master.New(ctx, mf.config(st, log))
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
-	}
-	ln, base, err := listener(mf.addr)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
-	}
-	warnPlainListener(env, "ferry up", ln.Addr())
+	defer func() { _ = lm.Close() }()
 	// The in-process client authenticates like any other, with a token that
 	// lives as long as this process (see uptoken.go for what a crash leaves).
-	secret, tok, err := auth.Issue(ctx, st, store.TokenClient, upTokenName, 0)
+	secret, tok, err := auth.Issue(ctx, lm.st, store.TokenClient, upTokenName, 0)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return err
 	}
 	defer func() {
-		if err := st.RevokeToken(context.Background(), tok.ID); err == nil || errors.Is(err, store.ErrNotFound) {
-			forgetUpToken(state, tok.ID)
+		if err := lm.st.RevokeToken(context.Background(), tok.ID); err == nil || errors.Is(err, store.ErrNotFound) {
+			forgetUpToken(cfg.StateDir, tok.ID)
 		}
 	}()
-	c, err := client.New(client.Config{MasterURL: base, Token: secret, Workspaces: workspaces, StateDir: state, MachineName: *name, Logger: log, Adapters: ads,
-		PermissionTimeout: *permTimeout, HistoryQuota: *historyMiB << 20, HistoryTotal: historyTotal})
+	cfg.MasterURL, cfg.Token = lm.base, secret
+	c, err := client.New(cfg)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+		return err
 	}
 	defer func() { _ = c.Close() }()
 	// client.New holds the state directory's lock: no other process serves
 	// this machine, so what an earlier up left owning it can be taken back.
-	revoked, err := reclaim(ctx, st, state, c.Machine().ID, tok)
+	revoked, err := reclaim(ctx, lm.st, cfg.StateDir, c.Machine().ID, tok)
 	if err != nil {
 		if errors.Is(err, errMachineTaken) {
-			fmt.Fprintf(env.Stderr, "ferry up: %v, which ferry up did not issue (a 'ferry connect' token?).\n"+
-				"If no daemon uses it any more, revoke it ('ferry token revoke --db DSN ID'), or give ferry up another --state directory.\n", err)
-		} else {
-			fmt.Fprintf(env.Stderr, "ferry up: take over the machine: %v\n", err)
+			return machineTakenError{err}
 		}
-		return ExitError
+		return fmt.Errorf("take over the machine: %w", err)
 	}
 	if len(revoked) > 0 {
 		log.Info("revoked the client token of an earlier ferry up that did not stop cleanly", "tokens", strings.Join(revoked, ","), "machine", c.Machine().ID)
 	}
-	shown := make([]string, len(workspaces))
-	for i, w := range workspaces {
+	shown := make([]string, len(cfg.Workspaces))
+	for i, w := range cfg.Workspaces {
 		if abs, err := filepath.Abs(w); err == nil {
 			w = abs
 		}
 		shown[i] = w
 	}
-	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", base, strings.Join(shown, ", "), adapterIDs(ads))
-	if err := printLogin(ctx, env, st, base); err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
+	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", lm.base, strings.Join(shown, ", "), adapterIDs(cfg.Adapters))
+	if err := printLogin(ctx, env, lm.st, lm.base); err != nil {
+		return err
 	}
 	// A client that stops on a refusal takes the master down with it:
 	// up without its machine is not what was asked for.
@@ -545,27 +577,20 @@ func runUp(ctx context.Context, env Env, args []string) int {
 	defer stopSrv()
 	clientDone := make(chan error, 1)
 	go func() {
-		err := c.Run(ctx)
+		err := runClient(ctx, c)
 		if err != nil {
 			stopSrv()
 		}
 		clientDone <- err
 	}()
-	err = serveHTTP(srvCtx, ln, m, log)
+	err = lm.serve(srvCtx)
 	if cErr := <-clientDone; cErr != nil {
-		if hint := refusalHint(cErr, c.Machine().ID); hint != "" {
-			cErr = errors.New(hint)
-		}
 		err = cErr
 	}
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry up: %v\n", err)
-		return ExitError
-	}
-	return ExitOK
+	return err
 }
 
-func runToken(ctx context.Context, env Env, args []string) int {
+func runToken(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry token", flag.ContinueOnError)
 	db := fs.String("db", "", "the master's database: a SQLite file path or a postgres:// `DSN`")
 	kind := fs.String("kind", store.TokenClient, "for create: client (for ferry connect), ui (a browser) or login (a one-time login URL)")
@@ -573,7 +598,7 @@ func runToken(ctx context.Context, env Env, args []string) int {
 	ttl := fs.Duration("ttl", 0, "for create: how long the token is valid (0: until revoked; login tokens: 15m)")
 	var machines stringList
 	fs.Var(&machines, "machine", "for create: let a ui or login token see only the machine `ID` (repeatable; default every machine)")
-	if code, ok := parseFlags(fs, env, args,
+	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry token create [--kind client|ui|login] [--name NAME] [--ttl D] [--machine ID]... [--db DSN]",
 		"       ferry token list [--db DSN]",
 		"       ferry token revoke [--db DSN] ID",
@@ -581,32 +606,28 @@ func runToken(ctx context.Context, env Env, args []string) int {
 		"A ui or login token with --machine sees only those machines and their",
 		"sessions; the UI token a login URL turns into keeps the login token's machines.",
 	); !ok {
-		return code
+		return err
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(env.Stderr, "ferry token: say create, list or revoke")
-		return ExitUsage
+		return usageErrorf("ferry token: say create, list or revoke")
 	}
 	verb, rest := fs.Arg(0), fs.Args()[1:]
 	// Flags may also follow the verb.
 	if err := fs.Parse(rest); err != nil {
-		return ExitUsage
+		return exitWith(ExitUsage)
 	}
 	rest = fs.Args()
 	switch verb {
 	case "create", "list":
 		if len(rest) > 0 {
-			fmt.Fprintf(env.Stderr, "ferry token %s: unexpected argument %q\n", verb, rest[0])
-			return ExitUsage
+			return usageErrorf("ferry token %s: unexpected argument %q", verb, rest[0])
 		}
 	case "revoke":
 		if len(rest) != 1 {
-			fmt.Fprintln(env.Stderr, "ferry token revoke: give one token ID (see 'ferry token list')")
-			return ExitUsage
+			return usageErrorf("ferry token revoke: give one token ID (see 'ferry token list')")
 		}
 	default:
-		fmt.Fprintf(env.Stderr, "ferry token: unknown verb %q: say create, list or revoke\n", verb)
-		return ExitUsage
+		return usageErrorf("ferry token: unknown verb %q: say create, list or revoke", verb)
 	}
 	if verb == "create" {
 		switch *kind {
@@ -616,42 +637,35 @@ func runToken(ctx context.Context, env Env, args []string) int {
 				*ttl = loginTTL
 			}
 		default:
-			fmt.Fprintf(env.Stderr, "ferry token create: --kind must be client, ui or login, not %q\n", *kind)
-			return ExitUsage
+			return usageErrorf("ferry token create: --kind must be client, ui or login, not %q", *kind)
 		}
 		if *ttl < 0 {
-			fmt.Fprintln(env.Stderr, "ferry token create: --ttl must not be negative")
-			return ExitUsage
+			return usageErrorf("ferry token create: --ttl must not be negative")
 		}
 		if len(machines) > 0 && *kind == store.TokenClient {
-			fmt.Fprintln(env.Stderr, "ferry token create: --machine limits what a ui or login token sees; a client token cannot have it")
-			return ExitUsage
+			return usageErrorf("ferry token create: --machine limits what a ui or login token sees; a client token cannot have it")
 		}
 		if slices.Contains(machines, "") {
-			fmt.Fprintln(env.Stderr, "ferry token create: --machine needs a machine ID (see the UI's machine list)")
-			return ExitUsage
+			return usageErrorf("ferry token create: --machine needs a machine ID (see the UI's machine list)")
 		}
 	}
 	st, err := openStore(ctx, env, *db)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry token: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry token: %w", err)
 	}
 	defer func() { _ = st.Close() }()
 	switch verb {
 	case "create":
 		secret, tok, err := auth.Issue(ctx, st, *kind, *name, *ttl, auth.WithMachines(machines...))
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "ferry token create: %v\n", err)
-			return ExitError
+			return fmt.Errorf("ferry token create: %w", err)
 		}
 		fmt.Fprintln(env.Stdout, secret)
 		fmt.Fprintf(env.Stderr, "token %s (%s) created, %s; the secret above is shown only once\n", tok.ID, tok.Kind, scope(tok))
 	case "list":
 		toks, err := st.ListTokens(ctx)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "ferry token list: %v\n", err)
-			return ExitError
+			return fmt.Errorf("ferry token list: %w", err)
 		}
 		for _, t := range toks {
 			exp := "never"
@@ -663,15 +677,13 @@ func runToken(ctx context.Context, env Env, args []string) int {
 	case "revoke":
 		if err := st.RevokeToken(ctx, rest[0]); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				fmt.Fprintf(env.Stderr, "ferry token revoke: no token %q\n", rest[0])
-			} else {
-				fmt.Fprintf(env.Stderr, "ferry token revoke: %v\n", err)
+				return fmt.Errorf("ferry token revoke: no token %q", rest[0])
 			}
-			return ExitError
+			return fmt.Errorf("ferry token revoke: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "token %s revoked\n", rest[0])
 	}
-	return ExitOK
+	return nil
 }
 
 // scope says which machines a token may see, for people.

@@ -20,6 +20,7 @@ import (
 )
 
 func TestLiveCommandsUsage(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"serve", "connect", "up", "token"} {
 		if code, _, errOut := run("help", cmd); code != cli.ExitOK || !strings.Contains(errOut, "Usage: ferry "+cmd) {
 			t.Errorf("help %s: %d %q", cmd, code, errOut)
@@ -55,6 +56,7 @@ func TestLiveCommandsUsage(t *testing.T) {
 }
 
 func TestTokenLifecycle(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "ferry.db")
 	code, out, errOut := run("token", "create", "--db", db, "--kind", "client", "--name", "laptop")
 	if code != cli.ExitOK || !regexp.MustCompile(`^ferry_client_[A-Za-z0-9_-]{43}\n$`).MatchString(out) {
@@ -82,6 +84,7 @@ func TestTokenLifecycle(t *testing.T) {
 // TestTokenMachineScope: --machine limits a ui or login token, list shows
 // the scope of every token.
 func TestTokenMachineScope(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "ferry.db")
 	created := map[string]string{} // token ID → what list must show
 	for _, c := range []struct {
@@ -283,6 +286,7 @@ func (c *uiConn) machine() protocol.Machine {
 // once, the UI it logs in sees this machine online with the workspace, and
 // cancelling stops it cleanly.
 func TestUp(t *testing.T) {
+	t.Parallel()
 	workspace := t.TempDir()
 	u := startUp(t, nil, "--workspace", workspace)
 	if !strings.Contains(u.out.String(), workspace) {
@@ -315,6 +319,7 @@ func TestUp(t *testing.T) {
 // beside echo, and a session a UI starts with it runs the real script on a
 // prompt with a picked file, through the whole live path.
 func TestUpScriptAgent(t *testing.T) {
+	t.Parallel()
 	workspace := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(workspace, "src"), 0o700); err != nil {
 		t.Fatal(err)
@@ -377,6 +382,7 @@ func TestUpScriptAgent(t *testing.T) {
 // on PATH adds claude-code to the defaults. (The executable here is a
 // stand-in: offering the adapter does not run it.)
 func TestUpOffersClaudeCodeWhenInstalled(t *testing.T) {
+	t.Parallel()
 	bin := t.TempDir()
 	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte("#!/bin/sh\nexit 1\n"), 0o700); err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ type stringList []string
 func (s *stringList) String() string     { return fmt.Sprint(*s) }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-func runMCP(ctx context.Context, env Env, args []string) int {
+func runMCP(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry mcp", flag.ContinueOnError)
 	workspace := fs.String("workspace", ".", "the workspace `DIR` the tools are confined to")
 	var allow stringList
@@ -31,26 +31,23 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 	maxTokens := fs.Int("max-read-tokens", tools.DefaultLimits().MaxReadTokens, "Read's token gate")
 	historyDir := fs.String("history", "", "keep what Write and Edit replace in `DIR` (default $XDG_STATE_HOME/ferry/history)")
 	noHistory := fs.Bool("no-history", false, "keep no file history")
-	if code, ok := parseFlags(fs, env, args,
+	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry mcp [--workspace DIR] [--allow DIR]...",
 		"\nServes ferry's file tools (Read, Write, Edit, Glob, Grep) to an MCP client over",
 		"standard input and output, with the read-before-write contract per connection.",
 		"Example client config: {\"command\": \"ferry\", \"args\": [\"mcp\", \"--workspace\", \"/path/to/project\"]}",
 	); !ok {
-		return code
+		return err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(env.Stderr, "ferry mcp: unexpected argument %q\n", fs.Arg(0))
-		return ExitUsage
+		return usageErrorf("ferry mcp: unexpected argument %q", fs.Arg(0))
 	}
 	if *maxTokens < 1 {
-		fmt.Fprintln(env.Stderr, "ferry mcp: --max-read-tokens must be at least 1")
-		return ExitUsage
+		return usageErrorf("ferry mcp: --max-read-tokens must be at least 1")
 	}
 	local, err := vfs.NewLocal(*workspace, allow...)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry mcp: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry mcp: %w", err)
 	}
 	defer func() { _ = local.Close() }()
 	var history tools.FileHistory
@@ -58,14 +55,12 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		dir := *historyDir
 		if dir == "" {
 			if dir, err = filehistory.DefaultDir(); err != nil {
-				fmt.Fprintf(env.Stderr, "ferry mcp: %v (or pass --no-history)\n", err)
-				return ExitError
+				return fmt.Errorf("ferry mcp: %w (or pass --no-history)", err)
 			}
 		}
 		store, err := filehistory.Open(dir, 0)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "ferry mcp: %v (or pass --no-history)\n", err)
-			return ExitError
+			return fmt.Errorf("ferry mcp: %w (or pass --no-history)", err)
 		}
 		history = store
 	}
@@ -77,10 +72,9 @@ func runMCP(ctx context.Context, env Env, args []string) int {
 		return &tools.Env{FS: local, State: tools.NewReadState(), Limits: limits, History: history}
 	}, log)
 	if err := server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}); err != nil && ctx.Err() == nil {
-		fmt.Fprintf(env.Stderr, "ferry mcp: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry mcp: %w", err)
 	}
-	return ExitOK
+	return nil
 }
 
 // nopWriteCloser keeps the transport from closing the writer it was given.

@@ -12,6 +12,7 @@ import (
 // what it cannot mean, and the value given reaches the client: a new
 // session reports it as the timeout in force.
 func TestPermissionTimeoutFlag(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range [][]string{{"up"}, {"connect", "--master", "http://127.0.0.1:1", "--token", "t"}} {
 		for _, c := range []struct{ val, want string }{
 			{"-1s", "must be 0 (wait forever) or positive"},

@@ -206,6 +206,7 @@ func (c *uiConn) promptEcho(m protocol.Machine, prompt string) string {
 // run's token and answers a prompt: with the token recorded in the state
 // directory, and with an older version's token that only its name tells.
 func TestUpRecoversAfterCrash(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		record bool
@@ -264,6 +265,7 @@ func TestUpRecoversAfterCrash(t *testing.T) {
 // saying which token and what to do, and the machine and the token stay
 // as they were.
 func TestUpLeavesConnectMachineAlone(t *testing.T) {
+	t.Parallel()
 	d := newUpDirs(t)
 	laptop := seedMachine(t, d, "machine-laptop", "laptop", false)
 	u := runUpIn(t, d)
@@ -296,6 +298,7 @@ func TestUpLeavesConnectMachineAlone(t *testing.T) {
 // (the machine stays up's, still answering) and `ferry connect` exits
 // non-zero at once, saying what to do, instead of retrying forever.
 func TestConnectCannotTakeOverMachine(t *testing.T) {
+	t.Parallel()
 	d := newUpDirs(t)
 	u := runUpIn(t, d)
 	if u.base == "" {

@@ -39,7 +39,7 @@ const (
 
 // runRun is `ferry run`: ferry's agent on one prompt, headless (no master,
 // nobody to ask).
-func runRun(ctx context.Context, env Env, args []string) int {
+func runRun(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry run", flag.ContinueOnError)
 	workspace := fs.String("workspace", ".", "the workspace `DIR` the agent works in")
 	format := fs.String("output-format", formatText, "`FORMAT` of the output: text (the answer), json (one result object) or stream-json (one event per line, then the result)")
@@ -59,7 +59,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	agentFlag := fs.String("agent", agentspec.Builtin, "the agent `SPEC` to run: builtin, echo, claude-code, acp:CMD or script:CMD (see docs/adapters.md)")
 	noHistory := fs.Bool("no-history", false, "keep no file history of the run (then ferry undo cannot undo it)")
 	historyMiB := fs.Int64("history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
-	if code, ok := parseFlags(fs, env, args,
+	if ok, err := parseFlags(fs, env, args,
 		`Usage: ferry run [flags] "prompt"`,
 		"\nRuns ferry's agent (or the one --agent names) on one prompt in the workspace,",
 		"headless: no master, no browser. Piped standard input is read as the prompt's",
@@ -79,11 +79,10 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		"\nExit codes: 0 done, 1 the agent or its provider failed (or stopped at",
 		"--max-turns), 2 bad usage.",
 	); !ok {
-		return code
+		return err
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(env.Stderr, "ferry run: "+format+"\n", a...)
-		return ExitUsage
+	usageErr := func(format string, a ...any) error {
+		return usageErrorf("ferry run: "+format, a...)
 	}
 	switch *format {
 	case formatText, formatJSON, formatStreamJSON:
@@ -92,7 +91,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	}
 	spec, err := agentspec.Parse(*agentFlag)
 	if err != nil {
-		return usageErr("--%v", err)
+		return usageErr("--%w", err)
 	}
 	if spec.Kind != agentspec.Builtin {
 		var own []string
@@ -121,14 +120,14 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	for _, s := range allow {
 		r, err := permission.Parse(s)
 		if err != nil {
-			return usageErr("--allow %q: %v", s, err)
+			return usageErr("--allow %q: %w", s, err)
 		}
 		rules.Allow = append(rules.Allow, r)
 	}
 	for _, s := range deny {
 		r, err := permission.Parse(s)
 		if err != nil {
-			return usageErr("--deny %q: %v", s, err)
+			return usageErr("--deny %q: %w", s, err)
 		}
 		rules.Deny = append(rules.Deny, r)
 	}
@@ -136,7 +135,7 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	if *schemaFile != "" {
 		b, err := os.ReadFile(*schemaFile)
 		if err != nil {
-			return usageErr("--json-schema: %v", err)
+			return usageErr("--json-schema: %w", err)
 		}
 		if !json.Valid(b) {
 			return usageErr("--json-schema: %s is not valid JSON", *schemaFile)
@@ -151,15 +150,14 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	if err != nil {
-		return usageErr("--workspace %s: %v", *workspace, err)
+		return usageErr("--workspace %s: %w", *workspace, err)
 	}
 
 	prompt := strings.Join(fs.Args(), " ")
 	var stdin string
 	if !*noStdin {
 		if stdin, err = pipedStdin(env.Stdin); err != nil {
-			fmt.Fprintf(env.Stderr, "ferry run: standard input: %v\n", err)
-			return ExitError
+			return fmt.Errorf("ferry run: standard input: %w", err)
 		}
 	}
 	if strings.TrimSpace(prompt) == "" && strings.TrimSpace(stdin) == "" {
@@ -188,15 +186,13 @@ func runRun(ctx context.Context, env Env, args []string) int {
 	var hist *runHistory
 	if !*noHistory {
 		if hist, err = openRunHistory(getenv, sessionID, root, *historyMiB<<20); err != nil {
-			fmt.Fprintf(env.Stderr, "ferry run: %v (--no-history runs without one)\n", err)
-			return ExitError
+			return fmt.Errorf("ferry run: %w (--no-history runs without one)", err)
 		}
 		// Deferred first, so it runs last: after the agent is closed and
 		// the output written.
 		defer hist.finish(env.Stderr)
 		if err := hist.j.BeginTurn(turn.ID); err != nil {
-			fmt.Fprintf(env.Stderr, "ferry run: %v (--no-history runs without one)\n", err)
-			return ExitError
+			return fmt.Errorf("ferry run: %w (--no-history runs without one)", err)
 		}
 	}
 	scfg := adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode, History: hist.history()}
@@ -219,12 +215,10 @@ func runRun(ctx context.Context, env Env, args []string) int {
 		if i := strings.Index(msg, llm.ErrNotConfigured.Error()); i >= 0 {
 			msg = strings.TrimPrefix(msg[i:], "llm: ")
 		}
-		fmt.Fprintf(env.Stderr, "ferry run: %s\n", msg)
-		return ExitError
+		return fmt.Errorf("ferry run: %s", msg)
 	}
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry run: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry run: %w", err)
 	}
 	defer func() { _ = ag.Close() }()
 
@@ -237,16 +231,14 @@ func runRun(ctx context.Context, env Env, args []string) int {
 // session, runs the one turn through the adapter's Session and writes the
 // output as for ferry's agent. Nobody can answer the agent's questions:
 // each is denied (and noted).
-func runAdapter(ctx context.Context, env Env, spec agentspec.Spec, log *slog.Logger, cfg adapter.SessionConfig, turn adapter.Turn, out *runOutput) int {
+func runAdapter(ctx context.Context, env Env, spec agentspec.Spec, log *slog.Logger, cfg adapter.SessionConfig, turn adapter.Turn, out *runOutput) error {
 	ad, err := spec.Build(agentspec.Options{Getenv: env.Getenv, Logger: log})
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry run: --%v\n", err)
-		return ExitUsage
+		return usageErrorf("ferry run: --%w", err)
 	}
 	caps := ad.Capability()
 	if !slices.Contains(caps.Modes, cfg.Mode) {
-		fmt.Fprintf(env.Stderr, "ferry run: --mode %s: the agent %s cannot enforce it (it offers %s)\n", cfg.Mode, caps.ID, strings.Join(caps.Modes, ", "))
-		return ExitUsage
+		return usageErrorf("ferry run: --mode %s: the agent %s cannot enforce it (it offers %s)", cfg.Mode, caps.ID, strings.Join(caps.Modes, ", "))
 	}
 	if !slices.Contains(caps.InputTypes, turn.Request.InputType) {
 		// The text is the same; only the agent's reading of it differs
@@ -255,8 +247,7 @@ func runAdapter(ctx context.Context, env Env, spec agentspec.Spec, log *slog.Log
 	}
 	sess, err := ad.Open(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry run: cannot start %s: %v\n", caps.ID, err)
-		return ExitError
+		return fmt.Errorf("ferry run: cannot start %s: %w", caps.ID, err)
 	}
 	defer func() { _ = sess.Close() }()
 	out.answer = sess.Answer
@@ -477,8 +468,9 @@ type runError struct {
 	Message string `json:"message"`
 }
 
-// finish writes the end of the output and returns the exit code.
-func (o *runOutput) finish(res agent.Result, runErr error) int {
+// finish writes the end of the output; a failed run returns an error that
+// only sets exit code 1 (the output said why).
+func (o *runOutput) finish(res agent.Result, runErr error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r := runResult{
@@ -549,13 +541,16 @@ func (o *runOutput) finish(res agent.Result, runErr error) int {
 			fmt.Fprintf(o.env.Stderr, "ferry run: artifact %s (%d bytes%s)\n", a.Path(), a.Size(), prefixed(", ", a.MimeType()))
 		}
 	}
+	// The message is the text of the result (json carries it in the
+	// object): it is written here, in its place before the undo note that
+	// runRun's deferred history prints, and the error only sets the code.
 	if msg != "" {
 		fmt.Fprintf(o.env.Stderr, "ferry run: %s\n", msg)
 	}
 	if r.IsError {
-		return ExitError
+		return exitWith(ExitError)
 	}
-	return ExitOK
+	return nil
 }
 
 // callSummary names a call for a denial note: the tool and its path or

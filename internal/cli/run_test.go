@@ -73,6 +73,7 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 func TestRunMultiStepEdit(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server, dir string) {
 		file := filepath.Join(dir, "greet.txt")
 		writeFile(t, file, "hello world\n")
@@ -116,6 +117,7 @@ func TestRunMultiStepEdit(t *testing.T) {
 }
 
 func TestRunPlanModeRefusesWrite(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server, dir string) {
 		write := fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": "plan.txt", "content": "x"}}}}
 		srv.Script(write, write, fake.Reply{Text: []string{"The plan: create plan.txt."}})
@@ -139,6 +141,7 @@ func TestRunPlanModeRefusesWrite(t *testing.T) {
 }
 
 func TestRunPermissions(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server, dir string) {
 		writeFile(t, filepath.Join(dir, "secret.txt"), "s3cr3t")
 		// --deny wins over the read-only default.
@@ -167,6 +170,7 @@ func TestRunPermissions(t *testing.T) {
 }
 
 func TestRunMaxTurns(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server, dir string) {
 		glob := fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Glob", Input: map[string]any{"pattern": "*"}}}}
 		srv.Script(glob, glob) // a third request would fail the test
@@ -185,6 +189,7 @@ func TestRunMaxTurns(t *testing.T) {
 }
 
 func TestRunJSONSchema(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server, dir string) {
 		schema := filepath.Join(t.TempDir(), "schema.json")
 		writeFile(t, schema, `{"type":"object","properties":{"files":{"type":"integer","minimum":0}},"required":["files"],"additionalProperties":false}`)
@@ -215,6 +220,7 @@ func TestRunJSONSchema(t *testing.T) {
 }
 
 func TestRunOutputFormats(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server, dir string) {
 		writeFile(t, filepath.Join(dir, "a.go"), "package a\n")
 		script := func() {
@@ -271,6 +277,7 @@ func TestRunOutputFormats(t *testing.T) {
 }
 
 func TestRunPipedStdin(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server, dir string) {
 		srv.Script(fake.Reply{Text: []string{"It failed twice."}}, fake.Reply{Text: []string{"A log."}})
 		out := ferryRun(t, srv, f, dir, "FAIL a\nFAIL b\n", "why did it fail?")
@@ -291,6 +298,7 @@ func TestRunPipedStdin(t *testing.T) {
 }
 
 func TestRunProviderErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		reply fake.Reply
@@ -326,6 +334,7 @@ func TestRunProviderErrors(t *testing.T) {
 }
 
 func TestRunUsageAndConfiguration(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	env := Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: stateOnlyEnv}
@@ -353,6 +362,7 @@ func TestRunUsageAndConfiguration(t *testing.T) {
 // then interrupted (SIGINT) during a long Bash call, which must leave no
 // process behind.
 func TestFerryRunBinary(t *testing.T) {
+	t.Parallel()
 	bin := binarytest.Build(t)
 	for _, f := range formats {
 		t.Run(string(f), func(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"github.com/ferry-dev/ferry/protocol"
 )
 
-func runSearch(ctx context.Context, env Env, args []string) int {
+func runSearch(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry search", flag.ContinueOnError)
 	dir := fs.String("dir", ".", "search the files of `DIR` (with its ignore rules)")
 	stdin := fs.Bool("stdin", false, "rank the paths read from standard input (one per line) instead of a folder")
@@ -26,16 +26,15 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 	exts := fs.String("ext", "", "only these extensions, comma-separated (e.g. .go,.ts)")
 	var excludes stringList
 	fs.Var(&excludes, "exclude", "leave out paths matching `GLOB` (doublestar; repeatable)")
-	if code, ok := parseFlags(fs, env, args,
+	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry search [--dir DIR] [--stdin] [--json] [--limit N] [--ext .go,.ts] [--exclude GLOB] QUERY",
 		"\nRanks files by fuzzy match with QUERY, as the @ picker does, and prints the",
 		"paths best first. An empty QUERY lists the most recently modified files.",
 	); !ok {
-		return code
+		return err
 	}
 	if *limit < 1 || *limit > protocol.MaxResultsCap {
-		fmt.Fprintf(env.Stderr, "ferry search: --limit must be between 1 and %d\n", protocol.MaxResultsCap)
-		return ExitUsage
+		return usageErrorf("ferry search: --limit must be between 1 and %d", protocol.MaxResultsCap)
 	}
 	query := strings.Join(fs.Args(), " ")
 	req := &protocol.FileSearch{QueryID: protocol.NewID(), Query: query, Scope: protocol.ScopeWorkspace, MaxResults: limit}
@@ -52,8 +51,7 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 	if *stdin {
 		paths, err := readLines(env.Stdin)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "ferry search: read standard input: %v\n", err)
-			return ExitError
+			return fmt.Errorf("ferry search: read standard input: %w", err)
 		}
 		ws = &search.Workspace{Name: "stdin", Index: search.Static{Snap: index.FromPaths(paths)}}
 	} else {
@@ -62,18 +60,15 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 			root, err = filepath.EvalSymlinks(root)
 		}
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "ferry search: %v\n", err)
-			return ExitError
+			return fmt.Errorf("ferry search: %w", err)
 		}
 		ix, err := index.Open(ctx, root, index.Options{Mode: index.Static, Progress: progressPrinter(env.Stderr)})
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "ferry search: %v\n", err)
-			return ExitError
+			return fmt.Errorf("ferry search: %w", err)
 		}
 		defer func() { _ = ix.Close() }()
 		if err := ix.Wait(ctx); err != nil {
-			fmt.Fprintf(env.Stderr, "ferry search: index %s: %v\n", root, err)
-			return ExitError
+			return fmt.Errorf("ferry search: index %s: %w", root, err)
 		}
 		ws = &search.Workspace{Name: "dir", Root: root, Index: ix}
 	}
@@ -81,8 +76,7 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 	defer func() { _ = svc.Close() }()
 	resp, err := svc.SearchOnce(ctx, ws.Name, req)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry search: %v\n", err)
-		return ExitUsage
+		return usageErrorf("ferry search: %w", err)
 	}
 	w := bufio.NewWriter(env.Stdout)
 	defer func() { _ = w.Flush() }()
@@ -90,15 +84,14 @@ func runSearch(ctx context.Context, env Env, args []string) int {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(resp); err != nil {
-			fmt.Fprintf(env.Stderr, "ferry search: %v\n", err)
-			return ExitError
+			return fmt.Errorf("ferry search: %w", err)
 		}
-		return ExitOK
+		return nil
 	}
 	for _, c := range resp.Candidates {
 		fmt.Fprintln(w, c.Path)
 	}
-	return ExitOK
+	return nil
 }
 
 // readLines reads one path per line, without blank lines or a trailing CR.

@@ -92,6 +92,7 @@ func connectProcess(t *testing.T, bin string, u *upProcess, token string) (stop 
 // in any output: stderr, the logs, ferry connect's output, or stdout
 // beyond the one login URL ferry up prints for the user.
 func TestNoSecretInLogs(t *testing.T) {
+	t.Parallel()
 	bin := binarytest.Build(t)
 	srv := fake.New(t)
 	srv.Script(

@@ -95,14 +95,14 @@ func (h *runHistory) finish(stderr io.Writer) {
 }
 
 // runUndo is `ferry undo`.
-func runUndo(_ context.Context, env Env, args []string) int {
+func runUndo(_ context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry undo", flag.ContinueOnError)
 	workspace := fs.String("workspace", "", "the workspace `DIR` the session changed (default: the one its history names)")
 	stateFlag := fs.String("state", "", "the state `DIR` whose history/ holds the session's journal (default $XDG_STATE_HOME/ferry, where ferry run keeps it; "+
 		"for a UI session, the client's: $XDG_STATE_HOME/ferry/client)")
 	list := fs.Bool("list", false, "list the files the session changed (path, edits, changed since); change nothing")
 	file := fs.String("file", "", "undo only the session's changes to `PATH` (relative to the workspace)")
-	if code, ok := parseFlags(fs, env, args,
+	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry undo [--workspace DIR] [--state DIR] [--list] [--file PATH] SESSION_ID",
 		"\nPuts back the files a ferry run (or a UI session) changed, as they were before",
 		"it: every file, or with --file one. ferry run prints the session id when it",
@@ -116,24 +116,22 @@ func runUndo(_ context.Context, env Env, args []string) int {
 		"\nExit codes: 0 done (or listed), 1 refused or failed (nothing changed), 2 bad",
 		"usage.",
 	); !ok {
-		return code
+		return err
 	}
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(env.Stderr, "ferry undo: "+format+"\n", a...)
-		return ExitUsage
+	usageErr := func(format string, a ...any) error {
+		return usageErrorf("ferry undo: "+format, a...)
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(env.Stderr, "ferry undo: "+format+"\n", a...)
-		return ExitError
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("ferry undo: "+format, a...)
 	}
 	// Flags may follow the session id too.
 	var pos []string
 	for rest := fs.Args(); len(rest) > 0; rest = fs.Args() {
 		pos = append(pos, rest[0])
 		if err := fs.Parse(rest[1:]); errors.Is(err, flag.ErrHelp) {
-			return ExitOK
+			return nil
 		} else if err != nil {
-			return ExitUsage
+			return exitWith(ExitUsage)
 		}
 	}
 	if len(pos) != 1 {
@@ -147,12 +145,12 @@ func runUndo(_ context.Context, env Env, args []string) int {
 	if state == "" {
 		var err error
 		if state, err = filehistory.DefaultStateDir(env.Getenv); err != nil {
-			return fail("%v; pass --state", err)
+			return fail("%w; pass --state", err)
 		}
 	}
 	dir, err := filehistory.SessionDir(state, session)
 	if err != nil {
-		return usageErr("%v", err)
+		return usageErr("%w", err)
 	}
 	if !filehistory.HasJournal(dir) {
 		return fail("no file history for session %s in %s: the run changed no files, ran with --no-history, or the id is wrong "+
@@ -160,7 +158,7 @@ func runUndo(_ context.Context, env Env, args []string) int {
 	}
 	unlock, err := lockClientState(state)
 	if err != nil {
-		return fail("%v", err)
+		return fail("%w", err)
 	}
 	defer unlock()
 
@@ -168,7 +166,7 @@ func runUndo(_ context.Context, env Env, args []string) int {
 	// the files it restores relative to it).
 	j, err := filehistory.OpenJournal(dir, session, "", filehistory.DefaultQuota)
 	if err != nil {
-		return fail("%v", err)
+		return fail("%w", err)
 	}
 	recorded, kept, dropped := historyWorkspace(j.Entries()), len(j.Entries()), j.Dropped()
 	_ = j.Close()
@@ -186,7 +184,7 @@ func runUndo(_ context.Context, env Env, args []string) int {
 	}
 	fsys, err := vfs.NewLocal(ws)
 	if err != nil {
-		return fail("--workspace %s: %v", ws, err)
+		return fail("--workspace %s: %w", ws, err)
 	}
 	defer func() { _ = fsys.Close() }()
 	root := fsys.Roots()[0]
@@ -194,7 +192,7 @@ func runUndo(_ context.Context, env Env, args []string) int {
 		return fail("session %s changed files in %s, not in %s; pass --workspace %s (or none)", session, recorded, root, recorded)
 	}
 	if j, err = filehistory.OpenJournal(dir, session, root, filehistory.DefaultQuota); err != nil {
-		return fail("%v", err)
+		return fail("%w", err)
 	}
 	defer func() { _ = j.Close() }()
 
@@ -240,22 +238,21 @@ func runUndo(_ context.Context, env Env, args []string) int {
 			fmt.Fprintf(env.Stdout, "restored %s\n", r.Rel)
 		}
 	}
-	return ExitOK
+	return nil
 }
 
 // listUndo prints what the session changed and would be undone.
-func listUndo(env Env, j *filehistory.Journal, fsys *vfs.Local, session string) int {
+func listUndo(env Env, j *filehistory.Journal, fsys *vfs.Local, session string) error {
 	changes, err := j.Changes(fsys)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "ferry undo: %v\n", err)
-		return ExitError
+		return fmt.Errorf("ferry undo: %w", err)
 	}
 	if j.Dropped() {
 		fmt.Fprintln(env.Stderr, "ferry undo: --history-quota dropped the oldest changes of this session; they cannot be undone")
 	}
 	if len(changes) == 0 {
 		fmt.Fprintf(env.Stderr, "ferry undo: nothing to undo: session %s has no change left that is not undone\n", session)
-		return ExitOK
+		return nil
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PATH\tEDITS\tKIND\tCHANGED SINCE")
@@ -271,7 +268,7 @@ func listUndo(env Env, j *filehistory.Journal, fsys *vfs.Local, session string) 
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", c.Rel, len(c.Calls), kind, since)
 	}
 	_ = tw.Flush()
-	return ExitOK
+	return nil
 }
 
 // historyWorkspace is the workspace the journal's changes name: a path

@@ -109,6 +109,7 @@ func sessionOf(t *testing.T, out runOut) string {
 // says how to undo it, --list shows both, ferry undo puts both back (the
 // created one deleted), and a second undo has nothing left to do.
 func TestUndoRun(t *testing.T) {
+	t.Parallel()
 	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server, dir string) {
 		writeFile(t, filepath.Join(dir, "a.txt"), "one\ntwo\n")
 		out := editRun(t, srv, f, dir)
@@ -153,6 +154,7 @@ func TestUndoRun(t *testing.T) {
 // makes the whole undo refused, naming it, with every file left as it is;
 // --list says so; --file undoes the other file alone.
 func TestUndoRefusedWhenChangedSince(t *testing.T) {
+	t.Parallel()
 	srv, dir := fake.New(t), t.TempDir()
 	writeFile(t, filepath.Join(dir, "a.txt"), "one\ntwo\n")
 	sid := sessionOf(t, editRun(t, srv, fake.Anthropic, dir))
@@ -194,6 +196,7 @@ func TestUndoRefusedWhenChangedSince(t *testing.T) {
 // to stderr) and names the session; --no-history records nothing, and
 // ferry undo then says there is no history.
 func TestUndoJSONAndNoHistory(t *testing.T) {
+	t.Parallel()
 	srv, dir := fake.New(t), t.TempDir()
 	writeFile(t, filepath.Join(dir, "a.txt"), "one\ntwo\n")
 	out := editRun(t, srv, fake.OpenAI, dir, "--output-format", "json")
@@ -233,6 +236,7 @@ func TestUndoJSONAndNoHistory(t *testing.T) {
 // TestUndoUsage: bad session ids (a path escaping history/ included) and
 // bad flags are refused with code 2 before anything is read or created.
 func TestUndoUsage(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	outside := filepath.Join(state, "x")
 	if err := os.MkdirAll(filepath.Join(outside), 0o700); err != nil {
@@ -278,6 +282,7 @@ func TestUndoUsage(t *testing.T) {
 // (which writes a file itself, unseen by ferry) leave no history and no
 // hint; their files stay as they made them.
 func TestUndoOtherAgentsRecordNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out := runAgent(t, dir, "", "--agent", "echo", "--output-format", "json", "hello")
 	var res struct {
@@ -313,6 +318,7 @@ func TestUndoOtherAgentsRecordNothing(t *testing.T) {
 // journal in a client's state folder (same layout); while a client holds
 // that folder's lock it refuses, changing nothing.
 func TestUndoClientSession(t *testing.T) {
+	t.Parallel()
 	state, ws := t.TempDir(), t.TempDir()
 	canon, err := filepath.EvalSymlinks(ws)
 	if err != nil {
@@ -371,6 +377,7 @@ func TestUndoClientSession(t *testing.T) {
 // TestRunHistoryQuota: --history-quota bounds the run's history; a change
 // larger than it is not kept, and both ferry run and ferry undo say so.
 func TestRunHistoryQuota(t *testing.T) {
+	t.Parallel()
 	srv, dir := fake.New(t), t.TempDir()
 	if out := ferryRun(t, srv, fake.Anthropic, dir, "", "--history-quota", "0", "x"); out.code != ExitUsage || !strings.Contains(out.stderr, "--history-quota must be at least 1") {
 		t.Fatalf("quota 0: exit %d, stderr %q", out.code, out.stderr)
@@ -405,6 +412,7 @@ func TestRunHistoryQuota(t *testing.T) {
 // TestFerryUndoBinary: ferry run and ferry undo as real processes, the
 // session id taken from the hint ferry run prints.
 func TestFerryUndoBinary(t *testing.T) {
+	t.Parallel()
 	bin := binarytest.Build(t)
 	srv, dir := fake.New(t), t.TempDir()
 	writeFile(t, filepath.Join(dir, "main.go"), "package main\n")

@@ -34,6 +34,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/forwarded"
+	dl "github.com/ferry-dev/ferry/internal/master/download"
 	"github.com/ferry-dev/ferry/internal/store"
 )
 
@@ -165,7 +166,7 @@ func (m *Master) downloadOwner(ctx context.Context, r *http.Request) (store.Toke
 	}
 	share, ok := decodeShare(ck.Value, cookieSharePrefix)
 	link := r.PathValue("token")
-	if !ok || !wellFormedDownload(link) {
+	if !ok || !dl.WellFormedToken(link) {
 		return store.Token{}, errNotBrowser
 	}
 	dl, err := m.st.DownloadTokenByHash(ctx, auth.Hash(link))

@@ -3,20 +3,18 @@ package master
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/connlimit"
+	dl "github.com/ferry-dev/ferry/internal/master/download"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -30,10 +28,6 @@ import (
 const DefaultDownloadTTL = time.Hour
 
 const (
-	// downloadPrefix starts every download token; 43 characters of
-	// base64url (32 random bytes) follow.
-	downloadPrefix = "ferry_dl_"
-	downloadChars  = 43
 	// downloadWindow is the credit a download grants its client: the most
 	// bytes buffered per download, here and on the client.
 	downloadWindow = 32 * protocol.ArtifactChunkSize
@@ -61,26 +55,6 @@ var maxDownloadLinks = 4 * protocol.MaxArtifactsLimit
 // errNoDownload is the one answer to a download token that is malformed,
 // unknown, expired, revoked or another UI's: the body never says which.
 var errNoDownload = &protocol.Error{Code: protocol.CodeNotFound, Message: "no such download"}
-
-// newDownloadSecret returns a fresh download token.
-func newDownloadSecret() (string, error) {
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", fmt.Errorf("random download token: %w", err)
-	}
-	return downloadPrefix + base64.RawURLEncoding.EncodeToString(raw[:]), nil
-}
-
-// wellFormedDownload reports whether s has a download token's shape, so
-// that no other string costs a store lookup.
-func wellFormedDownload(s string) bool {
-	enc, ok := strings.CutPrefix(s, downloadPrefix)
-	if !ok || len(enc) != downloadChars {
-		return false
-	}
-	_, err := base64.RawURLEncoding.Strict().DecodeString(enc)
-	return err == nil
-}
 
 func newTokenID() (string, error) {
 	var id [12]byte
@@ -134,7 +108,7 @@ func (m *Master) listArtifacts(c *conn, msg *protocol.Message) {
 	links := make([]protocol.ArtifactLink, len(arts))
 	toks := make([]store.DownloadToken, len(arts))
 	for i, a := range arts {
-		secret, err := newDownloadSecret()
+		secret, err := dl.NewToken()
 		if err != nil {
 			fail(m.wireError(err, "issue download token"))
 			return
@@ -214,7 +188,7 @@ func (m *Master) serveArtifact(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	dl, sess, art, err := m.lookupDownload(r.Context(), r.PathValue("token"), owner)
+	link, sess, art, err := m.lookupDownload(r.Context(), r.PathValue("token"), owner)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		m.log.Info("refused a download", "remote", r.RemoteAddr)
@@ -234,7 +208,7 @@ func (m *Master) serveArtifact(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	d := &download{m: m, w: w, r: r, sess: sess, art: art, token: dl.ID, caps: caps}
+	d := &download{m: m, w: w, r: r, sess: sess, art: art, token: link.ID, caps: caps}
 	d.run()
 }
 
@@ -243,32 +217,33 @@ func (m *Master) serveArtifact(w http.ResponseWriter, r *http.Request) {
 // store.ErrNotFound.
 func (m *Master) lookupDownload(ctx context.Context, secret string, owner store.Token) (store.DownloadToken, store.Session, store.Artifact, error) {
 	var (
-		dl   store.DownloadToken
+		link store.DownloadToken
 		sess store.Session
 		art  store.Artifact
 	)
-	if !wellFormedDownload(secret) {
-		return dl, sess, art, store.ErrNotFound
+	if !dl.WellFormedToken(secret) {
+		return link, sess, art, store.ErrNotFound
 	}
-	dl, err := m.st.DownloadTokenByHash(ctx, auth.Hash(secret))
+	link, err := m.st.DownloadTokenByHash(ctx, auth.Hash(secret))
 	if err != nil {
-		return dl, sess, art, err
+		return link, sess, art, err
 	}
-	if dl.OwnerID != owner.ID || !time.Now().Before(dl.ExpiresAt) {
-		return dl, sess, art, store.ErrNotFound
+	if link.OwnerID != owner.ID || !time.Now().Before(link.ExpiresAt) {
+		return link, sess, art, store.ErrNotFound
 	}
-	if sess, err = m.st.Session(ctx, dl.SessionID); err != nil {
-		return dl, sess, art, err
+	if sess, err = m.st.Session(ctx, link.SessionID); err != nil {
+		return link, sess, art, err
 	}
 	if len(owner.Machines) > 0 && !slices.Contains(owner.Machines, sess.MachineID) {
-		return dl, sess, art, store.ErrNotFound
+		return link, sess, art, store.ErrNotFound
 	}
-	art, err = m.st.Artifact(ctx, dl.SessionID, dl.ArtifactID)
-	return dl, sess, art, err
+	art, err = m.st.Artifact(ctx, link.SessionID, link.ArtifactID)
+	return link, sess, art, err
 }
 
 // download is one GET /v1/artifacts/{token} in flight: it asks the
-// session's client for the file and copies the stream into the response.
+// session's client for the file and serves the stream through the
+// download package, which answers the request's ranges and conditions.
 type download struct {
 	m     *Master
 	w     http.ResponseWriter
@@ -278,9 +253,12 @@ type download struct {
 	token string
 	caps  *protocol.Capabilities
 
-	id    string // request_id
-	st    *stream
-	ended bool // the client ended the read: no cancel needed
+	id     string // request_id of the read under way
+	st     *dl.Stream
+	unsub  func() // of the read's topic; nil when no read is under way
+	ended  bool   // the client ended the read: no cancel needed
+	meta   *protocol.ArtifactMeta
+	ranges int // ranges asked of the file so far
 }
 
 func (d *download) log(msg string, args ...any) {
@@ -302,37 +280,68 @@ func (d *download) send(msgType string, payload any) {
 	}
 }
 
+var (
+	// errNoDownloads: the machine's client predates downloads.
+	errNoDownloads = errors.New("the client cannot serve downloads")
+)
+
+// subscribeError is a broker failure to follow a read's topic.
+type subscribeError struct{ err error }
+
+func (e subscribeError) Error() string { return "subscribe to download: " + e.err.Error() }
+func (e subscribeError) Unwrap() error { return e.err }
+
+// startRead asks the client to open the file under a fresh request_id and
+// waits for its first answer: the file's description, or its refusal.
+func (d *download) startRead(ctx context.Context) (dl.Frame, error) {
+	d.id = protocol.NewID()
+	d.ended = false
+	d.st = dl.NewStream()
+	unsub, err := d.m.br.Subscribe(artifactTopic(d.sess.MachineID, d.id), d.st.Deliver)
+	if err != nil {
+		return dl.Frame{}, subscribeError{err}
+	}
+	read := protocol.New(protocol.TypeArtifactRead, &protocol.ArtifactRead{RequestID: d.id, ArtifactID: d.art.ID})
+	read.SessionID = d.sess.ID
+	if e := d.caps.Check(read, d.sess.Adapter); e != nil {
+		unsub()
+		return dl.Frame{}, errNoDownloads
+	}
+	d.unsub = unsub
+	d.send(protocol.TypeArtifactRead, read.Payload)
+	return d.st.Next(ctx, metaWait)
+}
+
+// closeRead ends the read under way: a cancel unless the client ended it.
+func (d *download) closeRead() {
+	if d.unsub == nil {
+		return
+	}
+	if !d.ended {
+		d.send(protocol.TypeArtifactCancel, &protocol.ArtifactCancel{RequestID: d.id})
+	}
+	d.unsub()
+	d.unsub = nil
+}
+
 func (d *download) run() {
 	ctx, cancel := context.WithCancel(d.r.Context())
 	defer cancel()
 	stop := context.AfterFunc(d.m.ctx, cancel) // the master shuts down
 	defer stop()
+	defer d.closeRead()
 
-	d.id = protocol.NewID()
-	d.st = &stream{wake: make(chan struct{}, 1)}
-	unsub, err := d.m.br.Subscribe(artifactTopic(d.sess.MachineID, d.id), d.st.deliver)
-	if err != nil {
-		downloadError(d.w, http.StatusInternalServerError, d.m.wireError(err, "subscribe to download"))
+	it, err := d.startRead(ctx)
+	var se subscribeError
+	switch {
+	case errors.As(err, &se):
+		downloadError(d.w, http.StatusInternalServerError, d.m.wireError(se.err, "subscribe to download"))
 		return
-	}
-	defer unsub()
-	read := protocol.New(protocol.TypeArtifactRead, &protocol.ArtifactRead{RequestID: d.id, ArtifactID: d.art.ID})
-	read.SessionID = d.sess.ID
-	if e := d.caps.Check(read, d.sess.Adapter); e != nil {
+	case errors.Is(err, errNoDownloads):
 		downloadError(d.w, http.StatusBadGateway, &protocol.Error{Code: protocol.CodeUnsupported,
 			Message: "the machine's client cannot serve downloads; update ferry there"})
 		return
-	}
-	d.send(protocol.TypeArtifactRead, read.Payload)
-	defer func() {
-		if !d.ended {
-			d.send(protocol.TypeArtifactCancel, &protocol.ArtifactCancel{RequestID: d.id})
-		}
-	}()
-
-	it, err := d.st.next(ctx, metaWait)
-	switch {
-	case errors.Is(err, errStalled):
+	case errors.Is(err, dl.ErrStalled):
 		d.log("the client did not open the file in time")
 		downloadError(d.w, http.StatusGatewayTimeout, &protocol.Error{Code: protocol.CodeClientOffline,
 			Message: "the machine that holds this file did not answer in time"})
@@ -343,16 +352,17 @@ func (d *download) run() {
 			downloadError(d.w, http.StatusBadGateway, errInternal)
 		}
 		return
-	case it.end != nil:
+	case it.End != nil:
 		d.ended = true
-		d.clientFailed(it.end.Error)
+		d.clientFailed(it.End.Error)
 		return
-	case it.meta == nil:
+	case it.Meta == nil:
 		d.log("the client sent data before describing the file")
 		downloadError(d.w, http.StatusBadGateway, errInternal)
 		return
 	}
-	d.respond(ctx, it.meta)
+	d.meta = it.Meta
+	d.respond(ctx)
 }
 
 // clientFailed answers the client's refusal to open the file.
@@ -379,221 +389,133 @@ func (d *download) clientFailed(e *protocol.Error) {
 	}
 }
 
-// respond answers from the file's description and streams the body.
-func (d *download) respond(ctx context.Context, meta *protocol.ArtifactMeta) {
-	h := d.w.Header()
-	etag := `"` + meta.ETag + `"`
-	mod, _ := time.Parse(time.RFC3339Nano, meta.ModifiedAt)
-	h.Set("ETag", etag)
-	if !mod.IsZero() {
-		h.Set("Last-Modified", mod.UTC().Format(http.TimeFormat))
-	}
-	plan := planResponse(d.r.Method, d.r.Header, meta.Size, etag, mod)
-	switch plan.status {
-	case http.StatusNotModified:
-		d.w.WriteHeader(http.StatusNotModified)
-		return
-	case http.StatusRequestedRangeNotSatisfiable:
-		h.Set("Content-Range", "bytes */"+strconv.FormatInt(meta.Size, 10))
+// respond serves the described file; the download package reads the
+// ranges the request asks for through openRange.
+func (d *download) respond(ctx context.Context) {
+	mod, _ := time.Parse(time.RFC3339Nano, d.meta.ModifiedAt)
+	err := dl.Serve(d.w, d.r.WithContext(ctx), dl.File{
+		Name: d.art.FileName, MimeType: d.art.MimeType, Size: d.meta.Size, ETag: d.meta.ETag, ModTime: mod,
+		Open: d.openRange, WriteStall: writeStall,
+	})
+	var (
+		notStarted *dl.NotStartedError
+		stream     streamError
+		end        *clientEndError
+	)
+	switch {
+	case err == nil:
+	case errors.Is(err, dl.ErrUnsatisfiable):
 		downloadError(d.w, http.StatusRequestedRangeNotSatisfiable, &protocol.Error{Code: protocol.CodeInvalidValue,
 			Field: "Range", Message: "the range is outside the file"})
-		return
-	}
-	h.Set("Accept-Ranges", "bytes")
-	h.Set("Content-Type", contentType(d.art.MimeType))
-	h.Set("Content-Disposition", contentDisposition(d.art.FileName))
-	// Were it ever rendered, it could not run script on the master's origin.
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
-	h.Set("Cross-Origin-Resource-Policy", "same-origin")
-	h.Set("Content-Length", strconv.FormatInt(plan.part.length, 10))
-	if plan.status == http.StatusPartialContent {
-		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", plan.part.start, plan.part.start+plan.part.length-1, meta.Size))
-	}
-	if d.r.Method == http.MethodHead || plan.part.length == 0 {
-		d.w.WriteHeader(plan.status)
-		return
-	}
-	d.st.setWindow(downloadWindow)
-	d.send(protocol.TypeArtifactRange, &protocol.ArtifactRange{RequestID: d.id, Offset: plan.part.start,
-		Length: plan.part.length, Window: downloadWindow})
-	if err := d.copy(ctx, plan); err != nil {
+	case errors.As(err, &notStarted) && errors.As(err, &end):
+		d.clientFailed(end.e)
+	case errors.As(err, &notStarted) && errors.As(err, &stream) && ctx.Err() == nil:
+		d.log("download stream failed before its data", "err", err)
+		downloadError(d.w, http.StatusGatewayTimeout, &protocol.Error{Code: protocol.CodeClientOffline,
+			Message: "the machine that holds this file stopped answering"})
+	default:
 		d.log("download cut short", "err", err)
 		if ctx.Err() == nil {
 			// The response is under way with a Content-Length it will not
-			// reach: cut the connection so the downloader sees it failed.
+			// reach (or a client broke the stream's rules): cut the
+			// connection so the downloader sees it failed.
 			panic(http.ErrAbortHandler)
 		}
 	}
 }
 
-// bodyHeaders describe a body; an error answered instead drops them.
-var bodyHeaders = []string{"Accept-Ranges", "Content-Type", "Content-Disposition", "Content-Security-Policy",
-	"Cross-Origin-Resource-Policy", "Content-Length", "Content-Range", "ETag", "Last-Modified"}
-
-// copy writes the range's data frames to the response, in order,
-// acknowledging every quarter window so the client keeps sending. The
-// status goes out with the first frame, so a client that fails before
-// sending any data is still answered with an error status.
-func (d *download) copy(ctx context.Context, plan responsePlan) error {
-	rc := http.NewResponseController(d.w)
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection may serve other requests
-	stall := max(minStall, 2*d.m.cfg.PingInterval)
-	next, end, acked := plan.part.start, plan.part.start+plan.part.length, plan.part.start
-	started := false
-	for next < end {
-		it, err := d.st.next(ctx, stall)
+// openRange asks the client for bytes [off, off+n). The first range is
+// read from the file the request opened; a further one (a multipart
+// answer) from a new read, which must find the same version.
+func (d *download) openRange(ctx context.Context, off, n int64) (io.ReadCloser, error) {
+	if d.ranges > 0 {
+		d.closeRead()
+		it, err := d.startRead(ctx)
 		switch {
-		case err != nil && !started && ctx.Err() == nil:
-			d.log("download stream failed before its data", "err", err)
-			d.unsendBody()
-			downloadError(d.w, http.StatusGatewayTimeout, &protocol.Error{Code: protocol.CodeClientOffline,
-				Message: "the machine that holds this file stopped answering"})
-			return nil
 		case err != nil:
-			return err
-		case it.end != nil && !started:
+			return nil, streamError{err}
+		case it.End != nil:
 			d.ended = true
-			d.unsendBody()
-			d.clientFailed(it.end.Error)
-			return nil
-		case it.end != nil:
-			d.ended = true
-			if it.end.Error != nil {
-				return fmt.Errorf("the client ended the download: %s: %s", it.end.Error.Code, it.end.Error.Message)
-			}
-			return fmt.Errorf("the client ended the download at %d of %d", next, end)
-		case it.meta != nil:
-			return errors.New("the client described the file twice")
-		}
-		c := it.chunk
-		if c.Offset != next || int64(len(c.Data)) != min(protocol.ArtifactChunkSize, end-next) {
-			return fmt.Errorf("the client sent bytes %d+%d where %d was next", c.Offset, len(c.Data), next)
-		}
-		if !started {
-			d.w.WriteHeader(plan.status)
-			started = true
-		}
-		_ = rc.SetWriteDeadline(time.Now().Add(writeStall))
-		if _, err := d.w.Write(c.Data); err != nil {
-			return fmt.Errorf("write to the downloader: %w", err)
-		}
-		next += int64(len(c.Data))
-		if next < end && next-acked >= downloadWindow/4 {
-			d.send(protocol.TypeArtifactAck, &protocol.ArtifactAck{RequestID: d.id, Through: next})
-			acked = next
+			return nil, &clientEndError{e: it.End.Error}
+		case it.Meta == nil || it.Meta.ETag != d.meta.ETag || it.Meta.Size != d.meta.Size:
+			return nil, errors.New("the file changed between two ranges of one download")
 		}
 	}
-	// Complete: the client ends the read itself.
-	d.ended = true
+	d.ranges++
+	d.st.SetWindow(downloadWindow)
+	d.send(protocol.TypeArtifactRange, &protocol.ArtifactRange{RequestID: d.id, Offset: off, Length: n, Window: downloadWindow})
+	return &rangeBody{d: d, ctx: ctx, next: off, end: off + n, acked: off, stall: max(minStall, 2*d.m.cfg.PingInterval)}, nil
+}
+
+// streamError is a failure of the stream of frames itself: it stalled,
+// overflowed its window or carried something undecodable.
+type streamError struct{ err error }
+
+func (e streamError) Error() string { return e.err.Error() }
+func (e streamError) Unwrap() error { return e.err }
+
+// clientEndError is the client's end of a read before its range was
+// complete.
+type clientEndError struct {
+	e         *protocol.Error
+	next, end int64
+}
+
+func (e *clientEndError) Error() string {
+	if e.e != nil {
+		return fmt.Sprintf("the client ended the download: %s: %s", e.e.Code, e.e.Message)
+	}
+	return fmt.Sprintf("the client ended the download at %d of %d", e.next, e.end)
+}
+
+// rangeBody reads one range's data frames, in order, acknowledging every
+// quarter window once what came before was written (the next Read means
+// it was), so the client keeps sending.
+type rangeBody struct {
+	d                *download
+	ctx              context.Context
+	next, end, acked int64
+	stall            time.Duration
+	buf              []byte
+}
+
+func (b *rangeBody) Read(p []byte) (int, error) {
+	if len(b.buf) == 0 {
+		if b.next >= b.end {
+			return 0, io.EOF
+		}
+		if b.next > b.acked && b.next-b.acked >= downloadWindow/4 {
+			b.d.send(protocol.TypeArtifactAck, &protocol.ArtifactAck{RequestID: b.d.id, Through: b.next})
+			b.acked = b.next
+		}
+		it, err := b.d.st.Next(b.ctx, b.stall)
+		switch {
+		case err != nil:
+			return 0, streamError{err}
+		case it.End != nil:
+			b.d.ended = true
+			return 0, &clientEndError{e: it.End.Error, next: b.next, end: b.end}
+		case it.Meta != nil:
+			return 0, errors.New("the client described the file twice")
+		}
+		c := it.Chunk
+		if c.Offset != b.next || int64(len(c.Data)) != min(protocol.ArtifactChunkSize, b.end-b.next) {
+			return 0, fmt.Errorf("the client sent bytes %d+%d where %d was next", c.Offset, len(c.Data), b.next)
+		}
+		b.buf = c.Data
+		b.next += int64(len(c.Data))
+	}
+	n := copy(p, b.buf)
+	b.buf = b.buf[n:]
+	return n, nil
+}
+
+// Close notes a range read to its end: the client ends the read itself.
+func (b *rangeBody) Close() error {
+	if b.next >= b.end && len(b.buf) == 0 {
+		b.d.ended = true
+	}
 	return nil
-}
-
-// unsendBody drops the headers of the body that will not come.
-func (d *download) unsendBody() {
-	for _, k := range bodyHeaders {
-		d.w.Header().Del(k)
-	}
-}
-
-var (
-	errStalled  = errors.New("the download stalled")
-	errOverflow = errors.New("the client sent past its window")
-)
-
-// stream is the receiving end of one download's topic: the client's
-// frames, queued until the download's goroutine takes them. Its deliver
-// never blocks; the window the client honours bounds the queue, and a
-// client that does not honour it fails the download.
-type stream struct {
-	mu       sync.Mutex
-	items    []streamItem
-	buffered int64 // data bytes queued
-	window   int64 // 0 until the range is sent
-	failed   error
-	wake     chan struct{} // cap 1
-}
-
-type streamItem struct {
-	meta  *protocol.ArtifactMeta
-	end   *protocol.ArtifactEnd
-	chunk protocol.ArtifactChunk
-}
-
-func (st *stream) setWindow(n int64) {
-	st.mu.Lock()
-	st.window = n
-	st.mu.Unlock()
-}
-
-// deliver is the topic's subscriber.
-func (st *stream) deliver(data []byte) {
-	var it streamItem
-	var bad error
-	if len(data) > 0 && data[0] == '{' {
-		msg, err := protocol.Decode(data)
-		switch {
-		case err != nil:
-			bad = err
-		default:
-			switch p := msg.Payload.(type) {
-			case *protocol.ArtifactMeta:
-				it.meta = p
-			case *protocol.ArtifactEnd:
-				it.end = p
-			default:
-				bad = fmt.Errorf("unexpected %s in a download", msg.Type)
-			}
-		}
-	} else {
-		it.chunk, bad = protocol.DecodeArtifactChunk(data)
-	}
-	st.mu.Lock()
-	switch {
-	case st.failed != nil:
-	case bad != nil:
-		st.failed = bad
-	default:
-		st.buffered += int64(len(it.chunk.Data))
-		if st.buffered > st.window {
-			st.failed = errOverflow
-		} else {
-			st.items = append(st.items, it)
-		}
-	}
-	st.mu.Unlock()
-	select {
-	case st.wake <- struct{}{}:
-	default:
-	}
-}
-
-// next returns the next frame, waiting up to wait for it.
-func (st *stream) next(ctx context.Context, wait time.Duration) (streamItem, error) {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	for {
-		st.mu.Lock()
-		if len(st.items) > 0 {
-			it := st.items[0]
-			st.items[0] = streamItem{}
-			st.items = st.items[1:]
-			st.buffered -= int64(len(it.chunk.Data))
-			st.mu.Unlock()
-			return it, nil
-		}
-		failed := st.failed
-		st.mu.Unlock()
-		if failed != nil {
-			return streamItem{}, failed
-		}
-		select {
-		case <-st.wake:
-		case <-ctx.Done():
-			return streamItem{}, ctx.Err()
-		case <-t.C:
-			return streamItem{}, errStalled
-		}
-	}
 }
 
 // --- the client connection's side ---
