@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 	}
 	testStateHome = d
 	_ = os.Setenv("XDG_STATE_HOME", d)
-	code := m.Run()
+	code := binarytest.Main(m) // one shared build for the binary tests
 	_ = os.RemoveAll(d)
 	os.Exit(code)
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/binarytest"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/sqlite"
 	"github.com/ferry-dev/ferry/protocol"
@@ -28,7 +29,7 @@ import (
 // prompt. Before the fix the dead run's client token still owned the
 // machine and the new run was refused forever.
 func TestUpCrashRecovery(t *testing.T) {
-	bin := buildFerry(t)
+	bin := binarytest.Build(t)
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(ws, 0o700); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/ferry-dev/ferry/internal/agent/agenttest"
+	"github.com/ferry-dev/ferry/internal/binarytest"
 	"github.com/ferry-dev/ferry/internal/client"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/protocol"
@@ -30,7 +31,7 @@ type upWithAgent struct {
 
 func newUpWithAgent(t *testing.T) *upWithAgent {
 	t.Helper()
-	bin := buildFerry(t)
+	bin := binarytest.Build(t)
 	srv := fake.New(t)
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
