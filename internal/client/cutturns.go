@@ -23,7 +23,7 @@ import (
 // event, behind whatever the turn had produced.
 
 // CodeRestarted is the agent.error code of a turn a restart cut.
-const CodeRestarted = "restarted"
+const CodeRestarted = protocol.AgentCodeRestarted
 
 // RestartedMessage is what the user sees on such a turn.
 const RestartedMessage = "ferry restarted during this turn; it ended there. Send a new prompt to go on."
@@ -136,7 +136,7 @@ func (c *Client) endCutTurns(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		done := protocol.New(protocol.TypeTextDone, &protocol.TextDone{TurnID: t.turn, StopReason: "error"})
+		done := protocol.New(protocol.TypeTextDone, &protocol.TextDone{TurnID: t.turn, StopReason: protocol.StopError})
 		done.SessionID = t.session
 		if err := c.emitEnd(ctx, done, t.session, t.turn); err != nil {
 			errs = append(errs, err)

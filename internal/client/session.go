@@ -427,7 +427,7 @@ func (s *session) runTurn(ctx context.Context, t *turn, at adapter.Turn) {
 		done.StopReason = "cancelled"
 	case err != nil:
 		s.c.log.Error("turn failed", "session", s.id, "turn", t.id, "err", err)
-		ev := protocol.New(protocol.TypeAgentError, &protocol.AgentError{TurnID: t.id, Code: "agent_failed", Message: "the agent failed; the client's log has the details"})
+		ev := protocol.New(protocol.TypeAgentError, &protocol.AgentError{TurnID: t.id, Code: protocol.AgentCodeAgentFailed, Message: "the agent failed; the client's log has the details"})
 		ev.SessionID = s.id
 		if err := s.c.emit(s.c.drain, ev); err != nil {
 			s.c.log.Error("agent.error", "session", s.id, "err", err)
@@ -447,7 +447,7 @@ func (s *session) runTurn(ctx context.Context, t *turn, at adapter.Turn) {
 	if _, err := checkedEncode(msg); err != nil {
 		// The adapter's text or result cannot travel: the turn still ends.
 		s.c.log.Error("agent.text.done", "session", s.id, "turn", t.id, "err", err)
-		msg = protocol.New(protocol.TypeTextDone, &protocol.TextDone{TurnID: t.id, IsCancelled: done.IsCancelled, StopReason: "error"})
+		msg = protocol.New(protocol.TypeTextDone, &protocol.TextDone{TurnID: t.id, IsCancelled: done.IsCancelled, StopReason: protocol.StopError})
 		msg.SessionID = s.id
 	}
 	if err := s.c.emitEnd(s.c.drain, msg, s.id, t.id); err != nil {
@@ -557,7 +557,7 @@ func (s *session) compact(m *protocol.Message, p *protocol.SessionCompact) {
 	var ev *protocol.Message
 	if err != nil || res == nil {
 		s.c.log.Error("compact", "session", s.id, "err", err)
-		ev = m.Reply(protocol.TypeAgentError, &protocol.AgentError{Code: "compaction_failed", Message: "the agent could not compact the session; the client's log has the details"})
+		ev = m.Reply(protocol.TypeAgentError, &protocol.AgentError{Code: protocol.AgentCodeCompactionFailed, Message: "the agent could not compact the session; the client's log has the details"})
 	} else {
 		ev = m.Reply(protocol.TypeCompactionDone, res)
 	}
