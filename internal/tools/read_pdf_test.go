@@ -10,41 +10,12 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/api"
 
 	"github.com/ferry-dev/ferry/internal/tools"
+	"github.com/ferry-dev/ferry/internal/tools/docread/docreadtest"
 )
 
-// rdPDF writes a minimal PDF of n pages; page i is 100+i points wide, so a
-// page can be recognised in an extract.
-func rdPDF(n int) []byte {
-	var b bytes.Buffer
-	var offsets []int
-	obj := func(body string) {
-		offsets = append(offsets, b.Len())
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", len(offsets), body)
-	}
-	b.WriteString("%PDF-1.4\n")
-	var kids []string
-	for i := range n {
-		kids = append(kids, fmt.Sprintf("%d 0 R", 3+2*i))
-	}
-	obj("<< /Type /Catalog /Pages 2 0 R >>")
-	obj(fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), n))
-	for i := range n {
-		obj(fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d 200] /Contents %d 0 R /Resources << >> >>", 101+i, 4+2*i))
-		content := fmt.Sprintf("%d 10 m %d 190 l S", 10+i, 10+i)
-		obj(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content))
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
-	for _, o := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", o)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
-	return b.Bytes()
-}
-
-// rdPDFResult checks the blocks of a PDF read and returns the page widths
+// pdfResult checks the blocks of a PDF read and returns the page widths
 // of the returned document.
-func rdPDFResult(t *testing.T, res *tools.Result) ([]byte, []int) {
+func pdfResult(t *testing.T, res *tools.Result) ([]byte, []int) {
 	t.Helper()
 	if len(res.Blocks) != 2 || res.Blocks[0].Type != "text" || res.Blocks[1].Type != "document" || res.Blocks[1].MediaType != "application/pdf" {
 		t.Fatalf("blocks %+v", res.Blocks)
@@ -67,10 +38,10 @@ func rdPDFResult(t *testing.T, res *tools.Result) ([]byte, []int) {
 func TestReadPDFWhole(t *testing.T) {
 	t.Parallel()
 	env, dir := rdEnv(t)
-	data := rdPDF(3)
+	data := docreadtest.PDF(3)
 	rdWrite(t, dir, "doc.pdf", data)
 	res := rdOK(t, env, map[string]any{"file_path": "doc.pdf"})
-	got, widths := rdPDFResult(t, res)
+	got, widths := pdfResult(t, res)
 	if !bytes.Equal(got, data) || fmt.Sprint(widths) != "[101 102 103]" {
 		t.Fatalf("widths %v, same bytes %v", widths, bytes.Equal(got, data))
 	}
@@ -83,7 +54,7 @@ func TestReadPDFWhole(t *testing.T) {
 	// Named .txt, still a PDF; pages covering every page are the whole file.
 	rdWrite(t, dir, "doc.txt", data)
 	res = rdOK(t, env, map[string]any{"file_path": "doc.txt", "pages": "1-3"})
-	if got, _ := rdPDFResult(t, res); !bytes.Equal(got, data) {
+	if got, _ := pdfResult(t, res); !bytes.Equal(got, data) {
 		t.Fatal("pages 1-3 of 3 were re-written")
 	}
 	if e := rdEntry(t, env, res); e.Partial {
@@ -94,7 +65,7 @@ func TestReadPDFWhole(t *testing.T) {
 func TestReadPDFPages(t *testing.T) {
 	t.Parallel()
 	env, dir := rdEnv(t)
-	rdWrite(t, dir, "long.pdf", rdPDF(12))
+	rdWrite(t, dir, "long.pdf", docreadtest.PDF(12))
 	for _, c := range []struct {
 		pages, widths, text string
 	}{
@@ -104,7 +75,7 @@ func TestReadPDFPages(t *testing.T) {
 		{"4-6,5-7", "[104 105 106 107]", "pages 4-7 of 12"},
 	} {
 		res := rdOK(t, env, map[string]any{"file_path": "long.pdf", "pages": c.pages})
-		_, widths := rdPDFResult(t, res)
+		_, widths := pdfResult(t, res)
 		if fmt.Sprint(widths) != c.widths || !strings.Contains(res.Blocks[0].Text, c.text) {
 			t.Errorf("pages %q: widths %v, text %q", c.pages, widths, res.Blocks[0].Text)
 		}
@@ -121,8 +92,8 @@ func TestReadPDFPages(t *testing.T) {
 func TestReadPDFBadPages(t *testing.T) {
 	t.Parallel()
 	env, dir := rdEnv(t)
-	rdWrite(t, dir, "long.pdf", rdPDF(12))
-	rdWrite(t, dir, "huge.pdf", rdPDF(30))
+	rdWrite(t, dir, "long.pdf", docreadtest.PDF(12))
+	rdWrite(t, dir, "huge.pdf", docreadtest.PDF(30))
 	for _, c := range []struct {
 		file, pages, want string
 	}{
@@ -153,7 +124,7 @@ func TestReadPDFBadPages(t *testing.T) {
 	}
 	// 20 pages is allowed.
 	res := rdOK(t, env, map[string]any{"file_path": "huge.pdf", "pages": "11-30"})
-	if _, widths := rdPDFResult(t, res); len(widths) != 20 {
+	if _, widths := pdfResult(t, res); len(widths) != 20 {
 		t.Fatalf("%d pages", len(widths))
 	}
 	// offset/limit do not apply to PDFs.
@@ -165,7 +136,7 @@ func TestReadPDFCorrupt(t *testing.T) {
 	t.Parallel()
 	env, dir := rdEnv(t)
 	rdWrite(t, dir, "bad.pdf", []byte("%PDF-1.7\nthis is not a pdf at all\n"))
-	good := rdPDF(2)
+	good := docreadtest.PDF(2)
 	rdWrite(t, dir, "trunc.pdf", good[:len(good)/3])
 	for _, name := range []string{"bad.pdf", "trunc.pdf"} {
 		_, err := rdRun(t, env, map[string]any{"file_path": name})

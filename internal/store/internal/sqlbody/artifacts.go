@@ -67,15 +67,7 @@ func (db *DB) Artifacts(ctx context.Context, sessionID string, limit int) ([]sto
 		return nil, db.wrap(ctx, op, err)
 	}
 	out, err := CollectRows(rows, ScanArtifact)
-	if err != nil {
-		return nil, db.wrap(ctx, op, err)
-	}
-	if len(out) == 0 {
-		if err := Exists(ctx, db, db.R, sessionID); err != nil {
-			return nil, db.wrap(ctx, op, err)
-		}
-	}
-	return out, nil
+	return sessionList(ctx, db, op, sessionID, out, err)
 }
 
 // --- download tokens ---

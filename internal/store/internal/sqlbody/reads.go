@@ -58,15 +58,7 @@ func (db *DB) Events(ctx context.Context, sessionID string, afterSeq uint64, lim
 		ev.CreatedAt = created.T
 		return ev, nil
 	})
-	if err != nil {
-		return nil, db.wrap(ctx, op, err)
-	}
-	if len(out) == 0 {
-		if err := Exists(ctx, db, db.R, sessionID); err != nil {
-			return nil, db.wrap(ctx, op, err)
-		}
-	}
-	return out, nil
+	return sessionList(ctx, db, op, sessionID, out, err)
 }
 
 // --- interactions ---
@@ -98,15 +90,7 @@ func (db *DB) OpenInteractions(ctx context.Context, sessionID string) ([]store.I
 		in.CreatedAt = created.T
 		return in, nil
 	})
-	if err != nil {
-		return nil, db.wrap(ctx, op, err)
-	}
-	if len(out) == 0 {
-		if err := Exists(ctx, db, db.R, sessionID); err != nil {
-			return nil, db.wrap(ctx, op, err)
-		}
-	}
-	return out, nil
+	return sessionList(ctx, db, op, sessionID, out, err)
 }
 
 // Interaction returns one interaction, open or settled (ErrNotFound when
@@ -137,4 +121,19 @@ func (db *DB) Interaction(ctx context.Context, sessionID, id string) (store.Inte
 	in.Answer = RawJSON(answer)
 	in.CreatedAt = created.T
 	return in, nil
+}
+
+// sessionList ends a read of one session's rows: an empty list is
+// ErrNotFound when the session itself does not exist, and errors are
+// wrapped as every read's are.
+func sessionList[T any](ctx context.Context, db *DB, op, sessionID string, out []T, err error) ([]T, error) {
+	if err != nil {
+		return nil, db.wrap(ctx, op, err)
+	}
+	if len(out) == 0 {
+		if err := Exists(ctx, db, db.R, sessionID); err != nil {
+			return nil, db.wrap(ctx, op, err)
+		}
+	}
+	return out, nil
 }
