@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ferry-dev/ferry/protocol"
@@ -55,4 +56,41 @@ func TestStreamBoundsItsQueue(t *testing.T) {
 	if _, err := st.Next(ctx, time.Second); err == nil {
 		t.Fatal("a frame that is neither a message of the download nor data was accepted")
 	}
+}
+
+// TestStreamStallsAfterItsWait: Next waits its whole wait for a frame and
+// no longer. In a synctest bubble the 30 s pass at once: a frame that
+// comes a moment before the deadline is served, none by it is ErrStalled.
+func TestStreamStallsAfterItsWait(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const wait = 30 * time.Second
+		id := protocol.NewID()
+		f, err := protocol.AppendArtifactChunk(nil, protocol.ArtifactChunk{RequestID: id, Data: []byte("late")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := NewStream()
+		st.SetWindow(protocol.ArtifactChunkSize)
+		go func() {
+			time.Sleep(wait - time.Millisecond)
+			st.Deliver(f)
+		}()
+		start := time.Now()
+		it, err := st.Next(t.Context(), wait)
+		if err != nil || string(it.Chunk.Data) != "late" {
+			t.Fatalf("a frame %v before the deadline: %+v, %v", time.Millisecond, it, err)
+		}
+		if d := time.Since(start); d != wait-time.Millisecond {
+			t.Fatalf("served after %v, want %v", d, wait-time.Millisecond)
+		}
+
+		start = time.Now()
+		if _, err := st.Next(t.Context(), wait); !errors.Is(err, ErrStalled) {
+			t.Fatalf("no frame: %v, want ErrStalled", err)
+		}
+		if d := time.Since(start); d != wait {
+			t.Fatalf("stalled after %v, want exactly %v", d, wait)
+		}
+	})
 }
