@@ -60,6 +60,12 @@ type SessionConfig struct {
 	// conversation, so that it goes on after a restart (the client's
 	// transcripts.db; nil: not kept).
 	Transcripts transcript.Store
+	// Artifacts turns on handing over the files the agent writes: each is
+	// sent as agent.artifact (EmitArtifact) and listed in Result.Artifacts.
+	// On for sessions driven from the UI; ferry run sets it with
+	// --artifacts. Adapters that cannot tell which files their agent wrote
+	// ignore it.
+	Artifacts bool
 }
 
 // History records a session's file changes. Track and Written frame a

@@ -195,7 +195,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 			return fmt.Errorf("ferry run: %w (--no-history runs without one)", err)
 		}
 	}
-	scfg := adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode, History: hist.history()}
+	scfg := adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode, History: hist.history(), Artifacts: *artifacts}
 
 	if spec.Kind != agentspec.Builtin {
 		return runAdapter(ctx, env, spec, logger, scfg, turn, out)

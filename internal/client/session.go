@@ -318,7 +318,7 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		mode := s.mode
 		s.mu.Unlock()
 		hist := s.openHistory()
-		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist, Transcripts: s.c.transcripts})
+		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist, Transcripts: s.c.transcripts, Artifacts: true})
 		if err != nil {
 			_ = s.closeHistory()
 			s.failWith(m, "open session", err)

@@ -1,0 +1,23 @@
+package adapter
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+
+	"github.com/ferry-dev/ferry/internal/artifact"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// EmitArtifact sends f as turn turnID's agent.artifact, under a new
+// artifact id. The client checks and records it before it leaves the
+// machine; an adapter logs a failure and goes on (the file is written
+// either way).
+func EmitArtifact(ctx context.Context, emit Emit, turnID string, f artifact.File) error {
+	ev := &protocol.Artifact{TurnID: turnID, ArtifactID: "art_" + rand.Text(), Path: f.Path(), FileName: f.FileName(),
+		Size: f.Size(), MimeType: f.MimeType(), ToolUseID: f.ToolUseID()}
+	if err := emit(ctx, protocol.TypeArtifact, ev); err != nil {
+		return fmt.Errorf("adapter: emit agent.artifact %s: %w", f.Path(), err)
+	}
+	return nil
+}
