@@ -54,6 +54,13 @@
 //     refused if the file changed since; writes are refused in plan and
 //     review mode. Errors are coded JSON-RPC errors whose messages hold no
 //     internal path or error text.
+//   - With SessionConfig.Artifacts the files the agent writes are handed
+//     over (agent.artifact, Result.Artifacts): each fs/write_text_file once
+//     it succeeded (tool_use id: the toolCallId of the request's _meta, else
+//     the running edit call it belongs to, else none) and each location of
+//     an edit call that completes; a file once per tool call, never one
+//     outside the workspace, nothing for a failed call or with the switch
+//     off. A refused registration is logged and fails nothing.
 //   - The codec survives a hostile agent: a malformed line is logged and
 //     skipped, a line up to 128 MiB is parsed (a 64 MiB tool result is
 //     fine), a longer one is skipped without being buffered, and a crash
@@ -187,6 +194,7 @@ func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.
 		return nil, err
 	}
 	s := newSession(a, c, fsys, ws, log)
+	s.artifacts = cfg.Artifacts
 	if cfg.History != nil {
 		s.env.History = cfg.History // fs/write_text_file is recorded for undo
 	}

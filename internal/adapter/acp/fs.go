@@ -147,25 +147,34 @@ func (s *session) onWriteTextFile(m *message) {
 		s.replyError(m.ID, fsError(rpcInternalError, tools.CodeInternal, "internal error"))
 		return
 	}
-	if _, err := tools.Invoke(s.ctx, s.env, tools.Write{}, s.writeCallID(p.Path), input); err != nil {
+	callID, claimed := s.writeCallID(p.Path, p.metaToolCallID())
+	if _, err := tools.Invoke(s.ctx, s.env, tools.Write{}, callID, input); err != nil {
 		s.replyError(m.ID, s.writeFailure(p.Path, err))
 		return
 	}
+	if !claimed {
+		callID = ""
+	}
+	s.handOver(s.turn, callID, p.Path)
 	s.reply(m.ID, acpsdk.WriteTextFileResponse{})
 }
 
 // writeCallID names the tool call an fs/write_text_file belongs to, for the
-// session's file history (undo of that call's diff card): the running turn's
-// unfinished edit call that names the path, else its only unfinished edit
-// call, else an id of the write's own. ACP's request carries no tool call
-// id, so this is the best ferry can tell. Called on the dispatcher, which
-// owns s.turn.
-func (s *session) writeCallID(path string) string {
+// session's file history (undo of that call's diff card) and the artifact's
+// tool_use id: the toolCallId the request's _meta carries (meta), else the
+// running turn's unfinished edit call that names the path, else its only
+// unfinished edit call, else an id of the write's own (claimed false). ACP's
+// request has no tool call id field, so this is the best ferry can tell.
+// Called on the dispatcher, which owns s.turn.
+func (s *session) writeCallID(path, meta string) (id string, claimed bool) {
+	if meta != "" {
+		return runecut.Prefix(meta, 256), true
+	}
 	s.fsWrites++
 	own := fmt.Sprintf("acp-fs-write-%d", s.fsWrites)
 	ts := s.turn
 	if ts == nil {
-		return own
+		return own, false
 	}
 	var edits []string
 	for id, st := range ts.tools {
@@ -174,15 +183,15 @@ func (s *session) writeCallID(path string) string {
 		}
 		for _, l := range st.locations {
 			if l == path || s.shown(l) == s.shown(path) {
-				return runecut.Prefix(id, 256)
+				return runecut.Prefix(id, 256), true
 			}
 		}
 		edits = append(edits, id)
 	}
 	if len(edits) == 1 {
-		return runecut.Prefix(edits[0], 256)
+		return runecut.Prefix(edits[0], 256), true
 	}
-	return own
+	return own, false
 }
 
 // ruleRefusal is the error of an fs request a permission rule of the

@@ -16,6 +16,7 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/version"
@@ -76,6 +77,8 @@ type session struct {
 	turn     *turnState
 	plans    int
 	fsWrites int // numbers the fs writes no tool call claims
+	// artifacts is SessionConfig.Artifacts: hand over written files.
+	artifacts bool
 	// rules are the permission rules of the latest prompt's
 	// config_overrides (nil: none), in force until the next prompt.
 	rules *permission.Rules
@@ -93,6 +96,10 @@ type turnState struct {
 	res  adapter.Result
 
 	tools map[string]*toolState
+	// artifacts are the files handed over so far (Result.Artifacts);
+	// handed marks each tool call id and path registered. Dispatcher-owned.
+	artifacts []artifact.File
+	handed    map[string]bool
 
 	mu        sync.Mutex
 	text      strings.Builder
@@ -644,6 +651,7 @@ func (s *session) endTurn(ts *turnState, res adapter.Result) {
 		}
 	}
 	res.Text = ts.textSoFar()
+	res.Artifacts = ts.artifacts
 	ts.res = res
 	if s.turn == ts {
 		s.turn = nil

@@ -177,6 +177,11 @@ func (s *session) onToolCall(ts *turnState, u *sessionUpdate) {
 	}
 	fin.Output, fin.Diff = s.toolOutput(st)
 	s.emit(ts, protocol.TypeToolFinished, fin)
+	if status == "completed" && st.kind == "edit" {
+		for _, l := range st.locations {
+			s.handOver(ts, u.ToolCallID, l)
+		}
+	}
 }
 
 // toolName names a call by its ACP kind: ACP gives calls a kind and a

@@ -162,7 +162,20 @@ type readTextFileParams struct {
 
 // writeTextFileParams is the params of fs/write_text_file.
 type writeTextFileParams struct {
-	SessionID string  `json:"sessionId"`
-	Path      string  `json:"path"`
-	Content   *string `json:"content"`
+	SessionID string          `json:"sessionId"`
+	Path      string          `json:"path"`
+	Content   *string         `json:"content"`
+	Meta      json.RawMessage `json:"_meta"`
+}
+
+// metaToolCallID is the tool call id the request's _meta names (its
+// toolCallId), "" for none.
+func (p *writeTextFileParams) metaToolCallID() string {
+	var m struct {
+		ToolCallID string `json:"toolCallId"`
+	}
+	if len(p.Meta) == 0 || json.Unmarshal(p.Meta, &m) != nil {
+		return ""
+	}
+	return m.ToolCallID
 }
