@@ -367,3 +367,74 @@ func TestRealAgentDeniedToolsThroughFerry(t *testing.T) {
 		t.Errorf("protected/keep.txt = %q", b)
 	}
 }
+
+// An edit the real agent makes (its Edit tool: fs/read_text_file, then
+// fs/write_text_file, inside a tool call of kind edit that completes with
+// the file as location) is handed over once, as agent.artifact whose size
+// is the file's on disk, when the session has artifacts on.
+func TestRealAgentEditIsAnArtifact(t *testing.T) {
+	t.Parallel()
+	a, srv := realAdapter(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	opened, err := a.Open(ctx, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: t.TempDir()}, Artifacts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = opened.Close() })
+	s := opened.(*session)
+	target := filepath.Join(s.ws, "doc", "notes.md")
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(target, []byte("# Notes\n\ncolour: red\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const callID = "toolu_edit1"
+	srv.Route(func(r fake.Request) (fake.Reply, bool) {
+		switch {
+		case len(r.ToolNames()) == 0:
+			return fake.Reply{Text: []string{"side"}}, true
+		case requestToolResult(r, callID) == "":
+			return fake.Reply{Text: []string{"Editing."}, ToolCalls: []fake.ToolCall{{ID: callID, Name: "mcp__acp__Edit",
+				Input: map[string]any{"file_path": target, "old_string": "colour: red", "new_string": "colour: a much longer shade of blue"}}}}, true
+		}
+		return fake.Reply{Text: []string{"Done."}}, true
+	})
+	rec := newRecorder()
+	type out struct {
+		res adapter.Result
+		err error
+	}
+	tn := turn("change the colour")
+	done := make(chan out, 1)
+	go func() { res, err := s.Run(ctx, tn, rec.emit); done <- out{res, err} }()
+	ir := rec.ask(t)
+	if err := s.Answer(ir.InteractionID, &protocol.InteractionResponse{InteractionID: ir.InteractionID, SelectedValue: protocol.Single(protocol.AllowOnce)}); err != nil {
+		t.Fatal(err)
+	}
+	var o out
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		t.Fatal("the turn did not end")
+	}
+	if o.err != nil || o.res.StopReason != "end_turn" {
+		t.Fatalf("Run = %+v, %v (events %v)", o.res, o.err, rec.Types())
+	}
+	b, err := os.ReadFile(target)
+	if err != nil || !strings.Contains(string(b), "a much longer shade of blue") {
+		t.Fatalf("notes.md = %q, %v", b, err)
+	}
+	events := rec.OfType(protocol.TypeArtifact)
+	if len(events) != 1 || len(o.res.Artifacts) != 1 {
+		t.Fatalf("%d agent.artifact, %d in the result, want 1 (events %v)", len(events), len(o.res.Artifacts), rec.Types())
+	}
+	ev := events[0].(*protocol.Artifact)
+	if ev.TurnID != tn.ID || ev.ToolUseID != callID || ev.Path != "doc/notes.md" || ev.FileName != "notes.md" || ev.Size != int64(len(b)) {
+		t.Fatalf("agent.artifact = %+v, file has %d bytes", ev, len(b))
+	}
+	if f := o.res.Artifacts[0]; f.Path() != ev.Path || f.Size() != ev.Size || f.ToolUseID() != callID {
+		t.Fatalf("Result.Artifacts[0] = %+v", f.ToMessage())
+	}
+}
