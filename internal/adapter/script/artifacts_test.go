@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
@@ -246,5 +247,57 @@ func TestMarkerFilter(t *testing.T) {
 	}
 	if d, n := f.feed("\n"); d != "\n" || n != nil {
 		t.Fatalf("after a long line: %q %q", d, n)
+	}
+}
+
+// TestArtifactsRepoRules: a workspace below the top of its repository
+// follows the repository's rules: the top's .gitignore, info/exclude and
+// a .ignore file.
+func TestArtifactsRepoRules(t *testing.T) {
+	t.Parallel()
+	noLeak(t)
+	repo := t.TempDir()
+	ws := filepath.Join(repo, "sub")
+	for name, body := range map[string]string{
+		".git/info/exclude": "*.tmp\n",
+		".gitignore":        "gen/\n",
+		"sub/.ignore":       "cache.db\n",
+	} {
+		p := filepath.Join(repo, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, rec, _ := runArtifacts(t, ws, `
+printf 'a\n' > a.tmp
+mkdir -p gen && printf 'g\n' > gen/x.go
+printf 'c\n' > cache.db
+printf 'ok\n' > ok.txt
+printf '::ferry-artifact gen/x.go\n'
+`, true)
+	if got, want := artifactPaths(t, res, rec), []string{"gen/x.go", "ok.txt"}; !slices.Equal(got, want) {
+		t.Fatalf("artifacts %q, want %q", got, want)
+	}
+}
+
+// TestArtifactsSnapshotTimeBound is not parallel: it lowers the package's
+// time bound.
+func TestArtifactsSnapshotTimeBound(t *testing.T) {
+	old := snapshotTime
+	snapshotTime = time.Nanosecond
+	t.Cleanup(func() { snapshotTime = old })
+	ws := artifactWorkspace(t)
+	res, rec, logs := runArtifacts(t, ws, `
+printf 'new\n' > made.txt
+printf '::ferry-artifact keep.txt\n'
+`, true)
+	if got, want := artifactPaths(t, res, rec), []string{"keep.txt"}; !slices.Equal(got, want) {
+		t.Fatalf("artifacts %q, want %q", got, want)
+	}
+	if !strings.Contains(logs.String(), "stopped at its time bound") {
+		t.Fatalf("the cut is not logged:\n%s", logs)
 	}
 }
