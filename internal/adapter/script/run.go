@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/childproc"
 	"github.com/ferry-dev/ferry/internal/procgroup"
 	"github.com/ferry-dev/ferry/protocol"
@@ -53,11 +54,18 @@ type runner struct {
 
 	text      strings.Builder
 	truncated bool
+
+	filter markerFilter // takes ArtifactMarker lines out of the output
+	named  []string     // the files they named
 }
 
 // run starts the command, streams its output and reports how it ended.
 func (r *runner) run(ctx context.Context, text string, args []string) (adapter.Result, error) {
 	log := r.s.a.log.With("session", r.s.id, "turn", r.turnID)
+	var before snapshot
+	if r.s.artifacts {
+		before = r.s.takeSnapshot(ctx, log)
+	}
 	p, err := start(r.s, r.inputType, text, args)
 	if err != nil {
 		log.Error("script did not start", "command", r.s.a.command[0], "err", err)
@@ -75,8 +83,15 @@ func (r *runner) run(ctx context.Context, text string, args []string) (adapter.R
 			p.stop()
 			return adapter.Result{Text: r.final(), StopReason: protocol.StopCancelled}, ctx.Err()
 		case d, ok := <-deltas:
-			if !ok {
+			var named []string
+			if ok {
+				d, named = r.filter.feed(d)
+			} else {
 				deltas = nil
+				d, named = r.filter.end()
+			}
+			r.named = append(r.named, named...)
+			if d == "" {
 				continue
 			}
 			if err := r.emit(ctx, protocol.TypeTextDelta, &protocol.TextDelta{TurnID: r.turnID, Delta: d, Channel: "text"}); err != nil {
@@ -104,13 +119,20 @@ func (r *runner) run(ctx context.Context, text string, args []string) (adapter.R
 	}
 	<-p.stderrDone // bounded: the readers drain
 
+	// What the script wrote is handed over however it ended.
+	var files []artifact.File
+	if r.s.artifacts {
+		files = r.handOver(ctx, log, before)
+	} else if len(r.named) > 0 {
+		log.Debug("script named files; artifacts are off for the session", "files", len(r.named))
+	}
 	ps := p.cmd.ProcessState
 	stderr := p.stderrTail.bytes()
 	if ps.Success() {
 		if len(stderr) > 0 {
 			log.Debug("script standard error", "stderr", string(stderr))
 		}
-		return adapter.Result{Text: r.final(), StopReason: protocol.StopEndTurn}, nil
+		return adapter.Result{Text: r.final(), StopReason: protocol.StopEndTurn, Artifacts: files}, nil
 	}
 	code, status := CodeExitStatus, fmt.Sprintf("the script exited with status %d", ps.ExitCode())
 	if sig, ok := procgroup.ExitSignal(ps); ok {
@@ -118,7 +140,7 @@ func (r *runner) run(ctx context.Context, text string, args []string) (adapter.R
 	}
 	log.Warn("script failed", "status", ps.String(), "stderr", string(stderr))
 	res, err := r.fail(ctx, code, status+reportTail(stderr))
-	res.Text = r.final()
+	res.Text, res.Artifacts = r.final(), files
 	return res, err
 }
 

@@ -26,6 +26,22 @@
 //     splitting a UTF-8 sequence across two deltas (bytes that are not
 //     UTF-8 become U+FFFD). Standard error is kept, its last MaxStderr
 //     bytes, for the log and the failure report.
+//   - A line of standard output that starts with ArtifactMarker
+//     ("::ferry-artifact path") names a file the script made; it is taken
+//     out of the text whether or not artifacts are on. Only a line start
+//     that may still become a marker is held back until its newline.
+//   - With SessionConfig.Artifacts on, the files a run created or changed
+//     are handed over when the command has ended (however it ended, bar a
+//     cancel): the workspace's regular files are stamped (size, mtime,
+//     ctime, inode) before and after the run, walking with the ignore
+//     rules (internal/ignore; .git skipped) within maxSnapshotFiles and
+//     snapshotTime. Each new or changed file, and each named file (even
+//     when ignored), is registered (artifact.Register: confined to the
+//     workspace, a regular file), sent as agent.artifact and listed in
+//     Result.Artifacts, once, in path order, before the turn's end. A file
+//     refused, or a snapshot cut short, is logged; when the first snapshot
+//     is cut short, only named files are handed over (a file it missed
+//     would look new). Off, nothing is registered.
 //   - Exit status 0 ends the turn with end_turn. Any other end emits one
 //     coded agent.error (CodeExitStatus, CodeKilled, CodeStartFailed) with
 //     a message safe to show, and the turn ends with stop_reason error.
@@ -238,7 +254,7 @@ func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Se
 	if _, err := exec.LookPath(a.command[0]); err != nil {
 		return nil, fmt.Errorf("script: command %q: %w", a.command[0], err)
 	}
-	return &session{a: a, id: cfg.SessionID, ws: ws, root: root}, nil
+	return &session{a: a, id: cfg.SessionID, ws: ws, root: root, artifacts: cfg.Artifacts}, nil
 }
 
 func unsupportedMode() error {
@@ -252,6 +268,8 @@ type session struct {
 	id   string
 	ws   string // the workspace as configured: the working directory
 	root string // ws with symlinks resolved: what confinement checks against
+	// artifacts is SessionConfig.Artifacts: hand over what each run wrote.
+	artifacts bool
 
 	mu     sync.Mutex
 	closed bool
