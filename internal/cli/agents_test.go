@@ -284,3 +284,48 @@ func TestRunClaudeCodeHeadless(t *testing.T) {
 		t.Fatalf("the denied Write happened: %v", err)
 	}
 }
+
+// TestRunScriptAgentArtifacts: --artifacts applies to every agent; a
+// script agent's run lists the files it created or changed, in each
+// output format, and nothing without the flag.
+func TestRunScriptAgentArtifacts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "old.txt"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := agentScript(t, `mkdir -p out && printf 'a,b\n1,2\n' > out/report.csv && echo more >> old.txt && echo done`)
+	spec := "script:" + script
+
+	out := runAgent(t, dir, "", "--agent", spec, "--artifacts", "--output-format", "json", "go")
+	var res struct {
+		Artifacts []struct {
+			Path     string `json:"path"`
+			Size     int64  `json:"size"`
+			MimeType string `json:"mime_type"`
+		} `json:"artifacts"`
+	}
+	if out.code != ExitOK {
+		t.Fatalf("exit %d, stderr %s", out.code, out.stderr)
+	}
+	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil {
+		t.Fatalf("json output %q: %v", out.stdout, err)
+	}
+	if len(res.Artifacts) != 2 || res.Artifacts[0].Path != "old.txt" || res.Artifacts[0].Size != 9 ||
+		res.Artifacts[1].Path != "out/report.csv" || res.Artifacts[1].Size != 8 || !strings.HasPrefix(res.Artifacts[1].MimeType, "text/csv") {
+		t.Fatalf("artifacts %+v, want old.txt (9 bytes) and out/report.csv (8 bytes, text/csv)", res.Artifacts)
+	}
+
+	out = runAgent(t, dir, "", "--agent", spec, "--artifacts", "--output-format", "stream-json", "go")
+	if n := strings.Count(out.stdout, `"type":"agent.artifact"`); out.code != ExitOK || n != 2 {
+		t.Fatalf("stream-json: exit %d, %d agent.artifact events in %s", out.code, n, out.stdout)
+	}
+	out = runAgent(t, dir, "", "--agent", spec, "--artifacts", "go")
+	if out.code != ExitOK || !strings.Contains(out.stderr, "out/report.csv") || !strings.Contains(out.stderr, "old.txt") {
+		t.Fatalf("text: exit %d, stderr %q: want both files listed", out.code, out.stderr)
+	}
+	out = runAgent(t, dir, "", "--agent", spec, "--output-format", "json", "go")
+	if out.code != ExitOK || strings.Contains(out.stdout, `"artifacts"`) {
+		t.Fatalf("without --artifacts: exit %d, stdout %s", out.code, out.stdout)
+	}
+}

@@ -54,8 +54,8 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	schemaFile := fs.String("json-schema", "", "a JSON Schema `FILE`: the answer must be JSON valid against it (one retry on a mismatch)")
 	noStdin := fs.Bool("no-stdin", false, "do not read piped standard input")
 	verbose := fs.Bool("verbose", false, "log the agent's internals to standard error")
-	artifacts := fs.Bool("artifacts", false, "hand the files the agent makes to the user: Write and Edit get an `artifact` parameter, Bash `artifact_paths`; "+
-		"the output lists the files (json: \"artifacts\", stream-json: agent.artifact events, text: standard error)")
+	artifacts := fs.Bool("artifacts", false, "hand the files the agent makes to the user (ferry's agent: Write and Edit get an `artifact` parameter, Bash `artifact_paths`; "+
+		"other agents: the files they write); the output lists them (json: \"artifacts\", stream-json: agent.artifact events, text: standard error)")
 	agentFlag := fs.String("agent", agentspec.Builtin, "the agent `SPEC` to run: builtin, echo, claude-code, acp:CMD or script:CMD (see docs/adapters.md)")
 	noHistory := fs.Bool("no-history", false, "keep no file history of the run (then ferry undo cannot undo it)")
 	historyMiB := fs.Int64("history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
@@ -66,7 +66,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		"material (with no prompt, as the prompt). Flags go before the prompt.",
 		"\nWith --agent other than builtin, the agent's questions (permission requests)",
 		"are denied, since nobody can answer, and noted on standard error; --allow,",
-		"--deny, --provider, --model, --base-url and --artifacts are ferry's agent's own.",
+		"--deny, --provider, --model and --base-url are ferry's agent's own.",
 		"\nPermissions: read-only tools run freely; anything else the rules would ask",
 		"about is denied, since nobody can be asked. Grant what the task needs with",
 		"--allow (e.g. --allow Edit --allow 'Bash(go test:*)'); denied calls are",
@@ -97,7 +97,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		var own []string
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "allow", "deny", "provider", "model", "base-url", "artifacts":
+			case "allow", "deny", "provider", "model", "base-url":
 				own = append(own, "--"+f.Name)
 			}
 		})
@@ -255,7 +255,7 @@ func runAdapter(ctx context.Context, env Env, spec agentspec.Spec, log *slog.Log
 
 	out.event(protocol.TypeTurnStarted, &protocol.TurnStarted{TurnID: turn.ID, InputType: turn.Request.InputType, Mode: cfg.Mode, Adapter: caps.ID})
 	res, runErr := sess.Run(ctx, turn, out.emit)
-	ar := agent.Result{Text: res.Text, Final: res.Text, StopReason: res.StopReason, Structured: res.Structured}
+	ar := agent.Result{Text: res.Text, Final: res.Text, StopReason: res.StopReason, Structured: res.Structured, Artifacts: res.Artifacts}
 	out.adapterTotals(&ar)
 	switch {
 	case ctx.Err() != nil || res.StopReason == agent.StopCancelled:
