@@ -267,9 +267,14 @@ func (f *fakeCLI) writes() {
 		{"toolu_m", "MultiEdit", "file_path", "multi.txt", "multi edited\n", false},
 		{"toolu_o", "Write", "file_path", filepath.Join(filepath.Dir(dir), "outside.txt"), "outside\n", false},
 		{"toolu_n", "NotebookEdit", "notebook_path", filepath.Join(dir, "nb.ipynb"), `{"cells":[]}`, false},
+		{"toolu_w2", "Write", "file_path", filepath.Join(dir, "out", "a.txt"), "hello again\n", false},
 	}
 	for i, c := range calls {
 		f.assistant(fmt.Sprintf("m%d", i), map[string]any{"type": "tool_use", "id": c.id, "name": c.tool, "input": map[string]any{c.key: c.path}})
+		// The PreToolUse hook, as the CLI asks it: its answer also means
+		// ferry has taken the lines before it.
+		f.request("hook-"+c.id, map[string]any{"subtype": "hook_callback", "callback_id": "x",
+			"input": map[string]any{"hook_event_name": "PreToolUse", "tool_name": c.tool, "tool_input": map[string]any{c.key: c.path}, "tool_use_id": c.id}})
 		p := c.path
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
