@@ -5,6 +5,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/artifact"
+	"github.com/ferry-dev/ferry/internal/runecut"
 )
 
 // With SessionConfig.Artifacts on, each Write, Edit, MultiEdit or
@@ -43,7 +44,8 @@ func (t *turn) handOver(toolUseID string, ok bool) {
 	if !had || !ok || t.id == "" {
 		return
 	}
-	f, err := artifact.Register(t.s.fs, name, toolUseID)
+	// The id as agent.tool.started and agent.tool.finished carry it.
+	f, err := artifact.Register(t.s.fs, name, runecut.Ellipsis(toolUseID, 256))
 	if err != nil {
 		t.log.Warn("claudecode: file not handed over as an artifact", "tool_use_id", toolUseID, "err", err)
 		return
