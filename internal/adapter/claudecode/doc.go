@@ -40,6 +40,11 @@
 //     and Write); the result line agent.usage, with the turn's cost from
 //     the CLI's total_cost_usd. A subagent's tool calls are shown, its text
 //     is not. An automatic compaction is reported as agent.compaction.done.
+//   - Artifacts (SessionConfig.Artifacts on): each Write, Edit, MultiEdit
+//     or NotebookEdit call whose tool_result is not an error hands over the
+//     file it names, registered from disk (artifact.Register), as
+//     agent.artifact with the call's tool_use id and in Result.Artifacts; a
+//     file that cannot be (outside the workspace) is logged and skipped.
 //   - Permission requests (can_use_tool) become agent.interaction.request:
 //     kind permission (allow once, allow always — Claude Code's suggested
 //     rules, kept to the session — or deny; with the proposed diff for Edit

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -236,6 +237,8 @@ func (f *fakeCLI) turn(scenario, prompt string, n int) {
 			"content": []any{map[string]any{"type": "tool_result", "tool_use_id": fmt.Sprintf("toolu_%d", n), "content": behavior, "is_error": !strings.HasPrefix(behavior, "allow")}}}})
 		f.assistant(fmt.Sprintf("m%d", n), map[string]any{"type": "text", "text": behavior})
 		f.result("success", behavior, 0.1)
+	case "writes":
+		f.writes()
 	default: // echo
 		f.write(map[string]any{"type": "stream_event", "session_id": fakeSessionID, "parent_tool_use_id": nil,
 			"event": map[string]any{"type": "message_start", "message": map[string]any{"id": "m1", "model": "fake-model"}}})
@@ -247,6 +250,42 @@ func (f *fakeCLI) turn(scenario, prompt string, n int) {
 		f.assistant("m1", map[string]any{"type": "text", "text": "echo: " + prompt})
 		f.result("success", "echo: "+prompt, 0.25*float64(n))
 	}
+}
+
+// writes plays the "writes" scenario: file tools that change files in the
+// workspace (the fake writes them itself, as Claude Code would), one whose
+// result is an error, one that writes outside the workspace.
+func (f *fakeCLI) writes() {
+	dir, _ := os.Getwd()
+	calls := []struct {
+		id, tool, key, path, content string
+		failed                       bool
+	}{
+		{"toolu_w", "Write", "file_path", filepath.Join(dir, "out", "a.txt"), "hello\n", false},
+		{"toolu_e", "Edit", "file_path", filepath.Join(dir, "notes.txt"), "two\n", false},
+		{"toolu_f", "Write", "file_path", filepath.Join(dir, "failed.txt"), "not really\n", true},
+		{"toolu_m", "MultiEdit", "file_path", "multi.txt", "multi edited\n", false},
+		{"toolu_o", "Write", "file_path", filepath.Join(filepath.Dir(dir), "outside.txt"), "outside\n", false},
+		{"toolu_n", "NotebookEdit", "notebook_path", filepath.Join(dir, "nb.ipynb"), `{"cells":[]}`, false},
+		{"toolu_w2", "Write", "file_path", filepath.Join(dir, "out", "a.txt"), "hello again\n", false},
+	}
+	for i, c := range calls {
+		f.assistant(fmt.Sprintf("m%d", i), map[string]any{"type": "tool_use", "id": c.id, "name": c.tool, "input": map[string]any{c.key: c.path}})
+		// The PreToolUse hook, as the CLI asks it: its answer also means
+		// ferry has taken the lines before it.
+		f.request("hook-"+c.id, map[string]any{"subtype": "hook_callback", "callback_id": "x",
+			"input": map[string]any{"hook_event_name": "PreToolUse", "tool_name": c.tool, "tool_input": map[string]any{c.key: c.path}, "tool_use_id": c.id}})
+		p := c.path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		_ = os.MkdirAll(filepath.Dir(p), 0o700)
+		_ = os.WriteFile(p, []byte(c.content), 0o600)
+		f.write(map[string]any{"type": "user", "session_id": fakeSessionID, "message": map[string]any{"role": "user",
+			"content": []any{map[string]any{"type": "tool_result", "tool_use_id": c.id, "content": "done", "is_error": c.failed}}}})
+	}
+	f.assistant("m9", map[string]any{"type": "text", "text": "written"})
+	f.result("success", "written", 0.1)
 }
 
 // readFakeLog returns the fake's log entries.

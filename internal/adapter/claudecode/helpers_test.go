@@ -55,6 +55,12 @@ type fakeEnv struct {
 // scenario.
 func openFake(t *testing.T, scenario string, mut func(*Config)) *fakeEnv {
 	t.Helper()
+	return openFakeSession(t, scenario, mut, nil)
+}
+
+// openFakeSession is openFake with the session's config changed by sc.
+func openFakeSession(t *testing.T, scenario string, mut func(*Config), sc func(*adapter.SessionConfig)) *fakeEnv {
+	t.Helper()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	if err := os.Mkdir(ws, 0o700); err != nil {
@@ -71,7 +77,11 @@ func openFake(t *testing.T, scenario string, mut func(*Config)) *fakeEnv {
 		mut(&cfg)
 	}
 	ad := New(cfg)
-	s := adaptertest.Open(t, context.Background(), ad, adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}})
+	scfg := adapter.SessionConfig{SessionID: "sess-1", Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}}
+	if sc != nil {
+		sc(&scfg)
+	}
+	s := adaptertest.Open(t, context.Background(), ad, scfg)
 	return &fakeEnv{ad: ad, sess: s.(*session), ws: ws, log: fakeLog, logs: logs}
 }
 

@@ -57,6 +57,9 @@ type session struct {
 	// before holds what a call's file held when its PreToolUse hook ran.
 	history adapter.History
 	before  map[string]snapshot
+	// artifacts: hand over the files Write, Edit, MultiEdit and
+	// NotebookEdit wrote (artifacts.go; SessionConfig.Artifacts).
+	artifacts bool
 
 	wg sync.WaitGroup // goroutines waiting for answers or settling a turn
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/runecut"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -63,6 +64,9 @@ type turn struct {
 	result     *resultLine
 	compact    *compactMetadata
 	compactErr string
+
+	paths     map[string]string // tool_use id → the file a recorded call names (artifacts on)
+	artifacts []artifact.File   // the files handed over, for the result
 }
 
 func newTurn(s *session, id string, ctx context.Context, emit adapter.Emit, wantStructured bool) *turn {
@@ -70,7 +74,7 @@ func newTurn(s *session, id string, ctx context.Context, emit adapter.Emit, want
 		emit = nil
 	}
 	return &turn{s: s, id: id, ctx: ctx, emit: emit, log: s.log.With("turn", id), wantStructured: wantStructured,
-		streamed: map[string]uint8{}, open: map[string]string{}}
+		streamed: map[string]uint8{}, open: map[string]string{}, paths: map[string]string{}}
 }
 
 // send emits one event. While the turn is being cancelled what the CLI
@@ -79,15 +83,20 @@ func (t *turn) send(typ string, payload any) {
 	if t.emit == nil || t.stopped.Load() {
 		return
 	}
-	ctx := t.ctx
-	if ctx.Err() != nil {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelEmit)
-		defer cancel()
-		ctx = c
-	}
+	ctx, cancel := t.sendCtx()
+	defer cancel()
 	if err := t.emit(ctx, typ, payload); err != nil {
 		t.log.Debug("event not sent", "type", typ, "err", err)
 	}
+}
+
+// sendCtx is the context an event goes out under: the turn's, or briefly
+// past its cancel.
+func (t *turn) sendCtx() (context.Context, context.CancelFunc) {
+	if t.ctx.Err() != nil {
+		return context.WithTimeout(context.WithoutCancel(t.ctx), cancelEmit)
+	}
+	return t.ctx, func() {}
 }
 
 // handle takes one line; true when it is the turn's result.
@@ -255,6 +264,7 @@ func (t *turn) toolStarted(b *contentBlock) {
 		t.openOrder = append(t.openOrder, b.ID)
 	}
 	t.open[b.ID] = b.Name
+	t.notePath(b)
 	t.send(protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: t.id, ToolUseID: runecut.Ellipsis(b.ID, 256), ToolName: runecut.Ellipsis(b.Name, 256), Input: eventInput(b.Input)})
 }
 
@@ -290,6 +300,7 @@ func (t *turn) toolFinished(b *contentBlock, tur *toolUseResult) {
 	}
 	t.s.recordChange(t.ctx, b.ToolUseID, name, status == protocol.ToolOK, tur)
 	t.send(protocol.TypeToolFinished, fin)
+	t.handOver(b.ToolUseID, status == protocol.ToolOK)
 }
 
 // finishOpen ends the tool calls that got no result.
@@ -323,7 +334,7 @@ func (t *turn) finish() adapter.Result {
 			CacheReadTokens: max(r.Usage.CacheReadTokens, 0), CacheCreationTokens: max(r.Usage.CacheCreationTokens, 0),
 			CostUSD: cost})
 	}
-	res := adapter.Result{Text: t.text.String()}
+	res := adapter.Result{Text: t.text.String(), Artifacts: t.artifacts}
 	switch {
 	case r.Subtype == resultMaxTurns:
 		res.StopReason = protocol.StopMaxTurns
@@ -393,5 +404,5 @@ func (t *turn) crashed() adapter.Result {
 		Message: "Claude Code stopped unexpectedly; the client's log has the details. The next prompt starts it again.", Retryable: true})
 	t.finishOpen(protocol.ToolError, "Claude Code stopped before the tool finished")
 	t.stopped.Store(true)
-	return adapter.Result{Text: t.text.String(), StopReason: protocol.StopError}
+	return adapter.Result{Text: t.text.String(), StopReason: protocol.StopError, Artifacts: t.artifacts}
 }
