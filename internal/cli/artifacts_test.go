@@ -222,12 +222,13 @@ func TestRunArtifactsOnFailure(t *testing.T) {
 	}
 }
 
-func TestRunArtifactsIsBuiltinOnly(t *testing.T) {
+// TestRunArtifactsAnyAgent: --artifacts is no longer ferry's agent's own;
+// an agent that wrote nothing gives an empty list, still present.
+func TestRunArtifactsAnyAgent(t *testing.T) {
 	t.Parallel()
-	srv := fake.New(t)
-	out := ferryRun(t, srv, fake.Anthropic, t.TempDir(), "", "--agent", "echo", "--artifacts", "hi")
-	if out.code != ExitUsage || !strings.Contains(out.stderr, "--artifacts") {
-		t.Fatalf("%d %s", out.code, out.stderr)
+	out := runAgent(t, t.TempDir(), "", "--agent", "echo", "--artifacts", "--output-format", "json", "hi")
+	if out.code != ExitOK || !strings.Contains(out.stdout, `"artifacts":[]`) {
+		t.Fatalf("%d %s %s", out.code, out.stdout, out.stderr)
 	}
 }
 
