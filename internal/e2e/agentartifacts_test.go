@@ -1,0 +1,143 @@
+package e2e_test
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/claudecode"
+	"github.com/ferry-dev/ferry/internal/adapter/script"
+	"github.com/ferry-dev/ferry/internal/llm/fake"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// runToArtifacts runs one prompt in a new session of adapterID, allows
+// every permission the agent asks for, and returns the turn's
+// agent.artifact events; each must be listed with a link whose download
+// has exactly the bytes on disk.
+func runToArtifacts(t *testing.T, s *system, adapterID, prompt string) []*protocol.Artifact {
+	t.Helper()
+	u := s.ui()
+	sess := u.startAdapterSession(adapterID)
+	u.prompt(sess.ID, text(prompt))
+	var arts []*protocol.Artifact
+	u.collect(sess.ID, func(m *protocol.Message) bool {
+		switch p := m.Payload.(type) {
+		case *protocol.Artifact:
+			arts = append(arts, p)
+		case *protocol.InteractionRequest:
+			a := protocol.New(protocol.TypeInteractionResponse, &protocol.InteractionResponse{
+				InteractionID: p.InteractionID, SelectedValue: protocol.Single(protocol.AllowOnce)})
+			a.SessionID = sess.ID
+			u.send(a)
+		case *protocol.TextDone:
+			if p.StopReason != protocol.StopEndTurn {
+				t.Fatalf("the turn ended with %s: %q", p.StopReason, p.Text)
+			}
+			return true
+		}
+		return false
+	})
+	links := u.links(sess.ID, &protocol.ArtifactsList{})
+	if len(links) != len(arts) {
+		t.Fatalf("%d links for %d agent.artifact events", len(links), len(arts))
+	}
+	for i, l := range links {
+		if l.Artifact != *arts[i] {
+			t.Fatalf("link %d is for %+v, want %+v", i, l.Artifact, arts[i])
+		}
+		want, err := os.ReadFile(filepath.Join(s.workspace, filepath.FromSlash(l.Artifact.Path)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(want)) != l.Artifact.Size {
+			t.Fatalf("%s: the card says %d bytes, the file has %d", l.Artifact.Path, l.Artifact.Size, len(want))
+		}
+		resp, body := s.get(http.MethodGet, l.DownloadURL, s.uiToken, nil)
+		if resp.StatusCode != http.StatusOK || !bytes.Equal(body, want) {
+			t.Fatalf("GET %s = %d %q, want %q", l.Artifact.Path, resp.StatusCode, body, want)
+		}
+	}
+	return arts
+}
+
+// TestScriptAgentArtifactsDownload: a script agent (a real child process)
+// creating a file hands it over through client and master: an
+// agent.artifact, a listed link, and a download of the exact bytes.
+func TestScriptAgentArtifactsDownload(t *testing.T) {
+	t.Parallel()
+	s := newSystem(t, 10000)
+	s.workspace = t.TempDir()
+	sh := filepath.Join(t.TempDir(), "report.sh")
+	if err := os.WriteFile(sh, []byte("#!/bin/sh\nmkdir -p out && printf 'region,total\\nnorth,12\\n' > out/sales.csv && echo written\n"), 0o700); err != nil { //nolint:gosec // a script the test runs
+		t.Fatal(err)
+	}
+	ad, err := script.New(script.Config{Command: []string{sh}, Name: "report", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.startHandClient(ad)
+	arts := runToArtifacts(t, s, "script:report", "write the sales CSV")
+	if len(arts) != 1 || arts[0].Path != "out/sales.csv" || arts[0].FileName != "sales.csv" {
+		t.Fatalf("agent.artifact events %+v, want out/sales.csv", arts)
+	}
+}
+
+// TestClaudeCodeArtifactsDownload: the real Claude Code CLI, on the fake
+// Anthropic server, edits a file and writes another through ferry; both
+// reach the UI as agent.artifact with links that download exactly what
+// the CLI wrote.
+func TestClaudeCodeArtifactsDownload(t *testing.T) {
+	t.Parallel()
+	bin := os.Getenv("FERRY_TEST_CLAUDE")
+	if bin == "" {
+		t.Skip("needs the Claude Code CLI: npm install @anthropic-ai/claude-code@2.1.332 and set FERRY_TEST_CLAUDE (.ci/run does)")
+	}
+	s := newSystem(t, 10000)
+	s.workspace = t.TempDir()
+	notes := filepath.Join(s.workspace, "notes.txt")
+	if err := os.WriteFile(notes, []byte("the secret word is pelican\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := fake.New(t)
+	var mu sync.Mutex
+	steps := []fake.Reply{
+		{ToolCalls: []fake.ToolCall{{ID: "toolu_read", Name: "Read", Input: map[string]any{"file_path": notes}}}},
+		{ToolCalls: []fake.ToolCall{{ID: "toolu_edit", Name: "Edit", Input: map[string]any{"file_path": notes, "old_string": "pelican", "new_string": "heron"}}}},
+		{ToolCalls: []fake.ToolCall{{ID: "toolu_write", Name: "Write", Input: map[string]any{"file_path": filepath.Join(s.workspace, "out.md"), "content": "# Out\n\nheron\n"}}}},
+		{Text: []string{"Done."}},
+	}
+	srv.Route(func(r fake.Request) (fake.Reply, bool) {
+		if len(r.ToolNames()) == 0 {
+			return fake.Reply{Text: []string{"side"}}, true // title and quota calls carry no tools
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(steps) == 0 {
+			return fake.Reply{Text: []string{"nothing more"}}, true
+		}
+		next := steps[0]
+		steps = steps[1:]
+		return next, true
+	})
+	var ad adapter.Adapter = claudecode.New(claudecode.Config{
+		Command: bin,
+		Env: []string{"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=sk-ant-fake",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "HOME=" + t.TempDir()},
+		StateDir: t.TempDir(),
+		Logger:   slog.New(slog.DiscardHandler),
+	})
+	s.startHandClient(ad)
+	arts := runToArtifacts(t, s, claudecode.ID, "change the word, then write out.md")
+	if len(arts) != 2 || arts[0].Path != "notes.txt" || arts[0].ToolUseID != "toolu_edit" || arts[1].Path != "out.md" || arts[1].ToolUseID != "toolu_write" {
+		t.Fatalf("agent.artifact events %+v, want notes.txt (Edit) then out.md (Write)", arts)
+	}
+	if got, _ := os.ReadFile(notes); string(got) != "the secret word is heron\n" {
+		t.Fatalf("notes.txt on disk: %q", got)
+	}
+}
