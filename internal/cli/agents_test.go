@@ -162,7 +162,9 @@ func TestRunAgentUsage(t *testing.T) {
 		{[]string{"--agent", "script:", "x"}, "agent_no_command"},
 		{[]string{"--agent", "script:a | b", "x"}, "agent_bad_command"},
 		{[]string{"--agent", "script:" + script, "--mode", "plan", "x"}, "cannot enforce it"},
-		{[]string{"--agent", "script:" + script, "--allow", "Edit", "--model", "m", "x"}, "--allow, --model only apply to --agent builtin"},
+		{[]string{"--agent", "script:" + script, "--allow", "Edit", "--model", "m", "x"}, "--model only apply to --agent builtin"},
+		{[]string{"--agent", "script:" + script, "--allow", "Edit", "x"}, "--allow: the agent script:"},
+		{[]string{"--agent", "echo", "--deny", "Bash", "x"}, "--deny: the agent echo cannot honour permission rules"},
 	} {
 		out := runAgent(t, dir, "", c.args...)
 		if out.code != ExitUsage || !strings.Contains(out.stderr, c.want) {
@@ -282,6 +284,31 @@ func TestRunClaudeCodeHeadless(t *testing.T) {
 	}
 	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the denied Write happened: %v", err)
+	}
+
+	// --allow reaches Claude Code as the prompt's allowed_tools: the same
+	// Write runs without asking, and --artifacts lists the file it made.
+	mu.Lock()
+	calls = 0
+	mu.Unlock()
+	stdout.Reset()
+	stderr.Reset()
+	code = Run(ctx, env, []string{"run", "--workspace", dir, "--agent", "claude-code:" + bin, "--no-stdin",
+		"--allow", "Write", "--artifacts", "--output-format", "json", "create new.txt"})
+	var res struct {
+		Artifacts []struct {
+			Path string `json:"path"`
+			Size int64  `json:"size"`
+		} `json:"artifacts"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); code != ExitOK || err != nil {
+		t.Fatalf("--allow Write: exit %d, stdout %q (%v), stderr %s", code, stdout.String(), err, stderr.String())
+	}
+	if got, err := os.ReadFile(target); err != nil || string(got) != "hi\n" {
+		t.Fatalf("the allowed Write did not happen: %q, %v; stderr %s", got, err, stderr.String())
+	}
+	if len(res.Artifacts) != 1 || res.Artifacts[0].Path != "new.txt" || res.Artifacts[0].Size != 3 {
+		t.Fatalf("artifacts %+v, want new.txt (3 bytes)", res.Artifacts)
 	}
 }
 

@@ -65,8 +65,10 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		"headless: no master, no browser. Piped standard input is read as the prompt's",
 		"material (with no prompt, as the prompt). Flags go before the prompt.",
 		"\nWith --agent other than builtin, the agent's questions (permission requests)",
-		"are denied, since nobody can answer, and noted on standard error; --allow,",
-		"--deny, --provider, --model and --base-url are ferry's agent's own.",
+		"are denied, since nobody can answer, and noted on standard error; --allow",
+		"and --deny go to agents that honour them (claude-code, acp:…) as the prompt's",
+		"allowed_tools and denied_tools; --provider, --model and --base-url are ferry's",
+		"agent's own.",
 		"\nPermissions: read-only tools run freely; anything else the rules would ask",
 		"about is denied, since nobody can be asked. Grant what the task needs with",
 		"--allow (e.g. --allow Edit --allow 'Bash(go test:*)'); denied calls are",
@@ -97,7 +99,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		var own []string
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "allow", "deny", "provider", "model", "base-url":
+			case "provider", "model", "base-url":
 				own = append(own, "--"+f.Name)
 			}
 		})
@@ -180,6 +182,11 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	if *maxTurns > 0 {
 		o.MaxTurns = maxTurns
 	}
+	if spec.Kind != agentspec.Builtin {
+		// Other agents get the rules as the prompt's own; ferry's agent
+		// takes them as its Config's Rules below.
+		o.AllowedTools, o.DeniedTools = allow, deny
+	}
 	turn.Request.ConfigOverrides = o
 	out := &runOutput{env: env, format: *format, sessionID: sessionID, turnID: turn.ID, started: map[string]string{}, artifacts: *artifacts}
 
@@ -239,6 +246,15 @@ func runAdapter(ctx context.Context, env Env, spec agentspec.Spec, log *slog.Log
 	caps := ad.Capability()
 	if !slices.Contains(caps.Modes, cfg.Mode) {
 		return usageErrorf("ferry run: --mode %s: the agent %s cannot enforce it (it offers %s)", cfg.Mode, caps.ID, strings.Join(caps.Modes, ", "))
+	}
+	for _, r := range []struct {
+		flag, setting string
+		set           bool
+	}{{"--allow", adapter.SettingAllowedTools, len(turn.Request.ConfigOverrides.AllowedTools) > 0},
+		{"--deny", adapter.SettingDeniedTools, len(turn.Request.ConfigOverrides.DeniedTools) > 0}} {
+		if r.set && !slices.Contains(caps.Settings, r.setting) {
+			return usageErrorf("ferry run: %s: the agent %s cannot honour permission rules (claude-code and acp:… agents can)", r.flag, caps.ID)
+		}
 	}
 	if !slices.Contains(caps.InputTypes, turn.Request.InputType) {
 		// The text is the same; only the agent's reading of it differs
