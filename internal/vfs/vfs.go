@@ -225,3 +225,10 @@ type FS interface {
 	// Roots lists the allowed roots; the first is the workspace.
 	Roots() []string
 }
+
+// StampOf is the Stamp of fi, for code that walks the disk itself (a
+// script agent's before-and-after comparison) rather than through an FS.
+func StampOf(fi fs.FileInfo) Stamp {
+	s, _ := sysStamp(fi)
+	return s
+}

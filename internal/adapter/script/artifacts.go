@@ -35,19 +35,10 @@ var (
 	snapshotTime = 2 * time.Second
 )
 
-// stamp is one version of a file: a write changes at least one field (a
-// writer that restores mtime still moves ctime; a replace changes inode).
-type stamp struct {
-	size  int64
-	mtime time.Time
-	ctime time.Time
-	inode uint64
-}
-
 // snapshot maps the workspace's regular files that the ignore rules keep
 // (workspace-relative, "/"-separated) to their stamps.
 type snapshot struct {
-	files map[string]stamp
+	files map[string]vfs.Stamp // a write changes one field at least (ctime even when mtime is restored)
 	// complete is false when the walk was cut short (a bound, an error):
 	// a file missing from files may then exist.
 	complete bool
@@ -57,7 +48,7 @@ type snapshot struct {
 // skipped), within maxSnapshotFiles and snapshotTime; what cut it short is
 // logged.
 func (s *session) takeSnapshot(ctx context.Context, log *slog.Logger) snapshot {
-	snap := snapshot{files: make(map[string]stamp)}
+	snap := snapshot{files: make(map[string]vfs.Stamp)}
 	m, err := ignore.ForDir(s.root, ignore.OSEnv())
 	if err != nil {
 		log.Warn("script artifacts: no ignore rules, the workspace is not compared", "err", err)
@@ -78,9 +69,7 @@ func (s *session) takeSnapshot(ctx context.Context, log *slog.Logger) snapshot {
 		if err != nil {
 			return nil //nolint:nilerr // gone since it was listed
 		}
-		st := stamp{size: fi.Size(), mtime: fi.ModTime()}
-		sysStamp(fi, &st)
-		snap.files[rel] = st
+		snap.files[rel] = vfs.StampOf(fi)
 		return nil
 	})
 	switch {
