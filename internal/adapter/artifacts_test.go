@@ -37,6 +37,13 @@ func TestEmitArtifact(t *testing.T) {
 	if got[1].ArtifactID == a.ArtifactID {
 		t.Fatal("two emits share an artifact id")
 	}
+	// A cancelled turn still tells the user of the file, within a grace.
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	err = adapter.EmitArtifact(cancelled, func(ctx context.Context, _ string, _ any) error { return ctx.Err() }, "t", f)
+	if err != nil {
+		t.Fatalf("a cancelled turn's artifact got no grace: %v", err)
+	}
 	boom := errors.New("boom")
 	if err := adapter.EmitArtifact(t.Context(), func(context.Context, string, any) error { return boom }, "t", f); !errors.Is(err, boom) {
 		t.Fatalf("emit failure: %v", err)

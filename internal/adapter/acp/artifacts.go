@@ -1,9 +1,6 @@
 package acp
 
 import (
-	"context"
-	"time"
-
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/runecut"
@@ -42,13 +39,7 @@ func (s *session) handOver(ts *turnState, callID, name string) {
 		ts.handed[key] = true
 	}
 	ts.artifacts = append(ts.artifacts, f)
-	ctx := ts.ctx
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 100*time.Millisecond)
-		defer cancel()
-	}
-	if err := adapter.EmitArtifact(ctx, ts.emit, ts.id, f); err != nil {
+	if err := adapter.EmitArtifact(ts.ctx, ts.emit, ts.id, f); err != nil {
 		s.log.Warn("acp: agent.artifact not delivered", "path", f.Path(), "err", err)
 	}
 }

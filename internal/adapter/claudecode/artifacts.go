@@ -54,9 +54,7 @@ func (t *turn) handOver(toolUseID string, ok bool) {
 	if t.emit == nil || t.stopped.Load() {
 		return
 	}
-	ctx, cancel := t.sendCtx()
-	defer cancel()
-	if err := adapter.EmitArtifact(ctx, t.emit, t.id, f); err != nil {
+	if err := adapter.EmitArtifact(t.ctx, t.emit, t.id, f); err != nil {
 		t.log.Warn("claudecode: agent.artifact not sent", "tool_use_id", toolUseID, "err", err)
 	}
 }
