@@ -20,6 +20,7 @@ import (
 	"errors"
 
 	"github.com/ferry-dev/ferry/internal/artifact"
+	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/internal/transcript"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
@@ -94,6 +95,18 @@ type Turn struct {
 	Request *protocol.PromptRequest
 	// Prompt is Request's prompt_text parsed against its file references.
 	Prompt fileref.Prompt
+	// Attachments are Request's context_files, fetched and checked by the
+	// client, in their order. An adapter that declares the context_files
+	// setting hands every one to its agent in the agent's own form.
+	Attachments []attachment.File
+}
+
+// AttachmentChecker is a Session whose agent takes some attachments but
+// not others (an ACP agent without the image prompt capability). The
+// client calls it before the turn starts; a refusal is a coded error
+// naming the context_files entry, and no turn runs.
+type AttachmentChecker interface {
+	CheckAttachments(files []attachment.File) *protocol.Error
 }
 
 // Result is how a turn ended.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/ferry-dev/ferry/internal/attachment"
+
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
@@ -19,6 +21,8 @@ type Turn struct {
 	Request *protocol.PromptRequest
 	// Prompt is Request's prompt_text parsed against its file references.
 	Prompt fileref.Prompt
+	// Attachments are Request's context_files, fetched and checked.
+	Attachments []attachment.File
 }
 
 // Emit sends one agent.* event of the running prompt. It may block while

@@ -1,0 +1,46 @@
+// Package attachment is what a file the user attached to a prompt
+// (context_files) is by the time an agent gets it: fetched by the client,
+// its size checked and its type sniffed from its bytes, never trusted from
+// a header. The adapters turn a File into their agent's own form (a
+// provider's image or document block, a stream-json content block, an ACP
+// image or resource block) or refuse it with a coded error before the turn
+// starts; none drops one silently.
+package attachment
+
+import (
+	"strings"
+)
+
+// MaxBytes caps one attachment's content, on the master when it is uploaded
+// and on the client when it is fetched.
+const MaxBytes = 20 << 20
+
+// File is one attachment, in the order of the prompt's context_files.
+type File struct {
+	// Name is the bare file name the user gave (context_files' file_name).
+	Name string
+	// MediaType is the sniffed media type without parameters, e.g.
+	// "image/png", "application/pdf", "text/plain".
+	MediaType string
+	// Data is the whole content.
+	Data []byte
+}
+
+// IsImage reports whether the file is an image a model provider takes:
+// PNG, JPEG, GIF or WebP.
+func (f File) IsImage() bool {
+	switch f.MediaType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}
+
+// IsPDF reports whether the file is a PDF document.
+func (f File) IsPDF() bool { return f.MediaType == "application/pdf" }
+
+// IsText reports whether the file is text (its content is valid to show
+// the model as text).
+func (f File) IsText() bool {
+	return strings.HasPrefix(f.MediaType, "text/") || f.MediaType == "application/json"
+}
