@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/contentstore"
 	"github.com/ferry-dev/ferry/internal/tools"
 )
 
@@ -28,7 +27,8 @@ import (
 //
 //   - Each change is recorded with its session, turn, tool call, path and
 //     the SHA-256 of the content before and after (an empty hash: the file
-//     did not exist). Contents are kept once each, by hash, in blobs/.
+//     did not exist). Contents are kept once each, by hash, in blobs/ (a
+//     contentstore.Store, which checks the hash when a content is read).
 //   - The content a write replaces is on disk (fsynced) before Track
 //     returns, so ferry's tools write only once the old version is safe.
 //   - The journal (journal.jsonl) is append-only and replayed by
@@ -47,6 +47,7 @@ type Journal struct {
 	dir, session, workspace string
 	quota                   int64
 	release                 func() // the folder's claim (prune.go)
+	blobs                   *contentstore.Store
 
 	mu      sync.Mutex
 	f       *os.File
@@ -124,10 +125,11 @@ func OpenJournal(dir, session, workspace string, quota int64) (*Journal, error) 
 }
 
 func openJournal(dir, session, workspace string, quota int64) (*Journal, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "blobs"), 0o700); err != nil {
+	blobs, err := contentstore.Open(filepath.Join(dir, "blobs"))
+	if err != nil {
 		return nil, fmt.Errorf("file history: %w", err)
 	}
-	j := &Journal{dir: dir, session: session, workspace: workspace, quota: quota,
+	j := &Journal{dir: dir, session: session, workspace: workspace, quota: quota, blobs: blobs,
 		pending: map[pendingKey]*Entry{}, sizes: map[string]int64{}}
 	if err := j.replay(); err != nil {
 		return nil, err
@@ -203,8 +205,8 @@ func (j *Journal) keepBlob(h string) {
 	if _, ok := j.sizes[h]; ok {
 		return
 	}
-	if fi, err := os.Stat(j.blobPath(h)); err == nil {
-		j.sizes[h] = fi.Size()
+	if n, err := j.blobs.Size(h); err == nil {
+		j.sizes[h] = n
 	}
 }
 
@@ -344,33 +346,26 @@ func (j *Journal) append(l line) error {
 }
 
 // HashOf is the content hash the journal records.
-func HashOf(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
-func (j *Journal) blobPath(h string) string { return filepath.Join(j.dir, "blobs", h) }
+func HashOf(b []byte) string { return contentstore.HashOf(b) }
 
 func (j *Journal) putBlob(b []byte) (string, error) {
 	h := HashOf(b)
 	if _, ok := j.sizes[h]; ok {
 		return h, nil
 	}
-	p := j.blobPath(h)
-	if _, err := os.Stat(p); err != nil {
-		if err := writeAtomic(p, b); err != nil {
-			return "", err
-		}
+	if _, err := j.blobs.Put(b); err != nil {
+		return "", fmt.Errorf("file history: %w", err)
 	}
 	j.sizes[h] = int64(len(b))
 	return h, nil
 }
 
+// blob returns the content h (nil for ""), checked against its hash.
 func (j *Journal) blob(h string) ([]byte, error) {
 	if h == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(j.blobPath(h))
+	b, err := j.blobs.Read(h)
 	if err != nil {
 		return nil, fmt.Errorf("file history: %w", err)
 	}
@@ -407,16 +402,8 @@ func (j *Journal) enforceQuota() error {
 	if err := j.append(line{Op: "drop", Seq: j.dropped}); err != nil {
 		return err
 	}
-	ents, err := os.ReadDir(filepath.Join(j.dir, "blobs"))
-	if err != nil {
+	if _, err := j.blobs.Sweep(func(h string) bool { _, ok := j.sizes[h]; return ok }); err != nil {
 		return fmt.Errorf("file history: %w", err)
-	}
-	for _, d := range ents {
-		if _, ok := j.sizes[d.Name()]; !ok {
-			if err := os.Remove(filepath.Join(j.dir, "blobs", d.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("file history: %w", err)
-			}
-		}
 	}
 	return nil
 }
