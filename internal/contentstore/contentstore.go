@@ -33,11 +33,11 @@ import (
 )
 
 var (
-	// ErrBadHash: the name given is not a lowercase hex SHA-256.
+	// ErrBadHash means the name given is not a lowercase hex SHA-256.
 	ErrBadHash = errors.New("contentstore: not a SHA-256 in lowercase hex")
-	// ErrCorrupt: the stored bytes no longer hash to their name.
+	// ErrCorrupt means the stored bytes no longer hash to their name.
 	ErrCorrupt = errors.New("contentstore: the stored content does not match its hash")
-	// ErrNotFound: no content under that hash.
+	// ErrNotFound means there is no content under that hash.
 	ErrNotFound = errors.New("contentstore: no such content")
 )
 
