@@ -15,7 +15,7 @@ import (
 // session's client over the client's WebSocket:
 //
 //	master → client  control.artifact.read    {request_id, artifact_id}
-//	client → master  session.artifact.meta    {request_id, size, modified_at, etag}
+//	client → master  session.artifact.meta    {request_id, size, modified_at, etag[, changed_since]}
 //	                 (or session.artifact.end with an error)
 //	master → client  control.artifact.range   {request_id, offset, length, window}
 //	                 (or control.artifact.cancel when no body is needed)
@@ -25,6 +25,11 @@ import (
 //
 // The master may send control.artifact.cancel at any time (the downloader
 // went away); the client then stops and closes the file.
+//
+// The version read is the snapshot the client took when the agent handed
+// the file over; once that is gone (evicted by the client's quota, or
+// never taken), the file as it is now, with changed_since set when it is
+// no longer the registered version (see "Snapshots" in docs/artifacts.md).
 //
 // Data travels in binary WebSocket frames (ArtifactChunk), not in JSON: a
 // gigabyte in base64 would be a third larger and pass through the strict
@@ -108,16 +113,18 @@ type ArtifactRead struct {
 	ArtifactID string `json:"artifact_id" jsonschema:"minLength=1,maxLength=128"`
 }
 
-// ArtifactMeta is session.artifact.meta: the opened file as it is now.
+// ArtifactMeta is session.artifact.meta: the version the download serves — the snapshot the client took when the agent handed the file over, else the file as it is now.
 type ArtifactMeta struct {
 	// RequestID of the control.artifact.read.
 	RequestID string `json:"request_id" jsonschema:"minLength=1,format=uuid"`
-	// Size of the file now (it may differ from the registered size).
+	// Size of the version served (the registered size, unless changed_since).
 	Size int64 `json:"size" jsonschema:"minimum=0"`
-	// ModifiedAt is the file's modification time, RFC 3339.
+	// ModifiedAt is the served version's modification time, RFC 3339.
 	ModifiedAt string `json:"modified_at" jsonschema:"format=date-time"`
 	// ETag is an opaque version of the file: it changes when the file does.
 	ETag string `json:"etag" jsonschema:"minLength=1,maxLength=64,pattern=^[A-Za-z0-9_-]+$"`
+	// ChangedSince is set when the client no longer keeps the version the agent made (its snapshot was evicted or never taken) and the file changed since: the download serves the current file, and the master marks the response (Ferry-Artifact-Changed: 1). Absent or false: the agent's version.
+	ChangedSince bool `json:"changed_since,omitempty"`
 }
 
 // ArtifactRange is control.artifact.range: send bytes [offset,
