@@ -8,12 +8,15 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/contentstore"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -33,9 +36,21 @@ var errArtifactIDTaken = errors.New("client: the session already has this artifa
 // never reach a file no agent registered — nor another file put in its
 // place later, such as a hard link to a file outside the workspace. The
 // record outlives restarts of the client.
+//
+// Each record also names the snapshot of the file's content taken when it
+// was recorded (snapshots.go), kept in a content-addressed store beside
+// the log, so a download serves the version the agent made even after the
+// file changed. mu serialises what changes snapshots (record, evict,
+// prune): a content is removed only when no record names it, and a record
+// is never inserted naming a content an eviction is removing.
 type artifactLog struct {
 	db          *sql.DB
 	put, lookup *sql.Stmt
+	snaps       *contentstore.Store
+	limits      snapshotLimits
+	log         *slog.Logger
+
+	mu sync.Mutex
 }
 
 // artifactRecord is one recorded artifact.
@@ -48,6 +63,10 @@ type artifactRecord struct {
 	// identities were kept (those are served only while the file has a
 	// single link).
 	ID fileVersion
+	// Snapshot is the hash of the content snapshotted when it was recorded
+	// ("" when none was taken, or it was evicted); SnapSize its size.
+	Snapshot string
+	SnapSize int64
 }
 
 // fileVersion identifies the registered version of a file: its identity
@@ -70,7 +89,8 @@ func (v fileVersion) equal(w fileVersion) bool {
 	return bytes.Equal(v.Ident, w.Ident) && v.Size == w.Size && v.MTime == w.MTime
 }
 
-func openArtifactLog(path string) (*artifactLog, error) {
+// openArtifactLog opens the log at path and its snapshots in snapDir.
+func openArtifactLog(path, snapDir string, limits snapshotLimits, log *slog.Logger) (*artifactLog, error) {
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)"
 	db, err := sql.Open("sqlite", dsn)
@@ -78,7 +98,12 @@ func openArtifactLog(path string) (*artifactLog, error) {
 		return nil, fmt.Errorf("client: open artifact log %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	l := &artifactLog{db: db}
+	snaps, err := contentstore.Open(snapDir)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("client: open artifact snapshots: %w", err)
+	}
+	l := &artifactLog{db: db, snaps: snaps, limits: limits, log: log}
 	_, err = db.Exec(`CREATE TABLE IF NOT EXISTS artifacts (
 		session_id  TEXT NOT NULL,
 		artifact_id TEXT NOT NULL,
@@ -91,12 +116,17 @@ func openArtifactLog(path string) (*artifactLog, error) {
 		err = addVersionColumns(db)
 	}
 	if err == nil {
-		l.put, err = db.Prepare(`INSERT INTO artifacts (session_id, artifact_id, root, path, created_at, ident, size, mtime)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		l.put, err = db.Prepare(`INSERT INTO artifacts (session_id, artifact_id, root, path, created_at, ident, size, mtime, snapshot, snap_size)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (session_id, artifact_id) DO NOTHING`)
 	}
 	if err == nil {
-		l.lookup, err = db.Prepare(`SELECT root, path, ident, size, mtime FROM artifacts WHERE session_id = ? AND artifact_id = ?`)
+		l.lookup, err = db.Prepare(`SELECT root, path, ident, size, mtime, snapshot, snap_size FROM artifacts WHERE session_id = ? AND artifact_id = ?`)
+	}
+	if err == nil {
+		// A crash between storing a snapshot and recording it (or in the
+		// middle of an eviction) leaves a content nobody names.
+		err = l.sweep(context.Background())
 	}
 	if err != nil {
 		_ = db.Close()
@@ -105,9 +135,10 @@ func openArtifactLog(path string) (*artifactLog, error) {
 	return l, nil
 }
 
-// addVersionColumns upgrades a log written before file versions were
-// recorded: its rows get NULLs, which Lookup reads as an unknown version.
-func addVersionColumns(db *sql.DB) error {
+// addVersionColumns upgrades a log written before file versions (or
+// snapshots) were recorded: its rows get NULLs, which Lookup reads as an
+// unknown version and no snapshot.
+func addVersionColumns(db *sql.DB) (err error) {
 	rows, err := db.Query(`SELECT name FROM pragma_table_info('artifacts')`)
 	if err != nil {
 		return err
@@ -124,7 +155,12 @@ func addVersionColumns(db *sql.DB) error {
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return err
 	}
-	for _, col := range []string{"ident BLOB", "size INTEGER", "mtime INTEGER"} {
+	defer func() {
+		if err == nil {
+			_, err = db.Exec(`CREATE INDEX IF NOT EXISTS artifacts_snapshot ON artifacts (snapshot) WHERE snapshot IS NOT NULL`)
+		}
+	}()
+	for _, col := range []string{"ident BLOB", "size INTEGER", "mtime INTEGER", "snapshot TEXT", "snap_size INTEGER"} {
 		name, _, _ := strings.Cut(col, " ")
 		if have[name] {
 			continue
@@ -136,27 +172,55 @@ func addVersionColumns(db *sql.DB) error {
 	return nil
 }
 
-// Record stores an artifact before its event is sent. Recording the same
-// artifact again changes nothing; another file under a recorded
-// artifact_id is errArtifactIDTaken.
-func (l *artifactLog) Record(ctx context.Context, sessionID, artifactID string, rec artifactRecord) error {
-	res, err := l.put.ExecContext(ctx, sessionID, artifactID, rec.Root, rec.Path, time.Now().UnixMicro(),
-		rec.ID.Ident, rec.ID.Size, rec.ID.MTime)
-	if err != nil {
-		return fmt.Errorf("client: record artifact: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		if err != nil {
-			return fmt.Errorf("client: record artifact: %w", err)
+// Record stores an artifact before its event is sent, with content (nil:
+// no snapshot) as its snapshot. Recording the same artifact again changes
+// nothing; another file under a recorded artifact_id is
+// errArtifactIDTaken. A snapshot may push the workspace's snapshots over
+// their quota: the oldest are evicted then (snapshots.go).
+func (l *artifactLog) Record(ctx context.Context, sessionID, artifactID string, rec artifactRecord, content []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, err := l.Lookup(ctx, sessionID, artifactID)
+	switch {
+	case err == nil:
+		if old.Root != rec.Root || old.Path != rec.Path {
+			return errArtifactIDTaken
 		}
 		return nil
-	}
-	old, err := l.Lookup(ctx, sessionID, artifactID)
-	if err != nil {
+	case !errors.Is(err, errUnknownArtifact):
 		return err
 	}
-	if old.Root != rec.Root || old.Path != rec.Path {
-		return errArtifactIDTaken
+	rec.Snapshot, rec.SnapSize = "", 0
+	if content != nil {
+		h, err := l.snaps.Put(content)
+		if err != nil {
+			// The download falls back to the file on disk; the agent's
+			// hand-over must not fail for want of a copy.
+			l.log.Warn("artifact snapshot not taken", "path", rec.Path, "err", err)
+		} else {
+			rec.Snapshot, rec.SnapSize = h, int64(len(content))
+		}
+	}
+	var snap any
+	if rec.Snapshot != "" {
+		snap = rec.Snapshot
+	}
+	res, err := l.put.ExecContext(ctx, sessionID, artifactID, rec.Root, rec.Path, time.Now().UnixMicro(),
+		rec.ID.Ident, rec.ID.Size, rec.ID.MTime, snap, rec.SnapSize)
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n != 1 {
+			err = fmt.Errorf("%d rows inserted", n)
+		}
+	}
+	if err != nil {
+		if rec.Snapshot != "" {
+			l.dropUnused(ctx, []string{rec.Snapshot})
+		}
+		return fmt.Errorf("client: record artifact: %w", err)
+	}
+	if rec.Snapshot != "" {
+		l.evict(ctx, rec.Root, rec.Path)
 	}
 	return nil
 }
@@ -164,9 +228,11 @@ func (l *artifactLog) Record(ctx context.Context, sessionID, artifactID string, 
 // Lookup returns a recorded artifact (errUnknownArtifact when there is none).
 func (l *artifactLog) Lookup(ctx context.Context, sessionID, artifactID string) (artifactRecord, error) {
 	var rec artifactRecord
-	var size, mtime sql.NullInt64
-	err := l.lookup.QueryRowContext(ctx, sessionID, artifactID).Scan(&rec.Root, &rec.Path, &rec.ID.Ident, &size, &mtime)
+	var size, mtime, snapSize sql.NullInt64
+	var snap sql.NullString
+	err := l.lookup.QueryRowContext(ctx, sessionID, artifactID).Scan(&rec.Root, &rec.Path, &rec.ID.Ident, &size, &mtime, &snap, &snapSize)
 	rec.ID.Size, rec.ID.MTime = size.Int64, mtime.Int64
+	rec.Snapshot, rec.SnapSize = snap.String, snapSize.Int64
 	if errors.Is(err, sql.ErrNoRows) {
 		return rec, errUnknownArtifact
 	}
@@ -206,9 +272,10 @@ func (s *session) recordArtifact(ctx context.Context, a *protocol.Artifact) erro
 	if err != nil {
 		return fmt.Errorf("client: artifact %q not registered: %w", a.Path, err)
 	}
-	_ = f.Close()
+	defer func() { _ = f.Close() }()
 	if n := linkCount(fi); n > 1 {
 		return fmt.Errorf("client: artifact %q not registered: %w (it has %d names, which may lie outside the workspace)", a.Path, errHardLinked, n)
 	}
-	return s.c.arts.Record(ctx, s.id, a.ArtifactID, artifactRecord{Root: s.ws.Path, Path: a.Path, ID: versionOf(fi)})
+	content, fi := s.c.arts.snapshotOf(f, fi, a.Path)
+	return s.c.arts.Record(ctx, s.id, a.ArtifactID, artifactRecord{Root: s.ws.Path, Path: a.Path, ID: versionOf(fi)}, content)
 }

@@ -60,8 +60,8 @@ type Config struct {
 	// Workspaces are the directories served (made absolute, symlinks
 	// resolved; each must exist).
 	Workspaces []string
-	// StateDir holds the machine id, the outbox, the artifact log and the
-	// built-in agent's transcripts (transcripts.db); default
+	// StateDir holds the machine id, the outbox, the artifact log and its
+	// snapshots, and the built-in agent's transcripts (transcripts.db); default
 	// $XDG_STATE_HOME/ferry/client (or ~/.local/state/ferry/client).
 	StateDir string
 	// MachineName is shown to people; default os.Hostname().
@@ -98,6 +98,18 @@ type Config struct {
 	// past it the least recently written sessions' histories are dropped
 	// whole (see prune.go); 0 takes DefaultHistoryTotal, < 0 sets no bound.
 	HistoryTotal int64
+	// SnapshotMaxFile bounds the size of a file whose content is
+	// snapshotted when it is handed over as an artifact (a bigger one
+	// downloads as it is then); default DefaultSnapshotMaxFile (32 MiB).
+	SnapshotMaxFile int64
+	// SnapshotsPerPath is how many snapshots (distinct contents) each
+	// path of a workspace keeps; default DefaultSnapshotsPerPath (5).
+	SnapshotsPerPath int
+	// SnapshotTotal bounds the snapshots of each workspace together: past
+	// it the least recently registered go first (snapshots.go); default
+	// DefaultSnapshotTotal (256 MiB). Any of the three < 0 takes no
+	// snapshots.
+	SnapshotTotal int64
 	// PruneInterval is how often the histories and transcripts are pruned
 	// while the client runs (they are also at start); default
 	// DefaultPruneInterval.
@@ -281,7 +293,8 @@ func New(cfg Config) (_ *Client, err error) {
 	if c.out, err = openOutbox(filepath.Join(cfg.StateDir, "outbox.db"), cfg.OutboxLimit); err != nil {
 		return nil, err
 	}
-	if c.arts, err = openArtifactLog(filepath.Join(cfg.StateDir, "artifacts.db")); err != nil {
+	if c.arts, err = openArtifactLog(filepath.Join(cfg.StateDir, "artifacts.db"), filepath.Join(cfg.StateDir, "snapshots"),
+		limitsOf(cfg), cfg.Logger); err != nil {
 		return nil, err
 	}
 	if c.marks, err = openTurnMarks(c.out.db); err != nil {

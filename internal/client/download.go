@@ -6,12 +6,14 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/contentstore"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -36,7 +38,6 @@ var (
 	errOutside    = errors.New("the file resolves outside its workspace")
 	errNotRegular = errors.New("not a regular file")
 	errHardLinked = errors.New("the file has other hard links")
-	errChanged    = errors.New("the file is not the one registered")
 	errReadIdle   = errors.New("the master stopped asking for data")
 )
 
@@ -189,21 +190,25 @@ func (r *read) serve(parentID, artifactID string) {
 		r.fail(&protocol.Error{Code: protocol.CodeInternal, Message: "the artifact could not be looked up"})
 		return
 	}
-	f, fi, err := r.c.openArtifact(rec)
+	af, err := r.c.openArtifact(artifactID, rec, log)
 	switch {
-	case errors.Is(err, errChanged), errors.Is(err, errHardLinked):
+	case errors.Is(err, errHardLinked):
 		log.Warn("download refused", "path", rec.Path, "err", err)
-		r.fail(&protocol.Error{Code: protocol.CodeNotFound, Message: "the artifact's file changed or was replaced since it was handed over; ask the agent to hand it over again"})
+		r.fail(&protocol.Error{Code: protocol.CodeNotFound, Message: "the artifact's file was replaced by one with other names since it was handed over; ask the agent to hand it over again"})
 		return
 	case err != nil:
 		log.Warn("download refused", "path", rec.Path, "err", err)
 		r.fail(&protocol.Error{Code: protocol.CodeNotFound, Message: "the artifact's file is gone or has left the workspace"})
 		return
 	}
+	f := af.f
 	defer func() { _ = f.Close() }()
-	size := fi.Size()
+	size := af.size
+	if af.changed {
+		log.Info("download serves the current file: the version the agent made is no longer kept", "path", rec.Path)
+	}
 	meta := protocol.New(protocol.TypeArtifactMeta, &protocol.ArtifactMeta{RequestID: r.id, Size: size,
-		ModifiedAt: fi.ModTime().UTC().Format(time.RFC3339Nano), ETag: etag(artifactID, fi)})
+		ModifiedAt: af.mtime.UTC().Format(time.RFC3339Nano), ETag: af.etag, ChangedSince: af.changed})
 	meta.ParentID, meta.SessionID = parentID, r.session
 	if !r.send(meta) {
 		return
@@ -290,13 +295,25 @@ func (r *read) waitCredit(limit, window int64) error {
 	}
 }
 
-// openArtifact opens a recorded artifact for reading, refusing what is not
-// inside its workspace now, and anything but the version registered: the
-// same file (device and inode), size and modification time, so a hard
-// link, a rename over the path or a write since is refused (errChanged).
-// A record from before versions were kept is served only while the file
-// has a single link (errHardLinked otherwise).
-func (c *Client) openArtifact(rec artifactRecord) (*os.File, os.FileInfo, error) {
+// artifactFile is what a download serves: the snapshot, or the file on
+// disk, with the version the master is told.
+type artifactFile struct {
+	f       *os.File
+	size    int64
+	mtime   time.Time
+	etag    string
+	changed bool // the file on disk, which is not the registered version
+}
+
+// openArtifact opens a recorded artifact for reading: its snapshot when
+// the client keeps it (checked against its hash), with the registered
+// size, time and ETag. Without one (evicted, too big, never taken, or
+// damaged) the file as it is now, refusing what is not inside its
+// workspace now and a file with other hard links (errHardLinked): another
+// name may lie outside the workspace. That file is marked changed when it
+// is not the registered version (device and inode, size, modification
+// time); a record from before versions were kept cannot tell, and is not.
+func (c *Client) openArtifact(artifactID string, rec artifactRecord, log *slog.Logger) (*artifactFile, error) {
 	var ws *workspace
 	for _, w := range c.workspaces {
 		if w.Path == rec.Root {
@@ -304,23 +321,32 @@ func (c *Client) openArtifact(rec artifactRecord) (*os.File, os.FileInfo, error)
 		}
 	}
 	if ws == nil {
-		return nil, nil, fmt.Errorf("workspace %s is no longer served", rec.Root)
+		return nil, fmt.Errorf("workspace %s is no longer served", rec.Root)
+	}
+	if rec.Snapshot != "" {
+		f, err := c.arts.snaps.Open(rec.Snapshot)
+		if err == nil {
+			return &artifactFile{f: f, size: rec.SnapSize, mtime: time.Unix(0, rec.ID.MTime), etag: etagOf(artifactID, rec.ID)}, nil
+		}
+		if errors.Is(err, contentstore.ErrNotFound) {
+			log.Info("download: the snapshot was evicted meanwhile", "path", rec.Path)
+		} else {
+			// Never served as the agent's version: the file on disk goes,
+			// marked if it changed.
+			log.Error("download: the artifact's snapshot is damaged; serving the file on disk", "path", rec.Path, "err", err)
+		}
 	}
 	f, fi, err := openInWorkspace(ws.Path, rec.Path)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	switch {
-	case rec.ID.known() && !rec.ID.equal(versionOf(fi)):
-		err = fmt.Errorf("%w: %s", errChanged, rec.Path)
-	case !rec.ID.known() && linkCount(fi) > 1:
-		err = fmt.Errorf("%w: %s", errHardLinked, rec.Path)
-	}
-	if err != nil {
+	if n := linkCount(fi); n > 1 {
 		_ = f.Close()
-		return nil, nil, err
+		return nil, fmt.Errorf("%w: %s (%d names)", errHardLinked, rec.Path, n)
 	}
-	return f, fi, nil
+	v := versionOf(fi)
+	return &artifactFile{f: f, size: fi.Size(), mtime: fi.ModTime(), etag: etagOf(artifactID, v),
+		changed: rec.ID.known() && !rec.ID.equal(v)}, nil
 }
 
 // openInWorkspace opens the regular file at rel ('/'-separated) in the
@@ -360,12 +386,13 @@ func openInWorkspace(wsPath, relPath string) (*os.File, os.FileInfo, error) {
 	return f, fi, nil
 }
 
-// etag is a version of the opened file: it changes when the file is
-// replaced or written (its identity, size or modification time change).
-// Hashing the identity keeps inode numbers off the wire.
-func etag(artifactID string, fi os.FileInfo) string {
+// etagOf is a version of a file: it changes when the file is replaced or
+// written (its identity, size or modification time change), and is the
+// same for a snapshot and the unchanged file it was taken of. Hashing the
+// identity keeps inode numbers off the wire.
+func etagOf(artifactID string, v fileVersion) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%d\x00%d\x00", artifactID, fi.Size(), fi.ModTime().UnixNano())
-	h.Write(fileIdentity(fi))
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00", artifactID, v.Size, v.MTime)
+	h.Write(v.Ident)
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
 }

@@ -11,14 +11,16 @@ import (
 	"github.com/ferry-dev/ferry/protocol"
 )
 
-// TestArtifactServesOnlyRegisteredFile: a download serves the file the
-// agent handed over, not whatever later takes its name. A hard link to a
-// file outside the workspace swapped in for it (same place, no symlink for
-// the path checks to see), another file renamed over it, or the same file
-// written since are all refused; the registered file still reads.
+// TestArtifactServesOnlyRegisteredFile: without snapshots (off here, as
+// for one evicted) a download serves the file on disk only when it is
+// safe — a hard link to a file outside the workspace swapped in for it
+// (same place, no symlink for the path checks to see) is refused — and
+// marks it changed_since when it is not the registered version: another
+// file renamed over it, or the file grown since. The registered inode with
+// its size and mtime restored cannot be told apart, and is not marked.
 func TestArtifactServesOnlyRegisteredFile(t *testing.T) {
 	t.Parallel()
-	d := newDLEnv(t)
+	d := newDLEnv(t, withoutSnapshots)
 	outside := filepath.Join(t.TempDir(), "shadow")
 	if err := os.WriteFile(outside, []byte("root:$6$secret"), 0o600); err != nil {
 		t.Fatal(err)
@@ -42,7 +44,7 @@ func TestArtifactServesOnlyRegisteredFile(t *testing.T) {
 		return os.Link(outside, p)
 	})
 	renamed := swap("renamed.txt", func(p string) error {
-		if err := os.WriteFile(p+".new", []byte("report"), 0o644); err != nil {
+		if err := os.WriteFile(p+".new", []byte("REPORT"), 0o644); err != nil {
 			return err
 		}
 		return os.Rename(p+".new", p)
@@ -57,10 +59,6 @@ func TestArtifactServesOnlyRegisteredFile(t *testing.T) {
 		return err
 	})
 	rewritten := swap("rewritten.txt", func(p string) error {
-		// Same size, same mtime: only the identity-free content changed,
-		// through the same inode. Size and mtime restored, so only a
-		// change of ctime could tell; the identity (dev, inode) is the
-		// same, so this one is served: the registered file is still it.
 		fi, err := os.Stat(p)
 		if err != nil {
 			return err
@@ -70,22 +68,32 @@ func TestArtifactServesOnlyRegisteredFile(t *testing.T) {
 		}
 		return os.Chtimes(p, fi.ModTime(), fi.ModTime())
 	})
-	for name, art := range map[string]*protocol.Artifact{
-		"a hard link to a file outside swapped in": hardLink,
-		"another file renamed over it":             renamed,
-		"the file grown since":                     appended,
+	if _, ans := d.read(d.sess, hardLink.ArtifactID); ans.Type == protocol.TypeArtifactMeta {
+		t.Errorf("a hard link to a file outside swapped in: served (%+v)", ans.Payload)
+	} else if e := endError(t, ans); e.Code != protocol.CodeNotFound {
+		t.Errorf("a hard link to a file outside swapped in: %+v, want not_found", e)
+	}
+	for name, tc := range map[string]struct {
+		art     *protocol.Artifact
+		want    string
+		changed bool
+	}{
+		"another file renamed over it": {renamed, "REPORT", true},
+		"the file grown since":         {appended, "report and more", true},
+		"the same inode, size, mtime":  {rewritten, "REPORT", false},
 	} {
-		_, ans := d.read(d.sess, art.ArtifactID)
-		if ans.Type == protocol.TypeArtifactMeta {
-			t.Errorf("%s: served (%+v)", name, ans.Payload)
+		id, ans := d.read(d.sess, tc.art.ArtifactID)
+		meta, ok := ans.Payload.(*protocol.ArtifactMeta)
+		if !ok {
+			t.Errorf("%s: %s %+v, want the current file", name, ans.Type, ans.Payload)
 			continue
 		}
-		if e := endError(t, ans); e.Code != protocol.CodeNotFound || !strings.Contains(e.Message, "changed") {
-			t.Errorf("%s: %+v, want not_found saying the file changed", name, e)
+		if meta.ChangedSince != tc.changed || meta.Size != int64(len(tc.want)) {
+			t.Errorf("%s: %+v, want changed_since %v and size %d", name, meta, tc.changed, len(tc.want))
 		}
-	}
-	if _, ans := d.read(d.sess, rewritten.ArtifactID); ans.Type != protocol.TypeArtifactMeta {
-		t.Errorf("the registered inode, same size and mtime: %s %+v", ans.Type, ans.Payload)
+		if got := d.fetch(d.sess, id, 0, meta.Size, protocol.MinArtifactWindow); string(got) != tc.want {
+			t.Errorf("%s: served %q, want %q", name, got, tc.want)
+		}
 	}
 }
 

@@ -65,10 +65,10 @@ type dlEnv struct {
 	ctx  context.Context
 }
 
-func newDLEnv(t *testing.T) *dlEnv {
+func newDLEnv(t *testing.T, opts ...envOpt) *dlEnv {
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)
-	e := m.start(t, withAdapters(artAdapter{}))
+	e := m.start(t, append([]envOpt{withAdapters(artAdapter{})}, opts...)...)
 	ctx := testContext(t)
 	fc, _ := m.accept(ctx)
 	d := &dlEnv{testEnv: e, fc: fc, sess: protocol.NewID(), root: e.c.Workspaces()[0].Path, ctx: ctx}
@@ -214,11 +214,16 @@ func TestArtifactDownloadExactBytesWithinCredit(t *testing.T) {
 	waitFor(d.ctx, t, "every download slot back", func() bool { return len(d.c.readSlots) == 0 })
 }
 
-// TestArtifactReadRefused: only a recorded artifact of the session, still
-// a regular file inside the workspace, is read.
+// withoutSnapshots turns the snapshots off: every download reads the file
+// on disk, as one whose snapshot was evicted does.
+func withoutSnapshots(c *Config) { c.SnapshotTotal = -1 }
+
+// TestArtifactReadRefused: only a recorded artifact of the session is
+// read, and without its snapshot (here: snapshots off) only a regular
+// file still inside the workspace, with a single link.
 func TestArtifactReadRefused(t *testing.T) {
 	t.Parallel()
-	d := newDLEnv(t)
+	d := newDLEnv(t, withoutSnapshots)
 	d.write("a.txt", []byte("a"))
 	a, _ := d.hand(d.sess, "art_a a.txt")
 	other := protocol.NewID()
@@ -314,31 +319,46 @@ func TestArtifactIDs(t *testing.T) {
 }
 
 // TestArtifactETag: the version is stable while the file is the one
-// registered; a replaced file is not served at all (see
-// TestArtifactServesOnlyRegisteredFile), so it never gets a new ETag.
+// registered, and stays the registered one while its snapshot is served
+// (the file replaced by another with the same content changes nothing);
+// without a snapshot the replaced file is served under a new ETag, marked.
 func TestArtifactETag(t *testing.T) {
 	t.Parallel()
-	d := newDLEnv(t)
-	d.write("f.txt", []byte("one"))
-	art, _ := d.hand(d.sess, "- f.txt")
-	etag := func() string {
-		t.Helper()
-		_, ans := d.read(d.sess, art.ArtifactID)
-		return ans.Payload.(*protocol.ArtifactMeta).ETag
-	}
-	first := etag()
-	if again := etag(); again != first {
-		t.Fatalf("an unchanged file changed its ETag: %s, %s", first, again)
-	}
-	p := filepath.Join(d.root, "f.txt")
-	if err := os.WriteFile(p+".tmp", []byte("one"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(p+".tmp", p); err != nil {
-		t.Fatal(err)
-	}
-	if _, ans := d.read(d.sess, art.ArtifactID); ans.Type != protocol.TypeArtifactEnd {
-		t.Fatalf("a file replaced by another with the same content: %s, want refused", ans.Type)
+	for _, snap := range []bool{true, false} {
+		opts := []envOpt{}
+		if !snap {
+			opts = append(opts, withoutSnapshots)
+		}
+		d := newDLEnv(t, opts...)
+		d.write("f.txt", []byte("one"))
+		art, _ := d.hand(d.sess, "- f.txt")
+		meta := func() *protocol.ArtifactMeta {
+			t.Helper()
+			_, ans := d.read(d.sess, art.ArtifactID)
+			m, ok := ans.Payload.(*protocol.ArtifactMeta)
+			if !ok {
+				t.Fatalf("snapshots %v: %s %+v", snap, ans.Type, ans.Payload)
+			}
+			return m
+		}
+		first := meta()
+		if again := meta(); again.ETag != first.ETag || again.ChangedSince {
+			t.Fatalf("snapshots %v: an unchanged file changed its ETag: %s, %+v", snap, first.ETag, again)
+		}
+		p := filepath.Join(d.root, "f.txt")
+		if err := os.WriteFile(p+".tmp", []byte("one"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(p+".tmp", p); err != nil {
+			t.Fatal(err)
+		}
+		after := meta()
+		if snap && (after.ETag != first.ETag || after.ChangedSince || after.ModifiedAt != first.ModifiedAt) {
+			t.Errorf("the snapshot served after the file was replaced: %+v, want the registered %+v", after, first)
+		}
+		if !snap && (after.ETag == first.ETag || !after.ChangedSince) {
+			t.Errorf("without a snapshot, the replaced file: %+v, want a new ETag and changed_since", after)
+		}
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 // total size are the bounds:
 //
 //   - A session's state (its saved transcript, its file history) not
-//     written for stateMaxAge is dropped.
+//     written for stateMaxAge is dropped; so are its artifact records
+//     (artifacts.db) when it recorded none for stateMaxAge and is not open
+//     in this client, with the snapshots no other record needs.
 //   - The file histories of all sessions together stay under
 //     Config.HistoryTotal: the least recently written are dropped whole
 //     first. A history of a session open in this client is never dropped
@@ -43,6 +45,7 @@ func (c *Client) startPruning() {
 	go func() {
 		defer c.wg.Done()
 		c.pruneHistories(c.stop)
+		c.pruneArtifacts(c.stop, time.Now())
 		t := time.NewTicker(c.cfg.PruneInterval)
 		defer t.Stop()
 		for {
@@ -52,6 +55,7 @@ func (c *Client) startPruning() {
 			case <-t.C:
 				c.pruneTranscripts(c.stop)
 				c.pruneHistories(c.stop)
+				c.pruneArtifacts(c.stop, time.Now())
 			}
 		}
 	}()
@@ -91,5 +95,23 @@ func (c *Client) pruneHistories(ctx context.Context) {
 	if res.OverCap {
 		c.log.Warn("file histories over --history-total: what is left belongs to sessions open in this client (or folders that cannot be pruned); they are kept",
 			"total_bytes", res.Total, "max_bytes", total, "open_sessions", res.Open)
+	}
+}
+
+// pruneArtifacts drops the artifact records (and snapshots) of the
+// sessions that recorded none for stateMaxAge before now and are not open
+// here: their downloads end with them.
+func (c *Client) pruneArtifacts(ctx context.Context, now time.Time) {
+	open := func(id string) bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.sessions[id] != nil
+	}
+	n, rows, err := c.arts.Prune(ctx, now.Add(-stateMaxAge), open)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		c.log.Error("prune the artifact records", "err", err)
+	case n > 0:
+		c.log.Info("artifact records dropped with their sessions: none recorded for too long", "sessions", n, "records", rows, "max_age", stateMaxAge.String())
 	}
 }
