@@ -395,7 +395,7 @@ func (d *download) respond(ctx context.Context) {
 	mod, _ := time.Parse(time.RFC3339Nano, d.meta.ModifiedAt)
 	err := dl.Serve(d.w, d.r.WithContext(ctx), dl.File{
 		Name: d.art.FileName, MimeType: d.art.MimeType, Size: d.meta.Size, ETag: d.meta.ETag, ModTime: mod,
-		Open: d.openRange, WriteStall: writeStall,
+		Open: d.openRange, WriteStall: writeStall, Changed: d.meta.ChangedSince,
 	})
 	var (
 		notStarted *dl.NotStartedError

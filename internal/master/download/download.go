@@ -63,7 +63,15 @@ type File struct {
 	// WriteStall bounds each write to the downloader (0: no bound), so one
 	// that stops reading does not hold the source open for ever.
 	WriteStall time.Duration
+	// Changed marks a file that is no longer the version it was
+	// registered as (the source kept no copy of that one): the response
+	// carries ChangedHeader, so a UI can say so.
+	Changed bool
 }
+
+// ChangedHeader is the response header that marks a changed file (File.Changed),
+// with the value "1"; absent, the file is the version registered.
+const ChangedHeader = "Ferry-Artifact-Changed"
 
 // ErrUnsatisfiable is Serve's answer to a Range that lies outside the file:
 // nothing was written, and the header carries Content-Range: bytes */size
@@ -104,6 +112,9 @@ func Serve(w http.ResponseWriter, r *http.Request, f File) error {
 	// Were it ever rendered, it could not run script on the server's origin.
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if f.Changed {
+		h.Set(ChangedHeader, "1")
+	}
 	set := h.Clone()
 
 	pw, err := serveOnce(w, r, &f)
@@ -123,6 +134,9 @@ func Serve(w http.ResponseWriter, r *http.Request, f File) error {
 				h.Set("Last-Modified", lastMod)
 			}
 			h.Set("Content-Range", cr)
+			if f.Changed {
+				h.Set(ChangedHeader, "1")
+			}
 			return ErrUnsatisfiable
 		}
 	}

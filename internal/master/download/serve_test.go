@@ -238,3 +238,34 @@ func (w *strictWriter) Write(b []byte) (int, error) {
 	}
 	return w.body.Write(b)
 }
+
+// TestServeChangedMarker: a changed file carries ChangedHeader on every
+// answer about it (GET, HEAD, a range, 304, 416); the registered version
+// never does.
+func TestServeChangedMarker(t *testing.T) {
+	t.Parallel()
+	for _, changed := range []bool{true, false} {
+		for _, tc := range []struct {
+			method string
+			h      map[string]string
+		}{
+			{"GET", nil}, {"HEAD", nil}, {"GET", map[string]string{"Range": "bytes=1-2"}},
+			{"GET", map[string]string{"If-None-Match": `"v1"`}}, {"GET", map[string]string{"Range": "bytes=500-"}},
+		} {
+			req := httptest.NewRequest(tc.method, "/f", nil)
+			for k, v := range tc.h {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			src := &source{data: content}
+			_ = Serve(rec, req, File{Name: "f", Size: 100, ETag: "v1", ModTime: mod, Open: src.open, Changed: changed})
+			want := ""
+			if changed {
+				want = "1"
+			}
+			if got := rec.Header().Get(ChangedHeader); got != want {
+				t.Errorf("changed %v, %s %v: %s %q, want %q", changed, tc.method, tc.h, ChangedHeader, got, want)
+			}
+		}
+	}
+}
