@@ -32,6 +32,19 @@ func TestHistoryTotalFlag(t *testing.T) {
 		if _, _, errOut := run("help", cmd[0]); !strings.Contains(errOut, "-history-total MIB") || !strings.Contains(errOut, "(default 1024)") {
 			t.Errorf("ferry help %s does not show --history-total and its default: %q", cmd[0], errOut)
 		}
+		// The snapshot quotas: refused before anything starts, shown in help.
+		for _, c := range [][2]string{
+			{"--snapshot-total", "-1"}, {"--snapshot-max-file", "0"}, {"--snapshots-per-file", "0"},
+		} {
+			args := append(append([]string{}, cmd...), c[0], c[1])
+			if code, _, errOut := run(args...); code != cli.ExitUsage || !strings.Contains(errOut, c[0]+" "+c[1]+": must be") {
+				t.Errorf("ferry %s: exit %d, stderr %q; want a usage error naming %s", strings.Join(args, " "), code, errOut, c[0])
+			}
+		}
+		if _, _, errOut := run("help", cmd[0]); !strings.Contains(errOut, "-snapshot-total MIB") || !strings.Contains(errOut, "(default 256)") ||
+			!strings.Contains(errOut, "-snapshot-max-file MIB") || !strings.Contains(errOut, "-snapshots-per-file N") {
+			t.Errorf("ferry help %s does not show the snapshot flags and their defaults: %q", cmd[0], errOut)
+		}
 	}
 }
 

@@ -367,12 +367,44 @@ func checkHistoryTotal(mib int64) (int64, error) {
 	return mib << 20, nil
 }
 
+// Usage of the artifact snapshot flags (ferry connect, ferry up).
+const (
+	snapshotTotalUsage    = "keep at most `MIB` of artifact snapshots per workspace, so a download gives the version the agent made; past it the least recently registered go first, and their downloads serve the file as it is then, marked changed (0: no snapshots)"
+	snapshotMaxFileUsage  = "snapshot artifacts of at most `MIB`; a bigger one downloads as it is then"
+	snapshotsPerFileUsage = "keep the snapshots of at most `N` versions of each file"
+)
+
+// maxSnapshotsPerFile bounds --snapshots-per-file.
+const maxSnapshotsPerFile = 1000
+
+// checkSnapshots refuses what the snapshot flags cannot mean and returns
+// the client's Config.SnapshotMaxFile, SnapshotsPerPath and SnapshotTotal
+// (< 0: no snapshots).
+func checkSnapshots(totalMiB, maxFileMiB int64, perFile int) (maxFile int64, perPath int, total int64, err error) {
+	switch {
+	case totalMiB < 0 || totalMiB > maxHistoryTotalMiB:
+		return 0, 0, 0, fmt.Errorf("--snapshot-total %d: must be 0 (no snapshots) up to %d MiB", totalMiB, maxHistoryTotalMiB)
+	case maxFileMiB < 1 || maxFileMiB > maxHistoryTotalMiB:
+		return 0, 0, 0, fmt.Errorf("--snapshot-max-file %d: must be 1 up to %d MiB", maxFileMiB, maxHistoryTotalMiB)
+	case perFile < 1 || perFile > maxSnapshotsPerFile:
+		return 0, 0, 0, fmt.Errorf("--snapshots-per-file %d: must be 1 up to %d", perFile, maxSnapshotsPerFile)
+	case totalMiB == 0:
+		return -1, -1, -1, nil
+	}
+	return maxFileMiB << 20, perFile, totalMiB << 20, nil
+}
+
 // clientFlags are the flags of the client ferry connect and ferry up run.
 type clientFlags struct {
 	workspaces, agents          stringList
 	stateDir, name              string
 	historyMiB, historyTotalMiB int64
 	permTimeout                 *time.Duration
+	snapTotalMiB, snapFileMiB   int64
+	snapsPerFile                int
+	// checked by check: the client's snapshot quotas
+	snapMaxFile, snapTotal int64
+	snapPerPath            int
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet, stateUsage string) {
@@ -380,6 +412,9 @@ func (f *clientFlags) register(fs *flag.FlagSet, stateUsage string) {
 	fs.StringVar(&f.stateDir, "state", "", stateUsage)
 	fs.Int64Var(&f.historyMiB, "history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
 	fs.Int64Var(&f.historyTotalMiB, "history-total", client.DefaultHistoryTotal>>20, historyTotalUsage)
+	fs.Int64Var(&f.snapTotalMiB, "snapshot-total", client.DefaultSnapshotTotal>>20, snapshotTotalUsage)
+	fs.Int64Var(&f.snapFileMiB, "snapshot-max-file", client.DefaultSnapshotMaxFile>>20, snapshotMaxFileUsage)
+	fs.IntVar(&f.snapsPerFile, "snapshots-per-file", client.DefaultSnapshotsPerPath, snapshotsPerFileUsage)
 	fs.StringVar(&f.name, "name", "", "the machine's `NAME` shown in the UI (default the host name)")
 	fs.Var(&f.agents, "agent", agentUsage)
 	f.permTimeout = permissionTimeoutFlag(fs)
@@ -391,6 +426,9 @@ func (f *clientFlags) check() (historyTotal int64, err error) {
 		return 0, usageErrorf("%w", err)
 	}
 	if historyTotal, err = checkHistoryTotal(f.historyTotalMiB); err != nil {
+		return 0, usageErrorf("%w", err)
+	}
+	if f.snapMaxFile, f.snapPerPath, f.snapTotal, err = checkSnapshots(f.snapTotalMiB, f.snapFileMiB, f.snapsPerFile); err != nil {
 		return 0, usageErrorf("%w", err)
 	}
 	return historyTotal, nil
@@ -419,6 +457,7 @@ func (f *clientFlags) clientConfig(env Env, log *slog.Logger, historyTotal int64
 	return client.Config{
 		Workspaces: workspaces, StateDir: state, MachineName: f.name, Logger: log, Adapters: ads,
 		PermissionTimeout: *f.permTimeout, HistoryQuota: f.historyMiB << 20, HistoryTotal: historyTotal,
+		SnapshotMaxFile: f.snapMaxFile, SnapshotsPerPath: f.snapPerPath, SnapshotTotal: f.snapTotal,
 	}, nil
 }
 
