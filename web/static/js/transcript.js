@@ -12,6 +12,7 @@ import { renderMarkdown } from './markdown.js';
 import { renderDiff, diffStats, diffLayout } from './diff.js';
 import { renderInteraction, toolSummary } from './interaction.js';
 import { TURN_LABELS } from './session.js';
+import { watchChanged } from './artifactmarker.js';
 
 const TOOL_STATUS = { running: 'running', ok: 'done', error: 'failed', denied: 'denied', cancelled: 'cancelled', unfinished: 'unfinished' };
 const OUTPUT_LINES = 12;
@@ -31,12 +32,14 @@ export function artifactCard(a, ctx) {
     dataset: { artifact: a.artifact_id }, 'aria-label': `Download ${a.file_name}`, text: 'Download',
     onclick: (e) => ctx.download(e, a),
   });
-  return h('div', { class: 'artifact', dataset: { artifactId: a.artifact_id } },
+  const card = h('div', { class: 'artifact', dataset: { artifactId: a.artifact_id } },
     h('span', { class: 'file-icon', 'aria-hidden': 'true', text: '⬇' }),
     h('span', { class: 'artifact-info' },
       h('span', { class: 'artifact-name', text: a.file_name, title: a.path }),
       h('span', { class: 'artifact-meta muted small', text: [formatBytes(a.size), a.mime_type || 'unknown type', a.path !== a.file_name ? a.path : ''].filter(Boolean).join(' · ') })),
     anchor);
+  watchChanged(card, anchor);
+  return card;
 }
 
 function toolIcon(status) {
