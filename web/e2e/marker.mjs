@@ -1,0 +1,106 @@
+// Browser test of an artifact card's "changed since" note: Playwright
+// (playwright-core) driving headless Chromium against a real `ferry up`
+// whose script agent writes out/report.txt from each prompt, with the
+// artifact snapshots turned off (--snapshot-total 0), so once the agent
+// writes the file again the first card's download is the current file.
+// Started by web/marker_test.go, which passes a config file.
+
+import { chromium } from 'playwright-core';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+
+const cfg = JSON.parse(await fs.readFile(process.argv[2], 'utf8'));
+const WAIT = 15000;
+const NOTE = 'Changed since the agent made it';
+const problems = [];
+
+async function step(name, fn) {
+  try {
+    await fn();
+    console.log(`ok    ${name}`);
+  } catch (e) {
+    console.log(`FAIL  ${name}: ${e.stack || e}`);
+    throw e;
+  }
+}
+
+const cards = (page) => page.locator('.turn-body .artifact');
+
+async function prompt(page, text, n) {
+  await page.locator('#prompt').click();
+  await page.keyboard.type(text);
+  await page.keyboard.press('Enter');
+  await page.locator('article.msg.agent[data-state="done"]').nth(n).waitFor();
+  await cards(page).nth(n).waitFor();
+}
+
+async function download(page, card) {
+  await page.waitForFunction((i) => document.querySelectorAll('.turn-body .artifact a.download')[i]?.getAttribute('href').startsWith('/v1/artifacts/'),
+    await card.evaluate((c) => [...document.querySelectorAll('.turn-body .artifact')].indexOf(c)), { timeout: WAIT });
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: WAIT }), card.locator('a.download').click()]);
+  const file = path.join(cfg.downloads, `${Date.now()}-${dl.suggestedFilename()}`);
+  await dl.saveAs(file);
+  return fs.readFile(file, 'utf8');
+}
+
+const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+let code = 0;
+try {
+  await fs.mkdir(cfg.downloads, { recursive: true });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  ctx.setDefaultTimeout(WAIT);
+  const page = await ctx.newPage();
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  const heads = [];
+  page.on('request', (r) => {
+    if (r.method() === 'HEAD' && r.url().includes('/v1/artifacts/')) heads.push(r.url());
+  });
+
+  await step('sign in and start a session with the script agent', async () => {
+    await page.goto(cfg.login);
+    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator(`#ns-agent option[value="${cfg.agent}"]`).waitFor({ state: 'attached' });
+    await page.locator('#ns-agent').selectOption(cfg.agent);
+    await page.locator('#ns-title').fill('Reports');
+    await page.getByRole('button', { name: 'Start session' }).click();
+    await page.waitForURL(/#\/s\//, { timeout: WAIT });
+  });
+
+  await step('the first report: its card has no note, and downloads the agent\'s bytes', async () => {
+    await prompt(page, 'one', 0);
+    const first = cards(page).nth(0);
+    assert.equal(await download(page, first), 'report one\n');
+    await page.waitForTimeout(2500); // the check after the download had its chance
+    assert.equal(await first.getByText(NOTE).count(), 0, 'a note on an unchanged file');
+    assert.ok(heads.length >= 1, 'the card never asked whether its file changed');
+  });
+
+  await step('the agent writes the file again: after a download the first card says so, the second does not', async () => {
+    await prompt(page, 'two', 1);
+    const [first, second] = [cards(page).nth(0), cards(page).nth(1)];
+    assert.equal(await download(page, first), 'report two\n', 'the first card downloads the current file');
+    await first.getByText(NOTE).waitFor();
+    assert.equal(await second.getByText(NOTE).count(), 0, 'a note on the newest version');
+  });
+
+  await step('after a reload the cards in view ask again, and the note is back', async () => {
+    const before = heads.length;
+    await page.reload();
+    await cards(page).nth(1).waitFor();
+    await cards(page).nth(0).getByText(NOTE).waitFor();
+    await page.waitForTimeout(500);
+    assert.equal(await cards(page).nth(1).getByText(NOTE).count(), 0);
+    assert.ok(heads.length - before <= 4, `HEAD requests after a reload: ${heads.length - before}`);
+  });
+  await ctx.close();
+} catch {
+  code = 1;
+} finally {
+  await browser.close();
+}
+if (problems.length) {
+  console.log(`problems in the page:\n  ${problems.join('\n  ')}`);
+  code = 1;
+}
+process.exit(code);
