@@ -57,7 +57,10 @@
 //     served only for an artifact that session recorded, after resolving
 //     its real path, through an os.Root on the workspace (nothing outside
 //     it is ever opened, a symlink swapped in later included), and only
-//     for a regular file. Data goes out in binary frames within the
+//     for a regular file. What is served is the snapshot of the content
+//     taken when it was recorded (snapshots.go), else the file on disk
+//     with a single link, marked changed_since when it is no longer the
+//     registered version. Data goes out in binary frames within the
 //     master's credit window: at most one window per download is in
 //     memory, at most 32 downloads run at once, and a download ends when
 //     the master cancels it or its connection drops.
@@ -70,7 +73,8 @@
 //     through the session's confined vfs.
 //   - What sessions keep is bounded across sessions and over time
 //     (prune.go): at start and every PruneInterval, histories and
-//     transcripts not written for 90 days are dropped, and the histories
+//     transcripts not written for 90 days are dropped (so are the artifact
+//     records and snapshots of sessions idle that long), and the histories
 //     together stay under HistoryTotal (least recently written dropped
 //     first, never a session open in this client).
 //
