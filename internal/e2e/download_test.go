@@ -448,12 +448,12 @@ func TestDownloadOnlyTheRegisteredFile(t *testing.T) {
 	if err := os.Symlink(outside, xp); err != nil {
 		t.Fatal(err)
 	}
+	// The client serves the snapshot it took at registration: the agent's
+	// version, never what the path leads to now. (Without a snapshot the
+	// swapped file is refused: internal/client TestArtifactReadRefused.)
 	resp, body := s.get(http.MethodGet, l.DownloadURL, s.uiToken, nil)
-	if resp.StatusCode != http.StatusNotFound || strings.Contains(string(body), "root:") {
-		t.Fatalf("a symlink swapped to %s: %d %q, want 404", outside, resp.StatusCode, body)
-	}
-	if !strings.Contains(string(body), "no longer available") {
-		t.Fatalf("the refusal %q does not say the file is unavailable", body)
+	if resp.StatusCode != http.StatusOK || string(body) != "the x file" || resp.Header.Get("Ferry-Artifact-Changed") != "" {
+		t.Fatalf("a symlink swapped to %s: %d %q, want the agent's version unmarked", outside, resp.StatusCode, body)
 	}
 	// A hard link to the file outside put in the registered file's place:
 	// no symlink for the path checks to see, but not the registered file.
@@ -470,8 +470,8 @@ func TestDownloadOnlyTheRegisteredFile(t *testing.T) {
 	if err := os.Link(secret, zp); err != nil {
 		t.Fatal(err)
 	}
-	if resp, body := s.get(http.MethodGet, lz.DownloadURL, s.uiToken, nil); resp.StatusCode != http.StatusNotFound || strings.Contains(string(body), "root:") {
-		t.Fatalf("a hard link to a file outside swapped in: %d %q, want 404", resp.StatusCode, body)
+	if resp, body := s.get(http.MethodGet, lz.DownloadURL, s.uiToken, nil); resp.StatusCode != http.StatusOK || string(body) != "the z file" {
+		t.Fatalf("a hard link to a file outside swapped in: %d %q, want the agent's version", resp.StatusCode, body)
 	}
 	// A directory of the path swapped for a link outside is refused too.
 	y := u.hand(sess.ID, "write sub/y.txt\nthe y file")
@@ -482,8 +482,8 @@ func TestDownloadOnlyTheRegisteredFile(t *testing.T) {
 	if err := os.Symlink(filepath.Dir(outside), filepath.Join(s.workspace, "sub")); err != nil {
 		t.Fatal(err)
 	}
-	if resp, _ := s.get(http.MethodGet, ly.DownloadURL, s.uiToken, nil); resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("a parent directory swapped for a link outside: %d, want 404", resp.StatusCode)
+	if resp, body := s.get(http.MethodGet, ly.DownloadURL, s.uiToken, nil); resp.StatusCode != http.StatusOK || string(body) != "the y file" {
+		t.Fatalf("a parent directory swapped for a link outside: %d %q, want the agent's version", resp.StatusCode, body)
 	}
 }
 
@@ -523,8 +523,8 @@ func TestDownloadRangeAndETag(t *testing.T) {
 		t.Fatalf("If-None-Match = %d, %d bytes", resp.StatusCode, len(body))
 	}
 
-	// The file is replaced: only the version the agent handed over is
-	// served, so the link answers 404 rather than the new content.
+	// The file is replaced: the version the agent handed over (its
+	// snapshot) is still served, under the same ETag, unmarked.
 	changed := "a new version"
 	if err := os.WriteFile(filepath.Join(s.workspace, "data.bin.tmp"), []byte(changed), 0o644); err != nil {
 		t.Fatal(err)
@@ -533,8 +533,12 @@ func TestDownloadRangeAndETag(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, body = s.get(http.MethodGet, l.DownloadURL, s.uiToken, http.Header{"If-None-Match": {etag}})
-	if resp.StatusCode != http.StatusNotFound || strings.Contains(string(body), changed) {
-		t.Fatalf("after a replacement = %d %q, want 404", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusNotModified || resp.Header.Get("ETag") != etag {
+		t.Fatalf("after a replacement, If-None-Match = %d %q, want 304 for the agent's version", resp.StatusCode, body)
+	}
+	resp, body = s.get(http.MethodGet, l.DownloadURL, s.uiToken, nil)
+	if resp.StatusCode != http.StatusOK || string(body) != content || resp.Header.Get("Ferry-Artifact-Changed") != "" {
+		t.Fatalf("after a replacement = %d, %d bytes, marker %q; want the agent's version", resp.StatusCode, len(body), resp.Header.Get("Ferry-Artifact-Changed"))
 	}
 }
 
