@@ -172,12 +172,13 @@ func addVersionColumns(db *sql.DB) (err error) {
 	return nil
 }
 
-// Record stores an artifact before its event is sent, with content (nil:
-// no snapshot) as its snapshot. Recording the same artifact again changes
-// nothing; another file under a recorded artifact_id is
-// errArtifactIDTaken. A snapshot may push the workspace's snapshots over
-// their quota: the oldest are evicted then (snapshots.go).
-func (l *artifactLog) Record(ctx context.Context, sessionID, artifactID string, rec artifactRecord, content []byte) error {
+// Record stores an artifact before its event is sent. f is the file,
+// opened and checked, and fi its FileInfo: the version recorded, and the
+// content snapshotted when the quotas allow (snapshots.go). Recording the
+// same artifact again changes nothing; another file under a recorded
+// artifact_id is errArtifactIDTaken. A snapshot may push the workspace's
+// snapshots over their quota: the oldest are evicted then.
+func (l *artifactLog) Record(ctx context.Context, sessionID, artifactID string, rec artifactRecord, f *os.File, fi os.FileInfo) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	old, err := l.Lookup(ctx, sessionID, artifactID)
@@ -190,17 +191,9 @@ func (l *artifactLog) Record(ctx context.Context, sessionID, artifactID string, 
 	case !errors.Is(err, errUnknownArtifact):
 		return err
 	}
-	rec.Snapshot, rec.SnapSize = "", 0
-	if content != nil {
-		h, err := l.snaps.Put(content)
-		if err != nil {
-			// The download falls back to the file on disk; the agent's
-			// hand-over must not fail for want of a copy.
-			l.log.Warn("artifact snapshot not taken", "path", rec.Path, "err", err)
-		} else {
-			rec.Snapshot, rec.SnapSize = h, int64(len(content))
-		}
-	}
+	// Under l.mu: an eviction cannot remove the content between its Put
+	// and the row that names it.
+	rec.ID, rec.Snapshot, rec.SnapSize = l.snapshot(ctx, f, fi, rec.Path)
 	var snap any
 	if rec.Snapshot != "" {
 		snap = rec.Snapshot
@@ -276,6 +269,5 @@ func (s *session) recordArtifact(ctx context.Context, a *protocol.Artifact) erro
 	if n := linkCount(fi); n > 1 {
 		return fmt.Errorf("client: artifact %q not registered: %w (it has %d names, which may lie outside the workspace)", a.Path, errHardLinked, n)
 	}
-	content, fi := s.c.arts.snapshotOf(f, fi, a.Path)
-	return s.c.arts.Record(ctx, s.id, a.ArtifactID, artifactRecord{Root: s.ws.Path, Path: a.Path, ID: versionOf(fi)}, content)
+	return s.c.arts.Record(ctx, s.id, a.ArtifactID, artifactRecord{Root: s.ws.Path, Path: a.Path}, f, fi)
 }

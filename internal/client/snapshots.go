@@ -70,33 +70,37 @@ func limitsOf(cfg Config) snapshotLimits {
 
 func (l snapshotLimits) on() bool { return l.Total > 0 && l.PerPath > 0 }
 
-// snapshotOf reads the content of f (opened, fi its FileInfo) for a
-// snapshot; nil when the quotas leave it out or the file changed while it
-// was read. The FileInfo returned is the version the content is of.
-func (l *artifactLog) snapshotOf(f *os.File, fi os.FileInfo, path string) ([]byte, os.FileInfo) {
+// snapshot copies the content of f (opened, fi its FileInfo) into the
+// store, streamed, when the quotas allow; it returns the version recorded
+// and the snapshot's hash and size ("" when none was taken). A file
+// written while it was copied gets no snapshot, and its newer version is
+// the one recorded. Failing to copy is logged, never an error: the
+// download falls back to the file on disk. Called with l.mu held.
+func (l *artifactLog) snapshot(ctx context.Context, f *os.File, fi os.FileInfo, path string) (fileVersion, string, int64) {
+	v := versionOf(fi)
 	if !l.limits.on() {
-		return nil, fi
+		return v, "", 0
 	}
 	if fi.Size() > l.limits.MaxFile {
 		l.log.Info("artifact not snapshotted: bigger than the per-file cap; a download serves the file as it is then",
 			"path", path, "bytes", fi.Size(), "max_bytes", l.limits.MaxFile)
-		return nil, fi
+		return v, "", 0
 	}
-	data, err := io.ReadAll(io.LimitReader(f, fi.Size()+1))
-	after, serr := f.Stat()
-	switch {
-	case err != nil || serr != nil:
-		l.log.Warn("artifact not snapshotted: reading it failed", "path", path, "err", errors.Join(err, serr))
-		return nil, fi
-	case int64(len(data)) != fi.Size() || !versionOf(after).equal(versionOf(fi)):
-		// Being written: the version recorded is the newest, uncopied.
-		l.log.Warn("artifact not snapshotted: it changed while it was read", "path", path)
-		return nil, after
+	h, n, err := l.snaps.PutReader(io.LimitReader(f, fi.Size()+1))
+	if err != nil {
+		l.log.Warn("artifact not snapshotted: copying it failed", "path", path, "err", err)
+		return v, "", 0
 	}
-	if data == nil {
-		data = []byte{}
+	after, err := f.Stat()
+	if err != nil || n != fi.Size() || !versionOf(after).equal(v) {
+		l.log.Warn("artifact not snapshotted: it changed while it was copied", "path", path)
+		l.dropUnused(ctx, []string{h})
+		if err != nil {
+			return v, "", 0
+		}
+		return versionOf(after), "", 0
 	}
-	return data, fi
+	return v, h, n
 }
 
 // snapRow is one record that names a snapshot.

@@ -125,6 +125,48 @@ func (s *Store) Put(b []byte) (string, error) {
 	return h, nil
 }
 
+// PutReader stores what r yields, streamed (never all in memory), and
+// returns its hash and size; a content stored already (and intact) is
+// kept, and the copy just written dropped.
+func (s *Store) PutReader(src io.Reader) (string, int64, error) {
+	r, err := s.root()
+	if err != nil {
+		return "", 0, err
+	}
+	defer func() { _ = r.Close() }()
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:]) // crypto/rand.Read never fails on supported platforms
+	tmp := "put.tmp-" + hex.EncodeToString(rnd[:])
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", 0, fmt.Errorf("contentstore: %w", err)
+	}
+	d := sha256.New()
+	n, werr := io.Copy(io.MultiWriter(f, d), src)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		_ = r.Remove(tmp)
+		return "", 0, fmt.Errorf("contentstore: %w", err)
+	}
+	h := hex.EncodeToString(d.Sum(nil))
+	if fi, err := r.Lstat(h); err == nil && fi.Mode().IsRegular() && fi.Size() == n {
+		if g, err := r.Open(h); err == nil {
+			ok := check(g, h) == nil
+			_ = g.Close()
+			if ok {
+				_ = r.Remove(tmp)
+				return h, n, nil
+			}
+		}
+	}
+	if err := r.Rename(tmp, h); err != nil {
+		_ = r.Remove(tmp)
+		return "", 0, fmt.Errorf("contentstore: %w", err)
+	}
+	return h, n, nil
+}
+
 // Size is the size of the content stored under h.
 func (s *Store) Size(h string) (int64, error) {
 	if !ValidHash(h) {

@@ -1,6 +1,7 @@
 package contentstore_test
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -124,5 +125,26 @@ func TestSweepKeepsWhatIsClaimedOnly(t *testing.T) {
 	}
 	if err := s.Remove(gone); err != nil {
 		t.Fatalf("Remove of a missing content: %v", err)
+	}
+}
+
+// TestPutReaderStreamsAndDedups: a streamed content lands under its hash,
+// once; the same content again leaves no temporary file behind.
+func TestPutReaderStreamsAndDedups(t *testing.T) {
+	t.Parallel()
+	s, _ := contentstore.Open(t.TempDir())
+	data := bytes.Repeat([]byte("0123456789abcdef"), 70_000) // 1.1 MB
+	for range 2 {
+		h, n, err := s.PutReader(bytes.NewReader(data))
+		if err != nil || h != contentstore.HashOf(data) || n != int64(len(data)) {
+			t.Fatalf("PutReader = %s %d %v", h, n, err)
+		}
+	}
+	ents, _ := os.ReadDir(s.Dir())
+	if len(ents) != 1 {
+		t.Fatalf("the folder holds %d entries, want the one content", len(ents))
+	}
+	if b, err := s.Read(contentstore.HashOf(data)); err != nil || !bytes.Equal(b, data) {
+		t.Fatalf("Read back: %d bytes, %v", len(b), err)
 	}
 }
