@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-dev/ferry/internal/contentstore"
 	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/vfs"
@@ -278,5 +279,25 @@ func TestJournalRecord(t *testing.T) {
 	}
 	if s := r.read("x.txt"); s != "before\n" {
 		t.Fatalf("x.txt %q", s)
+	}
+}
+
+// A kept content that no longer matches its hash (a damaged or tampered
+// blob) is never written back: the undo fails and the file stays as it is.
+func TestJournalUndoRefusesTamperedContent(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, 0)
+	r.write("a.go", "return x\n")
+	_ = r.j.BeginTurn("turn-1")
+	r.edit("call-1", "a.go", "return x", "return y")
+	h := filehistory.HashOf([]byte("return x\n"))
+	if err := os.WriteFile(filepath.Join(r.dir, "blobs", h), []byte("rm -rf ~\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.j.Restore(context.Background(), r.fs, filehistory.Selection{Call: "call-1"}); !errors.Is(err, contentstore.ErrCorrupt) {
+		t.Fatalf("undo from a tampered content: %v, want contentstore.ErrCorrupt", err)
+	}
+	if s := r.read("a.go"); s != "return y\n" {
+		t.Fatalf("a.go after the refused undo: %q", s)
 	}
 }
