@@ -1,9 +1,10 @@
 // Browser test of an artifact card's "changed since" note: Playwright
 // (playwright-core) driving headless Chromium against a real `ferry up`
-// whose script agent writes out/report.txt from each prompt, with the
-// artifact snapshots turned off (--snapshot-total 0), so once the agent
-// writes the file again the first card's download is the current file.
-// Started by web/marker_test.go, which passes a config file.
+// whose script agent writes out/report.txt from each prompt. With the
+// artifact snapshots on (cfg.snapshots), the first card still downloads
+// the agent's first version after the agent wrote the file again, with no
+// note; with them off (--snapshot-total 0), it downloads the current file
+// and says so. Started by web/marker_test.go, which passes a config file.
 
 import { chromium } from 'playwright-core';
 import fs from 'node:fs/promises';
@@ -67,32 +68,44 @@ try {
     await page.waitForURL(/#\/s\//, { timeout: WAIT });
   });
 
-  await step('the first report: its card has no note, and downloads the agent\'s bytes', async () => {
-    await prompt(page, 'one', 0);
-    const first = cards(page).nth(0);
-    assert.equal(await download(page, first), 'report one\n');
-    await page.waitForTimeout(2500); // the check after the download had its chance
-    assert.equal(await first.getByText(NOTE).count(), 0, 'a note on an unchanged file');
-    assert.ok(heads.length >= 1, 'the card never asked whether its file changed');
-  });
+  if (cfg.snapshots) {
+    await step('snapshots on: after the agent wrote the file again, the first card downloads the agent\'s first version, no note', async () => {
+      await prompt(page, 'one', 0);
+      await prompt(page, 'two', 1);
+      assert.equal(await download(page, cards(page).nth(0)), 'report one\n', 'the first card downloads the first version');
+      assert.equal(await download(page, cards(page).nth(1)), 'report two\n');
+      await page.waitForTimeout(2500); // the checks after the downloads had their chance
+      assert.equal(await page.getByText(NOTE).count(), 0, 'a note while the agent\'s versions are kept');
+      assert.ok(heads.length >= 2, `the cards asked ${heads.length} times whether their files changed`);
+    });
+  } else {
+    await step('the first report: its card has no note, and downloads the agent\'s bytes', async () => {
+      await prompt(page, 'one', 0);
+      const first = cards(page).nth(0);
+      assert.equal(await download(page, first), 'report one\n');
+      await page.waitForTimeout(2500); // the check after the download had its chance
+      assert.equal(await first.getByText(NOTE).count(), 0, 'a note on an unchanged file');
+      assert.ok(heads.length >= 1, 'the card never asked whether its file changed');
+    });
 
-  await step('the agent writes the file again: after a download the first card says so, the second does not', async () => {
-    await prompt(page, 'two', 1);
-    const [first, second] = [cards(page).nth(0), cards(page).nth(1)];
-    assert.equal(await download(page, first), 'report two\n', 'the first card downloads the current file');
-    await first.getByText(NOTE).waitFor();
-    assert.equal(await second.getByText(NOTE).count(), 0, 'a note on the newest version');
-  });
+    await step('the agent writes the file again: after a download the first card says so, the second does not', async () => {
+      await prompt(page, 'two', 1);
+      const [first, second] = [cards(page).nth(0), cards(page).nth(1)];
+      assert.equal(await download(page, first), 'report two\n', 'the first card downloads the current file');
+      await first.getByText(NOTE).waitFor();
+      assert.equal(await second.getByText(NOTE).count(), 0, 'a note on the newest version');
+    });
 
-  await step('after a reload the cards in view ask again, and the note is back', async () => {
-    const before = heads.length;
-    await page.reload();
-    await cards(page).nth(1).waitFor();
-    await cards(page).nth(0).getByText(NOTE).waitFor();
-    await page.waitForTimeout(500);
-    assert.equal(await cards(page).nth(1).getByText(NOTE).count(), 0);
-    assert.ok(heads.length - before <= 4, `HEAD requests after a reload: ${heads.length - before}`);
-  });
+    await step('after a reload the cards in view ask again, and the note is back', async () => {
+      const before = heads.length;
+      await page.reload();
+      await cards(page).nth(1).waitFor();
+      await cards(page).nth(0).getByText(NOTE).waitFor();
+      await page.waitForTimeout(500);
+      assert.equal(await cards(page).nth(1).getByText(NOTE).count(), 0);
+      assert.ok(heads.length - before <= 4, `HEAD requests after a reload: ${heads.length - before}`);
+    });
+  }
   await ctx.close();
 } catch {
   code = 1;
