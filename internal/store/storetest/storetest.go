@@ -82,6 +82,8 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"ArtifactsConcurrentPut", testArtifactsConcurrentPut},
 		{"DownloadTokens", testDownloadTokens},
 		{"DownloadTokensTrim", testDownloadTokensTrim},
+		{"Uploads", testUploads},
+		{"UploadQuota", testUploadQuota},
 		{"ContextCancelled", testContextCancelled},
 		{"BadInput", testBadInput},
 	}
