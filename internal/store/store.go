@@ -1,6 +1,7 @@
 // Package store is the master's persistence seam: tokens, machines,
 // sessions, every persisted event with its seq, open interactions, the
-// artifacts agents handed to users and the download tokens that grant them.
+// artifacts agents handed to users and the download tokens that grant them,
+// the files users uploaded for prompts, and the secrets master nodes share.
 //
 // Guarantees every implementation gives (checked by storetest.Run):
 //
@@ -278,6 +279,11 @@ type Store interface {
 	// DeleteExpiredUploads deletes the uploads that expired at or before
 	// now and reports how many.
 	DeleteExpiredUploads(ctx context.Context, now time.Time) (int, error)
+
+	// Secret returns the secret stored under name, storing fresh first when
+	// there is none; concurrent callers (on any master node) all get the
+	// one that was stored first.
+	Secret(ctx context.Context, name string, fresh []byte) ([]byte, error)
 
 	Close() error
 }

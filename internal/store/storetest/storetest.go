@@ -84,6 +84,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"DownloadTokensTrim", testDownloadTokensTrim},
 		{"Uploads", testUploads},
 		{"UploadQuota", testUploadQuota},
+		{"Secret", testSecret},
 		{"ContextCancelled", testContextCancelled},
 		{"BadInput", testBadInput},
 	}

@@ -154,3 +154,34 @@ func testUploadQuota(t *testing.T, s store.Store) {
 	_, err := s.UploadInfo(c, "upl_over")
 	mustIs(t, err, store.ErrNotFound, "an upload refused by the quota")
 }
+
+// testSecret: the first secret stored under a name is the one every
+// caller gets, also when many ask at once; names are independent.
+func testSecret(t *testing.T, s store.Store) {
+	c := ctx(t)
+	got := make([][]byte, 8)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			v, err := s.Secret(c, "grant-key", []byte(fmt.Sprintf("fresh-%d", i)))
+			if err != nil {
+				t.Errorf("Secret %d: %v", i, err)
+			}
+			got[i] = v
+		})
+	}
+	wg.Wait()
+	for i, v := range got {
+		if !bytes.Equal(v, got[0]) || !bytes.HasPrefix(v, []byte("fresh-")) {
+			t.Fatalf("Secret %d = %q, want the one stored first %q", i, v, got[0])
+		}
+	}
+	other, err := s.Secret(c, "other", []byte("x"))
+	mustNil(t, err, "Secret other")
+	if string(other) != "x" {
+		t.Fatalf("Secret of another name = %q", other)
+	}
+	if _, err := s.Secret(c, "empty", nil); err == nil {
+		t.Fatal("Secret with no fresh value was accepted")
+	}
+}

@@ -129,3 +129,26 @@ func (db *DB) DeleteExpiredUploads(ctx context.Context, now time.Time) (int, err
 	n, err := affected(db.exec(ctx, `DELETE FROM uploads WHERE expires_at <= ?`, db.ts(check.OrNow(now))))
 	return int(n), db.wrap(ctx, op, err)
 }
+
+// --- secrets ---
+
+// Secret returns the secret under name, storing fresh when there is none
+// (the insert waits for a concurrent one and then does nothing).
+func (db *DB) Secret(ctx context.Context, name string, fresh []byte) ([]byte, error) {
+	const op = "secret"
+	if err := check.ID("secret", name); err != nil {
+		return nil, db.fail(op, err)
+	}
+	if len(fresh) == 0 {
+		return nil, db.fail(op, fmt.Errorf("%w: an empty fresh secret", check.ErrInvalid))
+	}
+	if _, err := db.exec(ctx, `INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`, name, fresh); err != nil {
+		return nil, db.wrap(ctx, op, err)
+	}
+	var v []byte
+	// Read on the writer, which certainly sees the row it just committed.
+	if err := db.W.QueryRowContext(ctx, db.q(`SELECT value FROM secrets WHERE name = ?`), name).Scan(&v); err != nil {
+		return nil, db.wrap(ctx, op, err)
+	}
+	return v, nil
+}

@@ -18,3 +18,11 @@ CREATE TABLE uploads (
 CREATE INDEX uploads_by_session ON uploads (session_id, expires_at);
 CREATE INDEX uploads_by_owner ON uploads (owner_id);
 CREATE INDEX uploads_by_expiry ON uploads (expires_at);
+
+-- Secrets the master nodes share, created once by whichever node needs one
+-- first (the key that signs upload grants, so that any node can check a
+-- grant another issued).
+CREATE TABLE secrets (
+	name  TEXT PRIMARY KEY,
+	value BYTEA NOT NULL
+);
