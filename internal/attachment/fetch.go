@@ -26,6 +26,10 @@ const DefaultTimeout = 30 * time.Second
 // a prompt with many large files cannot hold unbounded memory.
 const MaxTotalBytes = 3 * MaxBytes
 
+// MaxFetchTime bounds the fetching of one prompt's attachments together
+// (the session waits for it before the turn can start).
+const MaxFetchTime = 2 * time.Minute
+
 // maxRedirects bounds the redirects an https fetch follows.
 const maxRedirects = 3
 
@@ -89,6 +93,8 @@ func (f *Fetcher) Fetch(ctx context.Context, files []protocol.ContextFile) ([]Fi
 	if len(files) == 0 {
 		return nil, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, MaxFetchTime)
+	defer cancel()
 	out := make([]File, 0, len(files))
 	budget := int64(MaxTotalBytes)
 	var ext *http.Client

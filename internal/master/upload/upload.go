@@ -30,6 +30,8 @@
 //     and an expiry (Config.GrantTTL). Serve hands out the bytes only for a
 //     valid, unexpired grant of that upload, as the sniffed type, with
 //     nosniff, no caching, as an attachment in a sandbox.
+//   - At most a few uploads are read at once (each holds its file in memory
+//     until it is stored); the others wait for a slot.
 //   - Internal errors are logged and answered as code internal only; the
 //     mapping is in one function (writeError).
 package upload
@@ -76,6 +78,11 @@ const multipartSlack = 64 << 10
 // maxFileNameLen matches context_files' file_name limit.
 const maxFileNameLen = 1024
 
+// maxReceiving bounds the uploads read at once: each holds its file in
+// memory until it is stored, so more wait for a slot (bounded memory,
+// MaxBytes each) rather than all reading together.
+const maxReceiving = 4
+
 // Config configures a Service.
 type Config struct {
 	// Store keeps the uploads (required).
@@ -102,7 +109,8 @@ type Config struct {
 
 // Service receives, grants and serves uploads.
 type Service struct {
-	cfg Config
+	cfg   Config
+	slots chan struct{} // one per upload being read (maxReceiving)
 }
 
 // New checks cfg and fills its defaults.
@@ -130,7 +138,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg}, nil
+	return &Service{cfg: cfg, slots: make(chan struct{}, maxReceiving)}, nil
 }
 
 // quota is v with 0 as def and a negative value as no bound (0 in the store).
@@ -227,6 +235,12 @@ func (s *Service) receive(r *http.Request, owner store.Token) (*Answer, error) {
 	}
 	if r.ContentLength > s.cfg.MaxBytes+multipartSlack {
 		return nil, s.tooLarge()
+	}
+	select {
+	case s.slots <- struct{}{}:
+		defer func() { <-s.slots }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for an upload slot: %w", ctx.Err())
 	}
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
