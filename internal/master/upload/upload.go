@@ -287,7 +287,7 @@ func (s *Service) receive(r *http.Request, owner store.Token) (*Answer, error) {
 	switch err := s.cfg.Store.PutUpload(ctx, u, s.cfg.Quota); {
 	case errors.Is(err, store.ErrQuota):
 		return nil, refuse(http.StatusRequestEntityTooLarge, protocol.CodeInvalidValue, "file",
-			fmt.Sprintf("this session already holds the most uploads it may (%d files, %d MiB together); wait for older ones to expire", s.cfg.Quota.Count, s.cfg.Quota.Bytes>>20))
+			"this session already holds the most uploads it may ("+s.quotaText()+"); wait for older ones to expire")
 	case errors.Is(err, store.ErrNotFound): // the session or the owner went meanwhile
 		return nil, errNoSession
 	case err != nil:
@@ -296,9 +296,32 @@ func (s *Service) receive(r *http.Request, owner store.Token) (*Answer, error) {
 	return &Answer{UploadID: id, FileName: name, MimeType: sniffed, SizeBytes: u.Size, ExpiresAt: u.ExpiresAt}, nil
 }
 
+// quotaText says the session quota, e.g. "20 files, 100 MiB together".
+func (s *Service) quotaText() string {
+	var parts []string
+	if q := s.cfg.Quota; q.Count > 0 {
+		parts = append(parts, fmt.Sprintf("%d files", q.Count))
+	}
+	if q := s.cfg.Quota; q.Bytes > 0 {
+		parts = append(parts, fmt.Sprintf("%d MiB together", q.Bytes>>20))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// size says n bytes in whole MiB or KiB where it is one.
+func size(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 func (s *Service) tooLarge() *Error {
 	return refuse(http.StatusRequestEntityTooLarge, protocol.CodeInvalidValue, "file",
-		fmt.Sprintf("the file is larger than %d MiB", s.cfg.MaxBytes>>20))
+		"the file is larger than "+size(s.cfg.MaxBytes)+", the most this master takes")
 }
 
 // bodyError classifies a failure reading the multipart body.
