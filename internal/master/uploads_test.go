@@ -377,3 +377,21 @@ func TestUploadQuota(t *testing.T) {
 		t.Fatalf("%d uploads stored, want 2", n)
 	}
 }
+
+// TestUploadSweep: the master's sweep deletes expired uploads from the
+// store.
+func TestUploadSweep(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, master.Config{UploadTTL: 100 * time.Millisecond, RevokeCheck: 50 * time.Millisecond})
+	ui := e.dialUI("UI")
+	c := e.connectClient(testCaps("m1"), ui)
+	info, _ := startSession(ui, c)
+	if a := e.upload(info.ID, e.ui, "a.txt", "x"); a.status != http.StatusCreated {
+		t.Fatalf("upload: HTTP %d %+v", a.status, a.err)
+	}
+	for deadline := time.Now().Add(wait); e.countUploads() != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the expired upload was never swept")
+		}
+	}
+}
