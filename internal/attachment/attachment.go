@@ -5,6 +5,15 @@
 // provider's image or document block, a stream-json content block, an ACP
 // image or resource block) or refuse it with a coded error before the turn
 // starts; none drops one silently.
+//
+// Fetcher (fetch.go) is the client's side: it decodes data: URLs, fetches
+// ferry-upload URLs from the master with the prompt's grant, and fetches
+// other https URLs only when the operator enabled it, through a dialer that
+// refuses non-public addresses before connecting. Guarantees: no file is
+// read past its cap (MaxBytes, and MaxTotalBytes for a prompt's files
+// together); every type is sniffed from the bytes (Sniff: PNG, JPEG, GIF,
+// WebP, PDF or UTF-8 text, nothing else) and must agree with the declared
+// mime_type; every failure is one coded error naming the file's field.
 package attachment
 
 import (

@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/adapter/agentspec"
 	"github.com/ferry-dev/ferry/internal/adapter/builtin"
+	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/client"
 	"github.com/ferry-dev/ferry/internal/connlimit"
@@ -243,10 +244,11 @@ func clientStateDir(env Env, flagValue string) (string, error) {
 }
 
 type masterFlags struct {
-	addr, db  string
-	retention int
-	verbose   bool
-	proxies   forwarded.Proxies
+	addr, db     string
+	retention    int
+	verbose      bool
+	proxies      forwarded.Proxies
+	maxUploadMiB int64
 }
 
 func (f *masterFlags) register(fs *flag.FlagSet) {
@@ -255,11 +257,22 @@ func (f *masterFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.retention, "retention", 10000, "events kept per session for resuming `N`")
 	fs.BoolVar(&f.verbose, "verbose", false, "log every connection")
 	fs.Var(&f.proxies, "trusted-proxy", "believe X-Forwarded-Proto/-Host/-For from this TLS-terminating proxy's `CIDR` or address (repeatable)")
+	fs.Int64Var(&f.maxUploadMiB, "max-upload", attachment.MaxBytes>>20,
+		"the largest file a browser may attach, in `MiB` (1 to the default; see docs/attachments.md)")
+}
+
+// check refuses what the flags cannot mean; every error is a usage error.
+func (f *masterFlags) check() error {
+	if f.maxUploadMiB < 1 || f.maxUploadMiB > attachment.MaxBytes>>20 {
+		return usageErrorf("--max-upload %d: must be 1 to %d MiB (clients take no larger attachment)", f.maxUploadMiB, attachment.MaxBytes>>20)
+	}
+	return nil
 }
 
 func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
 	// The web UI is embedded: serve and up show it at "/" (see docs/ui.md).
-	return master.Config{Store: st, Retention: f.retention, Logger: log, UI: web.Handler(), TrustedProxies: f.proxies}
+	return master.Config{Store: st, Retention: f.retention, Logger: log, UI: web.Handler(), TrustedProxies: f.proxies,
+		UploadMaxBytes: f.maxUploadMiB << 20}
 }
 
 // liveMaster is a master started from its flags, bound but not serving yet.
@@ -276,6 +289,9 @@ type liveMaster struct {
 // user when that is reachable over plain HTTP). Close releases the
 // database once the master is done.
 func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *slog.Logger) (*liveMaster, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	st, err := openStore(ctx, env, f.db)
 	if err != nil {
 		return nil, err
@@ -405,6 +421,7 @@ type clientFlags struct {
 	// checked by check: the client's snapshot quotas
 	snapMaxFile, snapTotal int64
 	snapPerPath            int
+	fetchURLs                   bool
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet, stateUsage string) {
@@ -418,6 +435,8 @@ func (f *clientFlags) register(fs *flag.FlagSet, stateUsage string) {
 	fs.StringVar(&f.name, "name", "", "the machine's `NAME` shown in the UI (default the host name)")
 	fs.Var(&f.agents, "agent", agentUsage)
 	f.permTimeout = permissionTimeoutFlag(fs)
+	fs.BoolVar(&f.fetchURLs, "fetch-attachment-urls", false,
+		"fetch https URLs a prompt attaches (never from loopback or private addresses; see docs/attachments.md)")
 }
 
 // check refuses what the flags cannot mean; every error is a usage error.
@@ -458,6 +477,7 @@ func (f *clientFlags) clientConfig(env Env, log *slog.Logger, historyTotal int64
 		Workspaces: workspaces, StateDir: state, MachineName: f.name, Logger: log, Adapters: ads,
 		PermissionTimeout: *f.permTimeout, HistoryQuota: f.historyMiB << 20, HistoryTotal: historyTotal,
 		SnapshotMaxFile: f.snapMaxFile, SnapshotsPerPath: f.snapPerPath, SnapshotTotal: f.snapTotal,
+		FetchAttachmentURLs: f.fetchURLs,
 	}, nil
 }
 

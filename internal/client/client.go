@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/internal/ignore"
 	"github.com/ferry-dev/ferry/internal/search"
 	"github.com/ferry-dev/ferry/internal/search/index"
@@ -114,6 +115,13 @@ type Config struct {
 	// while the client runs (they are also at start); default
 	// DefaultPruneInterval.
 	PruneInterval time.Duration
+	// FetchAttachmentURLs lets a prompt's context_files name https URLs of
+	// other hosts, which the client then fetches (never from a loopback or
+	// private address; attachment.Fetcher). Off, such a prompt is refused:
+	// a prompt must not make the client request what it likes from inside
+	// the operator's network. Uploads (from the master) and data: URLs need
+	// no switch.
+	FetchAttachmentURLs bool
 }
 
 // handledMessages are the control.* types the client handles, as declared
@@ -168,6 +176,8 @@ type Client struct {
 	lock        *os.File
 	// readSlots bounds the downloads served at once (one token each).
 	readSlots chan struct{}
+	// fetch turns a prompt's context_files into attachments.
+	fetch *attachment.Fetcher
 
 	// stop is cancelled by Close: Run, session workers, turns and searches
 	// end. drain outlives it briefly so that a cancelled turn can still
@@ -256,6 +266,10 @@ func New(cfg Config) (_ *Client, err error) {
 		sessions:  map[string]*session{},
 		connected: make(chan struct{}),
 		readSlots: make(chan struct{}, maxReads),
+		fetch: &attachment.Fetcher{
+			Master:    strings.TrimSuffix(dialURL, "/v1/client"),
+			AllowURLs: cfg.FetchAttachmentURLs,
+		},
 	}
 	c.stop, c.stopFn = context.WithCancelCause(context.Background())
 	c.drain, c.drainFn = context.WithCancel(context.Background())

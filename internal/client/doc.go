@@ -50,6 +50,14 @@
 //     search offers) or another workspace of the client (global scope);
 //     anything else is refused with invalid_value before the adapter sees
 //     the prompt.
+//   - Attachments are had before the turn starts: a prompt's context_files
+//     (for an adapter that declares the setting) are fetched and checked
+//     by attachment.Fetcher (uploads from the master with their grant,
+//     data: URLs decoded, other https URLs only with
+//     Config.FetchAttachmentURLs and never from a non-public address),
+//     then vetted by the session when it is an adapter.AttachmentChecker.
+//     Any failure answers the prompt with a coded error naming the file,
+//     and no agent.turn.started is sent.
 //   - Downloads read only what an agent handed over. Every agent.artifact
 //     a session's adapter emits is recorded (artifact_id → workspace and
 //     path, in artifacts.db in the state directory) before it is sent; a

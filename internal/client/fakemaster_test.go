@@ -39,6 +39,8 @@ type fakeMaster struct {
 	auth chan string
 	// gone is closed when the test ends.
 	gone chan struct{}
+	// uploads, when set, serves GET /v1/uploads/… as the master does.
+	uploads atomic.Pointer[http.HandlerFunc]
 }
 
 type fakeConn struct {
@@ -62,6 +64,10 @@ func newFakeMaster(t *testing.T) *fakeMaster {
 }
 
 func (m *fakeMaster) serve(w http.ResponseWriter, r *http.Request) {
+	if h := m.uploads.Load(); h != nil && strings.HasPrefix(r.URL.Path, "/v1/uploads/") {
+		(*h)(w, r)
+		return
+	}
 	if r.URL.Path != "/v1/client" {
 		http.NotFound(w, r)
 		return

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/search"
 	"github.com/ferry-dev/ferry/internal/vfs"
@@ -368,6 +369,12 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 		return
 	}
 	prompt := fileref.Parse(p.PromptText, p.FileReferences)
+	files, e := s.attachments(p)
+	if e != nil {
+		s.c.log.Info("prompt refused: its attachments", "session", s.id, "code", e.Code, "field", e.Field)
+		s.c.sendDirect(protocol.ErrorMessage(m.MessageID, m.SessionID, e))
+		return
+	}
 
 	s.waitEnding()
 	s.mu.Lock()
@@ -401,7 +408,35 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 	}
 	s.beginTurnHistory(t.id)
 	s.c.wg.Add(1)
-	go s.runTurn(ctx, t, adapter.Turn{ID: t.id, Request: p, Prompt: prompt})
+	go s.runTurn(ctx, t, adapter.Turn{ID: t.id, Request: p, Prompt: prompt, Attachments: files})
+}
+
+// attachments fetches and checks a prompt's context_files before its turn
+// starts, and has the adapter's session vet them when it takes some kinds
+// only (adapter.AttachmentChecker): any refusal is the prompt's coded
+// error, and no turn runs. A session that runs a turn is answered busy
+// without fetching anything, and so is an adapter that takes no
+// attachments: it refuses the setting itself (adapter.RefusePrompt).
+func (s *session) attachments(p *protocol.PromptRequest) ([]attachment.File, *protocol.Error) {
+	if len(p.ContextFiles) == 0 || !slices.Contains(s.c.adCaps[s.adapterID].Settings, adapter.SettingContextFiles) {
+		return nil, nil
+	}
+	s.mu.Lock()
+	busy := s.turn != nil
+	s.mu.Unlock()
+	if busy {
+		return nil, &protocol.Error{Code: protocol.CodeBusy, Message: "the session already runs a turn"}
+	}
+	files, e := s.c.fetch.Fetch(s.c.stop, p.ContextFiles)
+	if e != nil {
+		return nil, e
+	}
+	if ck, ok := s.sess.(adapter.AttachmentChecker); ok {
+		if e := ck.CheckAttachments(files); e != nil {
+			return nil, e
+		}
+	}
+	return files, nil
 }
 
 // runTurn runs the adapter's turn and ends it with exactly one

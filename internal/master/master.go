@@ -5,8 +5,9 @@
 //
 // Endpoints (see Handler): GET /v1/ui and GET /v1/client (WebSockets),
 // GET and POST /login (the one-time login link; login.go), GET
-// /v1/artifacts/{token} (artifact downloads), GET /healthz, and the UI
-// (Config.UI) at /.
+// /v1/artifacts/{token} (artifact downloads), POST
+// /v1/sessions/{session_id}/uploads and GET /v1/uploads/{upload_id}
+// (attachments; package upload), GET /healthz, and the UI (Config.UI) at /.
 //
 // Guarantees:
 //
@@ -68,6 +69,13 @@
 //     If-Modified-Since follow RFC 9110 for one range (several get the
 //     whole file); the response is always an attachment with a sanitised
 //     name (RFC 6266) that cannot run as a page of the master's origin.
+//   - Uploads (package upload): a UI token (bearer, or a browser's cookie
+//     share with its key share in KeyHeader from the master's origin)
+//     uploads a file to a session it may see; a ui.prompt may name only
+//     its own session's uploads of its own UI token, and the relayed
+//     prompt carries each with a grant bound to that prompt, which is all
+//     GET /v1/uploads/{upload_id} accepts. Expired uploads are swept with
+//     expired download tokens.
 //   - Routing between connections goes through a broker.Broker only: a
 //     topic per session (events to UIs), per machine (control messages to
 //     the client's connection), per UI connection (answers meant for one UI),
@@ -112,6 +120,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/broker"
 	"github.com/ferry-dev/ferry/internal/connlimit"
+	"github.com/ferry-dev/ferry/internal/master/upload"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -170,6 +179,14 @@ type Config struct {
 	// whose X-Forwarded-Proto, -Host and -For are believed (package
 	// forwarded); none: those headers are ignored.
 	TrustedProxies []netip.Prefix
+	// UploadMaxBytes caps one file a browser uploads; 0 (or more):
+	// attachment.MaxBytes.
+	UploadMaxBytes int64
+	// UploadTTL is how long an upload is kept; default upload.DefaultTTL.
+	UploadTTL time.Duration
+	// UploadQuota bounds one session's live uploads; zero fields take
+	// upload's defaults, negative ones set no bound.
+	UploadQuota store.UploadQuota
 }
 
 // Master is the hub. Create it with New, serve Handler, stop it with Shutdown.
@@ -193,6 +210,8 @@ type Master struct {
 
 	presence     presence
 	stopPresence func()
+
+	uploads *upload.Service
 
 	// sweepStop ends the revoked-token sweep; sweepDone is closed when it has.
 	sweepStop, sweepDone chan struct{}
@@ -238,6 +257,10 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	if m.br == nil {
 		m.br, m.ownBroker = broker.NewMemory(), true
 	}
+	var err error
+	if m.uploads, err = newUploads(ctx, cfg); err != nil {
+		return nil, err
+	}
 	m.presence.init()
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	unsub, err := m.br.Subscribe(presenceTopic, m.onPresence)
@@ -276,6 +299,9 @@ func (m *Master) sweepRevoked() {
 		}
 		if _, err := m.st.DeleteExpiredDownloadTokens(m.ctx, time.Now()); err != nil {
 			m.log.Warn("deleting expired download tokens failed; trying again later", "err", err)
+		}
+		if _, err := m.st.DeleteExpiredUploads(m.ctx, time.Now()); err != nil {
+			m.log.Warn("deleting expired uploads failed; trying again later", "err", err)
 		}
 		toks, err := m.st.ListTokens(m.ctx)
 		if err != nil {
@@ -329,6 +355,8 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("POST /login", m.serveLoginPost)
 	mux.HandleFunc("GET /healthz", m.serveHealth)
 	mux.HandleFunc("GET /v1/artifacts/{token}", m.serveArtifact)
+	mux.HandleFunc("POST /v1/sessions/{session_id}/uploads", m.serveUpload)
+	mux.HandleFunc("GET /v1/uploads/{upload_id}", m.uploads.Serve)
 	if m.cfg.UI != nil {
 		mux.Handle("/", m.cfg.UI)
 	} else {

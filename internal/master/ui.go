@@ -509,7 +509,12 @@ func (m *Master) prompt(c *conn, msg *protocol.Message) {
 			fail(errClientOffline)
 			return
 		}
-		out, data, e := composePrompt(msg, caps)
+		files, err := m.uploads.Grant(c.ctx, c.token, s.id, msg.MessageID, msg.Payload.(*protocol.UIPrompt).ContextFiles)
+		if err != nil {
+			fail(m.wireError(err, "upload"))
+			return
+		}
+		out, data, e := composePrompt(msg, files, caps)
 		if e != nil {
 			fail(e)
 			return
@@ -519,7 +524,7 @@ func (m *Master) prompt(c *conn, msg *protocol.Message) {
 			fail(e)
 			return
 		}
-		err := s.submit(c.ctx, &pending{msg: out, data: data, done: func(_ uint64, dup bool, err error) {
+		err = s.submit(c.ctx, &pending{msg: out, data: data, done: func(_ uint64, dup bool, err error) {
 			switch {
 			case err != nil:
 				fail(m.wireError(err, "store prompt"))
@@ -534,10 +539,12 @@ func (m *Master) prompt(c *conn, msg *protocol.Message) {
 }
 
 // composePrompt builds the control.prompt.request for a ui.prompt (same
-// message_id, so a retried ui.prompt is deduplicated like any event). A
-// client without the file-reference block gets each picked file as its
-// display path in plain text and no file_references.
-func composePrompt(msg *protocol.Message, caps *protocol.Capabilities) (*protocol.Message, []byte, *protocol.Error) {
+// message_id, so a retried ui.prompt is deduplicated like any event) with
+// files as its context_files: the prompt's own, with every upload it names
+// checked and granted to it (upload.Service.Grant). A client without the
+// file-reference block gets each picked file as its display path in plain
+// text and no file_references.
+func composePrompt(msg *protocol.Message, files []protocol.ContextFile, caps *protocol.Capabilities) (*protocol.Message, []byte, *protocol.Error) {
 	p := msg.Payload.(*protocol.UIPrompt)
 	text, refs, err := fileref.Compose(p.Segments)
 	if err != nil {
@@ -554,7 +561,7 @@ func composePrompt(msg *protocol.Message, caps *protocol.Capabilities) (*protoco
 		return nil, nil, &protocol.Error{Code: protocol.CodeInvalidValue, Field: "payload.segments", Message: "the prompt is empty"}
 	}
 	out := &protocol.Message{Type: protocol.TypePromptRequest, MessageID: msg.MessageID, SessionID: msg.SessionID,
-		Payload: &protocol.PromptRequest{PromptText: text, InputType: p.InputType, ContextFiles: p.ContextFiles,
+		Payload: &protocol.PromptRequest{PromptText: text, InputType: p.InputType, ContextFiles: files,
 			FileReferences: refs, ConfigOverrides: p.ConfigOverrides}}
 	data, err := protocol.Encode(out)
 	if err != nil {

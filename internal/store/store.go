@@ -1,6 +1,7 @@
 // Package store is the master's persistence seam: tokens, machines,
 // sessions, every persisted event with its seq, open interactions, the
-// artifacts agents handed to users and the download tokens that grant them.
+// artifacts agents handed to users and the download tokens that grant them,
+// the files users uploaded for prompts, and the secrets master nodes share.
 //
 // Guarantees every implementation gives (checked by storetest.Run):
 //
@@ -16,6 +17,10 @@
 //     (its owner) and the artifact it grants: deleting either deletes it.
 //   - PutArtifact is idempotent: registering the same artifact again
 //     changes nothing, so a re-sent event registers once.
+//   - An upload lives no longer than its session, its owner (the UI token
+//     that uploaded it) and its expiry: deleting the session or the owner
+//     deletes it, and DeleteExpiredUploads sweeps it. PutUpload stores it
+//     whole or not at all, within the session's quota (ErrQuota).
 //   - Not-found conditions are reported as ErrNotFound (errors.Is).
 //
 // Implementations: internal/store/sqlite (the embedded default, one file)
@@ -35,6 +40,9 @@ var ErrNotFound = errors.New("not found")
 
 // ErrExists is returned (wrapped) when creating what already exists.
 var ErrExists = errors.New("already exists")
+
+// ErrQuota is returned (wrapped) when storing would pass a quota.
+var ErrQuota = errors.New("quota exceeded")
 
 // Token kinds.
 const (
@@ -151,6 +159,33 @@ type DownloadToken struct {
 	ExpiresAt time.Time
 }
 
+// Upload is a file a user uploaded to the master to attach to a session's
+// prompts. Its content is kept whole in the store until it expires.
+type Upload struct {
+	// ID is "upl_" and random characters (protocol.ParseUploadURL).
+	ID        string
+	SessionID string
+	// OwnerID is the ID of the UI token that uploaded it.
+	OwnerID  string
+	FileName string
+	// MimeType is the type sniffed from Data, not what the browser said.
+	MimeType string
+	// Size is len(Data).
+	Size int64
+	// Data is the content; UploadInfo leaves it nil.
+	Data      []byte
+	CreatedAt time.Time
+	// ExpiresAt is required: an upload always expires.
+	ExpiresAt time.Time
+}
+
+// UploadQuota bounds what one session's live uploads (those not expired at
+// the new upload's CreatedAt) may hold together; 0 is no bound.
+type UploadQuota struct {
+	Count int
+	Bytes int64
+}
+
 // Store is the master's persistence.
 type Store interface {
 	CreateToken(ctx context.Context, t Token) error
@@ -228,6 +263,27 @@ type Store interface {
 	// went: the cap that keeps listings from growing the store without
 	// bound. keep may be 0; an owner with none is not an error.
 	TrimDownloadTokens(ctx context.Context, ownerID string, keep int) (int, error)
+
+	// PutUpload stores an upload if the session's live uploads stay within
+	// q with it (ErrQuota otherwise), atomically with that check.
+	// ErrNotFound when the session or the owner does not exist, ErrExists
+	// when the ID is taken.
+	PutUpload(ctx context.Context, u Upload, q UploadQuota) error
+	// Upload returns one upload with its content, expired or not
+	// (ErrNotFound when there is none).
+	Upload(ctx context.Context, id string) (Upload, error)
+	// UploadInfo is Upload without the content (Data nil).
+	UploadInfo(ctx context.Context, id string) (Upload, error)
+	// DeleteUpload deletes one (ErrNotFound when it does not exist).
+	DeleteUpload(ctx context.Context, id string) error
+	// DeleteExpiredUploads deletes the uploads that expired at or before
+	// now and reports how many.
+	DeleteExpiredUploads(ctx context.Context, now time.Time) (int, error)
+
+	// Secret returns the secret stored under name, storing fresh first when
+	// there is none; concurrent callers (on any master node) all get the
+	// one that was stored first.
+	Secret(ctx context.Context, name string, fresh []byte) ([]byte, error)
 
 	Close() error
 }

@@ -177,6 +177,9 @@ func TestRefusesNewerSchema(t *testing.T) { storetest.RefusesNewerSchema(t, sche
 // back empty, that is every machine.
 func TestUpgradeKeepsTokens(t *testing.T) { storetest.UpgradeKeepsTokens(t, schema(t)) }
 
+// TestUploadsGoWithTheirSession: deleting a session deletes its uploads.
+func TestUploadsGoWithTheirSession(t *testing.T) { storetest.UploadsGoWithTheirSession(t, schema(t)) }
+
 func TestOpenErrors(t *testing.T) {
 	// These need no server.
 	_, err := postgres.Open(t.Context(), "postgres://user:secret@[::1")

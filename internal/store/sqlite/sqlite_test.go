@@ -128,6 +128,7 @@ func schema(t *testing.T) storetest.Schema {
 		Now:             "0",
 		Bytes:           func(hex string) string { return "x'" + hex + "'" },
 		MigrationsTable: "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT",
+		ForeignKeys:     "PRAGMA foreign_keys = ON; ",
 	}
 }
 
@@ -136,6 +137,9 @@ func TestRefusesNewerSchema(t *testing.T) { storetest.RefusesNewerSchema(t, sche
 // TestUpgradeKeepsTokens: the token's machine scope (migration 2) comes
 // back empty, that is every machine, and the token still authenticates.
 func TestUpgradeKeepsTokens(t *testing.T) { storetest.UpgradeKeepsTokens(t, schema(t)) }
+
+// TestUploadsGoWithTheirSession: deleting a session deletes its uploads.
+func TestUploadsGoWithTheirSession(t *testing.T) { storetest.UploadsGoWithTheirSession(t, schema(t)) }
 
 func TestOpenErrors(t *testing.T) {
 	if _, err := sqlite.Open(t.Context(), ""); err == nil {

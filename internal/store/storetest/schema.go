@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/store"
 )
@@ -25,6 +26,9 @@ type Schema struct {
 	Bytes func(hex string) string
 	// MigrationsTable creates schema_migrations as the first version did.
 	MigrationsTable string
+	// ForeignKeys is put before statements that rely on foreign keys
+	// being enforced on Exec's connection ("" where they always are).
+	ForeignKeys string
 }
 
 // RefusesNewerSchema checks that Open refuses a database that a newer
@@ -76,5 +80,28 @@ func UpgradeKeepsTokens(t *testing.T, sc Schema) {
 	}
 	if len(toks) != 1 || toks[0].ID != "old" || len(toks[0].Machines) != 0 {
 		t.Fatalf("tokens after the upgrade = %+v, want the old token with no machine scope", toks)
+	}
+}
+
+// UploadsGoWithTheirSession deletes a session behind the store's back (the
+// store has no call for it yet; a future one will delete the row): its
+// uploads go with it, another session's stay.
+func UploadsGoWithTheirSession(t *testing.T, sc Schema) {
+	s, err := sc.Open(t.Context())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	c := ctx(t)
+	newSession(t, s, "s1", "m1")
+	newSession(t, s, "s2", "m1")
+	uiToken(t, s, "u1")
+	mustNil(t, s.PutUpload(c, upload("upl_1", "s1", "u1", []byte("one"), time.Hour), store.UploadQuota{}), "PutUpload 1")
+	mustNil(t, s.PutUpload(c, upload("upl_2", "s2", "u1", []byte("two"), time.Hour), store.UploadQuota{}), "PutUpload 2")
+	sc.Exec(t, sc.ForeignKeys+"DELETE FROM sessions WHERE id = 's1'")
+	_, err = s.UploadInfo(c, "upl_1")
+	mustIs(t, err, store.ErrNotFound, "an upload of a deleted session")
+	if _, err := s.UploadInfo(c, "upl_2"); err != nil {
+		t.Fatalf("another session's upload went too: %v", err)
 	}
 }

@@ -82,6 +82,9 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"ArtifactsConcurrentPut", testArtifactsConcurrentPut},
 		{"DownloadTokens", testDownloadTokens},
 		{"DownloadTokensTrim", testDownloadTokensTrim},
+		{"Uploads", testUploads},
+		{"UploadQuota", testUploadQuota},
+		{"Secret", testSecret},
 		{"ContextCancelled", testContextCancelled},
 		{"BadInput", testBadInput},
 	}

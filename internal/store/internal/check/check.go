@@ -272,3 +272,30 @@ func Wrap(ctxErr error, backend, op string, err error) error {
 	}
 	return fmt.Errorf("%s: %s: %w", backend, op, err)
 }
+
+// Upload checks an upload about to be stored, and the quota it is stored
+// within.
+func Upload(u store.Upload, q store.UploadQuota) error {
+	if err := ID("upload", u.ID); err != nil {
+		return err
+	}
+	if err := ID("session", u.SessionID); err != nil {
+		return err
+	}
+	if err := ID("owner token", u.OwnerID); err != nil {
+		return err
+	}
+	if u.FileName == "" || u.MimeType == "" {
+		return invalid("upload %s needs a file name and a media type", u.ID)
+	}
+	if u.Size != int64(len(u.Data)) {
+		return invalid("upload %s has size %d but %d bytes of content", u.ID, u.Size, len(u.Data))
+	}
+	if u.ExpiresAt.IsZero() {
+		return invalid("upload %s never expires (an expiry is required)", u.ID)
+	}
+	if q.Count < 0 || q.Bytes < 0 {
+		return invalid("negative upload quota %+v", q)
+	}
+	return nil
+}
