@@ -2,10 +2,13 @@ package agent
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"runtime"
 	"strings"
 
+	"github.com/ferry-dev/ferry/internal/attachment"
+	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -71,6 +74,36 @@ func (t *turnRun) userText(inputType, text string, files []protocol.FileReferenc
 		text += "\n\n" + t.schema.instruction()
 	}
 	return text
+}
+
+// attachmentBlocks are the prompt's attached files as blocks of its user
+// message, in order: an image as an image block, a PDF as a document
+// block (each provider writes them in its own format), anything else as a
+// text block that names the file and holds its content. Images and PDFs
+// follow a line naming them. The client has
+// checked every file's size and type; a file of another kind is still
+// given as text, never dropped.
+func attachmentBlocks(files []attachment.File) []llm.Block {
+	out := make([]llm.Block, 0, len(files))
+	for _, f := range files {
+		switch {
+		case f.IsImage():
+			out = append(out, llm.Block{Type: llm.BlockText, Text: "The user attached " + f.Name + " (an image, next)."},
+				llm.Block{Type: llm.BlockImage, MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)})
+		case f.IsPDF():
+			out = append(out, llm.Block{Type: llm.BlockText, Text: "The user attached " + f.Name + " (a PDF document, next)."},
+				llm.Block{Type: llm.BlockDocument, MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)})
+		default:
+			out = append(out, llm.Block{Type: llm.BlockText, Text: AttachedText(f)})
+		}
+	}
+	return out
+}
+
+// AttachedText is how a text attachment reads to a model: the file's name,
+// then its content, fenced so the model tells the file from the prompt.
+func AttachedText(f attachment.File) string {
+	return fmt.Sprintf("The user attached the file %s (%s):\n<attached-file name=%q>\n%s\n</attached-file>", f.Name, f.MediaType, f.Name, strings.TrimRight(string(f.Data), "\n"))
 }
 
 // slashHelp lists the commands of input_type slash_command.

@@ -129,7 +129,8 @@ func (t *turnRun) run(ctx context.Context, turn Turn) (Result, error) {
 	}
 	text, files := turn.Prompt.FileList()
 	t.a.markTurn(turn.ID)
-	t.a.push(llm.Message{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockText, Text: t.userText(inputType, text, files)}}})
+	content := append([]llm.Block{{Type: llm.BlockText, Text: t.userText(inputType, text, files)}}, attachmentBlocks(turn.Attachments)...)
+	t.a.push(llm.Message{Role: llm.RoleUser, Content: content})
 	return t.loop(ctx)
 }
 
