@@ -106,7 +106,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	s.mu.Unlock()
 	t.p = p
 	sk := s.openSink(p)
-	if err := p.send(ctx, newUserLine(framing.Prompt(adapter.InputTypeOf(turn.Request), turn.Prompt.Mentions()))); err != nil {
+	if err := p.send(ctx, newPromptLine(framing.Prompt(adapter.InputTypeOf(turn.Request), turn.Prompt.Mentions()), turn.Attachments)); err != nil {
 		if ctx.Err() != nil {
 			// Cancelled before the prompt went out: nothing to interrupt.
 			s.closeSink(sk)

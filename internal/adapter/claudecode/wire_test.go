@@ -69,7 +69,7 @@ func TestDecodeLine(t *testing.T) {
 		}
 	}
 	l, _ := decodeLine([]byte(cases[3].in))
-	if got := string(l.Chat.Message.Content[0].Content); got != "a[image]" || l.Chat.ToolUseResult == nil || l.Chat.ToolUseResult.FilePath != "" {
+	if got := string(l.Chat.Message.Content[0].Content.text); got != "a[image]" || l.Chat.ToolUseResult == nil || l.Chat.ToolUseResult.FilePath != "" {
 		t.Errorf("tool result %q %+v", got, l.Chat.ToolUseResult)
 	}
 }

@@ -1,0 +1,107 @@
+package claudecode
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
+	"github.com/ferry-dev/ferry/internal/attachment"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+const fakePDF = "%PDF-1.4\n%%EOF\n"
+
+// TestFakeAttachments: a prompt with files attached goes to Claude Code as
+// one stream-json user message whose content is the prompt's text block,
+// then an image block and a document block with base64 sources, and the
+// text file as a text block naming it.
+func TestFakeAttachments(t *testing.T) {
+	t.Parallel()
+	env := openFake(t, "echo", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	turn := adaptertest.TextTurn("look at these")
+	turn.Attachments = []attachment.File{
+		{Name: "shot.png", MediaType: "image/png", Data: adaptertest.AttachedPNG},
+		{Name: "spec.pdf", MediaType: "application/pdf", Data: []byte(fakePDF)},
+		{Name: "note.txt", MediaType: "text/plain", Data: []byte(adaptertest.AttachedNote)},
+	}
+	rec := newRecorder(t)
+	res, err := env.sess.Run(ctx, turn, rec.emit)
+	if err != nil || res.StopReason != protocol.StopEndTurn {
+		t.Fatalf("%+v, %v; log:\n%s", res, err, env.logs.String())
+	}
+	var got []map[string]any
+	for _, e := range readFakeLog(t, env.log) {
+		var line struct {
+			Type    string `json:"type"`
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(e.Got, &line) == nil && line.Type == "user" {
+			if err := json.Unmarshal(line.Message.Content, &got); err != nil {
+				t.Fatalf("the user message's content is not blocks: %s", line.Message.Content)
+			}
+		}
+	}
+	source := func(b map[string]any) (string, string) {
+		src, _ := b["source"].(map[string]any)
+		if src["type"] != "base64" {
+			return "", ""
+		}
+		return src["media_type"].(string), src["data"].(string)
+	}
+	var img, doc, note bool
+	for _, b := range got {
+		switch b["type"] {
+		case "image":
+			mt, data := source(b)
+			img = mt == "image/png" && data == base64.StdEncoding.EncodeToString(adaptertest.AttachedPNG)
+		case "document":
+			mt, data := source(b)
+			doc = mt == "application/pdf" && data == base64.StdEncoding.EncodeToString([]byte(fakePDF)) && b["title"] == "spec.pdf"
+		case "text":
+			s, _ := b["text"].(string)
+			note = note || strings.Contains(s, adaptertest.AttachedNote) && strings.Contains(s, "note.txt")
+		}
+	}
+	if len(got) == 0 || got[0]["type"] != "text" || got[0]["text"] != "look at these" {
+		t.Errorf("the first block is not the prompt: %v", got)
+	}
+	if !img || !doc || !note {
+		t.Errorf("image %v, document %v, text file %v in %v", img, doc, note, got)
+	}
+	// The fake echoes the text blocks: the turn ran on the whole message.
+	if !strings.Contains(rec.Text("text"), adaptertest.AttachedNote) {
+		t.Errorf("the turn's text %q does not echo the attached note", rec.Text("text"))
+	}
+}
+
+// TestFakeToolResultImages: a tool_result whose content holds an image
+// (Claude Code's Read of a PNG) finishes with the image in the event; an
+// image over 1 MiB of base64 is left out, the output still saying
+// "[image]".
+func TestFakeToolResultImages(t *testing.T) {
+	t.Parallel()
+	env := openFake(t, "images", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	rec := newRecorder(t) // checks each event against the decoder
+	if res, err := env.sess.Run(ctx, adaptertest.TextTurn("read them"), rec.emit); err != nil || res.StopReason != protocol.StopEndTurn {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	fin := rec.Finished()
+	if len(fin) != 2 {
+		t.Fatalf("%d tool.finished, want 2", len(fin))
+	}
+	if len(fin[0].Images) != 1 || fin[0].Images[0].MediaType != "image/png" || fin[0].Images[0].Data != fakePNG {
+		t.Errorf("the small image's event has images %+v", fin[0].Images)
+	}
+	if len(fin[1].Images) != 0 || fin[1].Output != "[image]" {
+		t.Errorf("the large image's event: %d images, output %q", len(fin[1].Images), fin[1].Output)
+	}
+}
