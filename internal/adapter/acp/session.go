@@ -445,6 +445,12 @@ func (s *session) release() { <-s.busy }
 // Run sends the prompt and streams the agent's updates until its response.
 func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
 	rules, refused := s.promptRules(turn.Request)
+	if refused == nil {
+		// The client asked already (AttachmentChecker); ferry run did not.
+		if pe := s.CheckAttachments(turn.Attachments); pe != nil {
+			refused = &protocol.AgentError{Code: pe.Code, Message: pe.Field + ": " + pe.Message}
+		}
+	}
 	if refused != nil {
 		refused.TurnID = turn.ID
 		s.log.Info("acp: prompt refused", "code", refused.Code, "why", refused.Message)
@@ -470,7 +476,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	}
 	id := s.c.newID()
 	line, err := encodeRequest(id, acpsdk.AgentMethodSessionPrompt, acpsdk.PromptRequest{
-		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: promptBlocks(adapter.InputTypeOf(turn.Request), turn.Prompt, s.ws)})
+		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: append(promptBlocks(adapter.InputTypeOf(turn.Request), turn.Prompt, s.ws), s.attachmentBlocks(turn.Attachments)...)})
 	if err != nil {
 		s.release()
 		return adapter.Result{}, err
