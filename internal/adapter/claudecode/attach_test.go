@@ -105,3 +105,31 @@ func TestFakeToolResultImages(t *testing.T) {
 		t.Errorf("the large image's event: %d images, output %q", len(fin[1].Images), fin[1].Output)
 	}
 }
+
+// TestResultContentImages: a tool_result's images are read block by
+// block; what the UI cannot show is left out, the text keeps "[image]".
+func TestResultContentImages(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in     string
+		text   string
+		images int
+	}{
+		{`"plain"`, "plain", 0},
+		{`[{"type":"text","text":"a"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + fakePNG + `"}}]`, "a[image]", 1},
+		{`[{"type":"image","source":"odd"},{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"` + fakePNG + `"}}]`, "[image][image]", 1},
+		{`[{"type":"image","source":{"type":"base64","media_type":"image/svg+xml","data":"PHN2Zz4="}}]`, "[image]", 0},
+		{`[{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}]`, "[image]", 0},
+		{`[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"not base64!"}}]`, "[image]", 0},
+	}
+	for _, c := range cases {
+		var rc resultContent
+		if err := json.Unmarshal([]byte(c.in), &rc); err != nil {
+			t.Errorf("%s: %v", c.in, err)
+			continue
+		}
+		if string(rc.text) != c.text || len(rc.images) != c.images {
+			t.Errorf("%s: text %q, %d images; want %q, %d", c.in, rc.text, len(rc.images), c.text, c.images)
+		}
+	}
+}

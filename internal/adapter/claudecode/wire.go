@@ -179,15 +179,18 @@ func (c *resultContent) UnmarshalJSON(b []byte) error {
 	if b = bytes.TrimSpace(b); len(b) == 0 || b[0] != '[' {
 		return nil
 	}
-	var blocks []struct {
-		Type   string   `json:"type"`
-		Source inSource `json:"source"`
-	}
+	var blocks []json.RawMessage
 	if err := json.Unmarshal(b, &blocks); err != nil {
 		return nil //nolint:nilerr // flexText read the same list: only images are optional
 	}
-	for _, bl := range blocks {
-		if bl.Type == "image" && bl.Source.Type == "base64" {
+	for _, raw := range blocks {
+		// Block by block: one of a shape this package does not know
+		// costs its own image, not the others.
+		var bl struct {
+			Type   string   `json:"type"`
+			Source inSource `json:"source"`
+		}
+		if json.Unmarshal(raw, &bl) == nil && bl.Type == "image" && bl.Source.Type == "base64" {
 			c.images, _ = protocol.AppendToolImage(c.images, bl.Source.MediaType, bl.Source.Data)
 		}
 	}
