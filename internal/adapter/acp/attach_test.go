@@ -193,3 +193,26 @@ func TestRealAgentAttachments(t *testing.T) {
 		t.Errorf("the model got the image: %v, the note: %v, the PDF named: %v", img, note, pdfNamed)
 	}
 }
+
+// FuzzToolImages: whatever a tool call's content holds, the images taken
+// from it make a valid agent.tool.finished.
+func FuzzToolImages(f *testing.F) {
+	png := base64.StdEncoding.EncodeToString(adaptertest.AttachedPNG)
+	for _, s := range []string{
+		`[{"type":"content","content":{"type":"image","mimeType":"image/png","data":"` + png + `"}}]`,
+		`[{"type":"content","content":{"type":"image","mimeType":"image/svg+xml","data":"PHN2Zz4="}},{"type":"content","content":{"type":"text","text":"x"}}]`,
+		`[{"type":"content","content":{"type":"image","mimeType":"image/png","data":"%%%"}},{"type":"diff","path":"/a","newText":"b"}]`,
+		`[{"type":"content","content":null}]`, `{}`, `null`, `[1]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, content []byte) {
+		imgs := toolImages(content)
+		ev := &protocol.ToolFinished{TurnID: "t", ToolUseID: "c", ToolName: "Read", Status: protocol.ToolOK, Images: imgs}
+		if len(imgs) > 0 {
+			if err := adaptertest.CheckEvent(protocol.TypeToolFinished, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
