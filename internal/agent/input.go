@@ -1,14 +1,17 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 
 	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/tools/docread"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -80,16 +83,24 @@ func (t *turnRun) userText(inputType, text string, files []protocol.FileReferenc
 // message, in order: an image as an image block, a PDF as a document
 // block (each provider writes them in its own format), anything else as a
 // text block that names the file and holds its content. Images and PDFs
-// follow a line naming them. The client has
-// checked every file's size and type; a file of another kind is still
-// given as text, never dropped.
-func attachmentBlocks(files []attachment.File) []llm.Block {
-	out := make([]llm.Block, 0, len(files))
-	for _, f := range files {
+// follow a line naming them. An image is prepared as Read prepares one
+// (docread.PrepareImage: shrunk to the tools' MaxImageDimension and
+// re-encoded as PNG or JPEG where needed, so it fits what providers take);
+// one that cannot be is refused with a coded error naming its
+// context_files entry, before anything is sent. The client has checked
+// every file's size and type; a file of another kind is still given as
+// text, never dropped.
+func attachmentBlocks(ctx context.Context, files []attachment.File, maxDim int) ([]llm.Block, error) {
+	out := make([]llm.Block, 0, 2*len(files))
+	for i, f := range files {
 		switch {
 		case f.IsImage():
+			p, err := docread.PrepareImage(ctx, f.Name, bytes.NewReader(f.Data), int64(len(f.Data)), docread.ImageFormat(f.Data), maxDim)
+			if err != nil {
+				return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("payload.context_files[%d]: %s is an image ferry cannot prepare for the model (%s)", i, f.Name, imageRefusal(err)), Err: err}
+			}
 			out = append(out, llm.Block{Type: llm.BlockText, Text: "The user attached " + f.Name + " (an image, next)."},
-				llm.Block{Type: llm.BlockImage, MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)})
+				llm.Block{Type: llm.BlockImage, MediaType: p.MediaType, Data: base64.StdEncoding.EncodeToString(p.Data)})
 		case f.IsPDF():
 			out = append(out, llm.Block{Type: llm.BlockText, Text: "The user attached " + f.Name + " (a PDF document, next)."},
 				llm.Block{Type: llm.BlockDocument, MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)})
@@ -97,7 +108,21 @@ func attachmentBlocks(files []attachment.File) []llm.Block {
 			out = append(out, llm.Block{Type: llm.BlockText, Text: AttachedText(f)})
 		}
 	}
-	return out
+	return out, nil
+}
+
+// imageRefusal says why docread refused an image, without internal text.
+func imageRefusal(err error) string {
+	var pixels *docread.TooManyPixelsError
+	switch {
+	case errors.As(err, &pixels):
+		return fmt.Sprintf("%d×%d px, over the %d megapixels it decodes", pixels.W, pixels.H, docread.MaxImagePixels/1_000_000)
+	case errors.Is(err, docread.ErrImageFileTooLarge):
+		return "the file is too large to decode"
+	case errors.Is(err, docread.ErrImageNotShrinkable):
+		return "it cannot be made small enough"
+	}
+	return "it cannot be decoded; it may be corrupt"
 }
 
 // AttachedText is how a text attachment reads to a model: the file's name,

@@ -158,3 +158,53 @@ func TestReadImageInEvent(t *testing.T) {
 		}
 	})
 }
+
+// TestAttachedImagePrepared: an attached image is prepared as Read
+// prepares one: a 3000 px wide PNG reaches the model shrunk to 2000 px;
+// an image that cannot be decoded refuses the turn with one coded error
+// naming its context_files entry, and nothing reaches the model.
+func TestAttachedImagePrepared(t *testing.T) {
+	t.Parallel()
+	srv := fake.New(t)
+	s, _ := open(t, srv, fake.Anthropic, nil)
+	srv.Script(fake.Reply{Text: []string{"wide"}})
+	var wide bytes.Buffer
+	if err := png.Encode(&wide, image.NewNRGBA(image.Rect(0, 0, 3000, 100))); err != nil {
+		t.Fatal(err)
+	}
+	tr := turn("how wide?")
+	tr.Attachments = []attachment.File{{Name: "wide.png", MediaType: "image/png", Data: wide.Bytes()}}
+	if _, err := s.Run(testCtx(t), tr, newRecorder().emit); err != nil {
+		t.Fatal(err)
+	}
+	var got *fake.Block
+	for _, b := range srv.ModelRequests()[0].UserBlocks() {
+		if b.Type == "image" {
+			got = &b
+		}
+	}
+	if got == nil {
+		t.Fatal("no image block")
+	}
+	raw, _ := base64.StdEncoding.DecodeString(got.Data)
+	cfg, err := png.DecodeConfig(bytes.NewReader(raw))
+	if err != nil || cfg.Width != 2000 {
+		t.Errorf("the model got a %d px wide image (%v), want 2000", cfg.Width, err)
+	}
+
+	bad := turn("and this?")
+	bad.Attachments = []attachment.File{{Name: "ok.txt", MediaType: "text/plain", Data: []byte("fine")},
+		{Name: "broken.png", MediaType: "image/png", Data: append([]byte("\x89PNG\r\n\x1a\n"), "garbage"...)}}
+	rec := newRecorder()
+	res, err := s.Run(testCtx(t), bad, rec.emit)
+	if err != nil || res.StopReason != protocol.StopError {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	errs := rec.Errors()
+	if len(errs) != 1 || errs[0].Code != protocol.AgentCodeBadRequest || !strings.Contains(errs[0].Message, "payload.context_files[1]") || !strings.Contains(errs[0].Message, "broken.png") {
+		t.Fatalf("agent.errors %+v", errs)
+	}
+	if n := len(srv.ModelRequests()); n != 1 {
+		t.Errorf("%d model requests, want none for the refused turn", n-1)
+	}
+}
