@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/tools/docread"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -79,28 +80,51 @@ func (t *turnRun) userText(inputType, text string, files []protocol.FileReferenc
 	return text
 }
 
+// PrepareAttachments is files with every image prepared as Read prepares
+// one (docread.PrepareImage: shrunk so its longer side is at most maxDim,
+// 0 meaning the tools' default, and re-encoded as PNG or JPEG where
+// needed), so it fits what model providers take. An image that cannot be
+// prepared is refused with an *Error of code bad_request naming its
+// context_files entry; nothing else is changed. Every adapter that hands
+// images to a model uses it, so a phone photo fails nowhere later.
+func PrepareAttachments(ctx context.Context, files []attachment.File, maxDim int) ([]attachment.File, error) {
+	if maxDim <= 0 {
+		maxDim = tools.DefaultLimits().MaxImageDimension
+	}
+	out := make([]attachment.File, len(files))
+	for i, f := range files {
+		out[i] = f
+		if !f.IsImage() {
+			continue
+		}
+		p, err := docread.PrepareImage(ctx, f.Name, bytes.NewReader(f.Data), int64(len(f.Data)), docread.ImageFormat(f.Data), maxDim)
+		if err != nil {
+			return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("payload.context_files[%d]: %s is an image ferry cannot prepare for the model (%s)", i, f.Name, imageRefusal(err)), Err: err}
+		}
+		out[i].MediaType, out[i].Data = p.MediaType, p.Data
+	}
+	return out, nil
+}
+
 // attachmentBlocks are the prompt's attached files as blocks of its user
 // message, in order: an image as an image block, a PDF as a document
 // block (each provider writes them in its own format), anything else as a
 // text block that names the file and holds its content. Images and PDFs
-// follow a line naming them. An image is prepared as Read prepares one
-// (docread.PrepareImage: shrunk to the tools' MaxImageDimension and
-// re-encoded as PNG or JPEG where needed, so it fits what providers take);
-// one that cannot be is refused with a coded error naming its
-// context_files entry, before anything is sent. The client has checked
-// every file's size and type; a file of another kind is still given as
-// text, never dropped.
+// follow a line naming them. Images are prepared (PrepareAttachments);
+// one that cannot be refuses the turn before anything is sent. The client
+// has checked every file's size and type; a file of another kind is still
+// given as text, never dropped.
 func attachmentBlocks(ctx context.Context, files []attachment.File, maxDim int) ([]llm.Block, error) {
+	files, err := PrepareAttachments(ctx, files, maxDim)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]llm.Block, 0, 2*len(files))
-	for i, f := range files {
+	for _, f := range files {
 		switch {
 		case f.IsImage():
-			p, err := docread.PrepareImage(ctx, f.Name, bytes.NewReader(f.Data), int64(len(f.Data)), docread.ImageFormat(f.Data), maxDim)
-			if err != nil {
-				return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("payload.context_files[%d]: %s is an image ferry cannot prepare for the model (%s)", i, f.Name, imageRefusal(err)), Err: err}
-			}
 			out = append(out, llm.Block{Type: llm.BlockText, Text: "The user attached " + f.Name + " (an image, next)."},
-				llm.Block{Type: llm.BlockImage, MediaType: p.MediaType, Data: base64.StdEncoding.EncodeToString(p.Data)})
+				llm.Block{Type: llm.BlockImage, MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)})
 		case f.IsPDF():
 			out = append(out, llm.Block{Type: llm.BlockText, Text: "The user attached " + f.Name + " (a PDF document, next)."},
 				llm.Block{Type: llm.BlockDocument, MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)})

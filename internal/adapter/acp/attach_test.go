@@ -118,6 +118,27 @@ func TestAttachmentsRefused(t *testing.T) {
 	}
 }
 
+// TestBrokenImageRefused: an attached image that cannot be decoded
+// refuses the turn (bad_request naming its context_files entry) before
+// the agent gets a prompt.
+func TestBrokenImageRefused(t *testing.T) {
+	t.Parallel()
+	p := newPeer(t, acppeer.Script{Init: promptCaps(true, true)})
+	s := p.open(t, protocol.ModeDefault)
+	tn := turn("look")
+	tn.Attachments = []attachment.File{{Name: "broken.png", MediaType: "image/png", Data: []byte("\x89PNG\r\n\x1a\ngarbage")}}
+	rec, res, err := run(t, s, tn)
+	if err != nil || res.StopReason != protocol.StopError {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if errs := rec.Errors(); len(errs) != 1 || errs[0].Code != protocol.AgentCodeBadRequest || !strings.Contains(errs[0].Message, "payload.context_files[0]: broken.png") {
+		t.Fatalf("agent.errors %+v", errs)
+	}
+	if got := p.receivedMethod(t, "session/prompt"); len(got) != 0 {
+		t.Fatalf("the agent got %d prompts", len(got))
+	}
+}
+
 // TestToolCallImage: a tool call whose content holds an image finishes
 // with the image in the event; one over 1 MiB of base64 is left out, the
 // output still saying it was an image.

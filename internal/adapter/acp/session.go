@@ -16,7 +16,9 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/ferry-dev/ferry/internal/artifact"
+	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/version"
@@ -451,6 +453,20 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 			refused = &protocol.AgentError{Code: pe.Code, Message: pe.Field + ": " + pe.Message}
 		}
 	}
+	var files []attachment.File
+	if refused == nil {
+		// Images shrunk as ferry's Read does, so a large one fits what
+		// the agent's model takes; one that cannot be is refused.
+		var err error
+		files, err = agent.PrepareAttachments(ctx, turn.Attachments, 0)
+		var ae *agent.Error
+		switch {
+		case errors.As(err, &ae):
+			refused = &protocol.AgentError{Code: ae.Code, Message: ae.Message}
+		case err != nil:
+			return adapter.Result{StopReason: protocol.StopError}, fmt.Errorf("acp: attachments: %w", err)
+		}
+	}
 	if refused != nil {
 		refused.TurnID = turn.ID
 		s.log.Info("acp: prompt refused", "code", refused.Code, "why", refused.Message)
@@ -476,7 +492,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	}
 	id := s.c.newID()
 	line, err := encodeRequest(id, acpsdk.AgentMethodSessionPrompt, acpsdk.PromptRequest{
-		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: append(promptBlocks(adapter.InputTypeOf(turn.Request), turn.Prompt, s.ws), s.attachmentBlocks(turn.Attachments)...)})
+		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: append(promptBlocks(adapter.InputTypeOf(turn.Request), turn.Prompt, s.ws), s.attachmentBlocks(files)...)})
 	if err != nil {
 		s.release()
 		return adapter.Result{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -130,6 +131,33 @@ func TestResultContentImages(t *testing.T) {
 		}
 		if string(rc.text) != c.text || len(rc.images) != c.images {
 			t.Errorf("%s: text %q, %d images; want %q, %d", c.in, rc.text, len(rc.images), c.text, c.images)
+		}
+	}
+}
+
+// TestFakeBrokenImageRefused: an attached image that cannot be decoded
+// refuses the turn (bad_request naming its context_files entry) before
+// Claude Code gets a prompt.
+func TestFakeBrokenImageRefused(t *testing.T) {
+	t.Parallel()
+	env := openFake(t, "echo", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	turn := adaptertest.TextTurn("look")
+	turn.Attachments = []attachment.File{{Name: "broken.png", MediaType: "image/png", Data: []byte("\x89PNG\r\n\x1a\ngarbage")}}
+	rec := newRecorder(t)
+	res, err := env.sess.Run(ctx, turn, rec.emit)
+	if err != nil || res.StopReason != protocol.StopError {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if errs := rec.Errors(); len(errs) != 1 || errs[0].Code != protocol.AgentCodeBadRequest || !strings.Contains(errs[0].Message, "payload.context_files[0]: broken.png") {
+		t.Fatalf("agent.errors %+v", errs)
+	}
+	if _, err := os.Stat(env.log); err == nil {
+		for _, e := range readFakeLog(t, env.log) {
+			if strings.Contains(string(e.Got), `"type":"user"`) {
+				t.Fatalf("Claude Code got a prompt: %s", e.Got)
+			}
 		}
 	}
 }
