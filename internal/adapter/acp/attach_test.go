@@ -1,10 +1,15 @@
 package acp
 
 import (
+	"context"
 	"encoding/base64"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/adapter/acp/acppeer"
 	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
 	"github.com/ferry-dev/ferry/internal/attachment"
@@ -236,4 +241,35 @@ func FuzzToolImages(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPeerCommand: the acppeer program, as the browser tests run it
+// (ferry up --agent acp:<built binary>, no script), answers a prompt and
+// is refused an image before the turn starts.
+func TestPeerCommand(t *testing.T) {
+	t.Parallel()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to build acppeer: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "acppeer")
+	build := exec.Command(goBin, "build", "-o", bin, "./acppeer/cmd/acppeer")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	a, err := New(Config{Command: []string{bin}, Name: "acppeer", Env: []string{acppeer.EnvScript + "="}, Logger: (&adaptertest.LogBuffer{}).Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := adaptertest.Open(t, ctx, a, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: t.TempDir()}}).(*session)
+	rec, res, err := run(t, s, turn("hello"))
+	if err != nil || res.StopReason != protocol.StopEndTurn || !strings.Contains(rec.Text("text"), "acppeer got your prompt") {
+		t.Fatalf("%+v, %v, text %q", res, err, rec.Text("text"))
+	}
+	pe := s.CheckAttachments([]attachment.File{{Name: "shot.png", MediaType: "image/png", Data: adaptertest.AttachedPNG}})
+	if pe == nil || pe.Code != protocol.CodeUnsupported || !strings.Contains(pe.Message, "does not take images") {
+		t.Fatalf("CheckAttachments(image) = %v", pe)
+	}
 }
