@@ -106,16 +106,29 @@ func PrepareAttachments(ctx context.Context, files []attachment.File, maxDim int
 	return out, nil
 }
 
+// PrepareForModel is PrepareAttachments for an agent that hands files to
+// a model provider itself (ferry's agent, Claude Code): a provider takes
+// images, PDFs and text, so a file of any other kind is refused first,
+// with an *Error of code unsupported naming its context_files entry,
+// rather than shown to the model as garbled text.
+func PrepareForModel(ctx context.Context, files []attachment.File, maxDim int) ([]attachment.File, error) {
+	for i, f := range files {
+		if !f.IsImage() && !f.IsPDF() && !f.IsText() {
+			return nil, &Error{Code: protocol.CodeUnsupported, Message: fmt.Sprintf("payload.context_files[%d]: %s is %s, which the model cannot be given (images, PDFs and text files only)", i, f.Name, f.MediaType)}
+		}
+	}
+	return PrepareAttachments(ctx, files, maxDim)
+}
+
 // attachmentBlocks are the prompt's attached files as blocks of its user
 // message, in order: an image as an image block, a PDF as a document
 // block (each provider writes them in its own format), anything else as a
 // text block that names the file and holds its content. Images and PDFs
-// follow a line naming them. Images are prepared (PrepareAttachments);
-// one that cannot be refuses the turn before anything is sent. The client
-// has checked every file's size and type; a file of another kind is still
-// given as text, never dropped.
+// follow a line naming them. Images are prepared (PrepareForModel); one
+// that cannot be, or a file of another kind, refuses the turn before
+// anything is sent: none is dropped.
 func attachmentBlocks(ctx context.Context, files []attachment.File, maxDim int) ([]llm.Block, error) {
-	files, err := PrepareAttachments(ctx, files, maxDim)
+	files, err := PrepareForModel(ctx, files, maxDim)
 	if err != nil {
 		return nil, err
 	}

@@ -161,8 +161,9 @@ func TestReadImageInEvent(t *testing.T) {
 
 // TestAttachedImagePrepared: an attached image is prepared as Read
 // prepares one: a 3000 px wide PNG reaches the model shrunk to 2000 px;
-// an image that cannot be decoded refuses the turn with one coded error
-// naming its context_files entry, and nothing reaches the model.
+// an image that cannot be decoded, or a file of a kind no model takes,
+// refuses the turn with one coded error naming its context_files entry,
+// and nothing reaches the model.
 func TestAttachedImagePrepared(t *testing.T) {
 	t.Parallel()
 	srv := fake.New(t)
@@ -204,7 +205,18 @@ func TestAttachedImagePrepared(t *testing.T) {
 	if len(errs) != 1 || errs[0].Code != protocol.AgentCodeBadRequest || !strings.Contains(errs[0].Message, "payload.context_files[1]") || !strings.Contains(errs[0].Message, "broken.png") {
 		t.Fatalf("agent.errors %+v", errs)
 	}
+	// A file no model takes (an archive) is refused the same way, with
+	// unsupported, not shown to the model as garbled text.
+	zip := turn("and this?")
+	zip.Attachments = []attachment.File{{Name: "src.zip", MediaType: "application/zip", Data: []byte("PK\x03\x04")}}
+	rec = newRecorder()
+	if res, err := s.Run(testCtx(t), zip, rec.emit); err != nil || res.StopReason != protocol.StopError {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if errs := rec.Errors(); len(errs) != 1 || errs[0].Code != protocol.CodeUnsupported || !strings.Contains(errs[0].Message, "payload.context_files[0]: src.zip is application/zip") {
+		t.Fatalf("agent.errors %+v", rec.Errors())
+	}
 	if n := len(srv.ModelRequests()); n != 1 {
-		t.Errorf("%d model requests, want none for the refused turn", n-1)
+		t.Errorf("%d model requests, want none for the refused turns", n-1)
 	}
 }

@@ -136,8 +136,9 @@ func TestResultContentImages(t *testing.T) {
 }
 
 // TestFakeBrokenImageRefused: an attached image that cannot be decoded
-// refuses the turn (bad_request naming its context_files entry) before
-// Claude Code gets a prompt.
+// refuses the turn (bad_request naming its context_files entry), and so
+// does a file no model takes (unsupported), before Claude Code gets a
+// prompt.
 func TestFakeBrokenImageRefused(t *testing.T) {
 	t.Parallel()
 	env := openFake(t, "echo", nil)
@@ -151,6 +152,16 @@ func TestFakeBrokenImageRefused(t *testing.T) {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	if errs := rec.Errors(); len(errs) != 1 || errs[0].Code != protocol.AgentCodeBadRequest || !strings.Contains(errs[0].Message, "payload.context_files[0]: broken.png") {
+		t.Fatalf("agent.errors %+v", errs)
+	}
+	// A file no model takes is refused too (unsupported).
+	turn = adaptertest.TextTurn("and this")
+	turn.Attachments = []attachment.File{{Name: "src.zip", MediaType: "application/zip", Data: []byte("PK\x03\x04")}}
+	rec = newRecorder(t)
+	if res, err := env.sess.Run(ctx, turn, rec.emit); err != nil || res.StopReason != protocol.StopError {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if errs := rec.Errors(); len(errs) != 1 || errs[0].Code != protocol.CodeUnsupported || !strings.Contains(errs[0].Message, "src.zip") {
 		t.Fatalf("agent.errors %+v", errs)
 	}
 	if _, err := os.Stat(env.log); err == nil {

@@ -91,8 +91,9 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 		return adapter.Result{StopReason: protocol.StopError}, nil
 	}
 	// Images shrunk as ferry's Read does, so a large one does not fail at
-	// the provider after the CLI started; one that cannot be is refused.
-	files, err := agent.PrepareAttachments(ctx, turn.Attachments, 0)
+	// the provider after the CLI started; one that cannot be, or a file
+	// no model takes, is refused.
+	files, err := agent.PrepareForModel(ctx, turn.Attachments, 0)
 	var ae *agent.Error
 	switch {
 	case errors.As(err, &ae):
