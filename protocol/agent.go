@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 )
@@ -168,6 +169,66 @@ type ToolFinished struct {
 	ErrorCode int `json:"error_code,omitempty" jsonschema:"minimum=0"`
 	// Diff is the change a Write or Edit made.
 	Diff *FileDiff `json:"diff,omitempty"`
+	// Images are what the tool answered as images (a Read of a PNG), for the UI to show inline; the output still says what each was. At most 4, each at most 1 MiB of base64; one too large is left out.
+	Images []ToolImage `json:"images,omitempty" jsonschema:"maxItems=4"`
+}
+
+// Limits of agent.tool.finished's images.
+const (
+	// MaxToolImages is how many images one tool answer carries.
+	MaxToolImages = 4
+	// MaxToolImageBytes caps one image's base64 data.
+	MaxToolImageBytes = 1 << 20
+	// MaxToolImagesBytes caps the base64 of one answer's images together,
+	// so the message stays under MaxMessageBytes with its output and diff.
+	MaxToolImagesBytes = 3 << 20
+)
+
+// ToolImage is one image a tool answered with.
+type ToolImage struct {
+	// MediaType is the image's type: image/png, image/jpeg, image/gif or image/webp.
+	MediaType string `json:"media_type" jsonschema:"enum=image/png,enum=image/jpeg,enum=image/gif,enum=image/webp"`
+	// Data is the image, base64 (standard alphabet, padded), at most 1 MiB of it.
+	Data string `json:"data" jsonschema:"minLength=1,maxLength=1048576"`
+}
+
+// AppendToolImage appends the image (mediaType, data in standard base64)
+// to imgs when an agent.tool.finished may carry it: a media type the UI
+// shows, valid base64, at most MaxToolImageBytes, within MaxToolImages and
+// MaxToolImagesBytes together. It reports whether it did: adapters leave
+// out an image that does not fit, and the tool's output text still names
+// it.
+func AppendToolImage(imgs []ToolImage, mediaType, data string) ([]ToolImage, bool) {
+	img := ToolImage{MediaType: mediaType, Data: data}
+	if len(imgs) >= MaxToolImages || img.validate("") != nil {
+		return imgs, false
+	}
+	total := len(data)
+	for _, i := range imgs {
+		total += len(i.Data)
+	}
+	if total > MaxToolImagesBytes {
+		return imgs, false
+	}
+	return append(imgs, img), true
+}
+
+func (i *ToolImage) validate(field string) *Error {
+	switch i.MediaType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+	default:
+		return errorf(CodeInvalidValue, field+".media_type", "%q is no image type the UI shows (image/png, image/jpeg, image/gif, image/webp)", i.MediaType)
+	}
+	if i.Data == "" {
+		return errorf(CodeMissingField, field+".data", "the image has no data")
+	}
+	if len(i.Data) > MaxToolImageBytes {
+		return errorf(CodeInvalidValue, field+".data", "the image is %d bytes of base64, over the %d-byte limit", len(i.Data), MaxToolImageBytes)
+	}
+	if _, err := base64.StdEncoding.DecodeString(i.Data); err != nil {
+		return errorf(CodeInvalidValue, field+".data", "the image is not standard base64")
+	}
+	return nil
 }
 
 // FileDiff is the structured change a Write or Edit made (or, inside a
@@ -228,7 +289,17 @@ func (d *FileDiff) validate(field string) *Error {
 
 func (t *ToolFinished) validate() *Error {
 	if t.Diff != nil {
-		return t.Diff.validate("payload.diff")
+		if e := t.Diff.validate("payload.diff"); e != nil {
+			return e
+		}
+	}
+	if len(t.Images) > MaxToolImages {
+		return errorf(CodeInvalidValue, "payload.images", "has %d images, at most %d allowed", len(t.Images), MaxToolImages)
+	}
+	for i := range t.Images {
+		if e := t.Images[i].validate(fmt.Sprintf("payload.images[%d]", i)); e != nil {
+			return e
+		}
 	}
 	return nil
 }

@@ -30,6 +30,13 @@
 //     commands /compact [instruction], /cost, /clear, /mode <m>, /help,
 //     which never call the model except /compact's summary. Referenced
 //     files travel as a list after the text (fileref's FileList form).
+//   - Attached files (Turn.Attachments) follow the text in the prompt's
+//     user message: images as image blocks (prepared as Read prepares
+//     them, PrepareAttachments), PDFs as document blocks, text as a text
+//     block naming the file (AttachedText); an image that cannot be
+//     prepared refuses the turn with bad_request before the model call.
+//   - A tool result's images go into agent.tool.finished's images too,
+//     where protocol.AppendToolImage lets the event carry them.
 //   - A prompt's config_overrides apply to that prompt only: max_turns
 //     (stop_reason max_turns, every unrun call answered so a continuation
 //     is valid), allowed_tools / denied_tools (parsed by permission.Parse),

@@ -61,6 +61,7 @@ type finish struct {
 	diff   *protocol.FileDiff
 	blocks []llm.Block // the tool_result content
 	isErr  bool
+	images []protocol.ToolImage // the result's images the event can carry
 }
 
 // runTool runs one call: mode, rules, asking, the call itself, events. It
@@ -77,7 +78,7 @@ func (t *turnRun) runTool(ctx context.Context, use llm.Block) (llm.Block, error)
 			blocks: []llm.Block{{Type: llm.BlockText, Text: cancelledText}}}
 	}
 	ev := &protocol.ToolFinished{TurnID: t.id, ToolUseID: use.ToolUseID, ToolName: use.ToolName, Status: f.status,
-		Output: capOutput(f.output), Diff: f.diff}
+		Output: capOutput(f.output), Diff: f.diff, Images: f.images}
 	if f.status == protocol.ToolError {
 		ev.ErrorCode = f.code
 	}
@@ -234,6 +235,11 @@ func succeeded(res *tools.Result) finish {
 		if b.Type == "text" {
 			out.WriteString(b.Text)
 		} else {
+			if b.Type == llm.BlockImage {
+				// One too large for the event is left out; the output
+				// below still says there was an image.
+				f.images, _ = protocol.AppendToolImage(f.images, b.MediaType, b.Data)
+			}
 			fmt.Fprintf(&out, "[%s %s]", b.Type, b.MediaType)
 		}
 	}

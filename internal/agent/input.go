@@ -1,11 +1,18 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 
+	"github.com/ferry-dev/ferry/internal/attachment"
+	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/tools"
+	"github.com/ferry-dev/ferry/internal/tools/docread"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -71,6 +78,94 @@ func (t *turnRun) userText(inputType, text string, files []protocol.FileReferenc
 		text += "\n\n" + t.schema.instruction()
 	}
 	return text
+}
+
+// PrepareAttachments is files with every image prepared as Read prepares
+// one (docread.PrepareImage: shrunk so its longer side is at most maxDim,
+// 0 meaning the tools' default, and re-encoded as PNG or JPEG where
+// needed), so it fits what model providers take. An image that cannot be
+// prepared is refused with an *Error of code bad_request naming its
+// context_files entry; nothing else is changed. Every adapter that hands
+// images to a model uses it, so a phone photo fails nowhere later.
+func PrepareAttachments(ctx context.Context, files []attachment.File, maxDim int) ([]attachment.File, error) {
+	if maxDim <= 0 {
+		maxDim = tools.DefaultLimits().MaxImageDimension
+	}
+	out := make([]attachment.File, len(files))
+	for i, f := range files {
+		out[i] = f
+		if !f.IsImage() {
+			continue
+		}
+		p, err := docread.PrepareImage(ctx, f.Name, bytes.NewReader(f.Data), int64(len(f.Data)), docread.ImageFormat(f.Data), maxDim)
+		if err != nil {
+			return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("payload.context_files[%d]: %s is an image ferry cannot prepare for the model (%s)", i, f.Name, imageRefusal(err)), Err: err}
+		}
+		out[i].MediaType, out[i].Data = p.MediaType, p.Data
+	}
+	return out, nil
+}
+
+// PrepareForModel is PrepareAttachments for an agent that hands files to
+// a model provider itself (ferry's agent, Claude Code): a provider takes
+// images, PDFs and text, so a file of any other kind is refused first,
+// with an *Error of code unsupported naming its context_files entry,
+// rather than shown to the model as garbled text.
+func PrepareForModel(ctx context.Context, files []attachment.File, maxDim int) ([]attachment.File, error) {
+	for i, f := range files {
+		if !f.IsImage() && !f.IsPDF() && !f.IsText() {
+			return nil, &Error{Code: protocol.CodeUnsupported, Message: fmt.Sprintf("payload.context_files[%d]: %s is %s, which the model cannot be given (images, PDFs and text files only)", i, f.Name, f.MediaType)}
+		}
+	}
+	return PrepareAttachments(ctx, files, maxDim)
+}
+
+// attachmentBlocks are the prompt's attached files as blocks of its user
+// message, in order: an image as an image block, a PDF as a document
+// block (each provider writes them in its own format), anything else as a
+// text block that names the file and holds its content. Images and PDFs
+// follow a line naming them. Images are prepared (PrepareForModel); one
+// that cannot be, or a file of another kind, refuses the turn before
+// anything is sent: none is dropped.
+func attachmentBlocks(ctx context.Context, files []attachment.File, maxDim int) ([]llm.Block, error) {
+	files, err := PrepareForModel(ctx, files, maxDim)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]llm.Block, 0, 2*len(files))
+	for _, f := range files {
+		switch {
+		case f.IsImage():
+			out = append(out, llm.Block{Type: llm.BlockText, Text: "The user attached " + f.Name + " (an image, next)."},
+				llm.Block{Type: llm.BlockImage, MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)})
+		case f.IsPDF():
+			out = append(out, llm.Block{Type: llm.BlockText, Text: "The user attached " + f.Name + " (a PDF document, next)."},
+				llm.Block{Type: llm.BlockDocument, MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)})
+		default:
+			out = append(out, llm.Block{Type: llm.BlockText, Text: AttachedText(f)})
+		}
+	}
+	return out, nil
+}
+
+// imageRefusal says why docread refused an image, without internal text.
+func imageRefusal(err error) string {
+	var pixels *docread.TooManyPixelsError
+	switch {
+	case errors.As(err, &pixels):
+		return fmt.Sprintf("%d×%d px, over the %d megapixels it decodes", pixels.W, pixels.H, docread.MaxImagePixels/1_000_000)
+	case errors.Is(err, docread.ErrImageFileTooLarge):
+		return "the file is too large to decode"
+	case errors.Is(err, docread.ErrImageNotShrinkable):
+		return "it cannot be made small enough"
+	}
+	return "it cannot be decoded; it may be corrupt"
+}
+
+// AttachedText is how a text attachment reads to a model: the file's name,
+// then its content, fenced so the model tells the file from the prompt.
+func AttachedText(f attachment.File) string {
+	return fmt.Sprintf("The user attached the file %s (%s):\n<attached-file name=%q>\n%s\n</attached-file>", f.Name, f.MediaType, f.Name, strings.TrimRight(string(f.Data), "\n"))
 }
 
 // slashHelp lists the commands of input_type slash_command.

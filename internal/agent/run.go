@@ -127,9 +127,14 @@ func (t *turnRun) run(ctx context.Context, turn Turn) (Result, error) {
 	if err := t.applyOverrides(req.ConfigOverrides); err != nil {
 		return Result{}, err
 	}
+	attached, err := attachmentBlocks(ctx, turn.Attachments, t.a.env.Limits.MaxImageDimension)
+	if err != nil {
+		return Result{}, err
+	}
 	text, files := turn.Prompt.FileList()
 	t.a.markTurn(turn.ID)
-	t.a.push(llm.Message{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockText, Text: t.userText(inputType, text, files)}}})
+	content := append([]llm.Block{{Type: llm.BlockText, Text: t.userText(inputType, text, files)}}, attached...)
+	t.a.push(llm.Message{Role: llm.RoleUser, Content: content})
 	return t.loop(ctx)
 }
 

@@ -39,10 +39,16 @@
 //     request a deny rule covers (Read for reads, Write or Edit for
 //     writes) is refused with code 15, a permission request a deny rule
 //     covers is rejected and one allow rules cover allowed once, neither
-//     asked. json_schema, max_turns and context_files fail the prompt with
-//     one agent.error code unsupported naming the key (output_format is
+//     asked. json_schema and max_turns fail the prompt with one
+//     agent.error code unsupported naming the key (output_format is
 //     rendered by ferry); a rule that does not parse with bad_request
-//     naming it. A mode switch's config and a compaction's
+//     naming it.
+//   - Attached files (context_files) go as the agent's promptCapabilities
+//     allow (attach.go): images as image blocks, text and PDFs as embedded
+//     resources, text inline without embeddedContext. A file the agent
+//     cannot take is refused before the turn starts (CheckAttachments, the
+//     adapter.AttachmentChecker): unsupported on payload.context_files[i],
+//     naming the agent and the capability it lacks. A mode switch's config and a compaction's
 //     target_token_ratio are refused with unsupported too.
 //   - Cancel sends session/cancel, answers every open permission request
 //     with outcome cancelled, and returns within cancelWait. The agent then
@@ -170,7 +176,7 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		Cancel:       true,
 		Compact:      true,
 		FileTokens:   "file_list",
-		Settings:     []string{adapter.SettingOutputFormat, adapter.SettingAllowedTools, adapter.SettingDeniedTools},
+		Settings:     []string{adapter.SettingOutputFormat, adapter.SettingAllowedTools, adapter.SettingDeniedTools, adapter.SettingContextFiles},
 	}
 }
 

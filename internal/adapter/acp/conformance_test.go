@@ -1,6 +1,8 @@
 package acp
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"maps"
 	"strings"
 	"testing"
@@ -41,7 +43,7 @@ func TestConformance(t *testing.T) {
 		got, _ := blocks[0].(map[string]any)["text"].(string)
 		return got
 	}
-	p = newPeer(t, acppeer.Script{ByText: map[string][]step{
+	p = newPeer(t, acppeer.Script{Init: promptCaps(true, true), ByText: map[string][]step{
 		"hello": {{Text: "hi"}},
 		"hang":  {{Text: "working"}, {WaitCancel: true}, {Respond: map[string]any{"stopReason": "cancelled"}}},
 	}})
@@ -52,6 +54,17 @@ func TestConformance(t *testing.T) {
 		Answer:    "hello there",
 		Hang:      "hang on",
 		Effects: map[string]adaptertest.Effect{
+			adapter.SettingContextFiles: func(t *testing.T, s adapter.Session) {
+				o := adaptertest.RunTurnWith(t, s, adaptertest.Request("hello, what is attached?", protocol.InputText), adaptertest.Attachments())
+				if o.Err != nil || len(o.Errors()) > 0 {
+					t.Fatalf("Run: %v %+v", o.Err, o.Errors())
+				}
+				prompts := p.receivedMethod(t, "session/prompt")
+				raw, _ := json.Marshal(prompts[len(prompts)-1]["prompt"])
+				if !strings.Contains(string(raw), base64.StdEncoding.EncodeToString(adaptertest.AttachedPNG)) || !strings.Contains(string(raw), adaptertest.AttachedNote) {
+					t.Errorf("the agent got %s, want the image and the note", raw)
+				}
+			},
 			// A slash command is the agent's own: it gets the text as typed.
 			protocol.InputSlashCommand: func(t *testing.T, s adapter.Session) {
 				if got := sent(t, s, "/compact keep it short", protocol.InputSlashCommand); got != "/compact keep it short" {
@@ -111,6 +124,22 @@ func TestConformanceRealAgent(t *testing.T) {
 		Answer:  "hello there",
 		Hang:    "hang on",
 		Effects: map[string]adaptertest.Effect{
+			adapter.SettingContextFiles: func(t *testing.T, s adapter.Session) {
+				o := adaptertest.RunTurnWith(t, s, adaptertest.Request("what is attached?", protocol.InputText), adaptertest.Attachments())
+				if o.Err != nil || len(o.Errors()) > 0 {
+					t.Fatalf("Run: %v %+v", o.Err, o.Errors())
+				}
+				var img, note bool
+				for _, r := range srv.ModelRequests() {
+					for _, b := range r.UserBlocks() {
+						img = img || b.Type == "image" && b.Data == base64.StdEncoding.EncodeToString(adaptertest.AttachedPNG)
+						note = note || strings.Contains(b.Text, adaptertest.AttachedNote)
+					}
+				}
+				if !img || !note {
+					t.Errorf("the model got the image: %v, the note: %v", img, note)
+				}
+			},
 			protocol.InputPipedStdin: func(t *testing.T, s adapter.Session) {
 				if got := sent(t, s, "error: disk full", protocol.InputPipedStdin); !strings.Contains(got, "<stdin>\nerror: disk full\n</stdin>") {
 					t.Errorf("the model got %q, want the input framed as piped material", got)

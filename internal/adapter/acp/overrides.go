@@ -18,7 +18,7 @@ import (
 //   - allowed_tools and denied_tools become permission rules ferry applies
 //     itself, for that prompt, wherever it sees the agent's calls: its fs
 //     requests and its permission requests.
-//   - json_schema, max_turns and context_files fail the prompt with
+//   - json_schema and max_turns fail the prompt with
 //     agent.error code unsupported naming the key, before the agent gets
 //     it (adapter.CheckPrompt against the capability's Settings).
 //   - output_format is rendered by ferry from the turn's events, as for
@@ -26,9 +26,8 @@ import (
 
 // refusals say why an ACP agent refuses a prompt setting.
 var refusals = map[string]string{
-	adapter.SettingJSONSchema:   "an ACP agent gives no structured answer, so ferry cannot check one against a schema",
-	adapter.SettingMaxTurns:     "ACP offers no way to bound an agent's turns",
-	adapter.SettingContextFiles: "ferry does not hand attached files to an ACP agent; pick workspace files with @ instead",
+	adapter.SettingJSONSchema: "an ACP agent gives no structured answer, so ferry cannot check one against a schema",
+	adapter.SettingMaxTurns:   "ACP offers no way to bound an agent's turns",
 }
 
 // promptRules reads a prompt's config_overrides: the permission rules of

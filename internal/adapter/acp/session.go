@@ -16,7 +16,9 @@ import (
 	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/ferry-dev/ferry/internal/artifact"
+	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/version"
@@ -445,6 +447,26 @@ func (s *session) release() { <-s.busy }
 // Run sends the prompt and streams the agent's updates until its response.
 func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
 	rules, refused := s.promptRules(turn.Request)
+	if refused == nil {
+		// The client asked already (AttachmentChecker); ferry run did not.
+		if pe := s.CheckAttachments(turn.Attachments); pe != nil {
+			refused = &protocol.AgentError{Code: pe.Code, Message: pe.Field + ": " + pe.Message}
+		}
+	}
+	var files []attachment.File
+	if refused == nil {
+		// Images shrunk as ferry's Read does, so a large one fits what
+		// the agent's model takes; one that cannot be is refused.
+		var err error
+		files, err = agent.PrepareAttachments(ctx, turn.Attachments, 0)
+		var ae *agent.Error
+		switch {
+		case errors.As(err, &ae):
+			refused = &protocol.AgentError{Code: ae.Code, Message: ae.Message}
+		case err != nil:
+			return adapter.Result{StopReason: protocol.StopError}, fmt.Errorf("acp: attachments: %w", err)
+		}
+	}
 	if refused != nil {
 		refused.TurnID = turn.ID
 		s.log.Info("acp: prompt refused", "code", refused.Code, "why", refused.Message)
@@ -470,7 +492,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	}
 	id := s.c.newID()
 	line, err := encodeRequest(id, acpsdk.AgentMethodSessionPrompt, acpsdk.PromptRequest{
-		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: promptBlocks(adapter.InputTypeOf(turn.Request), turn.Prompt, s.ws)})
+		SessionId: acpsdk.SessionId(s.sessionID()), Prompt: append(promptBlocks(adapter.InputTypeOf(turn.Request), turn.Prompt, s.ws), s.attachmentBlocks(files)...)})
 	if err != nil {
 		s.release()
 		return adapter.Result{}, err

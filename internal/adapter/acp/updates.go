@@ -176,6 +176,7 @@ func (s *session) onToolCall(ts *turnState, u *sessionUpdate) {
 		fin.Status = protocol.ToolError
 	}
 	fin.Output, fin.Diff = s.toolOutput(st)
+	fin.Images = toolImages(st.content)
 	s.emit(ts, protocol.TypeToolFinished, fin)
 	if status == "completed" && st.kind == "edit" {
 		for _, l := range st.locations {
@@ -240,7 +241,11 @@ func (s *session) toolOutput(st *toolState) (string, *protocol.FileDiff) {
 		for _, c := range items {
 			switch c.Type {
 			case "content":
-				if c.Content != nil {
+				if c.Content != nil && c.Content.Type == "image" {
+					// The image itself goes in the event (toolImages) when
+					// it fits; the text says what it was either way.
+					parts = append(parts, "[image "+c.Content.MimeType+"]")
+				} else if c.Content != nil {
 					if t := blockText(*c.Content); t != "" {
 						parts = append(parts, t)
 					}
@@ -274,6 +279,23 @@ func (s *session) toolOutput(st *toolState) (string, *protocol.FileDiff) {
 		out = runecut.Prefix(out, maxToolOutput) + "\n[… output cut]"
 	}
 	return out, diff
+}
+
+// toolImages are the image blocks of a call's content that an
+// agent.tool.finished can carry (protocol.AppendToolImage: one too large,
+// or of a type the UI does not show, is left out).
+func toolImages(content json.RawMessage) []protocol.ToolImage {
+	var items []toolContent
+	if len(content) == 0 || json.Unmarshal(content, &items) != nil {
+		return nil
+	}
+	var imgs []protocol.ToolImage
+	for _, c := range items {
+		if c.Type == "content" && c.Content != nil && c.Content.Type == "image" {
+			imgs, _ = protocol.AppendToolImage(imgs, c.Content.MimeType, c.Content.Data)
+		}
+	}
+	return imgs
 }
 
 // relPath makes an agent's absolute path workspace-relative.

@@ -119,10 +119,13 @@ type planEntry struct {
 
 // contentBlock is an ACP ContentBlock (text, resource_link, resource, …).
 type contentBlock struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	URI      string `json:"uri"`
-	Name     string `json:"name"`
+	Type string `json:"type"`
+	Text string `json:"text"`
+	URI  string `json:"uri"`
+	Name string `json:"name"`
+	// Data (base64) and MimeType of an image block.
+	Data     string `json:"data"`
+	MimeType string `json:"mimeType"`
 	Resource *struct {
 		URI  string `json:"uri"`
 		Text string `json:"text"`

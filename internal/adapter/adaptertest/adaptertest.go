@@ -11,6 +11,9 @@
 //     exist — or refused: the turn emits exactly one agent.error, code
 //     unsupported, naming the field, and nothing else; Compact and SetMode
 //     return a *protocol.Error, code unsupported, on the field.
+//   - context_files (adapter.Turn.Attachments, an image and a text file):
+//     an adapter that declares it must show, in its Effect, that both reach
+//     the agent; one that does not refuses the turn as above.
 //   - Every input type of the spec likewise, against the capability's
 //     InputTypes.
 //   - Cancel: Run returns within CancelBound of the turn's context being
@@ -44,6 +47,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
@@ -191,6 +195,44 @@ func RunTurn(t *testing.T, s adapter.Session, req *protocol.PromptRequest) Outco
 
 func turnOf(req *protocol.PromptRequest) adapter.Turn {
 	return adapter.Turn{ID: protocol.NewID(), Request: req, Prompt: fileref.Parse(req.PromptText, req.FileReferences)}
+}
+
+// AttachedPNG is the 1×1 red PNG of Attachments (valid, CRCs and all:
+// a real agent may decode it).
+var AttachedPNG = []byte("\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\x0d\x49\x44\x41\x54\x78\x9c\x63\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\x89\x99\x3d\x1d\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82")
+
+// AttachedNote is the content of Attachments' text file: a test looks for
+// it where the agent's input arrives.
+const AttachedNote = "the attached note says: ferry-attachment-7d1e"
+
+// Attachments are what the context_files case hands an adapter: an image
+// and a text file, as the client fills adapter.Turn.Attachments.
+func Attachments() []attachment.File {
+	return []attachment.File{
+		{Name: "shot.png", MediaType: "image/png", Data: AttachedPNG},
+		{Name: "note.txt", MediaType: "text/plain", Data: []byte(AttachedNote + "\n")},
+	}
+}
+
+// RunTurnWith runs one turn of req in s with files attached (and req's
+// context_files naming them, as the client's request would), bounded by
+// TurnBound.
+func RunTurnWith(t *testing.T, s adapter.Session, req *protocol.PromptRequest, files []attachment.File) Outcome {
+	t.Helper()
+	req.ContextFiles = nil
+	for _, f := range files {
+		req.ContextFiles = append(req.ContextFiles, protocol.ContextFile{FileURL: "ferry-upload:upl_test", FileName: f.Name, MimeType: f.MediaType})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), TurnBound)
+	defer cancel()
+	rec := &recorder{}
+	turn := turnOf(req)
+	turn.Attachments = files
+	res, err := s.Run(ctx, turn, rec.emit)
+	if ctx.Err() != nil {
+		t.Fatalf("the turn did not end within %v", TurnBound)
+	}
+	return Outcome{Events: rec.end(), Result: res, Err: err, Late: rec.lateEvents}
 }
 
 // withSetting is a request of text that sets one prompt setting to a
@@ -362,8 +404,14 @@ func setting(t *testing.T, f Fixture, caps protocol.AdapterCapability, s adapter
 	declared := slices.Contains(caps.Settings, key)
 	t.Run("setting "+key, func(t *testing.T) {
 		switch {
+		case !declared && key == adapter.SettingContextFiles:
+			// Refused with the files in hand, as the client gives them:
+			// the agent sees none of them, and the turn says why.
+			checkRefused(t, RunTurnWith(t, s, Request(f.Answer, protocol.InputText), Attachments()), adapter.FieldOf(key))
 		case !declared:
 			checkRefused(t, RunTurn(t, s, withSetting(f.Answer, key)), adapter.FieldOf(key))
+		case key == adapter.SettingContextFiles && f.Effects[key] == nil:
+			t.Errorf("%s is declared honoured, but the fixture has no Effect showing Attachments reach the agent", key)
 		case f.Effects[key] != nil:
 			f.Effects[key](t, s)
 		case key == adapter.SettingOutputFormat:

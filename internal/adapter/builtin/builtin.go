@@ -11,9 +11,11 @@
 //
 // Prompt settings: the agent honours every config_overrides key (its
 // max_turns, allowed and denied rules, json_schema; output_format is
-// rendered by ferry) and a compaction's target_token_ratio. Attached
-// context_files and a mode switch's config are refused with code
-// unsupported naming them (adapter.CheckPrompt, adapter.CheckModeConfig).
+// rendered by ferry), a compaction's target_token_ratio and attached
+// context_files: the turn's first user message carries each attachment as
+// the provider's own image or document block, or as a text block naming
+// the file (agent.Turn.Attachments). A mode switch's config is refused
+// with code unsupported naming it (adapter.CheckModeConfig).
 //
 // With Config.Artifacts (on for sessions driven from the UI, off by default
 // for ferry run) the files the agent's Write, Edit and Bash calls hand to
@@ -118,7 +120,7 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		Compact:      true,
 		FileTokens:   "file_list",
 		Settings: []string{adapter.SettingOutputFormat, adapter.SettingJSONSchema, adapter.SettingMaxTurns,
-			adapter.SettingAllowedTools, adapter.SettingDeniedTools, adapter.SettingTargetTokenRatio},
+			adapter.SettingAllowedTools, adapter.SettingDeniedTools, adapter.SettingContextFiles, adapter.SettingTargetTokenRatio},
 		// The agent's history is ferry's: a rewind takes it back too.
 		RewindConversation: true,
 	}
@@ -253,10 +255,9 @@ func (s *Session) Answer(interactionID string, resp *protocol.InteractionRespons
 	return err
 }
 
-// refusals say why ferry's agent refuses a prompt setting.
-var refusals = map[string]string{
-	adapter.SettingContextFiles: "ferry's agent takes no attached files; pick workspace files with @ instead",
-}
+// refusals say why ferry's agent refuses a prompt setting: it honours every
+// one, so only a mode switch's config is refused (CheckModeConfig).
+var refusals = map[string]string{}
 
 // SetMode switches the mode from the next tool call on. A config is
 // refused: ferry's modes have no settings.

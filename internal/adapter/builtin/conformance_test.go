@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -103,6 +104,19 @@ func TestConformance(t *testing.T) {
 					}
 				}
 			},
+			adapter.SettingContextFiles: func(t *testing.T, s adapter.Session) {
+				o := adaptertest.RunTurnWith(t, s, adaptertest.Request("what is attached?", protocol.InputText), adaptertest.Attachments())
+				checkNoError(t, o)
+				reqs := srv.ModelRequests()
+				var img, note bool
+				for _, b := range reqs[len(reqs)-1].UserBlocks() {
+					img = img || b.Type == "image" && b.Data == base64.StdEncoding.EncodeToString(adaptertest.AttachedPNG)
+					note = note || b.Type == "text" && strings.Contains(b.Text, adaptertest.AttachedNote)
+				}
+				if !img || !note {
+					t.Errorf("the model got the image: %v, the note: %v", img, note)
+				}
+			},
 			protocol.InputPipedStdin: func(t *testing.T, s adapter.Session) {
 				adaptertest.RunTurn(t, s, adaptertest.Request("error: disk full", protocol.InputPipedStdin))
 				if got := lastUser(t); !strings.Contains(got, "<stdin>\nerror: disk full\n</stdin>") {
@@ -126,4 +140,14 @@ func TestConformance(t *testing.T) {
 		ProvedBy: map[string]string{adapter.SettingTargetTokenRatio: "TestCompaction"},
 	}
 	adaptertest.CheckTable(t, f.Name, adaptertest.Run(t, f))
+}
+
+func checkNoError(t *testing.T, o adaptertest.Outcome) {
+	t.Helper()
+	if o.Err != nil {
+		t.Errorf("Run: %v", o.Err)
+	}
+	if errs := o.Errors(); len(errs) > 0 {
+		t.Errorf("agent.error %s: %s", errs[0].Code, errs[0].Message)
+	}
 }

@@ -92,7 +92,7 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		Compact:      true,
 		FileTokens:   "mention",
 		Settings: []string{adapter.SettingOutputFormat, adapter.SettingJSONSchema, adapter.SettingMaxTurns,
-			adapter.SettingAllowedTools, adapter.SettingDeniedTools},
+			adapter.SettingAllowedTools, adapter.SettingDeniedTools, adapter.SettingContextFiles},
 	}
 }
 

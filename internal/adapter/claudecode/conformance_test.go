@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -77,6 +78,21 @@ func TestConformance(t *testing.T) {
 				reqs := e.script.requests()
 				if got := lastUserJSON(reqs[len(reqs)-1]); !strings.Contains(got, "denied_tools rule of this prompt") {
 					t.Errorf("the model was told %s, want ferry's refusal", got)
+				}
+			},
+			adapter.SettingContextFiles: func(t *testing.T, s adapter.Session) {
+				o := adaptertest.RunTurnWith(t, s, adaptertest.Request("what is attached?", protocol.InputText), adaptertest.Attachments())
+				if o.Err != nil || len(o.Errors()) > 0 {
+					t.Fatalf("Run: %v %+v", o.Err, o.Errors())
+				}
+				reqs := e.script.requests()
+				var img, note bool
+				for _, b := range reqs[len(reqs)-1].UserBlocks() {
+					img = img || b.Type == "image" && b.Data == base64.StdEncoding.EncodeToString(adaptertest.AttachedPNG)
+					note = note || b.Type == "text" && strings.Contains(b.Text, adaptertest.AttachedNote)
+				}
+				if !img || !note {
+					t.Errorf("the model got the image: %v, the note: %v", img, note)
 				}
 			},
 			protocol.InputPipedStdin: func(t *testing.T, s adapter.Session) {

@@ -27,6 +27,8 @@ const (
 	// hugeText is the size of the "huge" scenario's text block: the whole
 	// assistant line is a little more.
 	hugeText = 64 << 20
+	// fakePNG is the base64 of a 1×1 PNG the "images" scenario reads.
+	fakePNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg=="
 )
 
 func TestMain(m *testing.M) {
@@ -136,7 +138,7 @@ func fakeClaude(scenario string) int {
 				Response  json.RawMessage `json:"response"`
 			} `json:"response"`
 			Message struct {
-				Content string `json:"content"`
+				Content json.RawMessage `json:"content"`
 			} `json:"message"`
 		}
 		if err := json.Unmarshal(b, &msg); err != nil {
@@ -164,9 +166,30 @@ func fakeClaude(scenario string) int {
 			f.write(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": msg.RequestID, "response": map[string]any{"mode": req.Mode}}})
 		case "user":
 			turns++
-			go f.turn(scenario, msg.Message.Content, turns)
+			go f.turn(scenario, promptText(msg.Message.Content), turns)
 		}
 	}
+}
+
+// promptText is a user message's text: its string content, or its text
+// blocks joined (a prompt with attachments comes as blocks).
+func promptText(content json.RawMessage) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(content, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 // turn plays one turn of the scenario.
@@ -239,6 +262,19 @@ func (f *fakeCLI) turn(scenario, prompt string, n int) {
 		f.result("success", behavior, 0.1)
 	case "writes":
 		f.writes()
+	case "images":
+		// A Read of a small PNG, then one whose base64 passes what an
+		// event may carry, each as Claude Code reports a Read of an image.
+		big := strings.Repeat("A", 1<<20+4)
+		for i, data := range []string{fakePNG, big} {
+			id := fmt.Sprintf("toolu_img%d", i)
+			f.assistant(fmt.Sprintf("m%d", i), map[string]any{"type": "tool_use", "id": id, "name": "Read", "input": map[string]any{"file_path": "x.png"}})
+			f.write(map[string]any{"type": "user", "session_id": fakeSessionID, "message": map[string]any{"role": "user",
+				"content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": []any{
+					map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": data}}}}}}})
+		}
+		f.assistant("m9", map[string]any{"type": "text", "text": "seen"})
+		f.result("success", "seen", 0.1)
 	default: // echo
 		f.write(map[string]any{"type": "stream_event", "session_id": fakeSessionID, "parent_tool_use_id": nil,
 			"event": map[string]any{"type": "message_start", "message": map[string]any{"id": "m1", "model": "fake-model"}}})

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -83,10 +82,9 @@ func (f promptFlags) key() string {
 	return strings.Join(f.args(), "\x00")
 }
 
-// refusals say why Claude Code refuses a prompt setting.
-var refusals = map[string]string{
-	adapter.SettingContextFiles: "ferry does not hand attached files to Claude Code; pick workspace files with @ instead",
-}
+// refusals say why Claude Code refuses a prompt setting: it honours every
+// prompt setting, so none is listed.
+var refusals = map[string]string{}
 
 // promptDeny is a prompt's denied_tools as ferry's PreToolUse hook applies
 // them, on top of Claude Code's --disallowedTools: rules ferry's permission

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/adapter/framing"
+	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/ferry-dev/ferry/internal/vfs"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -89,6 +90,20 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 		}
 		return adapter.Result{StopReason: protocol.StopError}, nil
 	}
+	// Images shrunk as ferry's Read does, so a large one does not fail at
+	// the provider after the CLI started; one that cannot be, or a file
+	// no model takes, is refused.
+	files, err := agent.PrepareForModel(ctx, turn.Attachments, 0)
+	var ae *agent.Error
+	switch {
+	case errors.As(err, &ae):
+		if err := emit(ctx, protocol.TypeAgentError, &protocol.AgentError{TurnID: turn.ID, Code: ae.Code, Message: ae.Message}); err != nil {
+			return adapter.Result{StopReason: protocol.StopError}, fmt.Errorf("claudecode: %w", err)
+		}
+		return adapter.Result{StopReason: protocol.StopError}, nil
+	case err != nil:
+		return adapter.Result{StopReason: protocol.StopError}, fmt.Errorf("claudecode: attachments: %w", err)
+	}
 	s.op.Lock()
 	defer s.op.Unlock()
 	if err := s.waitSettled(ctx); err != nil {
@@ -106,7 +121,7 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	s.mu.Unlock()
 	t.p = p
 	sk := s.openSink(p)
-	if err := p.send(ctx, newUserLine(framing.Prompt(adapter.InputTypeOf(turn.Request), turn.Prompt.Mentions()))); err != nil {
+	if err := p.send(ctx, newPromptLine(framing.Prompt(adapter.InputTypeOf(turn.Request), turn.Prompt.Mentions()), files)); err != nil {
 		if ctx.Err() != nil {
 			// Cancelled before the prompt went out: nothing to interrupt.
 			s.closeSink(sk)

@@ -294,7 +294,7 @@ func (t *turn) toolFinished(b *contentBlock, tur *toolUseResult) {
 		status = protocol.ToolError
 	}
 	fin := &protocol.ToolFinished{TurnID: t.id, ToolUseID: runecut.Ellipsis(b.ToolUseID, 256), ToolName: runecut.Ellipsis(name, 256), Status: status,
-		Output: runecut.Ellipsis(string(b.Content), maxEventOutput)}
+		Output: runecut.Ellipsis(string(b.Content.text), maxEventOutput), Images: b.Content.images}
 	if status == protocol.ToolOK && tur != nil {
 		fin.Diff = t.s.resultDiff(tur)
 	}

@@ -2,12 +2,16 @@ package claudecode
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/ferry-dev/ferry/internal/agent"
+	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/internal/lines"
+	"github.com/ferry-dev/ferry/protocol"
 )
 
 // This file is the stream-json wire of `claude -p --input-format stream-json
@@ -153,8 +157,44 @@ type contentBlock struct {
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
-	Content   flexText        `json:"content"`
+	Content   resultContent   `json:"content"`
 	IsError   bool            `json:"is_error"`
+}
+
+// resultContent is a tool_result's content: its text (flexText), and the
+// images among its blocks (a Read of a PNG) that an agent.tool.finished
+// can carry (protocol.AppendToolImage: one too large is left out; the
+// text still shows "[image]" where it was).
+type resultContent struct {
+	text   flexText
+	images []protocol.ToolImage
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (c *resultContent) UnmarshalJSON(b []byte) error {
+	*c = resultContent{}
+	if err := c.text.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	if b = bytes.TrimSpace(b); len(b) == 0 || b[0] != '[' {
+		return nil
+	}
+	var blocks []json.RawMessage
+	if err := json.Unmarshal(b, &blocks); err != nil {
+		return nil //nolint:nilerr // flexText read the same list: only images are optional
+	}
+	for _, raw := range blocks {
+		// Block by block: one of a shape this package does not know
+		// costs its own image, not the others.
+		var bl struct {
+			Type   string   `json:"type"`
+			Source inSource `json:"source"`
+		}
+		if json.Unmarshal(raw, &bl) == nil && bl.Type == "image" && bl.Source.Type == "base64" {
+			c.images, _ = protocol.AppendToolImage(c.images, bl.Source.MediaType, bl.Source.Data)
+		}
+	}
+	return nil
 }
 
 // flexContent is a message's content: a string (one text block) or a list
@@ -371,12 +411,55 @@ type userLine struct {
 }
 
 type userMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role string `json:"role"`
+	// Content is the prompt's text, or its content blocks when files are
+	// attached ([]inBlock).
+	Content any `json:"content"`
 }
 
 func newUserLine(text string) userLine {
 	return userLine{Type: typeUser, Message: userMessage{Role: "user", Content: text}}
+}
+
+// inBlock is one content block of a prompt with attachments, in the
+// Anthropic Messages format that Claude Code passes to the model as it is.
+type inBlock struct {
+	Type   string    `json:"type"`
+	Text   string    `json:"text,omitempty"`
+	Source *inSource `json:"source,omitempty"`
+	Title  string    `json:"title,omitempty"`
+}
+
+// inSource is an image's or a document's base64 source.
+type inSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+// newPromptLine is a prompt's user line: its text alone, or, with files
+// attached, a text block and then each file as Claude Code's model takes
+// it: an image block, a PDF document block (titled with the file name), a
+// text file as a text block naming the file and holding its content
+// (agent.AttachedText, as ferry's own agent writes it).
+func newPromptLine(text string, files []attachment.File) userLine {
+	if len(files) == 0 {
+		return newUserLine(text)
+	}
+	blocks := make([]inBlock, 0, 1+len(files))
+	blocks = append(blocks, inBlock{Type: "text", Text: text})
+	for _, f := range files {
+		src := &inSource{Type: "base64", MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)}
+		switch {
+		case f.IsImage():
+			blocks = append(blocks, inBlock{Type: "text", Text: "The user attached " + f.Name + " (an image, next)."}, inBlock{Type: "image", Source: src})
+		case f.IsPDF():
+			blocks = append(blocks, inBlock{Type: "document", Source: src, Title: f.Name})
+		default:
+			blocks = append(blocks, inBlock{Type: "text", Text: agent.AttachedText(f)})
+		}
+	}
+	return userLine{Type: typeUser, Message: userMessage{Role: "user", Content: blocks}}
 }
 
 // outRequest is a control request ferry sends (initialize, interrupt,

@@ -69,7 +69,7 @@ func TestDecodeLine(t *testing.T) {
 		}
 	}
 	l, _ := decodeLine([]byte(cases[3].in))
-	if got := string(l.Chat.Message.Content[0].Content); got != "a[image]" || l.Chat.ToolUseResult == nil || l.Chat.ToolUseResult.FilePath != "" {
+	if got := string(l.Chat.Message.Content[0].Content.text); got != "a[image]" || l.Chat.ToolUseResult == nil || l.Chat.ToolUseResult.FilePath != "" {
 		t.Errorf("tool result %q %+v", got, l.Chat.ToolUseResult)
 	}
 }
@@ -121,6 +121,8 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"type":"control_response","response":{"subtype":"error","request_id":"r","error":"no"}}`,
 		`{"type":"control_cancel_request","request_id":"r2"}`,
 		`{"type":"assistant","message":{"content":"just text"}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_3","content":[{"type":"text","text":"a"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}]}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_4","content":[{"type":"image","source":{"type":"base64","media_type":"image/svg+xml","data":"PHN2Zz4="}},{"type":"image","source":{"type":"url","url":"https://x"}},{"type":"image","source":"str"}]}]}}`,
 		"{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"\xff\xfe\"}]}}",
 		`not json`, `{}`, `[]`, `{"type":null}`,
 	} {

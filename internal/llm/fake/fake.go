@@ -9,7 +9,9 @@
 // pieces, with its stop reason and usage, or fails the way a provider does:
 // an HTTP error with the provider's error body and Retry-After, or a stream
 // that breaks in the middle. Every request is recorded, decoded, so a test
-// can assert what the model was sent.
+// can assert what the model was sent; Request.UserBlocks reads the user
+// messages' text, image and document blocks alike for both formats (an
+// attached file as the real SDK or CLI sent it).
 //
 // Guarantees:
 //
