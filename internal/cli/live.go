@@ -421,7 +421,7 @@ type clientFlags struct {
 	// checked by check: the client's snapshot quotas
 	snapMaxFile, snapTotal int64
 	snapPerPath            int
-	fetchURLs                   bool
+	fetchURLs              bool
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet, stateUsage string) {

@@ -22,9 +22,13 @@
 //
 //   - Prompt settings: max_turns, allowed_tools, denied_tools and
 //     json_schema become the CLI's flags (denied_tools is also enforced by
-//     ferry's PreToolUse hook); output_format is rendered by ferry. Attached
-//     context_files, a compaction's target_token_ratio and a mode switch's
-//     config are refused with code unsupported naming them.
+//     ferry's PreToolUse hook); output_format is rendered by ferry.
+//     Attached context_files (adapter.Turn.Attachments) make the prompt's
+//     user message a list of content blocks in the Anthropic format the CLI
+//     passes to the model: the text, then each image as an image block and
+//     each PDF as a document block (base64 sources), each text file as a
+//     text block naming it. A compaction's target_token_ratio and a mode
+//     switch's config are refused with code unsupported naming them.
 //   - Input types: text and slash_command (Claude Code's own commands) go
 //     as typed; piped_stdin is framed as material the user piped, not as
 //     the instruction; continuation asks to continue where it left off.
@@ -37,7 +41,8 @@
 //     of at most 256 KiB); tool_use blocks agent.tool.started; tool_result
 //     blocks agent.tool.finished (ok, error, denied — ferry or the user
 //     refused it — or cancelled, with the diff Claude Code reports for Edit
-//     and Write); the result line agent.usage, with the turn's cost from
+//     and Write, and the images of its content, as a Read of a PNG has them,
+//     where protocol.AppendToolImage lets the event carry them); the result line agent.usage, with the turn's cost from
 //     the CLI's total_cost_usd. A subagent's tool calls are shown, its text
 //     is not. An automatic compaction is reported as agent.compaction.done.
 //   - Artifacts (SessionConfig.Artifacts on): each Write, Edit, MultiEdit
