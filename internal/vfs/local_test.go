@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -288,10 +289,45 @@ func TestLocalOpenFIFOSwappedIn(t *testing.T) {
 	}
 }
 
+// envFsizeChild names the workspace a child test process writes to under a
+// lowered file size limit (TestLocalFailedWriteLeavesTarget).
+const envFsizeChild = "FERRY_VFS_FSIZE_CHILD"
+
+// failWritesUnderFsizeLimit runs in the child: both writes fail, the single
+// one with EFBIG half-way, the linked one before writing.
+func failWritesUnderFsizeLimit(t *testing.T, ws string) {
+	l := newLocal(t, ws)
+	big := []byte(strings.Repeat("new content\n", 1000))
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	lim := old
+	lim.Cur = 4096 // Go ignores SIGXFSZ, so a bigger write fails with EFBIG
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal("cannot lower RLIMIT_FSIZE:", err)
+	}
+	_, errSingle := l.WriteFile("single", big, vfs.WriteOptions{})
+	_, errLinked := l.WriteFile("linked", big, vfs.WriteOptions{})
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(errSingle, syscall.EFBIG) {
+		t.Errorf("WriteFile(single) over the size limit = %v, want EFBIG", errSingle)
+	}
+	if !errors.Is(errLinked, vfs.ErrHardLinked) {
+		t.Errorf("WriteFile(linked) = %v, want ErrHardLinked", errLinked)
+	}
+}
+
 // A write that fails half-way (here: the file size limit, EFBIG) leaves the
 // target as it was and no temporary file; a hard-linked file is refused
 // before anything is written.
 func TestLocalFailedWriteLeavesTarget(t *testing.T) {
+	if ws := os.Getenv(envFsizeChild); ws != "" {
+		failWritesUnderFsizeLimit(t, ws)
+		return
+	}
 	ws := canonicalTemp(t)
 	single, linked := filepath.Join(ws, "single"), filepath.Join(ws, "linked")
 	for _, p := range []string{single, linked} {
@@ -302,29 +338,12 @@ func TestLocalFailedWriteLeavesTarget(t *testing.T) {
 	if err := os.Link(linked, filepath.Join(ws, "other")); err != nil {
 		t.Fatal(err)
 	}
-	l := newLocal(t, ws)
-	big := []byte(strings.Repeat("new content\n", 1000))
-
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	lim := old
-	lim.Cur = 4096 // Go ignores SIGXFSZ, so a bigger write fails with EFBIG
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Skip("cannot lower RLIMIT_FSIZE:", err)
-	}
-	_, errSingle := l.WriteFile("single", big, vfs.WriteOptions{})
-	_, errLinked := l.WriteFile("linked", big, vfs.WriteOptions{})
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-
-	if !errors.Is(errSingle, syscall.EFBIG) {
-		t.Errorf("WriteFile(single) over the size limit = %v, want EFBIG", errSingle)
-	}
-	if !errors.Is(errLinked, vfs.ErrHardLinked) {
-		t.Errorf("WriteFile(linked) = %v, want ErrHardLinked", errLinked)
+	// The size limit is the process's: lowered here it would also fail
+	// the test framework's own log writes, so a child process takes it.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLocalFailedWriteLeavesTarget$", "-test.v") //nolint:gosec // the test binary itself
+	cmd.Env = append(os.Environ(), envFsizeChild+"="+ws)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("the writes under a file size limit: %v\n%s", err, out)
 	}
 	for _, name := range []string{"single", "linked", "other"} {
 		b, err := os.ReadFile(filepath.Join(ws, name))
