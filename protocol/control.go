@@ -53,7 +53,10 @@ type PromptRequest struct {
 // It is checked like a file reference (validateContextFiles): the URLs of
 // one prompt's context files total at most MaxContextFilesBytes.
 type ContextFile struct {
-	// FileURL is where the client fetches the file: https with a host and no credentials, or a data: URL.
+	// FileURL is where the client fetches the file: https with a host and
+	// no credentials, a data: URL, or ferry-upload:upl_<id> (a file the
+	// browser uploaded to the master; the master adds a grant bound to the
+	// prompt before relaying it).
 	FileURL string `json:"file_url" jsonschema:"minLength=1,maxLength=8192"`
 	// FileName to show: a bare name, without a path or control characters.
 	FileName string `json:"file_name" jsonschema:"minLength=1,maxLength=1024"`
