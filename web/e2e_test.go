@@ -358,30 +358,10 @@ func TestBrowser(t *testing.T) {
 	} else if shots, err = filepath.Abs(shots); err != nil {
 		t.Fatal(err)
 	}
-	cfg := map[string]any{
+	runBrowser(t, node, map[string]any{
 		"base": base, "login": login, "control": "http://" + ln.Addr().String(), "chromium": chromium,
 		"screenshots": shots, "downloads": filepath.Join(dir, "downloads"), "flows": flows,
-	}
-	cfgPath := filepath.Join(dir, "config.json")
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "ui.mjs"), cfgPath)
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	runErr := cmd.Run()
-	t.Logf("browser run (%s):\n%s", time.Since(start).Round(time.Millisecond), out.String())
-	if runErr != nil {
-		t.Fatalf("the browser run failed: %v", runErr)
-	}
+	})
 
 	// What the browser did reached the workspace and the model.
 	for _, f := range flows {
@@ -462,5 +442,85 @@ func checkHistoryFlow(t *testing.T, ws string, srv *fake.Server) {
 	}
 	if !strings.Contains(last, "REWIND-B") || strings.Contains(last, "REFUSE-C") || strings.Count(last, "REWIND-B") != 1 || !strings.Contains(last, "Edited A.") {
 		t.Errorf("undo block: the request after the rewind holds %.3000s", last)
+	}
+}
+
+// filesFixture is what the files block of e2e/ui.mjs works with: the
+// bytes a script agent hands over, a PNG to paste, a text file to attach.
+type filesFixture struct {
+	ScriptAgent string `json:"script_agent"` // the script agent's id
+	Artifact    string `json:"artifact"`     // the file it makes (workspace-relative)
+	Expected    string `json:"expected"`     // a copy of its exact bytes, outside the workspace
+}
+
+// TestBrowserFiles drives the files both ways in headless Chromium against
+// a real `ferry up` (docs/ui.md, "Attachments"): a script agent's file
+// becomes a card whose download has the file's exact bytes.
+func TestBrowserFiles(t *testing.T) {
+	node, chromium := browserDeps(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "project")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# files\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Every byte value, so a download that re-encodes anything shows.
+	want := make([]byte, 0, 300)
+	for i := range 256 {
+		want = append(want, byte(i))
+	}
+	want = append(want, "é\r\n"...)
+	expected := filepath.Join(dir, "expected.bin")
+	if err := os.WriteFile(expected, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A script agent (docs/adapters.md) that makes a file: ferry sees it
+	// in the workspace's before/after snapshot and hands it over.
+	agent := filepath.Join(dir, "make-chart.sh")
+	sh := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\nmkdir -p out\ncat %q > out/chart.bin\necho 'Made out/chart.bin for you.'\n", expected)
+	if err := os.WriteFile(agent, []byte(sh), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv := fake.New(t)
+	env := map[string]string{
+		"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir,
+		"ANTHROPIC_BASE_URL": srv.URL(), "ANTHROPIC_API_KEY": "test-key", "PATH": os.Getenv("PATH"),
+	}
+	base, login := ferryUp(t, env, "--db", filepath.Join(dir, "ferry.db"), "--workspace", ws,
+		"--agent", "builtin", "--agent", "script:"+agent)
+	fx := filesFixture{ScriptAgent: "script:make-chart.sh", Artifact: "out/chart.bin", Expected: expected}
+	runBrowser(t, node, map[string]any{
+		"suite": "files", "base": base, "login": login, "chromium": chromium,
+		"screenshots": filepath.Join(dir, "screenshots"), "downloads": filepath.Join(dir, "downloads"), "files": fx,
+	})
+	if got, err := os.ReadFile(filepath.Join(ws, "out", "chart.bin")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the script agent's file on disk: %q %v", got, err)
+	}
+}
+
+// runBrowser writes cfg for e2e/ui.mjs and runs it under Node.
+func runBrowser(t *testing.T, node string, cfg map[string]any) {
+	t.Helper()
+	cfgPath := filepath.Join(t.TempDir(), "config.json")
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "ui.mjs"), cfgPath)
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	runErr := cmd.Run()
+	t.Logf("browser run (%s):\n%s", time.Since(start).Round(time.Millisecond), out.String())
+	if runErr != nil {
+		t.Fatalf("the browser run failed: %v", runErr)
 	}
 }

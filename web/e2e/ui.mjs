@@ -115,6 +115,19 @@ async function startSession(page, title) {
   await page.getByRole('heading', { name: title }).waitFor({ timeout: WAIT });
 }
 
+/** startSessionWith starts a session with the agent whose id is agent. */
+async function startSessionWith(page, agent, title) {
+  if (!(await page.locator('#ns-agent').isVisible())) {
+    await page.getByRole('link', { name: 'New session' }).first().click();
+    await page.locator('#ns-agent').waitFor();
+  }
+  await page.locator('#ns-agent').selectOption(agent);
+  await page.locator('#ns-title').fill(title);
+  await page.getByRole('button', { name: 'Start session' }).click();
+  await page.waitForURL(/#\/s\//, { timeout: WAIT });
+  await page.getByRole('heading', { name: title }).waitFor({ timeout: WAIT });
+}
+
 /** send sends what the prompt box holds: Enter, or Send on a touch screen. */
 async function send(page, phone) {
   if (phone) await page.locator('button.send').tap();
@@ -675,10 +688,8 @@ async function historyFlow(browser) {
   await ctx.close();
 }
 
-const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
-let code = 0;
-try {
-  await fs.mkdir(cfg.downloads, { recursive: true });
+/** mainSuite is TestBrowser's run: the desktop and phone flows, sign-in, undo. */
+async function mainSuite(browser) {
   const desktop = await flow(browser, cfg.flows[0]);
   await step('desktop: the lists show the session, and a second reopens it with its history', async () => {
     const page = await desktop.ctx.newPage();
@@ -727,6 +738,52 @@ try {
   await historyFlow(browser);
   await desktop.ctx.close();
   await phone.ctx.close();
+}
+
+/**
+ * filesSuite is TestBrowserFiles's run (docs/ui.md, "Attachments"): files
+ * both ways. cfg.files names the script agent and the file it makes.
+ */
+async function filesSuite(browser) {
+  const fx = cfg.files;
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  ctx.setDefaultTimeout(WAIT);
+  const page = await ctx.newPage();
+  watch(page, 'files');
+  const P = (s) => `files: ${s}`;
+  await step(P('sign in'), async () => {
+    await page.goto(cfg.login);
+    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator(`#ns-agent option[value="${fx.script_agent}"]`).waitFor({ state: 'attached' });
+  });
+  await step(P('a script agent\'s file: a card, and a download with its exact bytes'), async () => {
+    await startSessionWith(page, fx.script_agent, 'A file from a script');
+    await typePrompt(page, 'Make the chart');
+    await send(page, false);
+    await page.locator('article.msg.agent[data-state="done"]').first().waitFor();
+    const name = path.posix.basename(fx.artifact);
+    const want = await fs.readFile(fx.expected);
+    const card = page.locator('.turn-body .artifact', { hasText: name });
+    await card.waitFor();
+    assert.match(await card.locator('.artifact-meta').innerText(), new RegExp(`^${want.length} B`));
+    await page.waitForFunction((n) => [...document.querySelectorAll('.turn-body .artifact a.download')].some((a) => a.getAttribute('href').startsWith('/v1/artifacts/') && a.download === n), name);
+    const [dl] = await Promise.all([page.waitForEvent('download'), card.locator('a.download').click()]);
+    assert.equal(dl.suggestedFilename(), name);
+    const file = path.join(cfg.downloads, `script-${name}`);
+    await dl.saveAs(file);
+    assert.ok((await fs.readFile(file)).equals(want), 'the downloaded bytes differ from the script\'s file');
+    await page.locator('.session-head button', { hasText: 'Files (1)' }).waitFor();
+    await shot(page, 'files-script-artifact');
+  });
+  await ctx.close();
+}
+
+const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+let code = 0;
+try {
+  await fs.mkdir(cfg.downloads, { recursive: true });
+  if (cfg.suite === 'files') await filesSuite(browser);
+  else await mainSuite(browser);
 } catch {
   code = 1;
 } finally {
