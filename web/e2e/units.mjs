@@ -221,6 +221,7 @@ check('an upload\'s answer: the upload, or the master\'s coded error, or one fro
   assert.equal(uploadOutcome(502, '<html>').error.message, 'the upload failed (HTTP 502)');
   assert.equal(errorText({ code: 'too_large', message: 'the file passes 20 MiB' }), 'the file passes 20 MiB (too_large)');
   assert.equal(errorText({ code: 'too_large', message: 'too_large' }), 'too_large');
+  assert.equal(errorText({ code: 'internal', message: 'the upload failed (HTTP 502)' }), 'the upload failed (HTTP 502)');
 });
 
 check('tool images: only PNG, JPEG, GIF and WebP in valid base64 become data: URLs', () => {

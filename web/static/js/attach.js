@@ -132,7 +132,24 @@ export function uploadOutcome(status, text) {
  * ("too large: 25 MiB; the limit is 20 MiB (too_large)").
  */
 export function errorText(e) {
-  return e.code && !e.message.includes(e.code) ? `${e.message} (${e.code})` : e.message;
+  return e.code && e.code !== 'internal' && !e.message.includes(e.code) ? `${e.message} (${e.code})` : e.message;
+}
+
+const ICONS = {
+  // Paper clip and camera, drawn so they need no emoji font.
+  attach: 'M16.5 6.5v10a4.5 4.5 0 0 1-9 0V5a3 3 0 0 1 6 0v10.5a1.5 1.5 0 0 1-3 0V6.5',
+  camera: 'M4 8h3l1.5-2h7L17 8h3v11H4zM12 17a3.5 3.5 0 1 0 0-7a3.5 3.5 0 0 0 0 7z',
+};
+
+/** icon draws one of ICONS as an inline SVG (built as DOM, never as HTML). */
+export function icon(name) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  for (const [k, v] of Object.entries({ viewBox: '0 0 24 24', width: '20', height: '20', fill: 'none', stroke: 'currentColor', 'stroke-width': '1.8', 'stroke-linecap': 'round', 'stroke-linejoin': 'round', 'aria-hidden': 'true', focusable: 'false' })) svg.setAttribute(k, v);
+  const p = document.createElementNS(ns, 'path');
+  p.setAttribute('d', ICONS[name]);
+  svg.appendChild(p);
+  return svg;
 }
 
 /**
@@ -308,7 +325,6 @@ export class Attachments {
       ? h('progress', { class: 'attach-progress', max: '1', value: String(chip.progress), 'aria-label': `Uploading ${chip.name}` })
       : null;
     clear(el).append(
-      h('span', { class: 'attach-icon', 'aria-hidden': 'true', text: chip.type.startsWith('image/') ? '🖼' : '📄' }),
       h('span', { class: 'attach-info' },
         h('span', { class: 'attach-name', text: chip.name, title: chip.name }),
         h('span', { class: 'attach-meta small', text: chip.state === 'error' ? errorText(chip.error) : formatBytes(chip.size) }),

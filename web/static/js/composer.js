@@ -21,7 +21,7 @@
 //   its text and its files, the file at fault marked.
 
 import { h, clear, formatBytes } from './util.js';
-import { Attachments } from './attach.js';
+import { Attachments, icon } from './attach.js';
 
 export const COMMANDS = [
   { name: 'compact', args: '[instruction]', help: "Summarise the agent's history; the instruction says what to keep" },
@@ -109,8 +109,8 @@ export class Composer {
     };
     this.fileInput = picker({ multiple: true, 'aria-label': 'Attach files' });
     this.cameraInput = picker({ accept: 'image/*', capture: 'environment', 'aria-label': 'Take a photo' });
-    this.attachBtn = h('button', { type: 'button', class: 'btn icon attach-btn', 'aria-label': 'Attach files', title: 'Attach files', text: '📎', onclick: () => this.fileInput.click() });
-    this.cameraBtn = h('button', { type: 'button', class: 'btn icon camera-btn', 'aria-label': 'Take a photo', title: 'Take a photo', text: '📷', onclick: () => this.cameraInput.click() });
+    this.attachBtn = h('button', { type: 'button', class: 'btn icon attach-btn', 'aria-label': 'Attach files', title: 'Attach files', onclick: () => this.fileInput.click() }, icon('attach'));
+    this.cameraBtn = h('button', { type: 'button', class: 'btn icon camera-btn', 'aria-label': 'Take a photo', title: 'Take a photo', onclick: () => this.cameraInput.click() }, icon('camera'));
     this.form = h('form', { class: 'composer', 'aria-label': 'Prompt' },
       this.popupBox,
       this.attach.el,

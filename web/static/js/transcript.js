@@ -203,8 +203,7 @@ export class TranscriptView {
       const art = h('article', { class: `msg user ${p.status}`, 'aria-label': 'You' }, body);
       if (p.files?.length) {
         art.appendChild(h('ul', { class: 'prompt-files', 'aria-label': 'Attached files' },
-          p.files.map((f) => h('li', { class: 'prompt-file small', title: f.type || '' },
-            h('span', { 'aria-hidden': 'true', text: f.type.startsWith('image/') ? '🖼 ' : '📄 ' }), f.name))));
+          p.files.map((f) => h('li', { class: 'prompt-file small', title: f.type || '' }, f.name))));
       }
       if (p.inputType && p.inputType !== 'text') art.appendChild(h('div', { class: 'muted small', text: p.inputType.replace('_', ' ') }));
       if (p.status === 'sending') art.appendChild(h('div', { class: 'muted small', text: 'Sending…' }));
