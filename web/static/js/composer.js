@@ -213,7 +213,11 @@ export class Composer {
       this.attach.draw(at);
     }
     const code = err.code ? ` (${err.code})` : '';
-    this.attach.say(`Not sent: ${err.message}${code}. Your text${chips.length ? ' and files are' : ' is'} back in the box${at ? `: remove ${at.name} or change it` : ''}, then send again.`);
+    const back = `Your text${chips.length ? ' and files are' : ' is'} back in the box`;
+    // A marked chip says why itself; the note then only says what to do.
+    this.attach.say(at
+      ? `Not sent${code}: ${back}. Remove ${at.name}, then send again.`
+      : `Not sent: ${err.message}${code}. ${back}: fix it, then send again.`);
     this.syncSend();
   }
 

@@ -276,8 +276,9 @@ export class SessionView {
     this.app.sendControl(msg, (err) => {
       s.promptFailed(msg.message_id, err);
       if (this.composer.isEmpty()) this.composer.setSegments(segs);
+      // The prompt box says why next to the files; a toast would repeat it.
       if (restore) restore(err);
-      this.app.toast(`The prompt was not delivered: ${err.message}`);
+      else this.app.toast(`The prompt was not delivered: ${err.message}`);
       this.render();
     });
     this.transcript.update();
