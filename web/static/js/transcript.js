@@ -8,11 +8,11 @@
 // long streamed answer re-renders only its last text block.
 
 import { h, clear, formatBytes, formatCost, formatTokens, shorten } from './util.js';
+import { imageDataURL } from './attach.js';
 import { renderMarkdown } from './markdown.js';
 import { renderDiff, diffStats, diffLayout } from './diff.js';
 import { renderInteraction, toolSummary } from './interaction.js';
 import { TURN_LABELS } from './session.js';
-import { imageDataURL } from './attach.js';
 
 const TOOL_STATUS = { running: 'running', ok: 'done', error: 'failed', denied: 'denied', cancelled: 'cancelled', unfinished: 'unfinished' };
 const OUTPUT_LINES = 12;
