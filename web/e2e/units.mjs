@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { parsePrompt } from '../static/js/fileref.js';
 import { SessionState, attachedFiles } from '../static/js/session.js';
 import {
-  MAX_FILE_BYTES, MAX_FILES, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL,
+  MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL,
 } from '../static/js/attach.js';
 
 let failed = 0;
@@ -207,6 +207,14 @@ check('context_files: the uploaded chips in order, as ferry-upload: URLs', () =>
   // What a prompt shows of them: names and types, never the URL (its grant).
   assert.deepEqual(attachedFiles([{ file_url: 'ferry-upload:upl_a1?grant=SECRET', file_name: 'shot.png', mime_type: 'image/png' }]), [{ name: 'shot.png', type: 'image/png' }]);
   assert.deepEqual(attachedFiles(undefined), []);
+});
+
+check('a refusal naming one of the context_files points at its chip', () => {
+  assert.equal(faultIndex('payload.context_files[0]'), 0);
+  assert.equal(faultIndex('payload.context_files[12].file_url'), 12);
+  for (const f of ['', undefined, 'payload.segments[0]', 'payload.context_files', 'payload.context_files[x]', 'payload.context_files[1]x', 'xpayload.context_files[1]']) {
+    assert.equal(faultIndex(f), -1, String(f));
+  }
 });
 
 check('an upload\'s answer: the upload, or the master\'s coded error, or one from the status', () => {

@@ -108,6 +108,15 @@ export function contextFiles(chips) {
 }
 
 /**
+ * faultIndex is the index of the context file an error's field names
+ * (payload.context_files[2].file_url → 2), or -1.
+ */
+export function faultIndex(field) {
+  const m = /^payload\.context_files\[(\d+)\](?:\.|$)/.exec(field || '');
+  return m ? Number(m[1]) : -1;
+}
+
+/**
  * uploadOutcome reads an upload's answer (status, body text): {upload}
  * on 201 with an upload_id, else {error: {code, field, message}} — the
  * master's coded error, or one made up from the status.

@@ -21,7 +21,7 @@
 //   its text and its files, the file at fault marked.
 
 import { h, clear, formatBytes } from './util.js';
-import { Attachments, icon } from './attach.js';
+import { Attachments, icon, faultIndex } from './attach.js';
 
 export const COMMANDS = [
   { name: 'compact', args: '[instruction]', help: "Summarise the agent's history; the instruction says what to keep" },
@@ -204,9 +204,8 @@ export class Composer {
    */
   refused(chips, err) {
     this.attach.restore(chips);
-    const m = /^payload\.context_files\[(\d+)\]/.exec(err.field || '');
-    const sent = chips.filter((c) => c.state === 'done');
-    const at = m ? sent[Number(m[1])] : null;
+    // context_files held the uploaded chips, in order.
+    const at = chips.filter((c) => c.state === 'done')[faultIndex(err.field)] || null;
     if (at) {
       at.state = 'error';
       at.error = { code: err.code, field: err.field, message: err.message };
