@@ -859,6 +859,15 @@ async function attachFlow(browser, ctx, page) {
     await big.getByRole('button', { name: /^Remove huge\.log/ }).click();
     await big.waitFor({ state: 'detached' });
   });
+  await step(P('a file the master refuses is an error chip with its coded message'), async () => {
+    // Bytes of no type ferry takes: the master sniffs them and answers 415.
+    await page.locator('input.file-input[multiple]').setInputFiles([{ name: 'blob.bin', mimeType: 'application/octet-stream', buffer: Buffer.from(Array.from({ length: 256 }, (_, i) => i)) }]);
+    const chip = page.locator('.attachment[data-name="blob.bin"]');
+    await chip.and(page.locator('[data-state="error"]')).waitFor();
+    assert.match(await chip.locator('.attach-meta').innerText(), /\(unsupported\)$/);
+    await chip.getByRole('button', { name: /^Remove blob\.bin/ }).click();
+    await chip.waitFor({ state: 'detached' });
+  });
   await step(P('send: context_files with ferry-upload: URLs, the names under the prompt'), async () => {
     await page.locator('#prompt').click();
     await page.keyboard.press('Enter');
