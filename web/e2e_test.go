@@ -3,9 +3,13 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -358,30 +362,10 @@ func TestBrowser(t *testing.T) {
 	} else if shots, err = filepath.Abs(shots); err != nil {
 		t.Fatal(err)
 	}
-	cfg := map[string]any{
+	runBrowser(t, node, map[string]any{
 		"base": base, "login": login, "control": "http://" + ln.Addr().String(), "chromium": chromium,
 		"screenshots": shots, "downloads": filepath.Join(dir, "downloads"), "flows": flows,
-	}
-	cfgPath := filepath.Join(dir, "config.json")
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "ui.mjs"), cfgPath)
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	runErr := cmd.Run()
-	t.Logf("browser run (%s):\n%s", time.Since(start).Round(time.Millisecond), out.String())
-	if runErr != nil {
-		t.Fatalf("the browser run failed: %v", runErr)
-	}
+	})
 
 	// What the browser did reached the workspace and the model.
 	for _, f := range flows {
@@ -462,5 +446,203 @@ func checkHistoryFlow(t *testing.T, ws string, srv *fake.Server) {
 	}
 	if !strings.Contains(last, "REWIND-B") || strings.Contains(last, "REFUSE-C") || strings.Count(last, "REWIND-B") != 1 || !strings.Contains(last, "Edited A.") {
 		t.Errorf("undo block: the request after the rewind holds %.3000s", last)
+	}
+}
+
+// filesFixture is what the files block of e2e/ui.mjs works with: the
+// bytes a script agent hands over, a PNG to paste, a text file to attach.
+type filesFixture struct {
+	ScriptAgent string `json:"script_agent"` // the script agent's id
+	Artifact    string `json:"artifact"`     // the file it makes (workspace-relative)
+	Expected    string `json:"expected"`     // a copy of its exact bytes, outside the workspace
+	ACPAgent    string `json:"acp_agent"`    // the ACP agent without image support
+	PNG         string `json:"png"`          // base64 of a PNG, pasted and read
+	PNGWidth    int    `json:"png_width"`
+	PNGHeight   int    `json:"png_height"`
+	TextName    string `json:"text_name"` // a text file attached with the picker
+	Text        string `json:"text"`
+	PhoneLogin  string `json:"phone_login"` // a second login link, for the phone
+}
+
+// TestBrowserFiles drives the files both ways in headless Chromium against
+// a real `ferry up` (docs/ui.md, "Attachments"): a script agent's file
+// becomes a card whose download has the file's exact bytes; an image pasted
+// and a text file attached reach ferry's agent's model as an image block
+// and the file's text; an ACP agent without image support (acppeer, a real
+// child process) refuses such a prompt before its turn starts and the UI
+// says why; a Read of a PNG shows the image inline.
+func TestBrowserFiles(t *testing.T) {
+	node, chromium := browserDeps(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "project")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# files\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Every byte value, so a download that re-encodes anything shows.
+	want := make([]byte, 0, 300)
+	for i := range 256 {
+		want = append(want, byte(i))
+	}
+	want = append(want, "é\r\n"...)
+	expected := filepath.Join(dir, "expected.bin")
+	if err := os.WriteFile(expected, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A script agent (docs/adapters.md) that makes a file: ferry sees it
+	// in the workspace's before/after snapshot and hands it over.
+	agent := filepath.Join(dir, "make-chart.sh")
+	sh := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\nmkdir -p out\ncat %q > out/chart.bin\necho 'Made out/chart.bin for you.'\n", expected)
+	if err := os.WriteFile(agent, []byte(sh), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pic := testPNG(t, 160, 96)
+	if err := os.WriteFile(filepath.Join(ws, "pic.png"), pic, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An ACP agent whose prompt capabilities lack images; its log shows
+	// every line ferry sent it.
+	acpBin := filepath.Join(dir, "acppeer")
+	build := exec.Command("go", "build", "-o", acpBin, "github.com/ferry-dev/ferry/internal/adapter/acp/acppeer/cmd/acppeer")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the ACP peer: %v\n%s", err, out)
+	}
+	acpScript := filepath.Join(dir, "acppeer.json")
+	acpLog := filepath.Join(dir, "acppeer.log")
+	peer := `{"init":{"agentCapabilities":{"loadSession":false,"promptCapabilities":{"image":false,"embeddedContext":false}}},` +
+		`"turns":[[{"text":"Text only, fine."},{"respond":{"stopReason":"end_turn"}}]]}`
+	if err := os.WriteFile(acpScript, []byte(peer), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ACPPEER_SCRIPT", acpScript) // the ACP adapter passes its own environment on
+	t.Setenv("ACPPEER_LOG", acpLog)
+
+	srv := fake.New(t)
+	srv.Script(
+		fake.Reply{Text: []string{"Got the picture and the notes."}},
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "pic.png"}}}},
+		fake.Reply{Text: []string{"A small picture."}},
+	)
+	env := map[string]string{
+		"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir,
+		"ANTHROPIC_BASE_URL": srv.URL(), "ANTHROPIC_API_KEY": "test-key", "PATH": os.Getenv("PATH"),
+	}
+	db := filepath.Join(dir, "ferry.db")
+	base, login := ferryUp(t, env, "--db", db, "--workspace", ws,
+		"--agent", "builtin", "--agent", "script:"+agent, "--agent", "acp:"+acpBin)
+	phone, err := ferryCLI(env, "token", "create", "--kind", "login", "--db", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := filesFixture{ScriptAgent: "script:make-chart.sh", Artifact: "out/chart.bin", Expected: expected,
+		ACPAgent: "acp:acppeer", PNG: base64.StdEncoding.EncodeToString(pic), PNGWidth: 160, PNGHeight: 96,
+		TextName: "notes.txt", Text: "NOTES-7f3a: the totals are in column C.\n",
+		PhoneLogin: base + "/login?token=" + strings.TrimSpace(phone)}
+	shots := *screenshots
+	if shots == "" {
+		shots = filepath.Join(dir, "screenshots")
+	} else if shots, err = filepath.Abs(shots); err != nil {
+		t.Fatal(err)
+	}
+	runBrowser(t, node, map[string]any{
+		"suite": "files", "base": base, "login": login, "chromium": chromium,
+		"screenshots": shots, "downloads": filepath.Join(dir, "downloads"), "files": fx,
+	})
+	if got, err := os.ReadFile(filepath.Join(ws, "out", "chart.bin")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the script agent's file on disk: %q %v", got, err)
+	}
+	checkAttachments(t, srv, fx)
+	// The refusal came before the turn: the ACP agent got only the prompt
+	// resent without the image.
+	if log, err := os.ReadFile(acpLog); err != nil || strings.Count(string(log), `"session/prompt"`) != 1 ||
+		strings.Contains(string(log), `"image"`) || !strings.Contains(string(log), "NO-IMAGE") {
+		t.Errorf("the ACP agent without image support: want one prompt, without the image (log: %v):\n%s", err, log)
+	}
+	if n := srv.Pending(); n != 0 {
+		t.Errorf("%d scripted replies were never asked for", n)
+	}
+}
+
+// checkAttachments checks what ferry's agent's model got for the prompt
+// with the pasted image and the attached text file: an Anthropic image
+// block holding the PNG's base64, and the text file's content.
+func checkAttachments(t *testing.T, srv *fake.Server, fx filesFixture) {
+	t.Helper()
+	for _, r := range srv.ModelRequests() {
+		msgs := r.Messages()
+		if len(msgs) == 0 {
+			continue
+		}
+		b, err := json.Marshal(msgs[0])
+		if err != nil || !strings.Contains(string(b), "SEE-ATTACHED") {
+			continue
+		}
+		var m struct {
+			Content []struct {
+				Type   string `json:"type"`
+				Text   string `json:"text"`
+				Source struct {
+					Type      string `json:"type"`
+					MediaType string `json:"media_type"`
+					Data      string `json:"data"`
+				} `json:"source"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("the first message: %v: %s", err, b)
+		}
+		image, text := false, false
+		for _, c := range m.Content {
+			image = image || (c.Type == "image" && c.Source.Type == "base64" && c.Source.MediaType == "image/png" && c.Source.Data == fx.PNG)
+			text = text || (c.Type == "text" && strings.Contains(c.Text, fx.Text) && strings.Contains(c.Text, fx.TextName))
+		}
+		if !image || !text {
+			t.Errorf("the model got no image block with the pasted PNG (%v) or no text of %s (%v): %.2000s", image, fx.TextName, text, b)
+		}
+		return
+	}
+	t.Errorf("no model request holds the prompt with the attachments")
+}
+
+// testPNG encodes a w×h PNG with a colour per pixel.
+func testPNG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.NRGBA{R: uint8(255 * x / w), G: uint8(255 * y / h), B: 180, A: 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// runBrowser writes cfg for e2e/ui.mjs and runs it under Node.
+func runBrowser(t *testing.T, node string, cfg map[string]any) {
+	t.Helper()
+	cfgPath := filepath.Join(t.TempDir(), "config.json")
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "ui.mjs"), cfgPath)
+	cmd.WaitDelay = 5 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	runErr := cmd.Run()
+	t.Logf("browser run (%s):\n%s", time.Since(start).Round(time.Millisecond), out.String())
+	if runErr != nil {
+		t.Fatalf("the browser run failed: %v", runErr)
 	}
 }

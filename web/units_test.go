@@ -85,7 +85,9 @@ func vectors() []vector {
 
 // TestJSUnits runs the UI's pure modules under Node: the prompt parser
 // (static/js/fileref.js) against protocol/fileref on a thousand prompts,
-// and the session state's resume rules (static/js/session.js).
+// the session state's resume rules (static/js/session.js), and the
+// attachments' pure parts (static/js/attach.js: pre-checks, pasted names,
+// context_files, upload answers, the filter of inline tool images).
 func TestJSUnits(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {

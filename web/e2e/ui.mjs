@@ -115,6 +115,19 @@ async function startSession(page, title) {
   await page.getByRole('heading', { name: title }).waitFor({ timeout: WAIT });
 }
 
+/** startSessionWith starts a session with the agent whose id is agent. */
+async function startSessionWith(page, agent, title) {
+  if (!(await page.locator('#ns-agent').isVisible())) {
+    await page.getByRole('link', { name: 'New session' }).first().click();
+    await page.locator('#ns-agent').waitFor();
+  }
+  await page.locator('#ns-agent').selectOption(agent);
+  await page.locator('#ns-title').fill(title);
+  await page.getByRole('button', { name: 'Start session' }).click();
+  await page.waitForURL(/#\/s\//, { timeout: WAIT });
+  await page.getByRole('heading', { name: title }).waitFor({ timeout: WAIT });
+}
+
 /** send sends what the prompt box holds: Enter, or Send on a touch screen. */
 async function send(page, phone) {
   if (phone) await page.locator('button.send').tap();
@@ -675,10 +688,8 @@ async function historyFlow(browser) {
   await ctx.close();
 }
 
-const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
-let code = 0;
-try {
-  await fs.mkdir(cfg.downloads, { recursive: true });
+/** mainSuite is TestBrowser's run: the desktop and phone flows, sign-in, undo. */
+async function mainSuite(browser) {
   const desktop = await flow(browser, cfg.flows[0]);
   await step('desktop: the lists show the session, and a second reopens it with its history', async () => {
     const page = await desktop.ctx.newPage();
@@ -727,6 +738,245 @@ try {
   await historyFlow(browser);
   await desktop.ctx.close();
   await phone.ctx.close();
+}
+
+/**
+ * filesSuite is TestBrowserFiles's run (docs/ui.md, "Attachments"): files
+ * both ways. cfg.files names the script agent and the file it makes.
+ */
+async function filesSuite(browser) {
+  const fx = cfg.files;
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  ctx.setDefaultTimeout(WAIT);
+  const page = await ctx.newPage();
+  watch(page, 'files');
+  const P = (s) => `files: ${s}`;
+  await step(P('sign in'), async () => {
+    await page.goto(cfg.login);
+    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator(`#ns-agent option[value="${fx.script_agent}"]`).waitFor({ state: 'attached' });
+  });
+  await step(P('a script agent\'s file: a card, and a download with its exact bytes'), async () => {
+    await startSessionWith(page, fx.script_agent, 'A file from a script');
+    await typePrompt(page, 'Make the chart');
+    await send(page, false);
+    await page.locator('article.msg.agent[data-state="done"]').first().waitFor();
+    const name = path.posix.basename(fx.artifact);
+    const want = await fs.readFile(fx.expected);
+    const card = page.locator('.turn-body .artifact', { hasText: name });
+    await card.waitFor();
+    assert.match(await card.locator('.artifact-meta').innerText(), new RegExp(`^${want.length} B`));
+    await page.waitForFunction((n) => [...document.querySelectorAll('.turn-body .artifact a.download')].some((a) => a.getAttribute('href').startsWith('/v1/artifacts/') && a.download === n), name);
+    const [dl] = await Promise.all([page.waitForEvent('download'), card.locator('a.download').click()]);
+    assert.equal(dl.suggestedFilename(), name);
+    const file = path.join(cfg.downloads, `script-${name}`);
+    await dl.saveAs(file);
+    assert.ok((await fs.readFile(file)).equals(want), 'the downloaded bytes differ from the script\'s file');
+    await page.locator('.session-head button', { hasText: 'Files (1)' }).waitFor();
+    await shot(page, 'files-script-artifact');
+  });
+  await attachFlow(browser, ctx, page);
+  await refusedFlow(browser);
+  await ctx.close();
+}
+
+const pngBuffer = () => Buffer.from(cfg.files.png, 'base64');
+
+/**
+ * attachFlow, on a desktop with ferry's agent: an image pasted from the
+ * clipboard and a text file attached with the picker, uploaded with a
+ * progress bar while Send waits, a file over 20 MiB refused before any
+ * upload, then the prompt with both (the Go side checks what the model
+ * got); then a Read of a PNG shows the image inline in its tool card.
+ */
+async function attachFlow(browser, ctx, page) {
+  const fx = cfg.files;
+  const P = (s) => `files: ${s}`;
+  const routed = await routeSockets(page);
+  await step(P('paste an image and attach a text file: chips upload, Send waits'), async () => {
+    await page.goto(cfg.base);
+    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await startSessionWith(page, 'builtin', 'Attachments');
+    // Hold the first upload back, to see its progress and Send waiting.
+    let release;
+    const held = new Promise((r) => { release = r; });
+    let first = true;
+    await page.route(/\/v1\/sessions\/[^/]+\/uploads$/, async (route) => {
+      if (first) {
+        first = false;
+        await held;
+      }
+      await route.continue();
+    });
+    await page.locator('#prompt').click();
+    await page.evaluate((b64) => {
+      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      const dt = new DataTransfer();
+      dt.items.add(new File([bytes], 'image.png', { type: 'image/png' }));
+      document.getElementById('prompt').dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+    }, fx.png);
+    const pasted = page.locator('.attachment').first();
+    await pasted.waitFor();
+    assert.match(await pasted.getAttribute('data-name'), /^pasted-\d{8}-\d{6}\.png$/);
+    assert.equal(await pasted.getAttribute('data-state'), 'uploading');
+    await pasted.locator('progress').waitFor();
+    assert.ok(await page.locator('button.send').isDisabled(), 'Send is enabled while a file uploads');
+    await page.keyboard.type('SEE-ATTACHED what do you make of these?');
+    await page.keyboard.press('Enter');
+    await page.locator('.attach-note', { hasText: 'Wait for the files to upload' }).waitFor();
+    assert.equal(await page.locator('.msg.user').count(), 0, 'a prompt went out while a file uploaded');
+    // The attach button opens the file chooser, several files at once.
+    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.getByRole('button', { name: 'Attach files' }).click()]);
+    assert.ok(chooser.isMultiple(), 'the file chooser takes one file only');
+    await chooser.setFiles([{ name: fx.text_name, mimeType: 'text/plain', buffer: Buffer.from(fx.text) }]);
+    await page.locator(`.attachment[data-name="${fx.text_name}"][data-state="done"]`).waitFor();
+    release();
+    await pasted.and(page.locator('[data-state="done"]')).waitFor();
+    assert.ok(!(await page.locator('button.send').isDisabled()), 'Send stays disabled after the uploads');
+    await page.unroute(/\/v1\/sessions\/[^/]+\/uploads$/);
+  });
+  await step(P('a file over 20 MiB dropped on the prompt box is refused before any upload'), async () => {
+    const uploads = [];
+    const onReq = (r) => { if (/\/uploads$/.test(r.url())) uploads.push(r.url()); };
+    page.on('request', onReq);
+    // Made in the page: 20 MiB through the driver would take seconds.
+    await page.evaluate(() => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array((20 << 20) + 1)], 'huge.log', { type: 'text/plain' }));
+      const form = document.querySelector('form.composer');
+      form.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+      form.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    });
+    const big = page.locator('.attachment[data-name="huge.log"]');
+    await big.and(page.locator('[data-state="error"]')).waitFor();
+    assert.match(await big.innerText(), /too large: 20 MiB; the limit is 20 MiB \(too_large\)/);
+    page.off('request', onReq);
+    assert.deepEqual(uploads, [], 'the oversized file was uploaded');
+    await page.locator('#prompt').click();
+    await page.keyboard.press('Enter');
+    await page.locator('.attach-note', { hasText: 'Remove the files that could not be attached (huge.log)' }).waitFor();
+    await shot(page, 'files-attachments');
+    await big.getByRole('button', { name: /^Remove huge\.log/ }).click();
+    await big.waitFor({ state: 'detached' });
+  });
+  await step(P('a file the master refuses is an error chip with its coded message'), async () => {
+    // Bytes of no type ferry takes: the master sniffs them and answers 415.
+    await page.locator('input.file-input[multiple]').setInputFiles([{ name: 'blob.bin', mimeType: 'application/octet-stream', buffer: Buffer.from(Array.from({ length: 256 }, (_, i) => i)) }]);
+    const chip = page.locator('.attachment[data-name="blob.bin"]');
+    await chip.and(page.locator('[data-state="error"]')).waitFor();
+    assert.match(await chip.locator('.attach-meta').innerText(), /\(unsupported\)$/);
+    await chip.getByRole('button', { name: /^Remove blob\.bin/ }).click();
+    await chip.waitFor({ state: 'detached' });
+  });
+  await step(P('send: context_files with ferry-upload: URLs, the names under the prompt'), async () => {
+    await page.locator('#prompt').click();
+    await page.keyboard.press('Enter');
+    await page.locator('article.msg.agent[data-state="done"]').first().waitFor();
+    const sent = routed.sent.filter((m) => m.type === 'ui.prompt').at(-1);
+    const cf = sent?.payload.context_files || [];
+    assert.equal(cf.length, 2, JSON.stringify(sent?.payload));
+    assert.match(cf[0].file_url, /^ferry-upload:upl_[A-Za-z0-9_-]+$/);
+    assert.match(cf[0].file_name, /^pasted-\d{8}-\d{6}\.png$/);
+    assert.equal(cf[0].mime_type, 'image/png');
+    assert.match(cf[1].file_url, /^ferry-upload:upl_/);
+    assert.equal(cf[1].file_name, fx.text_name);
+    assert.equal(await page.locator('.attachment').count(), 0, 'the chips stayed after sending');
+    const files = await page.locator('.msg.user .prompt-file').allInnerTexts();
+    assert.ok(files.some((f) => f.includes(fx.text_name)) && files.some((f) => /pasted-/.test(f)), `files under the prompt: ${files}`);
+    assert.match(await turnText(page), /Got the picture and the notes/);
+  });
+  await step(P('a Read of a PNG shows the image inline; a click opens it full size'), async () => {
+    await typePrompt(page, 'READ-IMAGE show me the picture');
+    await send(page, false);
+    await page.locator('article.msg.agent[data-state="done"]').nth(1).waitFor();
+    const img = page.locator('.tool[data-tool="Read"] .tool-images img').last();
+    await img.waitFor();
+    assert.match(await img.getAttribute('src'), /^data:image\/png;base64,/);
+    const size = await img.evaluate((e) => [e.naturalWidth, e.naturalHeight, e.complete]);
+    assert.deepEqual(size, [fx.png_width, fx.png_height, true], 'the inline image did not decode');
+    await shot(page, 'files-tool-image');
+    await page.locator('.tool[data-tool="Read"] button.tool-image').last().click();
+    const dlg = page.locator('dialog.image-dialog[open]');
+    await dlg.locator('img').waitFor();
+    await dlg.getByRole('button', { name: 'Close' }).click();
+    await dlg.waitFor({ state: 'detached' });
+  });
+}
+
+/**
+ * refusedFlow, on a phone: chips wrap; an ACP agent without image support
+ * refuses a prompt with an image before its turn starts, and the UI says
+ * why, with the text and the chip back; without the image it goes through
+ * (the Go side checks that the agent got only that prompt).
+ */
+async function refusedFlow(browser) {
+  const fx = cfg.files;
+  const ctx = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true, deviceScaleFactor: 1, colorScheme: 'dark' });
+  ctx.setDefaultTimeout(WAIT);
+  const page = await ctx.newPage();
+  watch(page, 'files, phone');
+  const P = (s) => `files (phone): ${s}`;
+  await step(P('chips wrap on a phone'), async () => {
+    await page.goto(fx.phone_login);
+    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.getByRole('link', { name: 'New session' }).first().tap();
+    await page.locator('#ns-agent').waitFor();
+    await startSessionWith(page, fx.acp_agent, 'No images here');
+    const camera = page.getByRole('button', { name: 'Take a photo' });
+    assert.ok(await camera.isVisible(), 'no camera button on a touch screen');
+    assert.equal(await page.locator('input.file-input[capture="environment"]').getAttribute('accept'), 'image/*');
+    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), camera.tap()]);
+    await chooser.setFiles([{ name: 'photo.png', mimeType: 'image/png', buffer: pngBuffer() }]);
+    await page.locator('input.file-input[multiple]').setInputFiles([
+      { name: 'a-rather-long-file-name-for-notes.txt', mimeType: 'text/plain', buffer: Buffer.from('one\n') },
+      { name: 'another-long-name-of-a-file.md', mimeType: 'text/markdown', buffer: Buffer.from('# two\n') },
+    ]);
+    await page.waitForFunction(() => document.querySelectorAll('.attachment[data-state="done"]').length === 3);
+    const boxes = await page.locator('.attachment').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().toJSON()));
+    for (const b of boxes) assert.ok(b.x >= 0 && b.right <= 360, `a chip leaves the screen: ${JSON.stringify(b)}`);
+    assert.ok(new Set(boxes.map((b) => Math.round(b.y))).size > 1, 'the chips did not wrap');
+    for (const b of await page.locator('.attachment .attach-remove').all()) {
+      const r = await b.boundingBox();
+      assert.ok(r.height >= 44 && r.width >= 44, `remove button ${JSON.stringify(r)}`);
+    }
+    await shot(page, 'phone-attachments');
+    for (const n of ['a-rather-long-file-name-for-notes.txt', 'another-long-name-of-a-file.md']) {
+      await page.locator(`.attachment[data-name="${n}"] .attach-remove`).tap();
+    }
+    await page.waitForFunction(() => document.querySelectorAll('.attachment').length === 1);
+  });
+  await step(P('an ACP agent without image support refuses before its turn; the UI says why'), async () => {
+    await page.locator('#prompt').tap();
+    await page.keyboard.type('NO-IMAGE look at this photo', { delay: 5 });
+    await send(page, true);
+    const err = page.locator('.msg.user .prompt-error');
+    await err.waitFor();
+    assert.match(await err.innerText(), /Not delivered: .*image.*unsupported/s);
+    await page.locator('.attach-note', { hasText: 'Not sent (unsupported): Your text and files are back in the box. Remove photo.png, then send again.' }).waitFor();
+    const chip = page.locator('.attachment[data-name="photo.png"]');
+    await chip.and(page.locator('[data-state="error"]')).waitFor();
+    assert.match(await chip.innerText(), /image/);
+    await page.waitForFunction(() => document.getElementById('prompt').innerText.includes('NO-IMAGE look at this photo'));
+    assert.equal(await page.locator('article.msg.agent').count(), 0, 'a turn started');
+    await shot(page, 'phone-attachment-refused');
+  });
+  await step(P('without the image the same prompt goes through'), async () => {
+    await page.locator('.attachment[data-name="photo.png"] .attach-remove').tap();
+    await page.locator('.attachment').first().waitFor({ state: 'detached' });
+    await send(page, true);
+    await page.locator('article.msg.agent[data-state="done"]').first().waitFor();
+    assert.match(await turnText(page), /Text only, fine\./);
+    assert.equal(await page.locator('.attach-note').isVisible(), false, 'the refusal note stayed');
+  });
+  await ctx.close();
+}
+
+const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+let code = 0;
+try {
+  await fs.mkdir(cfg.downloads, { recursive: true });
+  if (cfg.suite === 'files') await filesSuite(browser);
+  else await mainSuite(browser);
 } catch {
   code = 1;
 } finally {

@@ -5,7 +5,10 @@
 import fs from 'node:fs/promises';
 import assert from 'node:assert/strict';
 import { parsePrompt } from '../static/js/fileref.js';
-import { SessionState } from '../static/js/session.js';
+import { SessionState, attachedFiles } from '../static/js/session.js';
+import {
+  MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL,
+} from '../static/js/attach.js';
 
 let failed = 0;
 let passed = 0;
@@ -157,6 +160,103 @@ check('agent.files.restored marks undone edits and rewound turns, and says what 
   assert.equal(s.turns.get('t2').rewound, false);
   assert.ok(!s.turns.get('t1').filesRewound);
   assert.match(s.items.at(-1).text, /b\.go \(deleted: the agent had created it\).*the agent's conversation was not/);
+});
+
+// Attachments (attach.js): the pure parts of the chips.
+
+check('a pasted image is named after the local time, with its type\'s extension', () => {
+  const d = new Date(2026, 11, 2, 5, 7, 9);
+  assert.equal(pastedName(d, 'image/png'), 'pasted-20261202-050709.png');
+  assert.equal(pastedName(d, 'image/jpeg'), 'pasted-20261202-050709.jpg');
+  assert.equal(pastedName(d, 'image/webp'), 'pasted-20261202-050709.webp');
+  assert.equal(pastedName(new Date(2027, 0, 31, 23, 59, 59), 'image/gif'), 'pasted-20270131-235959.gif');
+  assert.equal(pastedName(d, ''), 'pasted-20261202-050709.png');
+  assert.equal(uniqueName('a.png', new Set()), 'a.png');
+  assert.equal(uniqueName('a.png', new Set(['a.png', 'a-2.png'])), 'a-3.png');
+  assert.equal(uniqueName('README', new Set(['README'])), 'README-2');
+});
+
+check('the pre-checks: at most 10 files, none empty or over 20 MiB', () => {
+  const f = (name, size) => ({ name, size });
+  const pc = precheck(0, [f('a.txt', 3), f('big.bin', MAX_FILE_BYTES + 1), f('edge.bin', MAX_FILE_BYTES), f('empty', 0)]);
+  assert.deepEqual(pc.accept.map((x) => x.name), ['a.txt', 'edge.bin']);
+  assert.deepEqual(pc.refuse.map((x) => [x.file.name, x.code]), [['big.bin', 'too_large'], ['empty', 'invalid_value']]);
+  assert.equal(pc.refuse[0].message, 'too large: 20 MiB; the limit is 20 MiB');
+  assert.match(precheck(0, [f('x', 25.5 * 1048576)]).refuse[0].message, /^too large: 25\.5 MiB; the limit is 20 MiB$/);
+  const full = precheck(MAX_FILES - 2, [f('1', 1), f('2', 1), f('3', 1), f('4', 1)]);
+  assert.deepEqual(full.accept.map((x) => x.name), ['1', '2']);
+  assert.deepEqual(full.over.map((x) => x.name), ['3', '4']);
+  assert.equal(overMessage(full.over), 'At most 10 files per prompt: 3, 4 were not added.');
+  assert.equal(overMessage([f('one', 1)]), 'At most 10 files per prompt: one was not added.');
+  assert.equal(overMessage(['a', 'b', 'c', 'd', 'e'].map((n) => f(n, 1))), 'At most 10 files per prompt: a, b, c and 2 more were not added.');
+  assert.equal(overMessage([]), '');
+});
+
+check('context_files: the uploaded chips in order, as ferry-upload: URLs', () => {
+  const chips = [
+    { name: 'shot.png', state: 'done', upload: { upload_id: 'upl_a1', file_name: 'shot.png', mime_type: 'image/png', size_bytes: 9 } },
+    { name: 'slow.txt', state: 'uploading', upload: null },
+    { name: 'bad.exe', state: 'error', upload: null, error: { code: 'unsupported', message: 'not a type ferry takes' } },
+    { name: 'notes.md', state: 'done', upload: { upload_id: 'upl_b2', file_name: 'notes.md' } },
+  ];
+  assert.deepEqual(contextFiles(chips), [
+    { file_url: 'ferry-upload:upl_a1', file_name: 'shot.png', mime_type: 'image/png' },
+    { file_url: 'ferry-upload:upl_b2', file_name: 'notes.md' },
+  ]);
+  assert.deepEqual(contextFiles([]), []);
+  // What a prompt shows of them: names and types, never the URL (its grant).
+  assert.deepEqual(attachedFiles([{ file_url: 'ferry-upload:upl_a1?grant=SECRET', file_name: 'shot.png', mime_type: 'image/png' }]), [{ name: 'shot.png', type: 'image/png' }]);
+  assert.deepEqual(attachedFiles(undefined), []);
+});
+
+check('a refusal naming one of the context_files points at its chip', () => {
+  assert.equal(faultIndex('payload.context_files[0]'), 0);
+  assert.equal(faultIndex('payload.context_files[12].file_url'), 12);
+  for (const f of ['', undefined, 'payload.segments[0]', 'payload.context_files', 'payload.context_files[x]', 'payload.context_files[1]x', 'xpayload.context_files[1]']) {
+    assert.equal(faultIndex(f), -1, String(f));
+  }
+});
+
+check('an upload\'s answer: the upload, or the master\'s coded error, or one from the status', () => {
+  const ok = { upload_id: 'upl_x9', file_name: 'a.png', mime_type: 'image/png', size_bytes: 3, expires_at: '2026-12-03T00:00:00Z' };
+  assert.deepEqual(uploadOutcome(201, JSON.stringify(ok)), { upload: ok });
+  assert.deepEqual(uploadOutcome(201, JSON.stringify({ upload_id: '../x' })).error.code, 'internal');
+  assert.deepEqual(uploadOutcome(413, JSON.stringify({ error: { code: 'too_large', field: 'file', message: 'the file passes 20 MiB' } })),
+    { error: { code: 'too_large', field: 'file', message: 'the file passes 20 MiB' } });
+  assert.equal(uploadOutcome(415, 'not json').error.code, 'unsupported');
+  assert.equal(uploadOutcome(401, '').error.code, 'unauthorized');
+  assert.equal(uploadOutcome(0, '').error.code, 'connection_lost');
+  assert.equal(uploadOutcome(502, '<html>').error.message, 'the upload failed (HTTP 502)');
+  assert.equal(errorText({ code: 'too_large', message: 'the file passes 20 MiB' }), 'the file passes 20 MiB (too_large)');
+  assert.equal(errorText({ code: 'too_large', message: 'too_large' }), 'too_large');
+  assert.equal(errorText({ code: 'internal', message: 'the upload failed (HTTP 502)' }), 'the upload failed (HTTP 502)');
+});
+
+check('tool images: only PNG, JPEG, GIF and WebP in valid base64 become data: URLs', () => {
+  const png = 'iVBORw0KGgo=';
+  assert.equal(imageDataURL({ media_type: 'image/png', data: png }), `data:image/png;base64,${png}`);
+  assert.equal(imageDataURL({ media_type: 'IMAGE/JPEG', data: 'AAAA' }), 'data:image/jpeg;base64,AAAA');
+  for (const t of ['image/gif', 'image/webp']) assert.ok(imageDataURL({ media_type: t, data: 'AAAA' }));
+  for (const bad of [
+    { media_type: 'image/svg+xml', data: 'AAAA' },
+    { media_type: 'text/html', data: 'AAAA' },
+    { media_type: 'image/png;charset=x', data: 'AAAA' },
+    { media_type: 'image/png', data: '' },
+    { media_type: 'image/png', data: 'AAA' },
+    { media_type: 'image/png', data: 'AA A' },
+    { media_type: 'image/png', data: 'AAAA"onerror=x' },
+    { media_type: 'image/png', data: 'AA==AAAA' },
+    { media_type: 'image/png', data: 'A'.repeat((1 << 20) + 4) },
+    { media_type: 'image/png', data: 42 },
+    { data: 'AAAA' }, null, 'data:image/png;base64,AAAA',
+  ]) assert.equal(imageDataURL(bad), '', JSON.stringify(bad)?.slice(0, 60));
+});
+
+check('agent.tool.finished keeps the tool\'s images', () => {
+  const s = started();
+  s.accept(ev(4, 'agent.tool.started', { turn_id: 't1', tool_use_id: 'r1', tool_name: 'Read', input: { file_path: 'a.png' } }));
+  s.accept(ev(5, 'agent.tool.finished', { turn_id: 't1', tool_use_id: 'r1', tool_name: 'Read', status: 'ok', images: [{ media_type: 'image/png', data: 'AAAA' }] }));
+  assert.deepEqual(s.turns.get('t1').tools.get('r1').images, [{ media_type: 'image/png', data: 'AAAA' }]);
 });
 
 console.log(`${passed} checks passed, ${failed} failed`);

@@ -14,8 +14,14 @@
 // - A `/` at the start lists the commands; Tab or Enter completes.
 // - Enter sends and Shift+Enter starts a new line (on a touch screen Enter
 //   is a new line and the Send button sends); Esc stops a running turn.
+// - Files join the prompt with the attach button, the camera button (touch
+//   screens), a paste of an image or a drop on the prompt box (attach.js):
+//   each uploads at once, and Send waits until none is uploading. The
+//   prompt carries them as context_files; a refused prompt comes back with
+//   its text and its files, the file at fault marked.
 
 import { h, clear, formatBytes } from './util.js';
+import { Attachments, icon, faultIndex } from './attach.js';
 
 export const COMMANDS = [
   { name: 'compact', args: '[instruction]', help: "Summarise the agent's history; the instruction says what to keep" },
@@ -61,7 +67,8 @@ export class Composer {
   /**
    * ctrl: caps() → {search, slash, compact, modes}, running(),
    * search(query, onError) → query_id, cancelSearch(query_id),
-   * submit(segments) → bool, command(name, arg) → bool, cancelTurn().
+   * submit(segments, contextFiles, restore) → bool (restore() puts the
+   * files back), command(name, arg) → bool, cancelTurn(), sessionId().
    */
   constructor(ctrl) {
     this.ctrl = ctrl;
@@ -90,9 +97,26 @@ export class Composer {
     this.sendBtn = h('button', { type: 'submit', class: 'btn primary send', text: 'Send' });
     this.hint = h('p', { id: `${pid}-help`, class: 'hint small muted' });
     this.setHint();
+    this.running = false;
+    this.attach = new Attachments({ sessionId: () => ctrl.sessionId(), onChange: () => this.syncSend() });
+    const picker = (attrs) => {
+      const input = h('input', { type: 'file', class: 'file-input', hidden: true, ...attrs });
+      input.addEventListener('change', () => {
+        if (input.files?.length) this.attach.add(input.files);
+        input.value = ''; // the same file again is a new pick
+      });
+      return input;
+    };
+    this.fileInput = picker({ multiple: true, 'aria-label': 'Attach files' });
+    this.cameraInput = picker({ accept: 'image/*', capture: 'environment', 'aria-label': 'Take a photo' });
+    this.attachBtn = h('button', { type: 'button', class: 'btn icon attach-btn', 'aria-label': 'Attach files', title: 'Attach files', onclick: () => this.fileInput.click() }, icon('attach'));
+    this.cameraBtn = h('button', { type: 'button', class: 'btn icon camera-btn', 'aria-label': 'Take a photo', title: 'Take a photo', onclick: () => this.cameraInput.click() }, icon('camera'));
     this.form = h('form', { class: 'composer', 'aria-label': 'Prompt' },
       this.popupBox,
-      h('div', { class: 'editor-row' }, this.editor, h('div', { class: 'composer-actions' }, this.stopBtn, this.sendBtn)),
+      this.attach.el,
+      h('div', { class: 'editor-row' },
+        h('div', { class: 'attach-actions' }, this.attachBtn, this.cameraBtn, this.fileInput, this.cameraInput),
+        this.editor, h('div', { class: 'composer-actions' }, this.stopBtn, this.sendBtn)),
       this.hint);
     this.form.addEventListener('submit', (e) => {
       e.preventDefault();
@@ -102,12 +126,37 @@ export class Composer {
     this.editor.addEventListener('input', (e) => this.onInput(e));
     this.editor.addEventListener('paste', (e) => {
       e.preventDefault();
-      this.insertText(e.clipboardData?.getData('text/plain') || '');
+      const text = e.clipboardData?.getData('text/plain') || '';
+      const files = [...(e.clipboardData?.files || [])];
+      // A copied screenshot is only a file; a copied spreadsheet range is
+      // text with a picture of it, and the text is what was meant.
+      if (files.length && !text) this.attach.add(files, true);
+      else this.insertText(text);
     });
-    this.editor.addEventListener('drop', (e) => {
+    // Files dropped anywhere on the prompt box are attached; dropped text
+    // goes into the editor as text.
+    this.form.addEventListener('dragover', (e) => {
+      if (!e.dataTransfer?.types?.includes('Files')) return;
       e.preventDefault();
-      const t = e.dataTransfer?.getData('text/plain');
-      if (t) this.insertText(t);
+      e.dataTransfer.dropEffect = 'copy';
+      this.form.classList.add('dragging');
+    });
+    this.form.addEventListener('dragleave', (e) => {
+      if (!this.form.contains(e.relatedTarget)) this.form.classList.remove('dragging');
+    });
+    this.form.addEventListener('drop', (e) => {
+      this.form.classList.remove('dragging');
+      const files = [...(e.dataTransfer?.files || [])];
+      if (files.length) {
+        e.preventDefault();
+        this.attach.add(files);
+        return;
+      }
+      if (e.target === this.editor || this.editor.contains(e.target)) {
+        e.preventDefault();
+        const t = e.dataTransfer?.getData('text/plain');
+        if (t) this.insertText(t);
+      }
     });
     this.editor.addEventListener('blur', () => {
       // A click on an option keeps the focus (pointerdown is prevented);
@@ -137,8 +186,38 @@ export class Composer {
   /** setRunning shows Stop while a turn runs. */
   setRunning(running, canCancel) {
     this.stopBtn.hidden = !(running && canCancel);
-    this.sendBtn.disabled = running;
-    this.sendBtn.title = running ? 'The agent is working: wait, or stop it' : '';
+    this.running = running;
+    this.syncSend();
+  }
+
+  /** syncSend disables Send while a turn runs or a file uploads. */
+  syncSend() {
+    const uploading = this.attach.busy();
+    this.sendBtn.disabled = this.running || uploading;
+    this.sendBtn.title = this.running ? 'The agent is working: wait, or stop it' : uploading ? 'Wait for the files to upload' : '';
+    if (!uploading && this.attach.note.textContent.startsWith('Wait for')) this.attach.say('');
+  }
+
+  /**
+   * refused shows why a prompt was refused and puts its files back; a
+   * field naming one of its context_files marks that file's chip.
+   */
+  refused(chips, err) {
+    this.attach.restore(chips);
+    // context_files held the uploaded chips, in order.
+    const at = chips.filter((c) => c.state === 'done')[faultIndex(err.field)] || null;
+    if (at) {
+      at.state = 'error';
+      at.error = { code: err.code, field: err.field, message: err.message };
+      this.attach.draw(at);
+    }
+    const code = err.code ? ` (${err.code})` : '';
+    const back = `Your text${chips.length ? ' and files are' : ' is'} back in the box`;
+    // A marked chip says why itself; the note then only says what to do.
+    this.attach.say(at
+      ? `Not sent${code}: ${back}. Remove ${at.name}, then send again.`
+      : `Not sent: ${err.message}${code}. ${back}: fix it, then send again.`);
+    this.syncSend();
   }
 
   focus() {
@@ -226,14 +305,31 @@ export class Composer {
   submit() {
     if (this.popup) this.close(true);
     const segs = this.segments();
-    if (!segs.length) return;
+    const att = this.attach;
+    if (!segs.length) {
+      if (att.chips.length) att.say('Add a few words for the agent about the attached files.');
+      return;
+    }
     const only = segs.length === 1 && segs[0].kind === 'text' ? segs[0].text : '';
     const m = /^\/([a-z]+)(?:\s+([\s\S]*))?$/.exec(only);
     if (m && COMMANDS.some((c) => c.name === m[1])) {
       if (this.ctrl.command(m[1], (m[2] || '').trim())) this.clear();
       return;
     }
-    if (this.ctrl.submit(segs)) this.clear();
+    if (att.busy()) {
+      att.say('Wait for the files to upload, or remove them, then send.');
+      return;
+    }
+    if (att.failed().length) {
+      att.say(`Remove the files that could not be attached (${att.failed().map((c) => c.name).join(', ')}), then send.`);
+      return;
+    }
+    const chips = att.chips.slice();
+    if (this.ctrl.submit(segs, att.contextFiles(), (err) => this.refused(chips, err))) {
+      this.clear();
+      att.take();
+      this.syncSend();
+    }
   }
 
   onKey(e) {

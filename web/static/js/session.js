@@ -170,8 +170,8 @@ export class SessionState {
   }
 
   /** addPending shows a prompt the user just sent, before the master echoes it. */
-  addPending(id, parts, inputType) {
-    const p = { key: `prompt-${id}`, id, parts, inputType, status: 'sending', turnId: '' };
+  addPending(id, parts, inputType, files = []) {
+    const p = { key: `prompt-${id}`, id, parts, inputType, files: attachedFiles(files), status: 'sending', turnId: '' };
     this.prompts.set(id, p);
     this.items.push({ kind: 'prompt', key: p.key, ref: p });
     this.touch(p.key);
@@ -199,6 +199,7 @@ export class SessionState {
         }
         pr.parts = parsePrompt(p.prompt_text || '', p.file_references || []);
         pr.inputType = p.input_type || 'text';
+        pr.files = attachedFiles(p.context_files);
         if (pr.status !== 'failed') pr.status = 'sent';
         this.touch(pr.key);
         break;
@@ -268,6 +269,7 @@ export class SessionState {
         if (typeof p.output === 'string') tool.output = p.output;
         tool.diff = p.diff || null;
         tool.errorCode = p.error_code || 0;
+        tool.images = Array.isArray(p.images) ? p.images : [];
         this.bumpBlock(t, 'tool', tool.id);
         break;
       }
@@ -413,4 +415,12 @@ function endState(cancelled, stop) {
 
 function isEnded(t) {
   return t.state !== 'running' && t.state !== 'waiting';
+}
+
+/**
+ * attachedFiles is what a prompt shows of its context_files: each file's
+ * name and type (never its URL: the master's grant is in it).
+ */
+export function attachedFiles(list) {
+  return (Array.isArray(list) ? list : []).map((f) => ({ name: String(f?.file_name || 'file'), type: String(f?.mime_type || '') }));
 }

@@ -73,7 +73,8 @@ export class SessionView {
       running: () => s.running,
       search: (q, onError) => this.search(q, onError),
       cancelSearch: (id) => this.app.control('control.file.search.cancel', { query_id: id }, s.id, () => {}),
-      submit: (segs) => this.submit(segs),
+      submit: (segs, files, restore) => this.submit(segs, files, restore),
+      sessionId: () => s.id,
       command: (name, arg) => this.command(name, arg),
       cancelTurn: () => this.cancelTurn(),
     });
@@ -245,7 +246,12 @@ export class SessionView {
     return id;
   }
 
-  submit(segs) {
+  /**
+   * submit sends a prompt: its segments and the uploaded files
+   * (context_files). A refusal puts the text back in the box, and
+   * restore(err) the files, so the user can fix it and send again.
+   */
+  submit(segs, files = [], restore = null) {
     if (this.conn.state !== 'open') {
       this.app.toast('Not connected to the master: the prompt was not sent. It is still in the box.');
       return false;
@@ -262,12 +268,17 @@ export class SessionView {
       return false;
     }
     const wire = segs.map((x) => (x.kind === 'text' ? { kind: 'text', text: x.text } : { kind: 'file', file: x.file }));
-    const msg = message('ui.prompt', o.value ? { segments: wire, config_overrides: o.value } : { segments: wire }, s.id);
-    s.addPending(msg.message_id, segs.map((x) => (x.kind === 'text' ? { text: x.text } : { file: x.file, display: x.file.display_path || x.file.path })), 'text');
+    const payload = { segments: wire };
+    if (files.length) payload.context_files = files;
+    if (o.value) payload.config_overrides = o.value;
+    const msg = message('ui.prompt', payload, s.id);
+    s.addPending(msg.message_id, segs.map((x) => (x.kind === 'text' ? { text: x.text } : { file: x.file, display: x.file.display_path || x.file.path })), 'text', files);
     this.app.sendControl(msg, (err) => {
       s.promptFailed(msg.message_id, err);
       if (this.composer.isEmpty()) this.composer.setSegments(segs);
-      this.app.toast(`The prompt was not delivered: ${err.message}`);
+      // The prompt box says why next to the files; a toast would repeat it.
+      if (restore) restore(err);
+      else this.app.toast(`The prompt was not delivered: ${err.message}`);
       this.render();
     });
     this.transcript.update();

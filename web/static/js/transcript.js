@@ -8,6 +8,7 @@
 // long streamed answer re-renders only its last text block.
 
 import { h, clear, formatBytes, formatCost, formatTokens, shorten } from './util.js';
+import { imageDataURL } from './attach.js';
 import { renderMarkdown } from './markdown.js';
 import { renderDiff, diffStats, diffLayout } from './diff.js';
 import { renderInteraction, toolSummary } from './interaction.js';
@@ -70,6 +71,36 @@ function renderOutput(text) {
   return h('div', {}, pre, more);
 }
 
+/**
+ * toolImages shows the images a tool answered (agent.tool.finished
+ * images: a Read of a PNG) inline, narrow; a click opens one full size.
+ * Only PNG, JPEG, GIF and WebP in valid base64 are shown (imageDataURL),
+ * anything else is left out.
+ */
+function toolImages(tool, what) {
+  const urls = (Array.isArray(tool.images) ? tool.images : []).map(imageDataURL).filter(Boolean);
+  if (!urls.length) return null;
+  const label = (i) => `Image ${urls.length > 1 ? `${i + 1} ` : ''}from ${tool.name}${what ? ` ${shorten(what, 80)}` : ''}`;
+  return h('div', { class: 'tool-images' }, urls.map((url, i) => h('button', {
+    type: 'button', class: 'tool-image', 'aria-label': `${label(i)}: open full size`,
+    onclick: () => openImage(url, label(i)),
+  }, h('img', { src: url, alt: label(i), loading: 'lazy', decoding: 'async' }))));
+}
+
+/** openImage shows one image full size in a dialog. */
+function openImage(url, label) {
+  const dlg = h('dialog', { class: 'dialog image-dialog', 'aria-label': label },
+    h('div', { class: 'dialog-head' }, h('h2', { text: label }),
+      h('button', { type: 'button', class: 'btn', text: 'Close', onclick: () => dlg.close() })),
+    h('div', { class: 'image-full' }, h('img', { src: url, alt: label })));
+  dlg.addEventListener('close', () => dlg.remove());
+  dlg.addEventListener('click', (e) => {
+    if (e.target === dlg) dlg.close(); // the backdrop
+  });
+  document.body.appendChild(dlg);
+  dlg.showModal();
+}
+
 function renderTool(tool, ctx) {
   const what = toolSummary(tool.input);
   const stats = tool.diff ? diffStats(tool.diff) : null;
@@ -86,6 +117,8 @@ function renderTool(tool, ctx) {
   if (tool.errorCode) body.appendChild(h('p', { class: 'small', text: `Error code ${tool.errorCode}` }));
   const details = h('details', { class: 'tool-details' }, summary, body);
   const box = h('div', { class: `tool status-${tool.status}`, dataset: { tool: tool.name } }, details);
+  const imgs = toolImages(tool, what);
+  if (imgs) box.appendChild(imgs);
   if (tool.diff) box.appendChild(renderDiff(tool.diff));
   const undo = ctx?.toolControls?.(tool);
   if (undo) box.appendChild(undo);
@@ -171,9 +204,17 @@ export class TranscriptView {
       clear(node.li);
       const body = h('div', { class: 'bubble' }, promptParts(p.parts || []));
       const art = h('article', { class: `msg user ${p.status}`, 'aria-label': 'You' }, body);
+      if (p.files?.length) {
+        art.appendChild(h('ul', { class: 'prompt-files', 'aria-label': 'Attached files' },
+          p.files.map((f) => h('li', { class: 'prompt-file small', title: f.type || '' }, f.name))));
+      }
       if (p.inputType && p.inputType !== 'text') art.appendChild(h('div', { class: 'muted small', text: p.inputType.replace('_', ' ') }));
       if (p.status === 'sending') art.appendChild(h('div', { class: 'muted small', text: 'Sending…' }));
-      if (p.status === 'failed') art.appendChild(h('div', { class: 'prompt-error small', role: 'alert', text: `Not delivered: ${p.error?.message || p.error}` }));
+      if (p.status === 'failed') {
+        const e = p.error || {};
+        art.appendChild(h('div', { class: 'prompt-error small', role: 'alert' },
+          `Not delivered: ${e.message || e}`, e.code ? ' ' : null, e.code ? h('code', { text: e.code }) : null));
+      }
       node.li.appendChild(art);
       return;
     }
