@@ -514,7 +514,9 @@ func (m *Master) prompt(c *conn, msg *protocol.Message) {
 			fail(m.wireError(err, "upload"))
 			return
 		}
-		out, data, e := composePrompt(msg, files, caps)
+		// The session's log (which every UI of the session reads) keeps
+		// the prompt without its grants; only the client gets them.
+		out, data, e := composePrompt(msg, withoutGrants(files), caps)
 		if e != nil {
 			fail(e)
 			return
@@ -524,18 +526,34 @@ func (m *Master) prompt(c *conn, msg *protocol.Message) {
 			fail(e)
 			return
 		}
+		sent := *out
+		granted := *out.Payload.(*protocol.PromptRequest)
+		granted.ContextFiles = files
+		sent.Payload = &granted
 		err = s.submit(c.ctx, &pending{msg: out, data: data, done: func(_ uint64, dup bool, err error) {
 			switch {
 			case err != nil:
 				fail(m.wireError(err, "store prompt"))
 			case !dup: // a retried ui.prompt (same message_id) is not sent twice
-				m.toClient(s, out, connTopic(c.id))
+				m.toClient(s, &sent, connTopic(c.id))
 			}
 		}})
 		if err != nil {
 			fail(m.wireError(err, "queue prompt"))
 		}
 	})
+}
+
+// withoutGrants is files with the grant of every ferry-upload URL left
+// out (files itself unchanged).
+func withoutGrants(files []protocol.ContextFile) []protocol.ContextFile {
+	out := slices.Clone(files)
+	for i, f := range out {
+		if id, grant, ok := protocol.ParseUploadURL(f.FileURL); ok && grant != "" {
+			out[i].FileURL = protocol.UploadURL(id, "")
+		}
+	}
+	return out
 }
 
 // composePrompt builds the control.prompt.request for a ui.prompt (same

@@ -162,6 +162,19 @@ func TestUploadGrantAndFetch(t *testing.T) {
 	if len(files) != 1 || !ok || id != a.ok.UploadID || grant == "" || files[0].MimeType != "image/png" {
 		t.Fatalf("relayed context_files %+v", files)
 	}
+	// The session's event log, which every UI that may see the session
+	// reads, keeps the prompt without the grant: only the client gets it.
+	sub := subscribe(ui, info.ID, 0, "")
+	var logged *protocol.PromptRequest
+	for _, ev := range events(ui, int(sub.LastSeq), 0) {
+		if ev.MessageID == p.MessageID {
+			logged, _ = ev.Payload.(*protocol.PromptRequest)
+		}
+	}
+	if logged == nil || len(logged.ContextFiles) != 1 || logged.ContextFiles[0].FileURL != "ferry-upload:"+a.ok.UploadID ||
+		logged.ContextFiles[0].MimeType != "image/png" {
+		t.Fatalf("the logged prompt's context_files: %+v", logged)
+	}
 
 	f := &attachment.Fetcher{Master: e.wsURL("")}
 	got, pe := f.Fetch(testCtx(t), files)
