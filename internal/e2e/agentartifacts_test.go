@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/acp"
 	"github.com/ferry-dev/ferry/internal/adapter/claudecode"
 	"github.com/ferry-dev/ferry/internal/adapter/script"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
@@ -139,5 +140,59 @@ func TestClaudeCodeArtifactsDownload(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(notes); string(got) != "the secret word is heron\n" {
 		t.Fatalf("notes.txt on disk: %q", got)
+	}
+}
+
+// TestACPAgentArtifactsDownload: the real ACP agent (claude-code-acp), on
+// the fake Anthropic server, edits a file through ferry's file system;
+// the edit reaches the UI as agent.artifact with a link that downloads
+// exactly what the agent wrote.
+func TestACPAgentArtifactsDownload(t *testing.T) {
+	t.Parallel()
+	bin := os.Getenv("FERRY_TEST_ACP_AGENT")
+	if bin == "" {
+		t.Skip("needs an ACP agent: npm install @zed-industries/claude-code-acp@0.16.2 and set FERRY_TEST_ACP_AGENT (.ci/run does)")
+	}
+	s := newSystem(t, 10000)
+	s.workspace = t.TempDir()
+	notes := filepath.Join(s.workspace, "notes.md")
+	if err := os.WriteFile(notes, []byte("# Notes\n\ncolour: red\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := fake.New(t)
+	var mu sync.Mutex
+	edited := false
+	srv.Route(func(r fake.Request) (fake.Reply, bool) {
+		if len(r.ToolNames()) == 0 {
+			return fake.Reply{Text: []string{"side"}}, true // title and quota calls carry no tools
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if edited {
+			return fake.Reply{Text: []string{"Done."}}, true
+		}
+		edited = true
+		return fake.Reply{ToolCalls: []fake.ToolCall{{ID: "toolu_acp_edit", Name: "mcp__acp__Edit",
+			Input: map[string]any{"file_path": notes, "old_string": "colour: red", "new_string": "colour: blue"}}}}, true
+	})
+	ad, err := acp.New(acp.Config{
+		Command: []string{bin},
+		Name:    "claude",
+		Env: []string{"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=sk-ant-fake",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
+			"IS_SANDBOX=1", // Claude Code refuses to run as root otherwise (CI runs as root)
+			"HOME=" + t.TempDir()},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.startHandClient(ad)
+	arts := runToArtifacts(t, s, ad.ID(), "change the colour")
+	if len(arts) != 1 || arts[0].Path != "notes.md" || arts[0].ToolUseID != "toolu_acp_edit" {
+		t.Fatalf("agent.artifact events %+v, want notes.md (the edit)", arts)
+	}
+	if got, _ := os.ReadFile(notes); string(got) != "# Notes\n\ncolour: blue\n" {
+		t.Fatalf("notes.md on disk: %q", got)
 	}
 }
