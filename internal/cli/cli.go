@@ -188,11 +188,52 @@ func parseFlags(fs *flag.FlagSet, env Env, args []string, usage ...string) (ok b
 		fmt.Fprintln(env.Stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return false, nil
 		}
 		return false, exitWith(ExitUsage)
 	}
 	return true, nil
+}
+
+// flagsFirst moves the flags in args before the other arguments, so a flag
+// after the prompt (ferry run "hi" --output-format json) is parsed rather
+// than taken as prompt text; the flag package stops at the first non-flag.
+// "--" still ends the flags: what follows it stays an argument, as typed.
+// A flag's value is the next argument unless the flag is boolean or is
+// written --name=value; an unknown flag stays a flag, so Parse names it.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			rest = append(rest, a) // "-" alone is an argument (standard input)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if len(rest) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), rest...)
 }
