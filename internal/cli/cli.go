@@ -176,10 +176,17 @@ func runVersion(_ context.Context, env Env, args []string) error {
 	return nil
 }
 
+// flagSetSeen, when set (by a test, before any parallel test runs), is
+// given every command's flag set, so a test can check each flag's help.
+var flagSetSeen func(*flag.FlagSet)
+
 // parseFlags parses a command's flags; usage is printed above the flag list
 // on -h. ok is false when the command must stop and return err: nil after
 // -h, a silent usage failure after a bad flag (the flag package said why).
 func parseFlags(fs *flag.FlagSet, env Env, args []string, usage ...string) (ok bool, err error) {
+	if flagSetSeen != nil {
+		flagSetSeen(fs)
+	}
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() {
 		for _, l := range usage {

@@ -54,7 +54,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	schemaFile := fs.String("json-schema", "", "a JSON Schema `FILE`: the answer must be JSON valid against it (one retry on a mismatch)")
 	noStdin := fs.Bool("no-stdin", false, "do not read piped standard input")
 	verbose := fs.Bool("verbose", false, "log the agent's internals to standard error")
-	artifacts := fs.Bool("artifacts", false, "hand the files the agent makes to the user (ferry's agent: Write and Edit get an `artifact` parameter, Bash `artifact_paths`; "+
+	artifacts := fs.Bool("artifacts", false, "hand the files the agent makes to the user (ferry's agent: Write and Edit get an \"artifact\" parameter, Bash \"artifact_paths\"; "+
 		"other agents: the files they write); the output lists them (json: \"artifacts\", stream-json: agent.artifact events, text: standard error)")
 	agentFlag := fs.String("agent", agentspec.Builtin, "the agent `SPEC` to run: builtin, echo, claude-code, acp:CMD or script:CMD (see docs/adapters.md)")
 	noHistory := fs.Bool("no-history", false, "keep no file history of the run (then ferry undo cannot undo it)")
