@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -382,6 +383,9 @@ func (o *runOutput) emit(_ context.Context, typ string, payload any) error {
 		u := *p
 		o.usage = &u
 		o.usages++
+		shown := u
+		shown.CostUSD = roundCost(u.CostUSD)
+		payload = &shown
 	}
 	o.eventLocked(typ, payload)
 	return nil
@@ -454,6 +458,10 @@ func (o *runOutput) writeLine(v any) {
 	_, _ = o.env.Stdout.Write(b)
 }
 
+// roundCost rounds a cost in dollars to a millionth (prices are per
+// million tokens), so it prints as 0.000315, not 0.00031499999999999996.
+func roundCost(usd float64) float64 { return math.Round(usd*1e6) / 1e6 }
+
 // runResult is the json output, and the last line of stream-json.
 type runResult struct {
 	Type       string          `json:"type"`
@@ -496,7 +504,7 @@ func (o *runOutput) finish(res agent.Result, runErr error) error {
 		Usage: runUsage{res.Usage.InputTokens, res.Usage.OutputTokens, res.Usage.CacheReadTokens, res.Usage.CacheCreationTokens},
 	}
 	if res.HasCost {
-		c := res.CostUSD
+		c := roundCost(res.CostUSD)
 		r.CostUSD = &c
 	}
 	if o.artifacts {
