@@ -333,6 +333,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err := serve(ctx, env, &mf); err != nil {
 		return fmt.Errorf("ferry serve: %w", err)
 	}
+	sayStopped(ctx, env, "ferry serve", "in its database")
 	return nil
 }
 
@@ -515,6 +516,7 @@ func runConnect(ctx context.Context, env Env, args []string) error {
 	if err := connect(ctx, env, fs, &cf, *masterURL, *token, *tokenFile, *verbose); err != nil {
 		return fmt.Errorf("ferry connect: %w", err)
 	}
+	sayStopped(ctx, env, "ferry connect", "on the master")
 	return nil
 }
 
@@ -571,7 +573,24 @@ func runUp(ctx context.Context, env Env, args []string) error {
 	if err := up(ctx, env, &mf, &cf); err != nil {
 		return fmt.Errorf("ferry up: %w", err)
 	}
+	sayStopped(ctx, env, "ferry up", "in its database")
 	return nil
+}
+
+// sayStopped tells the user, when a signal (Ctrl-C, SIGTERM) ended cmd,
+// that it stopped on purpose and that the sessions (kept where) outlive
+// it: a silent exit reads as a crash, and as lost work.
+func sayStopped(ctx context.Context, env Env, cmd, where string) {
+	if ctx.Err() == nil {
+		return
+	}
+	why := ""
+	// signal.NotifyContext's cause names the signal (and Is
+	// context.Canceled, so the text tells it from a plain cancel).
+	if c := context.Cause(ctx); c != nil && c.Error() != context.Canceled.Error() {
+		why = " (" + c.Error() + ")"
+	}
+	fmt.Fprintf(env.Stdout, "%s stopped%s. Sessions are kept %s: run %s again to go on with them.\n", cmd, why, where, cmd)
 }
 
 // up is serve and connect in one process: the master from startMaster, the
