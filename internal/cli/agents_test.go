@@ -356,3 +356,32 @@ func TestRunScriptAgentArtifacts(t *testing.T) {
 		t.Fatalf("without --artifacts: exit %d, stdout %s", out.code, out.stdout)
 	}
 }
+
+// TestRunFlagsAfterPrompt: a flag after the prompt is parsed, not sent as
+// prompt text; "--" keeps what follows it as text.
+func TestRunFlagsAfterPrompt(t *testing.T) {
+	t.Parallel()
+	agent := "script:" + agentScript(t, "cat")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"hi", "--output-format", "json", "--agent", agent}, "hi"},
+		{[]string{"hi", "--output-format=json", "--agent=" + agent}, "hi"},
+		{[]string{"--agent", agent, "hi", "-output-format", "json", "--no-stdin", "there"}, "hi there"},
+	} {
+		out := runAgent(t, t.TempDir(), "", c.args...)
+		var res map[string]any
+		if err := json.Unmarshal([]byte(out.stdout), &res); err != nil || out.code != ExitOK || res["result"] != c.want {
+			t.Fatalf("%q: exit %d, stdout %q, stderr %q: %v", c.args, out.code, out.stdout, out.stderr, err)
+		}
+	}
+	out := runAgent(t, t.TempDir(), "", "--agent", agent, "hi", "--", "--output-format", "json")
+	if out.code != ExitOK || out.stdout != "hi --output-format json\n" {
+		t.Fatalf("after --: exit %d, stdout %q, stderr %q", out.code, out.stdout, out.stderr)
+	}
+	out = runAgent(t, t.TempDir(), "", "--agent", agent, "hi", "--bogus")
+	if out.code != ExitUsage || !strings.Contains(out.stderr, "bogus") {
+		t.Fatalf("unknown flag after the prompt: exit %d, stderr %q", out.code, out.stderr)
+	}
+}

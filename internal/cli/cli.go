@@ -176,10 +176,17 @@ func runVersion(_ context.Context, env Env, args []string) error {
 	return nil
 }
 
+// flagSetSeen, when set (by a test, before any parallel test runs), is
+// given every command's flag set, so a test can check each flag's help.
+var flagSetSeen func(*flag.FlagSet)
+
 // parseFlags parses a command's flags; usage is printed above the flag list
 // on -h. ok is false when the command must stop and return err: nil after
 // -h, a silent usage failure after a bad flag (the flag package said why).
 func parseFlags(fs *flag.FlagSet, env Env, args []string, usage ...string) (ok bool, err error) {
+	if flagSetSeen != nil {
+		flagSetSeen(fs)
+	}
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() {
 		for _, l := range usage {
@@ -188,11 +195,52 @@ func parseFlags(fs *flag.FlagSet, env Env, args []string, usage ...string) (ok b
 		fmt.Fprintln(env.Stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return false, nil
 		}
 		return false, exitWith(ExitUsage)
 	}
 	return true, nil
+}
+
+// flagsFirst moves the flags in args before the other arguments, so a flag
+// after the prompt (ferry run "hi" --output-format json) is parsed rather
+// than taken as prompt text; the flag package stops at the first non-flag.
+// "--" still ends the flags: what follows it stays an argument, as typed.
+// A flag's value is the next argument unless the flag is boolean or is
+// written --name=value; an unknown flag stays a flag, so Parse names it.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			rest = append(rest, a) // "-" alone is an argument (standard input)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if len(rest) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), rest...)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -332,6 +333,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err := serve(ctx, env, &mf); err != nil {
 		return fmt.Errorf("ferry serve: %w", err)
 	}
+	sayStopped(ctx, env, "ferry serve", "in its database")
 	return nil
 }
 
@@ -514,6 +516,7 @@ func runConnect(ctx context.Context, env Env, args []string) error {
 	if err := connect(ctx, env, fs, &cf, *masterURL, *token, *tokenFile, *verbose); err != nil {
 		return fmt.Errorf("ferry connect: %w", err)
 	}
+	sayStopped(ctx, env, "ferry connect", "on the master")
 	return nil
 }
 
@@ -570,7 +573,24 @@ func runUp(ctx context.Context, env Env, args []string) error {
 	if err := up(ctx, env, &mf, &cf); err != nil {
 		return fmt.Errorf("ferry up: %w", err)
 	}
+	sayStopped(ctx, env, "ferry up", "in its database")
 	return nil
+}
+
+// sayStopped tells the user, when a signal (Ctrl-C, SIGTERM) ended cmd,
+// that it stopped on purpose and that the sessions (kept where) outlive
+// it: a silent exit reads as a crash, and as lost work.
+func sayStopped(ctx context.Context, env Env, cmd, where string) {
+	if ctx.Err() == nil {
+		return
+	}
+	why := ""
+	// signal.NotifyContext's cause names the signal (and Is
+	// context.Canceled, so the text tells it from a plain cancel).
+	if c := context.Cause(ctx); c != nil && c.Error() != context.Canceled.Error() {
+		why = " (" + c.Error() + ")"
+	}
+	fmt.Fprintf(env.Stdout, "%s stopped%s. Sessions are kept %s: run %s again to go on with them.\n", cmd, why, where, cmd)
 }
 
 // up is serve and connect in one process: the master from startMaster, the
@@ -657,13 +677,15 @@ func runToken(ctx context.Context, env Env, args []string) error {
 	ttl := fs.Duration("ttl", 0, "for create: how long the token is valid (0: until revoked; login tokens: 15m)")
 	var machines stringList
 	fs.Var(&machines, "machine", "for create: let a ui or login token see only the machine `ID` (repeatable; default every machine)")
+	masterURL := fs.String("master", "", "for create --kind login: the master's `URL` the printed login URL points at (default http://"+DefaultAddr+", the default --addr of ferry up and ferry serve)")
 	if ok, err := parseFlags(fs, env, args,
-		"Usage: ferry token create [--kind client|ui|login] [--name NAME] [--ttl D] [--machine ID]... [--db DSN]",
+		"Usage: ferry token create [--kind client|ui|login] [--name NAME] [--ttl D] [--machine ID]... [--master URL] [--db DSN]",
 		"       ferry token list [--db DSN]",
 		"       ferry token revoke [--db DSN] ID",
 		"\nManages the master's tokens. Secrets are printed once and stored hashed.",
 		"A ui or login token with --machine sees only those machines and their",
 		"sessions; the UI token a login URL turns into keeps the login token's machines.",
+		"A login token is printed with its login URL, on the master --master names.",
 	); !ok {
 		return err
 	}
@@ -707,6 +729,15 @@ func runToken(ctx context.Context, env Env, args []string) error {
 		if slices.Contains(machines, "") {
 			return usageErrorf("ferry token create: --machine needs a machine ID (see the UI's machine list)")
 		}
+		if *masterURL != "" && *kind != store.TokenLogin {
+			return usageErrorf("ferry token create: --master is where a login URL points; a %s token has none", *kind)
+		}
+		if *masterURL != "" {
+			u, err := url.Parse(*masterURL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+				return usageErrorf("ferry token create: --master must be the master's http:// or https:// URL, e.g. http://%s, not %q", DefaultAddr, *masterURL)
+			}
+		}
 	}
 	st, err := openStore(ctx, env, *db)
 	if err != nil {
@@ -720,6 +751,16 @@ func runToken(ctx context.Context, env Env, args []string) error {
 			return fmt.Errorf("ferry token create: %w", err)
 		}
 		fmt.Fprintln(env.Stdout, secret)
+		if tok.Kind == store.TokenLogin {
+			// The URL holds the secret, so it goes to stdout (stderr is
+			// redacted); the note says which master it assumed.
+			base, which := strings.TrimRight(*masterURL, "/"), "from --master"
+			if base == "" {
+				base, which = "http://"+DefaultAddr, "the default address; pass --master URL for another"
+			}
+			fmt.Fprintf(env.Stdout, "%s/login?token=%s\n", base, secret)
+			fmt.Fprintf(env.Stderr, "the login URL above is for the master at %s (%s); it works once\n", base, which)
+		}
 		fmt.Fprintf(env.Stderr, "token %s (%s) created, %s; the secret above is shown only once\n", tok.ID, tok.Kind, scope(tok))
 	case "list":
 		toks, err := st.ListTokens(ctx)

@@ -400,3 +400,40 @@ func TestUpOffersClaudeCodeWhenInstalled(t *testing.T) {
 		t.Fatalf("claude-code capability %+v", c)
 	}
 }
+
+// TestTokenLoginURL: a login token is printed with its login URL, on the
+// default master address or the one --master names, and says which.
+func TestTokenLoginURL(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "ferry.db")
+	for _, c := range []struct {
+		args       []string
+		base, note string
+	}{
+		{nil, "http://127.0.0.1:7860", "the default address"},
+		{[]string{"--master", "https://ferry.example.com/"}, "https://ferry.example.com", "from --master"},
+		{[]string{"--master=http://10.0.0.5:9000"}, "http://10.0.0.5:9000", "from --master"},
+	} {
+		code, out, errOut := run(append([]string{"token", "create", "--db", db, "--kind", "login"}, c.args...)...)
+		m := regexp.MustCompile(`^(ferry_login_\S+)\n(\S+)\n$`).FindStringSubmatch(out)
+		if code != cli.ExitOK || m == nil || m[2] != c.base+"/login?token="+m[1] {
+			t.Fatalf("%v: %d %q %q; want the token, then its URL on %s", c.args, code, out, errOut, c.base)
+		}
+		if !strings.Contains(errOut, "for the master at "+c.base+" ("+c.note) {
+			t.Fatalf("%v: stderr %q does not say which master (%s)", c.args, errOut, c.note)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kind", "login", "--master", "ftp://x"}, "--master must be"},
+		{[]string{"--kind", "login", "--master", "127.0.0.1:7860"}, "--master must be"},
+		{[]string{"--kind", "ui", "--master", "http://x"}, "a ui token has none"},
+	} {
+		code, _, errOut := run(append([]string{"token", "create", "--db", db}, c.args...)...)
+		if code != cli.ExitUsage || !strings.Contains(errOut, c.want) {
+			t.Fatalf("%v: %d %q; want usage error %q", c.args, code, errOut, c.want)
+		}
+	}
+}

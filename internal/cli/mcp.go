@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -71,13 +75,167 @@ func runMCP(ctx context.Context, env Env, args []string) error {
 	server := mcpserver.New(version.String(), tools.FileTools(), func() *tools.Env {
 		return &tools.Env{FS: local, State: tools.NewReadState(), Limits: limits, History: history}
 	}, log)
-	if err := server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}); err != nil && ctx.Err() == nil {
+	// The transport closes the connection at the end of input, dropping
+	// the answers still being worked on: hold the end back until every
+	// request read has its answer, and write the answers in the order of
+	// the requests (piped requests are all answered, in order).
+	pend := newPendingRequests()
+	in := &requestReader{ctx: ctx, r: env.Stdin, p: pend}
+	out := &answerWriter{w: env.Stdout, p: pend}
+	if err := server.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: out}); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("ferry mcp: %w", err)
 	}
 	return nil
 }
 
-// nopWriteCloser keeps the transport from closing the writer it was given.
-type nopWriteCloser struct{ io.Writer }
+// pendingRequests keeps the ids of the JSON-RPC requests read and not yet
+// answered, in the order they were read, and the answers held back until
+// the requests before theirs are answered: the server works on requests
+// concurrently, but a script that pipes requests reads the answers in order.
+type pendingRequests struct {
+	mu      sync.Mutex
+	order   []string            // ids of unanswered requests, as read
+	held    map[string][][]byte // answers waiting for an earlier one
+	changed chan struct{}       // closed and replaced when order shrinks
+	err     error               // a failed write of a held answer
+}
 
-func (nopWriteCloser) Close() error { return nil }
+func newPendingRequests() *pendingRequests {
+	return &pendingRequests{held: map[string][][]byte{}, changed: make(chan struct{})}
+}
+
+// rpcMessage is what tells a request (id and method) from an answer (id
+// only) and a notification (method only).
+type rpcMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+// nextLine cuts the first complete line off *buf; ok is false when there
+// is none. A batch (an array, gone from MCP since 2025-06-18) has no
+// single id, so it is neither waited for nor held.
+func nextLine(buf *[]byte) (line []byte, id string, m rpcMessage, ok bool) {
+	i := bytes.IndexByte(*buf, '\n')
+	if i < 0 {
+		return nil, "", m, false
+	}
+	line = (*buf)[:i+1]
+	*buf = (*buf)[i+1:]
+	var v any
+	if json.Unmarshal(line, &m) == nil && json.Unmarshal(m.ID, &v) == nil && v != nil {
+		// Re-encoded, so the request's 1.0 or "\u0061" is its answer's 1 or "a".
+		b, _ := json.Marshal(v)
+		id = string(b)
+	}
+	return line, id, m, true
+}
+
+// requestReader reads the client's messages, noting requests, and holds
+// back the end of input until they are all answered (or ctx ends).
+type requestReader struct {
+	ctx context.Context
+	r   io.Reader
+	p   *pendingRequests
+	buf []byte
+}
+
+func (r *requestReader) Read(b []byte) (int, error) {
+	n, err := r.r.Read(b)
+	r.buf = append(r.buf, b[:n]...)
+	if err != nil {
+		r.buf = append(r.buf, '\n') // a last line with no newline
+	}
+	r.p.mu.Lock()
+	for {
+		_, id, m, ok := nextLine(&r.buf)
+		if !ok {
+			break
+		}
+		if id != "" && m.Method != "" {
+			r.p.order = append(r.p.order, id)
+		}
+	}
+	r.p.mu.Unlock()
+	if err == nil || n > 0 {
+		return n, nil // the error comes again on the next Read
+	}
+	for {
+		r.p.mu.Lock()
+		left, changed := len(r.p.order), r.p.changed
+		r.p.mu.Unlock()
+		if left == 0 {
+			return 0, err
+		}
+		select {
+		case <-changed:
+		case <-r.ctx.Done():
+			return 0, err
+		}
+	}
+}
+
+// answerWriter writes the server's messages, an answer once the requests
+// read before its own are answered. It never closes w: stdout is not the
+// transport's to close.
+type answerWriter struct {
+	w   io.Writer
+	p   *pendingRequests
+	buf []byte
+}
+
+func (w *answerWriter) Write(b []byte) (int, error) {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	if w.p.err != nil {
+		return 0, w.p.err
+	}
+	w.buf = append(w.buf, b...)
+	for {
+		line, id, m, ok := nextLine(&w.buf)
+		if !ok {
+			break
+		}
+		if id == "" || m.Method != "" || !slices.Contains(w.p.order, id) {
+			if _, err := w.w.Write(line); err != nil {
+				w.p.err = err
+				return 0, err
+			}
+			continue
+		}
+		w.p.held[id] = append(w.p.held[id], bytes.Clone(line))
+		if err := w.flush(); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+// flush writes the held answers that are next in order.
+func (w *answerWriter) flush() error {
+	shrunk := false
+	for len(w.p.order) > 0 {
+		id := w.p.order[0]
+		q := w.p.held[id]
+		if len(q) == 0 {
+			break
+		}
+		if len(q) == 1 {
+			delete(w.p.held, id)
+		} else {
+			w.p.held[id] = q[1:]
+		}
+		w.p.order = w.p.order[1:]
+		shrunk = true
+		if _, err := w.w.Write(q[0]); err != nil {
+			w.p.err = err
+			break
+		}
+	}
+	if shrunk {
+		close(w.p.changed)
+		w.p.changed = make(chan struct{})
+	}
+	return w.p.err
+}
+
+func (*answerWriter) Close() error { return nil }

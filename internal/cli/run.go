@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,7 +55,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	schemaFile := fs.String("json-schema", "", "a JSON Schema `FILE`: the answer must be JSON valid against it (one retry on a mismatch)")
 	noStdin := fs.Bool("no-stdin", false, "do not read piped standard input")
 	verbose := fs.Bool("verbose", false, "log the agent's internals to standard error")
-	artifacts := fs.Bool("artifacts", false, "hand the files the agent makes to the user (ferry's agent: Write and Edit get an `artifact` parameter, Bash `artifact_paths`; "+
+	artifacts := fs.Bool("artifacts", false, "hand the files the agent makes to the user (ferry's agent: Write and Edit get an \"artifact\" parameter, Bash \"artifact_paths\"; "+
 		"other agents: the files they write); the output lists them (json: \"artifacts\", stream-json: agent.artifact events, text: standard error)")
 	agentFlag := fs.String("agent", agentspec.Builtin, "the agent `SPEC` to run: builtin, echo, claude-code, acp:CMD or script:CMD (see docs/adapters.md)")
 	noHistory := fs.Bool("no-history", false, "keep no file history of the run (then ferry undo cannot undo it)")
@@ -63,7 +64,8 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		`Usage: ferry run [flags] "prompt"`,
 		"\nRuns ferry's agent (or the one --agent names) on one prompt in the workspace,",
 		"headless: no master, no browser. Piped standard input is read as the prompt's",
-		"material (with no prompt, as the prompt). Flags go before the prompt.",
+		"material (with no prompt, as the prompt). Flags may go before or after the",
+		"prompt; -- ends them (ferry run -- \"--verbose means what?\" keeps it as text).",
 		"\nWith --agent other than builtin, the agent's questions (permission requests)",
 		"are denied, since nobody can answer, and noted on standard error; --allow",
 		"and --deny go to agents that honour them (claude-code, acp:…) as the prompt's",
@@ -381,6 +383,9 @@ func (o *runOutput) emit(_ context.Context, typ string, payload any) error {
 		u := *p
 		o.usage = &u
 		o.usages++
+		shown := u
+		shown.CostUSD = roundCost(u.CostUSD)
+		payload = &shown
 	}
 	o.eventLocked(typ, payload)
 	return nil
@@ -453,6 +458,10 @@ func (o *runOutput) writeLine(v any) {
 	_, _ = o.env.Stdout.Write(b)
 }
 
+// roundCost rounds a cost in dollars to a millionth (prices are per
+// million tokens), so it prints as 0.000315, not 0.00031499999999999996.
+func roundCost(usd float64) float64 { return math.Round(usd*1e6) / 1e6 }
+
 // runResult is the json output, and the last line of stream-json.
 type runResult struct {
 	Type       string          `json:"type"`
@@ -495,7 +504,7 @@ func (o *runOutput) finish(res agent.Result, runErr error) error {
 		Usage: runUsage{res.Usage.InputTokens, res.Usage.OutputTokens, res.Usage.CacheReadTokens, res.Usage.CacheCreationTokens},
 	}
 	if res.HasCost {
-		c := res.CostUSD
+		c := roundCost(res.CostUSD)
 		r.CostUSD = &c
 	}
 	if o.artifacts {

@@ -462,3 +462,26 @@ func processAlive(pid int) bool {
 	}
 	return true
 }
+
+// TestRunCostRounded: the cost ferry prints is rounded to a millionth of a
+// dollar, not 0.00031499999999999996 (100 input tokens at $3 a
+// million and one output token at $15).
+func TestRunCostRounded(t *testing.T) {
+	t.Parallel()
+	f := fake.Anthropic
+	srv, dir := fake.New(t), t.TempDir()
+	for _, format := range []string{"json", "stream-json"} {
+		srv.Script(fake.Reply{Text: []string{"hi"}, Usage: llm.Usage{InputTokens: 100, OutputTokens: 1}})
+		out := ferryRun(t, srv, f, dir, "", "--model", "claude-sonnet-4-5", "--output-format", format, "hi")
+		if out.code != ExitOK {
+			t.Fatalf("%s: exit %d, stderr %s", format, out.code, out.stderr)
+		}
+		want := 1 // the result
+		if format == "stream-json" {
+			want = 2 // and the agent.usage event
+		}
+		if n := strings.Count(out.stdout, `"cost_usd":0.000315,`) + strings.Count(out.stdout, `"cost_usd":0.000315}`); n != want {
+			t.Fatalf("%s: %d costs of 0.000315, want %d:\n%s", format, n, want, out.stdout)
+		}
+	}
+}
