@@ -343,6 +343,31 @@ async function flow(browser, f) {
     await shot(page, phone ? 'phone-session' : 'session');
   });
 
+  if (f.deep) {
+    await step(P('a tool row shows its path workspace-relative, cut from the left'), async () => {
+      const row = lastTurn(page).locator('.tool[data-tool="Read"] .tool-path').filter({ has: page.locator('bdi', { hasText: /router-table\.ts$/ }) });
+      await row.waitFor();
+      assert.equal(await row.getAttribute('title'), f.deep, 'the full path is the title');
+      const shown = await row.locator('bdi').innerText();
+      assert.ok(!shown.startsWith('/') && shown.endsWith('routing/tables/router-table.ts'), `relative: ${shown}`);
+      // The box is narrower than the path, and the file name's last letters
+      // are inside it: the cut is on the left.
+      const geo = await row.evaluate((box) => {
+        const t = box.querySelector('bdi').firstChild;
+        const r = document.createRange();
+        r.setStart(t, t.length - 3);
+        r.setEnd(t, t.length);
+        const last = r.getBoundingClientRect();
+        r.setStart(t, 0);
+        r.setEnd(t, 1);
+        const first = r.getBoundingClientRect();
+        const b = box.getBoundingClientRect();
+        return { over: box.scrollWidth > box.clientWidth, inside: last.left >= b.left - 1 && last.right <= b.right + 1, firstOut: first.right <= b.left + 1 };
+      });
+      assert.deepEqual(geo, { over: true, inside: true, firstOut: true }, 'cut on the left at phone width');
+    });
+  }
+
   await step(P('the session\'s file list'), async () => {
     await page.locator('.session-head button', { hasText: 'Files (1)' }).click();
     const dlg = page.locator('dialog[open]');

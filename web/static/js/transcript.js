@@ -7,7 +7,7 @@
 // blocks whose version changed are rebuilt, at most once per frame, so a
 // long streamed answer re-renders only its last text block.
 
-import { h, clear, formatBytes, formatCost, formatTokens, shorten } from './util.js';
+import { h, clear, formatBytes, formatCost, formatTokens, shorten, shortenPath, toolPath } from './util.js';
 import { imageDataURL } from './attach.js';
 import { renderMarkdown } from './markdown.js';
 import { renderDiff, diffStats, diffLayout } from './diff.js';
@@ -104,11 +104,15 @@ function openImage(url, label) {
 
 function renderTool(tool, ctx) {
   const what = toolSummary(tool.input);
+  const path = toolPath(tool.input, ctx?.workspacePath?.());
   const stats = tool.diff ? diffStats(tool.diff) : null;
   const summary = h('summary', {},
     toolIcon(tool.status),
     h('span', { class: 'tool-name', text: tool.name }),
-    what ? h('span', { class: 'tool-what', text: shorten(what, 120) }) : null,
+    // A path is shown relative to the workspace and cut from the left (the
+    // CSS too), so a narrow screen still shows the file name.
+    path ? h('span', { class: 'tool-what tool-path', title: what }, h('bdi', { text: shortenPath(path, 120) }))
+      : what ? h('span', { class: 'tool-what', text: shorten(what, 120) }) : null,
     stats ? h('span', { class: 'diff-stat small' }, h('span', { class: 'plus', text: `+${stats.add}` }), ' ', h('span', { class: 'minus', text: `−${stats.del}` })) : null,
     h('span', { class: `tool-status small s-${tool.status}`, text: tool.statusLine && tool.status === 'running' ? shorten(tool.statusLine, 40) : (tool.errorCode && TOOL_CODES[tool.errorCode]?.[0]) || TOOL_STATUS[tool.status] || tool.status }));
   const body = h('div', { class: 'tool-body' });
