@@ -480,6 +480,30 @@ async function flow(browser, f) {
       await page.keyboard.press('Enter'); // runs
       await page.locator('div.note', { hasText: /No usage reported yet|This session:/ }).waitFor();
     });
+    await step(P('an unknown /command is not sent; a refused one stays alone, selected'), async () => {
+      const prompts = () => routed.sent.filter((m) => m.type === 'ui.prompt').length;
+      const before = prompts();
+      const box = page.locator('#prompt');
+      await typePrompt(page, '/bogus');
+      await page.keyboard.press('Enter');
+      await page.locator('.attach-note', { hasText: '/bogus is not a command here' }).waitFor();
+      assert.equal(prompts(), before, '/bogus was sent to the agent');
+      assert.equal(await box.innerText(), '/bogus');
+      assert.equal(await page.evaluate(() => getSelection().toString()), '/bogus', 'the unknown command is selected');
+      // What is typed next replaces it; a refused command is kept the same way.
+      await page.keyboard.type('/mode nope');
+      assert.equal(await box.innerText(), '/mode nope');
+      await page.keyboard.press('Enter');
+      await page.locator('div.note', { hasText: 'Say /mode' }).waitFor();
+      assert.equal(await box.innerText(), '/mode nope');
+      assert.equal(await page.evaluate(() => getSelection().toString()), '/mode nope', 'the refused command is selected');
+      await page.keyboard.type('/help');
+      assert.equal(await box.innerText(), '/help', 'not glued onto the refused command');
+      await page.keyboard.press('Enter'); // the exact command runs at once
+      await page.locator('div.note', { hasText: 'Commands: /compact' }).waitFor();
+      assert.equal(await box.innerText(), '');
+      assert.equal(prompts(), before, 'no command reached the agent as a prompt');
+    });
     await step(P('questions of every kind, with their timeout'), () => questions(page));
     await step(P('agent text cannot inject HTML or script'), () => hostileMarkdown(page));
     await step(P('a question times out: countdown, then "Timed out → Deny"'), () => questionTimesOut(page, routed));
