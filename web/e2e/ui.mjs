@@ -56,8 +56,13 @@ function watch(page, name) {
  * connection from the server's side.
  */
 async function routeSockets(page) {
-  const r = { sent: [], sockets: [] };
+  const r = { sent: [], sockets: [], refuse: false };
   await page.routeWebSocket(/\/v1\/ui$/, (ws) => {
+    // refuse: the master is unreachable (every new connection is closed).
+    if (r.refuse) {
+      ws.close({ code: 1011, reason: 'master down' });
+      return;
+    }
     const server = ws.connectToServer();
     const pair = { ws, server };
     r.sockets.push(pair);
@@ -73,6 +78,8 @@ async function routeSockets(page) {
     });
     server.onMessage((m) => ws.send(m));
   });
+  // A master that is down does not answer its health check either.
+  await page.route(/\/healthz$/, (rt) => (r.refuse ? rt.abort() : rt.continue()));
   r.last = () => r.sockets[r.sockets.length - 1];
   return r;
 }
@@ -451,6 +458,19 @@ async function flow(browser, f) {
       assert.ok(sub.payload.after_seq > 0 && sub.payload.epoch, `resubscribed from the last seq: ${JSON.stringify(sub.payload)}`);
       await page.locator('article.msg.agent[data-state="done"]').nth(2).waitFor();
       assert.equal(await turnText(page), expect('d'));
+    });
+    await step(P('while the master is unreachable, machines are "unknown", not online'), async () => {
+      const state = page.locator('.machine .machine-state').first();
+      await state.filter({ hasText: /^online$/ }).waitFor();
+      routed.refuse = true;
+      await routed.last().server.close();
+      await state.filter({ hasText: 'unknown — reconnecting' }).waitFor();
+      // Retries keep failing: it stays unknown, never "online".
+      await page.waitForTimeout(1500);
+      assert.equal(await state.innerText(), 'unknown — reconnecting');
+      assert.equal(await page.locator('.machine .dot.on').count(), 0, 'an online dot while the master is unreachable');
+      routed.refuse = false;
+      await state.filter({ hasText: /^online$/ }).waitFor({ timeout: 30000 });
     });
   }
 
