@@ -152,16 +152,21 @@ type flowFile struct {
 	Reply     string `json:"reply"`      // the turn's last text
 	LongWords int    `json:"long_words"` // pieces of the long turns
 	Drop      bool   `json:"drop"`       // also drop the connection mid-turn
+	Deep      string `json:"deep"`       // an absolute path deep in the workspace, also read
 }
 
 // script queues the model's replies for one flow, in the order the flow
 // sends its prompts (see e2e/ui.mjs).
 func script(srv *fake.Server, f flowFile) {
 	usage := llm.Usage{InputTokens: 1800, OutputTokens: 120}
+	reads := []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": f.File}}}
+	if f.Deep != "" {
+		reads = append(reads, fake.ToolCall{Name: "Read", Input: map[string]any{"file_path": f.Deep}})
+	}
 	srv.Script(
 		// Turn 1: read, edit (asks), write the artifact (asks), answer.
 		fake.Reply{Text: []string{"I'll look ", "at the file ", "first."}, Delay: 120 * time.Millisecond,
-			ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": f.File}}}, Usage: usage},
+			ToolCalls: reads, Usage: usage},
 		fake.Reply{Text: []string{"Now fixing ", "the comparison."},
 			ToolCalls: []fake.ToolCall{{Name: "Edit", Input: map[string]any{"file_path": f.File, "old_string": f.Old, "new_string": f.New, "artifact": false}}}, Usage: usage},
 		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": f.Artifact, "content": f.Content}}}, Usage: usage},
@@ -186,6 +191,9 @@ func words(p string, n int) []string {
 	return out
 }
 
+// deepFile is deep enough that its row on a phone cannot show it whole.
+const deepFile = "src/app/features/navigation/routing/tables/router-table.ts"
+
 // TestBrowser drives the UI in headless Chromium (Playwright) against a
 // real `ferry up` whose agent talks to the fake Anthropic server: sign-in,
 // the lists, a session with the @ picker, streaming, a diff, permission
@@ -203,6 +211,7 @@ func TestBrowser(t *testing.T) {
 		"docs/guide.md":       "# Guide\n",
 		"src/undo.txt":        "alpha\nbeta\n",
 		"src/rewind.txt":      "one\n",
+		deepFile:              "export const table = []\n",
 	}
 	for name, content := range files {
 		p := filepath.Join(ws, filepath.FromSlash(name))
@@ -221,6 +230,9 @@ func TestBrowser(t *testing.T) {
 			Artifact: "out/routes.txt", Content: "home /home\n",
 			Reply: "Done: the home route moved.\n\n- `home` → `/home`", LongWords: 40},
 	}
+	// The phone also reads a file by its absolute path: its row must show
+	// it workspace-relative, cut from the left (docs/ui.md).
+	flows[1].Deep = filepath.Join(ws, filepath.FromSlash(deepFile))
 	srv := fake.New(t)
 	for _, f := range flows {
 		script(srv, f)

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,11 +111,94 @@ func TestJSUnits(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "units.mjs"), path)
+	codes := filepath.Join(t.TempDir(), "codes.json")
+	if b, err = json.Marshal(errorCodes(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(codes, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "units.mjs"), path, codes)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Log(out.String())
+}
+
+// codeSet is every error code the UI may have to show, from their sources:
+// protocol errors, agent.error codes (the AgentCode constants) and the
+// tools' numeric codes with their names in docs/tools.md's table.
+type codeSet struct {
+	Strings []string          `json:"strings"`
+	Tools   map[string]string `json:"tools"`
+}
+
+// constStrings is the values of the string constants in file whose names
+// start with prefix.
+func constStrings(t *testing.T, file, prefix string) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, sp := range g.Specs {
+			vs := sp.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if !strings.HasPrefix(n.Name, prefix) || i >= len(vs.Values) {
+					continue
+				}
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok {
+					v, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						v = lit.Value // a number
+					}
+					out[n.Name] = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+func errorCodes(t *testing.T) codeSet {
+	t.Helper()
+	var cs codeSet
+	for c := range protocol.ErrorCodes {
+		cs.Strings = append(cs.Strings, c)
+	}
+	agent := constStrings(t, filepath.Join("..", "protocol", "agent.go"), "AgentCode")
+	if len(agent) < 20 {
+		t.Fatalf("found only %d AgentCode constants in protocol/agent.go", len(agent))
+	}
+	for _, v := range agent {
+		cs.Strings = append(cs.Strings, v)
+	}
+	tools := constStrings(t, filepath.Join("..", "internal", "tools", "errors.go"), "Code")
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "tools.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\| (\d+) \| ([^|]+?) \|`).FindAllStringSubmatch(string(doc), -1) {
+		names[m[1]] = m[2]
+	}
+	cs.Tools = map[string]string{}
+	for k, n := range tools {
+		if names[n] == "" {
+			t.Fatalf("tool code %s (%s) has no row in docs/tools.md's table", n, k)
+		}
+		cs.Tools[n] = names[n]
+	}
+	if len(cs.Tools) < 20 {
+		t.Fatalf("found only %d tool codes in internal/tools/errors.go", len(cs.Tools))
+	}
+	return cs
 }

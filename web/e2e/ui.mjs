@@ -56,8 +56,13 @@ function watch(page, name) {
  * connection from the server's side.
  */
 async function routeSockets(page) {
-  const r = { sent: [], sockets: [] };
+  const r = { sent: [], sockets: [], refuse: false };
   await page.routeWebSocket(/\/v1\/ui$/, (ws) => {
+    // refuse: the master is unreachable (every new connection is closed).
+    if (r.refuse) {
+      ws.close({ code: 1011, reason: 'master down' });
+      return;
+    }
     const server = ws.connectToServer();
     const pair = { ws, server };
     r.sockets.push(pair);
@@ -73,6 +78,8 @@ async function routeSockets(page) {
     });
     server.onMessage((m) => ws.send(m));
   });
+  // A master that is down does not answer its health check either.
+  await page.route(/\/healthz$/, (rt) => (r.refuse ? rt.abort() : rt.continue()));
   r.last = () => r.sockets[r.sockets.length - 1];
   return r;
 }
@@ -343,6 +350,31 @@ async function flow(browser, f) {
     await shot(page, phone ? 'phone-session' : 'session');
   });
 
+  if (f.deep) {
+    await step(P('a tool row shows its path workspace-relative, cut from the left'), async () => {
+      const row = lastTurn(page).locator('.tool[data-tool="Read"] .tool-path').filter({ has: page.locator('bdi', { hasText: /router-table\.ts$/ }) });
+      await row.waitFor();
+      assert.equal(await row.getAttribute('title'), f.deep, 'the full path is the title');
+      const shown = await row.locator('bdi').innerText();
+      assert.ok(!shown.startsWith('/') && shown.endsWith('routing/tables/router-table.ts'), `relative: ${shown}`);
+      // The box is narrower than the path, and the file name's last letters
+      // are inside it: the cut is on the left.
+      const geo = await row.evaluate((box) => {
+        const t = box.querySelector('bdi').firstChild;
+        const r = document.createRange();
+        r.setStart(t, t.length - 3);
+        r.setEnd(t, t.length);
+        const last = r.getBoundingClientRect();
+        r.setStart(t, 0);
+        r.setEnd(t, 1);
+        const first = r.getBoundingClientRect();
+        const b = box.getBoundingClientRect();
+        return { over: box.scrollWidth > box.clientWidth, inside: last.left >= b.left - 1 && last.right <= b.right + 1, firstOut: first.right <= b.left + 1 };
+      });
+      assert.deepEqual(geo, { over: true, inside: true, firstOut: true }, 'cut on the left at phone width');
+    });
+  }
+
   await step(P('the session\'s file list'), async () => {
     await page.locator('.session-head button', { hasText: 'Files (1)' }).click();
     const dlg = page.locator('dialog[open]');
@@ -427,6 +459,19 @@ async function flow(browser, f) {
       await page.locator('article.msg.agent[data-state="done"]').nth(2).waitFor();
       assert.equal(await turnText(page), expect('d'));
     });
+    await step(P('while the master is unreachable, machines are "unknown", not online'), async () => {
+      const state = page.locator('.machine .machine-state').first();
+      await state.filter({ hasText: /^online$/ }).waitFor();
+      routed.refuse = true;
+      await routed.last().server.close();
+      await state.filter({ hasText: 'unknown — reconnecting' }).waitFor();
+      // Retries keep failing: it stays unknown, never "online".
+      await page.waitForTimeout(1500);
+      assert.equal(await state.innerText(), 'unknown — reconnecting');
+      assert.equal(await page.locator('.machine .dot.on').count(), 0, 'an online dot while the master is unreachable');
+      routed.refuse = false;
+      await state.filter({ hasText: /^online$/ }).waitFor({ timeout: 30000 });
+    });
   }
 
   if (!phone) {
@@ -454,6 +499,30 @@ async function flow(browser, f) {
       await page.keyboard.press('Enter'); // completes
       await page.keyboard.press('Enter'); // runs
       await page.locator('div.note', { hasText: /No usage reported yet|This session:/ }).waitFor();
+    });
+    await step(P('an unknown /command is not sent; a refused one stays alone, selected'), async () => {
+      const prompts = () => routed.sent.filter((m) => m.type === 'ui.prompt').length;
+      const before = prompts();
+      const box = page.locator('#prompt');
+      await typePrompt(page, '/bogus');
+      await page.keyboard.press('Enter');
+      await page.locator('.attach-note', { hasText: '/bogus is not a command here' }).waitFor();
+      assert.equal(prompts(), before, '/bogus was sent to the agent');
+      assert.equal(await box.innerText(), '/bogus');
+      assert.equal(await page.evaluate(() => getSelection().toString()), '/bogus', 'the unknown command is selected');
+      // What is typed next replaces it; a refused command is kept the same way.
+      await page.keyboard.type('/mode nope');
+      assert.equal(await box.innerText(), '/mode nope');
+      await page.keyboard.press('Enter');
+      await page.locator('div.note', { hasText: 'Say /mode' }).waitFor();
+      assert.equal(await box.innerText(), '/mode nope');
+      assert.equal(await page.evaluate(() => getSelection().toString()), '/mode nope', 'the refused command is selected');
+      await page.keyboard.type('/help');
+      assert.equal(await box.innerText(), '/help', 'not glued onto the refused command');
+      await page.keyboard.press('Enter'); // the exact command runs at once
+      await page.locator('div.note', { hasText: 'Commands: /compact' }).waitFor();
+      assert.equal(await box.innerText(), '');
+      assert.equal(prompts(), before, 'no command reached the agent as a prompt');
     });
     await step(P('questions of every kind, with their timeout'), () => questions(page));
     await step(P('agent text cannot inject HTML or script'), () => hostileMarkdown(page));

@@ -6,6 +6,8 @@ import fs from 'node:fs/promises';
 import assert from 'node:assert/strict';
 import { parsePrompt } from '../static/js/fileref.js';
 import { SessionState, attachedFiles } from '../static/js/session.js';
+import { relativePath, shortenPath, toolPath } from '../static/js/util.js';
+import { TOOL_CODES, CODES, toolErrorText, namedToolOutput, errorNote } from '../static/js/codes.js';
 import {
   MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL,
 } from '../static/js/attach.js';
@@ -41,6 +43,49 @@ check(`the parser agrees with protocol/fileref on ${vectors.length} prompts`, ()
 check('a snapshot prompt shows its tokens as chips (anyRef)', () => {
   const parts = parsePrompt('see \\<@file:x|y> and <@file:ref_3|src/a.go>', [], { anyRef: true });
   assert.deepEqual(parts, [{ text: 'see <@file:x|y> and ' }, { file: null, refId: 'ref_3', display: 'src/a.go' }]);
+});
+
+// Every error code the protocol, the agents and the tools define has a
+// name and a line (web/units_test.go collects them from their sources).
+const codes = JSON.parse(await fs.readFile(process.argv[3], 'utf8'));
+check('every string error code has a human line', () => {
+  assert.deepEqual(codes.strings.filter((c) => !CODES[c]), []);
+});
+check('every tool code has the name docs/tools.md gives it', () => {
+  for (const [n, name] of Object.entries(codes.tools)) assert.equal(TOOL_CODES[n]?.[0], name, `code ${n}`);
+  assert.equal(toolErrorText(15), 'denied (code 15): you, a permission rule or the mode refused the call');
+  assert.equal(toolErrorText(42), 'error code 42');
+});
+check('a tool\'s "Error (code 15):" output reads with the name', () => {
+  assert.equal(namedToolOutput('Error (code 15): the user refused.'), 'Error: denied (code 15): the user refused.');
+  assert.equal(namedToolOutput('Error (code 77): x'), 'Error (code 77): x');
+  assert.equal(namedToolOutput('ok, Error (code 15): x'), 'ok, Error (code 15): x');
+});
+check('an agent error reads with its code\'s name and meaning', () => {
+  assert.equal(errorNote({ code: 'agent_exited', message: 'claude exited with status 1' }),
+    'claude exited with status 1 (agent exited: the agent\'s process ended; later turns fail the same way)');
+  assert.equal(errorNote({ code: 'busy' }), 'the session is already running a turn (busy)');
+  assert.equal(errorNote({ code: 'weird_new', message: 'x' }), 'x (weird new)');
+});
+
+check('tool paths are workspace-relative', () => {
+  assert.equal(relativePath('/home/me/proj/src/a.go', '/home/me/proj'), 'src/a.go');
+  assert.equal(relativePath('/home/me/proj/src/a.go', '/home/me/proj/'), 'src/a.go');
+  assert.equal(relativePath('/home/me/proj', '/home/me/proj'), '.');
+  assert.equal(relativePath('/home/me/project2/a.go', '/home/me/proj'), '/home/me/project2/a.go', 'a sibling with the same prefix');
+  assert.equal(relativePath('/etc/passwd', '/home/me/proj'), '/etc/passwd');
+  assert.equal(relativePath('src/a.go', '/home/me/proj'), 'src/a.go');
+  assert.equal(relativePath('/x/a.go', ''), '/x/a.go');
+  assert.equal(toolPath({ file_path: '/w/src/a.go' }, '/w'), 'src/a.go');
+  assert.equal(toolPath({ path: '/w/src' }, '/w'), 'src');
+  assert.equal(toolPath({ command: 'ls /w' }, '/w'), '');
+});
+check('long paths are cut from the left, at a directory', () => {
+  assert.equal(shortenPath('src/a.go', 20), 'src/a.go');
+  assert.equal(shortenPath('very/long/directory/names/here/file.go', 20), '…/names/here/file.go');
+  assert.ok(shortenPath('very/long/directory/names/here/file.go', 20).length <= 20);
+  assert.equal(shortenPath('a/averyveryverylongfilename.go', 12), '…ylongfilename.go'.slice(-12).replace(/^./, '…'));
+  assert.ok(shortenPath('a/averyveryverylongfilename.go', 12).endsWith('filename.go'));
 });
 
 const info = { id: 's1', machine_id: 'm', workspace_id: 'w', adapter: 'builtin', mode: 'default', state: 'idle', epoch: 'e1', last_seq: 0 };

@@ -8,6 +8,9 @@ import { SessionState } from './session.js';
 import { SessionView } from './sessionview.js';
 
 const ERROR_WAIT = 60000;
+// What the sidebar says of a machine; "unknown" while the UI's own
+// connection to the master is down and the last word may be stale.
+const MACHINE_STATE = { on: 'online', off: 'offline', unknown: 'unknown — reconnecting' };
 
 function wsURL() {
   const u = new URL('/v1/ui', location.href);
@@ -111,6 +114,10 @@ export class App {
       this.banner.textContent = 'Connection lost — resuming… Nothing is lost: the session picks up where it stopped.';
       this.wasLost = true;
       this.announce('Connection lost. Reconnecting.');
+      // What the master said about the machines may be out of date now:
+      // the sidebar says "unknown" until it answers again.
+      this.machinesKnown = false;
+      this.renderSidebar();
     } else if (state === 'open') {
       if (this.wasLost) {
         this.banner.hidden = false;
@@ -144,6 +151,7 @@ export class App {
       this.machines = ms.payload.machines || [];
       this.sessions = ss.payload.sessions || [];
       this.listed = true;
+      this.machinesKnown = true;
     } catch (e) {
       if (e.code !== 'connection_lost') this.toast(`Could not list the machines: ${e.message}`);
       return;
@@ -379,6 +387,7 @@ export class App {
     if (!this.machines.length) side.appendChild(h('p', { class: 'muted small pad', text: 'No machine has connected yet.' }));
     const ul = h('ul', { class: 'machines' });
     for (const m of this.machines) {
+      const state = this.machinesKnown === false ? 'unknown' : m.online ? 'on' : 'off';
       const sess = this.sessions.filter((s) => s.machine_id === m.id);
       const wsIDs = new Set((m.workspaces || []).map((w) => w.id));
       const groups = (m.workspaces || []).map((w) => ({ w, list: sess.filter((s) => s.workspace_id === w.id) }));
@@ -402,8 +411,8 @@ export class App {
         wsList.appendChild(h('li', { class: 'workspace' }, head, sl));
       }
       ul.appendChild(h('li', { class: 'machine' },
-        h('div', { class: 'machine-head' }, h('span', { class: `dot ${m.online ? 'on' : 'off'}`, 'aria-hidden': 'true' }),
-          h('span', { class: 'machine-name', text: m.name }), h('span', { class: 'small muted', text: m.online ? 'online' : 'offline' })),
+        h('div', { class: 'machine-head' }, h('span', { class: `dot ${state}`, 'aria-hidden': 'true' }),
+          h('span', { class: 'machine-name', text: m.name }), h('span', { class: 'small muted machine-state', text: MACHINE_STATE[state] })),
         wsList));
     }
     side.appendChild(ul);

@@ -74,6 +74,7 @@ export class Composer {
     this.ctrl = ctrl;
     this.chips = new WeakMap(); // chip element → file
     this.popup = null; // {mode: 'file'|'slash', ...}
+    this.unknownCommand = null; // an unknown /command already warned about
     this.dismissed = null; // {node, at} of an @ the user closed
     this.queryId = '';
     this.timer = 0;
@@ -271,8 +272,23 @@ export class Composer {
 
   clear() {
     clear(this.editor);
+    if (this.unknownCommand) this.attach.say('');
+    this.unknownCommand = null;
     this.dismissed = null;
     this.close(false);
+  }
+
+  /** keepSelected leaves text alone in the box, all of it selected. */
+  keepSelected(text) {
+    if (this.popup) this.close(true);
+    clear(this.editor);
+    this.editor.appendChild(document.createTextNode(text));
+    this.editor.focus();
+    const r = document.createRange();
+    r.selectNodeContents(this.editor);
+    const sel = getSelection();
+    sel.removeAllRanges();
+    sel.addRange(r);
   }
 
   /** setText replaces the editor's content (a failed prompt comes back). */
@@ -311,9 +327,20 @@ export class Composer {
       return;
     }
     const only = segs.length === 1 && segs[0].kind === 'text' ? segs[0].text : '';
-    const m = /^\/([a-z]+)(?:\s+([\s\S]*))?$/.exec(only);
+    const m = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/.exec(only);
     if (m && COMMANDS.some((c) => c.name === m[1])) {
       if (this.ctrl.command(m[1], (m[2] || '').trim())) this.clear();
+      // Refused (the note says why): the command stays alone in the box,
+      // selected, so what is typed next replaces it instead of gluing on.
+      else this.keepSelected(only);
+      return;
+    }
+    // An unknown /word is most likely a typo: say so and send nothing; the
+    // same text sent again goes to the agent as it is.
+    if (m && this.unknownCommand !== only) {
+      this.unknownCommand = only;
+      att.say(`/${m[1]} is not a command here (/help lists them), so it was not sent. Send it again to send it to the agent as it is.`);
+      this.keepSelected(only);
       return;
     }
     if (att.busy()) {

@@ -15,6 +15,7 @@
 import { parsePrompt } from './fileref.js';
 import { timeoutLabel } from './timeoutsetting.js';
 import { applyRestored } from './restore.js';
+import { errorNote } from './codes.js';
 
 export const TURN_LABELS = {
   running: 'Running',
@@ -316,7 +317,7 @@ export class SessionState {
           t.blocks.push({ kind: 'error', error: p, v: 1 });
           this.touch(t.key);
         } else {
-          this.addNote('error', `${p.message || p.code} (${p.code})`);
+          this.addNote('error', errorNote(p));
         }
         break;
       case 'agent.text.done': {

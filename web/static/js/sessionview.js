@@ -67,6 +67,8 @@ export class SessionView {
       download: (e, a) => this.download(e, a),
       toolControls: (tool) => this.history.toolControls(tool),
       turnControls: (t) => this.history.turnControls(t),
+      // Tool rows show paths relative to the session's workspace.
+      workspacePath: () => this.machine()?.workspaces?.find((w) => w.id === s.info.workspace_id)?.path || '',
     });
     this.composer = new Composer({
       caps: () => this.caps(),

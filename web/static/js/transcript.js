@@ -7,13 +7,14 @@
 // blocks whose version changed are rebuilt, at most once per frame, so a
 // long streamed answer re-renders only its last text block.
 
-import { h, clear, formatBytes, formatCost, formatTokens, shorten } from './util.js';
+import { h, clear, formatBytes, formatCost, formatTokens, shorten, shortenPath, toolPath } from './util.js';
 import { imageDataURL } from './attach.js';
 import { renderMarkdown } from './markdown.js';
 import { renderDiff, diffStats, diffLayout } from './diff.js';
 import { renderInteraction, toolSummary } from './interaction.js';
 import { TURN_LABELS } from './session.js';
 import { watchChanged } from './artifactmarker.js';
+import { TOOL_CODES, toolErrorText, namedToolOutput, errorNote } from './codes.js';
 
 const TOOL_STATUS = { running: 'running', ok: 'done', error: 'failed', denied: 'denied', cancelled: 'cancelled', unfinished: 'unfinished' };
 const OUTPUT_LINES = 12;
@@ -103,18 +104,22 @@ function openImage(url, label) {
 
 function renderTool(tool, ctx) {
   const what = toolSummary(tool.input);
+  const path = toolPath(tool.input, ctx?.workspacePath?.());
   const stats = tool.diff ? diffStats(tool.diff) : null;
   const summary = h('summary', {},
     toolIcon(tool.status),
     h('span', { class: 'tool-name', text: tool.name }),
-    what ? h('span', { class: 'tool-what', text: shorten(what, 120) }) : null,
+    // A path is shown relative to the workspace and cut from the left (the
+    // CSS too), so a narrow screen still shows the file name.
+    path ? h('span', { class: 'tool-what tool-path', title: what }, h('bdi', { text: shortenPath(path, 120) }))
+      : what ? h('span', { class: 'tool-what', text: shorten(what, 120) }) : null,
     stats ? h('span', { class: 'diff-stat small' }, h('span', { class: 'plus', text: `+${stats.add}` }), ' ', h('span', { class: 'minus', text: `−${stats.del}` })) : null,
-    h('span', { class: `tool-status small s-${tool.status}`, text: tool.statusLine && tool.status === 'running' ? shorten(tool.statusLine, 40) : TOOL_STATUS[tool.status] || tool.status }));
+    h('span', { class: `tool-status small s-${tool.status}`, text: tool.statusLine && tool.status === 'running' ? shorten(tool.statusLine, 40) : (tool.errorCode && TOOL_CODES[tool.errorCode]?.[0]) || TOOL_STATUS[tool.status] || tool.status }));
   const body = h('div', { class: 'tool-body' });
   const input = JSON.stringify(tool.input, null, 2);
   if (input && input !== '{}') body.appendChild(h('div', {}, h('div', { class: 'muted small', text: 'Input' }), h('pre', { class: 'tool-input', text: input })));
-  if (tool.output) body.appendChild(h('div', {}, h('div', { class: 'muted small', text: tool.status === 'running' ? 'Output so far' : 'Output' }), renderOutput(tool.output)));
-  if (tool.errorCode) body.appendChild(h('p', { class: 'small', text: `Error code ${tool.errorCode}` }));
+  if (tool.output) body.appendChild(h('div', {}, h('div', { class: 'muted small', text: tool.status === 'running' ? 'Output so far' : 'Output' }), renderOutput(tool.errorCode ? namedToolOutput(tool.output) : tool.output)));
+  if (tool.errorCode) body.appendChild(h('p', { class: 'small', text: toolErrorText(tool.errorCode) }));
   const details = h('details', { class: 'tool-details' }, summary, body);
   const box = h('div', { class: `tool status-${tool.status}`, dataset: { tool: tool.name } }, details);
   const imgs = toolImages(tool, what);
@@ -287,7 +292,7 @@ export class TranscriptView {
       }
       case 'error':
         clear(el).appendChild(h('div', { class: 'error-line', role: 'alert' },
-          h('strong', { text: 'Error: ' }), b.error.message || b.error.code, ' ', h('code', { class: 'small', text: b.error.code }),
+          h('strong', { text: 'Error: ' }), h('span', { title: b.error.code, text: errorNote(b.error) }),
           b.error.retryable ? h('span', { class: 'muted small', text: ' (may work if you try again)' }) : null));
         break;
       default:

@@ -134,3 +134,37 @@ export function shorten(s, n) {
   const t = String(s ?? '').replace(/\s+/g, ' ').trim();
   return t.length > n ? `${t.slice(0, n - 1)}…` : t;
 }
+
+/**
+ * relativePath is p inside the workspace root as a workspace-relative path
+ * ("src/a.go"); a path outside it (or no root) stays as it is.
+ */
+export function relativePath(p, root) {
+  const path = String(p ?? '');
+  const r = String(root ?? '').replace(/\/+$/, '');
+  if (!r || !path.startsWith('/')) return path;
+  if (path === r) return '.';
+  return path.startsWith(`${r}/`) ? path.slice(r.length + 1) : path;
+}
+
+/**
+ * shortenPath cuts a path to n characters from the LEFT, at a directory
+ * when it can ("…/dir/file.go"), so the file name stays.
+ */
+export function shortenPath(p, n) {
+  const t = String(p ?? '');
+  if (t.length <= n) return t;
+  const tail = t.slice(t.length - (n - 1));
+  const cut = tail.indexOf('/');
+  return cut >= 0 && cut < tail.length - 1 ? `…${tail.slice(cut)}` : `…${tail}`;
+}
+
+/**
+ * toolPath is the path a tool works on, relative to the workspace root,
+ * or '' when its summary is not a path (a command, a pattern, a URL).
+ */
+export function toolPath(input, root) {
+  const i = input || {};
+  const p = i.file_path || i.path || i.notebook_path || '';
+  return p ? relativePath(p, root) : '';
+}
