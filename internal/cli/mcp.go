@@ -77,8 +77,7 @@ func runMCP(ctx context.Context, env Env, args []string) error {
 	}, log)
 	// The transport closes the connection at the end of input, dropping
 	// the answers still being worked on: hold the end back until every
-	// request read has its answer, and write the answers in the order of
-	// the requests (piped requests are all answered, in order).
+	// request read has its answer (piped requests are all answered).
 	pend := newPendingRequests()
 	in := &requestReader{ctx: ctx, r: env.Stdin, p: pend}
 	out := &answerWriter{w: env.Stdout, p: pend}
@@ -89,19 +88,17 @@ func runMCP(ctx context.Context, env Env, args []string) error {
 }
 
 // pendingRequests keeps the ids of the JSON-RPC requests read and not yet
-// answered, in the order they were read, and the answers held back until
-// the requests before theirs are answered: the server works on requests
-// concurrently, but a script that pipes requests reads the answers in order.
+// answered, so that the end of input waits for their answers. Answers go
+// out as the server finishes them, in any order, as JSON-RPC allows: a slow
+// tool call holds up no other answer.
 type pendingRequests struct {
 	mu      sync.Mutex
-	order   []string            // ids of unanswered requests, as read
-	held    map[string][][]byte // answers waiting for an earlier one
-	changed chan struct{}       // closed and replaced when order shrinks
-	err     error               // a failed write of a held answer
+	open    []string      // ids of unanswered requests
+	changed chan struct{} // closed and replaced when one is answered
 }
 
 func newPendingRequests() *pendingRequests {
-	return &pendingRequests{held: map[string][][]byte{}, changed: make(chan struct{})}
+	return &pendingRequests{changed: make(chan struct{})}
 }
 
 // rpcMessage is what tells a request (id and method) from an answer (id
@@ -113,7 +110,7 @@ type rpcMessage struct {
 
 // nextLine cuts the first complete line off *buf; ok is false when there
 // is none. A batch (an array, gone from MCP since 2025-06-18) has no
-// single id, so it is neither waited for nor held.
+// single id, so it is not waited for.
 func nextLine(buf *[]byte) (line []byte, id string, m rpcMessage, ok bool) {
 	i := bytes.IndexByte(*buf, '\n')
 	if i < 0 {
@@ -152,7 +149,7 @@ func (r *requestReader) Read(b []byte) (int, error) {
 			break
 		}
 		if id != "" && m.Method != "" {
-			r.p.order = append(r.p.order, id)
+			r.p.open = append(r.p.open, id)
 		}
 	}
 	r.p.mu.Unlock()
@@ -161,7 +158,7 @@ func (r *requestReader) Read(b []byte) (int, error) {
 	}
 	for {
 		r.p.mu.Lock()
-		left, changed := len(r.p.order), r.p.changed
+		left, changed := len(r.p.open), r.p.changed
 		r.p.mu.Unlock()
 		if left == 0 {
 			return 0, err
@@ -174,9 +171,9 @@ func (r *requestReader) Read(b []byte) (int, error) {
 	}
 }
 
-// answerWriter writes the server's messages, an answer once the requests
-// read before its own are answered. It never closes w: stdout is not the
-// transport's to close.
+// answerWriter writes the server's messages and notes each answer to a
+// pending request. It never closes w: stdout is not the transport's to
+// close.
 type answerWriter struct {
 	w   io.Writer
 	p   *pendingRequests
@@ -186,56 +183,25 @@ type answerWriter struct {
 func (w *answerWriter) Write(b []byte) (int, error) {
 	w.p.mu.Lock()
 	defer w.p.mu.Unlock()
-	if w.p.err != nil {
-		return 0, w.p.err
-	}
 	w.buf = append(w.buf, b...)
 	for {
 		line, id, m, ok := nextLine(&w.buf)
 		if !ok {
 			break
 		}
-		if id == "" || m.Method != "" || !slices.Contains(w.p.order, id) {
-			if _, err := w.w.Write(line); err != nil {
-				w.p.err = err
-				return 0, err
-			}
+		if _, err := w.w.Write(line); err != nil {
+			return 0, err
+		}
+		if id == "" || m.Method != "" {
 			continue
 		}
-		w.p.held[id] = append(w.p.held[id], bytes.Clone(line))
-		if err := w.flush(); err != nil {
-			return 0, err
+		if i := slices.Index(w.p.open, id); i >= 0 {
+			w.p.open = slices.Delete(w.p.open, i, i+1)
+			close(w.p.changed)
+			w.p.changed = make(chan struct{})
 		}
 	}
 	return len(b), nil
-}
-
-// flush writes the held answers that are next in order.
-func (w *answerWriter) flush() error {
-	shrunk := false
-	for len(w.p.order) > 0 {
-		id := w.p.order[0]
-		q := w.p.held[id]
-		if len(q) == 0 {
-			break
-		}
-		if len(q) == 1 {
-			delete(w.p.held, id)
-		} else {
-			w.p.held[id] = q[1:]
-		}
-		w.p.order = w.p.order[1:]
-		shrunk = true
-		if _, err := w.w.Write(q[0]); err != nil {
-			w.p.err = err
-			break
-		}
-	}
-	if shrunk {
-		close(w.p.changed)
-		w.p.changed = make(chan struct{})
-	}
-	return w.p.err
 }
 
 func (*answerWriter) Close() error { return nil }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,8 @@ import (
 	"github.com/ferry-dev/ferry/internal/binarytest"
 )
 
-// TestMCPPipedRequests: requests piped on stdin are all answered, in
-// order, before ferry mcp exits at the end of its input.
+// TestMCPPipedRequests: requests piped on stdin are all answered (in any
+// order, as JSON-RPC allows) before ferry mcp exits at the end of its input.
 func TestMCPPipedRequests(t *testing.T) {
 	t.Parallel()
 	bin := binarytest.Build(t)
@@ -60,6 +61,7 @@ func TestMCPPipedRequests(t *testing.T) {
 		}
 		ids = append(ids, *msg.ID)
 	}
+	slices.Sort(ids)
 	if got, _ := json.Marshal(ids); string(got) != "[1,2,3,4]" {
 		t.Fatalf("answered ids %s, want [1,2,3,4]; stdout:\n%s\nstderr:\n%s", got, out, stderr.String())
 	}
