@@ -139,6 +139,20 @@ func ferryCLI(env map[string]string, args ...string) (string, error) {
 	return out.String(), nil
 }
 
+// newLogin runs `ferry token create --kind login` and returns the login
+// token, the first of the two lines it prints (the second is the URL).
+func newLogin(env map[string]string, db string) (string, error) {
+	out, err := ferryCLI(env, "token", "create", "--kind", "login", "--db", db)
+	if err != nil {
+		return "", err
+	}
+	token, url, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	if !strings.HasPrefix(token, "ferry_login_") || !strings.Contains(url, "/login?token="+token) {
+		return "", fmt.Errorf("ferry token create --kind login printed %q, want the token and its login URL", out)
+	}
+	return token, nil
+}
+
 // flowFile is what one browser flow works on: a file it picks and edits,
 // and the artifact it gets.
 type flowFile struct {
@@ -253,7 +267,7 @@ func TestBrowser(t *testing.T) {
 	ctl.HandleFunc("POST /login", func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
-		secret, err := ferryCLI(env, "token", "create", "--kind", "login", "--db", db)
+		secret, err := newLogin(env, db)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -294,7 +308,7 @@ func TestBrowser(t *testing.T) {
 		leaked = r.Header.Get("Cookie")
 		link := ""
 		if r.URL.Query().Get("link") != "" {
-			secret, err := ferryCLI(env, "token", "create", "--kind", "login", "--db", db)
+			secret, err := newLogin(env, db)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
@@ -544,7 +558,7 @@ func TestBrowserFiles(t *testing.T) {
 	db := filepath.Join(dir, "ferry.db")
 	base, login := ferryUp(t, env, "--db", db, "--workspace", ws,
 		"--agent", "builtin", "--agent", "script:"+agent, "--agent", "acp:"+acpBin)
-	phone, err := ferryCLI(env, "token", "create", "--kind", "login", "--db", db)
+	phone, err := newLogin(env, db)
 	if err != nil {
 		t.Fatal(err)
 	}
