@@ -67,6 +67,37 @@ func runToArtifacts(t *testing.T, s *system, adapterID, prompt string) []*protoc
 	return arts
 }
 
+// stepModel is a fake Anthropic server that answers the agent's requests
+// with steps, in order, then "Done."; requests without tools (Claude
+// Code's title and quota calls) get a side reply.
+func stepModel(t *testing.T, steps ...fake.Reply) *fake.Server {
+	srv := fake.New(t)
+	var mu sync.Mutex
+	srv.Route(func(r fake.Request) (fake.Reply, bool) {
+		if len(r.ToolNames()) == 0 {
+			return fake.Reply{Text: []string{"side"}}, true
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(steps) == 0 {
+			return fake.Reply{Text: []string{"Done."}}, true
+		}
+		next := steps[0]
+		steps = steps[1:]
+		return next, true
+	})
+	return srv
+}
+
+// cliEnv is the environment of a Claude Code process (the CLI, or the one
+// inside the ACP agent) that talks to srv.
+func cliEnv(t *testing.T, srv *fake.Server) []string {
+	return []string{"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=sk-ant-fake",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
+		"IS_SANDBOX=1", // Claude Code refuses to run as root otherwise (CI runs as root)
+		"HOME=" + t.TempDir()}
+}
+
 // TestScriptAgentArtifactsDownload: a script agent (a real child process)
 // creating a file hands it over through client and master: an
 // agent.artifact, a listed link, and a download of the exact bytes.
@@ -105,31 +136,14 @@ func TestClaudeCodeArtifactsDownload(t *testing.T) {
 	if err := os.WriteFile(notes, []byte("the secret word is pelican\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := fake.New(t)
-	var mu sync.Mutex
-	steps := []fake.Reply{
-		{ToolCalls: []fake.ToolCall{{ID: "toolu_read", Name: "Read", Input: map[string]any{"file_path": notes}}}},
-		{ToolCalls: []fake.ToolCall{{ID: "toolu_edit", Name: "Edit", Input: map[string]any{"file_path": notes, "old_string": "pelican", "new_string": "heron"}}}},
-		{ToolCalls: []fake.ToolCall{{ID: "toolu_write", Name: "Write", Input: map[string]any{"file_path": filepath.Join(s.workspace, "out.md"), "content": "# Out\n\nheron\n"}}}},
-		{Text: []string{"Done."}},
-	}
-	srv.Route(func(r fake.Request) (fake.Reply, bool) {
-		if len(r.ToolNames()) == 0 {
-			return fake.Reply{Text: []string{"side"}}, true // title and quota calls carry no tools
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(steps) == 0 {
-			return fake.Reply{Text: []string{"nothing more"}}, true
-		}
-		next := steps[0]
-		steps = steps[1:]
-		return next, true
-	})
+	srv := stepModel(t,
+		fake.Reply{ToolCalls: []fake.ToolCall{{ID: "toolu_read", Name: "Read", Input: map[string]any{"file_path": notes}}}},
+		fake.Reply{ToolCalls: []fake.ToolCall{{ID: "toolu_edit", Name: "Edit", Input: map[string]any{"file_path": notes, "old_string": "pelican", "new_string": "heron"}}}},
+		fake.Reply{ToolCalls: []fake.ToolCall{{ID: "toolu_write", Name: "Write", Input: map[string]any{"file_path": filepath.Join(s.workspace, "out.md"), "content": "# Out\n\nheron\n"}}}},
+	)
 	var ad adapter.Adapter = claudecode.New(claudecode.Config{
-		Command: bin,
-		Env: []string{"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=sk-ant-fake",
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "HOME=" + t.TempDir()},
+		Command:  bin,
+		Env:      cliEnv(t, srv),
 		StateDir: t.TempDir(),
 		Logger:   slog.New(slog.DiscardHandler),
 	})
@@ -159,30 +173,13 @@ func TestACPAgentArtifactsDownload(t *testing.T) {
 	if err := os.WriteFile(notes, []byte("# Notes\n\ncolour: red\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := fake.New(t)
-	var mu sync.Mutex
-	edited := false
-	srv.Route(func(r fake.Request) (fake.Reply, bool) {
-		if len(r.ToolNames()) == 0 {
-			return fake.Reply{Text: []string{"side"}}, true // title and quota calls carry no tools
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if edited {
-			return fake.Reply{Text: []string{"Done."}}, true
-		}
-		edited = true
-		return fake.Reply{ToolCalls: []fake.ToolCall{{ID: "toolu_acp_edit", Name: "mcp__acp__Edit",
-			Input: map[string]any{"file_path": notes, "old_string": "colour: red", "new_string": "colour: blue"}}}}, true
-	})
+	srv := stepModel(t, fake.Reply{ToolCalls: []fake.ToolCall{{ID: "toolu_acp_edit", Name: "mcp__acp__Edit",
+		Input: map[string]any{"file_path": notes, "old_string": "colour: red", "new_string": "colour: blue"}}}})
 	ad, err := acp.New(acp.Config{
 		Command: []string{bin},
 		Name:    "claude",
-		Env: []string{"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=sk-ant-fake",
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
-			"IS_SANDBOX=1", // Claude Code refuses to run as root otherwise (CI runs as root)
-			"HOME=" + t.TempDir()},
-		Logger: slog.New(slog.DiscardHandler),
+		Env:     cliEnv(t, srv),
+		Logger:  slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
