@@ -129,9 +129,10 @@ type MachineStatus struct {
 }
 
 // SessionStatus is master.session.status, sent to every UI that may see the
-// session's machine when its state or its count of waiting interactions
-// changes, so session lists show "waiting for you" at once rather than at
-// their next refresh.
+// session's machine when the session opens (is new, or is reopened), when
+// its state changes and when its count of waiting interactions changes, so
+// session lists show a new session and "waiting for you" at once rather
+// than at their next refresh.
 type SessionStatus struct {
 	// Session as it is now.
 	Session SessionInfo `json:"session"`

@@ -12,8 +12,8 @@ import (
 // A session list must show "waiting for you" as soon as an agent asks,
 // not at the UI's next refresh. The session's writer, which alone knows
 // its open interactions, publishes the session's SessionInfo on statusTopic
-// after a batch that started or ended a turn or opened or settled an
-// interaction; every node hands it to its UIs that may see the machine.
+// after a batch that opened the session, started or ended a turn, or opened
+// or settled an interaction; every node hands it to its UIs that may see the machine.
 // It is a hint for lists: a UI that misses one (a full queue, a
 // reconnect) is right again at its next ui.sessions.list.
 
@@ -21,7 +21,7 @@ import (
 // session list shows of the session: its state or its waiting count.
 func changesStatus(typ string) bool {
 	switch typ {
-	case protocol.TypeTurnStarted, protocol.TypeTextDone,
+	case protocol.TypeSessionOpened, protocol.TypeTurnStarted, protocol.TypeTextDone,
 		protocol.TypeInteractionRequest, protocol.TypeInteractionResolved:
 		return true
 	}

@@ -49,8 +49,9 @@ func permission(c *fakeClient, sessionID, turnID, id string) *protocol.Message {
 // TestSessionWaiting: SessionInfo.waiting counts the interactions open for
 // the user, in the sessions list (from the store, so after a restart too)
 // and in master.session.status, which reaches every UI that may see the
-// machine, subscribed or not, as soon as an interaction opens or settles,
-// and never a UI whose token does not reach the machine.
+// machine, subscribed or not, as soon as a session opens, a turn starts or
+// an interaction opens or settles, and never a UI whose token does not
+// reach the machine.
 func TestSessionWaiting(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, master.Config{})
@@ -63,6 +64,9 @@ func TestSessionWaiting(t *testing.T) {
 	other := e.dialUIToken(otherSecret, "other machine's UI")
 	c := e.connectClient(testCaps("m1"), ui)
 	info, _ := startSession(ui, c)
+	if got := nextStatus(t, watcher, info.ID); got.State != protocol.SessionIdle || got.Waiting != 0 || got.Title != "t" {
+		t.Fatalf("status of a new session: %+v", got)
+	}
 	subscribe(ui, info.ID, 1, info.Epoch)
 	if got := listed(t, watcher, info.ID); got.State != protocol.SessionIdle || got.Waiting != 0 {
 		t.Fatalf("a new session is listed %s waiting %d", got.State, got.Waiting)
