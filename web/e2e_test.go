@@ -94,6 +94,14 @@ func (s *syncBuffer) String() string {
 // base URL and login URL.
 func ferryUp(t *testing.T, env map[string]string, args ...string) (base, login string) {
 	t.Helper()
+	base, login, _ = ferryUpStoppable(t, env, args...)
+	return base, login
+}
+
+// ferryUpStoppable is ferryUp with a stop function, which stops `ferry up`
+// (as Ctrl-C would) and waits for it; the test's end stops it otherwise.
+func ferryUpStoppable(t *testing.T, env map[string]string, args ...string) (base, login string, stop func()) {
+	t.Helper()
 	out, errb := &syncBuffer{}, &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -101,22 +109,26 @@ func ferryUp(t *testing.T, env map[string]string, args ...string) (base, login s
 		done <- cli.Run(ctx, cli.Env{Stdout: out, Stderr: errb, Getenv: func(k string) string { return env[k] }},
 			append([]string{"up", "--addr", "127.0.0.1:0"}, args...))
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != cli.ExitOK {
-				t.Errorf("ferry up exited %d: %s", code, errb.String())
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case code := <-done:
+				if code != cli.ExitOK {
+					t.Errorf("ferry up exited %d: %s", code, errb.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("ferry up did not stop")
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("ferry up did not stop")
-		}
-	})
+		})
+	}
+	t.Cleanup(stop)
 	re := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/login\?token=ferry_login_\S+`)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m[1], m[0]
+			return m[1], m[0], stop
 		}
 		select {
 		case code := <-done:
@@ -651,6 +663,13 @@ func testPNG(t *testing.T, w, h int) []byte {
 // runBrowser writes cfg for e2e/ui.mjs and runs it under Node.
 func runBrowser(t *testing.T, node string, cfg map[string]any) {
 	t.Helper()
+	runScript(t, node, "ui.mjs", cfg)
+}
+
+// runScript writes cfg for the browser script e2e/<script> and runs it
+// under Node.
+func runScript(t *testing.T, node, script string, cfg map[string]any) {
+	t.Helper()
 	cfgPath := filepath.Join(t.TempDir(), "config.json")
 	b, err := json.Marshal(cfg)
 	if err != nil {
@@ -661,7 +680,7 @@ func runBrowser(t *testing.T, node string, cfg map[string]any) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "ui.mjs"), cfgPath)
+	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", script), cfgPath)
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
