@@ -132,6 +132,9 @@ async function app(browser) {
     id = decodeURIComponent(new URL(page.url()).hash.replace(/^#\/s\//, ''));
     await row(list, id).waitFor();
     assert.equal(await row(list, id).locator('.session-state').count(), 0, 'a new session shows a state');
+    // Listed once, though both its status and the start's answer name it.
+    await page.waitForTimeout(300);
+    assert.equal(await row(page, id).count(), 1, 'the new session is listed twice');
 
     await page.locator('#prompt').click();
     await page.keyboard.type('Please write notes.txt');
@@ -200,6 +203,7 @@ async function app(browser) {
     await banner.waitFor();
     assert.equal(await banner.innerText(), `ferry is offline: the master at ${host} cannot be reached; it reconnects by itself.`);
     assert.match(await page.locator('.conn-pill').innerText(), /Connecting/);
+    await page.getByText('The machines show once the master answers.').waitFor();
     await shot(page, 'app-offline-shell');
   });
 

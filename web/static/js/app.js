@@ -126,6 +126,8 @@ export class App {
       this.banner.hidden = false;
       this.banner.dataset.kind = 'lost';
       this.banner.textContent = `ferry is offline: the master at ${location.host} cannot be reached; it reconnects by itself.`;
+      this.unreachable = true;
+      this.drawForm?.();
     } else if (state === 'open') {
       if (this.wasLost) {
         this.banner.hidden = false;
@@ -140,6 +142,7 @@ export class App {
         this.banner.hidden = true;
       }
       this.wasLost = false;
+      this.unreachable = false;
       this.signedOut = null;
       this.refreshLists();
     } else if (state === 'signedout') {
@@ -374,6 +377,7 @@ export class App {
       none.hidden = !this.listed || down || ms.some((m) => m.online);
       form.hidden = !ms.length;
       loading.hidden = this.listed;
+      loading.textContent = this.unreachable ? 'The machines show once the master answers.' : 'Loading the machines…';
       unreachable.hidden = !down;
       machineSel.disabled = down;
       if (down) machineSel.setAttribute('aria-describedby', 'ns-unreachable');
@@ -407,7 +411,8 @@ export class App {
       try {
         const ans = await this.conn.request(message('ui.session.start', payload), 40000);
         const info = ans.payload.session;
-        this.sessions.unshift(info);
+        // Its master.session.status may have listed it already.
+        this.sessions = [info, ...this.sessions.filter((x) => x.id !== info.id)];
         location.hash = `#/s/${encodeURIComponent(info.id)}`;
       } catch (ex) {
         err.textContent = `The session did not start: ${ex.message}`;
