@@ -1,10 +1,14 @@
 package web_test
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +23,8 @@ import (
 // refresh), with the title "(1) ferry" and the app badge set to 1, and
 // goes when it is answered; with the master stopped, the new-session menu
 // offers no machine, the app opens from the cache saying it reconnects,
-// and a page the cache does not hold is the offline page.
+// and a page the cache does not hold is the offline page; started again,
+// the offline page loads by itself and the app reconnects.
 func TestBrowserApp(t *testing.T) {
 	node, chromium := browserDeps(t)
 	dir := t.TempDir()
@@ -41,12 +46,49 @@ func TestBrowserApp(t *testing.T) {
 		"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir,
 		"ANTHROPIC_BASE_URL": srv.URL(), "ANTHROPIC_API_KEY": "test-key", "PATH": os.Getenv("PATH"),
 	}
-	base, login, stop := ferryUpStoppable(t, env, "--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "builtin")
-
-	// The script stops the master when it wants it down.
+	args := []string{"--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "builtin"}
+	base, login, stop, err := startUp(env, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The script stops the master when it wants it down, and starts it
+	// again on the same address, with the same store (the sign-in holds).
+	var mu sync.Mutex
+	stops := []func() error{stop}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, stop := range stops {
+			if err := stop(); err != nil {
+				t.Error(err)
+			}
+		}
+	})
 	ctl := http.NewServeMux()
 	ctl.HandleFunc("POST /stop", func(w http.ResponseWriter, _ *http.Request) {
-		stop()
+		mu.Lock()
+		stop := stops[len(stops)-1]
+		mu.Unlock()
+		if err := stop(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	ctl.HandleFunc("POST /start", func(w http.ResponseWriter, _ *http.Request) {
+		again, _, stop, err := startUp(env, append(slices.Clone(args), "--addr", strings.TrimPrefix(base, "http://"))...)
+		if err == nil && again != base {
+			err = fmt.Errorf("ferry up started again on %s, not %s", again, base)
+		}
+		if stop != nil {
+			mu.Lock()
+			stops = append(stops, stop)
+			mu.Unlock()
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -215,6 +215,18 @@ async function app(browser) {
     assert.equal(await page.title(), 'ferry is offline');
     await shot(page, 'app-offline-page');
   });
+
+  await step('the master back, the offline page loads by itself and the app reconnects', async () => {
+    await control('/start');
+    // offline.js checks /healthz every 5 s, then loads the page asked for
+    // (here the master's answer to a login link that is not valid).
+    await page.locator('#offline').waitFor({ state: 'detached', timeout: 3 * WAIT });
+    assert.equal(new URL(page.url()).pathname, '/login');
+    await page.goto(`${cfg.base}/`);
+    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor({ timeout: 2 * WAIT });
+    await page.locator('.banner').waitFor({ state: 'hidden' });
+    await page.locator('.machine-state', { hasText: 'online' }).first().waitFor({ timeout: 2 * WAIT });
+  });
   await ctx.close();
 }
 
