@@ -69,7 +69,7 @@ type SessionInfo struct {
 	// Waiting is how many interactions (agent.interaction.request) wait for
 	// the user's answer: a session with one is "waiting for you", not just
 	// running.
-	Waiting int `json:"waiting,omitempty" jsonschema:"minimum=0,maximum=1024"`
+	Waiting int `json:"waiting,omitempty" jsonschema:"minimum=0"`
 	// CreatedAt is RFC 3339.
 	CreatedAt string `json:"created_at" jsonschema:"format=date-time"`
 	// UpdatedAt is RFC 3339: the time of the last event.
