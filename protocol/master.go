@@ -66,6 +66,10 @@ type SessionInfo struct {
 	Mode string `json:"mode" jsonschema:"enum=default,enum=plan,enum=review"`
 	// State is idle or running (a turn is open).
 	State string `json:"state" jsonschema:"enum=idle,enum=running"`
+	// Waiting is how many interactions (agent.interaction.request) wait for
+	// the user's answer: a session with one is "waiting for you", not just
+	// running.
+	Waiting int `json:"waiting,omitempty" jsonschema:"minimum=0"`
 	// CreatedAt is RFC 3339.
 	CreatedAt string `json:"created_at" jsonschema:"format=date-time"`
 	// UpdatedAt is RFC 3339: the time of the last event.
@@ -122,6 +126,16 @@ type Machines struct {
 type MachineStatus struct {
 	// Machine as it is now.
 	Machine Machine `json:"machine"`
+}
+
+// SessionStatus is master.session.status, sent to every UI that may see the
+// session's machine when the session opens (is new, or is reopened), when
+// its state changes and when its count of waiting interactions changes, so
+// session lists show a new session and "waiting for you" at once rather
+// than at their next refresh.
+type SessionStatus struct {
+	// Session as it is now.
+	Session SessionInfo `json:"session"`
 }
 
 // SessionStart is ui.session.start: open a new session on a machine's

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -94,6 +95,32 @@ func (s *syncBuffer) String() string {
 // base URL and login URL.
 func ferryUp(t *testing.T, env map[string]string, args ...string) (base, login string) {
 	t.Helper()
+	base, login, _ = ferryUpStoppable(t, env, args...)
+	return base, login
+}
+
+// ferryUpStoppable is ferryUp with a stop function, which stops `ferry up`
+// (as Ctrl-C would) and waits for it; the test's end stops it otherwise.
+func ferryUpStoppable(t *testing.T, env map[string]string, args ...string) (base, login string, stop func()) {
+	t.Helper()
+	base, login, stopErr, err := startUp(env, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = func() {
+		if err := stopErr(); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(stop)
+	return base, login, stop
+}
+
+// startUp runs `ferry up` in-process on 127.0.0.1 (a later --addr in args
+// picks the port) and returns its base URL, its login URL and a function
+// that stops it (as Ctrl-C would), waits for it and reports how it ended;
+// calling that again reports the same.
+func startUp(env map[string]string, args ...string) (base, login string, stop func() error, err error) {
 	out, errb := &syncBuffer{}, &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -101,30 +128,39 @@ func ferryUp(t *testing.T, env map[string]string, args ...string) (base, login s
 		done <- cli.Run(ctx, cli.Env{Stdout: out, Stderr: errb, Getenv: func(k string) string { return env[k] }},
 			append([]string{"up", "--addr", "127.0.0.1:0"}, args...))
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != cli.ExitOK {
-				t.Errorf("ferry up exited %d: %s", code, errb.String())
+	var (
+		once    sync.Once
+		stopped error
+	)
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case code := <-done:
+				if code != cli.ExitOK {
+					stopped = fmt.Errorf("ferry up exited %d: %s", code, errb.String())
+				}
+			case <-time.After(30 * time.Second):
+				stopped = errors.New("ferry up did not stop")
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("ferry up did not stop")
-		}
-	})
+		})
+		return stopped
+	}
 	re := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/login\?token=ferry_login_\S+`)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m[1], m[0]
+			return m[1], m[0], stop, nil
 		}
 		select {
 		case code := <-done:
-			t.Fatalf("ferry up exited %d: %s %s", code, out.String(), errb.String())
+			cancel()
+			return "", "", nil, fmt.Errorf("ferry up exited %d: %s %s", code, out.String(), errb.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("ferry up printed no login URL: %s %s", out.String(), errb.String())
+			_ = stop()
+			return "", "", nil, fmt.Errorf("ferry up printed no login URL: %s %s", out.String(), errb.String())
 		}
 	}
 }
@@ -651,6 +687,13 @@ func testPNG(t *testing.T, w, h int) []byte {
 // runBrowser writes cfg for e2e/ui.mjs and runs it under Node.
 func runBrowser(t *testing.T, node string, cfg map[string]any) {
 	t.Helper()
+	runScript(t, node, "ui.mjs", cfg)
+}
+
+// runScript writes cfg for the browser script e2e/<script> and runs it
+// under Node.
+func runScript(t *testing.T, node, script string, cfg map[string]any) {
+	t.Helper()
 	cfgPath := filepath.Join(t.TempDir(), "config.json")
 	b, err := json.Marshal(cfg)
 	if err != nil {
@@ -661,7 +704,7 @@ func runBrowser(t *testing.T, node string, cfg map[string]any) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "ui.mjs"), cfgPath)
+	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", script), cfgPath)
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

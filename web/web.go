@@ -23,12 +23,23 @@
 //   - Every answer carries a strict Content-Security-Policy: scripts, styles,
 //     images, fonts and connections from the page's own origin only, no
 //     inline script or style, no eval, no frames, no plugins, and Trusted
-//     Types required for every HTML sink (the one policy the UI has runs
-//     DOMPurify). It also denies framing and sends no referrer.
+//     Types required for every HTML sink and script URL (the UI's two
+//     policies: "dompurify" runs DOMPurify, "ferry-worker" passes only the
+//     service worker's URL, /sw.js). It also denies framing and sends no
+//     referrer.
 //   - Text files are served gzip-compressed to clients that accept it,
 //     compressed once, on first use.
+//   - GET /sw.js serves the service worker (static/sw.js) from the root, so
+//     its scope is the whole app, with no-cache (a new binary's worker is
+//     seen at the next load) and its own policy. The Go side fills in its
+//     CONFIG: the assets' version (the cache's name, so a new binary
+//     replaces the cache), the versioned assets path, the files of the app
+//     shell it keeps for offline use and the page's policy (for the
+//     offline page it makes). See docs/ui.md, "Install the app".
 //   - Only GET and HEAD are answered (405 otherwise); unknown paths are 404.
 package web
+
+//go:generate go run ./internal/icon/gen
 
 import (
 	"bytes"
@@ -36,6 +47,8 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"path"
@@ -59,7 +72,24 @@ const assetsPlaceholder = "{{ASSETS}}"
 // connect-src also covers the WebSocket (ws:/wss:) of the same host.
 const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"font-src 'self'; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; " +
-	"frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types dompurify"
+	"frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types dompurify ferry-worker"
+
+// WorkerPolicy is the Content-Security-Policy of the service worker script:
+// it may import scripts and fetch from its own origin only.
+const WorkerPolicy = "default-src 'none'; script-src 'self'; connect-src 'self'"
+
+// workerName is the service worker's file in static/, served at "/"+workerName.
+const workerName = "sw.js"
+
+// workerConfig replaces workerPlaceholder in sw.js.
+type workerConfig struct {
+	Version string   `json:"version"`
+	Assets  string   `json:"assets"`
+	Shell   []string `json:"shell"`
+	Policy  string   `json:"policy"`
+}
+
+const workerPlaceholder = "{{CONFIG}}"
 
 // contentTypes maps file extensions to their Content-Type.
 var contentTypes = map[string]string{
@@ -87,6 +117,7 @@ type asset struct {
 type site struct {
 	version string
 	index   *asset
+	worker  *asset
 	files   map[string]*asset // by path below static/
 }
 
@@ -141,11 +172,50 @@ func build(fsys fs.FS) (*site, error) {
 	delete(s.files, "index.html")
 	page := bytes.ReplaceAll(idx.body, []byte(assetsPlaceholder), []byte(AssetsPrefix+s.version))
 	s.index = &asset{body: page, ctype: idx.ctype, etag: `"` + s.version + `"`}
+	if s.worker, err = s.buildWorker(); err != nil {
+		return nil, err
+	}
+	s.worker.gz = compress(s.worker)
 	for _, a := range s.files {
 		a.gz = compress(a)
 	}
 	s.index.gz = compress(s.index)
 	return s, nil
+}
+
+// buildWorker takes sw.js out of the assets and fills in its CONFIG.
+func (s *site) buildWorker() (*asset, error) {
+	w, ok := s.files[workerName]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	delete(s.files, workerName)
+	cfg := workerConfig{Version: s.version, Assets: AssetsPrefix + s.version, Shell: []string{}, Policy: ContentSecurityPolicy}
+	for name := range s.files {
+		if inShell(name) {
+			cfg.Shell = append(cfg.Shell, name)
+		}
+	}
+	sort.Strings(cfg.Shell)
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Contains(w.body, []byte(workerPlaceholder)) {
+		return nil, fmt.Errorf("%s lacks %s", workerName, workerPlaceholder)
+	}
+	body := bytes.Replace(w.body, []byte(workerPlaceholder), b, 1)
+	return &asset{body: body, ctype: w.ctype, etag: `"` + s.version + `"`}, nil
+}
+
+// inShell reports whether the service worker keeps an asset for offline
+// use: everything the page may load, not the licences and notes.
+func inShell(name string) bool {
+	switch path.Ext(name) {
+	case ".js", ".mjs", ".css", ".svg", ".png", ".webmanifest":
+		return true
+	}
+	return false
 }
 
 // compress returns a's body gzipped when it is text and that saves space.
@@ -190,6 +260,12 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 	case p == "/" || p == "/index.html":
 		h.Set("Cache-Control", "no-cache")
 		s.write(w, r, s.index)
+	case p == "/"+workerName:
+		// The worker's own policy replaces the page's: Trusted Types
+		// would refuse its importScripts of a plain URL.
+		h.Set("Content-Security-Policy", WorkerPolicy)
+		h.Set("Cache-Control", "no-cache")
+		s.write(w, r, s.worker)
 	case p == "/favicon.ico":
 		// Browsers ask for it whatever the page says; the page names an SVG.
 		http.Redirect(w, r, AssetsPrefix+s.version+"/favicon.svg", http.StatusMovedPermanently)

@@ -189,7 +189,7 @@ func (e *env) dialUI(name string) *peer {
 		e.t.Fatalf("dial UI: %v", err)
 	}
 	p.name = name
-	p.skip = []string{protocol.TypeMachineStatus}
+	p.skip = []string{protocol.TypeMachineStatus, protocol.TypeSessionStatus}
 	// Once answered, the UI is registered for machine status broadcasts
 	// (a UI lists the machines first; status changes follow).
 	p.sync()

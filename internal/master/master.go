@@ -210,6 +210,7 @@ type Master struct {
 
 	presence     presence
 	stopPresence func()
+	stopStatus   func()
 
 	uploads *upload.Service
 
@@ -269,7 +270,15 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		return nil, fmt.Errorf("master: subscribe to presence: %w", err)
 	}
 	m.stopPresence = unsub
+	stopStatus, err := m.br.Subscribe(statusTopic, m.onSessionStatus)
+	if err != nil {
+		unsub()
+		m.cancel()
+		return nil, fmt.Errorf("master: subscribe to session status: %w", err)
+	}
+	m.stopStatus = stopStatus
 	if err := m.resumeRunning(ctx); err != nil {
+		stopStatus()
 		unsub()
 		m.cancel()
 		return nil, err
@@ -396,6 +405,7 @@ func (m *Master) Shutdown(ctx context.Context) error {
 		err = werr
 	}
 	m.stopPresence()
+	m.stopStatus()
 	m.presence.stop()
 	m.mu.Lock()
 	for _, e := range m.sessions {

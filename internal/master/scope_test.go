@@ -20,7 +20,7 @@ func (e *env) dialUIToken(secret, name string) *peer {
 		e.t.Fatalf("dial %s: %v", name, err)
 	}
 	p.name = name
-	p.skip = []string{protocol.TypeMachineStatus}
+	p.skip = []string{protocol.TypeMachineStatus, protocol.TypeSessionStatus}
 	p.sync()
 	return p
 }

@@ -210,6 +210,7 @@ func (s *session) info() protocol.SessionInfo {
 
 func (s *session) infoLocked() protocol.SessionInfo {
 	info := sessionInfo(s.row)
+	info.Waiting = len(s.open)
 	if s.settings != nil {
 		st := *s.settings
 		info.Settings = &st
@@ -466,7 +467,7 @@ func (s *session) persist(batch []*pending) {
 		}
 		return
 	}
-	turnEnded := false
+	turnEnded, status := false, false
 	frames := make([][]byte, len(res))
 	for i, r := range res {
 		p := batch[i]
@@ -485,6 +486,7 @@ func (s *session) persist(batch []*pending) {
 		if s.apply(p.msg, r.Seq, now) {
 			turnEnded = true
 		}
+		status = status || changesStatus(p.msg.Type)
 		frames[i] = sessionFrame(p.data, r.Seq, s.epochFld)
 		if err := s.m.br.Publish(ctx, sessionTopic(s.id), frames[i]); err != nil {
 			s.m.log.Error("publish event", "session", s.id, "err", err)
@@ -495,6 +497,9 @@ func (s *session) persist(batch []*pending) {
 	s.checkpoint(ctx)
 	for i, r := range res {
 		batch[i].stored(r.Seq, frames[i], r.Duplicate)
+	}
+	if status {
+		s.m.publishStatus(ctx, s.info())
 	}
 	if turnEnded {
 		s.cancelOpen(ctx)

@@ -203,6 +203,17 @@ func (m *Master) listSessions(c *conn, msg *protocol.Message) {
 	out := make([]protocol.SessionInfo, len(rows))
 	for i, r := range rows {
 		out[i] = sessionInfo(r)
+		if r.State != protocol.SessionRunning {
+			continue // interactions open only within a turn
+		}
+		// The store, not this node's memory, knows the interactions
+		// another node's writer opened.
+		open, err := m.st.OpenInteractions(c.ctx, r.ID)
+		if err != nil {
+			c.sendError(msg.MessageID, msg.SessionID, m.wireError(err, "list sessions"))
+			return
+		}
+		out[i].Waiting = len(open)
 	}
 	c.send(msg.Reply(protocol.TypeSessions, &protocol.Sessions{Sessions: out}))
 }

@@ -11,6 +11,8 @@ import { TOOL_CODES, CODES, toolErrorText, namedToolOutput, errorNote } from '..
 import {
   MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL,
 } from '../static/js/attach.js';
+import { WaitingBadge, titleFor, waitingCount } from '../static/js/badge.js';
+import { registerWorker } from '../static/js/worker.js';
 
 let failed = 0;
 let passed = 0;
@@ -302,6 +304,60 @@ check('agent.tool.finished keeps the tool\'s images', () => {
   s.accept(ev(4, 'agent.tool.started', { turn_id: 't1', tool_use_id: 'r1', tool_name: 'Read', input: { file_path: 'a.png' } }));
   s.accept(ev(5, 'agent.tool.finished', { turn_id: 't1', tool_use_id: 'r1', tool_name: 'Read', status: 'ok', images: [{ media_type: 'image/png', data: 'AAAA' }] }));
   assert.deepEqual(s.turns.get('t1').tools.get('r1').images, [{ media_type: 'image/png', data: 'AAAA' }]);
+});
+
+// The title and badge: how many sessions wait for the user.
+check('the title counts the sessions that wait for the user', () => {
+  const n = waitingCount([{ waiting: 2 }, { waiting: 0 }, {}, { waiting: 1, state: 'running' }, { state: 'running' }]);
+  assert.equal(n, 2);
+  assert.equal(titleFor(n), '(2) ferry');
+  assert.equal(titleFor(0), 'ferry');
+});
+check('the badge is set on each change of the count, cleared at zero, and skipped without the API', () => {
+  const calls = [];
+  const doc = { title: 'ferry' };
+  const nav = {
+    setAppBadge: (n) => { calls.push(n); return Promise.resolve(); },
+    clearAppBadge: () => { calls.push('clear'); return Promise.reject(new Error('no permission')); },
+  };
+  const b = new WaitingBadge(doc, nav);
+  for (const n of [0, 2, 2, 1, 0, 0]) b.show(n);
+  assert.deepEqual(calls, ['clear', 2, 1, 'clear']);
+  assert.equal(doc.title, 'ferry');
+  b.show(3);
+  assert.equal(doc.title, '(3) ferry');
+  const bare = new WaitingBadge(doc, {});
+  bare.show(4);
+  assert.equal(doc.title, '(4) ferry');
+});
+
+// The service worker's registration.
+async function checkAsync(name, fn) {
+  try {
+    await fn();
+    passed++;
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}: ${e.message}`);
+  }
+}
+await checkAsync('registerWorker registers /sw.js at scope /, or resolves null where it cannot', async () => {
+  const asked = [];
+  const reg = { scope: 'http://127.0.0.1/' };
+  const nav = { serviceWorker: { register: (url, opts) => { asked.push([url, opts]); return Promise.resolve(reg); } } };
+  assert.equal(await registerWorker(nav, true), reg);
+  assert.deepEqual(asked, [['/sw.js', { scope: '/', updateViaCache: 'none' }]]);
+  assert.equal(await registerWorker(nav, false), null, 'not a secure context');
+  assert.equal(await registerWorker({}, true), null, 'no service worker support');
+  assert.equal(asked.length, 1);
+  const warn = console.warn;
+  console.warn = () => {};
+  try {
+    const refused = { serviceWorker: { register: () => Promise.reject(new Error('SecurityError')) } };
+    assert.equal(await registerWorker(refused, true), null, 'a refused registration');
+  } finally {
+    console.warn = warn;
+  }
 });
 
 console.log(`${passed} checks passed, ${failed} failed`);

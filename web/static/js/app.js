@@ -6,12 +6,12 @@ import { h, clear, formatWhen, frameThrottle } from './util.js';
 import { Connection, message } from './conn.js';
 import { SessionState } from './session.js';
 import { SessionView } from './sessionview.js';
+import { WaitingBadge, waitingCount } from './badge.js';
 
 const ERROR_WAIT = 60000;
 // What the sidebar says of a machine; "unknown" while the UI's own
 // connection to the master is down and the last word may be stale.
 const MACHINE_STATE = { on: 'online', off: 'offline', unknown: 'unknown — reconnecting' };
-
 function wsURL() {
   const u = new URL('/v1/ui', location.href);
   u.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -41,6 +41,7 @@ export class App {
     this.errorHandlers = new Map(); // message_id → {fn, timer}
     this.signedOut = null;
     this.renderSidebar = frameThrottle(() => this.drawSidebar());
+    this.badge = new WaitingBadge();
     this.buildShell();
     this.conn.addEventListener('state', (e) => this.onState(e.detail));
     this.conn.addEventListener('message', (e) => this.onMessage(e.detail));
@@ -118,6 +119,15 @@ export class App {
       // the sidebar says "unknown" until it answers again.
       this.machinesKnown = false;
       this.renderSidebar();
+      this.drawForm?.();
+    } else if (state === 'connecting' && reason === 'unreachable') {
+      // Never connected in this page (as an app opened from the cache
+      // with the master down): say so, as after a loss.
+      this.banner.hidden = false;
+      this.banner.dataset.kind = 'lost';
+      this.banner.textContent = `ferry is offline: the master at ${location.host} cannot be reached; it reconnects by itself.`;
+      this.unreachable = true;
+      this.drawForm?.();
     } else if (state === 'open') {
       if (this.wasLost) {
         this.banner.hidden = false;
@@ -132,6 +142,7 @@ export class App {
         this.banner.hidden = true;
       }
       this.wasLost = false;
+      this.unreachable = false;
       this.signedOut = null;
       this.refreshLists();
     } else if (state === 'signedout') {
@@ -160,7 +171,7 @@ export class App {
       const st = this.states.get(s.id);
       if (st) st.info.title = s.title;
     }
-    this.renderSidebar();
+    this.sessionsChanged();
     if (!this.view) this.route();
     else this.view.render();
   }
@@ -195,6 +206,16 @@ export class App {
         if (this.root.dataset.view === 'new' || this.root.dataset.view === 'home') this.drawForm?.();
         return;
       }
+      case 'master.session.status': {
+        // A session started or ended a turn, or began or stopped waiting
+        // for the user: its row and the waiting count change at once.
+        const info = msg.payload.session;
+        const i = this.sessions.findIndex((x) => x.id === info.id);
+        if (i >= 0) this.sessions[i] = { ...this.sessions[i], ...info, waiting: info.waiting || 0 };
+        else this.sessions.unshift(info);
+        this.sessionsChanged();
+        return;
+      }
       default:
         break;
     }
@@ -207,7 +228,7 @@ export class App {
     try {
       const ss = await this.conn.request(message('ui.sessions.list', { limit: 200 }));
       this.sessions = ss.payload.sessions || [];
-      this.renderSidebar();
+      this.sessionsChanged();
     } catch {
       // the next heartbeat tries again
     }
@@ -218,12 +239,22 @@ export class App {
     const row = this.sessions.find((s) => s.id === state.id);
     if (!row) return;
     const next = state.running ? 'running' : 'idle';
-    if (row.state !== next || row.mode !== state.mode) {
+    const waiting = state.openInteractions().length;
+    if (row.state !== next || row.mode !== state.mode || (row.waiting || 0) !== waiting) {
       row.state = next;
       row.mode = state.mode;
+      row.waiting = waiting;
       row.updated_at = new Date().toISOString();
-      this.renderSidebar();
+      this.sessionsChanged();
     }
+  }
+
+  /** sessionsChanged redraws the list and updates the title and badge. */
+  sessionsChanged() {
+    this.renderSidebar();
+    // Not in the sidebar's frame: a hidden tab draws no frames, and that
+    // is when the title and the badge matter.
+    this.badge.show(waitingCount(this.sessions));
   }
 
   route() {
@@ -314,7 +345,10 @@ export class App {
     const title = h('input', { id: 'ns-title', type: 'text', maxlength: '200', placeholder: 'e.g. fix the login bug', autocomplete: 'off' });
     const err = h('p', { class: 'form-error', role: 'alert' });
     const startBtn = h('button', { type: 'submit', class: 'btn primary', text: 'Start session' });
+    const unreachable = h('p', { class: 'callout', id: 'ns-unreachable', role: 'status', hidden: true,
+      text: 'ferry cannot reach the master right now, so whether a machine is online is unknown. It reconnects by itself; then you can start a session.' });
     const form = h('form', { class: 'stack' },
+      unreachable,
       h('label', { for: 'ns-machine', text: 'Machine' }), machineSel,
       h('label', { for: 'ns-workspace', text: 'Workspace' }), wsSel,
       h('label', { for: 'ns-agent', text: 'Agent' }), agentSel,
@@ -336,10 +370,22 @@ export class App {
     };
     const draw = () => {
       const ms = this.machines;
-      none.hidden = !this.listed || ms.some((m) => m.online);
+      // While the master is unreachable, what it last said of the
+      // machines may be stale: none is offered as online.
+      const down = this.machinesKnown === false;
+      const online = (m) => m.online && !down;
+      none.hidden = !this.listed || down || ms.some((m) => m.online);
       form.hidden = !ms.length;
       loading.hidden = this.listed;
-      fill(machineSel, ms.map((m) => ({ value: m.id, label: `${m.name}${m.online ? '' : ' (offline)'}`, disabled: !m.online })), want.machine);
+      loading.textContent = this.unreachable ? 'The machines show once the master answers.' : 'Loading the machines…';
+      unreachable.hidden = !down;
+      machineSel.disabled = down;
+      if (down) machineSel.setAttribute('aria-describedby', 'ns-unreachable');
+      else machineSel.removeAttribute('aria-describedby');
+      const prev = want.machine || machineSel.value;
+      fill(machineSel, ms.map((m) => ({ value: m.id, label: `${m.name}${down ? ' (unknown, reconnecting)' : m.online ? '' : ' (offline)'}`, disabled: !online(m) })), prev);
+      // Every option is disabled then: keep showing the one picked.
+      if (down && prev && ms.some((m) => m.id === prev)) machineSel.value = prev;
       want.machine = '';
       const m = ms.find((x) => x.id === machineSel.value);
       fill(wsSel, (m?.workspaces || []).map((w) => ({ value: w.id, label: `${w.name} — ${w.path}` })), want.workspace);
@@ -347,7 +393,7 @@ export class App {
       fill(agentSel, (m?.adapters || []).map((a) => ({ value: a.id, label: a.name === a.id ? a.id : `${a.name} (${a.id})` })));
       const a = m?.adapters?.find((x) => x.id === agentSel.value);
       fill(modeSel, (a?.modes?.length ? a.modes : ['default']).map((x) => ({ value: x, label: x })), modeSel.value || 'default');
-      startBtn.disabled = !m || !m.online;
+      startBtn.disabled = !m || !online(m);
     };
     this.drawForm = () => {
       if (wrap.isConnected) draw();
@@ -365,7 +411,8 @@ export class App {
       try {
         const ans = await this.conn.request(message('ui.session.start', payload), 40000);
         const info = ans.payload.session;
-        this.sessions.unshift(info);
+        // Its master.session.status may have listed it already.
+        this.sessions = [info, ...this.sessions.filter((x) => x.id !== info.id)];
         location.hash = `#/s/${encodeURIComponent(info.id)}`;
       } catch (ex) {
         err.textContent = `The session did not start: ${ex.message}`;
@@ -402,12 +449,12 @@ export class App {
             href: `#/s/${encodeURIComponent(s.id)}`, class: 'session-link', 'aria-current': s.id === current ? 'page' : false,
             dataset: { session: s.id },
           }, h('span', { class: 'session-name', text: label }),
-          h('span', { class: 'session-sub small muted' }, s.state === 'running' ? h('span', { class: 'run-dot', 'aria-label': 'running' }) : null, `${s.adapter} · ${formatWhen(s.updated_at)}`))));
+          h('span', { class: 'session-sub small muted' }, sessionState(s), `${s.adapter} · ${formatWhen(s.updated_at)}`))));
         }
         if (!list.length) sl.appendChild(h('li', { class: 'muted small none', text: 'No sessions yet' }));
         const head = h('div', { class: 'ws-head' },
           h('span', { class: 'ws-name', title: w.path, text: w.name }),
-          w.id && m.online ? h('a', { class: 'link small', href: `#/new?machine=${encodeURIComponent(m.id)}&workspace=${encodeURIComponent(w.id)}`, 'aria-label': `New session in ${w.name}`, text: '+ New' }) : null);
+          w.id && state === 'on' ? h('a', { class: 'link small', href: `#/new?machine=${encodeURIComponent(m.id)}&workspace=${encodeURIComponent(w.id)}`, 'aria-label': `New session in ${w.name}`, text: '+ New' }) : null);
         wsList.appendChild(h('li', { class: 'workspace' }, head, sl));
       }
       ul.appendChild(h('li', { class: 'machine' },
@@ -417,4 +464,18 @@ export class App {
     }
     side.appendChild(ul);
   }
+}
+
+/**
+ * sessionState is a session row's state label: "waiting for you" (an
+ * interaction waits for the user) apart from "running", each with its own
+ * words and colour; nothing for an idle session.
+ */
+function sessionState(s) {
+  if (s.waiting > 0) return h('span', { class: 'session-state waiting', dataset: { state: 'waiting' }, text: 'waiting for you' });
+  if (s.state === 'running') {
+    return h('span', { class: 'session-state running', dataset: { state: 'running' } },
+      h('span', { class: 'run-dot', 'aria-hidden': 'true' }), 'running');
+  }
+  return null;
 }

@@ -183,7 +183,10 @@ export class Connection extends EventTarget {
       this.setState('signedout', { reason: this.everOpened || wasSignedIn() ? 'expired' : 'none' });
       return;
     }
-    this.setState(this.everOpened ? 'lost' : 'connecting');
+    if (this.everOpened) this.setState('lost');
+    // Never connected and the master does not answer: unreachable (as an
+    // app opened from the service worker's cache while it is down).
+    else this.setState('connecting', healthy ? {} : { reason: 'unreachable', force: true });
     this.scheduleRetry(healthy ? 200 : 0);
   }
 
