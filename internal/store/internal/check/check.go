@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/store"
 )
@@ -101,6 +102,20 @@ func NewSession(s store.Session) error {
 	}
 	if s.LastSeq > math.MaxInt64 {
 		return invalid("session %s last seq %d out of range", s.ID, s.LastSeq)
+	}
+	return nil
+}
+
+// MaxQuery is the longest search query, in bytes.
+const MaxQuery = 256
+
+// Query checks a session search query.
+func Query(q string) error {
+	if len(q) > MaxQuery {
+		return invalid("query of %d bytes is over %d", len(q), MaxQuery)
+	}
+	if !utf8.ValidString(q) {
+		return invalid("query is not UTF-8")
 	}
 	return nil
 }
