@@ -32,7 +32,8 @@ const (
 	ChangeDeleted    = "deleted"
 )
 
-// CodeArchived: the session is archived; it takes no prompt until it is
+// CodeArchived is the code of a prompt to an archived session, which
+// takes no prompt until it is
 // unarchived.
 const CodeArchived = "archived"
 

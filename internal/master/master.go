@@ -210,6 +210,7 @@ type Master struct {
 
 	presence     presence
 	stopPresence func()
+	stopChanges  func()
 
 	uploads *upload.Service
 
@@ -269,8 +270,14 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		return nil, fmt.Errorf("master: subscribe to presence: %w", err)
 	}
 	m.stopPresence = unsub
+	if m.stopChanges, err = m.br.Subscribe(sessionsTopic, m.onSessionChanged); err != nil {
+		unsub()
+		m.cancel()
+		return nil, fmt.Errorf("master: subscribe to session changes: %w", err)
+	}
 	if err := m.resumeRunning(ctx); err != nil {
 		unsub()
+		m.stopChanges()
 		m.cancel()
 		return nil, err
 	}
@@ -396,6 +403,7 @@ func (m *Master) Shutdown(ctx context.Context) error {
 		err = werr
 	}
 	m.stopPresence()
+	m.stopChanges()
 	m.presence.stop()
 	m.mu.Lock()
 	for _, e := range m.sessions {

@@ -231,7 +231,7 @@ func sessionInfo(r store.Session) protocol.SessionInfo {
 	}
 	return protocol.SessionInfo{
 		ID: r.ID, MachineID: r.MachineID, WorkspaceID: r.WorkspaceID, Adapter: r.Adapter,
-		Title: r.Title, Mode: mode, State: state, Epoch: r.Epoch, LastSeq: r.LastSeq,
+		Title: r.Title, Mode: mode, State: state, Epoch: r.Epoch, LastSeq: r.LastSeq, Archived: r.Archived,
 		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
 		UpdatedAt: updated.UTC().Format(time.RFC3339Nano),
 	}
