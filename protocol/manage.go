@@ -33,8 +33,7 @@ const (
 )
 
 // CodeArchived is the code of a prompt to an archived session, which
-// takes no prompt until it is
-// unarchived.
+// takes no prompt until it is unarchived.
 const CodeArchived = "archived"
 
 // ErrArchived is the sentinel of CodeArchived for errors.Is.
