@@ -1,14 +1,17 @@
 package master_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/auth"
+	"github.com/ferry-dev/ferry/internal/broker"
 	"github.com/ferry-dev/ferry/internal/master"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
@@ -98,8 +101,21 @@ func TestSessionRenameArchiveFind(t *testing.T) {
 		r := manage(ui, s1.ID, protocol.TypeSessionRename, &protocol.SessionRename{Title: bad})
 		ui.expectError(r.MessageID, protocol.CodeInvalidValue, "payload.title")
 	}
-	if row, _ := e.st.Session(testCtx(t), s1.ID); row.Title != "Fix the Über login" {
-		t.Fatalf("after refused renames the title is %q", row.Title)
+	// Malformed messages are refused at decoding, naming the field.
+	for _, c := range []struct{ raw, field, code string }{
+		{`{"type":"ui.session.archive","message_id":"` + protocol.NewID() + `","session_id":"` + s1.ID + `","payload":{}}`, "payload.archived", protocol.CodeMissingField},
+		{`{"type":"ui.session.archive","message_id":"` + protocol.NewID() + `","session_id":"` + s1.ID + `","payload":{"archived":"yes"}}`, "payload.archived", protocol.CodeWrongType},
+		{`{"type":"ui.session.delete","message_id":"` + protocol.NewID() + `","payload":{}}`, "session_id", protocol.CodeMissingField},
+		{`{"type":"ui.session.rename","message_id":"` + protocol.NewID() + `","session_id":"` + s1.ID + `","payload":{"title":null}}`, "payload.title", protocol.CodeMissingField},
+	} {
+		ui.sendRaw([]byte(c.raw))
+		m := ui.next(protocol.TypeError)
+		if pe := m.Payload.(*protocol.Error); pe.Code != c.code || pe.Field != c.field {
+			t.Fatalf("%s: got %+v, want %s on %s", c.raw, pe, c.code, c.field)
+		}
+	}
+	if row, _ := e.st.Session(testCtx(t), s1.ID); row.Title != "Fix the Über login" || row.Archived {
+		t.Fatalf("after refused messages: title %q archived %v", row.Title, row.Archived)
 	}
 
 	// Search by title (case-insensitive) and by content.
@@ -352,4 +368,55 @@ func mustSession(t *testing.T, st store.Store, id string) store.Session {
 		t.Fatalf("session %s: %v", id, err)
 	}
 	return row
+}
+
+// TestSessionChangesReachOtherNodes: two master nodes share the store and
+// the broker. A rename on one reaches a UI of the other at once and the
+// other node's live state (its snapshot says the new title); a delete
+// reaches it too, and the other node forgets the session.
+func TestSessionChangesReachOtherNodes(t *testing.T) {
+	t.Parallel()
+	br := broker.NewMemory()
+	t.Cleanup(func() { _ = br.Close() })
+	e := newEnv(t, master.Config{Broker: br})
+	m2, err := master.New(testCtx(t), master.Config{Store: e.st, Broker: br, Logger: logger(t), OfflineGrace: 200 * time.Millisecond, PingInterval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := httptest.NewServer(m2.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_ = m2.Shutdown(ctx)
+		srv2.Close()
+	})
+	ui := e.dialUI("node 1")
+	c := e.connectClient(testCaps("m1"), ui)
+	s, _ := startSession(ui, c)
+	far, _, _, err := dial(t, "ws"+strings.TrimPrefix(srv2.URL, "http")+"/v1/ui", bearer(e.ui))
+	if err != nil {
+		t.Fatal(err)
+	}
+	far.name, far.skip = "node 2", []string{protocol.TypeMachineStatus}
+	far.sync()
+	subscribe(far, s.ID, 0, "") // node 2 loads the session's live state
+	events(far, 1, 0)
+
+	req := manage(ui, s.ID, protocol.TypeSessionRename, &protocol.SessionRename{Title: "from node 1"})
+	changed(ui, req, protocol.ChangeRenamed)
+	if got := told(far, s.ID, protocol.ChangeRenamed); got.Title != "from node 1" {
+		t.Fatalf("node 2's UI was told %q", got.Title)
+	}
+	// A snapshot from node 2 (another epoch forces one) has the new title.
+	if sub := subscribe(far, s.ID, 5, "another-epoch"); sub.Snapshot == nil || sub.Snapshot.Session.Title != "from node 1" {
+		t.Fatalf("node 2's snapshot after the rename: %+v", sub.Snapshot)
+	}
+
+	d := manage(ui, s.ID, protocol.TypeSessionDelete, &protocol.SessionDelete{})
+	changed(ui, d, protocol.ChangeDeleted)
+	told(far, s.ID, protocol.ChangeDeleted)
+	again := protocol.New(protocol.TypeSessionSubscribe, &protocol.SessionSubscribe{})
+	again.SessionID = s.ID
+	far.send(again)
+	far.expectError(again.MessageID, protocol.CodeNotFound, "session_id")
 }
