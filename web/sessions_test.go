@@ -15,7 +15,8 @@ import (
 // agent whose every answer says "zebra"), a person renames a session
 // inline, finds sessions by title, prompt and answer, archives and
 // unarchives one, and deletes one after confirming, while a second UI
-// follows; the controls are touch-sized on a phone (web/e2e/sessions.mjs).
+// follows; the controls are touch-sized on a phone, and every screenshot
+// passes axe-core's WCAG 2.1 AA rules (web/e2e/sessions.mjs).
 func TestBrowserSessions(t *testing.T) {
 	node, chromium := browserDeps(t)
 	dir := t.TempDir()
@@ -32,8 +33,16 @@ func TestBrowserSessions(t *testing.T) {
 		"PATH": os.Getenv("PATH"),
 	}
 	base, login := ferryUp(t, env, "--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "script:"+agent)
+	shots := *screenshots
+	if shots == "" {
+		shots = filepath.Join(dir, "screenshots")
+	} else if abs, err := filepath.Abs(shots); err != nil {
+		t.Fatal(err)
+	} else {
+		shots = abs
+	}
 	cfg, err := json.Marshal(map[string]any{"base": base, "login": login, "chromium": chromium,
-		"agent": "script:zebra.sh", "answerWord": "ZEBRA"})
+		"agent": "script:zebra.sh", "answerWord": "ZEBRA", "screenshots": shots})
 	if err != nil {
 		t.Fatal(err)
 	}

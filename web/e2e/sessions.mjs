@@ -7,16 +7,33 @@
 // Archived filter shows it, it is read-only) and unarchives it, deletes a
 // session after a confirmation (the other UI that has it open says it was
 // deleted, the other session is kept), and checks the controls are
-// touch-sized on a phone. Started by web/sessions_test.go, which passes a
-// config file.
+// touch-sized on a phone. Each screenshot (cfg.screenshots) is audited
+// with axe-core's WCAG 2.1 A/AA rules. Started by web/sessions_test.go,
+// which passes a config file.
 
 import { chromium } from 'playwright-core';
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
 
 const cfg = JSON.parse(await fs.readFile(process.argv[2], 'utf8'));
 const WAIT = 15000;
+const axeSource = await fs.readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const problems = [];
+
+/** shot audits the page (axe-core, WCAG 2.1 A and AA) and saves it. */
+async function shot(page, name) {
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(axeSource);
+  const res = await page.evaluate(() => window.axe.run(document, {
+    runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'],
+  }));
+  for (const v of res.violations) {
+    problems.push(`${name}: accessibility: ${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+  }
+  await fs.mkdir(cfg.screenshots, { recursive: true });
+  await page.screenshot({ path: path.join(cfg.screenshots, `${name}.png`) });
+}
 
 async function step(name, fn) {
   try {
@@ -122,8 +139,10 @@ try {
     await found(page, [a]);
     await search(page, `${cfg.answerWord}`);
     await found(page, [b, a]);
+    await shot(page, 'sessions-search');
     await search(page, 'no-such-thing-anywhere');
     await page.locator('.no-match', { hasText: 'No match' }).waitFor();
+    await shot(page, 'sessions-no-match');
     await search(page, '');
     await link(page, a).waitFor();
     await link(page, b).waitFor();
@@ -134,6 +153,7 @@ try {
     await page.locator('#session-title', { hasText: 'Alpha notes' }).waitFor();
     await page.locator('#session-archive').click();
     await page.locator('.archived-note').waitFor();
+    await shot(page, 'session-archived');
     assert.equal(await page.locator('form.composer').isVisible(), false, 'an archived session shows the prompt box');
     await page.waitForFunction((id) => !document.querySelector(`.sidebar .machines a.session-link[data-session="${id}"]`), a);
     await page.locator('#archived-filter').click();
@@ -155,6 +175,7 @@ try {
     const dialog = page.locator('#delete-dialog');
     await dialog.waitFor();
     assert.match(await dialog.textContent(), /Gamma renamed/);
+    await shot(page, 'session-delete');
     await page.locator('#delete-cancel').click();
     await dialog.waitFor({ state: 'hidden' });
     await page.locator('#session-title', { hasText: 'Gamma renamed' }).waitFor();
@@ -163,6 +184,7 @@ try {
     await page.waitForFunction(() => location.hash === '#/' || location.hash === '');
     await page.waitForFunction((id) => !document.querySelector(`.sidebar a.session-link[data-session="${id}"]`), b);
     await other.locator('#session-deleted', { hasText: 'This session was deleted' }).waitFor();
+    await shot(other, 'session-deleted-elsewhere');
     await link(other, a).waitFor();
     assert.equal(await link(other, b).count(), 0, 'the other UI still lists the deleted session');
     // The kept session opens with its history.
@@ -193,8 +215,10 @@ try {
       const bb = await p.locator(id).boundingBox();
       assert.ok(bb && bb.height >= 44 && bb.width >= 44, `${id} is ${bb?.width}×${bb?.height}`);
     }
+    await shot(p, 'phone-session-actions');
     await p.locator('#session-rename').tap();
     await p.locator('#rename-input').fill('Alpha from the phone');
+    await shot(p, 'phone-rename');
     await p.locator('#rename-save').tap();
     await p.locator('#session-title', { hasText: 'Alpha from the phone' }).waitFor();
     await phone.close();

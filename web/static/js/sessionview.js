@@ -99,8 +99,7 @@ export class SessionView {
       h('div', { class: 'head-row controls' },
         h('label', { class: 'mode-label', for: 'mode-select' }, h('span', { class: 'small muted mode-word', text: 'Mode' }), this.modeSelect),
         this.timeoutSetting.el,
-        this.compactBtn, this.filesBtn, this.changesBtn, this.usage),
-      this.actions.el);
+        this.compactBtn, this.filesBtn, this.changesBtn, this.actions.el, this.usage));
     this.offline = h('div', { class: 'offline-note', role: 'status', hidden: true });
     this.el = h('section', { class: 'session', 'aria-labelledby': 'session-title' }, this.head, this.offline, this.transcript.el,
       this.actions.archivedNote, this.composer.form);
