@@ -91,9 +91,18 @@ func (m *Master) forgetSession(id string) {
 	if e == nil {
 		return
 	}
-	<-e.ready
-	if e.s != nil {
-		e.s.stopTimers()
+	stop := func() {
+		<-e.ready
+		if e.s != nil {
+			e.s.stopTimers()
+		}
+	}
+	select {
+	case <-e.ready:
+		stop()
+	default:
+		// Still loading: wait elsewhere, a broker's deliver must not block.
+		m.goBG(stop)
 	}
 }
 
