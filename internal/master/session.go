@@ -231,9 +231,10 @@ func sessionInfo(r store.Session) protocol.SessionInfo {
 	}
 	return protocol.SessionInfo{
 		ID: r.ID, MachineID: r.MachineID, WorkspaceID: r.WorkspaceID, Adapter: r.Adapter,
-		Title: r.Title, Mode: mode, State: state, Epoch: r.Epoch, LastSeq: r.LastSeq, Archived: r.Archived,
+		Title: r.Title, Mode: mode, State: state, Epoch: r.Epoch, LastSeq: r.LastSeq,
 		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
 		UpdatedAt: updated.UTC().Format(time.RFC3339Nano),
+		Archived:  r.Archived,
 	}
 }
 
