@@ -1107,6 +1107,15 @@ func testBadInput(t *testing.T, s store.Store) {
 	add("OpenInteraction empty ID", "interaction ID", s.OpenInteraction(c, store.Interaction{SessionID: "s1"}))
 	_, err = s.SettleInteraction(c, "s1", "", "answered", nil)
 	add("SettleInteraction empty ID", "interaction ID", err)
+	add("RenameSession empty ID", "session ID", s.RenameSession(c, "", "x"))
+	add("RenameSession long title", "title", s.RenameSession(c, "s1", strings.Repeat("x", 5000)))
+	add("RenameSession not UTF-8", "UTF-8", s.RenameSession(c, "s1", "bad \xff"))
+	add("ArchiveSession empty ID", "session ID", s.ArchiveSession(c, "", true))
+	add("DeleteSession empty ID", "session ID", s.DeleteSession(c, ""))
+	_, err = s.FindSessions(c, store.SessionFilter{Query: strings.Repeat("q", 5000)})
+	add("FindSessions long query", "query", err)
+	_, err = s.FindSessions(c, store.SessionFilter{Query: "bad \xff"})
+	add("FindSessions query not UTF-8", "UTF-8", err)
 	for _, b := range badArtifactInput(c, s) {
 		err, _ := b[2].(error)
 		add(b[0].(string), b[1].(string), err)
@@ -1132,5 +1141,8 @@ func testBadInput(t *testing.T, s store.Store) {
 	mustNil(t, err, "ListSessions")
 	if len(list) != 1 {
 		t.Fatalf("refused sessions were stored: %d sessions", len(list))
+	}
+	if list[0].Title != "title s1" {
+		t.Fatalf("a refused rename changed the title to %q", list[0].Title)
 	}
 }

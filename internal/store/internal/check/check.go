@@ -106,6 +106,21 @@ func NewSession(s store.Session) error {
 	return nil
 }
 
+// MaxTitle is the longest title RenameSession stores, in bytes (a
+// person's title is at most 200 characters: protocol.MaxTitleRunes).
+const MaxTitle = 1024
+
+// Title checks a title about to be stored by RenameSession.
+func Title(t string) error {
+	if len(t) > MaxTitle {
+		return invalid("title of %d bytes is over %d", len(t), MaxTitle)
+	}
+	if !utf8.ValidString(t) {
+		return invalid("title is not UTF-8")
+	}
+	return nil
+}
+
 // MaxQuery is the longest search query, in bytes.
 const MaxQuery = 256
 

@@ -231,6 +231,9 @@ func (db *DB) UpdateSession(ctx context.Context, ss store.Session) error {
 
 // RenameSession sets the session's title.
 func (db *DB) RenameSession(ctx context.Context, id, title string) error {
+	if err := check.Title(title); err != nil {
+		return db.fail("rename session", err)
+	}
 	return db.setSession(ctx, "rename session", id, `UPDATE sessions SET title = ? WHERE id = ?`, title)
 }
 
