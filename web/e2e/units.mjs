@@ -8,6 +8,7 @@ import { parsePrompt } from '../static/js/fileref.js';
 import { SessionState, attachedFiles } from '../static/js/session.js';
 import { relativePath, shortenPath, toolPath } from '../static/js/util.js';
 import { TOOL_CODES, CODES, toolErrorText, namedToolOutput, errorNote } from '../static/js/codes.js';
+import { cleanTitle } from '../static/js/manage.js';
 import {
   MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL,
 } from '../static/js/attach.js';
@@ -302,6 +303,17 @@ check('agent.tool.finished keeps the tool\'s images', () => {
   s.accept(ev(4, 'agent.tool.started', { turn_id: 't1', tool_use_id: 'r1', tool_name: 'Read', input: { file_path: 'a.png' } }));
   s.accept(ev(5, 'agent.tool.finished', { turn_id: 't1', tool_use_id: 'r1', tool_name: 'Read', status: 'ok', images: [{ media_type: 'image/png', data: 'AAAA' }] }));
   assert.deepEqual(s.turns.get('t1').tools.get('r1').images, [{ media_type: 'image/png', data: 'AAAA' }]);
+});
+
+// The rename form's pre-check takes a title as protocol.CleanTitle does
+// (web/units_test.go makes the vectors with it).
+const titles = JSON.parse(await fs.readFile(process.argv[4], 'utf8'));
+check(`the rename form agrees with protocol.CleanTitle on ${titles.length} titles`, () => {
+  const wrong = titles.filter((v) => {
+    const got = cleanTitle(v.in);
+    return (got.problem === '') !== v.ok || (v.ok && got.title !== v.title);
+  });
+  assert.deepEqual(wrong.slice(0, 3).map((v) => ({ ...v, got: cleanTitle(v.in) })), []);
 });
 
 console.log(`${passed} checks passed, ${failed} failed`);

@@ -17,12 +17,21 @@ export const MAX_TITLE = 200;
 // (protocol.CleanTitle), so the form says so first.
 const BAD_TITLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
-/** titleProblem says what is wrong with a title a person typed, or ''. */
-export function titleProblem(title) {
-  const t = title.trim();
-  if ([...t].length > MAX_TITLE) return `A title has at most ${MAX_TITLE} characters.`;
-  if (BAD_TITLE.test(t)) return 'A title cannot hold control characters.';
-  return '';
+// The white space Go's strings.TrimSpace trims (unicode.IsSpace), which
+// differs from String.prototype.trim (U+0085 in, U+FEFF out).
+const SPACE = '[\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
+const EDGES = new RegExp(`^${SPACE}+|${SPACE}+$`, 'g');
+
+/**
+ * cleanTitle is a title a person typed as the master takes it
+ * (protocol.CleanTitle): trimmed, and what is wrong with it ('' when
+ * nothing).
+ */
+export function cleanTitle(title) {
+  const t = title.replace(EDGES, '');
+  if ([...t].length > MAX_TITLE) return { title: t, problem: `A title has at most ${MAX_TITLE} characters.` };
+  if (BAD_TITLE.test(t)) return { title: t, problem: 'A title cannot hold control characters.' };
+  return { title: t, problem: '' };
 }
 
 /** errorText is a refusal as a person reads it. */
@@ -99,10 +108,9 @@ export class SessionActions {
   }
 
   async saveRename() {
-    const title = this.input.value.trim();
-    const bad = titleProblem(title);
-    if (bad) {
-      this.renameErr.textContent = bad;
+    const { title, problem } = cleanTitle(this.input.value);
+    if (problem) {
+      this.renameErr.textContent = problem;
       return;
     }
     try {
