@@ -266,7 +266,8 @@ export class App {
       return;
     }
     (session.archived ? this.archived : this.sessions).unshift(session);
-    const sortNewest = (a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0);
+    // RFC 3339 strings with trimmed fractions do not sort as text.
+    const sortNewest = (a, b) => Date.parse(b.updated_at) - Date.parse(a.updated_at) || (a.id < b.id ? 1 : -1);
     this.sessions.sort(sortNewest);
     this.archived.sort(sortNewest);
     const st = this.states.get(session.id);
