@@ -80,6 +80,8 @@ type SessionInfo struct {
 	LastSeq uint64 `json:"last_seq"`
 	// Settings in force, as the client last reported them (absent: not yet known).
 	Settings *Settings `json:"settings,omitempty"`
+	// Archived is true when a person archived the session: it is listed only with archived set, and takes no prompt.
+	Archived bool `json:"archived,omitempty"`
 }
 
 // TurnSnapshot is one turn as a snapshot summarises it.
@@ -165,6 +167,10 @@ type SessionsList struct {
 	MachineID string `json:"machine_id,omitempty" jsonschema:"maxLength=128"`
 	// Limit is the most sessions wanted.
 	Limit *int `json:"limit,omitempty" jsonschema:"minimum=1,maximum=1000,default=100"`
+	// Query keeps the sessions whose title, prompts or final answers contain it (case-insensitive, literal).
+	Query string `json:"query,omitempty" jsonschema:"maxLength=256"`
+	// Archived lists the archived sessions instead of the others.
+	Archived bool `json:"archived,omitempty"`
 }
 
 // Sessions is master.sessions, the answer to ui.sessions.list.

@@ -118,7 +118,14 @@ func TestJSUnits(t *testing.T) {
 	if err := os.WriteFile(codes, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "units.mjs"), path, codes)
+	titles := filepath.Join(t.TempDir(), "titles.json")
+	if b, err = json.Marshal(titleVectors()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(titles, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "units.mjs"), path, codes, titles)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -201,4 +208,39 @@ func errorCodes(t *testing.T) codeSet {
 		t.Fatalf("found only %d tool codes in internal/tools/errors.go", len(cs.Tools))
 	}
 	return cs
+}
+
+// titleVector is a title a person might type and what protocol.CleanTitle
+// makes of it: the rename form's pre-check (manage.js cleanTitle) must agree.
+type titleVector struct {
+	In    string `json:"in"`
+	Title string `json:"title"`
+	OK    bool   `json:"ok"`
+}
+
+// titlePieces are what random titles are made of: the white space Go and
+// JavaScript trim differently, control and bidi characters, letters of
+// one and two UTF-16 units.
+var titlePieces = []string{" ", "\t", "\n", "\u0085", "\u00a0", "\u2028", "\u3000", "\ufeff", "\u0007", "\u007f", "\u009f",
+	"\u202e", "\u2066", "\u200b", "a", "Z", "é", "😀", "-", "_"}
+
+func titleVectors() []titleVector {
+	r := rand.New(rand.NewPCG(20, 3))
+	var out []titleVector
+	add := func(in string) {
+		clean, e := protocol.CleanTitle(in)
+		out = append(out, titleVector{In: in, Title: clean, OK: e == nil})
+	}
+	for range 800 {
+		var b strings.Builder
+		for n := r.IntN(8); n >= 0; n-- {
+			b.WriteString(titlePieces[r.IntN(len(titlePieces))])
+		}
+		add(b.String())
+	}
+	for _, n := range []int{protocol.MaxTitleRunes - 1, protocol.MaxTitleRunes, protocol.MaxTitleRunes + 1} {
+		add(strings.Repeat("😀", n))
+		add(" " + strings.Repeat("é", n) + "\u0085")
+	}
+	return out
 }

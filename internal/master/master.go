@@ -211,6 +211,7 @@ type Master struct {
 	presence     presence
 	stopPresence func()
 	stopStatus   func()
+	stopChanges  func()
 
 	uploads *upload.Service
 
@@ -277,9 +278,16 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		return nil, fmt.Errorf("master: subscribe to session status: %w", err)
 	}
 	m.stopStatus = stopStatus
+	if m.stopChanges, err = m.br.Subscribe(sessionsTopic, m.onSessionChanged); err != nil {
+		stopStatus()
+		unsub()
+		m.cancel()
+		return nil, fmt.Errorf("master: subscribe to session changes: %w", err)
+	}
 	if err := m.resumeRunning(ctx); err != nil {
 		stopStatus()
 		unsub()
+		m.stopChanges()
 		m.cancel()
 		return nil, err
 	}
@@ -406,6 +414,7 @@ func (m *Master) Shutdown(ctx context.Context) error {
 	}
 	m.stopPresence()
 	m.stopStatus()
+	m.stopChanges()
 	m.presence.stop()
 	m.mu.Lock()
 	for _, e := range m.sessions {

@@ -235,6 +235,7 @@ func sessionInfo(r store.Session) protocol.SessionInfo {
 		Title: r.Title, Mode: mode, State: state, Epoch: r.Epoch, LastSeq: r.LastSeq,
 		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
 		UpdatedAt: updated.UTC().Format(time.RFC3339Nano),
+		Archived:  r.Archived,
 	}
 }
 

@@ -110,10 +110,19 @@ func (m *Master) runUI(c *conn) {
 		c.finish()
 		return
 	}
+	unsubChanges, err := m.br.Subscribe(sessionsTopic, c.deliverChange)
+	if err != nil {
+		unsub()
+		c.close(closeInternal, "internal error", m.wireError(err, "subscribe to session changes"), false)
+		c.start()
+		c.finish()
+		return
+	}
 	c.ui.unsubConn = unsub
 	c.start()
 	c.readLoop(func(data []byte) { m.handleUI(c, data) }, nil)
 	unsub()
+	unsubChanges()
 	c.ui.mu.Lock()
 	subs := c.ui.subs
 	c.ui.subs = map[string]*uiSub{}
@@ -149,6 +158,12 @@ func (m *Master) handleUI(c *conn, data []byte) {
 		m.prompt(c, msg)
 	case protocol.TypeArtifactsList:
 		m.listArtifacts(c, msg)
+	case protocol.TypeSessionRename:
+		m.renameSession(c, msg)
+	case protocol.TypeSessionArchive:
+		m.archiveSession(c, msg)
+	case protocol.TypeSessionDelete:
+		m.deleteSession(c, msg)
 	case protocol.TypeError:
 		c.log.Info("UI reported an error", "parent", msg.ParentID, "payload", msg.Payload)
 	default: // the control.* types a UI may send
@@ -195,7 +210,7 @@ func (m *Master) listSessions(c *conn, msg *protocol.Message) {
 	if p.Limit != nil {
 		limit = *p.Limit
 	}
-	rows, err := m.visibleSessions(c, p.MachineID, limit)
+	rows, err := m.visibleSessions(c, store.SessionFilter{MachineID: p.MachineID, Archived: p.Archived, Query: p.Query, Limit: limit})
 	if err != nil {
 		c.sendError(msg.MessageID, msg.SessionID, m.wireError(err, "list sessions"))
 		return
@@ -218,22 +233,24 @@ func (m *Master) listSessions(c *conn, msg *protocol.Message) {
 	c.send(msg.Reply(protocol.TypeSessions, &protocol.Sessions{Sessions: out}))
 }
 
-// visibleSessions lists the sessions c may see, most recently updated
-// first, at most limit: those of machineID when it is not empty, else those
-// of every machine c may see. A machine c may not see lists nothing, as one
-// that does not exist.
-func (m *Master) visibleSessions(c *conn, machineID string, limit int) ([]store.Session, error) {
+// visibleSessions lists the sessions f selects that c may see, most
+// recently updated first, at most f.Limit: those of f.MachineID when it is
+// not empty, else those of every machine c may see. A machine c may not
+// see lists nothing, as one that does not exist.
+func (m *Master) visibleSessions(c *conn, f store.SessionFilter) ([]store.Session, error) {
+	machineID, limit := f.MachineID, f.Limit
 	switch {
 	case machineID != "" && !c.sees(machineID):
 		return nil, nil
 	case machineID != "" || c.scope == nil:
-		return m.st.ListSessions(c.ctx, machineID, limit)
+		return m.st.FindSessions(c.ctx, f)
 	}
 	// A scope names a few machines: the newest limit of each, merged, are
 	// the newest limit of all of them, in the store's order.
 	var all []store.Session
 	for id := range c.scope {
-		rows, err := m.st.ListSessions(c.ctx, id, limit)
+		f.MachineID = id
+		rows, err := m.st.FindSessions(c.ctx, f)
 		if err != nil {
 			return nil, err
 		}
@@ -511,6 +528,10 @@ func sessionError(e *protocol.Error) *protocol.Error {
 func (m *Master) prompt(c *conn, msg *protocol.Message) {
 	s, e := m.uiSession(c, msg.SessionID)
 	if e != nil {
+		c.sendError(msg.MessageID, msg.SessionID, e)
+		return
+	}
+	if e := m.promptArchived(c, s.id); e != nil {
 		c.sendError(msg.MessageID, msg.SessionID, e)
 		return
 	}

@@ -21,6 +21,13 @@
 //     that uploaded it) and its expiry: deleting the session or the owner
 //     deletes it, and DeleteExpiredUploads sweeps it. PutUpload stores it
 //     whole or not at all, within the session's quota (ErrQuota).
+//   - DeleteSession deletes a session with everything that hangs on it:
+//     events, interactions, artifacts, the download tokens that grant
+//     them, and uploads. Other sessions are untouched.
+//   - FindSessions matches its query against the title and the text of
+//     the session's prompts and final answers only (never JSON keys or
+//     other fields), case-insensitively, literally (no wildcards), among
+//     a bounded number of sessions (MaxSearchSessions).
 //   - Not-found conditions are reported as ErrNotFound (errors.Is).
 //
 // Implementations: internal/store/sqlite (the embedded default, one file)
@@ -81,7 +88,10 @@ type Machine struct {
 
 // Session is one session's row. LastSeq, Epoch and CreatedAt are owned by
 // the store (CreateSession sets them from the argument; AppendEvents moves
-// LastSeq); UpdateSession changes only the mutable fields.
+// LastSeq); UpdateSession changes only the mutable fields. Title and
+// Archived are a person's: only CreateSession, RenameSession and
+// ArchiveSession write them, so a checkpoint of an older copy of the row
+// never undoes a rename.
 type Session struct {
 	ID          string
 	MachineID   string
@@ -94,6 +104,9 @@ type Session struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	LastSeq     uint64
+	// Archived sessions leave the default list (FindSessions); only
+	// CreateSession and ArchiveSession write it.
+	Archived bool
 	// Snapshot is the master's summary of the session (JSON), kept so that
 	// a UI whose missed events are gone can still be brought up to date.
 	Snapshot json.RawMessage
@@ -179,6 +192,23 @@ type Upload struct {
 	ExpiresAt time.Time
 }
 
+// MaxSearchSessions bounds a FindSessions with a query: it looks at the
+// most recently updated sessions of its filter, this many at most.
+const MaxSearchSessions = 2000
+
+// SessionFilter selects sessions for FindSessions.
+type SessionFilter struct {
+	// MachineID keeps one machine's sessions when not empty.
+	MachineID string
+	// Archived lists the archived sessions instead of the others.
+	Archived bool
+	// Query, when not empty, keeps the sessions whose title, prompts or
+	// final answers contain it, case-insensitively.
+	Query string
+	// Limit is the most sessions returned (<= 0: no limit).
+	Limit int
+}
+
 // UploadQuota bounds what one session's live uploads (those not expired at
 // the new upload's CreatedAt) may hold together; 0 is no bound.
 type UploadQuota struct {
@@ -206,11 +236,23 @@ type Store interface {
 	// CreateSession stores a new session (ErrExists when its ID is taken).
 	CreateSession(ctx context.Context, s Session) error
 	Session(ctx context.Context, id string) (Session, error)
-	// ListSessions lists sessions, most recently updated first, of one
-	// machine when machineID is not empty, at most limit.
+	// ListSessions lists sessions, archived or not, most recently updated
+	// first, of one machine when machineID is not empty, at most limit.
 	ListSessions(ctx context.Context, machineID string, limit int) ([]Session, error)
-	// UpdateSession writes Title, Mode, State, UpdatedAt and Snapshot.
+	// FindSessions lists the sessions f selects, most recently updated
+	// first.
+	FindSessions(ctx context.Context, f SessionFilter) ([]Session, error)
+	// UpdateSession writes Mode, State, UpdatedAt and Snapshot.
 	UpdateSession(ctx context.Context, s Session) error
+	// RenameSession sets the session's title (ErrNotFound when there is
+	// no such session). It does not move UpdatedAt.
+	RenameSession(ctx context.Context, id, title string) error
+	// ArchiveSession sets whether the session is archived (ErrNotFound
+	// when there is no such session). It does not move UpdatedAt.
+	ArchiveSession(ctx context.Context, id string, archived bool) error
+	// DeleteSession deletes the session and everything that hangs on it
+	// (see the package doc); ErrNotFound when there is no such session.
+	DeleteSession(ctx context.Context, id string) error
 
 	// AppendEvents stores evs in order as the session's next events and
 	// returns them with their seqs (duplicates keep their old seq and are

@@ -8,6 +8,7 @@ import { parsePrompt } from '../static/js/fileref.js';
 import { SessionState, attachedFiles } from '../static/js/session.js';
 import { relativePath, shortenPath, toolPath } from '../static/js/util.js';
 import { TOOL_CODES, CODES, toolErrorText, namedToolOutput, errorNote } from '../static/js/codes.js';
+import { cleanTitle } from '../static/js/manage.js';
 import {
   MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL,
 } from '../static/js/attach.js';
@@ -358,6 +359,17 @@ await checkAsync('registerWorker registers /sw.js at scope /, or resolves null w
   } finally {
     console.warn = warn;
   }
+});
+
+// The rename form's pre-check takes a title as protocol.CleanTitle does
+// (web/units_test.go makes the vectors with it).
+const titles = JSON.parse(await fs.readFile(process.argv[4], 'utf8'));
+check(`the rename form agrees with protocol.CleanTitle on ${titles.length} titles`, () => {
+  const wrong = titles.filter((v) => {
+    const got = cleanTitle(v.in);
+    return (got.problem === '') !== v.ok || (v.ok && got.title !== v.title);
+  });
+  assert.deepEqual(wrong.slice(0, 3).map((v) => ({ ...v, got: cleanTitle(v.in) })), []);
 });
 
 console.log(`${passed} checks passed, ${failed} failed`);

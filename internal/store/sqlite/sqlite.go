@@ -39,12 +39,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +62,23 @@ import (
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
+
+// ferry_lower is strings.ToLower for the shared search query: SQLite's
+// own lower() folds ASCII only, and a search must match "Über" with
+// "über" on both backends alike.
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction("ferry_lower", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		switch v := args[0].(type) {
+		case string:
+			return strings.ToLower(v), nil
+		case []byte:
+			return strings.ToLower(string(v)), nil
+		case nil:
+			return nil, nil
+		}
+		return nil, fmt.Errorf("ferry_lower: unexpected %T", args[0])
+	})
+}
 
 // busyTimeout is how long a write waits for another process's lock on the
 // file before it fails (within one process the single writer connection

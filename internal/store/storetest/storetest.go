@@ -69,6 +69,9 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"SessionCreateAndGet", testSessionCreateAndGet},
 		{"SessionList", testSessionList},
 		{"SessionUpdate", testSessionUpdate},
+		{"SessionRenameArchive", testSessionRenameArchive},
+		{"SessionFind", testSessionFind},
+		{"SessionDelete", testSessionDelete},
 		{"EventsNumbered", testEventsNumbered},
 		{"EventsDedup", testEventsDedup},
 		{"EventsConcurrentAppend", testEventsConcurrentAppend},
@@ -472,9 +475,13 @@ func testSessionUpdate(t *testing.T, s store.Store) {
 	mustNil(t, s.UpdateSession(c, upd), "UpdateSession")
 	got, err := s.Session(c, "s1")
 	mustNil(t, err, "Session")
-	if got.Title != upd.Title || got.Mode != upd.Mode || got.State != upd.State || !got.UpdatedAt.Equal(upd.UpdatedAt) ||
+	if got.Mode != upd.Mode || got.State != upd.State || !got.UpdatedAt.Equal(upd.UpdatedAt) ||
 		string(got.Snapshot) != string(upd.Snapshot) {
 		t.Fatalf("mutable fields not written: %+v", got)
+	}
+	// The title is a person's (RenameSession): a checkpoint leaves it.
+	if got.Title != orig.Title {
+		t.Fatalf("UpdateSession wrote the title %q (was %q)", got.Title, orig.Title)
 	}
 	if got.MachineID != orig.MachineID || got.WorkspaceID != orig.WorkspaceID || got.Adapter != orig.Adapter ||
 		got.Epoch != orig.Epoch || got.LastSeq != 2 || !got.CreatedAt.Equal(orig.CreatedAt) {
@@ -1031,10 +1038,17 @@ func testContextCancelled(t *testing.T, s store.Store) {
 		"Session":       func() error { _, err := s.Session(c, "s1"); return err },
 		"ListSessions":  func() error { _, err := s.ListSessions(c, "", 0); return err },
 		"UpdateSession": func() error { return s.UpdateSession(c, store.Session{ID: "s1"}) },
-		"AppendEvents":  func() error { _, err := s.AppendEvents(c, "s1", []store.Event{event("x")}); return err },
-		"Events":        func() error { _, err := s.Events(c, "s1", 0, 0); return err },
-		"OldestSeq":     func() error { _, err := s.OldestSeq(c, "s1"); return err },
-		"Trim":          func() error { return s.Trim(c, "s1", 0) },
+		"FindSessions": func() error {
+			_, err := s.FindSessions(c, store.SessionFilter{Query: "x"})
+			return err
+		},
+		"RenameSession":  func() error { return s.RenameSession(c, "s1", "x") },
+		"ArchiveSession": func() error { return s.ArchiveSession(c, "s1", true) },
+		"DeleteSession":  func() error { return s.DeleteSession(c, "s1") },
+		"AppendEvents":   func() error { _, err := s.AppendEvents(c, "s1", []store.Event{event("x")}); return err },
+		"Events":         func() error { _, err := s.Events(c, "s1", 0, 0); return err },
+		"OldestSeq":      func() error { _, err := s.OldestSeq(c, "s1"); return err },
+		"Trim":           func() error { return s.Trim(c, "s1", 0) },
 		"OpenInteraction": func() error {
 			return s.OpenInteraction(c, interaction("s1", "i2", 0))
 		},
@@ -1093,6 +1107,15 @@ func testBadInput(t *testing.T, s store.Store) {
 	add("OpenInteraction empty ID", "interaction ID", s.OpenInteraction(c, store.Interaction{SessionID: "s1"}))
 	_, err = s.SettleInteraction(c, "s1", "", "answered", nil)
 	add("SettleInteraction empty ID", "interaction ID", err)
+	add("RenameSession empty ID", "session ID", s.RenameSession(c, "", "x"))
+	add("RenameSession long title", "title", s.RenameSession(c, "s1", strings.Repeat("x", 5000)))
+	add("RenameSession not UTF-8", "UTF-8", s.RenameSession(c, "s1", "bad \xff"))
+	add("ArchiveSession empty ID", "session ID", s.ArchiveSession(c, "", true))
+	add("DeleteSession empty ID", "session ID", s.DeleteSession(c, ""))
+	_, err = s.FindSessions(c, store.SessionFilter{Query: strings.Repeat("q", 5000)})
+	add("FindSessions long query", "query", err)
+	_, err = s.FindSessions(c, store.SessionFilter{Query: "bad \xff"})
+	add("FindSessions query not UTF-8", "UTF-8", err)
 	for _, b := range badArtifactInput(c, s) {
 		err, _ := b[2].(error)
 		add(b[0].(string), b[1].(string), err)
@@ -1118,5 +1141,8 @@ func testBadInput(t *testing.T, s store.Store) {
 	mustNil(t, err, "ListSessions")
 	if len(list) != 1 {
 		t.Fatalf("refused sessions were stored: %d sessions", len(list))
+	}
+	if list[0].Title != "title s1" {
+		t.Fatalf("a refused rename changed the title to %q", list[0].Title)
 	}
 }

@@ -2,7 +2,7 @@
 // router (#/ the lists, #/new a new session, #/s/<id> a session) and the
 // sign-in screen.
 
-import { h, clear, formatWhen, frameThrottle } from './util.js';
+import { h, clear, debounce, formatWhen, frameThrottle } from './util.js';
 import { Connection, message } from './conn.js';
 import { SessionState } from './session.js';
 import { SessionView } from './sessionview.js';
@@ -34,7 +34,12 @@ export class App {
     this.root = root;
     this.conn = new Connection(wsURL());
     this.machines = [];
-    this.sessions = [];
+    this.sessions = []; // the default list: sessions not archived
+    this.archived = []; // archived sessions (so one can be opened by its link)
+    // The sidebar's search: a query and the Archived filter; found is the
+    // master's answer while either is set (null: not searching).
+    this.filter = { query: '', archived: false };
+    this.found = null;
     this.listed = false;
     this.states = new Map(); // session id → SessionState
     this.view = null; // the SessionView shown
@@ -155,22 +160,25 @@ export class App {
 
   async refreshLists() {
     try {
-      const [ms, ss] = await Promise.all([
+      const [ms, ss, as] = await Promise.all([
         this.conn.request(message('ui.machines.list')),
         this.conn.request(message('ui.sessions.list', { limit: 200 })),
+        this.conn.request(message('ui.sessions.list', { limit: 200, archived: true })),
       ]);
       this.machines = ms.payload.machines || [];
       this.sessions = ss.payload.sessions || [];
+      this.archived = as.payload.sessions || [];
       this.listed = true;
       this.machinesKnown = true;
     } catch (e) {
       if (e.code !== 'connection_lost') this.toast(`Could not list the machines: ${e.message}`);
       return;
     }
-    for (const s of this.sessions) {
+    for (const s of [...this.sessions, ...this.archived]) {
       const st = this.states.get(s.id);
-      if (st) st.info.title = s.title;
+      if (st) Object.assign(st.info, { title: s.title, archived: !!s.archived });
     }
+    this.searchNow();
     this.sessionsChanged();
     if (!this.view) this.route();
     else this.view.render();
@@ -195,6 +203,11 @@ export class App {
         this.machines = msg.payload.machines || [];
         this.renderSidebar();
         this.view?.render();
+        return;
+      case 'master.session.changed':
+        // Another UI renamed, archived or deleted a session (this UI's own
+        // changes come back as answers: SessionActions applies them).
+        if (!msg.parent_id) this.applyChange(msg.payload, false);
         return;
       case 'master.machine.status': {
         const m = msg.payload.machine;
@@ -226,12 +239,93 @@ export class App {
   async refreshSessionsSoon() {
     if (document.hidden) return;
     try {
-      const ss = await this.conn.request(message('ui.sessions.list', { limit: 200 }));
+      const [ss, as] = await Promise.all([
+        this.conn.request(message('ui.sessions.list', { limit: 200 })),
+        this.conn.request(message('ui.sessions.list', { limit: 200, archived: true })),
+      ]);
       this.sessions = ss.payload.sessions || [];
+      this.archived = as.payload.sessions || [];
+      this.searchNow();
       this.sessionsChanged();
     } catch {
       // the next heartbeat tries again
     }
+  }
+
+  /** findInfo is what the lists say of session id (null: nothing). */
+  findInfo(id) {
+    return this.sessions.find((s) => s.id === id) || this.archived.find((s) => s.id === id) ||
+      this.found?.find((s) => s.id === id) || null;
+  }
+
+  /**
+   * applyChange takes a master.session.changed payload: the lists, the
+   * session's state and the open view follow. mine: this UI asked for it.
+   */
+  applyChange({ change, session }, mine = true) {
+    const drop = (list) => list.filter((s) => s.id !== session.id);
+    this.sessions = drop(this.sessions);
+    this.archived = drop(this.archived);
+    if (this.found) this.found = drop(this.found);
+    if (change === 'deleted') {
+      this.states.delete(session.id);
+      if (this.view?.state.id === session.id) {
+        this.leaveSession();
+        if (mine) {
+          this.toast(`Deleted “${session.title || 'Untitled session'}”.`);
+          location.hash = '#/';
+        } else {
+          clear(this.main).appendChild(h('section', { class: 'panel', id: 'session-deleted' },
+            h('h1', { text: 'This session was deleted' }),
+            h('p', {}, 'It was deleted from another window or device; its history is gone. ', h('a', { href: '#/', text: 'Back to the sessions' }))));
+          this.announce('This session was deleted elsewhere.');
+        }
+      } else if (mine) {
+        this.toast(`Deleted “${session.title || 'Untitled session'}”.`);
+      }
+      this.renderSidebar();
+      return;
+    }
+    (session.archived ? this.archived : this.sessions).unshift(session);
+    // RFC 3339 strings with trimmed fractions do not sort as text.
+    const sortNewest = (a, b) => Date.parse(b.updated_at) - Date.parse(a.updated_at) || (a.id < b.id ? 1 : -1);
+    this.sessions.sort(sortNewest);
+    this.archived.sort(sortNewest);
+    const st = this.states.get(session.id);
+    if (st) Object.assign(st.info, { title: session.title, archived: !!session.archived });
+    this.searchNow();
+    this.renderSidebar();
+    if (this.view?.state.id === session.id) this.view.render();
+  }
+
+  /** searching reports whether the sidebar shows search results. */
+  searching() {
+    return this.filter.query.trim() !== '' || this.filter.archived;
+  }
+
+  /** searchNow asks the master for the sessions the filter selects. */
+  async searchNow() {
+    if (!this.searching()) {
+      this.found = null;
+      this.renderSidebar();
+      return;
+    }
+    const payload = { limit: 200 };
+    const q = this.filter.query.trim();
+    if (q) payload.query = q;
+    if (this.filter.archived) payload.archived = true;
+    const asked = JSON.stringify(payload);
+    this.searchAsked = asked;
+    try {
+      const ans = await this.conn.request(message('ui.sessions.list', payload));
+      if (this.searchAsked !== asked) return; // a newer search is under way
+      this.found = ans.payload.sessions || [];
+    } catch (e) {
+      if (this.searchAsked !== asked) return;
+      this.found = [];
+      if (e.code !== 'connection_lost') this.toast(`Search failed: ${e.message}`);
+    }
+    this.renderSidebar();
   }
 
   /** sessionChanged updates the session's row after one of its events. */
@@ -268,7 +362,7 @@ export class App {
     if (r.name === 'session') {
       if (this.view && this.view.state.id === r.id) return;
       this.leaveSession();
-      const info = this.sessions.find((s) => s.id === r.id);
+      const info = this.findInfo(r.id);
       if (!info) {
         clear(this.main).appendChild(h('section', { class: 'panel' },
           this.listed ? h('h1', { text: 'No such session' }) : h('p', { class: 'muted', text: 'Loading…' }),
@@ -422,13 +516,80 @@ export class App {
     });
   }
 
+  /**
+   * buildSearch makes the sidebar's head once: the title, New session, and
+   * the search box with the Archived filter. It is kept across redraws so
+   * that typing never loses focus.
+   */
+  buildSearch() {
+    const input = h('input', {
+      id: 'session-search', type: 'search', autocomplete: 'off', spellcheck: 'false', maxlength: '256',
+      placeholder: 'Find a session', 'aria-label': 'Find a session by its title or what was said in it',
+    });
+    const run = debounce(() => this.searchNow(), 250);
+    input.addEventListener('input', () => {
+      this.filter.query = input.value;
+      run();
+    });
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && input.value) {
+        input.value = '';
+        this.filter.query = '';
+        this.searchNow();
+      }
+    });
+    const arch = h('button', {
+      type: 'button', class: 'btn small filter-toggle', id: 'archived-filter', 'aria-pressed': 'false', text: 'Archived',
+      onclick: () => {
+        this.filter.archived = !this.filter.archived;
+        arch.setAttribute('aria-pressed', String(this.filter.archived));
+        this.searchNow();
+      },
+    });
+    this.sideList = h('div', { class: 'side-list' });
+    this.sideTop = h('div', { class: 'side-top' },
+      h('div', { class: 'side-head' }, h('h2', { text: 'Sessions' }), h('a', { class: 'btn primary small', href: '#/new', text: 'New session' })),
+      h('div', { class: 'side-search', role: 'search' }, input, arch));
+  }
+
+  /** drawFound lists the search results, flat, newest first. */
+  drawFound(side, current) {
+    const what = this.filter.archived ? 'archived sessions' : 'sessions';
+    if (this.found === null) {
+      side.appendChild(h('p', { class: 'muted small pad', text: 'Searching…' }));
+      return;
+    }
+    if (!this.found.length) {
+      const q = this.filter.query.trim();
+      side.appendChild(h('p', { class: 'muted small pad no-match', role: 'status', text: q ? `No match among the ${what}.` : `No ${what}.` }));
+      return;
+    }
+    const names = new Map(this.machines.map((m) => [m.id, m]));
+    const ul = h('ul', { class: 'sessions found', 'aria-label': `Found ${what}` });
+    for (const s of this.found) {
+      const m = names.get(s.machine_id);
+      const ws = m?.workspaces?.find((w) => w.id === s.workspace_id);
+      ul.appendChild(h('li', {}, h('a', {
+        href: `#/s/${encodeURIComponent(s.id)}`, class: 'session-link', 'aria-current': s.id === current ? 'page' : false,
+        dataset: { session: s.id },
+      }, h('span', { class: 'session-name', text: s.title || 'Untitled session' }),
+      h('span', { class: 'session-sub small muted', text: `${m?.name || s.machine_id} · ${ws?.name || s.workspace_id} · ${formatWhen(s.updated_at)}` }))));
+    }
+    side.appendChild(ul);
+  }
+
   drawSidebar() {
     if (this.root.dataset.view === 'signin') return;
     const current = this.view?.state.id || '';
-    const side = clear(this.sidebar);
-    side.appendChild(h('div', { class: 'side-head' }, h('h2', { text: 'Sessions' }), h('a', { class: 'btn primary small', href: '#/new', text: 'New session' })));
+    if (!this.sideTop) this.buildSearch();
+    if (!this.sideTop.isConnected) clear(this.sidebar).append(this.sideTop, this.sideList);
+    const side = clear(this.sideList);
     if (!this.listed) {
       side.appendChild(h('p', { class: 'muted small pad', text: this.conn.state === 'open' ? 'Loading…' : 'Connecting…' }));
+      return;
+    }
+    if (this.searching()) {
+      this.drawFound(side, current);
       return;
     }
     if (!this.machines.length) side.appendChild(h('p', { class: 'muted small pad', text: 'No machine has connected yet.' }));

@@ -45,6 +45,7 @@ export const CODES = {
   interaction_settled: 'the question was already answered',
   busy: 'the session is already running a turn',
   slow_consumer: 'the connection read too slowly and was dropped',
+  archived: 'the session is archived; unarchive it to prompt it',
   internal: 'it failed for a reason of its own (see the log)',
   file_changed: 'a file changed since the agent wrote it; undo would lose that change',
   // protocol/agent.go

@@ -13,6 +13,7 @@ import { onLayoutChange } from './diff.js';
 import { TURN_LABELS } from './session.js';
 import { TimeoutSetting } from './timeoutsetting.js';
 import { HistoryUI } from './history.js';
+import { SessionActions } from './manage.js';
 
 const STATUS_TEXT = {
   idle: 'Ready',
@@ -92,14 +93,16 @@ export class SessionView {
     this.changesBtn = h('button', { type: 'button', class: 'btn', 'aria-haspopup': 'dialog', text: 'Changes', onclick: () => this.history.open() });
     this.usage = h('span', { class: 'usage-total small muted' });
     this.metaUsage = h('span', { class: 'meta-usage' });
+    this.actions = new SessionActions(this);
     this.head = h('header', { class: 'session-head' },
-      h('div', { class: 'head-row' }, h('div', { class: 'head-titles' }, this.title, this.meta), this.pill),
+      h('div', { class: 'head-row' }, h('div', { class: 'head-titles' }, this.title, this.actions.form, this.meta), this.pill),
       h('div', { class: 'head-row controls' },
         h('label', { class: 'mode-label', for: 'mode-select' }, h('span', { class: 'small muted mode-word', text: 'Mode' }), this.modeSelect),
         this.timeoutSetting.el,
-        this.compactBtn, this.filesBtn, this.changesBtn, this.usage));
+        this.compactBtn, this.filesBtn, this.changesBtn, this.actions.el, this.usage));
     this.offline = h('div', { class: 'offline-note', role: 'status', hidden: true });
-    this.el = h('section', { class: 'session', 'aria-labelledby': 'session-title' }, this.head, this.offline, this.transcript.el, this.composer.form);
+    this.el = h('section', { class: 'session', 'aria-labelledby': 'session-title' }, this.head, this.offline, this.transcript.el,
+      this.actions.archivedNote, this.composer.form);
     this.title.id = 'session-title';
     clear(main).appendChild(this.el);
     this.onLayout = () => {
@@ -237,6 +240,9 @@ export class SessionView {
     this.metaUsage.textContent = this.usage.textContent ? ` · ${this.usage.textContent}` : '';
     this.usage.title = tot.turns ? `${tot.input.toLocaleString()} in, ${tot.output.toLocaleString()} out, ${tot.cacheRead.toLocaleString()} cached` : '';
     this.composer.setRunning(s.running, caps.cancel);
+    // An archived session is read-only: the master refuses its prompts.
+    this.composer.form.hidden = !!s.info.archived;
+    this.actions.draw();
     this.composer.stopBtn.textContent = this.stopping ? 'Stopping…' : 'Stop';
     if (this.filesDialog?.open) this.fillFiles();
   }
@@ -528,6 +534,7 @@ export class SessionView {
   }
 
   closeDialogs() {
+    this.actions?.close();
     this.filesDialog?.close();
     this.compactDialog?.close();
     this.history?.dialog?.close();

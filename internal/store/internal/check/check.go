@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/store"
 )
@@ -101,6 +102,35 @@ func NewSession(s store.Session) error {
 	}
 	if s.LastSeq > math.MaxInt64 {
 		return invalid("session %s last seq %d out of range", s.ID, s.LastSeq)
+	}
+	return nil
+}
+
+// MaxTitle is the longest title RenameSession stores, in bytes (a
+// person's title is at most 200 characters: protocol.MaxTitleRunes).
+const MaxTitle = 1024
+
+// Title checks a title about to be stored by RenameSession.
+func Title(t string) error {
+	if len(t) > MaxTitle {
+		return invalid("title of %d bytes is over %d", len(t), MaxTitle)
+	}
+	if !utf8.ValidString(t) {
+		return invalid("title is not UTF-8")
+	}
+	return nil
+}
+
+// MaxQuery is the longest search query, in bytes.
+const MaxQuery = 256
+
+// Query checks a session search query.
+func Query(q string) error {
+	if len(q) > MaxQuery {
+		return invalid("query of %d bytes is over %d", len(q), MaxQuery)
+	}
+	if !utf8.ValidString(q) {
+		return invalid("query is not UTF-8")
 	}
 	return nil
 }

@@ -1,9 +1,17 @@
 // Package migrate loads a backend's numbered schema migrations: files
-// named NNNN_name.sql, numbered 1, 2, 3, … with no gap, applied in order
+// named NNNN_name.sql, each number used once, applied in ascending order
 // and recorded by number in the database's schema_migrations table.
 //
+// Numbers may have gaps: branches developed in parallel each take their
+// own number, and whichever merges first leaves a gap until the other
+// does. A migration is pending while its number is not recorded, whatever
+// higher numbers are, so a database that applied 6 still gets 5 when 5
+// arrives later (migrations of parallel branches must not depend on each
+// other, only on those merged before them).
+//
 // Apply is the one migration driver of both stores: inside the caller's
-// transaction it reads the recorded version, refuses a newer schema, and
+// transaction it reads the recorded versions, refuses a schema that
+// recorded a version this program does not know (a newer program's), and
 // applies and records each pending migration, so that a failure leaves
 // the schema as it was.
 package migrate
@@ -27,8 +35,8 @@ type Migration struct {
 }
 
 // Load reads the migrations in dir of fsys, in order. It fails on a file
-// name without a number, a duplicate number or a gap, so that a mistake in
-// the embedded files shows at the first Open (and in every test).
+// name without a number or a duplicate number, so that a mistake in the
+// embedded files shows at the first Open (and in every test).
 func Load(fsys fs.FS, dir string) ([]Migration, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
@@ -51,9 +59,9 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 		out = append(out, Migration{Version: v, Name: name, SQL: string(b)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	for i, m := range out {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migrations: version %d where %d was expected", m.Version, i+1)
+	for i := 1; i < len(out); i++ {
+		if out[i].Version == out[i-1].Version {
+			return nil, fmt.Errorf("migrations: version %d is used twice", out[i].Version)
 		}
 	}
 	if len(out) == 0 {
@@ -62,14 +70,29 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 	return out, nil
 }
 
-// Pending returns the migrations after the database's version current. It
-// refuses a database migrated by a newer program, whose schema this one
-// does not know.
-func Pending(ms []Migration, current int) ([]Migration, error) {
-	if current > len(ms) {
-		return nil, fmt.Errorf("database schema version %d is newer than this program's %d; upgrade ferry", current, len(ms))
+// Pending returns the migrations of ms (in order) whose versions are not
+// among applied, the versions the database recorded. It refuses a
+// database that recorded a version ms does not have: a newer program
+// migrated it, and this one does not know its schema.
+func Pending(ms []Migration, applied []int) ([]Migration, error) {
+	known := make(map[int]bool, len(ms))
+	for _, m := range ms {
+		known[m.Version] = true
 	}
-	return ms[current:], nil
+	done := make(map[int]bool, len(applied))
+	for _, v := range applied {
+		if !known[v] {
+			return nil, fmt.Errorf("database schema version %d is newer than this program knows (up to %d); upgrade ferry", v, ms[len(ms)-1].Version)
+		}
+		done[v] = true
+	}
+	var out []Migration
+	for _, m := range ms {
+		if !done[m.Version] {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
 
 // Apply applies the migrations of ms after the version recorded in
@@ -78,11 +101,11 @@ func Pending(ms []Migration, current int) ([]Migration, error) {
 // appliedAt the value stored. It runs in tx, so that the caller's
 // transaction (and lock) makes concurrent Opens apply each migration once.
 func Apply(ctx context.Context, tx *sql.Tx, ms []Migration, record string, appliedAt any) error {
-	var current int
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+	applied, err := recorded(ctx, tx)
+	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	pending, err := Pending(ms, current)
+	pending, err := Pending(ms, applied)
 	if err != nil {
 		return err
 	}
@@ -97,4 +120,22 @@ func Apply(ctx context.Context, tx *sql.Tx, ms []Migration, record string, appli
 		}
 	}
 	return nil
+}
+
+// recorded lists the versions schema_migrations holds.
+func recorded(ctx context.Context, tx *sql.Tx) ([]int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/internal/check"
@@ -144,10 +145,10 @@ func (db *DB) CreateSession(ctx context.Context, ss store.Session) error {
 	}
 	_, err := db.exec(ctx,
 		`INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-		   created_at, updated_at, last_seq, snapshot)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		   created_at, updated_at, last_seq, snapshot, archived)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ss.ID, ss.MachineID, ss.WorkspaceID, ss.Adapter, ss.Title, ss.Mode, ss.State, ss.Epoch,
-		db.ts(created), db.ts(updated), check.Seq(ss.LastSeq), Blob(ss.Snapshot))
+		db.ts(created), db.ts(updated), check.Seq(ss.LastSeq), Blob(ss.Snapshot), ss.Archived)
 	if err != nil && db.D.IsUnique(err) {
 		return db.failOn(op, ss.ID, store.ErrExists)
 	}
@@ -155,7 +156,7 @@ func (db *DB) CreateSession(ctx context.Context, ss store.Session) error {
 }
 
 const sessionCols = `id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-	created_at, updated_at, last_seq, snapshot`
+	created_at, updated_at, last_seq, snapshot, archived`
 
 func scanSession(sc Scanner) (store.Session, error) {
 	var (
@@ -165,7 +166,7 @@ func scanSession(sc Scanner) (store.Session, error) {
 		snap             []byte
 	)
 	if err := sc.Scan(&ss.ID, &ss.MachineID, &ss.WorkspaceID, &ss.Adapter, &ss.Title, &ss.Mode,
-		&ss.State, &ss.Epoch, &created, &updated, &lastSeq, &snap); err != nil {
+		&ss.State, &ss.Epoch, &created, &updated, &lastSeq, &snap, &ss.Archived); err != nil {
 		return store.Session{}, err
 	}
 	ss.CreatedAt = created.T
@@ -209,7 +210,7 @@ func (db *DB) ListSessions(ctx context.Context, machineID string, limit int) ([]
 		machineID, lim)
 }
 
-// UpdateSession writes Title, Mode, State, UpdatedAt (now when zero) and
+// UpdateSession writes Mode, State, UpdatedAt (now when zero) and
 // Snapshot.
 func (db *DB) UpdateSession(ctx context.Context, ss store.Session) error {
 	const op = "update session"
@@ -217,8 +218,8 @@ func (db *DB) UpdateSession(ctx context.Context, ss store.Session) error {
 		return db.fail(op, err)
 	}
 	n, err := affected(db.exec(ctx,
-		`UPDATE sessions SET title = ?, mode = ?, state = ?, updated_at = ?, snapshot = ? WHERE id = ?`,
-		ss.Title, ss.Mode, ss.State, db.ts(check.OrNow(ss.UpdatedAt)), Blob(ss.Snapshot), ss.ID))
+		`UPDATE sessions SET mode = ?, state = ?, updated_at = ?, snapshot = ? WHERE id = ?`,
+		ss.Mode, ss.State, db.ts(check.OrNow(ss.UpdatedAt)), Blob(ss.Snapshot), ss.ID))
 	if err != nil {
 		return db.wrap(ctx, op, err)
 	}
@@ -226,4 +227,88 @@ func (db *DB) UpdateSession(ctx context.Context, ss store.Session) error {
 		return db.failOn(op, ss.ID, store.ErrNotFound)
 	}
 	return nil
+}
+
+// RenameSession sets the session's title.
+func (db *DB) RenameSession(ctx context.Context, id, title string) error {
+	if err := check.Title(title); err != nil {
+		return db.fail("rename session", err)
+	}
+	return db.setSession(ctx, "rename session", id, `UPDATE sessions SET title = ? WHERE id = ?`, title)
+}
+
+// ArchiveSession sets whether the session is archived.
+func (db *DB) ArchiveSession(ctx context.Context, id string, archived bool) error {
+	return db.setSession(ctx, "archive session", id, `UPDATE sessions SET archived = ? WHERE id = ?`, archived)
+}
+
+// setSession runs upd (an UPDATE of one session by id, v its one value).
+func (db *DB) setSession(ctx context.Context, op, id, upd string, v any) error {
+	if err := check.ID("session", id); err != nil {
+		return db.fail(op, err)
+	}
+	n, err := affected(db.exec(ctx, upd, v, id))
+	if err != nil {
+		return db.wrap(ctx, op, err)
+	}
+	if n == 0 {
+		return db.failOn(op, id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteSession deletes the session; the schema's ON DELETE CASCADE
+// takes its events, interactions, artifacts (and with them their download
+// tokens) and uploads in the same statement.
+func (db *DB) DeleteSession(ctx context.Context, id string) error {
+	return DeleteByID(ctx, db, "delete session", "session", `DELETE FROM sessions WHERE id = ?`, id)
+}
+
+// searchedTypes are the events whose text a search reads, with the
+// payload field that holds it: the prompt as the master composed it and
+// the turn's whole final answer (streamed deltas would split words).
+var searchedTypes = []struct{ typ, key string }{
+	{"control.prompt.request", "prompt_text"},
+	{"agent.text.done", "text"},
+}
+
+// FindSessions lists the sessions f selects, most recently updated first.
+// With a query it looks at the newest store.MaxSearchSessions of the
+// filter only, so that its cost is bounded whatever the store holds.
+func (db *DB) FindSessions(ctx context.Context, f store.SessionFilter) ([]store.Session, error) {
+	const op = "find sessions"
+	if err := check.Query(f.Query); err != nil {
+		return nil, db.fail(op, err)
+	}
+	lim := db.D.NoLimit
+	if f.Limit > 0 {
+		lim = f.Limit
+	}
+	where, args := `archived = ?`, []any{f.Archived}
+	if f.MachineID != "" {
+		where += ` AND machine_id = ?`
+		args = append(args, f.MachineID)
+	}
+	if f.Query == "" {
+		return queryAll(ctx, db, op, scanSession,
+			`SELECT `+sessionCols+` FROM sessions WHERE `+where+` ORDER BY updated_at DESC, id DESC LIMIT ?`,
+			append(args, lim)...)
+	}
+	var text strings.Builder
+	textArgs := []any{}
+	for i, st := range searchedTypes {
+		if i > 0 {
+			text.WriteString(` OR `)
+		}
+		text.WriteString(`(e.type = ? AND ` + db.D.Contains(`coalesce(`+db.D.JSONText("e.data", st.key)+`, '')`) + `)`)
+		textArgs = append(textArgs, st.typ, f.Query)
+	}
+	q := `SELECT ` + sessionCols + ` FROM (
+		SELECT ` + sessionCols + ` FROM sessions WHERE ` + where + ` ORDER BY updated_at DESC, id DESC LIMIT ?
+	) s WHERE ` + db.D.Contains(`s.title`) + ` OR EXISTS (
+		SELECT 1 FROM events e WHERE e.session_id = s.id AND (` + text.String() + `)
+	) ORDER BY updated_at DESC, id DESC LIMIT ?`
+	args = append(args, store.MaxSearchSessions, f.Query)
+	args = append(args, textArgs...)
+	return queryAll(ctx, db, op, scanSession, q, append(args, lim)...)
 }

@@ -48,6 +48,13 @@ type Dialect struct {
 	InsertOrder string
 	// NoLimit is the LIMIT argument that means no limit.
 	NoLimit any
+	// Contains is the SQL condition that the text expression expr
+	// contains the one ? argument, case-insensitively and literally (no
+	// wildcards).
+	Contains func(expr string) string
+	// JSONText is the SQL of one string field of an event's payload (the
+	// column data, the payload key key), NULL when absent.
+	JSONText func(data, key string) string
 }
 
 // SQLite is SQLite's dialect: ? placeholders, times as Unix
@@ -57,6 +64,14 @@ func SQLite(isUnique, isForeignKey func(error) bool) Dialect {
 	return Dialect{
 		Name: "sqlite", Time: func(t time.Time) any { return t.UnixMicro() },
 		IsUnique: isUnique, IsForeignKey: isForeignKey, InsertOrder: "rowid", NoLimit: -1,
+		// SQLite's lower() folds ASCII only: ferry_lower is Go's
+		// strings.ToLower, registered by the sqlite store.
+		Contains: func(expr string) string { return `instr(ferry_lower(` + expr + `), ferry_lower(?)) > 0` },
+		// The data is a BLOB, which SQLite's JSON functions would read as
+		// JSONB: cast it to the text it is.
+		JSONText: func(data, key string) string {
+			return `json_extract(CAST(` + data + ` AS TEXT), '$.payload.` + key + `')`
+		},
 	}
 }
 
@@ -66,6 +81,11 @@ func Postgres(isUnique, isForeignKey func(error) bool) Dialect {
 	return Dialect{
 		Name: "postgres", Dollar: true, Time: func(t time.Time) any { return t },
 		IsUnique: isUnique, IsForeignKey: isForeignKey, InsertOrder: "ord", NoLimit: nil,
+		// strpos, not LIKE: the query's % and _ are plain characters.
+		Contains: func(expr string) string { return `strpos(lower(` + expr + `), lower(?)) > 0` },
+		JSONText: func(data, key string) string {
+			return `(convert_from(` + data + `, 'UTF8')::jsonb -> 'payload' ->> '` + key + `')`
+		},
 	}
 }
 

@@ -1,0 +1,100 @@
+package protocol
+
+import (
+	"reflect"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Messages with which a person manages sessions: rename, archive or
+// unarchive, delete. The master answers each with master.session.changed
+// (parent_id set) and tells every other UI that may see the session the
+// same (no parent_id), so open lists and views follow at once.
+const (
+	TypeSessionRename  = "ui.session.rename"
+	TypeSessionArchive = "ui.session.archive"
+	TypeSessionDelete  = "ui.session.delete"
+	TypeSessionChanged = "master.session.changed"
+)
+
+// MaxTitleRunes bounds a session title a person sets, in characters.
+const MaxTitleRunes = 200
+
+// MaxSessionQuery bounds ui.sessions.list's query, in bytes.
+const MaxSessionQuery = 256
+
+// Changes master.session.changed reports.
+const (
+	ChangeRenamed    = "renamed"
+	ChangeArchived   = "archived"
+	ChangeUnarchived = "unarchived"
+	ChangeDeleted    = "deleted"
+)
+
+// CodeArchived is the code of a prompt to an archived session, which
+// takes no prompt until it is unarchived.
+const CodeArchived = "archived"
+
+// ErrArchived is the sentinel of CodeArchived for errors.Is.
+var ErrArchived = &Error{Code: CodeArchived}
+
+func init() {
+	registry[TypeSessionRename] = spec{reflect.TypeFor[SessionRename](), RoleUI, true, false, "rename a session (empty: no title)"}
+	registry[TypeSessionArchive] = spec{reflect.TypeFor[SessionArchive](), RoleUI, true, false, "archive or unarchive a session"}
+	registry[TypeSessionDelete] = spec{reflect.TypeFor[SessionDelete](), RoleUI, true, false, "delete an idle session with its history, uploads and links"}
+	registry[TypeSessionChanged] = spec{reflect.TypeFor[SessionChanged](), RoleMaster, true, false, "a session was renamed, archived, unarchived or deleted"}
+	ErrorCodes[CodeArchived] = "the session is archived; unarchive it to prompt it"
+}
+
+// SessionRename is ui.session.rename (session_id in the envelope).
+type SessionRename struct {
+	// Title is the new title, trimmed by the master; empty removes the title (the UI then shows its automatic label). At most 200 characters, no control characters.
+	Title string `json:"title" jsonschema:"maxLength=1024"`
+}
+
+func (p *SessionRename) validate() *Error {
+	if _, e := CleanTitle(p.Title); e != nil {
+		return e
+	}
+	return nil
+}
+
+// CleanTitle is a title as a person typed it, trimmed, or a coded error
+// naming what is wrong: too long, or a control or bidirectional-override
+// character (which could hide or reorder what other UIs show).
+func CleanTitle(title string) (string, *Error) {
+	t := strings.TrimSpace(title)
+	if !utf8.ValidString(t) {
+		return "", errorf(CodeInvalidValue, "payload.title", "the title is not UTF-8")
+	}
+	if n := utf8.RuneCountInString(t); n > MaxTitleRunes {
+		return "", errorf(CodeInvalidValue, "payload.title", "the title has %d characters; at most %d", n, MaxTitleRunes)
+	}
+	for _, r := range t {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069') {
+			return "", errorf(CodeInvalidValue, "payload.title", "the title has a control character (U+%04X)", r)
+		}
+	}
+	return t, nil
+}
+
+// SessionArchive is ui.session.archive (session_id in the envelope).
+type SessionArchive struct {
+	// Archived is true to archive (the session leaves the default list and takes no prompt), false to unarchive.
+	Archived bool `json:"archived"`
+}
+
+// SessionDelete is ui.session.delete (session_id in the envelope): delete
+// the session, its history (events, snapshot, interactions), its uploads,
+// its artifacts' records and their download links. A running session is
+// refused with busy: cancel its turn first.
+type SessionDelete struct{}
+
+// SessionChanged is master.session.changed.
+type SessionChanged struct {
+	// Change is what happened.
+	Change string `json:"change" jsonschema:"enum=renamed,enum=archived,enum=unarchived,enum=deleted"`
+	// Session is the session as it is now (as it was, for deleted).
+	Session SessionInfo `json:"session"`
+}

@@ -1,0 +1,169 @@
+// Managing one session from its header: rename inline, archive or
+// unarchive, delete after a confirmation. Each sends ui.session.rename,
+// ui.session.archive or ui.session.delete and waits for the master's
+// master.session.changed; the app applies that answer (and the same news
+// told to other UIs) to its lists and views (App.applyChange). Every
+// control is a plain button, touch-sized on phones: nothing hides behind
+// a hover.
+
+import { h } from './util.js';
+import { message } from './conn.js';
+import { CODES } from './codes.js';
+
+/** MAX_TITLE mirrors protocol.MaxTitleRunes. */
+export const MAX_TITLE = 200;
+
+// A control or bidirectional-override character: the master refuses them
+// (protocol.CleanTitle), so the form says so first.
+const BAD_TITLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+// The white space Go's strings.TrimSpace trims (unicode.IsSpace), which
+// differs from String.prototype.trim (U+0085 in, U+FEFF out).
+const SPACE = '[\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
+const EDGES = new RegExp(`^${SPACE}+|${SPACE}+$`, 'g');
+
+/**
+ * cleanTitle is a title a person typed as the master takes it
+ * (protocol.CleanTitle): trimmed, and what is wrong with it ('' when
+ * nothing).
+ */
+export function cleanTitle(title) {
+  const t = title.replace(EDGES, '');
+  if ([...t].length > MAX_TITLE) return { title: t, problem: `A title has at most ${MAX_TITLE} characters.` };
+  if (BAD_TITLE.test(t)) return { title: t, problem: 'A title cannot hold control characters.' };
+  return { title: t, problem: '' };
+}
+
+/** errorText is a refusal as a person reads it. */
+function errorText(err) {
+  const why = CODES[err.code];
+  return why && why !== err.message ? `${err.message} (${why})` : err.message || err.code;
+}
+
+export class SessionActions {
+  /** view is the SessionView whose session these act on. */
+  constructor(view) {
+    this.view = view;
+    this.renameBtn = h('button', { type: 'button', class: 'btn', id: 'session-rename', text: 'Rename', onclick: () => this.startRename() });
+    this.archiveBtn = h('button', { type: 'button', class: 'btn', id: 'session-archive', onclick: () => this.setArchived(!this.info.archived) });
+    this.deleteBtn = h('button', { type: 'button', class: 'btn danger', id: 'session-delete', text: 'Delete…', onclick: () => this.confirmDelete() });
+    this.el = h('div', { class: 'session-actions', role: 'group', 'aria-label': 'Manage this session' }, this.renameBtn, this.archiveBtn, this.deleteBtn);
+    this.input = h('input', {
+      id: 'rename-input', type: 'text', maxlength: String(MAX_TITLE * 2), autocomplete: 'off',
+      'aria-label': 'Session title (empty: no title)', placeholder: 'Untitled session',
+    });
+    this.renameErr = h('p', { class: 'form-error small', role: 'alert' });
+    this.form = h('form', { class: 'rename-form', hidden: true },
+      this.input,
+      h('button', { type: 'submit', class: 'btn primary', id: 'rename-save', text: 'Save' }),
+      h('button', { type: 'button', class: 'btn', text: 'Cancel', onclick: () => this.stopRename() }),
+      this.renameErr);
+    this.form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      this.saveRename();
+    });
+    this.input.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        e.stopPropagation();
+        this.stopRename();
+      }
+    });
+    // The note an archived session shows where the prompt box was.
+    this.archivedNote = h('div', { class: 'archived-note', role: 'status', hidden: true },
+      h('span', { text: 'This session is archived: you can read it, but it takes no prompt. ' }),
+      h('button', { type: 'button', class: 'btn', id: 'archived-unarchive', text: 'Unarchive', onclick: () => this.setArchived(false) }));
+  }
+
+  get info() {
+    return this.view.state.info;
+  }
+
+  get app() {
+    return this.view.app;
+  }
+
+  draw() {
+    const archived = !!this.info.archived;
+    this.archiveBtn.textContent = archived ? 'Unarchive' : 'Archive';
+    this.archiveBtn.setAttribute('aria-pressed', archived ? 'true' : 'false');
+    this.archivedNote.hidden = !archived;
+    this.deleteBtn.disabled = this.view.state.running;
+    this.deleteBtn.title = this.view.state.running ? 'Stop the running turn first' : '';
+  }
+
+  startRename() {
+    this.input.value = this.info.title || '';
+    this.renameErr.textContent = '';
+    this.form.hidden = false;
+    this.view.title.hidden = true;
+    this.input.focus();
+    this.input.select();
+  }
+
+  stopRename() {
+    this.form.hidden = true;
+    this.view.title.hidden = false;
+    this.renameBtn.focus();
+  }
+
+  async saveRename() {
+    const { title, problem } = cleanTitle(this.input.value);
+    if (problem) {
+      this.renameErr.textContent = problem;
+      return;
+    }
+    try {
+      const ans = await this.app.conn.request(message('ui.session.rename', { title }, this.info.id));
+      this.app.applyChange(ans.payload);
+      this.stopRename();
+      this.app.announce(title ? `Renamed to ${title}.` : 'The title was removed.');
+    } catch (err) {
+      this.renameErr.textContent = `Not renamed: ${errorText(err)}`;
+    }
+  }
+
+  async setArchived(archived) {
+    try {
+      const ans = await this.app.conn.request(message('ui.session.archive', { archived }, this.info.id));
+      this.app.applyChange(ans.payload);
+      this.app.announce(archived ? 'The session is archived.' : 'The session is back in the list.');
+    } catch (err) {
+      this.app.toast(`Not ${archived ? 'archived' : 'unarchived'}: ${errorText(err)}`);
+    }
+  }
+
+  confirmDelete() {
+    if (!this.dialog) {
+      this.dialogErr = h('p', { class: 'form-error', role: 'alert' });
+      this.dialogName = h('strong');
+      this.dialog = h('dialog', { class: 'dialog', id: 'delete-dialog', 'aria-labelledby': 'delete-title' },
+        h('div', { class: 'dialog-head' }, h('h2', { id: 'delete-title', text: 'Delete this session?' })),
+        h('p', {}, this.dialogName, ' and its whole history go for good: the conversation, the files uploaded to it and the download links of the files the agent handed over. The files in the workspace stay.'),
+        h('p', { class: 'muted small', text: 'To keep it out of the way without losing it, archive it instead.' }),
+        this.dialogErr,
+        h('div', { class: 'q-actions' },
+          h('button', { type: 'button', class: 'btn', id: 'delete-cancel', text: 'Cancel', onclick: () => this.dialog.close() }),
+          h('button', { type: 'button', class: 'btn danger', id: 'delete-confirm', text: 'Delete', onclick: () => this.deleteNow() })));
+      this.view.el.appendChild(this.dialog);
+    }
+    this.dialogName.textContent = this.info.title || 'This untitled session';
+    this.dialogErr.textContent = '';
+    this.dialog.showModal();
+    this.dialog.querySelector('#delete-cancel').focus();
+  }
+
+  async deleteNow() {
+    try {
+      const ans = await this.app.conn.request(message('ui.session.delete', {}, this.info.id));
+      this.dialog.close();
+      this.app.applyChange(ans.payload);
+    } catch (err) {
+      this.dialogErr.textContent = `Not deleted: ${errorText(err)}`;
+    }
+  }
+
+  close() {
+    this.dialog?.close();
+  }
+}
