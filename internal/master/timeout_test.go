@@ -199,14 +199,19 @@ func TestTimeoutAfterMasterRestart(t *testing.T) {
 	if to := nextTimeout(t, c); to.InteractionID != "q1" || !equal(values(to.SelectedValue), []string{"dev"}) {
 		t.Fatalf("control.interaction.timeout %+v", to)
 	}
+	// The client gets its timeout before the resolved event is appended;
+	// a subscription made before that would also get the still open
+	// question again, so wait for the store to hold the resolution.
+	deadline := time.Now().Add(wait)
+	for len(storedEvents(t, e.st, info.ID, protocol.TypeInteractionResolved)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the timeout's agent.interaction.resolved was never stored")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	sub := subscribe(ui, info.ID, 0, "")
 	evs := events(ui, int(sub.LastSeq), 0)
 	ev := evs[len(evs)-1]
-	if _, ok := ev.Payload.(*protocol.InteractionResolved); !ok {
-		// The client gets its timeout before the resolved event is
-		// appended: it may still be on its way.
-		ev = events(ui, 1, sub.LastSeq)[0]
-	}
 	last, ok := ev.Payload.(*protocol.InteractionResolved)
 	if !ok {
 		t.Fatalf("last event %s, want the interaction resolved", describe(ev))
