@@ -27,6 +27,12 @@
 //     DOMPurify). It also denies framing and sends no referrer.
 //   - Text files are served gzip-compressed to clients that accept it,
 //     compressed once, on first use.
+//   - The service worker (/sw.js) and the push handler it imports
+//     (/swpush.js) are served at the root with no-cache, scope "/"
+//     (Service-Worker-Allowed) and a worker policy of their own
+//     (WorkerContentSecurityPolicy). The page's policy names one more
+//     Trusted Types policy, ferry-worker, which only passes /sw.js to
+//     navigator.serviceWorker.register.
 //   - Only GET and HEAD are answered (405 otherwise); unknown paths are 404.
 package web
 
@@ -59,7 +65,19 @@ const assetsPlaceholder = "{{ASSETS}}"
 // connect-src also covers the WebSocket (ws:/wss:) of the same host.
 const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"font-src 'self'; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; " +
-	"frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types dompurify"
+	"frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types dompurify ferry-worker"
+
+// WorkerContentSecurityPolicy is the policy of the service worker's
+// scripts (/sw.js, /swpush.js), which run as a worker of the page's
+// origin: scripts and connections from that origin only. It has no
+// Trusted Types requirement, which would refuse importScripts of a plain
+// URL in the worker.
+const WorkerContentSecurityPolicy = "default-src 'none'; script-src 'self'; connect-src 'self'"
+
+// workerScripts are served at the root, not under AssetsPrefix: a service
+// worker's URL must stay the same across versions (the browser checks it
+// for updates), and its scope is where it lives ("/").
+var workerScripts = map[string]bool{"/sw.js": true, "/swpush.js": true}
 
 // contentTypes maps file extensions to their Content-Type.
 var contentTypes = map[string]string{
@@ -190,6 +208,16 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 	case p == "/" || p == "/index.html":
 		h.Set("Cache-Control", "no-cache")
 		s.write(w, r, s.index)
+	case workerScripts[p]:
+		a := s.files[strings.TrimPrefix(p, "/")]
+		if a == nil {
+			notFound(w)
+			return
+		}
+		h.Set("Content-Security-Policy", WorkerContentSecurityPolicy)
+		h.Set("Service-Worker-Allowed", "/")
+		h.Set("Cache-Control", "no-cache")
+		s.write(w, r, a)
 	case p == "/favicon.ico":
 		// Browsers ask for it whatever the page says; the page names an SVG.
 		http.Redirect(w, r, AssetsPrefix+s.version+"/favicon.svg", http.StatusMovedPermanently)

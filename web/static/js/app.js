@@ -6,6 +6,7 @@ import { h, clear, formatWhen, frameThrottle } from './util.js';
 import { Connection, message } from './conn.js';
 import { SessionState } from './session.js';
 import { SessionView } from './sessionview.js';
+import { Notifier } from './notify.js';
 
 const ERROR_WAIT = 60000;
 // What the sidebar says of a machine; "unknown" while the UI's own
@@ -42,6 +43,7 @@ export class App {
     this.signedOut = null;
     this.renderSidebar = frameThrottle(() => this.drawSidebar());
     this.buildShell();
+    this.notifier = new Notifier(this.conn, () => this.view?.state.id || '', (text) => this.toast(text));
     this.conn.addEventListener('state', (e) => this.onState(e.detail));
     this.conn.addEventListener('message', (e) => this.onMessage(e.detail));
     this.conn.addEventListener('heartbeat', () => this.refreshSessionsSoon());
@@ -227,6 +229,7 @@ export class App {
   }
 
   route() {
+    setTimeout(() => this.notifier.focus(), 0); // once the view changed
     const r = parseRoute();
     if (this.signedOut) {
       this.leaveSession();
@@ -416,5 +419,6 @@ export class App {
         wsList));
     }
     side.appendChild(ul);
+    side.appendChild(this.notifier.el);
   }
 }
