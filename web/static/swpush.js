@@ -103,22 +103,35 @@
     await self.registration.showNotification(title, opts);
   }
 
-  /** openApp focuses a window of the app at url, or opens one. */
+  /**
+   * openApp shows url in a window of the app (navigated, then focused
+   * where the browser allows it), or opens one; {opened: url} or
+   * {opened: ''} when the browser allowed neither.
+   */
   async function openApp(url) {
     const target = new URL(url, self.location.origin).href;
     const windows = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
     for (const c of windows) {
       if (new URL(c.url).origin !== self.location.origin) continue;
+      let w = c;
       try {
-        const w = await c.focus();
-        if (w && 'navigate' in w) await w.navigate(target);
-        return { opened: target };
+        w = (await c.navigate(target)) || c;
       } catch {
-        // try the next one, or a new window
+        continue; // not controlled by this worker: try the next one
       }
+      try {
+        await w.focus();
+      } catch {
+        // focusing needs the click's user activation; the page is there anyway
+      }
+      return { opened: target };
     }
-    if (self.clients.openWindow) await self.clients.openWindow(target);
-    return { opened: target };
+    try {
+      await self.clients.openWindow(target);
+      return { opened: target };
+    } catch {
+      return { opened: '' };
+    }
   }
 
   /** answer posts a permission's answer; {ok, status, code}. */

@@ -72,7 +72,8 @@ type Reply struct {
 	Block      bool
 }
 
-// Server is the stand-in push service.
+// Server is the stand-in push service. Besides the endpoints, GET
+// /messages lists what it accepted (for a browser script).
 type Server struct {
 	*httptest.Server
 	t testing.TB
@@ -208,7 +209,28 @@ func (s *Server) fail(w http.ResponseWriter, status int, err error) {
 	http.Error(w, err.Error(), status)
 }
 
+// serveMessages answers GET /messages: what was accepted so far, the
+// payloads as text, for a test process other than the Go test's (a
+// browser script).
+func (s *Server) serveMessages(w http.ResponseWriter) {
+	type out struct {
+		Endpoint string `json:"endpoint"`
+		Payload  string `json:"payload"`
+		Urgency  string `json:"urgency"`
+	}
+	list := []out{}
+	for _, m := range s.Messages() {
+		list = append(list, out{m.Endpoint, string(m.Payload), m.Urgency})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(list)
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/messages" {
+		s.serveMessages(w)
+		return
+	}
 	s.mu.Lock()
 	sub := s.subs[r.URL.Path]
 	s.attempts[r.URL.Path] = append(s.attempts[r.URL.Path], time.Now())
