@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -363,6 +364,20 @@ func TestPushSubscribeRefusals(t *testing.T) {
 	}
 	if n := len(srv.Attempts(sub)); n != 0 {
 		t.Fatalf("the refused endpoint got %d requests", n)
+	}
+	// One token holds at most 20 subscriptions.
+	for i := range 20 {
+		b := with("endpoint", fmt.Sprintf("https://push.example.com/push/%d", i))
+		if a := e.pushCall(http.MethodPost, "/v1/push/subscriptions", bearer(e.ui), b); a.status != http.StatusCreated {
+			t.Fatalf("subscription %d: HTTP %d %+v", i, a.status, a.err)
+		}
+	}
+	if a := e.pushCall(http.MethodPost, "/v1/push/subscriptions", bearer(e.ui), with("endpoint", "https://push.example.com/push/20")); a.status != http.StatusBadRequest ||
+		a.err.Code != protocol.CodeInvalidValue || a.err.Field != "endpoint" || !strings.Contains(a.err.Message, "20 devices") {
+		t.Fatalf("the 21st subscription: HTTP %d %+v", a.status, a.err)
+	}
+	if a := e.pushCall(http.MethodPost, "/v1/push/subscriptions", bearer(e.ui), with("endpoint", "https://push.example.com/push/3")); a.status != http.StatusCreated {
+		t.Fatalf("subscribing an endpoint again at the bound: HTTP %d %+v", a.status, a.err)
 	}
 	// Unsubscribing what is not there is not_found.
 	if a := e.pushCall(http.MethodDelete, "/v1/push/subscriptions", bearer(e.ui), map[string]string{"endpoint": "https://push.example.com/x"}); a.status != http.StatusNotFound || a.err.Code != protocol.CodeNotFound {

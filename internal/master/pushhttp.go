@@ -24,6 +24,11 @@ import (
 // maxPushBody bounds the JSON body of the /v1/push endpoints.
 const maxPushBody = 8 << 10
 
+// maxPushPerToken bounds the subscriptions of one UI token, so that one
+// sign-in cannot grow the store, or the requests every event makes,
+// without bound.
+const maxPushPerToken = 20
+
 // maxPushLabel bounds a device label, in characters.
 const maxPushLabel = 64
 
@@ -212,7 +217,11 @@ func (m *Master) servePushSubscribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := m.st.PutPushSubscription(r.Context(), store.PushSubscription{Endpoint: b.Endpoint, P256dh: p256, Auth: authKey,
-		OwnerID: tok.ID, Label: label, CreatedAt: time.Now().UTC()})
+		OwnerID: tok.ID, Label: label, CreatedAt: time.Now().UTC()}, maxPushPerToken)
+	if errors.Is(err, store.ErrQuota) {
+		bad("endpoint", fmt.Sprintf("this sign-in already has %d devices subscribed; turn notifications off on one first", maxPushPerToken))
+		return
+	}
 	if err != nil {
 		m.pushError(w, m.wireError(err, "push subscription"))
 		return

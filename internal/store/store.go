@@ -24,6 +24,8 @@
 //   - A push subscription lives no longer than its owner (the UI token
 //     that subscribed it): revoking the token deletes it, and
 //     PushSubscriptions leaves out those of expired tokens.
+//     PutPushSubscription keeps an owner within its bound, whatever the
+//     concurrency.
 //   - Not-found conditions are reported as ErrNotFound (errors.Is).
 //
 // Implementations: internal/store/sqlite (the embedded default, one file)
@@ -300,9 +302,11 @@ type Store interface {
 	DeleteExpiredUploads(ctx context.Context, now time.Time) (int, error)
 
 	// PutPushSubscription stores a subscription, replacing the one with
-	// the same Endpoint (a browser that subscribes again). ErrNotFound
-	// when the owner does not exist.
-	PutPushSubscription(ctx context.Context, p PushSubscription) error
+	// the same Endpoint (a browser that subscribes again), if its owner
+	// then holds at most max (0: no bound), ErrQuota otherwise,
+	// atomically with that check. ErrNotFound when the owner does not
+	// exist.
+	PutPushSubscription(ctx context.Context, p PushSubscription, max int) error
 	// DeletePushSubscription deletes the subscription of endpoint, only
 	// when ownerID owns it unless ownerID is empty; ErrNotFound when none
 	// went.

@@ -2,7 +2,10 @@ package storetest
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,7 +42,7 @@ func testPushSubscriptions(t *testing.T, s store.Store) {
 	mustNil(t, s.CreateToken(c, store.Token{ID: "old", Kind: store.TokenUI, Hash: hash("ui-old"), CreatedAt: at(0), ExpiresAt: at(time.Hour)}), "CreateToken old")
 
 	a := pushSub("https://push.example/a", "u1", 0)
-	mustNil(t, s.PutPushSubscription(c, a), "PutPushSubscription a")
+	mustNil(t, s.PutPushSubscription(c, a, 0), "PutPushSubscription a")
 	subs, err := s.PushSubscriptions(c, at(time.Minute))
 	mustNil(t, err, "PushSubscriptions")
 	if len(subs) != 1 {
@@ -50,13 +53,13 @@ func testPushSubscriptions(t *testing.T, s store.Store) {
 		g.Label != a.Label || !g.CreatedAt.Equal(a.CreatedAt) {
 		t.Fatalf("subscription = %+v\nwant %+v", g, a)
 	}
-	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/b", "u2", time.Second)), "PutPushSubscription b")
-	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/old", "old", 2*time.Second)), "PutPushSubscription old")
+	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/b", "u2", time.Second), 0), "PutPushSubscription b")
+	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/old", "old", 2*time.Second), 0), "PutPushSubscription old")
 
 	// The same browser subscribing again (another token, new keys) replaces it.
 	again := pushSub("https://push.example/a", "u2", 3*time.Second)
 	again.Auth = bytes.Repeat([]byte{9}, 16)
-	mustNil(t, s.PutPushSubscription(c, again), "PutPushSubscription again")
+	mustNil(t, s.PutPushSubscription(c, again, 0), "PutPushSubscription again")
 	subs, err = s.PushSubscriptions(c, at(time.Minute))
 	mustNil(t, err, "PushSubscriptions")
 	if i := slices.IndexFunc(subs, func(p store.PushSubscription) bool { return p.Endpoint == again.Endpoint }); i < 0 ||
@@ -88,7 +91,7 @@ func testPushSubscriptions(t *testing.T, s store.Store) {
 		"no owner":    pushSub("https://push.example/x4", "", 0),
 	}
 	for name, p := range bad {
-		err := s.PutPushSubscription(c, p)
+		err := s.PutPushSubscription(c, p, 0)
 		if err == nil {
 			t.Fatalf("PutPushSubscription with %s = nil, want an error", name)
 		}
@@ -104,13 +107,46 @@ func testPushSubscriptions(t *testing.T, s store.Store) {
 	mustIs(t, s.DeletePushSubscription(c, "https://push.example/b", "u1"), store.ErrNotFound, "DeletePushSubscription by another owner")
 	mustNil(t, s.DeletePushSubscription(c, "https://push.example/b", "u2"), "DeletePushSubscription by its owner")
 	mustIs(t, s.DeletePushSubscription(c, "https://push.example/b", ""), store.ErrNotFound, "DeletePushSubscription twice")
-	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/c", "u1", 4*time.Second)), "PutPushSubscription c")
+	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/c", "u1", 4*time.Second), 0), "PutPushSubscription c")
 	mustNil(t, s.DeletePushSubscription(c, "https://push.example/c", ""), "DeletePushSubscription of any owner")
 
 	// Revoking the owner deletes its subscriptions, and only those.
-	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/d", "u1", 5*time.Second)), "PutPushSubscription d")
+	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/d", "u1", 5*time.Second), 0), "PutPushSubscription d")
 	mustNil(t, s.RevokeToken(c, "u2"), "RevokeToken u2")
 	if got := pushEndpoints(t, s, at(time.Minute)); !slices.Equal(got, []string{"https://push.example/old", "https://push.example/d"}) {
 		t.Fatalf("PushSubscriptions after revoking u2 = %v", got)
+	}
+}
+
+// testPushSubscriptionBound: an owner holds at most max subscriptions; a
+// browser subscribing again under the same endpoint is not one more, and
+// concurrent subscriptions cannot pass the bound together.
+func testPushSubscriptionBound(t *testing.T, s store.Store) {
+	c := ctx(t)
+	uiToken(t, s, "u1")
+	uiToken(t, s, "u2")
+	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/1", "u1", 0), 2), "first")
+	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/2", "u1", 0), 2), "second")
+	mustIs(t, s.PutPushSubscription(c, pushSub("https://push.example/3", "u1", 0), 2), store.ErrQuota, "third")
+	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/2", "u1", time.Second), 2), "the second again")
+	mustNil(t, s.PutPushSubscription(c, pushSub("https://push.example/4", "u2", 0), 2), "another owner's")
+	if got := pushEndpoints(t, s, at(time.Minute)); len(got) != 3 || slices.Contains(got, "https://push.example/3") {
+		t.Fatalf("subscriptions %v", got)
+	}
+	if err := s.PutPushSubscription(c, pushSub("https://push.example/5", "u2", 0), -1); err == nil {
+		t.Fatal("a negative bound was accepted")
+	}
+	var wg sync.WaitGroup
+	var won atomic.Int32
+	for i := range 8 {
+		wg.Go(func() {
+			if s.PutPushSubscription(c, pushSub(fmt.Sprintf("https://push.example/c%d", i), "u2", 0), 3) == nil {
+				won.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := won.Load(); n != 2 {
+		t.Fatalf("%d of 8 concurrent subscriptions passed a bound of 3 with 1 held", n)
 	}
 }

@@ -86,6 +86,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"UploadQuota", testUploadQuota},
 		{"Secret", testSecret},
 		{"PushSubscriptions", testPushSubscriptions},
+		{"PushSubscriptionBound", testPushSubscriptionBound},
 		{"ContextCancelled", testContextCancelled},
 		{"BadInput", testBadInput},
 	}
@@ -1045,7 +1046,7 @@ func testContextCancelled(t *testing.T, s store.Store) {
 		},
 		"OpenInteractions": func() error { _, err := s.OpenInteractions(c, "s1"); return err },
 		"PutPushSubscription": func() error {
-			return s.PutPushSubscription(c, pushSub("https://push.example/a", "t", 0))
+			return s.PutPushSubscription(c, pushSub("https://push.example/a", "t", 0), 0)
 		},
 		"DeletePushSubscription": func() error { return s.DeletePushSubscription(c, "https://push.example/a", "") },
 		"PushSubscriptions":      func() error { _, err := s.PushSubscriptions(c, time.Now()); return err },

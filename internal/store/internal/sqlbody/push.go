@@ -27,14 +27,37 @@ func scanPush(sc Scanner) (store.PushSubscription, error) {
 }
 
 // PutPushSubscription inserts p or replaces the subscription of its
-// endpoint, in one statement.
-func (db *DB) PutPushSubscription(ctx context.Context, p store.PushSubscription) error {
+// endpoint, within the owner's bound.
+func (db *DB) PutPushSubscription(ctx context.Context, p store.PushSubscription, max int) error {
 	const op = "put push subscription"
 	if err := check.PushSubscription(p); err != nil {
 		return db.fail(op, err)
 	}
+	if max < 0 {
+		return db.fail(op, fmt.Errorf("%w: negative push subscription bound %d", check.ErrInvalid, max))
+	}
 	err := Write(ctx, db, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, db.q(`INSERT INTO push_subscriptions (`+pushCols+`) VALUES (?, ?, ?, ?, ?, ?)
+		// Lock the owner's row first (a no-op update: a row lock on
+		// PostgreSQL, and SQLite's writer is one already), so that two
+		// subscriptions of one owner cannot both pass the bound.
+		n, err := affected(tx.ExecContext(ctx, db.q(`UPDATE tokens SET id = id WHERE id = ?`), p.OwnerID))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("push subscription: owner %s: %w", p.OwnerID, store.ErrNotFound)
+		}
+		if max > 0 {
+			var others int
+			if err := tx.QueryRowContext(ctx, db.q(`SELECT COUNT(*) FROM push_subscriptions WHERE owner_id = ? AND endpoint <> ?`),
+				p.OwnerID, p.Endpoint).Scan(&others); err != nil {
+				return err
+			}
+			if others >= max {
+				return fmt.Errorf("owner %s holds %d push subscriptions: %w", p.OwnerID, others, store.ErrQuota)
+			}
+		}
+		_, err = tx.ExecContext(ctx, db.q(`INSERT INTO push_subscriptions (`+pushCols+`) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth,
 			owner_id = excluded.owner_id, label = excluded.label, created_at = excluded.created_at`),
 			p.Endpoint, p.P256dh, p.Auth, p.OwnerID, p.Label, db.ts(check.OrNow(p.CreatedAt)))
