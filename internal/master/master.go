@@ -82,8 +82,11 @@
 //     token (as an upload authenticates); subscriptions die with their
 //     token. An interaction request, a finished turn and a failed one are
 //     sent to every subscription whose token may see the session's
-//     machine, unless a UI connection of this node shows that session
-//     focused (ui.focus; forgotten when the connection closes). Deciding
+//     machine, unless a UI connection shows that session focused
+//     (ui.focus; forgotten when the connection closes). Each node
+//     publishes its connections' focus on the broker and repeats it every
+//     FocusRefresh, so the node storing the event knows them all; a node
+//     that died stops holding notifications back after 3×FocusRefresh. Deciding
 //     never blocks a session's writer: a bounded queue, then package
 //     push's own. POST /v1/push/answer settles an interaction through the
 //     same path as a UI's control.interaction.response (forwardTo).
@@ -208,6 +211,10 @@ type Config struct {
 	// PushAllowLoopback lets push subscriptions name loopback endpoints,
 	// over http too: for tests only (see docs/security.md).
 	PushAllowLoopback bool
+	// FocusRefresh is how often this node repeats its UI connections'
+	// focus to the other nodes, which forget a focus not heard for three
+	// of these; default DefaultFocusRefresh.
+	FocusRefresh time.Duration
 }
 
 // Master is the hub. Create it with New, serve Handler, stop it with Shutdown.
@@ -286,6 +293,9 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if m.notify, err = newNotifier(ctx, m, cfg); err != nil {
 		m.cancel()
+		if m.ownBroker {
+			_ = m.br.Close()
+		}
 		return nil, err
 	}
 	m.presence.init()

@@ -21,6 +21,18 @@ import (
 // accepts notifications from any).
 const vapidKeyName = "push-vapid-key"
 
+// focusTopic carries every node's ui.focus changes, so that the node that
+// stores an event knows the focus of UI connections on every node.
+const focusTopic = "push.focus"
+
+// DefaultFocusRefresh is how often a node repeats the focus of its UI
+// connections on focusTopic; another node forgets a focus it has not
+// heard for three of these (a node that died says nothing more).
+const DefaultFocusRefresh = 30 * time.Second
+
+// maxRemoteFocus bounds the focus notes kept from other nodes.
+const maxRemoteFocus = 10000
+
 // notifyQueue bounds the notifications waiting for the notifier: the
 // session writers hand them over without waiting, and drop them when it
 // is full.
@@ -62,20 +74,44 @@ type notifyJob struct {
 	n         push.Notification
 }
 
+// focusNote is one UI connection's focus as published on focusTopic.
+type focusNote struct {
+	Node    string `json:"node"`
+	Conn    string `json:"conn"`
+	Session string `json:"session,omitempty"`
+	Focused bool   `json:"focused,omitempty"`
+	// Gone: the connection closed.
+	Gone bool `json:"gone,omitempty"`
+}
+
+// remoteFocus is another node's connection's focus, and when it was heard.
+type remoteFocus struct {
+	session string
+	focused bool
+	seen    time.Time
+}
+
 // notifier decides which session events become Web Push notifications
-// and hands them to the sender. Focus is what this node's UI connections
-// last said (ui.focus); a notification is skipped while any of them shows
-// the session focused.
+// and hands them to the sender. Focus is what UI connections last said
+// (ui.focus): this node's own, and those other nodes publish on
+// focusTopic; a notification is skipped while any of them shows the
+// session focused.
 type notifier struct {
-	m      *Master
-	sender push.Sender
-	owned  bool // sender was made here: closed at Shutdown
-	q      chan notifyJob
-	done   chan struct{}
+	m       *Master
+	sender  push.Sender
+	owned   bool // sender was made here: closed at Shutdown
+	q       chan notifyJob
+	done    chan struct{}
+	node    string // this node's name on focusTopic
+	refresh time.Duration
+	unsub   func()
+	stop    chan struct{}
+	stopped chan struct{}
 
 	mu     sync.Mutex
 	closed bool // q is closed
 	focus  map[*conn]protocol.UIFocus
+	remote map[string]remoteFocus // by connection id, other nodes' only
 	// errs keeps a session's last agent.error message until its turn
 	// ends, so that a failed turn's notification says why.
 	errs map[string]string
@@ -85,7 +121,11 @@ type notifier struct {
 // signing with the VAPID key the master nodes share.
 func newNotifier(ctx context.Context, m *Master, cfg Config) (*notifier, error) {
 	n := &notifier{m: m, sender: cfg.Push, q: make(chan notifyJob, notifyQueue), done: make(chan struct{}),
-		focus: map[*conn]protocol.UIFocus{}, errs: map[string]string{}}
+		node: newEpoch(), refresh: cfg.FocusRefresh, stop: make(chan struct{}), stopped: make(chan struct{}),
+		focus: map[*conn]protocol.UIFocus{}, remote: map[string]remoteFocus{}, errs: map[string]string{}}
+	if n.refresh <= 0 {
+		n.refresh = DefaultFocusRefresh
+	}
 	if n.sender == nil {
 		fresh, err := push.NewPrivateKey()
 		if err != nil {
@@ -106,7 +146,16 @@ func newNotifier(ctx context.Context, m *Master, cfg Config) (*notifier, error) 
 		}
 		n.sender, n.owned = svc, true
 	}
+	unsub, err := m.br.Subscribe(focusTopic, n.onNote)
+	if err != nil {
+		if n.owned {
+			_ = n.sender.Close(ctx)
+		}
+		return nil, fmt.Errorf("master: subscribe to focus: %w", err)
+	}
+	n.unsub = unsub
 	go n.run()
+	go n.repeat()
 	return n, nil
 }
 
@@ -120,6 +169,9 @@ func (n *notifier) close(ctx context.Context) {
 	n.closed = true
 	close(n.q)
 	n.mu.Unlock()
+	close(n.stop)
+	<-n.stopped
+	n.unsub()
 	<-n.done
 	if n.owned {
 		if err := n.sender.Close(ctx); err != nil {
@@ -128,26 +180,103 @@ func (n *notifier) close(ctx context.Context) {
 	}
 }
 
-// setFocus records a UI connection's ui.focus.
+// setFocus records a UI connection's ui.focus and tells the other nodes.
 func (n *notifier) setFocus(c *conn, f protocol.UIFocus) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	n.focus[c] = f
+	n.mu.Unlock()
+	n.publish(focusNote{Node: n.node, Conn: c.id, Session: f.SessionID, Focused: f.Focused})
 }
 
-// forget drops a closed connection's focus.
+// forget drops a closed connection's focus, here and on the other nodes.
 func (n *notifier) forget(c *conn) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
+	_, had := n.focus[c]
 	delete(n.focus, c)
+	n.mu.Unlock()
+	if had {
+		n.publish(focusNote{Node: n.node, Conn: c.id, Gone: true})
+	}
 }
 
-// watched reports whether a UI connection shows the session focused.
+func (n *notifier) publish(f focusNote) {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return
+	}
+	if err := n.m.br.Publish(n.m.ctx, focusTopic, b); err != nil {
+		n.m.log.Info("publish focus", "err", err)
+	}
+}
+
+// onNote records another node's focus note (never blocking: a map).
+func (n *notifier) onNote(data []byte) {
+	var f focusNote
+	if err := json.Unmarshal(data, &f); err != nil || f.Node == n.node || f.Conn == "" {
+		return
+	}
+	now := time.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if f.Gone {
+		delete(n.remote, f.Conn)
+		return
+	}
+	if len(n.remote) >= maxRemoteFocus {
+		n.pruneLocked(now)
+		if len(n.remote) >= maxRemoteFocus {
+			return // a focus not known only costs a notification
+		}
+	}
+	n.remote[f.Conn] = remoteFocus{session: f.Session, focused: f.Focused, seen: now}
+}
+
+func (n *notifier) pruneLocked(now time.Time) {
+	for id, r := range n.remote {
+		if now.Sub(r.seen) > 3*n.refresh {
+			delete(n.remote, id)
+		}
+	}
+}
+
+// repeat publishes this node's focus every refresh, so that the other
+// nodes keep it, and forgets the other nodes' notes gone stale.
+func (n *notifier) repeat() {
+	defer close(n.stopped)
+	t := time.NewTicker(n.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		n.mu.Lock()
+		notes := make([]focusNote, 0, len(n.focus))
+		for c, f := range n.focus {
+			notes = append(notes, focusNote{Node: n.node, Conn: c.id, Session: f.SessionID, Focused: f.Focused})
+		}
+		n.pruneLocked(time.Now())
+		n.mu.Unlock()
+		for _, f := range notes {
+			n.publish(f)
+		}
+	}
+}
+
+// watched reports whether a UI connection, of this node or another one
+// heard from lately, shows the session focused.
 func (n *notifier) watched(sessionID string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, f := range n.focus {
 		if f.Focused && f.SessionID == sessionID {
+			return true
+		}
+	}
+	now := time.Now()
+	for _, r := range n.remote {
+		if r.focused && r.session == sessionID && now.Sub(r.seen) <= 3*n.refresh {
 			return true
 		}
 	}

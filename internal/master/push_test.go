@@ -2,15 +2,18 @@ package master_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/broker"
 	"github.com/ferry-dev/ferry/internal/master"
 	"github.com/ferry-dev/ferry/internal/push/pushtest"
 	"github.com/ferry-dev/ferry/protocol"
@@ -177,7 +180,7 @@ func TestPushNotifies(t *testing.T) {
 	other := e.dialUI("other UI")
 	focus(other, "", true)
 	permission(c, info.ID, "turn-1", "q2")
-	textDone(c, info.ID, "turn-1", protocol.StopEndTurn)
+	c.waitAck(textDone(c, info.ID, "turn-1", protocol.StopEndTurn).MessageID) // decided while focused
 	req = prompt(ui, c, info.ID, "again")
 	turnStart(c, req, "turn-2")
 	focus(ui, info.ID, false) // the page went to the background
@@ -482,4 +485,82 @@ func TestPushAnswer(t *testing.T) {
 	late := answer(ui, info.ID, "q1", protocol.Deny)
 	ui.expectError(late.MessageID, protocol.CodeInteractionSettled, "payload.interaction_id")
 	clientSync(ui, c, info.ID) // nothing else was forwarded
+}
+
+// TestPushFocusAcrossNodes: two master nodes on one database and broker.
+// A UI on the node that does not store the session's events still holds
+// its notifications back while focused, and is forgotten when it closes;
+// a focus from a node that went silent stops counting after three
+// refresh intervals.
+func TestPushFocusAcrossNodes(t *testing.T) {
+	t.Parallel()
+	srv := pushtest.New(t)
+	br := broker.NewMemory()
+	const refresh = time.Second
+	a := newEnv(t, master.Config{Broker: br, PushAllowLoopback: true, FocusRefresh: refresh})
+	stB := newStore(t, a.path)
+	mB, err := master.New(testCtx(t), master.Config{Store: stB, Broker: br, PushAllowLoopback: true, FocusRefresh: refresh,
+		OfflineGrace: 200 * time.Millisecond, PingInterval: time.Minute, Logger: logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvB := httptest.NewServer(mB.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_ = mB.Shutdown(ctx)
+		srvB.Close()
+		_ = stB.Close()
+	})
+	uiA := a.dialUI("UI on A")
+	c := a.connectClient(testCaps("m1"), uiA)
+	info, _ := startSession(uiA, c)
+	a.subscribePush(srv.Subscribe())
+	uiB, _, _, err := dial(t, "ws"+strings.TrimPrefix(srvB.URL, "http")+"/v1/ui", bearer(a.ui))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uiB.name, uiB.skip = "UI on B", []string{protocol.TypeMachineStatus}
+	focus(uiB, info.ID, true)
+
+	turn := 0
+	endTurn := func() {
+		turn++
+		id := fmt.Sprintf("turn-%d", turn)
+		turnStart(c, prompt(uiA, c, info.ID, id), id)
+		c.waitAck(textDone(c, info.ID, id, protocol.StopEndTurn).MessageID)
+	}
+	quiet := func(what string, want int) {
+		t.Helper()
+		time.Sleep(200 * time.Millisecond) // room for a wrong delivery
+		if n := len(srv.Messages()); n != want {
+			t.Fatalf("%s: %d notifications, want %d", what, n, want)
+		}
+	}
+	endTurns := func(what string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(wait)
+		for len(srv.Messages()) < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no notification", what)
+			}
+			endTurn()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	endTurn()
+	quiet("focused on node B", 0)
+	_ = uiB.ws.CloseNow()
+	endTurns("after the UI on B closed", 1)
+
+	// A node that went silent: its last focus note holds for 3×refresh.
+	note, _ := json.Marshal(map[string]any{"node": "dead-node", "conn": "c1", "session": info.ID, "focused": true})
+	if err := br.Publish(testCtx(t), "push.focus", note); err != nil {
+		t.Fatal(err)
+	}
+	n := len(srv.Messages())
+	endTurn()
+	quiet("a fresh note from another node", n)
+	time.Sleep(3*refresh + 200*time.Millisecond)
+	endTurns("after the note went stale", n+1)
 }
