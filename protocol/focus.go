@@ -13,7 +13,11 @@ func init() {
 		"which session this UI shows and whether its user is looking"}
 }
 
-// UIFocus is ui.focus.
+// UIFocus is ui.focus: the session a UI shows ("" for none) and whether
+// the page is visible and focused. A UI sends it when either changes and
+// after every (re)connection; it has no answer, and a session_id the UI
+// may not see is answered with not_found. The master sends no Web Push
+// notification of a session while some UI shows it focused.
 type UIFocus struct {
 	// SessionID is the session the page shows; empty for none.
 	SessionID string `json:"session_id,omitempty" jsonschema:"maxLength=128"`

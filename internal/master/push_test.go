@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/broker"
 	"github.com/ferry-dev/ferry/internal/master"
 	"github.com/ferry-dev/ferry/internal/push/pushtest"
+	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -563,4 +565,46 @@ func TestPushFocusAcrossNodes(t *testing.T) {
 	quiet("a fresh note from another node", n)
 	time.Sleep(3*refresh + 200*time.Millisecond)
 	endTurns("after the note went stale", n+1)
+}
+
+// TestFocusRefusals: ui.focus on a session that does not exist, or on a
+// machine the UI's token may not see, is answered not_found and changes
+// nothing: a session hidden from a UI cannot have its notifications held
+// back by it, nor are they sent to that token's devices.
+func TestFocusRefusals(t *testing.T) {
+	t.Parallel()
+	srv := pushtest.New(t)
+	e := newEnv(t, master.Config{PushAllowLoopback: true})
+	ui := e.dialUI("UI")
+	c := e.connectClient(testCaps("m1"), ui)
+	info, _ := startSession(ui, c)
+	e.subscribePush(srv.Subscribe())
+	m := ui.send(protocol.New(protocol.TypeUIFocus, &protocol.UIFocus{SessionID: "no-such-session", Focused: true}))
+	ui.expectError(m.MessageID, protocol.CodeNotFound, "payload.session_id")
+
+	secret, _, err := auth.Issue(testCtx(t), e.st, store.TokenUI, "scoped", time.Hour, auth.WithMachines("m2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scoped, _, _, err := dial(t, e.wsURL("/v1/ui"), bearer(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scoped.name, scoped.skip = "scoped UI", []string{protocol.TypeMachineStatus}
+	m = scoped.send(protocol.New(protocol.TypeUIFocus, &protocol.UIFocus{SessionID: info.ID, Focused: true}))
+	scoped.expectError(m.MessageID, protocol.CodeNotFound, "payload.session_id")
+
+	// The scoped token's own device is not told of m1's sessions.
+	hidden := srv.Subscribe()
+	if a := e.pushCall(http.MethodPost, "/v1/push/subscriptions", bearer(secret), subscriptionBody(hidden, "scoped")); a.status != http.StatusCreated {
+		t.Fatalf("scoped subscribe: HTTP %d %+v", a.status, a.err)
+	}
+
+	turnStart(c, prompt(ui, c, info.ID, "go"), "turn-1")
+	textDone(c, info.ID, "turn-1", protocol.StopEndTurn)
+	srv.Wait(wait, func(m []pushtest.Message) bool { return len(m) == 1 })
+	time.Sleep(200 * time.Millisecond) // room for a wrong delivery
+	if n := len(srv.Attempts(hidden)); n != 0 {
+		t.Fatalf("a token scoped to m2 was notified of m1's session (%d requests)", n)
+	}
 }
