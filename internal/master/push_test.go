@@ -608,3 +608,20 @@ func TestFocusRefusals(t *testing.T) {
 		t.Fatalf("a token scoped to m2 was notified of m1's session (%d requests)", n)
 	}
 }
+
+// TestPushKeyKept: the VAPID key is made once and kept in the store, so a
+// restarted master (or another node) signs with the key browsers
+// subscribed with.
+func TestPushKeyKept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, master.Config{})
+	first := e.pushCall(http.MethodGet, "/v1/push/key", bearer(e.ui), nil)
+	key, _ := base64.RawURLEncoding.DecodeString(fmt.Sprint(first.body["public_key"]))
+	if first.status != http.StatusOK || len(key) != 65 || key[0] != 4 {
+		t.Fatalf("GET /v1/push/key: HTTP %d %v", first.status, first.body)
+	}
+	e.restart()
+	if again := e.pushCall(http.MethodGet, "/v1/push/key", bearer(e.ui), nil); again.body["public_key"] != first.body["public_key"] {
+		t.Fatalf("the key changed across a restart: %v, then %v", first.body, again.body)
+	}
+}
