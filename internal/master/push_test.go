@@ -487,6 +487,33 @@ func TestPushAnswer(t *testing.T) {
 	late := answer(ui, info.ID, "q1", protocol.Deny)
 	ui.expectError(late.MessageID, protocol.CodeInteractionSettled, "payload.interaction_id")
 	clientSync(ui, c, info.ID) // nothing else was forwarded
+
+	// A notification's answer racing the UI's: exactly one wins.
+	for i := range 5 {
+		id := fmt.Sprintf("race-%d", i)
+		permission(c, info.ID, "turn-1", id)
+		ui.next(protocol.TypeInteractionRequest)
+		httpDone := make(chan pushAnswer, 1)
+		go func() { httpDone <- ans(bearer(e.ui), info.ID, id, "deny") }()
+		uiMsg := answer(ui, info.ID, id, protocol.AllowOnce)
+		h := <-httpDone
+		got := c.next(protocol.TypeInteractionResponse)
+		r := resolved(t, ui, id, "answered")
+		switch {
+		case h.status == http.StatusOK:
+			ui.expectError(uiMsg.MessageID, protocol.CodeInteractionSettled, "payload.interaction_id")
+			if r.SelectedValue.Values[0] != protocol.Deny || got.Payload.(*protocol.InteractionResponse).SelectedValue.Values[0] != protocol.Deny {
+				t.Fatalf("%s: the push answer won but %+v was resolved", id, r)
+			}
+		case h.status == http.StatusConflict && h.err.Code == protocol.CodeInteractionSettled:
+			if r.SelectedValue.Values[0] != protocol.AllowOnce || got.MessageID != uiMsg.MessageID {
+				t.Fatalf("%s: the UI's answer won but %+v was resolved", id, r)
+			}
+		default:
+			t.Fatalf("%s: push answer HTTP %d %+v", id, h.status, h.err)
+		}
+		clientSync(ui, c, info.ID) // the loser was not forwarded
+	}
 }
 
 // TestPushFocusAcrossNodes: two master nodes on one database and broker.

@@ -306,6 +306,13 @@ func (m *Master) servePushAnswer(w http.ResponseWriter, r *http.Request) {
 		m.pushError(w, e)
 		return
 	}
+	if in.Outcome != "" {
+		// Settled already: say so even while its client is offline (the
+		// settle in forwardTo refuses it the same way when it races).
+		m.pushError(w, &protocol.Error{Code: protocol.CodeInteractionSettled, Field: "interaction_id",
+			Message: "the interaction was already settled; the first answer won"})
+		return
+	}
 	value := b.Value
 	if req, err := protocol.Decode(in.Request); err == nil {
 		if ir, ok := req.Payload.(*protocol.InteractionRequest); ok {
