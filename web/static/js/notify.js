@@ -97,6 +97,18 @@ async function api(method, path, body) {
   return data;
 }
 
+/**
+ * activeRegistration is the service worker's registration once it has an
+ * active worker (pushManager.subscribe needs one), or null when there is
+ * none within 10 s.
+ */
+async function activeRegistration() {
+  const reg = await registerWorker();
+  if (!reg) return null;
+  if (reg.active) return reg;
+  return Promise.race([navigator.serviceWorker.ready, new Promise((r) => { setTimeout(() => r(null), 10000); })]);
+}
+
 /** deviceLabel names this browser for the list of subscriptions. */
 function deviceLabel() {
   const ua = navigator.userAgent || '';
@@ -192,7 +204,7 @@ export class Notifier {
       this.say('Notifications are blocked for this site: allow them in the browser\'s site settings, then try again.', 'error');
       return;
     }
-    const reg = await registerWorker();
+    const reg = await activeRegistration();
     if (!reg) {
       this.input.checked = false;
       this.say('The service worker could not be registered, so this browser cannot receive notifications here.', 'error');
