@@ -1,6 +1,7 @@
 package master
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -124,7 +125,7 @@ func readPushBody(r *http.Request, v any) *protocol.Error {
 	if len(b) > maxPushBody {
 		return &protocol.Error{Code: protocol.CodeMessageTooLarge, Message: fmt.Sprintf("the body is over %d bytes", maxPushBody)}
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var ute *json.UnmarshalTypeError
