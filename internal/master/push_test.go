@@ -498,10 +498,29 @@ func TestPushAnswer(t *testing.T) {
 		uiMsg := answer(ui, info.ID, id, protocol.AllowOnce)
 		h := <-httpDone
 		got := c.next(protocol.TypeInteractionResponse)
-		r := resolved(t, ui, id, "answered")
+		// The resolution and (when the UI lost) its refusal, in either order.
+		var r *protocol.InteractionResolved
+		var refused *protocol.Error
+		for r == nil || h.status == http.StatusOK && refused == nil {
+			m := ui.next(protocol.TypeInteractionResolved, protocol.TypeError)
+			switch p := m.Payload.(type) {
+			case *protocol.InteractionResolved:
+				if p.InteractionID != id || p.Outcome != "answered" {
+					t.Fatalf("%s: resolved %+v", id, p)
+				}
+				r = p
+			case *protocol.Error:
+				if m.ParentID != uiMsg.MessageID {
+					t.Fatalf("%s: error %+v about %s", id, p, m.ParentID)
+				}
+				refused = p
+			}
+		}
 		switch {
 		case h.status == http.StatusOK:
-			ui.expectError(uiMsg.MessageID, protocol.CodeInteractionSettled, "payload.interaction_id")
+			if refused.Code != protocol.CodeInteractionSettled || refused.Field != "payload.interaction_id" {
+				t.Fatalf("%s: the UI's late answer got %+v", id, refused)
+			}
 			if r.SelectedValue.Values[0] != protocol.Deny || got.Payload.(*protocol.InteractionResponse).SelectedValue.Values[0] != protocol.Deny {
 				t.Fatalf("%s: the push answer won but %+v was resolved", id, r)
 			}

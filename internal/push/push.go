@@ -336,7 +336,11 @@ func (s *Service) attempt(j job) (outcome, time.Duration) {
 	if j.n.Urgency == UrgencyHigh {
 		urgency = webpush.UrgencyHigh
 	}
-	resp, err := webpush.SendNotificationWithContext(ctx, j.n.Payload, &webpush.Subscription{
+	// webpush-go pads the message by appending to it: give it a copy of
+	// its own, since one payload goes to many subscriptions at once.
+	msg := make([]byte, len(j.n.Payload))
+	copy(msg, j.n.Payload)
+	resp, err := webpush.SendNotificationWithContext(ctx, msg, &webpush.Subscription{
 		Endpoint: j.sub.Endpoint,
 		Keys: webpush.Keys{P256dh: base64.RawURLEncoding.EncodeToString(j.sub.P256dh),
 			Auth: base64.RawURLEncoding.EncodeToString(j.sub.Auth)},

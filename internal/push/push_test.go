@@ -285,3 +285,25 @@ func TestContact(t *testing.T) {
 		t.Error("New accepted a bad key")
 	}
 }
+
+// TestSharedPayload: one payload sent to many subscriptions at once
+// reaches each intact (the encryption pads a copy, never the caller's
+// slice; run with -race).
+func TestSharedPayload(t *testing.T) {
+	srv := pushtest.New(t)
+	svc, _ := newService(t, func(c *push.Config) { c.Workers = 4 })
+	payload := make([]byte, 0, 4096) // spare capacity invites an append in place
+	payload = append(payload, `{"kind":"done"}`...)
+	const n = 8
+	for range n {
+		svc.Send(subOf(srv.Subscribe()), push.Notification{Payload: payload})
+	}
+	for _, m := range srv.Wait(10*time.Second, func(m []pushtest.Message) bool { return len(m) == n }) {
+		if string(m.Payload) != `{"kind":"done"}` {
+			t.Fatalf("payload %q", m.Payload)
+		}
+	}
+	if string(payload) != `{"kind":"done"}` || string(payload[:cap(payload)][len(payload):len(payload)+1]) != "\x00" {
+		t.Fatal("the caller's payload was written to")
+	}
+}
