@@ -3,6 +3,7 @@ module github.com/ferry-dev/ferry
 go 1.26.0
 
 require (
+	github.com/SherClockHolmes/webpush-go v1.4.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/aymanbagabas/go-udiff v0.4.1
 	github.com/bmatcuk/doublestar/v4 v4.10.4
@@ -22,6 +23,8 @@ require (
 	golang.org/x/text v0.44.0
 	modernc.org/sqlite v1.62.0
 )
+
+require github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect

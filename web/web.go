@@ -31,11 +31,13 @@
 //     compressed once, on first use.
 //   - GET /sw.js serves the service worker (static/sw.js) from the root, so
 //     its scope is the whole app, with no-cache (a new binary's worker is
-//     seen at the next load) and its own policy. The Go side fills in its
-//     CONFIG: the assets' version (the cache's name, so a new binary
-//     replaces the cache), the versioned assets path, the files of the app
-//     shell it keeps for offline use and the page's policy (for the
-//     offline page it makes). See docs/ui.md, "Install the app".
+//     seen at the next load), Service-Worker-Allowed "/" and its own policy.
+//     The Go side fills in its CONFIG: the assets' version (the cache's
+//     name, so a new binary replaces the cache), the versioned assets path,
+//     the files of the app shell it keeps for offline use and the page's
+//     policy (for the offline page it makes). GET /swpush.js, the push
+//     handler the worker imports, is served beside it the same way. See
+//     docs/ui.md, "Install the app", and docs/notifications.md.
 //   - Only GET and HEAD are answered (405 otherwise); unknown paths are 404.
 package web
 
@@ -74,12 +76,19 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 	"font-src 'self'; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; " +
 	"frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types dompurify ferry-worker"
 
-// WorkerPolicy is the Content-Security-Policy of the service worker script:
-// it may import scripts and fetch from its own origin only.
+// WorkerPolicy is the Content-Security-Policy of the service worker's
+// scripts (/sw.js, /swpush.js): they may import scripts and fetch from
+// their own origin only. It has no Trusted Types requirement, which would
+// refuse importScripts of a plain URL in the worker.
 const WorkerPolicy = "default-src 'none'; script-src 'self'; connect-src 'self'"
 
 // workerName is the service worker's file in static/, served at "/"+workerName.
 const workerName = "sw.js"
+
+// pushWorkerName is the push handler the worker imports, served at
+// "/"+pushWorkerName: a worker script's URL must stay the same across
+// versions, so it is not under AssetsPrefix.
+const pushWorkerName = "swpush.js"
 
 // workerConfig replaces workerPlaceholder in sw.js.
 type workerConfig struct {
@@ -260,12 +269,20 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 	case p == "/" || p == "/index.html":
 		h.Set("Cache-Control", "no-cache")
 		s.write(w, r, s.index)
-	case p == "/"+workerName:
+	case p == "/"+workerName || p == "/"+pushWorkerName:
 		// The worker's own policy replaces the page's: Trusted Types
 		// would refuse its importScripts of a plain URL.
+		a := s.worker
+		if p == "/"+pushWorkerName {
+			if a = s.files[pushWorkerName]; a == nil {
+				notFound(w)
+				return
+			}
+		}
 		h.Set("Content-Security-Policy", WorkerPolicy)
+		h.Set("Service-Worker-Allowed", "/")
 		h.Set("Cache-Control", "no-cache")
-		s.write(w, r, s.worker)
+		s.write(w, r, a)
 	case p == "/favicon.ico":
 		// Browsers ask for it whatever the page says; the page names an SVG.
 		http.Redirect(w, r, AssetsPrefix+s.version+"/favicon.svg", http.StatusMovedPermanently)

@@ -187,3 +187,39 @@ func TestModulesResolve(t *testing.T) {
 		t.Error("static/vendor/README.md should say what is vendored, from where, under which licence")
 	}
 }
+
+// TestWorkerScripts: the service worker and its push handler are served
+// at the root, revalidated, with scope "/" allowed and the worker policy
+// (no Trusted Types, which would refuse importScripts); the page's
+// policy allows the one Trusted Types policy that registers it.
+func TestWorkerScripts(t *testing.T) {
+	h := web.Handler()
+	for _, p := range []string{"/sw.js", "/swpush.js"} {
+		r := get(t, h, http.MethodGet, p, nil)
+		if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "text/javascript; charset=utf-8" {
+			t.Fatalf("GET %s: %d %s", p, r.StatusCode, r.Header.Get("Content-Type"))
+		}
+		for k, want := range map[string]string{
+			"Service-Worker-Allowed":  "/",
+			"Cache-Control":           "no-cache",
+			"Content-Security-Policy": web.WorkerPolicy,
+			"X-Content-Type-Options":  "nosniff",
+		} {
+			if got := r.Header.Get(k); got != want {
+				t.Errorf("GET %s: %s = %q, want %q", p, k, got, want)
+			}
+		}
+		if strings.Contains(r.Header.Get("Content-Security-Policy"), "trusted-types") {
+			t.Errorf("GET %s: the worker policy requires Trusted Types", p)
+		}
+	}
+	if sw := get(t, h, http.MethodGet, "/sw.js", nil).Body; !strings.Contains(sw, "importScripts('/swpush.js')") {
+		t.Error("/sw.js does not import /swpush.js")
+	}
+	if r := get(t, h, http.MethodGet, "/worker.js", nil); r.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /worker.js: %d, want 404 (only the worker scripts are at the root)", r.StatusCode)
+	}
+	if !strings.Contains(web.ContentSecurityPolicy, "trusted-types dompurify ferry-worker") {
+		t.Error("the page's policy does not allow the ferry-worker Trusted Types policy")
+	}
+}

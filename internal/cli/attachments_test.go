@@ -37,6 +37,26 @@ func TestAttachmentFlags(t *testing.T) {
 	}
 }
 
+// TestPushFlags: --push-contact refuses what is not a contact, and help
+// shows both push flags on serve and up only.
+func TestPushFlags(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"serve", "up"} {
+		for _, val := range []string{"ops@example.com", "http://example.com", "mailto:"} {
+			code, _, errOut := run(cmd, "--addr", "127.0.0.1:0", "--push-contact", val)
+			if code != cli.ExitUsage || !strings.Contains(errOut, "--push-contact") {
+				t.Errorf("ferry %s --push-contact %s: exit %d, stderr %q; want a usage error", cmd, val, code, errOut)
+			}
+		}
+		if _, _, errOut := run("help", cmd); !strings.Contains(errOut, "-push-contact CONTACT") || !strings.Contains(errOut, "-push-allow-loopback") {
+			t.Errorf("ferry help %s does not show the push flags: %q", cmd, errOut)
+		}
+	}
+	if _, _, errOut := run("help", "connect"); strings.Contains(errOut, "-push-contact") {
+		t.Error("ferry help connect shows a master flag")
+	}
+}
+
 // TestMaxUploadReachesTheMaster: a real `ferry up --max-upload 1` refuses
 // a browser's 2 MiB upload (413, coded, nothing stored) and takes a small
 // one: the flag reaches the master.

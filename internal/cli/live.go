@@ -27,6 +27,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/forwarded"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/master"
+	"github.com/ferry-dev/ferry/internal/push"
 	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/backend"
@@ -250,6 +251,8 @@ type masterFlags struct {
 	verbose      bool
 	proxies      forwarded.Proxies
 	maxUploadMiB int64
+	pushContact  string
+	pushLoopback bool
 }
 
 func (f *masterFlags) register(fs *flag.FlagSet) {
@@ -260,6 +263,10 @@ func (f *masterFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.proxies, "trusted-proxy", "believe X-Forwarded-Proto/-Host/-For from this TLS-terminating proxy's `CIDR` or address (repeatable)")
 	fs.Int64Var(&f.maxUploadMiB, "max-upload", attachment.MaxBytes>>20,
 		"the largest file a browser may attach, in `MiB` (1 to the default; see docs/attachments.md)")
+	fs.StringVar(&f.pushContact, "push-contact", push.DefaultContact,
+		"the `CONTACT` (mailto: or https:) push services see in Web Push notifications (see docs/notifications.md)")
+	fs.BoolVar(&f.pushLoopback, "push-allow-loopback", false,
+		"accept Web Push subscriptions whose endpoint is on this machine's loopback, over http too: for testing only (see docs/security.md)")
 }
 
 // check refuses what the flags cannot mean; every error is a usage error.
@@ -267,13 +274,16 @@ func (f *masterFlags) check() error {
 	if f.maxUploadMiB < 1 || f.maxUploadMiB > attachment.MaxBytes>>20 {
 		return usageErrorf("--max-upload %d: must be 1 to %d MiB (clients take no larger attachment)", f.maxUploadMiB, attachment.MaxBytes>>20)
 	}
+	if err := push.CheckContact(f.pushContact); err != nil {
+		return usageErrorf("--push-contact %q: want mailto:ADDRESS or an https:// URL", f.pushContact)
+	}
 	return nil
 }
 
 func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
 	// The web UI is embedded: serve and up show it at "/" (see docs/ui.md).
 	return master.Config{Store: st, Retention: f.retention, Logger: log, UI: web.Handler(), TrustedProxies: f.proxies,
-		UploadMaxBytes: f.maxUploadMiB << 20}
+		UploadMaxBytes: f.maxUploadMiB << 20, PushContact: f.pushContact, PushAllowLoopback: f.pushLoopback}
 }
 
 // liveMaster is a master started from its flags, bound but not serving yet.

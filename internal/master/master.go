@@ -7,7 +7,9 @@
 // GET and POST /login (the one-time login link; login.go), GET
 // /v1/artifacts/{token} (artifact downloads), POST
 // /v1/sessions/{session_id}/uploads and GET /v1/uploads/{upload_id}
-// (attachments; package upload), GET /healthz, and the UI (Config.UI) at /.
+// (attachments; package upload), GET /v1/push/key, POST and DELETE
+// /v1/push/subscriptions and POST /v1/push/answer (Web Push; pushhttp.go),
+// GET /healthz, and the UI (Config.UI) at /.
 //
 // Guarantees:
 //
@@ -76,6 +78,18 @@
 //     prompt carries each with a grant bound to that prompt, which is all
 //     GET /v1/uploads/{upload_id} accepts. Expired uploads are swept with
 //     expired download tokens.
+//   - Web Push (notify.go, pushhttp.go): a browser subscribes with its UI
+//     token (as an upload authenticates); subscriptions die with their
+//     token. An interaction request, a finished turn and a failed one are
+//     sent to every subscription whose token may see the session's
+//     machine, unless a UI connection shows that session focused
+//     (ui.focus; forgotten when the connection closes). Each node
+//     publishes its connections' focus on the broker and repeats it every
+//     FocusRefresh, so the node storing the event knows them all; a node
+//     that died stops holding notifications back after 3×FocusRefresh. Deciding
+//     never blocks a session's writer: a bounded queue, then package
+//     push's own. POST /v1/push/answer settles an interaction through the
+//     same path as a UI's control.interaction.response (forwardTo).
 //   - Routing between connections goes through a broker.Broker only: a
 //     topic per session (events to UIs), per machine (control messages to
 //     the client's connection), per UI connection (answers meant for one UI),
@@ -121,6 +135,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/broker"
 	"github.com/ferry-dev/ferry/internal/connlimit"
 	"github.com/ferry-dev/ferry/internal/master/upload"
+	"github.com/ferry-dev/ferry/internal/push"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -187,6 +202,19 @@ type Config struct {
 	// UploadQuota bounds one session's live uploads; zero fields take
 	// upload's defaults, negative ones set no bound.
 	UploadQuota store.UploadQuota
+	// Push sends Web Push notifications; nil: a push.Service signing with
+	// the VAPID key kept in the store (created on first start).
+	Push push.Sender
+	// PushContact is the VAPID contact (mailto: or https:); default
+	// push.DefaultContact.
+	PushContact string
+	// PushAllowLoopback lets push subscriptions name loopback endpoints,
+	// over http too: for tests only (see docs/security.md).
+	PushAllowLoopback bool
+	// FocusRefresh is how often this node repeats its UI connections'
+	// focus to the other nodes, which forget a focus not heard for three
+	// of these; default DefaultFocusRefresh.
+	FocusRefresh time.Duration
 }
 
 // Master is the hub. Create it with New, serve Handler, stop it with Shutdown.
@@ -214,6 +242,7 @@ type Master struct {
 	stopChanges  func()
 
 	uploads *upload.Service
+	notify  *notifier
 
 	// sweepStop ends the revoked-token sweep; sweepDone is closed when it has.
 	sweepStop, sweepDone chan struct{}
@@ -263,10 +292,18 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	if m.uploads, err = newUploads(ctx, cfg); err != nil {
 		return nil, err
 	}
-	m.presence.init()
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	if m.notify, err = newNotifier(ctx, m, cfg); err != nil {
+		m.cancel()
+		if m.ownBroker {
+			_ = m.br.Close()
+		}
+		return nil, err
+	}
+	m.presence.init()
 	unsub, err := m.br.Subscribe(presenceTopic, m.onPresence)
 	if err != nil {
+		m.notify.close(ctx)
 		m.cancel()
 		return nil, fmt.Errorf("master: subscribe to presence: %w", err)
 	}
@@ -274,6 +311,7 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	stopStatus, err := m.br.Subscribe(statusTopic, m.onSessionStatus)
 	if err != nil {
 		unsub()
+		m.notify.close(ctx)
 		m.cancel()
 		return nil, fmt.Errorf("master: subscribe to session status: %w", err)
 	}
@@ -374,6 +412,10 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/artifacts/{token}", m.serveArtifact)
 	mux.HandleFunc("POST /v1/sessions/{session_id}/uploads", m.serveUpload)
 	mux.HandleFunc("GET /v1/uploads/{upload_id}", m.uploads.Serve)
+	mux.HandleFunc("GET /v1/push/key", m.servePushKey)
+	mux.HandleFunc("POST /v1/push/subscriptions", m.servePushSubscribe)
+	mux.HandleFunc("DELETE /v1/push/subscriptions", m.servePushUnsubscribe)
+	mux.HandleFunc("POST /v1/push/answer", m.servePushAnswer)
 	if m.cfg.UI != nil {
 		mux.Handle("/", m.cfg.UI)
 	} else {
@@ -412,6 +454,7 @@ func (m *Master) Shutdown(ctx context.Context) error {
 	if werr := waitGroup(ctx, &m.bgWG); err == nil {
 		err = werr
 	}
+	m.notify.close(ctx)
 	m.stopPresence()
 	m.stopStatus()
 	m.stopChanges()

@@ -492,6 +492,7 @@ func (s *session) persist(batch []*pending) {
 		if err := s.m.br.Publish(ctx, sessionTopic(s.id), frames[i]); err != nil {
 			s.m.log.Error("publish event", "session", s.id, "err", err)
 		}
+		s.m.notify.observe(s, p.msg)
 	}
 	// Acknowledge after the checkpoint: what a client sees acknowledged is
 	// also reflected in the stored snapshot and retention.

@@ -121,6 +121,7 @@ func (m *Master) runUI(c *conn) {
 	c.ui.unsubConn = unsub
 	c.start()
 	c.readLoop(func(data []byte) { m.handleUI(c, data) }, nil)
+	m.notify.forget(c)
 	unsub()
 	unsubChanges()
 	c.ui.mu.Lock()
@@ -164,6 +165,8 @@ func (m *Master) handleUI(c *conn, data []byte) {
 		m.archiveSession(c, msg)
 	case protocol.TypeSessionDelete:
 		m.deleteSession(c, msg)
+	case protocol.TypeUIFocus:
+		m.setFocus(c, msg)
 	case protocol.TypeError:
 		c.log.Info("UI reported an error", "parent", msg.ParentID, "payload", msg.Payload)
 	default: // the control.* types a UI may send
@@ -263,6 +266,22 @@ func (m *Master) visibleSessions(c *conn, f store.SessionFilter) ([]store.Sessio
 		all = all[:limit]
 	}
 	return all, nil
+}
+
+// setFocus handles ui.focus: the session must be one the UI may see (a
+// focus on any other is refused and leaves the last one in place).
+func (m *Master) setFocus(c *conn, msg *protocol.Message) {
+	f := *msg.Payload.(*protocol.UIFocus)
+	if f.SessionID != "" {
+		if _, e := m.uiSession(c, f.SessionID); e != nil {
+			if e.Field == "session_id" {
+				e.Field = "payload.session_id"
+			}
+			c.sendError(msg.MessageID, "", e)
+			return
+		}
+	}
+	m.notify.setFocus(c, f)
 }
 
 // uiSession returns the session id for a UI's message; a session on a
@@ -640,8 +659,16 @@ func (m *Master) forward(c *conn, msg *protocol.Message) {
 		c.sendError(msg.MessageID, msg.SessionID, e)
 		return
 	}
+	m.forwardTo(c.ctx, s, msg, connTopic(c.id), func(e *protocol.Error) { c.sendError(msg.MessageID, s.id, e) }, nil)
+}
+
+// forwardTo sends a control message a user sent (from a UI, or a
+// notification's action: POST /v1/push/answer) to the session's client,
+// with the client's answer going to replyTo ("" for none). Exactly one of
+// fail and sent (nil: nothing) runs: fail with the coded refusal, sent
+// once the message went to the client.
+func (m *Master) forwardTo(ctx context.Context, s *session, msg *protocol.Message, replyTo string, fail func(*protocol.Error), sent func()) {
 	m.whenOnline(s.machineID, func(caps *protocol.Capabilities, online bool) {
-		fail := func(e *protocol.Error) { c.sendError(msg.MessageID, s.id, e) }
 		if !online {
 			fail(errClientOffline)
 			return
@@ -657,7 +684,7 @@ func (m *Master) forward(c *conn, msg *protocol.Message) {
 				fail(m.wireError(err, "encode answer"))
 				return
 			}
-			won, err := m.st.SettleInteraction(c.ctx, s.id, resp.InteractionID, "answered", answer)
+			won, err := m.st.SettleInteraction(ctx, s.id, resp.InteractionID, "answered", answer)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				fail(&protocol.Error{Code: protocol.CodeNotFound, Field: "payload.interaction_id", Message: "no such interaction"})
@@ -671,11 +698,14 @@ func (m *Master) forward(c *conn, msg *protocol.Message) {
 				return
 			}
 		}
-		m.toClient(s, msg, connTopic(c.id))
+		m.toClient(s, msg, replyTo)
 		if resp != nil {
 			if err := s.submitResolved(resp.InteractionID, "answered", resp); err != nil {
 				m.log.Error("queue resolved interaction", "session", s.id, "err", err)
 			}
+		}
+		if sent != nil {
+			sent()
 		}
 	})
 }

@@ -28,6 +28,11 @@
 //     the session's prompts and final answers only (never JSON keys or
 //     other fields), case-insensitively, literally (no wildcards), among
 //     a bounded number of sessions (MaxSearchSessions).
+//   - A push subscription lives no longer than its owner (the UI token
+//     that subscribed it): revoking the token deletes it, and
+//     PushSubscriptions leaves out those of expired tokens.
+//     PutPushSubscription keeps an owner within its bound, whatever the
+//     concurrency.
 //   - Not-found conditions are reported as ErrNotFound (errors.Is).
 //
 // Implementations: internal/store/sqlite (the embedded default, one file)
@@ -216,6 +221,22 @@ type UploadQuota struct {
 	Bytes int64
 }
 
+// PushSubscription is a browser's Web Push subscription
+// (PushSubscription.toJSON() of the Push API), owned by the UI token that
+// subscribed it.
+type PushSubscription struct {
+	// Endpoint is the push service URL; unique.
+	Endpoint string
+	// P256dh is the browser's public key, an uncompressed P-256 point (65
+	// bytes); Auth its 16-byte authentication secret (RFC 8291).
+	P256dh, Auth []byte
+	// OwnerID is the ID of the UI token that subscribed it.
+	OwnerID string
+	// Label names the device for people.
+	Label     string
+	CreatedAt time.Time
+}
+
 // Store is the master's persistence.
 type Store interface {
 	CreateToken(ctx context.Context, t Token) error
@@ -321,6 +342,20 @@ type Store interface {
 	// DeleteExpiredUploads deletes the uploads that expired at or before
 	// now and reports how many.
 	DeleteExpiredUploads(ctx context.Context, now time.Time) (int, error)
+
+	// PutPushSubscription stores a subscription, replacing the one with
+	// the same Endpoint (a browser that subscribes again), if its owner
+	// then holds at most max (0: no bound), ErrQuota otherwise,
+	// atomically with that check. ErrNotFound when the owner does not
+	// exist.
+	PutPushSubscription(ctx context.Context, p PushSubscription, max int) error
+	// DeletePushSubscription deletes the subscription of endpoint, only
+	// when ownerID owns it unless ownerID is empty; ErrNotFound when none
+	// went.
+	DeletePushSubscription(ctx context.Context, endpoint, ownerID string) error
+	// PushSubscriptions lists the subscriptions whose owner has not
+	// expired at now, oldest first.
+	PushSubscriptions(ctx context.Context, now time.Time) ([]PushSubscription, error)
 
 	// Secret returns the secret stored under name, storing fresh first when
 	// there is none; concurrent callers (on any master node) all get the

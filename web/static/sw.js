@@ -1,4 +1,4 @@
-try { importScripts('/swpush.js'); } catch (e) { /* push not installed */ }
+importScripts('/swpush.js');
 
 // ferry's service worker, served at /sw.js (scope /) by web.Handler, which
 // fills in CONFIG below. See docs/ui.md, "Install the app".

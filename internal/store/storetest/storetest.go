@@ -88,6 +88,8 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"Uploads", testUploads},
 		{"UploadQuota", testUploadQuota},
 		{"Secret", testSecret},
+		{"PushSubscriptions", testPushSubscriptions},
+		{"PushSubscriptionBound", testPushSubscriptionBound},
 		{"ContextCancelled", testContextCancelled},
 		{"BadInput", testBadInput},
 	}
@@ -1057,6 +1059,11 @@ func testContextCancelled(t *testing.T, s store.Store) {
 			return err
 		},
 		"OpenInteractions": func() error { _, err := s.OpenInteractions(c, "s1"); return err },
+		"PutPushSubscription": func() error {
+			return s.PutPushSubscription(c, pushSub("https://push.example/a", "t", 0), 0)
+		},
+		"DeletePushSubscription": func() error { return s.DeletePushSubscription(c, "https://push.example/a", "") },
+		"PushSubscriptions":      func() error { _, err := s.PushSubscriptions(c, time.Now()); return err },
 	}
 	maps.Copy(calls, artifactCalls(c, s))
 	for name, call := range calls {

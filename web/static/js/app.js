@@ -7,6 +7,7 @@ import { Connection, message } from './conn.js';
 import { SessionState } from './session.js';
 import { SessionView } from './sessionview.js';
 import { WaitingBadge, waitingCount } from './badge.js';
+import { Notifier } from './notify.js';
 
 const ERROR_WAIT = 60000;
 // What the sidebar says of a machine; "unknown" while the UI's own
@@ -48,6 +49,7 @@ export class App {
     this.renderSidebar = frameThrottle(() => this.drawSidebar());
     this.badge = new WaitingBadge();
     this.buildShell();
+    this.notifier = new Notifier(this.conn, () => this.view?.state.id || '', (text) => this.toast(text));
     this.conn.addEventListener('state', (e) => this.onState(e.detail));
     this.conn.addEventListener('message', (e) => this.onMessage(e.detail));
     this.conn.addEventListener('heartbeat', () => this.refreshSessionsSoon());
@@ -352,6 +354,7 @@ export class App {
   }
 
   route() {
+    setTimeout(() => this.notifier.focus(), 0); // once the view changed
     const r = parseRoute();
     if (this.signedOut) {
       this.leaveSession();
@@ -624,6 +627,7 @@ export class App {
         wsList));
     }
     side.appendChild(ul);
+    side.appendChild(this.notifier.el);
   }
 }
 

@@ -329,3 +329,20 @@ func Upload(u store.Upload, q store.UploadQuota) error {
 	}
 	return nil
 }
+
+// PushSubscription checks a push subscription about to be stored.
+func PushSubscription(p store.PushSubscription) error {
+	if p.Endpoint == "" {
+		return invalid("empty push endpoint")
+	}
+	if err := ID("owner token", p.OwnerID); err != nil {
+		return err
+	}
+	if len(p.P256dh) != 65 || p.P256dh[0] != 4 {
+		return invalid("push key p256dh of %d bytes (want an uncompressed P-256 point, 65 bytes)", len(p.P256dh))
+	}
+	if len(p.Auth) != 16 {
+		return invalid("push auth secret of %d bytes (want 16)", len(p.Auth))
+	}
+	return nil
+}
