@@ -39,13 +39,6 @@ func listed(t *testing.T, ui *peer, sessionID string) protocol.SessionInfo {
 	}
 }
 
-func permission(c *fakeClient, sessionID, turnID, id string) *protocol.Message {
-	return c.emit(sessionID, protocol.TypeInteractionRequest, &protocol.InteractionRequest{
-		InteractionID: id, TurnID: turnID, Kind: protocol.InteractionPermission, Title: "Write a.txt?",
-		Options: []protocol.Option{{Value: protocol.AllowOnce, Label: "Allow"}, {Value: protocol.Deny, Label: "Deny"}},
-	})
-}
-
 // TestSessionWaiting: SessionInfo.waiting counts the interactions open for
 // the user, in the sessions list (from the store, so after a restart too)
 // and in master.session.status, which reaches every UI that may see the
