@@ -35,7 +35,7 @@ func TestServiceWorker(t *testing.T) {
 	if p := r.Header.Get("Content-Security-Policy"); p != web.WorkerPolicy || strings.Contains(p, "trusted-types") {
 		t.Errorf("/sw.js policy %q", p)
 	}
-	if !strings.HasPrefix(r.Body, "try { importScripts('/swpush.js'); }") {
+	if !strings.HasPrefix(r.Body, "importScripts('/swpush.js');\n") {
 		t.Errorf("sw.js must load the push worker first; it starts %.80q", r.Body)
 	}
 	m := regexp.MustCompile(`(?m)^const CONFIG = (\{.*\});$`).FindStringSubmatch(r.Body)
