@@ -57,7 +57,7 @@ func TestBrowserPush(t *testing.T) {
 		"--push-allow-loopback")
 	cfg, err := json.Marshal(map[string]any{"base": base, "login": login, "chromium": chromium,
 		"endpoint": sub.Endpoint, "p256dh": pushtest.B64(sub.P256dh), "auth": pushtest.B64(sub.Auth),
-		"messages": svc.URL + "/messages"})
+		"messages": svc.URL + "/messages", "screenshots": shotsDir(t, dir)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,4 +101,15 @@ func TestBrowserPush(t *testing.T) {
 	if string(got) != "return t === expected\n" {
 		t.Fatalf("src/auth.ts = %q, want the allowed edit", got)
 	}
+}
+
+// shotsDir is where a browser test writes its screenshots: -screenshots
+// when given (the docs' are in ../docs/screenshots), else the test's own
+// directory.
+func shotsDir(t *testing.T, dir string) string {
+	t.Helper()
+	if *screenshots != "" {
+		return *screenshots
+	}
+	return filepath.Join(dir, "screenshots")
 }

@@ -9,6 +9,7 @@
 
 import { chromium } from 'playwright-core';
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import assert from 'node:assert/strict';
 
 const cfg = JSON.parse(await fs.readFile(process.argv[2], 'utf8'));
@@ -33,6 +34,35 @@ async function until(what, fn, wait = WAIT) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+async function shot(page, name) {
+  await fs.mkdir(cfg.screenshots, { recursive: true });
+  await page.screenshot({ path: path.join(cfg.screenshots, `${name}.png`) });
+}
+
+// drawNotification draws a notification the service worker showed (its
+// title, body and actions as registration.getNotifications() returns
+// them) the way a phone's lock screen lists it: headless Chromium has no
+// notification centre to photograph. Only the text comes from the worker.
+async function drawNotification(ctx, n) {
+  const p = await ctx.newPage();
+  await p.setViewportSize({ width: 390, height: 420 });
+  const icon = (await fs.readFile(new URL('../static/icons/icon-192.png', import.meta.url))).toString('base64');
+  const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' }[c]));
+  const labels = { allow: 'Allow', deny: 'Deny' };
+  await p.setContent(`<!doctype html><html><body style="margin:0;font:15px system-ui,sans-serif;background:linear-gradient(#1f3b57,#0e1c2a);height:100vh">
+    <div style="color:#fff;text-align:center;padding-top:48px;font-size:56px;font-weight:300">9:41</div>
+    <div style="margin:40px 12px 0;background:rgba(245,245,247,.92);border-radius:18px;padding:12px 14px;box-shadow:0 4px 20px rgba(0,0,0,.35)">
+      <div style="display:flex;align-items:center;gap:8px;color:#555;font-size:12px;text-transform:uppercase;letter-spacing:.04em">
+        <img src="data:image/png;base64,${icon}" width="18" height="18" style="border-radius:4px" alt="">ferry · now</div>
+      <div style="font-weight:600;margin-top:6px;color:#111">${esc(n.title)}</div>
+      <div style="color:#222;margin-top:2px">${esc(n.body)}</div>
+      <div style="display:flex;gap:8px;margin-top:10px">${n.actions.map((a) => `<span style="flex:1;text-align:center;padding:8px;border-radius:10px;background:#fff;color:#0a5f5b;font-weight:600">${esc(labels[a] || a)}</span>`).join('')}</div>
+    </div></body></html>`);
+  await p.waitForLoadState('load');
+  await shot(p, 'phone-notification');
+  await p.close();
 }
 
 async function pushed() {
@@ -162,6 +192,12 @@ try {
     assert.equal(shown[0].tag, `ferry-i-${payload.interaction_id}`);
     // The open page shows another view: it gets an in-app note too.
     await page.locator('.toast', { hasText: 'Push test: Allow Edit on auth.ts?' }).first().waitFor();
+    await shot(page, 'notification-in-app');
+    await drawNotification(ctx, shown[0]);
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.locator('.session-state.waiting').first().waitFor();
+    await shot(page, 'phone-waiting');
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   await step('its Allow answers the permission: the edit runs and the turn ends', async () => {
