@@ -143,3 +143,18 @@ type Session interface {
 	// Close ends the session and any process it runs.
 	Close() error
 }
+
+// ModelLister is an Adapter whose sessions may run one of several models
+// (capability models): it answers control.models.list. Errors are coded
+// *protocol.Error values safe to show (a provider's failure says so).
+type ModelLister interface {
+	Models(ctx context.Context, refresh bool) (*protocol.Models, error)
+}
+
+// ModelSetter is a Session that takes a model and thinking effort for its
+// next turns ("" : the default). An unknown model or an effort the model
+// does not take is refused with a coded *protocol.Error naming the field,
+// and nothing changes.
+type ModelSetter interface {
+	SetModel(ctx context.Context, model, effort string) error
+}

@@ -147,7 +147,7 @@ func (a *Agent) summarise(ctx context.Context, older []llm.Message, instruction 
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("agent: compact: %w", ctx.Err())
 		}
-		return "", providerError(err)
+		return "", ProviderError(err)
 	}
 	a.addUsage(req.Model, resp.Usage)
 	s := strings.TrimSpace(messageText(resp.Message))

@@ -272,7 +272,7 @@ func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
 		}
 		var le *llm.Error
 		if errors.As(err, &le) {
-			return nil, providerError(err)
+			return nil, ProviderError(err)
 		}
 		return nil, fmt.Errorf("agent: model call: %w", err)
 	}
