@@ -57,6 +57,11 @@ type session struct {
 	// permTimeout is the session's own permission timeout in ms (nil:
 	// the client's default); see timeout.go. Guarded by mu.
 	permTimeout *int
+	// model and effort are the session's own model and thinking effort
+	// ("" : the adapter's default); see models.go. Guarded by mu.
+	model, effort string
+	// listing is set while a model list is being fetched (one at a time).
+	listing atomic.Bool
 	// hist is the session's file history and hfs the workspace its
 	// restores write through (history.go); set by the worker on open.
 	hist *filehistory.Journal
@@ -149,6 +154,8 @@ func (c *Client) dispatch(cn *conn, m *protocol.Message) {
 		s.cancelTurn(p.TargetTurnID)
 	case *protocol.FileSearch:
 		s.search(m, p)
+	case *protocol.ModelsList:
+		s.listModels(m, p)
 	case *protocol.FileSearchCancel:
 		s.mu.Lock()
 		picker := s.picker
@@ -327,6 +334,7 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 			return false
 		}
 		s.sess = sess
+		s.restoreModel(p.Model, p.Effort) // the master keeps the session's own values
 	}
 	s.setPermTimeout(p.PermissionTimeoutMS) // the master keeps the session's own value
 	s.mu.Lock()

@@ -239,14 +239,18 @@ func sessionInfo(r store.Session) protocol.SessionInfo {
 
 // openFields is what a control.session.open for this session carries:
 // permTimeout is the session's own permission timeout in ms ("" for the
-// client's default).
-func (s *session) openFields() (workspace, adapter, mode, permTimeout string) {
+// client's default), model and effort its own model and thinking effort
+// ("" for the adapter's defaults).
+func (s *session) openFields() (workspace, adapter, mode, permTimeout, model, effort string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st := s.settings; st != nil && st.PermissionTimeoutSet {
-		permTimeout = strconv.Itoa(st.PermissionTimeoutMS)
+	if st := s.settings; st != nil {
+		if st.PermissionTimeoutSet {
+			permTimeout = strconv.Itoa(st.PermissionTimeoutMS)
+		}
+		model, effort = st.Model, st.Effort
 	}
-	return s.row.WorkspaceID, s.row.Adapter, s.row.Mode, permTimeout
+	return s.row.WorkspaceID, s.row.Adapter, s.row.Mode, permTimeout, model, effort
 }
 
 // snapshot returns the session's state and the seq it reflects.

@@ -663,9 +663,9 @@ func (m *Master) toClient(s *session, msg *protocol.Message, replyTo string) {
 		m.log.Error("encode control message", "type", msg.Type, "err", err)
 		return
 	}
-	ws, adapter, mode, permTimeout := s.openFields()
+	ws, adapter, mode, permTimeout, model, effort := s.openFields()
 	f := controlFrame{ReplyTo: replyTo, SessionID: s.id, Type: msg.Type, MessageID: msg.MessageID,
-		Workspace: ws, Adapter: adapter, Mode: mode, PermTimeout: permTimeout, Msg: b}
+		Workspace: ws, Adapter: adapter, Mode: mode, PermTimeout: permTimeout, Model: model, Effort: effort, Msg: b}
 	if err := m.br.Publish(m.ctx, machineTopic(s.machineID), f.encode()); err != nil {
 		m.log.Error("publish control message", "type", msg.Type, "err", err)
 	}

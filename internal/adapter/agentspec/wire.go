@@ -14,7 +14,7 @@ import (
 // buildClaudeCode makes the Claude Code adapter: the spec's command (its
 // executable and extra arguments) or claude on PATH.
 func buildClaudeCode(s Spec, opts Options, log *slog.Logger) adapter.Adapter {
-	cfg := claudecode.Config{Logger: log}
+	cfg := claudecode.Config{Logger: log, HostCommand: opts.HostCommand}
 	if len(s.Command) > 0 {
 		cfg.Command, cfg.Args = absCommand(s.Command[0]), slices.Clone(s.Command[1:])
 	}
