@@ -347,7 +347,7 @@ func (s *session) submitResolved(id, outcome string, resp *protocol.InteractionR
 	r := &protocol.InteractionResolved{InteractionID: id, Outcome: outcome}
 	if resp != nil {
 		sv := resp.SelectedValue
-		r.SelectedValue, r.TextInput = &sv, resp.TextInput
+		r.SelectedValue, r.TextInput, r.Note = &sv, resp.TextInput, resp.Note
 	}
 	msg := protocol.New(protocol.TypeInteractionResolved, r)
 	msg.SessionID = s.id

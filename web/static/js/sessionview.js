@@ -12,6 +12,7 @@ import { PromptSettings } from './settings.js';
 import { onLayoutChange } from './diff.js';
 import { TURN_LABELS } from './session.js';
 import { TimeoutSetting } from './timeoutsetting.js';
+import { ModelSetting } from './modelsetting.js';
 import { HistoryUI } from './history.js';
 
 const STATUS_TEXT = {
@@ -62,7 +63,8 @@ export class SessionView {
     const s = this.state;
     this.history = new HistoryUI(this);
     this.transcript = new TranscriptView(s, {
-      respond: (it, v, t) => this.respond(it, v, t),
+      respond: (it, v, t, n) => this.respond(it, v, t, n),
+      denyNote: () => !!this.adapter()?.deny_note,
       artifactLink: (id) => this.links.get(id),
       download: (e, a) => this.download(e, a),
       toolControls: (tool) => this.history.toolControls(tool),
@@ -87,6 +89,7 @@ export class SessionView {
     this.pill = h('span', { class: 'status-pill', role: 'status' });
     this.modeSelect = h('select', { id: 'mode-select', 'aria-label': 'Mode', onchange: () => this.switchMode(this.modeSelect.value) });
     this.timeoutSetting = new TimeoutSetting(this);
+    this.modelSetting = new ModelSetting(this);
     this.compactBtn = h('button', { type: 'button', class: 'btn', text: 'Compact…', onclick: () => this.openCompact() });
     this.filesBtn = h('button', { type: 'button', class: 'btn', 'aria-haspopup': 'dialog', onclick: () => this.openFiles() });
     this.changesBtn = h('button', { type: 'button', class: 'btn', 'aria-haspopup': 'dialog', text: 'Changes', onclick: () => this.history.open() });
@@ -96,6 +99,7 @@ export class SessionView {
       h('div', { class: 'head-row' }, h('div', { class: 'head-titles' }, this.title, this.meta), this.pill),
       h('div', { class: 'head-row controls' },
         h('label', { class: 'mode-label', for: 'mode-select' }, h('span', { class: 'small muted mode-word', text: 'Mode' }), this.modeSelect),
+        this.modelSetting.el,
         this.timeoutSetting.el,
         this.compactBtn, this.filesBtn, this.changesBtn, this.usage));
     this.offline = h('div', { class: 'offline-note', role: 'status', hidden: true });
@@ -226,6 +230,7 @@ export class SessionView {
     if (!this.modePending) this.modeSelect.value = s.mode;
     this.modeSelect.disabled = modes.length < 2;
     this.timeoutSetting.draw();
+    this.modelSetting.draw();
     this.compactBtn.hidden = !caps.compact;
     this.settings.update(this.adapter()?.settings);
     this.changesBtn.hidden = !this.history.available();
@@ -401,9 +406,10 @@ export class SessionView {
     this.render();
   }
 
-  respond(it, value, text) {
+  respond(it, value, text, note) {
     const payload = { interaction_id: it.id, selected_value: value };
     if (text !== undefined) payload.text_input = text;
+    if (note && note.trim()) payload.note = note.trim();
     it.sending = true;
     it.error = '';
     const sent = this.app.control('control.interaction.response', payload, this.state.id, (err) => {
