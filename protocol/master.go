@@ -105,6 +105,8 @@ type SessionSnapshot struct {
 	OpenInteractions []InteractionRequest `json:"open_interactions,omitempty" jsonschema:"maxItems=1024"`
 	// Artifacts are the files handed to the user so far.
 	Artifacts []Artifact `json:"artifacts,omitempty" jsonschema:"maxItems=100000"`
+	// Commands are the agent's own slash commands, as its last agent.commands said.
+	Commands []AgentCommand `json:"commands,omitempty" jsonschema:"maxItems=256"`
 }
 
 // MachinesList is ui.machines.list: which machines may this UI use.

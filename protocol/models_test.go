@@ -3,7 +3,9 @@ package protocol_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -79,5 +81,24 @@ func TestCapabilitiesCheckNoteAndModels(t *testing.T) {
 		if e := caps.Check(m, id); e != nil {
 			t.Fatalf("%s to an adapter that declares it: %v", m.Type, e)
 		}
+	}
+}
+
+func TestCleanCommands(t *testing.T) {
+	long := strings.Repeat("é", 600) // 1200 bytes
+	in := []protocol.AgentCommand{
+		{Name: "review", Description: long}, {Name: "review"}, {Name: "/bad"}, {Name: ""}, {Name: "plugin:cmd", Hint: "x"},
+	}
+	out := protocol.CleanCommands(in)
+	if len(out) != 2 || out[0].Name != "review" || out[1].Name != "plugin:cmd" {
+		t.Fatalf("clean %+v", out)
+	}
+	if len(out[0].Description) > 1024 || !utf8.ValidString(out[0].Description) {
+		t.Fatalf("description cut to %d bytes, valid %v", len(out[0].Description), utf8.ValidString(out[0].Description))
+	}
+	m := protocol.New(protocol.TypeCommands, &protocol.AgentCommands{Commands: out})
+	m.SessionID = "s1"
+	if _, err := protocol.Encode(m); err != nil {
+		t.Fatalf("a cleaned list does not encode: %v", err)
 	}
 }

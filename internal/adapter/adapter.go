@@ -67,6 +67,11 @@ type SessionConfig struct {
 	// --artifacts. Adapters that cannot tell which files their agent wrote
 	// ignore it.
 	Artifacts bool
+	// Commands, when set, is called with the agent's own slash commands
+	// whenever the agent reports them (an ACP agent's
+	// available_commands_update, Claude Code's init), in or out of a turn;
+	// the client sends them as agent.commands. It must not block long.
+	Commands func([]protocol.AgentCommand)
 }
 
 // History records a session's file changes. Track and Written frame a

@@ -62,6 +62,10 @@ type session struct {
 	model, effort string
 	// listing is set while a model list is being fetched (one at a time).
 	listing atomic.Bool
+	// commands are the agent's slash commands last sent as agent.commands
+	// (commands.go). Guarded by mu.
+	commands     []protocol.AgentCommand
+	commandsSent bool
 	// hist is the session's file history and hfs the workspace its
 	// restores write through (history.go); set by the worker on open.
 	hist *filehistory.Journal
@@ -326,7 +330,8 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		mode := s.mode
 		s.mu.Unlock()
 		hist := s.openHistory()
-		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist, Transcripts: s.c.transcripts, Artifacts: true})
+		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist, Transcripts: s.c.transcripts, Artifacts: true,
+			Commands: s.commandsChanged})
 		if err != nil {
 			_ = s.closeHistory()
 			s.failWith(m, "open session", err)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +22,12 @@ import (
 )
 
 // denyWithNote runs one prompt in sess, denying every permission asked
-// with note, to the turn's end.
-func denyWithNote(t *testing.T, u *ui, sessionID, prompt, note string) {
+// with note, to the turn's end, and returns the turn's events.
+func denyWithNote(t *testing.T, u *ui, sessionID, prompt, note string) *events {
 	t.Helper()
 	u.prompt(sessionID, text(prompt))
 	asked := 0
-	u.collect(sessionID, func(m *protocol.Message) bool {
+	ev := u.collect(sessionID, func(m *protocol.Message) bool {
 		switch p := m.Payload.(type) {
 		case *protocol.InteractionRequest:
 			asked++
@@ -42,6 +43,7 @@ func denyWithNote(t *testing.T, u *ui, sessionID, prompt, note string) {
 	if asked == 0 {
 		t.Fatal("the agent asked for no permission")
 	}
+	return ev
 }
 
 // toolResultWith reports whether a model request sent a tool_result for
@@ -192,9 +194,19 @@ func TestClaudeCodeDenyNote(t *testing.T) {
 	s.startHandClient(claudecode.New(claudecode.Config{Command: bin, Env: cliEnv(t, srv), StateDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)}))
 	u := s.ui()
 	sess := u.startAdapterSession(claudecode.ID)
-	denyWithNote(t, u, sess.ID, "write out.md", "name it NOTES.md instead")
+	ev := denyWithNote(t, u, sess.ID, "write out.md", "name it NOTES.md instead")
 	if !toolResultWith(srv, "toolu_write", "name it NOTES.md instead") {
 		t.Fatal("the note did not reach Claude Code's model in the tool result")
+	}
+	// The CLI's own slash commands (its init) reach the UI.
+	var cmds *protocol.AgentCommands
+	for _, m := range ev.order {
+		if c, ok := m.Payload.(*protocol.AgentCommands); ok {
+			cmds = c
+		}
+	}
+	if cmds == nil || !slices.ContainsFunc(cmds.Commands, func(c protocol.AgentCommand) bool { return c.Name == "compact" }) {
+		t.Fatalf("agent.commands from Claude Code's init: %+v", cmds)
 	}
 	if _, err := os.Stat(target); err == nil {
 		t.Fatal("the denied write happened")

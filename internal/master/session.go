@@ -77,6 +77,8 @@ type session struct {
 
 	// settings are in force, as the client last said (nil: not yet).
 	settings *protocol.Settings
+	// commands are the agent's own slash commands (agent.commands).
+	commands []protocol.AgentCommand
 }
 
 type openInteraction struct {
@@ -147,6 +149,7 @@ func (m *Master) loadSession(ctx context.Context, id string) (*session, error) {
 		} else {
 			s.turns, s.artifacts, from = snap.Turns, snap.Artifacts, snap.Session.LastSeq
 			s.settings = snap.Session.Settings
+			s.commands = snap.Commands
 			for _, t := range s.turns {
 				if !t.Done {
 					s.text[t.TurnID] = []byte(t.Text)
@@ -265,6 +268,7 @@ func (s *session) snapshotLocked() protocol.SessionSnapshot {
 		Session:   s.infoLocked(),
 		Turns:     slices.Clone(s.turns),
 		Artifacts: slices.Clone(s.artifacts),
+		Commands:  slices.Clone(s.commands),
 	}
 	if snap.Turns == nil {
 		snap.Turns = []protocol.TurnSnapshot{}
@@ -630,6 +634,8 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 		}
 	case *protocol.ModeChanged:
 		s.row.Mode, s.changed = p.Mode, true
+	case *protocol.AgentCommands:
+		s.commands, s.changed = slices.Clone(p.Commands), true
 	case *protocol.SessionOpened:
 		s.row.Adapter, s.row.Mode, s.changed = p.Adapter, p.Mode, true
 		if p.Settings != nil {

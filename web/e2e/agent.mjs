@@ -53,10 +53,14 @@ async function shot(page, name) {
   await page.screenshot({ path: path.join(cfg.screenshots, `${name}.png`) });
 }
 
-/** routeSockets records every frame the page sends on its UI socket. */
+/**
+ * routeSockets records every frame the page sends on its UI socket;
+ * sent.page is the page's side of the newest socket, to inject frames.
+ */
 async function routeSockets(page) {
   const sent = [];
   await page.routeWebSocket(/\/v1\/ui$/, (ws) => {
+    sent.page = ws;
     const server = ws.connectToServer();
     ws.onMessage((m) => {
       if (typeof m === 'string') {
@@ -68,7 +72,17 @@ async function routeSockets(page) {
       }
       server.send(m);
     });
-    server.onMessage((m) => ws.send(m));
+    server.onMessage((m) => {
+      if (typeof m === 'string') {
+        try {
+          const f = JSON.parse(m);
+          if (f.seq) sent.last = { seq: f.seq, epoch: f.epoch }; // the newest event the page holds
+        } catch {
+          // not JSON: forwarded as it is
+        }
+      }
+      ws.send(m);
+    });
   });
   return sent;
 }
@@ -125,6 +139,26 @@ async function pickerSuite(browser) {
     const ans = sent.filter((m) => m.type === 'control.interaction.response').at(-1);
     assert.deepEqual([ans?.payload.selected_value, ans?.payload.note], ['deny', cfg.picker.note]);
     await page.locator('.interaction.settled', { hasText: cfg.picker.note }).waitFor();
+  });
+  await step("the agent's own slash commands are completed and sent as commands", async () => {
+    const sid = decodeURIComponent(new URL(page.url()).hash.replace(/^#\/s\//, ''));
+    // As a client relays an agent's available_commands_update, as the
+    // session's next event (the last step: the master's own next event
+    // then looks like a duplicate to the page).
+    sent.page.send(JSON.stringify({ type: 'agent.commands', message_id: crypto.randomUUID(), session_id: sid, seq: sent.last.seq + 1, epoch: sent.last.epoch,
+      payload: { commands: [{ name: 'review', description: 'Review the changes', hint: 'focus' }] } }));
+    await page.locator('#prompt').click();
+    await page.keyboard.type('/rev', { delay: 20 });
+    const opt = page.locator('.popup .opt', { hasText: '/review' });
+    await opt.waitFor();
+    assert.match(await opt.innerText(), /Review the changes/);
+    await page.keyboard.press('Escape');
+    await page.keyboard.type('iew', { delay: 20 });
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.getElementById('prompt').innerText.trim() === '');
+    const p = sent.filter((m) => m.type === 'ui.prompt').at(-1);
+    assert.deepEqual([p?.payload.input_type, p?.payload.segments?.[0]?.text], ['slash_command', '/review']);
+    assert.equal(await page.locator('.attach-note', { hasText: 'is not a command here' }).count(), 0, 'the command was refused as unknown');
   });
   await ctx.close();
 }

@@ -201,6 +201,7 @@ func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.
 	}
 	s := newSession(a, c, fsys, ws, log)
 	s.artifacts = cfg.Artifacts
+	s.onCommands = cfg.Commands
 	if cfg.History != nil {
 		s.env.History = cfg.History // fs/write_text_file is recorded for undo
 	}

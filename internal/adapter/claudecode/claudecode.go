@@ -147,6 +147,7 @@ func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Se
 		a: a, id: cfg.SessionID, ws: cfg.Workspace.Path, fs: fsys, bin: bin, log: log,
 		mode: mode, pending: map[string]*ask{}, byRequest: map[string]*ask{}, denied: map[string]bool{},
 		history: cfg.History, before: map[string]snapshot{}, artifacts: cfg.Artifacts,
+		onCommands: cfg.Commands,
 	}
 	rec, ok, err := a.store.load(cfg.SessionID)
 	switch {

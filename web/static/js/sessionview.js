@@ -80,6 +80,8 @@ export class SessionView {
       submit: (segs, files, restore) => this.submit(segs, files, restore),
       sessionId: () => s.id,
       command: (name, arg) => this.command(name, arg),
+      commands: () => s.commands,
+      agentCommand: (text) => this.agentCommand(text),
       cancelTurn: () => this.cancelTurn(),
     });
     this.settings = new PromptSettings();
@@ -294,6 +296,16 @@ export class SessionView {
     return true;
   }
 
+  /** agentCommand sends one of the agent's own slash commands (agent.commands). */
+  agentCommand(text) {
+    if (this.state.running) {
+      this.app.toast('Wait for the running turn to end first.');
+      return false;
+    }
+    this.sendSlash(text);
+    return true;
+  }
+
   /** sendSlash sends a slash command to an agent that takes them. */
   sendSlash(text) {
     const msg = message('ui.prompt', { segments: [{ kind: 'text', text }], input_type: 'slash_command' }, this.state.id);
@@ -314,7 +326,7 @@ export class SessionView {
     };
     switch (name) {
       case 'help':
-        note('info', `Commands: ${COMMANDS.map((c) => `/${c.name}${c.args ? ` ${c.args}` : ''}`).join(', ')}. Keys: Enter sends, Shift+Enter is a new line, @ picks a file (↑↓ move, Enter or Tab picks, Esc closes), Esc stops a running turn.`);
+        note('info', `Commands: ${COMMANDS.map((c) => `/${c.name}${c.args ? ` ${c.args}` : ''}`).join(', ')}${s.commands.length && caps.slash ? `; the agent's own: ${s.commands.map((c) => `/${c.name}`).join(', ')}` : ''}. Keys: Enter sends, Shift+Enter is a new line, @ picks a file (↑↓ move, Enter or Tab picks, Esc closes), Esc stops a running turn.`);
         return true;
       case 'mode':
         if (!caps.modes.includes(arg)) {
