@@ -2,6 +2,8 @@ package acp
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,5 +46,26 @@ func TestCommandsReported(t *testing.T) {
 	}
 	if p.a.Capability().DenyNote {
 		t.Fatal("an ACP agent cannot carry a denial's note, but deny_note is declared")
+	}
+}
+
+// An agent whose command is not found is unavailable, saying how to fix it
+// for the command the user ran; one that is found is not.
+func TestUnavailableWithoutCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, err := New(Config{Command: []string{filepath.Join(dir, "no-agent")}, HostCommand: "ferry up"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := a.Capability().Unavailable; !strings.Contains(u, `"no-agent"`) || !strings.HasSuffix(u, "restart ferry up") || strings.Contains(u, dir) {
+		t.Fatalf("unavailable %q", u)
+	}
+	ok, err := New(Config{Command: []string{"sh"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := ok.Capability().Unavailable; u != "" {
+		t.Fatalf("a command on PATH is unavailable: %q", u)
 	}
 }

@@ -333,7 +333,7 @@ func (s Spec) Build(opts Options) (adapter.Adapter, error) {
 	case ClaudeCode:
 		return buildClaudeCode(s, opts, log), nil
 	case ACP:
-		a, err := buildACP(s, log)
+		a, err := buildACP(s, opts, log)
 		if err != nil {
 			return nil, unavailable(err)
 		}
