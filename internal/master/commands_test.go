@@ -28,3 +28,42 @@ func TestCommandsInSnapshot(t *testing.T) {
 		t.Fatalf("snapshot commands %+v", sub.Snapshot)
 	}
 }
+
+// A denial's note to an adapter without deny_note is refused naming the
+// field and settles nothing: the same denial without the note still wins,
+// and one with the note reaches a client whose adapter takes it.
+func TestDenyNoteNeedsTheCapability(t *testing.T) {
+	t.Parallel()
+	for _, takes := range []bool{false, true} {
+		e := newEnv(t, master.Config{})
+		ui := e.dialUI("UI")
+		caps := testCaps("m1")
+		caps.Adapters[0].DenyNote = takes
+		c := e.connectClient(caps, ui)
+		info, _ := startSession(ui, c)
+		subscribe(ui, info.ID, 1, info.Epoch)
+		req := prompt(ui, c, info.ID, "clean up")
+		turnStart(c, req, "turn-1")
+		interaction(c, info.ID, "turn-1", "q1", 0)
+		events(ui, 3, 1)
+		noted := protocol.New(protocol.TypeInteractionResponse, &protocol.InteractionResponse{InteractionID: "q1",
+			SelectedValue: protocol.Single(protocol.Deny), Note: "use git mv instead"})
+		noted.SessionID = info.ID
+		ui.send(noted)
+		if !takes {
+			ui.expectError(noted.MessageID, protocol.CodeUnsupported, "payload.note")
+			plain := answer(ui, info.ID, "q1", protocol.Deny)
+			if got := c.next(protocol.TypeInteractionResponse); got.MessageID != plain.MessageID {
+				t.Fatalf("forwarded %s, want the plain denial %s", got.MessageID, plain.MessageID)
+			}
+			continue
+		}
+		got := c.next(protocol.TypeInteractionResponse)
+		if r, ok := got.Payload.(*protocol.InteractionResponse); !ok || r.Note != "use git mv instead" {
+			t.Fatalf("forwarded %+v, want the note", got.Payload)
+		}
+		if r := resolved(t, ui, "q1", "answered"); r.Note != "use git mv instead" {
+			t.Fatalf("resolved %+v, want the note", r)
+		}
+	}
+}
