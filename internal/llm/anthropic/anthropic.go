@@ -16,8 +16,8 @@
 //     breakpoints, so an agent loop re-reads its history from the cache.
 //   - Thinking blocks stream as thinking deltas and appear in the assembled
 //     message with their signature; signed ones are sent back in later
-//     requests (the API needs them while thinking is on), unsigned ones
-//     are not.
+//     requests while thinking is on (the API needs them then), never
+//     otherwise, and unsigned ones never.
 //   - Request.Model overrides the configured model for one call;
 //     Request.Effort asks for extended thinking (low, medium, high: a
 //     budget_tokens of 1024, 10000, 32000) or turns it off.

@@ -55,6 +55,12 @@ func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
 		}
 		var blocks []sdk.ContentBlockParamUnion
 		for j, b := range m.Content {
+			if b.Type == llm.BlockThinking && out.Thinking.OfEnabled == nil {
+				// Taken back only while thinking is on, where the API
+				// needs them; otherwise left out, as before thinking
+				// could be asked for.
+				continue
+			}
 			cb, keep, err := contentBlock(b)
 			if err != nil {
 				return out, badRequest("message %d, block %d: %v", i, j, err)

@@ -319,14 +319,23 @@ func (s *suite) thinking(t *testing.T) {
 	if s.format != fake.Anthropic {
 		return
 	}
-	srv.Script(fake.Reply{Text: []string{"ok"}})
+	srv.Script(fake.Reply{Text: []string{"ok"}}, fake.Reply{Text: []string{"ok"}})
 	next := userText("why")
 	next.Messages = append(next.Messages, resp.Message, llm.Message{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockText, Text: "go on"}}})
+	next.Effort = llm.EffortLow
 	stream(t, p, next)
 	asst, _ := srv.ModelRequests()[1].Messages()[1]["content"].([]any)
 	first, _ := asst[0].(map[string]any)
 	if first["type"] != "thinking" || first["signature"] != fake.ThinkingSignature || first["thinking"] != "Let me think." {
-		t.Errorf("a signed thinking block goes back whole: got %v", first)
+		t.Errorf("with thinking on, a signed thinking block goes back whole: got %v", first)
+	}
+	next.Effort = ""
+	stream(t, p, next)
+	asst, _ = srv.ModelRequests()[2].Messages()[1]["content"].([]any)
+	for _, b := range asst {
+		if bm, _ := b.(map[string]any); bm["type"] == "thinking" {
+			t.Errorf("with thinking not asked for, a thinking block went back: %v", bm)
+		}
 	}
 }
 
