@@ -1,6 +1,7 @@
 package master_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/master"
@@ -65,5 +66,24 @@ func TestDenyNoteNeedsTheCapability(t *testing.T) {
 		if r := resolved(t, ui, "q1", "answered"); r.Note != "use git mv instead" {
 			t.Fatalf("resolved %+v, want the note", r)
 		}
+	}
+}
+
+// A session of an adapter the machine says cannot start is refused with
+// the machine's reason, and no session is created.
+func TestStartUnavailableAdapterRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, master.Config{})
+	ui := e.dialUI("UI")
+	caps := testCaps("m1")
+	caps.Adapters[0].Unavailable = "no model provider: set ANTHROPIC_API_KEY and restart ferry up"
+	e.connectClient(caps, ui)
+	req := ui.send(protocol.New(protocol.TypeSessionStart, &protocol.SessionStart{MachineID: "m1", WorkspaceID: "ws1", Adapter: "echo"}))
+	if e := ui.expectError(req.MessageID, protocol.CodeUnsupported, "payload.adapter"); !strings.Contains(e.Message, "restart ferry up") {
+		t.Fatalf("refusal %q does not say what to do", e.Message)
+	}
+	ui.send(protocol.New(protocol.TypeSessionsList, &protocol.SessionsList{}))
+	if ss := ui.next(protocol.TypeSessions).Payload.(*protocol.Sessions).Sessions; len(ss) != 0 {
+		t.Fatalf("sessions %+v, want none", ss)
 	}
 }

@@ -304,6 +304,12 @@ func (m *Master) startSession(c *conn, msg *protocol.Message) {
 		fail(&protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.mode", Message: "the adapter has no such mode"})
 		return
 	}
+	if why := caps.Adapters[ai].Unavailable; why != "" {
+		// The machine said it cannot start it, and what would: no
+		// session is created only to fail.
+		fail(&protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.adapter", Message: caps.Adapters[ai].Name + " cannot start on this machine: " + why})
+		return
+	}
 	now := time.Now().UTC()
 	row := store.Session{
 		ID: protocol.NewID(), MachineID: p.MachineID, WorkspaceID: p.WorkspaceID, Adapter: p.Adapter,
