@@ -381,6 +381,8 @@ type InteractionResolved struct {
 	SelectedValue *SelectedValue `json:"selected_value,omitempty"`
 	// TextInput is the winning free text.
 	TextInput string `json:"text_input,omitempty"`
+	// Note is the winning denial's note to the agent.
+	Note string `json:"note,omitempty" jsonschema:"maxLength=2000"`
 }
 
 // Usage is agent.usage: tokens and cost of the model calls so far in a turn.

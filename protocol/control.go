@@ -115,6 +115,18 @@ type InteractionResponse struct {
 	SelectedValue SelectedValue `json:"selected_value"`
 	// TextInput is the free text of a text_input interaction.
 	TextInput string `json:"text_input,omitempty" jsonschema:"maxLength=65536"`
+	// Note is the user's short word to the agent with a denial ("use git mv instead"), only with selected_value deny and only where the adapter declares deny_note.
+	Note string `json:"note,omitempty" jsonschema:"maxLength=2000"`
+}
+
+func (r *InteractionResponse) validate() *Error {
+	if r.Note == "" {
+		return nil
+	}
+	if len(r.SelectedValue.Values) != 1 || r.SelectedValue.Values[0] != Deny {
+		return errorf(CodeInvalidValue, "payload.note", "a note goes with a denial only (selected_value deny)")
+	}
+	return nil
 }
 
 // InteractionTimeout is control.interaction.timeout (§6.2.2): nobody answered

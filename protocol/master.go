@@ -111,6 +111,8 @@ type SessionSnapshot struct {
 	OpenInteractions []InteractionRequest `json:"open_interactions,omitempty" jsonschema:"maxItems=1024"`
 	// Artifacts are the files handed to the user so far.
 	Artifacts []Artifact `json:"artifacts,omitempty" jsonschema:"maxItems=100000"`
+	// Commands are the agent's own slash commands, as its last agent.commands said.
+	Commands []AgentCommand `json:"commands,omitempty" jsonschema:"maxItems=256"`
 }
 
 // MachinesList is ui.machines.list: which machines may this UI use.
@@ -222,6 +224,10 @@ type SessionOpen struct {
 	Mode string `json:"mode,omitempty" jsonschema:"enum=default,enum=plan,enum=review,default=default"`
 	// PermissionTimeoutMS is the session's own permission timeout (see control.session.settings); absent: the client's default.
 	PermissionTimeoutMS *int `json:"permission_timeout_ms,omitempty" jsonschema:"minimum=0,maximum=604800000"`
+	// Model is the session's own model (see control.session.settings); absent: the agent's default.
+	Model string `json:"model,omitempty" jsonschema:"maxLength=256"`
+	// Effort is the session's own thinking effort; absent: the provider's default.
+	Effort string `json:"effort,omitempty" jsonschema:"enum=off,enum=low,enum=medium,enum=high"`
 }
 
 // SessionOpened is session.opened, the client's answer to control.session.open.

@@ -97,7 +97,7 @@ var registry = map[string]spec{
 	TypeInteractionTimeout:  {reflect.TypeFor[InteractionTimeout](), RoleMaster, true, false, "nobody answered an interaction in time"},
 	TypeSessionCompact:      {reflect.TypeFor[SessionCompact](), RoleMaster | RoleUI, true, false, "summarise the session's history"},
 	TypeModeSwitch:          {reflect.TypeFor[ModeSwitch](), RoleMaster | RoleUI, true, false, "switch the agent's mode"},
-	TypeSessionSettings:     {reflect.TypeFor[SessionSettings](), RoleMaster | RoleUI, true, false, "change a session's settings (permission timeout)"},
+	TypeSessionSettings:     {reflect.TypeFor[SessionSettings](), RoleMaster | RoleUI, true, false, "change a session's settings (permission timeout, model, thinking effort)"},
 	TypeFileSearch:          {reflect.TypeFor[FileSearch](), RoleMaster | RoleUI, true, false, "fuzzy file search for the @ popup"},
 	TypeFileSearchCancel:    {reflect.TypeFor[FileSearchCancel](), RoleMaster | RoleUI, true, false, "stop a file search"},
 	TypeFileCandidates:      {reflect.TypeFor[FileCandidates](), RoleClient, true, true, "the answer to a file search"},

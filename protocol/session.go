@@ -138,6 +138,12 @@ type AdapterCapability struct {
 	FileTokens string `json:"file_tokens" jsonschema:"enum=file_list,enum=mention,enum=label,enum=inline,enum=arguments,enum=literal"`
 	// Settings the adapter honours: config_overrides keys, context_files, target_token_ratio (of compaction), mode_config (the config of control.mode.switch); any other is refused with unsupported.
 	Settings []string `json:"settings,omitempty" jsonschema:"maxItems=32"`
+	// Unavailable, when set, says why a session of this adapter cannot start on this client now and how to make it start (e.g. which key to set, for the command the user ran); the UI offers the adapter disabled with this text.
+	Unavailable string `json:"unavailable,omitempty" jsonschema:"maxLength=1024"`
+	// DenyNote is true when a denial's note (control.interaction.response note) reaches the agent.
+	DenyNote bool `json:"deny_note,omitempty"`
+	// Models is true when the client answers control.models.list for this adapter and takes a model and effort in control.session.settings.
+	Models bool `json:"models,omitempty"`
 }
 
 // FileRefCapabilities is the §16.5 file-reference block.
@@ -213,6 +219,23 @@ func (c *Capabilities) Check(m *Message, adapterID string) *Error {
 	case *SessionCompact:
 		if a := c.adapter(adapterID); a != nil && !a.Compact {
 			return errorf(CodeUnsupported, "type", "agent %s cannot compact", a.ID)
+		}
+	case *InteractionResponse:
+		if a := c.adapter(adapterID); a != nil && p.Note != "" && !a.DenyNote {
+			return errorf(CodeUnsupported, "payload.note", "agent %s cannot carry a note with a denial; deny without one", a.ID)
+		}
+	case *ModelsList:
+		if a := c.adapter(adapterID); a != nil && !a.Models {
+			return errorf(CodeUnsupported, "type", "agent %s offers no model choice", a.ID)
+		}
+	case *SessionSettings:
+		if a := c.adapter(adapterID); a != nil && !a.Models {
+			if p.Model != "" {
+				return errorf(CodeUnsupported, "payload.model", "agent %s offers no model choice", a.ID)
+			}
+			if p.Effort != "" {
+				return errorf(CodeUnsupported, "payload.effort", "agent %s offers no thinking effort", a.ID)
+			}
 		}
 	}
 	return nil

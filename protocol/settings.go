@@ -6,13 +6,20 @@ import "strings"
 // set: a week. 0 (wait forever) is the way to wait longer.
 const MaxPermissionTimeoutMS = 7 * 24 * 3600 * 1000
 
-// SessionSettings is control.session.settings: change a session's
-// settings. The client answers session.settings with what is in force, and
-// the master keeps the session's own values, so that a client that
-// restarts gets them again in control.session.open.
+// SessionSettings is control.session.settings: set a session's settings,
+// all of them: an absent field goes back to its default. The client
+// answers session.settings with what is in force, and the master keeps
+// the session's own values, so that a client that restarts gets them again
+// in control.session.open. A setting the client refuses (an unknown model,
+// an effort the model does not take) is answered with a coded error naming
+// the field, and nothing changes.
 type SessionSettings struct {
 	// PermissionTimeoutMS is how long an agent's question waits for an answer before it times out; 0 waits forever; absent goes back to the client's default (--permission-timeout).
 	PermissionTimeoutMS *int `json:"permission_timeout_ms,omitempty" jsonschema:"minimum=0,maximum=604800000"`
+	// Model is the model the agent runs from its next turn on (one of session.models); absent: the agent's configured default.
+	Model string `json:"model,omitempty" jsonschema:"maxLength=256"`
+	// Effort is the thinking effort from the next turn on, one the model takes (session.models); absent: the provider's default (no thinking requested).
+	Effort string `json:"effort,omitempty" jsonschema:"enum=off,enum=low,enum=medium,enum=high"`
 }
 
 // Settings are a session's settings in force: session.settings (the
@@ -23,6 +30,10 @@ type Settings struct {
 	PermissionTimeoutMS int `json:"permission_timeout_ms" jsonschema:"minimum=0,maximum=604800000"`
 	// PermissionTimeoutSet is true when the session has its own value, false when it is the client's default.
 	PermissionTimeoutSet bool `json:"permission_timeout_set,omitempty"`
+	// Model is the session's own model; absent: the agent's default.
+	Model string `json:"model,omitempty" jsonschema:"maxLength=256"`
+	// Effort is the session's own thinking effort; absent: the provider's default.
+	Effort string `json:"effort,omitempty" jsonschema:"enum=off,enum=low,enum=medium,enum=high"`
 }
 
 // TimeoutAnswer is the answer a timeout applies to the request, or nil for

@@ -67,6 +67,11 @@ type SessionConfig struct {
 	// --artifacts. Adapters that cannot tell which files their agent wrote
 	// ignore it.
 	Artifacts bool
+	// Commands, when set, is called with the agent's own slash commands
+	// whenever the agent reports them (an ACP agent's
+	// available_commands_update, Claude Code's init), in or out of a turn;
+	// the client sends them as agent.commands. It must not block long.
+	Commands func([]protocol.AgentCommand)
 }
 
 // History records a session's file changes. Track and Written frame a
@@ -142,4 +147,19 @@ type Session interface {
 	Compact(ctx context.Context, req *protocol.SessionCompact) (*protocol.CompactionDone, error)
 	// Close ends the session and any process it runs.
 	Close() error
+}
+
+// ModelLister is an Adapter whose sessions may run one of several models
+// (capability models): it answers control.models.list. Errors are coded
+// *protocol.Error values safe to show (a provider's failure says so).
+type ModelLister interface {
+	Models(ctx context.Context, refresh bool) (*protocol.Models, error)
+}
+
+// ModelSetter is a Session that takes a model and thinking effort for its
+// next turns ("" : the default). An unknown model or an effort the model
+// does not take is refused with a coded *protocol.Error naming the field,
+// and nothing changes.
+type ModelSetter interface {
+	SetModel(ctx context.Context, model, effort string) error
 }

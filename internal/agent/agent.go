@@ -169,6 +169,8 @@ type Agent struct {
 
 	mu        sync.Mutex
 	mode      string
+	model     string // the session's own model ("" : the provider's)
+	effort    string // the session's thinking effort ("" : none asked)
 	rules     *permission.Rules
 	history   []llm.Message
 	marks     []TurnMark // where each turn began in history (rewind.go)
@@ -295,6 +297,26 @@ func (a *Agent) SetMode(mode string) error {
 	a.mode = mode
 	a.mu.Unlock()
 	return nil
+}
+
+// SetModel sets the model and thinking effort of the session's next turns
+// ("" : the provider's configured model, no effort asked). The caller
+// checks them against the provider's model list (a turn that runs keeps
+// what it started with).
+func (a *Agent) SetModel(model, effort string) {
+	a.mu.Lock()
+	a.model, a.effort = model, effort
+	a.mu.Unlock()
+}
+
+// Model is the model in force and the thinking effort asked ("" : none).
+func (a *Agent) Model() (model, effort string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.model != "" {
+		return a.model, a.effort
+	}
+	return a.provider.Model(), a.effort
 }
 
 // Rules returns a copy of the session's permission rules.
@@ -451,8 +473,8 @@ func (a *Agent) attach(i int, arts []llm.Artifact) {
 	a.history[i].Artifacts = slices.Concat(a.history[i].Artifacts, arts)
 }
 
-func (a *Agent) addUsage(u llm.Usage) (cost float64, known bool) {
-	c, ok := a.costOf(u)
+func (a *Agent) addUsage(model string, u llm.Usage) (cost float64, known bool) {
+	c, ok := a.costOf(model, u)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.usage = a.usage.Add(u)
@@ -466,11 +488,11 @@ func (a *Agent) addUsage(u llm.Usage) (cost float64, known bool) {
 
 // costOf is the cost of u in US dollars, when the model's price is known
 // (llm's list prices); otherwise the cost is left out, never guessed.
-func (a *Agent) costOf(u llm.Usage) (float64, bool) {
-	if !a.priced {
+func (a *Agent) costOf(model string, u llm.Usage) (float64, bool) {
+	if model == a.provider.Model() && !a.priced {
 		return 0, false // skip the price table's search on every call
 	}
-	return llm.Cost(a.provider.Model(), u)
+	return llm.Cost(model, u)
 }
 
 // permCall describes a tool call to the permission rules.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -145,12 +146,12 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 		}
 		if approvingTools[tool.Name()] {
 			env.Approve = func(actx context.Context, ap tools.Approval) error {
-				ok, err := t.ask(actx, use, input, call, ap.Diff)
+				ok, note, err := t.ask(actx, use, input, call, ap.Diff)
 				if err != nil {
 					return err
 				}
 				if !ok {
-					return tools.Errorf(tools.CodeDenied, "The user denied this change. Do not retry it; ask the user what they want instead.")
+					return tools.Errorf(tools.CodeDenied, "%s", deniedByUser("change", note))
 				}
 				if msg := refusal(); msg != "" {
 					return tools.Errorf(tools.CodeDenied, "%s", msg)
@@ -158,12 +159,12 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 				return nil
 			}
 		} else {
-			ok, err := t.ask(ctx, use, input, call, nil)
+			ok, note, err := t.ask(ctx, use, input, call, nil)
 			if err != nil {
 				return finish{}, err
 			}
 			if !ok {
-				return denied("The user denied this call. Do not retry it; ask the user what they want instead."), nil
+				return denied(deniedByUser("call", note)), nil
 			}
 			if msg := refusal(); msg != "" {
 				return denied(msg), nil
@@ -250,9 +251,19 @@ func succeeded(res *tools.Result) finish {
 	return f
 }
 
+// deniedByUser is what the model reads of the user's denial of a call or
+// change, with the note the user gave ("" : none).
+func deniedByUser(what, note string) string {
+	if note = strings.TrimSpace(note); note == "" {
+		return "The user denied this " + what + ". Do not retry it; ask the user what they want instead."
+	}
+	return "The user denied this " + what + " and said: " + strconv.Quote(note) + ". Do not retry it; do what the user said instead."
+}
+
 // ask sends a permission request for the call and waits for the answer, a
-// timeout (denied) or cancel (ctx's error).
-func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage, call permission.Call, diff *protocol.FileDiff) (bool, error) {
+// timeout (denied) or cancel (ctx's error). note is the user's note with a
+// denial.
+func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage, call permission.Call, diff *protocol.FileDiff) (ok bool, note string, err error) {
 	always := t.rules.RulesFor(call) // through a link: the target's rule too
 	id := protocol.NewID()
 	ch := make(chan *protocol.InteractionResponse, 1)
@@ -279,7 +290,7 @@ func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage,
 		TimeoutMS:     int(t.a.timeout / time.Millisecond),
 	}
 	if err := t.emit(ctx, protocol.TypeInteractionRequest, req); err != nil {
-		return false, fmt.Errorf("agent: emit interaction.request: %w", err)
+		return false, "", fmt.Errorf("agent: emit interaction.request: %w", err)
 	}
 	var timeout <-chan time.Time
 	if t.a.timeout > 0 {
@@ -289,12 +300,12 @@ func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage,
 	}
 	select {
 	case <-ctx.Done():
-		return false, fmt.Errorf("agent: waiting for permission: %w", ctx.Err())
+		return false, "", fmt.Errorf("agent: waiting for permission: %w", ctx.Err())
 	case <-timeout:
-		return false, nil
+		return false, "", nil
 	case r := <-ch:
 		if r == nil {
-			return false, nil
+			return false, "", nil
 		}
 		vals := r.SelectedValue.Values
 		switch {
@@ -305,11 +316,11 @@ func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage,
 				t.a.rules.Add(permission.Allow, rule)
 			}
 			t.a.mu.Unlock()
-			return true, nil
+			return true, "", nil
 		case slices.Contains(vals, protocol.AllowOnce):
-			return true, nil
+			return true, "", nil
 		}
-		return false, nil
+		return false, r.Note, nil
 	}
 }
 

@@ -141,14 +141,15 @@ func (a *Agent) summarise(ctx context.Context, older []llm.Message, instruction 
 		Tools:     a.specs, // the APIs want the tools defined when the history holds tool calls
 		MaxTokens: max(budget*2, 512),
 	}
+	req.Model, _ = a.Model() // the session's model, without thinking
 	resp, err := a.provider.Stream(ctx, req, func(llm.Event) error { return nil })
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("agent: compact: %w", ctx.Err())
 		}
-		return "", providerError(err)
+		return "", ProviderError(err)
 	}
-	a.addUsage(resp.Usage)
+	a.addUsage(req.Model, resp.Usage)
 	s := strings.TrimSpace(messageText(resp.Message))
 	if s == "" {
 		return "", &Error{Code: CodeInternal, Message: "the model gave no summary; the history is unchanged"}

@@ -53,8 +53,9 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrBusy is returned when a turn or a compaction already runs.
 var ErrBusy = &Error{Code: CodeBusy, Message: "the session is busy with another turn or a compaction"}
 
-// providerError maps a provider failure to the agent's coded error.
-func providerError(err error) *Error {
+// ProviderError maps a provider failure to the agent's coded error (also
+// for the model list, which the builtin adapter reads).
+func ProviderError(err error) *Error {
 	var le *llm.Error
 	if !errors.As(err, &le) {
 		return &Error{Code: CodeInternal, Message: "the model call failed unexpectedly", Err: err}

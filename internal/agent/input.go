@@ -222,8 +222,9 @@ func (a *Agent) costText() string {
 	a.mu.Lock()
 	u, cost, known, calls := a.usage, a.cost, a.costKnown, a.calls
 	a.mu.Unlock()
+	model, _ := a.Model()
 	s := fmt.Sprintf("Session usage (%s %s): %d model calls, %d input tokens, %d output tokens",
-		a.provider.Name(), a.provider.Model(), calls, u.InputTokens, u.OutputTokens)
+		a.provider.Name(), model, calls, u.InputTokens, u.OutputTokens)
 	if u.CacheReadTokens > 0 || u.CacheCreationTokens > 0 {
 		s += fmt.Sprintf(", %d cache-read and %d cache-write tokens", u.CacheReadTokens, u.CacheCreationTokens)
 	}

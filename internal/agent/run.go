@@ -55,6 +55,8 @@ type turnRun struct {
 	maxTurns int
 	schema   *outputSchema
 	col      *artifact.Collector // this prompt's artifacts
+	model    string              // the model and effort the turn started with
+	effort   string
 
 	text    strings.Builder // everything streamed
 	usage   llm.Usage
@@ -89,6 +91,7 @@ func (a *Agent) runWith(ctx context.Context, turn Turn, emit Emit, col *artifact
 	}()
 	ctx = artifact.WithCollector(ctx, col)
 	t := &turnRun{a: a, id: turn.ID, emit: emit, maxTurns: a.maxTurns, col: col}
+	t.model, t.effort = a.Model()
 	res, err := t.run(ctx, turn)
 	res.Text = t.text.String()
 	res.Usage, res.CostUSD, res.HasCost, res.NumTurns = t.usage, t.cost, t.hasCost, t.calls
@@ -242,7 +245,8 @@ func (t *turnRun) loop(ctx context.Context) (Result, error) {
 
 // call makes one model call, streaming its deltas, and reports usage.
 func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
-	req := llm.Request{System: t.a.systemPrompt(t.a.Mode()), Messages: t.a.History(), Tools: t.a.specs, MaxTokens: t.a.maxTok}
+	req := llm.Request{System: t.a.systemPrompt(t.a.Mode()), Messages: t.a.History(), Tools: t.a.specs, MaxTokens: t.a.maxTok,
+		Model: t.model, Effort: t.effort}
 	var partial strings.Builder
 	resp, err := t.a.provider.Stream(ctx, req, func(ev llm.Event) error {
 		switch ev.Type {
@@ -268,18 +272,18 @@ func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
 		}
 		var le *llm.Error
 		if errors.As(err, &le) {
-			return nil, providerError(err)
+			return nil, ProviderError(err)
 		}
 		return nil, fmt.Errorf("agent: model call: %w", err)
 	}
 	t.calls++
-	c, ok := t.a.addUsage(resp.Usage)
+	c, ok := t.a.addUsage(t.model, resp.Usage)
 	t.usage = t.usage.Add(resp.Usage)
 	if ok {
 		t.cost += c
 		t.hasCost = true
 	}
-	u := &protocol.Usage{TurnID: t.id, Model: t.a.provider.Model(), InputTokens: t.usage.InputTokens, OutputTokens: t.usage.OutputTokens,
+	u := &protocol.Usage{TurnID: t.id, Model: t.model, InputTokens: t.usage.InputTokens, OutputTokens: t.usage.OutputTokens,
 		CacheReadTokens: t.usage.CacheReadTokens, CacheCreationTokens: t.usage.CacheCreationTokens}
 	if t.hasCost {
 		u.CostUSD = t.cost

@@ -246,7 +246,7 @@ func TestLiveBuiltinHasArtifacts(t *testing.T) {
 		}
 		return ""
 	}}
-	ads, err := liveAdapters(env, slog.New(slog.DiscardHandler), []agentspec.Spec{{Kind: agentspec.Builtin}}, t.TempDir())
+	ads, err := liveAdapters(env, slog.New(slog.DiscardHandler), []agentspec.Spec{{Kind: agentspec.Builtin}}, t.TempDir(), "ferry up")
 	if err != nil {
 		t.Fatal(err)
 	}

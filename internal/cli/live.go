@@ -176,9 +176,11 @@ func agentSpecs(env Env, values []string) ([]agentspec.Spec, error) {
 }
 
 // liveAdapters builds the agents a client offers. ferry's own needs a
-// model provider from the environment: without one it is still offered
-// (opening a session says what to set), and a note says so once.
-func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir string) ([]adapter.Adapter, error) {
+// model provider from the environment: without one it is listed as
+// unavailable (its capability says what to set and to restart cmd, the
+// command the user ran: "ferry up" or "ferry connect"), and a note says so
+// once.
+func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, cmd string) ([]adapter.Adapter, error) {
 	if slices.ContainsFunc(specs, func(s agentspec.Spec) bool { return s.Kind == agentspec.Builtin }) {
 		if _, err := provider.Resolve(env.Getenv, provider.Config{}); err != nil {
 			fmt.Fprintf(env.Stderr, "note: ferry's agent is not available here: %v\n", err)
@@ -186,10 +188,11 @@ func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir st
 	}
 	ads, err := agentspec.BuildAll(specs, agentspec.Options{
 		// Sessions driven from the UI hand files to the user: artifacts on.
-		Builtin:  builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true},
-		Getenv:   env.Getenv,
-		StateDir: stateDir,
-		Logger:   log,
+		Builtin:     builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true},
+		Getenv:      env.Getenv,
+		StateDir:    stateDir,
+		Logger:      log,
+		HostCommand: cmd,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--%w", err)
@@ -468,7 +471,7 @@ func (f *clientFlags) check() (historyTotal int64, err error) {
 // clientConfig is the client start-up of ferry connect and ferry up: it
 // resolves the agents, the workspaces and the state directory and builds
 // the adapters, giving the client's Config but its master URL and token.
-func (f *clientFlags) clientConfig(env Env, log *slog.Logger, historyTotal int64) (client.Config, error) {
+func (f *clientFlags) clientConfig(env Env, log *slog.Logger, historyTotal int64, cmd string) (client.Config, error) {
 	specs, err := agentSpecs(env, f.agents)
 	if err != nil {
 		return client.Config{}, usageErrorf("%w", err)
@@ -481,7 +484,7 @@ func (f *clientFlags) clientConfig(env Env, log *slog.Logger, historyTotal int64
 	if err != nil {
 		return client.Config{}, err
 	}
-	ads, err := liveAdapters(env, log, specs, state)
+	ads, err := liveAdapters(env, log, specs, state, cmd)
 	if err != nil {
 		return client.Config{}, usageErrorf("%w", err)
 	}
@@ -550,7 +553,7 @@ func connect(ctx context.Context, env Env, fs *flag.FlagSet, cf *clientFlags, ma
 	}
 	warnPlainMaster(env, masterURL)
 	log := newLogger(env, verbose)
-	cfg, err := cf.clientConfig(env, log, historyTotal)
+	cfg, err := cf.clientConfig(env, log, historyTotal, "ferry connect")
 	if err != nil {
 		return err
 	}
@@ -611,7 +614,7 @@ func up(ctx context.Context, env Env, mf *masterFlags, cf *clientFlags) error {
 		return err
 	}
 	log := newLogger(env, mf.verbose)
-	cfg, err := cf.clientConfig(env, log, historyTotal)
+	cfg, err := cf.clientConfig(env, log, historyTotal, "ferry up")
 	if err != nil {
 		return err
 	}

@@ -137,6 +137,7 @@ var handledMessages = []string{
 	protocol.TypeSessionSettings,
 	protocol.TypeFileSearch,
 	protocol.TypeFileSearchCancel,
+	protocol.TypeModelsList,
 	protocol.TypeArtifactRead,
 	protocol.TypeArtifactRange,
 	protocol.TypeArtifactAck,

@@ -57,6 +57,15 @@ type session struct {
 	// permTimeout is the session's own permission timeout in ms (nil:
 	// the client's default); see timeout.go. Guarded by mu.
 	permTimeout *int
+	// model and effort are the session's own model and thinking effort
+	// ("" : the adapter's default); see models.go. Guarded by mu.
+	model, effort string
+	// listing is set while a model list is being fetched (one at a time).
+	listing atomic.Bool
+	// commands are the agent's slash commands last sent as agent.commands
+	// (commands.go). Guarded by mu.
+	commands     []protocol.AgentCommand
+	commandsSent bool
 	// hist is the session's file history and hfs the workspace its
 	// restores write through (history.go); set by the worker on open.
 	hist *filehistory.Journal
@@ -149,6 +158,8 @@ func (c *Client) dispatch(cn *conn, m *protocol.Message) {
 		s.cancelTurn(p.TargetTurnID)
 	case *protocol.FileSearch:
 		s.search(m, p)
+	case *protocol.ModelsList:
+		s.listModels(m, p)
 	case *protocol.FileSearchCancel:
 		s.mu.Lock()
 		picker := s.picker
@@ -319,7 +330,8 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		mode := s.mode
 		s.mu.Unlock()
 		hist := s.openHistory()
-		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist, Transcripts: s.c.transcripts, Artifacts: true})
+		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist, Transcripts: s.c.transcripts, Artifacts: true,
+			Commands: s.commandsChanged})
 		if err != nil {
 			_ = s.closeHistory()
 			s.failWith(m, "open session", err)
@@ -327,6 +339,7 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 			return false
 		}
 		s.sess = sess
+		s.restoreModel(p.Model, p.Effort) // the master keeps the session's own values
 	}
 	s.setPermTimeout(p.PermissionTimeoutMS) // the master keeps the session's own value
 	s.mu.Lock()

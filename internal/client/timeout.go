@@ -19,10 +19,11 @@ import (
 
 // settingsLocked is the session's settings in force; s.mu is held.
 func (s *session) settingsLocked() protocol.Settings {
+	st := protocol.Settings{PermissionTimeoutMS: int(s.c.cfg.PermissionTimeout / time.Millisecond), Model: s.model, Effort: s.effort}
 	if s.permTimeout != nil {
-		return protocol.Settings{PermissionTimeoutMS: *s.permTimeout, PermissionTimeoutSet: true}
+		st.PermissionTimeoutMS, st.PermissionTimeoutSet = *s.permTimeout, true
 	}
-	return protocol.Settings{PermissionTimeoutMS: int(s.c.cfg.PermissionTimeout / time.Millisecond)}
+	return st
 }
 
 // withTimeout returns payload with the session's permission timeout filled
@@ -56,10 +57,15 @@ func (s *session) setPermTimeout(ms *int) {
 	s.permTimeout = &v
 }
 
-// changeSettings handles control.session.settings: the new value applies
-// to the questions asked from now on; session.settings says what is in
-// force.
+// changeSettings handles control.session.settings: the new values apply
+// to the questions asked and the turns run from now on; session.settings
+// says what is in force. A model or effort the adapter refuses is answered
+// with its coded error, and nothing changes.
 func (s *session) changeSettings(m *protocol.Message, p *protocol.SessionSettings) {
+	if err := s.setModel(p.Model, p.Effort); err != nil {
+		s.failWith(m, "set model", err)
+		return
+	}
 	s.setPermTimeout(p.PermissionTimeoutMS)
 	s.mu.Lock()
 	st := s.settingsLocked()

@@ -70,6 +70,9 @@ type Block struct {
 	// MediaType and Data (base64) of an image or document block.
 	MediaType string `json:"media_type,omitempty"`
 	Data      string `json:"data,omitempty"`
+	// Signature of a thinking block (Anthropic), which the API needs to
+	// take the block back while thinking is on; "" for none.
+	Signature string `json:"signature,omitempty"`
 }
 
 // Message is one turn of the conversation.
@@ -99,6 +102,38 @@ type Request struct {
 	Tools    []ToolSpec
 	// MaxTokens bounds the answer; 0 uses the provider's default for the model.
 	MaxTokens int
+	// Model overrides the provider's configured model for this call; ""
+	// calls the configured one (Provider.Model).
+	Model string
+	// Effort is the thinking effort (EffortOff, EffortLow, EffortMedium,
+	// EffortHigh) mapped to the provider's own parameter; "" requests nothing.
+	// The caller offers only the efforts the model's ModelInfo lists.
+	Effort string
+}
+
+// Thinking efforts of Request.Effort (the same words as the wire's
+// protocol.Effort*): off turns thinking off, low to high ask for more.
+const (
+	EffortOff    = "off"
+	EffortLow    = "low"
+	EffortMedium = "medium"
+	EffortHigh   = "high"
+)
+
+// ModelInfo is one model a provider offers.
+type ModelInfo struct {
+	ID string
+	// Name is the provider's display name, "" when it has none.
+	Name string
+	// Efforts are the thinking efforts the model takes, in increasing
+	// order (empty: none).
+	Efforts []string
+}
+
+// ModelLister is a Provider that lists its models (GET /v1/models on both
+// wire formats, every page).
+type ModelLister interface {
+	ListModels(ctx context.Context) ([]ModelInfo, error)
 }
 
 // Usage is what one call consumed.

@@ -88,7 +88,7 @@ func (m *Master) handleClient(c *conn, data []byte) {
 		return
 	}
 	switch msg.Type {
-	case protocol.TypeFileCandidates, protocol.TypeError, protocol.TypeHistoryChanges:
+	case protocol.TypeFileCandidates, protocol.TypeError, protocol.TypeHistoryChanges, protocol.TypeModels:
 		m.routeReply(c, msg, data)
 	case protocol.TypeArtifactMeta, protocol.TypeArtifactEnd:
 		m.routeArtifact(c, machine, msg, data)
@@ -252,7 +252,7 @@ func (m *Master) deliverControl(c *conn, data []byte) {
 		cl.opened[f.SessionID] = true
 	} else if !cl.opened[f.SessionID] {
 		open := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: f.Workspace, Adapter: f.Adapter, Mode: f.Mode,
-			PermissionTimeoutMS: f.permTimeout()})
+			PermissionTimeoutMS: f.permTimeout(), Model: f.Model, Effort: f.Effort})
 		open.SessionID = f.SessionID
 		b, err := protocol.Encode(open)
 		if err != nil || !c.tryEnqueue(b) {

@@ -77,6 +77,8 @@ type session struct {
 
 	// settings are in force, as the client last said (nil: not yet).
 	settings *protocol.Settings
+	// commands are the agent's own slash commands (agent.commands).
+	commands []protocol.AgentCommand
 }
 
 type openInteraction struct {
@@ -147,6 +149,7 @@ func (m *Master) loadSession(ctx context.Context, id string) (*session, error) {
 		} else {
 			s.turns, s.artifacts, from = snap.Turns, snap.Artifacts, snap.Session.LastSeq
 			s.settings = snap.Session.Settings
+			s.commands = snap.Commands
 			for _, t := range s.turns {
 				if !t.Done {
 					s.text[t.TurnID] = []byte(t.Text)
@@ -241,14 +244,18 @@ func sessionInfo(r store.Session) protocol.SessionInfo {
 
 // openFields is what a control.session.open for this session carries:
 // permTimeout is the session's own permission timeout in ms ("" for the
-// client's default).
-func (s *session) openFields() (workspace, adapter, mode, permTimeout string) {
+// client's default), model and effort its own model and thinking effort
+// ("" for the adapter's defaults).
+func (s *session) openFields() (workspace, adapter, mode, permTimeout, model, effort string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st := s.settings; st != nil && st.PermissionTimeoutSet {
-		permTimeout = strconv.Itoa(st.PermissionTimeoutMS)
+	if st := s.settings; st != nil {
+		if st.PermissionTimeoutSet {
+			permTimeout = strconv.Itoa(st.PermissionTimeoutMS)
+		}
+		model, effort = st.Model, st.Effort
 	}
-	return s.row.WorkspaceID, s.row.Adapter, s.row.Mode, permTimeout
+	return s.row.WorkspaceID, s.row.Adapter, s.row.Mode, permTimeout, model, effort
 }
 
 // snapshot returns the session's state and the seq it reflects.
@@ -263,6 +270,7 @@ func (s *session) snapshotLocked() protocol.SessionSnapshot {
 		Session:   s.infoLocked(),
 		Turns:     slices.Clone(s.turns),
 		Artifacts: slices.Clone(s.artifacts),
+		Commands:  slices.Clone(s.commands),
 	}
 	if snap.Turns == nil {
 		snap.Turns = []protocol.TurnSnapshot{}
@@ -345,7 +353,7 @@ func (s *session) submitResolved(id, outcome string, resp *protocol.InteractionR
 	r := &protocol.InteractionResolved{InteractionID: id, Outcome: outcome}
 	if resp != nil {
 		sv := resp.SelectedValue
-		r.SelectedValue, r.TextInput = &sv, resp.TextInput
+		r.SelectedValue, r.TextInput, r.Note = &sv, resp.TextInput, resp.Note
 	}
 	msg := protocol.New(protocol.TypeInteractionResolved, r)
 	msg.SessionID = s.id
@@ -633,6 +641,8 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 		}
 	case *protocol.ModeChanged:
 		s.row.Mode, s.changed = p.Mode, true
+	case *protocol.AgentCommands:
+		s.commands, s.changed = slices.Clone(p.Commands), true
 	case *protocol.SessionOpened:
 		s.row.Adapter, s.row.Mode, s.changed = p.Adapter, p.Mode, true
 		if p.Settings != nil {

@@ -351,6 +351,12 @@ func (m *Master) startSession(c *conn, msg *protocol.Message) {
 		fail(&protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.mode", Message: "the adapter has no such mode"})
 		return
 	}
+	if why := caps.Adapters[ai].Unavailable; why != "" {
+		// The machine said it cannot start it, and what would: no
+		// session is created only to fail.
+		fail(&protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.adapter", Message: caps.Adapters[ai].Name + " cannot start on this machine: " + why})
+		return
+	}
 	now := time.Now().UTC()
 	row := store.Session{
 		ID: protocol.NewID(), MachineID: p.MachineID, WorkspaceID: p.WorkspaceID, Adapter: p.Adapter,
@@ -725,9 +731,9 @@ func (m *Master) toClient(s *session, msg *protocol.Message, replyTo string) {
 		m.log.Error("encode control message", "type", msg.Type, "err", err)
 		return
 	}
-	ws, adapter, mode, permTimeout := s.openFields()
+	ws, adapter, mode, permTimeout, model, effort := s.openFields()
 	f := controlFrame{ReplyTo: replyTo, SessionID: s.id, Type: msg.Type, MessageID: msg.MessageID,
-		Workspace: ws, Adapter: adapter, Mode: mode, PermTimeout: permTimeout, Msg: b}
+		Workspace: ws, Adapter: adapter, Mode: mode, PermTimeout: permTimeout, Model: model, Effort: effort, Msg: b}
 	if err := m.br.Publish(m.ctx, machineTopic(s.machineID), f.encode()); err != nil {
 		m.log.Error("publish control message", "type", msg.Type, "err", err)
 	}

@@ -108,6 +108,9 @@ type controlFrame struct {
 	// session for the control.session.open sent ahead of the message when
 	// needed.
 	Workspace, Adapter, Mode, PermTimeout string
+	// Model and Effort are the session's own model and thinking effort
+	// ("" for the adapter's defaults), for the same control.session.open.
+	Model, Effort string
 	// Stream is the request_id of a control.artifact.* message, which
 	// needs no open session on the client; "" for every other message.
 	Stream string
@@ -130,7 +133,7 @@ func (f *controlFrame) encode() []byte {
 }
 
 func (f *controlFrame) strings() []*string {
-	return []*string{&f.ReplyTo, &f.SessionID, &f.Type, &f.MessageID, &f.Workspace, &f.Adapter, &f.Mode, &f.Stream, &f.PermTimeout}
+	return []*string{&f.ReplyTo, &f.SessionID, &f.Type, &f.MessageID, &f.Workspace, &f.Adapter, &f.Mode, &f.Stream, &f.PermTimeout, &f.Model, &f.Effort}
 }
 
 func decodeControlFrame(b []byte) (*controlFrame, error) {

@@ -137,6 +137,17 @@ check('interactions: re-sent ones are not doubled, the end of the turn closes th
   assert.equal(s.status(), 'cancelled');
 });
 
+check("the agent's own commands: the latest agent.commands, and a snapshot's", () => {
+  const s = started();
+  assert.deepEqual(s.commands, []);
+  s.accept(ev(4, 'agent.commands', { commands: [{ name: 'review', description: 'Review' }] }));
+  s.accept(ev(5, 'agent.commands', { commands: [{ name: 'init' }, { name: 'review' }] }));
+  assert.deepEqual(s.commands.map((c) => c.name), ['init', 'review']);
+  s.onSubscribed({ recovered: false, reason: 'retention', epoch: 'e2', from_seq: 11, last_seq: 10,
+    snapshot: { session: info, turns: [], commands: [{ name: 'plugin:cmd', hint: 'x' }] } });
+  assert.deepEqual(s.commands, [{ name: 'plugin:cmd', hint: 'x' }]);
+});
+
 check('a snapshot replaces the history', () => {
   const s = started();
   s.onSubscribed({

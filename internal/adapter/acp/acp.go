@@ -121,6 +121,10 @@ type Config struct {
 	Env []string
 	// Logger gets internal errors and the agent's stderr (nil: slog.Default()).
 	Logger *slog.Logger
+	// HostCommand is the command the user ran to start this client
+	// ("ferry up", "ferry connect"; "" is ferry connect), named by the
+	// capability's unavailable text.
+	HostCommand string
 }
 
 // Adapter opens ACP sessions: one agent process each.
@@ -177,7 +181,23 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		Compact:      true,
 		FileTokens:   "file_list",
 		Settings:     []string{adapter.SettingOutputFormat, adapter.SettingAllowedTools, adapter.SettingDeniedTools, adapter.SettingContextFiles},
+		// DenyNote stays false: ACP's permission outcome carries an option
+		// id only, no text for the agent.
+		Unavailable: a.unavailable(),
 	}
+}
+
+// unavailable says why no session can start ("" : one can): the agent's
+// command is not found. The path stays in the log, the name is shown.
+func (a *Adapter) unavailable() string {
+	if _, err := exec.LookPath(a.cfg.Command[0]); err != nil {
+		host := a.cfg.HostCommand
+		if host == "" {
+			host = "ferry connect"
+		}
+		return fmt.Sprintf("the ACP agent command %q is not found: install it, or pass --agent acp:CMD with its path, and restart %s", filepath.Base(a.cfg.Command[0]), host)
+	}
+	return ""
 }
 
 // Open starts the agent in the workspace and opens an ACP session on it.
@@ -201,6 +221,7 @@ func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.
 	}
 	s := newSession(a, c, fsys, ws, log)
 	s.artifacts = cfg.Artifacts
+	s.onCommands = cfg.Commands
 	if cfg.History != nil {
 		s.env.History = cfg.History // fs/write_text_file is recorded for undo
 	}

@@ -38,10 +38,13 @@ var errAgentGone = errors.New("acp: the agent process has exited")
 type session struct {
 	a   *Adapter
 	log *slog.Logger
-	c   *conn
-	ws  string
-	fs  *vfs.Local
-	env *tools.Env
+	// onCommands gets the agent's slash commands (SessionConfig.Commands;
+	// nil: nobody listens). Set before the handshake, never changed.
+	onCommands func([]protocol.AgentCommand)
+	c          *conn
+	ws         string
+	fs         *vfs.Local
+	env        *tools.Env
 
 	// ctx ends with Close.
 	ctx    context.Context

@@ -51,12 +51,21 @@ func (s *session) onUpdate(u *sessionUpdate) {
 	switch u.SessionUpdate {
 	case "available_commands_update":
 		cmds := map[string]bool{}
+		list := make([]protocol.AgentCommand, 0, len(u.AvailableCommands))
 		for _, c := range u.AvailableCommands {
 			cmds[c.Name] = true
+			ac := protocol.AgentCommand{Name: c.Name, Description: c.Description}
+			if c.Input != nil {
+				ac.Hint = c.Input.Hint
+			}
+			list = append(list, ac)
 		}
 		s.mu.Lock()
 		s.commands = cmds
 		s.mu.Unlock()
+		if s.onCommands != nil {
+			s.onCommands(list) // the UI accepts and completes them
+		}
 		return
 	case "current_mode_update":
 		s.onModeUpdate(ts, u.CurrentModeID)

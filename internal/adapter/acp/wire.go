@@ -98,7 +98,11 @@ type sessionUpdate struct {
 	Entries []planEntry `json:"entries"`
 	// available_commands_update
 	AvailableCommands []struct {
-		Name string `json:"name"`
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		Input       *struct {
+			Hint string `json:"hint"`
+		} `json:"input"`
 	} `json:"availableCommands"`
 	// current_mode_update
 	CurrentModeID string `json:"currentModeId"`

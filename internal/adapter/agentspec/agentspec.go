@@ -300,6 +300,10 @@ type Options struct {
 	StateDir string
 	// Logger gets the adapters' logs (nil: slog.Default()).
 	Logger *slog.Logger
+	// HostCommand is the command the user ran ("ferry up", "ferry
+	// connect"), which the adapters name when they say what to set or
+	// install and restart.
+	HostCommand string
 }
 
 // Build makes the adapter s names.
@@ -320,13 +324,16 @@ func (s Spec) Build(opts Options) (adapter.Adapter, error) {
 		if cfg.Logger == nil {
 			cfg.Logger = log
 		}
+		if cfg.HostCommand == "" {
+			cfg.HostCommand = opts.HostCommand
+		}
 		return builtin.New(cfg), nil
 	case Echo:
 		return echo.New(), nil
 	case ClaudeCode:
 		return buildClaudeCode(s, opts, log), nil
 	case ACP:
-		a, err := buildACP(s, log)
+		a, err := buildACP(s, opts, log)
 		if err != nil {
 			return nil, unavailable(err)
 		}

@@ -14,7 +14,7 @@ import (
 // buildClaudeCode makes the Claude Code adapter: the spec's command (its
 // executable and extra arguments) or claude on PATH.
 func buildClaudeCode(s Spec, opts Options, log *slog.Logger) adapter.Adapter {
-	cfg := claudecode.Config{Logger: log}
+	cfg := claudecode.Config{Logger: log, HostCommand: opts.HostCommand}
 	if len(s.Command) > 0 {
 		cfg.Command, cfg.Args = absCommand(s.Command[0]), slices.Clone(s.Command[1:])
 	}
@@ -25,12 +25,12 @@ func buildClaudeCode(s Spec, opts Options, log *slog.Logger) adapter.Adapter {
 }
 
 // buildACP makes the adapter of an ACP agent run as the spec's command.
-func buildACP(s Spec, log *slog.Logger) (adapter.Adapter, error) {
+func buildACP(s Spec, opts Options, log *slog.Logger) (adapter.Adapter, error) {
 	cmd := slices.Clone(s.Command)
 	if len(cmd) > 0 {
 		cmd[0] = absCommand(cmd[0])
 	}
-	return acp.New(acp.Config{Command: cmd, Logger: log})
+	return acp.New(acp.Config{Command: cmd, Logger: log, HostCommand: opts.HostCommand})
 }
 
 // absCommand makes a command path with a separator absolute against the

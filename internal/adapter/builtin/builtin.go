@@ -2,9 +2,15 @@
 // agent.Agent per session, on the model provider the configuration or the
 // environment names (provider.FromEnv).
 //
-// Open fails with a plain message naming what to set when no provider is
-// configured (an error wrapping llm.ErrNotConfigured), so the session is
-// refused clearly instead of opened to fail at its first prompt. A turn's coded failures (provider errors, a bad rule, an
+// Open fails with a plain message naming what to set, and the command to
+// restart (Config.HostCommand), when no provider is configured; the
+// capability then says the same in its unavailable field, so the UI offers
+// the agent disabled instead of failing at Start.
+//
+// Models: the adapter lists the provider's models (cached ModelsTTL) and a
+// session takes a model and thinking effort for its next turns, checked
+// against that list (adapter.ModelLister, adapter.ModelSetter). A denial's
+// note reaches the model in the denied call's tool result (deny_note). A turn's coded failures (provider errors, a bad rule, an
 // invalid structured answer) are reported by the agent as agent.error and
 // end the turn with stop_reason error; Run returns an error only for a
 // cancelled turn or a failure it could not report.
@@ -79,11 +85,16 @@ type Config struct {
 	Artifacts bool
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
+	// HostCommand is the command the user ran to start this client
+	// ("ferry up", "ferry connect"; "" is ferry connect): messages that say
+	// what to set name it, so the user restarts the right thing.
+	HostCommand string
 }
 
 // Adapter opens sessions of ferry's agent.
 type Adapter struct {
-	cfg Config
+	cfg    Config
+	models *modelCache
 }
 
 var _ adapter.Adapter = (*Adapter)(nil)
@@ -96,7 +107,21 @@ func New(cfg Config) *Adapter {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Adapter{cfg: cfg}
+	if cfg.HostCommand == "" {
+		cfg.HostCommand = "ferry connect"
+	}
+	return &Adapter{cfg: cfg, models: &modelCache{now: time.Now}}
+}
+
+// notConfigured is the error of a session that cannot start: no model
+// provider. It says what to set for the command the user ran.
+func (a *Adapter) notConfigured() *protocol.Error {
+	return &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.adapter", Message: "ferry's agent has no model provider: " + a.setupHint()}
+}
+
+// setupHint says how to give ferry's agent a model provider.
+func (a *Adapter) setupHint() string {
+	return "set ANTHROPIC_API_KEY, or OPENAI_API_KEY / OPENAI_BASE_URL (any OpenAI-compatible server), and restart " + a.cfg.HostCommand
 }
 
 // Capability declares what ferry's agent supports.
@@ -123,7 +148,18 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 			adapter.SettingAllowedTools, adapter.SettingDeniedTools, adapter.SettingContextFiles, adapter.SettingTargetTokenRatio},
 		// The agent's history is ferry's: a rewind takes it back too.
 		RewindConversation: true,
+		DenyNote:           true, // the denied call's tool result quotes it
+		Models:             true,
+		Unavailable:        a.unavailable(),
 	}
+}
+
+// unavailable says why no session can start ("" : one can).
+func (a *Adapter) unavailable() string {
+	if _, err := a.Provider(); errors.Is(err, llm.ErrNotConfigured) {
+		return "no model provider: " + a.setupHint()
+	}
+	return ""
 }
 
 // Provider returns the configured model provider.
@@ -198,22 +234,23 @@ func (g *Agent) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (
 func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.Session, error) {
 	ag, err := a.NewAgent(cfg)
 	if errors.Is(err, llm.ErrNotConfigured) {
-		// The UI shows this: it says what to set on the client's machine.
-		return nil, &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.adapter",
-			Message: "ferry's agent has no model provider on this machine: set ANTHROPIC_API_KEY, or OPENAI_API_KEY / OPENAI_BASE_URL (any OpenAI-compatible server), where ferry connect runs"}
+		// The UI shows this: it says what to set, for the command the
+		// user ran.
+		return nil, a.notConfigured()
 	}
 	if err != nil {
 		return nil, err
 	}
 	restore(ctx, ag.Agent, cfg, a.cfg.Logger)
-	return &Session{agent: ag, log: a.cfg.Logger, caps: a.Capability()}, nil
+	return &Session{agent: ag, adapter: a, log: a.cfg.Logger, caps: a.Capability()}, nil
 }
 
 // Session is one open session of ferry's agent.
 type Session struct {
-	agent *Agent
-	log   *slog.Logger
-	caps  protocol.AdapterCapability
+	agent   *Agent
+	adapter *Adapter
+	log     *slog.Logger
+	caps    protocol.AdapterCapability
 }
 
 var _ adapter.Session = (*Session)(nil)

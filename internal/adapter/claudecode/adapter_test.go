@@ -460,6 +460,24 @@ func TestOpenWithoutCLI(t *testing.T) {
 	}
 }
 
+// Without the CLI the capability says the agent cannot start and how to
+// make it, for the command the user ran; with it, nothing.
+func TestUnavailableWithoutCLI(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"ferry up", "ferry connect"} {
+		c := New(Config{Command: filepath.Join(t.TempDir(), "no-claude"), HostCommand: cmd}).Capability()
+		if !strings.Contains(c.Unavailable, "npm install") || !strings.HasSuffix(c.Unavailable, "restart "+cmd) || strings.Contains(c.Unavailable, "no-claude") {
+			t.Fatalf("%s: unavailable %q", cmd, c.Unavailable)
+		}
+		if !c.DenyNote {
+			t.Fatal("Claude Code carries a denial's message: deny_note")
+		}
+	}
+	if c := New(Config{Command: "sh"}).Capability(); c.Unavailable != "" {
+		t.Fatalf("an installed command is unavailable: %q", c.Unavailable)
+	}
+}
+
 func TestCapability(t *testing.T) {
 	t.Parallel()
 	c := New(Config{}).Capability()

@@ -48,6 +48,10 @@ type Config struct {
 	StateDir string
 	// Logger gets internal errors and the CLI's stderr (nil: slog.Default()).
 	Logger *slog.Logger
+	// HostCommand is the command the user ran to start this client
+	// ("ferry up", "ferry connect"; "" is ferry connect), named by the
+	// message that says how to install Claude Code.
+	HostCommand string
 }
 
 // Adapter opens Claude Code sessions.
@@ -66,6 +70,9 @@ func New(cfg Config) *Adapter {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.HostCommand == "" {
+		cfg.HostCommand = "ferry connect"
 	}
 	return &Adapter{cfg: cfg, store: newStore(cfg.StateDir), maxLine: defaultMaxLine}
 }
@@ -93,7 +100,26 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		FileTokens:   "mention",
 		Settings: []string{adapter.SettingOutputFormat, adapter.SettingJSONSchema, adapter.SettingMaxTurns,
 			adapter.SettingAllowedTools, adapter.SettingDeniedTools, adapter.SettingContextFiles},
+		// A denial's message is the tool result the CLI's model reads.
+		DenyNote:    true,
+		Unavailable: a.unavailable(),
 	}
+}
+
+// unavailable says why no session can start ("" : one can): the command
+// is not found.
+func (a *Adapter) unavailable() string {
+	if _, err := exec.LookPath(a.cfg.Command); err != nil {
+		return a.notInstalled()
+	}
+	return ""
+}
+
+// notInstalled says how to make Claude Code available, for the command
+// the user ran.
+func (a *Adapter) notInstalled() string {
+	// The configured path stays in the log: the UI is told what to do.
+	return "Claude Code is not installed: npm install -g @anthropic-ai/claude-code (or pass --agent claude-code:PATH) and restart " + a.cfg.HostCommand
 }
 
 // Open starts a session on the workspace. The CLI itself starts with the
@@ -103,8 +129,7 @@ func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Se
 	bin, err := exec.LookPath(a.cfg.Command)
 	if err != nil {
 		a.cfg.Logger.Error("claude code not found", "command", a.cfg.Command, "err", err)
-		return nil, &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.adapter",
-			Message: "Claude Code is not installed where ferry connect runs (npm install -g @anthropic-ai/claude-code), or the configured command is wrong"}
+		return nil, &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.adapter", Message: a.notInstalled()}
 	}
 	mode := cfg.Mode
 	if mode == "" {
@@ -122,6 +147,7 @@ func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Se
 		a: a, id: cfg.SessionID, ws: cfg.Workspace.Path, fs: fsys, bin: bin, log: log,
 		mode: mode, pending: map[string]*ask{}, byRequest: map[string]*ask{}, denied: map[string]bool{},
 		history: cfg.History, before: map[string]snapshot{}, artifacts: cfg.Artifacts,
+		onCommands: cfg.Commands,
 	}
 	rec, ok, err := a.store.load(cfg.SessionID)
 	switch {

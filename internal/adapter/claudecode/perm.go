@@ -285,7 +285,7 @@ func (s *session) awaitPermission(a *ask, tool string, input json.RawMessage, to
 		case slices.Contains(vals, protocol.AllowOnce), slices.Contains(vals, protocol.AllowAlways):
 			res = allow(input, nil)
 		default:
-			res = deny("The user denied this call.")
+			res = deny(deniedByUser(resp.Note))
 		}
 		// The mode may have changed while the user thought about it.
 		if res.Behavior == "allow" {
@@ -299,6 +299,15 @@ func (s *session) awaitPermission(a *ask, tool string, input json.RawMessage, to
 	}
 	s.forget(a)
 	s.reply(a.t.p, successResponse(a.requestID, res))
+}
+
+// deniedByUser is the deny message Claude Code hands its model as the
+// call's tool result: with the user's note when there is one.
+func deniedByUser(note string) string {
+	if note = strings.TrimSpace(note); note == "" {
+		return "The user denied this call."
+	}
+	return "The user denied this call and said: " + strconv.Quote(note) + ". Do not retry it; do what the user said instead."
 }
 
 // sessionScoped keeps the permission updates Claude Code suggests for

@@ -32,12 +32,15 @@ const replyTimeout = 5 * time.Second
 // session is one ferry session: one Claude Code conversation, run by one
 // CLI process at a time, kept across turns.
 type session struct {
-	a   *Adapter
-	id  string
-	ws  string
-	fs  *vfs.Local
-	bin string
-	log *slog.Logger
+	a *Adapter
+	// onCommands gets the CLI's slash commands from each init
+	// (SessionConfig.Commands; nil: nobody listens).
+	onCommands func([]protocol.AgentCommand)
+	id         string
+	ws         string
+	fs         *vfs.Local
+	bin        string
+	log        *slog.Logger
 
 	// op serialises Run and Compact (the client runs one at a time; this
 	// makes it a property of the session).

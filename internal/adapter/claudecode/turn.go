@@ -125,6 +125,13 @@ func (t *turn) system(l *systemLine) {
 		if l.Model != "" {
 			t.model = l.Model
 		}
+		if l.SlashCommands != nil && t.s.onCommands != nil {
+			cmds := make([]protocol.AgentCommand, len(l.SlashCommands))
+			for i, c := range l.SlashCommands {
+				cmds[i] = protocol.AgentCommand{Name: c}
+			}
+			t.s.onCommands(cmds) // the UI accepts and completes them
+		}
 	case "status":
 		if l.CompactResult == "failed" {
 			t.compactErr = l.CompactError

@@ -113,6 +113,8 @@ type systemLine struct {
 	CompactResult   string           `json:"compact_result"`
 	CompactError    string           `json:"compact_error"`
 	CompactMetadata *compactMetadata `json:"compact_metadata"`
+	// SlashCommands (init) are the CLI's slash commands, without slash.
+	SlashCommands []string `json:"slash_commands"`
 }
 
 type compactMetadata struct {

@@ -15,9 +15,14 @@
 //   - The system prompt, the tools and the newest message carry prompt-cache
 //     breakpoints, so an agent loop re-reads its history from the cache.
 //   - Thinking blocks stream as thinking deltas and appear in the assembled
-//     message; they are not sent back in later requests (llm.Block has no
-//     room for their signature, and the API only needs them while thinking
-//     is enabled, which this provider does not request).
+//     message with their signature; signed ones are sent back in later
+//     requests while thinking is on (the API needs them then), never
+//     otherwise, and unsigned ones never.
+//   - Request.Model overrides the configured model for one call;
+//     Request.Effort asks for extended thinking (low, medium, high: a
+//     budget_tokens of 1024, 10000, 32000) or turns it off.
+//   - ListModels reads every page of GET /v1/models; a model takes the
+//     efforts when its capabilities say it accepts thinking type enabled.
 package anthropic
 
 import (
@@ -133,6 +138,33 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, on func(llm.Even
 	}
 	return a.response(), nil
 }
+
+// ListModels lists the models of the API key, every page, newest first as
+// the API orders them.
+func (p *Provider) ListModels(ctx context.Context) ([]llm.ModelInfo, error) {
+	var out []llm.ModelInfo
+	pager := p.client.Models.ListAutoPaging(ctx, sdk.ModelListParams{Limit: sdk.Int(100)})
+	for pager.Next() {
+		m := pager.Current()
+		info := llm.ModelInfo{ID: m.ID, Name: m.DisplayName}
+		if m.Capabilities.Thinking.Types.Enabled.Supported {
+			info.Efforts = []string{llm.EffortOff, llm.EffortLow, llm.EffortMedium, llm.EffortHigh}
+		}
+		out = append(out, info)
+		if len(out) >= maxModels {
+			break // a bound on what a misbehaving server can make us hold
+		}
+	}
+	if err := pager.Err(); err != nil {
+		return nil, p.mapError(ctx, err, false)
+	}
+	return out, nil
+}
+
+// maxModels bounds a model list.
+const maxModels = 1000
+
+var _ llm.ModelLister = (*Provider)(nil)
 
 // CountTokens counts req's input tokens with the count_tokens endpoint.
 func (p *Provider) CountTokens(ctx context.Context, req llm.Request) (int, error) {
@@ -255,6 +287,11 @@ func (a *assembler) add(ev sdk.MessageStreamEventUnion) error {
 			}
 			b.Text += d.Text
 			return a.emit(llm.Event{Type: llm.EventTextDelta, Text: d.Text})
+		case "signature_delta":
+			if b.Type != llm.BlockThinking {
+				return malformed(errors.New("signature delta for a non-thinking block"))
+			}
+			b.Signature += d.Signature
 		case "thinking_delta":
 			if b.Type != llm.BlockThinking {
 				return malformed(errors.New("thinking delta for a non-thinking block"))

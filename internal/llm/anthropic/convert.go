@@ -13,12 +13,27 @@ import (
 
 // params converts a neutral request into the SDK's.
 func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
+	model := p.model
+	if req.Model != "" {
+		model = req.Model
+	}
 	out := sdk.MessageNewParams{
-		Model:     p.model,
+		Model:     model,
 		MaxTokens: int64(req.MaxTokens),
 	}
 	if out.MaxTokens <= 0 {
-		out.MaxTokens = defaultMaxTokens(p.model)
+		out.MaxTokens = defaultMaxTokens(model)
+	}
+	switch budget := thinkingBudget[req.Effort]; {
+	case req.Effort == llm.EffortOff:
+		out.Thinking = sdk.ThinkingConfigParamUnion{OfDisabled: &sdk.ThinkingConfigDisabledParam{}}
+	case budget > 0:
+		out.Thinking = sdk.ThinkingConfigParamOfEnabled(budget)
+		// budget_tokens must stay below max_tokens: the answer keeps its
+		// own room on top of the thinking.
+		out.MaxTokens += budget
+	case req.Effort != "":
+		return out, badRequest("unknown thinking effort %q", req.Effort)
 	}
 	if req.System != "" {
 		out.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: sdk.NewCacheControlEphemeralParam()}}
@@ -40,6 +55,12 @@ func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
 		}
 		var blocks []sdk.ContentBlockParamUnion
 		for j, b := range m.Content {
+			if b.Type == llm.BlockThinking && out.Thinking.OfEnabled == nil {
+				// Taken back only while thinking is on, where the API
+				// needs them; otherwise left out, as before thinking
+				// could be asked for.
+				continue
+			}
 			cb, keep, err := contentBlock(b)
 			if err != nil {
 				return out, badRequest("message %d, block %d: %v", i, j, err)
@@ -64,6 +85,16 @@ func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
 		setCacheControl(&last[len(last)-1])
 	}
 	return out, nil
+}
+
+// thinkingBudget maps a thinking effort to extended thinking's
+// budget_tokens: low is the documented minimum (1024), medium and high the
+// budgets the extended-thinking guide works with (10k, and 32k, above
+// which it advises batches).
+var thinkingBudget = map[string]int64{
+	llm.EffortLow:    1024,
+	llm.EffortMedium: 10000,
+	llm.EffortHigh:   32000,
 }
 
 // defaultMaxTokens is the answer bound when the request sets none: what
@@ -134,7 +165,11 @@ func contentBlock(b llm.Block) (sdk.ContentBlockParamUnion, bool, error) {
 		}
 		return sdk.NewTextBlock(b.Text), true, nil
 	case llm.BlockThinking:
-		return sdk.ContentBlockParamUnion{}, false, nil
+		if b.Signature == "" {
+			// The API takes a thinking block back only signed.
+			return sdk.ContentBlockParamUnion{}, false, nil
+		}
+		return sdk.NewThinkingBlock(b.Signature, b.Text), true, nil
 	case llm.BlockToolUse:
 		if b.ToolUseID == "" || b.ToolName == "" {
 			return sdk.ContentBlockParamUnion{}, false, fmt.Errorf("tool_use without id or name")

@@ -68,7 +68,7 @@ func (s *Server) answerAnthropic(st *streamer, req Request, reply Reply) {
 		for _, p := range reply.Thinking {
 			deltas = append(deltas, map[string]any{"type": "thinking_delta", "thinking": p})
 		}
-		deltas = append(deltas, map[string]any{"type": "signature_delta", "signature": "c2lnbmF0dXJlLWZha2U="})
+		deltas = append(deltas, map[string]any{"type": "signature_delta", "signature": ThinkingSignature})
 		if !block(map[string]any{"type": "thinking", "thinking": "", "signature": ""}, deltas) {
 			return
 		}
@@ -122,7 +122,7 @@ func (s *Server) answerAnthropic(st *streamer, req Request, reply Reply) {
 func (s *Server) anthropicJSON(st *streamer, msgID string, reply Reply) {
 	content := []any{}
 	if len(reply.Thinking) > 0 {
-		content = append(content, map[string]any{"type": "thinking", "thinking": strings.Join(reply.Thinking, ""), "signature": "c2lnbmF0dXJlLWZha2U="})
+		content = append(content, map[string]any{"type": "thinking", "thinking": strings.Join(reply.Thinking, ""), "signature": ThinkingSignature})
 	}
 	if len(reply.Text) > 0 {
 		content = append(content, map[string]any{"type": "text", "text": strings.Join(reply.Text, "")})
@@ -163,3 +163,7 @@ func writeJSONBody(st *streamer, body []byte, reply Reply) {
 	st.w.WriteHeader(http.StatusOK)
 	st.write(string(body))
 }
+
+// ThinkingSignature is the signature of every thinking block the fake
+// sends.
+const ThinkingSignature = "c2lnbmF0dXJlLWZha2U="

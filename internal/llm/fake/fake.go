@@ -1,7 +1,8 @@
 // Package fake is a scripted model-provider server for tests: a loopback
 // HTTP server that speaks the real wire formats of the Anthropic Messages API
 // (POST /v1/messages, JSON or SSE, and POST /v1/messages/count_tokens) and of
-// the OpenAI chat-completions API (POST /v1/chat/completions, JSON or SSE), so
+// the OpenAI chat-completions API (POST /v1/chat/completions, JSON or SSE),
+// and both formats' model list (GET /v1/models, SetModels), so
 // that the real SDKs — and the real Claude Code CLI — can talk to it.
 //
 // A test queues replies with Script; each model request takes the next one,
@@ -9,7 +10,9 @@
 // pieces, with its stop reason and usage, or fails the way a provider does:
 // an HTTP error with the provider's error body and Retry-After, or a stream
 // that breaks in the middle. Every request is recorded, decoded, so a test
-// can assert what the model was sent; Request.UserBlocks reads the user
+// can assert what the model was sent (Request.Model, Thinking and
+// ReasoningEffort name the model and thinking each call asked for);
+// Request.UserBlocks reads the user
 // messages' text, image and document blocks alike for both formats (an
 // attached file as the real SDK or CLI sent it).
 //
@@ -255,6 +258,10 @@ type Server struct {
 	route   func(Request) (Reply, bool)
 	counter func(Request) int
 	ids     int
+
+	models     []Model
+	modelsSet  bool
+	modelsFail *Failure
 }
 
 // New starts a server on loopback; t.Cleanup closes it.
@@ -300,11 +307,11 @@ func (s *Server) Requests() []Request {
 }
 
 // ModelRequests returns the requests that asked the model for a reply
-// (count_tokens calls and unknown paths left out).
+// (count_tokens calls, model lists and unknown paths left out).
 func (s *Server) ModelRequests() []Request {
 	var out []Request
 	for _, r := range s.Requests() {
-		if r.Format != "" && !r.CountTokens() {
+		if r.Format != "" && !r.CountTokens() && !r.ListModels() {
 			out = append(out, r)
 		}
 	}
@@ -392,6 +399,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		req.Format = Anthropic
 	case "/v1/chat/completions":
 		req.Format = OpenAI
+	case "/v1/models":
+		req.Format = OpenAI
+		if r.Header.Get("anthropic-version") != "" {
+			req.Format = Anthropic
+		}
+		if r.Method == http.MethodGet {
+			s.record(req)
+			s.listModels(w, r, req)
+			return
+		}
 	}
 
 	if r.URL.Path == "/" && (r.Method == http.MethodHead || r.Method == http.MethodGet) {

@@ -67,6 +67,9 @@ func Run(t *testing.T, newProvider NewProvider, format fake.Format) {
 		{"garbage streams never panic", s.garbage},
 		{"unreachable server is a network error", s.unreachable},
 		{"count tokens", s.countTokens},
+		{"models are listed, every page", s.listModels},
+		{"a failed model list is an error", s.listModelsFails},
+		{"the request's model and effort reach the wire", s.modelAndEffort},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -307,8 +310,32 @@ func (s *suite) thinking(t *testing.T) {
 		t.Errorf("thinking deltas = %q", got)
 	}
 	want := []llm.Block{{Type: llm.BlockThinking, Text: "Let me think."}, {Type: llm.BlockText, Text: "Answer."}}
+	if s.format == fake.Anthropic {
+		want[0].Signature = fake.ThinkingSignature // kept to send the block back
+	}
 	if !reflect.DeepEqual(resp.Message.Content, want) {
 		t.Errorf("message = %+v, want %+v", resp.Message.Content, want)
+	}
+	if s.format != fake.Anthropic {
+		return
+	}
+	srv.Script(fake.Reply{Text: []string{"ok"}}, fake.Reply{Text: []string{"ok"}})
+	next := userText("why")
+	next.Messages = append(next.Messages, resp.Message, llm.Message{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockText, Text: "go on"}}})
+	next.Effort = llm.EffortLow
+	stream(t, p, next)
+	asst, _ := srv.ModelRequests()[1].Messages()[1]["content"].([]any)
+	first, _ := asst[0].(map[string]any)
+	if first["type"] != "thinking" || first["signature"] != fake.ThinkingSignature || first["thinking"] != "Let me think." {
+		t.Errorf("with thinking on, a signed thinking block goes back whole: got %v", first)
+	}
+	next.Effort = ""
+	stream(t, p, next)
+	asst, _ = srv.ModelRequests()[2].Messages()[1]["content"].([]any)
+	for _, b := range asst {
+		if bm, _ := b.(map[string]any); bm["type"] == "thinking" {
+			t.Errorf("with thinking not asked for, a thinking block went back: %v", bm)
+		}
 	}
 }
 

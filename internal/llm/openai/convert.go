@@ -19,9 +19,21 @@ const imageNote = "[image attached below]"
 
 // params converts a neutral request into the SDK's.
 func (p *Provider) params(req llm.Request) (sdk.ChatCompletionNewParams, error) {
+	model := p.model
+	if req.Model != "" {
+		model = req.Model
+	}
 	out := sdk.ChatCompletionNewParams{
-		Model:         p.model,
+		Model:         model,
 		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: sdk.Bool(true)},
+	}
+	switch req.Effort {
+	case "":
+	case llm.EffortLow, llm.EffortMedium, llm.EffortHigh:
+		// The documented reasoning_effort values are the effort's own words.
+		out.ReasoningEffort = shared.ReasoningEffort(req.Effort)
+	default:
+		return out, badRequest("thinking effort %q: reasoning models take low, medium or high", req.Effort)
 	}
 	if req.MaxTokens > 0 {
 		if p.legacyMaxTokens {

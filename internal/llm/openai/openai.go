@@ -25,7 +25,13 @@
 // tool results cannot ride in a tool message, so the tool message says
 // "[image attached below]" and the images follow in a user message as
 // image_url data URLs, together with the user message's own text and
-// images. Thinking blocks are not sent back. PDF documents become "file"
+// images. Thinking blocks are not sent back.
+//
+// Request.Model overrides the configured model for one call and
+// Request.Effort is sent as reasoning_effort (low, medium, high). ListModels
+// reads GET /v1/models, every page; the API says nothing of reasoning, so
+// the efforts are offered for OpenAI's reasoning families by id (o1, o3,
+// o4, gpt-5) and for no other model. PDF documents become "file"
 // parts, text documents text.
 package openai
 
@@ -89,7 +95,45 @@ type Provider struct {
 	legacyMaxTokens bool
 }
 
-var _ llm.Provider = (*Provider)(nil)
+var (
+	_ llm.Provider    = (*Provider)(nil)
+	_ llm.ModelLister = (*Provider)(nil)
+)
+
+// maxModels bounds a model list.
+const maxModels = 1000
+
+// ListModels lists the endpoint's models, every page.
+func (p *Provider) ListModels(ctx context.Context) ([]llm.ModelInfo, error) {
+	var out []llm.ModelInfo
+	pager := p.client.Models.ListAutoPaging(ctx)
+	for pager.Next() {
+		m := pager.Current()
+		info := llm.ModelInfo{ID: m.ID}
+		if reasoningModel(m.ID) {
+			info.Efforts = []string{llm.EffortLow, llm.EffortMedium, llm.EffortHigh}
+		}
+		out = append(out, info)
+		if len(out) >= maxModels {
+			break // a bound on what a misbehaving server can make us hold
+		}
+	}
+	if err := pager.Err(); err != nil {
+		return nil, p.mapError(ctx, err, false)
+	}
+	return out, nil
+}
+
+// reasoningModel reports whether id is of a family that takes
+// reasoning_effort.
+func reasoningModel(id string) bool {
+	for _, f := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if id == f || strings.HasPrefix(id, f+"-") || strings.HasPrefix(id, f+".") {
+			return true
+		}
+	}
+	return false
+}
 
 // New returns a Provider for o.
 func New(o Options) *Provider {

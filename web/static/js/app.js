@@ -439,6 +439,9 @@ export class App {
     const wsSel = h('select', { id: 'ns-workspace' });
     const agentSel = h('select', { id: 'ns-agent' });
     const modeSel = h('select', { id: 'ns-mode' });
+    // Agents that cannot start here, each with how to enable it.
+    const agentHelp = h('ul', { id: 'ns-agent-help', class: 'agent-help small muted', hidden: true });
+    agentSel.setAttribute('aria-describedby', 'ns-agent-help');
     const title = h('input', { id: 'ns-title', type: 'text', maxlength: '200', placeholder: 'e.g. fix the login bug', autocomplete: 'off' });
     const err = h('p', { class: 'form-error', role: 'alert' });
     const startBtn = h('button', { type: 'submit', class: 'btn primary', text: 'Start session' });
@@ -448,7 +451,7 @@ export class App {
       unreachable,
       h('label', { for: 'ns-machine', text: 'Machine' }), machineSel,
       h('label', { for: 'ns-workspace', text: 'Workspace' }), wsSel,
-      h('label', { for: 'ns-agent', text: 'Agent' }), agentSel,
+      h('label', { for: 'ns-agent', text: 'Agent' }), agentSel, agentHelp,
       h('label', { for: 'ns-mode', text: 'Mode' }), modeSel,
       h('label', { for: 'ns-title', text: 'Title (optional)' }), title,
       err, startBtn);
@@ -487,10 +490,21 @@ export class App {
       const m = ms.find((x) => x.id === machineSel.value);
       fill(wsSel, (m?.workspaces || []).map((w) => ({ value: w.id, label: `${w.name} — ${w.path}` })), want.workspace);
       want.workspace = '';
-      fill(agentSel, (m?.adapters || []).map((a) => ({ value: a.id, label: a.name === a.id ? a.id : `${a.name} (${a.id})` })));
-      const a = m?.adapters?.find((x) => x.id === agentSel.value);
+      // Only agents that can start are offered; the others are shown
+      // disabled, with what the machine says would enable them.
+      const ads = m?.adapters || [];
+      const startable = ads.filter((a) => !a.unavailable);
+      fill(agentSel, ads.map((a) => ({ value: a.id, disabled: !!a.unavailable,
+        label: `${a.name === a.id ? a.id : `${a.name} (${a.id})`}${a.unavailable ? ' (not available)' : ''}` })),
+      startable.some((a) => a.id === agentSel.value) ? agentSel.value : startable[0]?.id);
+      clear(agentHelp);
+      for (const a of ads.filter((x) => x.unavailable)) {
+        agentHelp.appendChild(h('li', { dataset: { adapter: a.id } }, h('strong', { text: a.name }), `: ${a.unavailable}`));
+      }
+      agentHelp.hidden = !agentHelp.firstChild;
+      const a = startable.find((x) => x.id === agentSel.value);
       fill(modeSel, (a?.modes?.length ? a.modes : ['default']).map((x) => ({ value: x, label: x })), modeSel.value || 'default');
-      startBtn.disabled = !m || !online(m);
+      startBtn.disabled = !m || !online(m) || !a;
     };
     this.drawForm = () => {
       if (wrap.isConnected) draw();

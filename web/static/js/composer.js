@@ -68,7 +68,9 @@ export class Composer {
    * ctrl: caps() → {search, slash, compact, modes}, running(),
    * search(query, onError) → query_id, cancelSearch(query_id),
    * submit(segments, contextFiles, restore) → bool (restore() puts the
-   * files back), command(name, arg) → bool, cancelTurn(), sessionId().
+   * files back), command(name, arg) → bool, cancelTurn(), sessionId(),
+   * commands() → the agent's own slash commands (agent.commands), and
+   * agentCommand(text) → bool, which sends one of them.
    */
   constructor(ctrl) {
     this.ctrl = ctrl;
@@ -327,7 +329,14 @@ export class Composer {
       return;
     }
     const only = segs.length === 1 && segs[0].kind === 'text' ? segs[0].text : '';
-    const m = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/.exec(only);
+    const m = /^\/([A-Za-z0-9][A-Za-z0-9_:.-]*)(?:\s+([\s\S]*))?$/.exec(only);
+    // The agent's own commands go to it as slash commands (ferry's own
+    // of the same name win).
+    if (m && !COMMANDS.some((c) => c.name === m[1]) && this.agentCommands().some((c) => c.name === m[1])) {
+      if (this.ctrl.agentCommand(only.trim())) this.clear();
+      else this.keepSelected(only);
+      return;
+    }
     if (m && COMMANDS.some((c) => c.name === m[1])) {
       if (this.ctrl.command(m[1], (m[2] || '').trim())) this.clear();
       // Refused (the note says why): the command stays alone in the box,
@@ -451,12 +460,19 @@ export class Composer {
     return { node: c.node, at: i, end, query: d.slice(i + 1, c.offset) };
   }
 
+  /** agentCommands are the session's agent's own slash commands not named like ferry's. */
+  agentCommands() {
+    if (!this.ctrl.caps().slash) return [];
+    return (this.ctrl.commands?.() || []).filter((c) => !COMMANDS.some((x) => x.name === c.name));
+  }
+
   slashState() {
     if (this.editor.querySelector('.chip')) return null;
     const t = this.editor.textContent;
-    let m = /^\/([a-z]*)$/.exec(t);
+    let m = /^\/([A-Za-z0-9_:.-]*)$/.exec(t);
     if (m) {
-      const items = COMMANDS.filter((c) => c.name.startsWith(m[1])).map((c) => ({ kind: 'cmd', cmd: c, text: `/${c.name}` }));
+      const own = this.agentCommands().map((c) => ({ name: c.name, args: c.hint || '', help: c.description || 'a command of the agent', agent: true }));
+      const items = [...COMMANDS, ...own].filter((c) => c.name.startsWith(m[1])).map((c) => ({ kind: 'cmd', cmd: c, text: `/${c.name}` }));
       return items.length ? { mode: 'slash', items, typed: t } : null;
     }
     m = /^\/mode ([a-z]*)$/.exec(t);

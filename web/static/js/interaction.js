@@ -25,6 +25,7 @@ function describeAnswer(it) {
   const vals = r.selected_value === undefined ? [] : [].concat(r.selected_value);
   const parts = vals.filter((v) => v !== '').map(label);
   if (r.text_input) parts.push(`“${shorten(r.text_input, 80)}”`);
+  if (r.note) parts.push(`note “${shorten(r.note, 80)}”`);
   return parts.join(', ');
 }
 
@@ -34,11 +35,16 @@ export function toolSummary(input) {
   return i.file_path || i.path || i.command || i.pattern || i.url || '';
 }
 
+/** MAX_NOTE bounds a denial's note (protocol.MaxDenyNote). */
+export const MAX_NOTE = 2000;
+
 /**
  * renderInteraction returns the card of interaction it. respond(it, value,
- * text) sends the answer.
+ * text, note) sends the answer. With denyNote (the session's agent carries
+ * a note with a denial: its capability's deny_note) a permission card has
+ * a note field that goes with Deny.
  */
-export function renderInteraction(it, respond) {
+export function renderInteraction(it, respond, denyNote = false) {
   const req = it.req;
   const titleID = `q-${cssID(it.id)}`;
   if (it.status !== 'open') {
@@ -66,18 +72,35 @@ export function renderInteraction(it, respond) {
   if (req.diff) card.appendChild(renderDiff(req.diff));
   card.appendChild(timeoutLine(it));
   const opts = req.options || [];
-  const send = (value, text) => {
+  const send = (value, text, note) => {
     if (it.sending) return;
-    respond(it, value, text);
+    respond(it, value, text, note);
   };
   if (req.kind === 'permission' || (req.kind === 'single_select' && opts.length && opts.length <= 4 && !opts.some((o) => o.description))) {
+    // The note survives a redraw of the card (the countdown, a resend).
+    const noteID = `${titleID}-note`;
+    const note = req.kind === 'permission' && denyNote && opts.some((o) => o.value === 'deny')
+      ? h('input', { type: 'text', id: noteID, class: 'q-note', maxlength: String(MAX_NOTE), placeholder: 'e.g. use git mv instead', disabled: it.sending,
+        oninput: (e) => { it.note = e.target.value; },
+        onkeydown: (e) => {
+          if (e.key === 'Enter') {
+            e.preventDefault();
+            send('deny', undefined, it.note || '');
+          }
+        } })
+      : null;
+    if (note) {
+      note.value = it.note || '';
+      card.appendChild(h('div', { class: 'q-note-row' },
+        h('label', { for: noteID, class: 'small muted', text: 'Note with a denial (the agent reads it)' }), note));
+    }
     const row = h('div', { class: 'q-actions' });
     for (const o of opts) {
       const deny = o.value === 'deny';
       row.appendChild(h('button', {
         type: 'button', class: `btn ${deny ? 'danger' : o.value === req.default_value || (!req.default_value && o === opts[0]) ? 'primary' : ''}`,
         disabled: it.sending, title: o.description || false, dataset: { value: o.value }, text: o.label,
-        onclick: () => send(o.value),
+        onclick: () => send(o.value, undefined, deny && note ? (it.note || '') : undefined),
       }));
     }
     card.appendChild(row);

@@ -45,7 +45,8 @@ export class SessionState {
     this.interactions = new Map(); // interaction_id → interaction
     this.artifacts = new Map(); // artifact_id → artifact (registration order)
     this.mode = this.info.mode || 'default';
-    this.settings = this.info.settings || null; // {permission_timeout_ms, permission_timeout_set}
+    this.settings = this.info.settings || null; // {permission_timeout_ms, permission_timeout_set, model, effort}
+    this.commands = []; // the agent's own slash commands (agent.commands)
     this.running = this.info.state === 'running';
     this.current = ''; // the open turn's id
     this.version = 0; // bumped on every change: the header re-renders
@@ -90,6 +91,7 @@ export class SessionState {
     this.epoch = p.epoch;
     this.lastSeq = p.last_seq;
     this.summary = p.reason || 'snapshot';
+    this.commands = snap.commands || [];
     if (p.reason === 'retention') this.addNote('info', 'Older events are no longer kept: this is a summary of the session so far.');
     if (p.reason === 'epoch') this.addNote('info', "The session's history was reset on the master: this is a summary of it.");
     for (const t of snap.turns || []) {
@@ -300,6 +302,10 @@ export class SessionState {
         this.touch();
         break;
       }
+      case 'agent.commands':
+        this.commands = p.commands || [];
+        this.touch();
+        break;
       case 'agent.mode.changed':
         this.mode = p.mode;
         this.addNote('mode', `Mode switched to ${p.mode}.`);

@@ -12,6 +12,7 @@ import { PromptSettings } from './settings.js';
 import { onLayoutChange } from './diff.js';
 import { TURN_LABELS } from './session.js';
 import { TimeoutSetting } from './timeoutsetting.js';
+import { ModelSetting } from './modelsetting.js';
 import { HistoryUI } from './history.js';
 import { SessionActions } from './manage.js';
 
@@ -63,7 +64,8 @@ export class SessionView {
     const s = this.state;
     this.history = new HistoryUI(this);
     this.transcript = new TranscriptView(s, {
-      respond: (it, v, t) => this.respond(it, v, t),
+      respond: (it, v, t, n) => this.respond(it, v, t, n),
+      denyNote: () => !!this.adapter()?.deny_note,
       artifactLink: (id) => this.links.get(id),
       download: (e, a) => this.download(e, a),
       toolControls: (tool) => this.history.toolControls(tool),
@@ -79,6 +81,8 @@ export class SessionView {
       submit: (segs, files, restore) => this.submit(segs, files, restore),
       sessionId: () => s.id,
       command: (name, arg) => this.command(name, arg),
+      commands: () => s.commands,
+      agentCommand: (text) => this.agentCommand(text),
       cancelTurn: () => this.cancelTurn(),
     });
     this.settings = new PromptSettings();
@@ -88,6 +92,7 @@ export class SessionView {
     this.pill = h('span', { class: 'status-pill', role: 'status' });
     this.modeSelect = h('select', { id: 'mode-select', 'aria-label': 'Mode', onchange: () => this.switchMode(this.modeSelect.value) });
     this.timeoutSetting = new TimeoutSetting(this);
+    this.modelSetting = new ModelSetting(this);
     this.compactBtn = h('button', { type: 'button', class: 'btn', text: 'Compact…', onclick: () => this.openCompact() });
     this.filesBtn = h('button', { type: 'button', class: 'btn', 'aria-haspopup': 'dialog', onclick: () => this.openFiles() });
     this.changesBtn = h('button', { type: 'button', class: 'btn', 'aria-haspopup': 'dialog', text: 'Changes', onclick: () => this.history.open() });
@@ -98,6 +103,7 @@ export class SessionView {
       h('div', { class: 'head-row' }, h('div', { class: 'head-titles' }, this.title, this.actions.form, this.meta), this.pill),
       h('div', { class: 'head-row controls' },
         h('label', { class: 'mode-label', for: 'mode-select' }, h('span', { class: 'small muted mode-word', text: 'Mode' }), this.modeSelect),
+        this.modelSetting.el,
         this.timeoutSetting.el,
         this.compactBtn, this.filesBtn, this.changesBtn, this.actions.el, this.usage));
     this.offline = h('div', { class: 'offline-note', role: 'status', hidden: true });
@@ -229,6 +235,7 @@ export class SessionView {
     if (!this.modePending) this.modeSelect.value = s.mode;
     this.modeSelect.disabled = modes.length < 2;
     this.timeoutSetting.draw();
+    this.modelSetting.draw();
     this.compactBtn.hidden = !caps.compact;
     this.settings.update(this.adapter()?.settings);
     this.changesBtn.hidden = !this.history.available();
@@ -295,6 +302,16 @@ export class SessionView {
     return true;
   }
 
+  /** agentCommand sends one of the agent's own slash commands (agent.commands). */
+  agentCommand(text) {
+    if (this.state.running) {
+      this.app.toast('Wait for the running turn to end first.');
+      return false;
+    }
+    this.sendSlash(text);
+    return true;
+  }
+
   /** sendSlash sends a slash command to an agent that takes them. */
   sendSlash(text) {
     const msg = message('ui.prompt', { segments: [{ kind: 'text', text }], input_type: 'slash_command' }, this.state.id);
@@ -315,7 +332,7 @@ export class SessionView {
     };
     switch (name) {
       case 'help':
-        note('info', `Commands: ${COMMANDS.map((c) => `/${c.name}${c.args ? ` ${c.args}` : ''}`).join(', ')}. Keys: Enter sends, Shift+Enter is a new line, @ picks a file (↑↓ move, Enter or Tab picks, Esc closes), Esc stops a running turn.`);
+        note('info', `Commands: ${COMMANDS.map((c) => `/${c.name}${c.args ? ` ${c.args}` : ''}`).join(', ')}${s.commands.length && caps.slash ? `; the agent's own: ${s.commands.map((c) => `/${c.name}`).join(', ')}` : ''}. Keys: Enter sends, Shift+Enter is a new line, @ picks a file (↑↓ move, Enter or Tab picks, Esc closes), Esc stops a running turn.`);
         return true;
       case 'mode':
         if (!caps.modes.includes(arg)) {
@@ -407,9 +424,10 @@ export class SessionView {
     this.render();
   }
 
-  respond(it, value, text) {
+  respond(it, value, text, note) {
     const payload = { interaction_id: it.id, selected_value: value };
     if (text !== undefined) payload.text_input = text;
+    if (note && note.trim()) payload.note = note.trim();
     it.sending = true;
     it.error = '';
     const sent = this.app.control('control.interaction.response', payload, this.state.id, (err) => {

@@ -3,9 +3,11 @@
 // permission is then denied, any other question takes its default). It
 // sends control.session.settings; the client's session.settings (or
 // session.opened) says what is in force, and the master keeps it with the
-// session.
+// session. The message carries all the session's settings, so the model
+// and effort in force go with it (settingsPayload).
 
 import { h, clear } from './util.js';
+import { settingsPayload } from './modelsetting.js';
 
 const CHOICES = [60000, 300000, 600000, 1800000, 3600000, 0];
 
@@ -48,7 +50,8 @@ export class TimeoutSetting {
 
   change(value) {
     const v = this.view;
-    const payload = value === 'default' ? {} : { permission_timeout_ms: Number(value) };
+    // The message carries every setting: keep the model and effort.
+    const payload = settingsPayload(v.state.settings, { permission_timeout_ms: value === 'default' ? null : Number(value) });
     this.pending = value;
     const sent = v.app.control('control.session.settings', payload, v.state.id, (err) => {
       this.pending = null;

@@ -282,7 +282,7 @@ export class TranscriptView {
         const key = `${it.status}|${it.sending}|${it.error}|${diffLayout()}`;
         if (el.dataset.key === key) break; // keep the user's half-filled form
         el.dataset.key = key;
-        clear(el).appendChild(renderInteraction(it, this.ctx.respond));
+        clear(el).appendChild(renderInteraction(it, this.ctx.respond, !!this.ctx.denyNote?.()));
         break;
       }
       case 'artifact': {
