@@ -10,7 +10,10 @@ import (
 // Messages with which a person manages sessions: rename, archive or
 // unarchive, delete. The master answers each with master.session.changed
 // (parent_id set) and tells every other UI that may see the session the
-// same (no parent_id), so open lists and views follow at once.
+// same (no parent_id), so open lists and views follow at once. The same
+// message, with change status, tells every UI that may see the session
+// that it opened, started or ended a turn, or began or stopped waiting for
+// the user.
 const (
 	TypeSessionRename  = "ui.session.rename"
 	TypeSessionArchive = "ui.session.archive"
@@ -26,6 +29,10 @@ const MaxSessionQuery = 256
 
 // Changes master.session.changed reports.
 const (
+	// ChangeStatus: the session opened (is new, or is reopened), its state
+	// changed, or its count of waiting interactions changed. A hint for
+	// session lists, never an answer (no parent_id).
+	ChangeStatus     = "status"
 	ChangeRenamed    = "renamed"
 	ChangeArchived   = "archived"
 	ChangeUnarchived = "unarchived"
@@ -43,7 +50,7 @@ func init() {
 	registry[TypeSessionRename] = spec{reflect.TypeFor[SessionRename](), RoleUI, true, false, "rename a session (empty: no title)"}
 	registry[TypeSessionArchive] = spec{reflect.TypeFor[SessionArchive](), RoleUI, true, false, "archive or unarchive a session"}
 	registry[TypeSessionDelete] = spec{reflect.TypeFor[SessionDelete](), RoleUI, true, false, "delete an idle session with its history, uploads and links"}
-	registry[TypeSessionChanged] = spec{reflect.TypeFor[SessionChanged](), RoleMaster, true, false, "a session was renamed, archived, unarchived or deleted"}
+	registry[TypeSessionChanged] = spec{reflect.TypeFor[SessionChanged](), RoleMaster, true, false, "a session changed: its status (opened, a turn, waiting for the user), or it was renamed, archived, unarchived or deleted"}
 	ErrorCodes[CodeArchived] = "the session is archived; unarchive it to prompt it"
 }
 
@@ -91,10 +98,16 @@ type SessionArchive struct {
 // refused with busy: cancel its turn first.
 type SessionDelete struct{}
 
-// SessionChanged is master.session.changed.
+// SessionChanged is master.session.changed, sent to every UI that may see
+// the session's machine: with change status when the session opens (is
+// new, or is reopened), when its state changes and when its count of
+// waiting interactions changes, so session lists show a new session and
+// "waiting for you" at once rather than at their next refresh; with
+// renamed, archived, unarchived or deleted when a person manages it (the
+// UI that asked gets it as the answer, parent_id set).
 type SessionChanged struct {
-	// Change is what happened.
-	Change string `json:"change" jsonschema:"enum=renamed,enum=archived,enum=unarchived,enum=deleted"`
+	// Change is what happened: status (opened, a turn started or ended, an interaction opened or settled), renamed, archived, unarchived or deleted.
+	Change string `json:"change" jsonschema:"enum=status,enum=renamed,enum=archived,enum=unarchived,enum=deleted"`
 	// Session is the session as it is now (as it was, for deleted).
 	Session SessionInfo `json:"session"`
 }

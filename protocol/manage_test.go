@@ -64,6 +64,11 @@ func TestSessionManageValidation(t *testing.T) {
 	if _, err := protocol.Decode(changed); err != nil {
 		t.Errorf("master.session.changed: %v", err)
 	}
+	// A status hint is the same message with change status.
+	status := strings.Replace(string(changed), `"deleted"`, `"status"`, 1)
+	if _, err := protocol.Decode([]byte(status)); err != nil {
+		t.Errorf("master.session.changed with change status: %v", err)
+	}
 	wrongChange := strings.Replace(string(changed), `"deleted"`, `"burned"`, 1)
 	if _, err := protocol.Decode([]byte(wrongChange)); !errors.Is(err, protocol.ErrInvalidValue) {
 		t.Errorf("master.session.changed with change burned: %v, want invalid_value", err)

@@ -132,16 +132,6 @@ type MachineStatus struct {
 	Machine Machine `json:"machine"`
 }
 
-// SessionStatus is master.session.status, sent to every UI that may see the
-// session's machine when the session opens (is new, or is reopened), when
-// its state changes and when its count of waiting interactions changes, so
-// session lists show a new session and "waiting for you" at once rather
-// than at their next refresh.
-type SessionStatus struct {
-	// Session as it is now.
-	Session SessionInfo `json:"session"`
-}
-
 // SessionStart is ui.session.start: open a new session on a machine's
 // workspace with an adapter. The answer is master.session.
 type SessionStart struct {

@@ -69,7 +69,6 @@ const (
 
 	TypeMachines      = "master.machines"
 	TypeMachineStatus = "master.machine.status"
-	TypeSessionStatus = "master.session.status"
 	TypeSessionAnswer = "master.session"
 	TypeSessions      = "master.sessions"
 	TypeSubscribed    = "master.subscribed"
@@ -126,7 +125,6 @@ var registry = map[string]spec{
 	TypeSessionUnsubscribe:  {reflect.TypeFor[SessionUnsubscribe](), RoleUI, true, false, "stop following a session"},
 	TypeMachines:            {reflect.TypeFor[Machines](), RoleMaster, false, true, "the machines a UI may use"},
 	TypeMachineStatus:       {reflect.TypeFor[MachineStatus](), RoleMaster, false, false, "a machine came, went or changed"},
-	TypeSessionStatus:       {reflect.TypeFor[SessionStatus](), RoleMaster, false, false, "a session opened, started or ended a turn, or began or stopped waiting for the user"},
 	TypeSessionAnswer:       {reflect.TypeFor[SessionAnswer](), RoleMaster, true, true, "the session ui.session.start opened"},
 	TypeSessions:            {reflect.TypeFor[Sessions](), RoleMaster, false, true, "the sessions a UI may see"},
 	TypeSubscribed:          {reflect.TypeFor[Subscribed](), RoleMaster, true, true, "how a subscription resumes: replay or snapshot"},

@@ -19,7 +19,7 @@ import (
 // a real `ferry up` (docs/ui.md, "Install the app" and "Waiting for
 // you"): the service worker installs and keeps the shell; a permission
 // the agent asks shows as "waiting for you" in another page's session
-// list within seconds (master.session.status, not the list's 25 s
+// list within seconds (a master.session.changed "status", not the 25 s list
 // refresh), with the title "(1) ferry" and the app badge set to 1, and
 // goes when it is answered; with the master stopped, the new-session menu
 // offers no machine, the app opens from the cache saying it reconnects,

@@ -73,6 +73,11 @@ func newConn(m *Master, ws *websocket.Conn, raw net.Conn, role protocol.Role, to
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
+	if role == protocol.RoleUI {
+		// Before register: the node's deliveries (onSessionChanged) use it
+		// as soon as the connection is in m.uis.
+		c.ui = &uiSide{subs: map[string]*uiSub{}}
+	}
 	if role == protocol.RoleUI && len(tok.Machines) > 0 {
 		c.scope = make(map[string]bool, len(tok.Machines))
 		for _, id := range tok.Machines {

@@ -152,6 +152,9 @@ type peer struct {
 	ws   *websocket.Conn
 	// skip lists types next() passes over unless asked for them.
 	skip []string
+	// skipStatus: next() passes over status changes (master.session.changed
+	// with change status) unless asked for master.session.changed.
+	skipStatus bool
 	// acked is the newest master.ack seen (client peers).
 	acked []string
 }
@@ -189,7 +192,7 @@ func (e *env) dialUI(name string) *peer {
 		e.t.Fatalf("dial UI: %v", err)
 	}
 	p.name = name
-	p.skip = []string{protocol.TypeMachineStatus, protocol.TypeSessionStatus}
+	p.skip, p.skipStatus = []string{protocol.TypeMachineStatus}, true
 	// Once answered, the UI is registered for machine status broadcasts
 	// (a UI lists the machines first; status changes follow).
 	p.sync()
@@ -255,7 +258,7 @@ func (p *peer) next(want ...string) *protocol.Message {
 		if err != nil {
 			p.t.Fatalf("%s: read (waiting for %v): %v", p.name, want, err)
 		}
-		if slices.Contains(p.skip, m.Type) && !slices.Contains(want, m.Type) {
+		if (slices.Contains(p.skip, m.Type) || p.skipStatus && isStatus(m)) && !slices.Contains(want, m.Type) {
 			continue
 		}
 		if len(want) > 0 && !slices.Contains(want, m.Type) {
@@ -263,6 +266,13 @@ func (p *peer) next(want ...string) *protocol.Message {
 		}
 		return m
 	}
+}
+
+// isStatus reports whether m is a status change: master.session.changed
+// with change status.
+func isStatus(m *protocol.Message) bool {
+	p, ok := m.Payload.(*protocol.SessionChanged)
+	return ok && p.Change == protocol.ChangeStatus
 }
 
 func describe(m *protocol.Message) string {

@@ -2,6 +2,7 @@ package master
 
 import (
 	"bytes"
+	"context"
 	"errors"
 
 	"github.com/ferry-dev/ferry/internal/store"
@@ -13,9 +14,10 @@ import (
 // ui.* session message (uiSession: a session on a machine the UI's token
 // may not see is one that does not exist), changes the store, answers the
 // sender master.session.changed and publishes the change on
-// sessionsTopic, so that every UI on every master node that may see the
-// session learns it at once, and every node updates (or, for a delete,
-// drops) the session's live state.
+// sessionsTopic (which also carries status changes, status.go), so that
+// every UI on every master node that may see the session learns it at
+// once, and every node updates (or, for a delete, drops) the session's
+// live state.
 //
 // Rules: a rename is trimmed and at most protocol.MaxTitleRunes
 // characters (empty removes the title); archiving is allowed at any time,
@@ -25,7 +27,8 @@ import (
 // events, snapshot, interactions, artifacts with their download links, and
 // uploads (store.DeleteSession).
 
-// sessionsTopic carries session changes (changeFrame) to every node.
+// sessionsTopic carries every master.session.changed (changeFrame), the
+// management changes and the status hints, to every node.
 const sessionsTopic = "sessions"
 
 // changeFrame is what sessionsTopic carries: the sending connection's id
@@ -45,23 +48,55 @@ func parseChangeFrame(f []byte) (connID, machineID string, wire []byte, ok bool)
 	return string(a), string(b), wire, ok1 && ok2
 }
 
-// onSessionChanged (every node) brings the node's live state of the
-// session in line with a change made on any node.
+// onSessionChanged (every node) is the one delivery of sessionsTopic: it
+// brings the node's live state of the session in line with a change made
+// on any node, then relays the change to this node's UIs that may see the
+// session's machine, except the one that asked (it has the answer). A UI
+// whose queue is full misses it (tryEnqueue): a change is news for lists
+// and views, never worth blocking the broker. A deleted session's
+// subscriptions end.
 func (m *Master) onSessionChanged(frame []byte) {
-	_, _, wire, ok := parseChangeFrame(frame)
+	from, machineID, wire, ok := parseChangeFrame(frame)
 	if !ok {
+		m.log.Error("bad session change frame")
 		return
 	}
 	msg, err := protocol.Decode(wire)
 	if err != nil {
+		m.log.Error("bad session change", "err", err)
 		return
 	}
 	p, ok := msg.Payload.(*protocol.SessionChanged)
 	if !ok {
+		m.log.Error("bad session change", "type", msg.Type)
 		return
 	}
-	if p.Change == protocol.ChangeDeleted {
+	m.applyChange(p)
+	m.mu.Lock()
+	uis := make([]*conn, 0, len(m.uis))
+	for c := range m.uis {
+		if c.id != from && c.sees(machineID) {
+			uis = append(uis, c)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range uis {
+		if p.Change == protocol.ChangeDeleted {
+			c.ui.unsubscribe(p.Session.ID)
+		}
+		c.tryEnqueue(wire)
+	}
+}
+
+// applyChange brings the node's live state of the session in line with a
+// management change. A status change comes from the session's writer,
+// whose live state it is.
+func (m *Master) applyChange(p *protocol.SessionChanged) {
+	switch p.Change {
+	case protocol.ChangeDeleted:
 		m.forgetSession(p.Session.ID)
+		return
+	case protocol.ChangeStatus:
 		return
 	}
 	m.mu.Lock()
@@ -106,36 +141,26 @@ func (m *Master) forgetSession(id string) {
 	}
 }
 
-// deliverChange (every UI connection) relays a change to the UI if it may
-// see the session's machine; a deleted session's subscription ends.
-func (c *conn) deliverChange(frame []byte) {
-	from, machineID, wire, ok := parseChangeFrame(frame)
-	if !ok || from == c.id || !c.sees(machineID) {
-		return
-	}
-	if msg, err := protocol.Decode(wire); err == nil {
-		if p, ok := msg.Payload.(*protocol.SessionChanged); ok && p.Change == protocol.ChangeDeleted {
-			c.ui.unsubscribe(p.Session.ID)
-		}
-	}
-	c.tryEnqueue(wire)
-}
-
 // tellChange answers the sender and tells every node and UI.
 func (m *Master) tellChange(c *conn, req *protocol.Message, change string, info protocol.SessionInfo) {
-	p := &protocol.SessionChanged{Change: change, Session: info}
-	ans := req.Reply(protocol.TypeSessionChanged, p)
+	ans := req.Reply(protocol.TypeSessionChanged, &protocol.SessionChanged{Change: change, Session: info})
 	ans.SessionID = info.ID
 	c.send(ans)
-	out := protocol.New(protocol.TypeSessionChanged, p)
+	m.publishChange(m.ctx, c.id, change, info)
+}
+
+// publishChange publishes a change on sessionsTopic for every node's UIs
+// but the connection from (none, if empty), which has its answer.
+func (m *Master) publishChange(ctx context.Context, from, change string, info protocol.SessionInfo) {
+	out := protocol.New(protocol.TypeSessionChanged, &protocol.SessionChanged{Change: change, Session: info})
 	out.SessionID = info.ID
 	wire, err := protocol.Encode(out)
 	if err != nil {
-		m.log.Error("encode session change", "err", err)
+		m.log.Error("encode session change", "session", info.ID, "change", change, "err", err)
 		return
 	}
-	if err := m.br.Publish(m.ctx, sessionsTopic, changeFrame(c.id, info.MachineID, wire)); err != nil {
-		m.log.Error("publish session change", "session", info.ID, "err", err)
+	if err := m.br.Publish(ctx, sessionsTopic, changeFrame(from, info.MachineID, wire)); err != nil && !errors.Is(err, context.Canceled) {
+		m.log.Error("publish session change", "session", info.ID, "change", change, "err", err)
 	}
 }
 

@@ -25,10 +25,21 @@ func manage(ui *peer, sessionID, typ string, payload any) *protocol.Message {
 	return ui.send(m)
 }
 
+// nextChange reads ui's next master.session.changed that is not a status
+// change (those come whenever a session's writer sends one).
+func nextChange(ui *peer) *protocol.Message {
+	ui.t.Helper()
+	for {
+		if m := ui.next(protocol.TypeSessionChanged); !isStatus(m) {
+			return m
+		}
+	}
+}
+
 // changed reads the master.session.changed that answers req.
 func changed(ui *peer, req *protocol.Message, want string) protocol.SessionInfo {
 	ui.t.Helper()
-	m := ui.next(protocol.TypeSessionChanged)
+	m := nextChange(ui)
 	p := m.Payload.(*protocol.SessionChanged)
 	if m.ParentID != req.MessageID || m.SessionID != req.SessionID || p.Change != want || p.Session.ID != req.SessionID {
 		ui.t.Fatalf("%s: master.session.changed %s (parent %s, session %s), want %s answering %s", ui.name, describe(m), m.ParentID, m.SessionID, want, req.MessageID)
@@ -39,7 +50,7 @@ func changed(ui *peer, req *protocol.Message, want string) protocol.SessionInfo 
 // told reads the master.session.changed another UI is told (no parent).
 func told(ui *peer, sessionID, want string) protocol.SessionInfo {
 	ui.t.Helper()
-	m := ui.next(protocol.TypeSessionChanged)
+	m := nextChange(ui)
 	p := m.Payload.(*protocol.SessionChanged)
 	if m.ParentID != "" || m.SessionID != sessionID || p.Change != want || p.Session.ID != sessionID {
 		ui.t.Fatalf("%s: told %s (parent %q), want %s of %s", ui.name, describe(m), m.ParentID, want, sessionID)
@@ -373,7 +384,8 @@ func mustSession(t *testing.T, st store.Store, id string) store.Session {
 // TestSessionChangesReachOtherNodes: two master nodes share the store and
 // the broker. A rename on one reaches a UI of the other at once and the
 // other node's live state (its snapshot says the new title); a delete
-// reaches it too, and the other node forgets the session.
+// reaches it too, and the other node forgets the session. A status change
+// (a session opened on node 1) reaches node 2's UI the same way.
 func TestSessionChangesReachOtherNodes(t *testing.T) {
 	t.Parallel()
 	br := broker.NewMemory()
@@ -419,4 +431,11 @@ func TestSessionChangesReachOtherNodes(t *testing.T) {
 	again.SessionID = s.ID
 	far.send(again)
 	far.expectError(again.MessageID, protocol.CodeNotFound, "session_id")
+
+	// A status change goes the same way: node 2's UI, which follows no
+	// session, sees a session opened on node 1.
+	s2, _ := startSession(ui, c)
+	if got := nextStatus(t, far, s2.ID); got.State != protocol.SessionIdle {
+		t.Fatalf("node 2's UI was told status %s of a new session", got.State)
+	}
 }

@@ -238,7 +238,6 @@ type Master struct {
 
 	presence     presence
 	stopPresence func()
-	stopStatus   func()
 	stopChanges  func()
 
 	uploads *upload.Service
@@ -308,24 +307,16 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		return nil, fmt.Errorf("master: subscribe to presence: %w", err)
 	}
 	m.stopPresence = unsub
-	stopStatus, err := m.br.Subscribe(statusTopic, m.onSessionStatus)
-	if err != nil {
+	if m.stopChanges, err = m.br.Subscribe(sessionsTopic, m.onSessionChanged); err != nil {
 		unsub()
 		m.notify.close(ctx)
-		m.cancel()
-		return nil, fmt.Errorf("master: subscribe to session status: %w", err)
-	}
-	m.stopStatus = stopStatus
-	if m.stopChanges, err = m.br.Subscribe(sessionsTopic, m.onSessionChanged); err != nil {
-		stopStatus()
-		unsub()
 		m.cancel()
 		return nil, fmt.Errorf("master: subscribe to session changes: %w", err)
 	}
 	if err := m.resumeRunning(ctx); err != nil {
-		stopStatus()
 		unsub()
 		m.stopChanges()
+		m.notify.close(ctx)
 		m.cancel()
 		return nil, err
 	}
@@ -456,7 +447,6 @@ func (m *Master) Shutdown(ctx context.Context) error {
 	}
 	m.notify.close(ctx)
 	m.stopPresence()
-	m.stopStatus()
 	m.stopChanges()
 	m.presence.stop()
 	m.mu.Lock()

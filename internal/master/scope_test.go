@@ -20,7 +20,7 @@ func (e *env) dialUIToken(secret, name string) *peer {
 		e.t.Fatalf("dial %s: %v", name, err)
 	}
 	p.name = name
-	p.skip = []string{protocol.TypeMachineStatus, protocol.TypeSessionStatus}
+	p.skip, p.skipStatus = []string{protocol.TypeMachineStatus}, true
 	p.sync()
 	return p
 }

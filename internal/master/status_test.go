@@ -9,13 +9,16 @@ import (
 	"github.com/ferry-dev/ferry/protocol"
 )
 
-// nextStatus reads ui's messages up to the next master.session.status of
-// sessionID.
+// nextStatus reads ui's messages up to the next status change
+// (master.session.changed with change status) of sessionID.
 func nextStatus(t *testing.T, ui *peer, sessionID string) protocol.SessionInfo {
 	t.Helper()
 	for {
-		m := ui.next(protocol.TypeSessionStatus)
-		if s := m.Payload.(*protocol.SessionStatus).Session; s.ID == sessionID {
+		m := ui.next(protocol.TypeSessionChanged)
+		if s := m.Payload.(*protocol.SessionChanged).Session; isStatus(m) && s.ID == sessionID {
+			if m.ParentID != "" || m.SessionID != sessionID {
+				t.Fatalf("%s: status change %s with parent %q, session %q", ui.name, describe(m), m.ParentID, m.SessionID)
+			}
 			return s
 		}
 	}
@@ -41,7 +44,7 @@ func listed(t *testing.T, ui *peer, sessionID string) protocol.SessionInfo {
 
 // TestSessionWaiting: SessionInfo.waiting counts the interactions open for
 // the user, in the sessions list (from the store, so after a restart too)
-// and in master.session.status, which reaches every UI that may see the
+// and in master.session.changed with change status, which reaches every UI that may see the
 // machine, subscribed or not, as soon as a session opens, a turn starts or
 // an interaction opens or settles, and never a UI whose token does not
 // reach the machine.
@@ -114,7 +117,7 @@ func TestSessionWaiting(t *testing.T) {
 		if err != nil {
 			break
 		}
-		if m.Type == protocol.TypeSessionStatus {
+		if m.Type == protocol.TypeSessionChanged {
 			t.Fatalf("a UI limited to m2 got %s", describe(m))
 		}
 	}

@@ -102,18 +102,9 @@ func (u *uiSide) unsubscribe(sessionID string) {
 }
 
 func (m *Master) runUI(c *conn) {
-	c.ui = &uiSide{subs: map[string]*uiSub{}}
 	unsub, err := m.br.Subscribe(connTopic(c.id), func(b []byte) { c.tryEnqueue(b) })
 	if err != nil {
 		c.close(closeInternal, "internal error", m.wireError(err, "subscribe to connection topic"), false)
-		c.start()
-		c.finish()
-		return
-	}
-	unsubChanges, err := m.br.Subscribe(sessionsTopic, c.deliverChange)
-	if err != nil {
-		unsub()
-		c.close(closeInternal, "internal error", m.wireError(err, "subscribe to session changes"), false)
 		c.start()
 		c.finish()
 		return
@@ -123,7 +114,6 @@ func (m *Master) runUI(c *conn) {
 	c.readLoop(func(data []byte) { m.handleUI(c, data) }, nil)
 	m.notify.forget(c)
 	unsub()
-	unsubChanges()
 	c.ui.mu.Lock()
 	subs := c.ui.subs
 	c.ui.subs = map[string]*uiSub{}

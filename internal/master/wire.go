@@ -15,10 +15,6 @@ import (
 // through one of them, so master nodes sharing a broker route alike.
 const presenceTopic = "presence"
 
-// statusTopic carries master.session.status messages, as they go on the
-// wire, from the node whose writer changed a session to every node's UIs.
-const statusTopic = "session-status"
-
 // sessionTopic carries a session's persisted events (sessionFrame) to the
 // UIs subscribed to it.
 func sessionTopic(id string) string { return "session." + id }

@@ -13,8 +13,8 @@ import { createRequire } from 'node:module';
 
 const cfg = JSON.parse(await fs.readFile(process.argv[2], 'utf8'));
 const WAIT = 15000;
-// master.session.status must beat the list's own refresh (the 25 s
-// heartbeat) by far.
+// A master.session.changed "status" must beat the list's own refresh (the
+// 25 s heartbeat) by far.
 const PROMPT_WAIT = 5000;
 const axeSource = await fs.readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const started = Date.now();
@@ -140,8 +140,8 @@ async function app(browser) {
     await page.keyboard.type('Please write notes.txt');
     await page.keyboard.press('Enter');
     await page.locator('.interaction.open').first().waitFor();
-    // The list page follows no session: only master.session.status can
-    // tell it this soon.
+    // The list page follows no session: only a master.session.changed
+    // "status" can tell it this soon.
     const waiting = row(list, id).locator('.session-state.waiting');
     await waiting.waitFor({ timeout: PROMPT_WAIT });
     assert.equal((await waiting.innerText()).trim(), 'waiting for you');

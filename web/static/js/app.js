@@ -207,8 +207,9 @@ export class App {
         this.view?.render();
         return;
       case 'master.session.changed':
-        // Another UI renamed, archived or deleted a session (this UI's own
-        // changes come back as answers: SessionActions applies them).
+        // A session's status changed, or another UI renamed, archived or
+        // deleted it (this UI's own changes come back as answers:
+        // SessionActions applies them).
         if (!msg.parent_id) this.applyChange(msg.payload, false);
         return;
       case 'master.machine.status': {
@@ -219,16 +220,6 @@ export class App {
         this.renderSidebar();
         this.view?.render();
         if (this.root.dataset.view === 'new' || this.root.dataset.view === 'home') this.drawForm?.();
-        return;
-      }
-      case 'master.session.status': {
-        // A session started or ended a turn, or began or stopped waiting
-        // for the user: its row and the waiting count change at once.
-        const info = msg.payload.session;
-        const i = this.sessions.findIndex((x) => x.id === info.id);
-        if (i >= 0) this.sessions[i] = { ...this.sessions[i], ...info, waiting: info.waiting || 0 };
-        else this.sessions.unshift(info);
-        this.sessionsChanged();
         return;
       }
       default:
@@ -265,6 +256,15 @@ export class App {
    * session's state and the open view follow. mine: this UI asked for it.
    */
   applyChange({ change, session }, mine = true) {
+    if (change === 'status') {
+      // A session opened, started or ended a turn, or began or stopped
+      // waiting for the user: its row and the waiting count change at once.
+      const i = this.sessions.findIndex((x) => x.id === session.id);
+      if (i >= 0) this.sessions[i] = { ...this.sessions[i], ...session, waiting: session.waiting || 0 };
+      else this.sessions.unshift(session);
+      this.sessionsChanged();
+      return;
+    }
     const drop = (list) => list.filter((s) => s.id !== session.id);
     this.sessions = drop(this.sessions);
     this.archived = drop(this.archived);
@@ -522,7 +522,7 @@ export class App {
       try {
         const ans = await this.conn.request(message('ui.session.start', payload), 40000);
         const info = ans.payload.session;
-        // Its master.session.status may have listed it already.
+        // Its status change (master.session.changed) may have listed it already.
         this.sessions = [info, ...this.sessions.filter((x) => x.id !== info.id)];
         location.hash = `#/s/${encodeURIComponent(info.id)}`;
       } catch (ex) {
