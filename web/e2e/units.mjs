@@ -9,6 +9,7 @@ import { SessionState, attachedFiles } from '../static/js/session.js';
 import { relativePath, shortenPath, toolPath } from '../static/js/util.js';
 import { TOOL_CODES, CODES, toolErrorText, namedToolOutput, errorNote } from '../static/js/codes.js';
 import { cleanTitle } from '../static/js/manage.js';
+import { pickBase, settingsPayload } from '../static/js/modelsetting.js';
 import {
   MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL,
 } from '../static/js/attach.js';
@@ -381,6 +382,15 @@ check(`the rename form agrees with protocol.CleanTitle on ${titles.length} title
     return (got.problem === '') !== v.ok || (v.ok && got.title !== v.title);
   });
   assert.deepEqual(wrong.slice(0, 3).map((v) => ({ ...v, got: cleanTitle(v.in) })), []);
+});
+
+check('an effort picked before the model pick is confirmed keeps that model', () => {
+  const inForce = { permission_timeout_ms: 60000, permission_timeout_set: true };
+  const pending = { model: 'claude-sonnet-4-5', effort: '' };
+  assert.deepEqual(settingsPayload(pickBase(inForce, pending), { effort: 'high' }),
+    { permission_timeout_ms: 60000, model: 'claude-sonnet-4-5', effort: 'high' });
+  assert.deepEqual(settingsPayload(pickBase(inForce, null), { effort: 'high' }),
+    { permission_timeout_ms: 60000, effort: 'high' });
 });
 
 console.log(`${passed} checks passed, ${failed} failed`);

@@ -30,6 +30,15 @@ export function settingsPayload(st, change) {
   return out;
 }
 
+/**
+ * pickBase is what a new pick builds on: the settings in force, with a
+ * pick not yet confirmed by session.settings over them (a model picked
+ * and then an effort before the answer came must keep that model).
+ */
+export function pickBase(settings, pending) {
+  return { ...(settings || {}), ...(pending || {}) };
+}
+
 export class ModelSetting {
   constructor(view) {
     this.view = view;
@@ -113,8 +122,7 @@ export class ModelSetting {
 
   change(change) {
     const v = this.view;
-    const st = v.state.settings || {};
-    const payload = settingsPayload(st, change);
+    const payload = settingsPayload(pickBase(v.state.settings, this.pending), change);
     this.pending = { model: payload.model || '', effort: payload.effort || '' };
     const sent = v.app.control('control.session.settings', payload, v.state.id, (err) => {
       this.pending = null;
