@@ -200,6 +200,15 @@ check('the permission timeout in force follows session.opened, session.settings 
   assert.deepEqual(s.settings, { permission_timeout_ms: 90000, permission_timeout_set: true });
 });
 
+check('a model pick in session.settings is noted as a model, not as a new timeout', () => {
+  const s = started();
+  s.accept(ev(4, 'session.opened', { adapter: 'builtin', mode: 'default', settings: { permission_timeout_ms: 600000 } }, { parent_id: 'o1' }));
+  const notes = () => s.items.filter((i) => i.kind === 'note').map((i) => i.text);
+  s.accept(ev(5, 'session.settings', { permission_timeout_ms: 600000, model: 'claude-sonnet-4-5' }, { parent_id: 'x1' }));
+  s.accept(ev(6, 'session.settings', { permission_timeout_ms: 600000, model: 'claude-sonnet-4-5', effort: 'high' }, { parent_id: 'x2' }));
+  assert.deepEqual(notes(), ['From the next turn: claude-sonnet-4-5.', 'From the next turn: claude-sonnet-4-5, thinking high.']);
+});
+
 check('agent.files.restored marks undone edits and rewound turns, and says what was restored', () => {
   const s = started();
   const diff = (path) => ({ path, hunks: [] });

@@ -212,12 +212,21 @@ export class SessionState {
         if (p.settings) this.settings = p.settings;
         this.touch();
         break;
-      case 'session.settings':
+      case 'session.settings': {
+        // The message carries every setting: say only what changed (a
+        // model pick must not read as a new timeout).
+        const was = this.settings;
         this.settings = p;
-        this.addNote('info', p.permission_timeout_ms
-          ? `Questions now time out after ${timeoutLabel(p.permission_timeout_ms)}${p.permission_timeout_set ? '' : " (the machine's default)"}.`
-          : 'Questions now wait for an answer without a time limit.');
+        if (!was || was.permission_timeout_ms !== p.permission_timeout_ms || !!was.permission_timeout_set !== !!p.permission_timeout_set) {
+          this.addNote('info', p.permission_timeout_ms
+            ? `Questions now time out after ${timeoutLabel(p.permission_timeout_ms)}${p.permission_timeout_set ? '' : " (the machine's default)"}.`
+            : 'Questions now wait for an answer without a time limit.');
+        }
+        if (was && ((was.model || '') !== (p.model || '') || (was.effort || '') !== (p.effort || ''))) {
+          this.addNote('info', `From the next turn: ${p.model || 'the default model'}${p.effort ? `, thinking ${p.effort}` : ''}.`);
+        }
         break;
+      }
       case 'agent.turn.started': {
         const pr = this.prompts.get(msg.parent_id);
         const t = this.newTurn(p.turn_id, pr ? pr.key : '');
