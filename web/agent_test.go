@@ -2,14 +2,11 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 )
@@ -23,13 +20,7 @@ import (
 func TestBrowserAgent(t *testing.T) {
 	node, chromium := browserDeps(t)
 	dir := t.TempDir()
-	ws := filepath.Join(dir, "project")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ws := project(t, dir, map[string]string{"a.txt": "a\n"})
 	const (
 		picked   = "claude-sonnet-4-5"
 		fallback = "claude-3-5-haiku-20241022"
@@ -41,25 +32,16 @@ func TestBrowserAgent(t *testing.T) {
 		fake.Reply{ToolCalls: []fake.ToolCall{{ID: "toolu_mv", Name: "Bash", Input: map[string]any{"command": "mv a.txt b.txt"}}}},
 		fake.Reply{Text: []string{"I will use git mv."}},
 	)
-	env := map[string]string{
-		"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir,
-		"ANTHROPIC_BASE_URL": srv.URL(), "ANTHROPIC_API_KEY": "test-key", "FERRY_MODEL": fallback, "PATH": os.Getenv("PATH"),
-	}
+	env := upEnv(dir, srv.URL())
+	env["FERRY_MODEL"] = fallback
 	_, login := ferryUp(t, env, "--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "builtin", "--agent", "echo")
 
 	// No provider at all: another ferry up, its own state.
 	dir2 := t.TempDir()
-	env2 := map[string]string{"XDG_DATA_HOME": filepath.Join(dir2, "data"), "XDG_STATE_HOME": filepath.Join(dir2, "state"), "HOME": dir2, "PATH": os.Getenv("PATH")}
-	_, login2 := ferryUp(t, env2, "--db", filepath.Join(dir2, "ferry.db"), "--workspace", ws, "--agent", "builtin", "--agent", "echo")
+	_, login2 := ferryUp(t, upEnv(dir2, ""), "--db", filepath.Join(dir2, "ferry.db"), "--workspace", ws, "--agent", "builtin", "--agent", "echo")
 
-	shots := *screenshots
-	if shots == "" {
-		shots = filepath.Join(dir, "screenshots")
-	} else if abs, err := filepath.Abs(shots); err == nil {
-		shots = abs
-	}
-	runAgentBrowser(t, node, map[string]any{
-		"chromium": chromium, "screenshots": shots,
+	runScript(t, node, "agent.mjs", map[string]any{
+		"chromium": chromium, "screenshots": shotsDir(t, dir),
 		"picker": map[string]any{"login": login, "model": picked, "default_model": fallback, "note": note},
 		"none":   map[string]any{"login": login2},
 	})
@@ -84,30 +66,5 @@ func TestBrowserAgent(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "b.txt")); err == nil {
 		t.Error("the denied command ran")
-	}
-}
-
-// runAgentBrowser writes cfg for e2e/agent.mjs and runs it under Node.
-func runAgentBrowser(t *testing.T, node string, cfg map[string]any) {
-	t.Helper()
-	cfgPath := filepath.Join(t.TempDir(), "config.json")
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "agent.mjs"), cfgPath)
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	runErr := cmd.Run()
-	t.Logf("browser run (%s):\n%s", time.Since(start).Round(time.Millisecond), out.String())
-	if runErr != nil {
-		t.Fatalf("the browser run failed: %v", runErr)
 	}
 }

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 )
@@ -28,13 +26,7 @@ import (
 func TestBrowserApp(t *testing.T) {
 	node, chromium := browserDeps(t)
 	dir := t.TempDir()
-	ws := filepath.Join(dir, "project")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# app\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ws := project(t, dir, map[string]string{"README.md": "# app\n"})
 	srv := fake.New(t)
 	srv.Script(
 		// The Write asks for permission (default mode): the session waits.
@@ -42,10 +34,7 @@ func TestBrowserApp(t *testing.T) {
 		// Allowed: the turn goes on running until cancelled.
 		fake.Reply{Text: []string{"Wrote notes.txt; now thinking ", "at length…"}, Hold: true},
 	)
-	env := map[string]string{
-		"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir,
-		"ANTHROPIC_BASE_URL": srv.URL(), "ANTHROPIC_API_KEY": "test-key", "PATH": os.Getenv("PATH"),
-	}
+	env := upEnv(dir, srv.URL())
 	args := []string{"--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "builtin"}
 	base, login, stop, err := startUp(env, args...)
 	if err != nil {
@@ -91,23 +80,11 @@ func TestBrowserApp(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: ctl, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { _ = hs.Close() })
+	control := serveControl(t, ctl)
 
-	shots := *screenshots
-	if shots == "" {
-		shots = filepath.Join(dir, "screenshots")
-	} else if shots, err = filepath.Abs(shots); err != nil {
-		t.Fatal(err)
-	}
 	runScript(t, node, "app.mjs", map[string]any{
-		"base": base, "login": login, "control": "http://" + ln.Addr().String(), "chromium": chromium,
-		"screenshots": shots,
+		"base": base, "login": login, "control": control, "chromium": chromium,
+		"screenshots": shotsDir(t, dir),
 	})
 	// The Allow clicked in the browser reached the agent's tool.
 	if b, err := os.ReadFile(filepath.Join(ws, "notes.txt")); err != nil || string(b) != "allowed\n" {

@@ -6,13 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,49 +27,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 )
-
-var screenshots = flag.String("screenshots", "", "write the browser test's screenshots to this `DIR` (the README's are in ../docs/screenshots)")
-
-// browserTimeout bounds the whole browser run.
-const browserTimeout = 150 * time.Second
-
-const installHelp = "the browser tests need Node.js, playwright-core and Chromium: " +
-	"apt-get install -y chromium nodejs npm && npm ci --prefix web " +
-	"(or set FERRY_CHROMIUM to a Chromium binary); set FERRY_REQUIRE_BROWSER=1 to fail instead of skipping"
-
-// browserDeps finds node, playwright-core and Chromium, or skips the test
-// (fails it when FERRY_REQUIRE_BROWSER is set).
-func browserDeps(t *testing.T) (node, chromium string) {
-	t.Helper()
-	missing := func(what string) {
-		if os.Getenv("FERRY_REQUIRE_BROWSER") != "" {
-			t.Fatalf("%s is missing; %s", what, installHelp)
-		}
-		t.Skipf("%s is missing; %s", what, installHelp)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node")
-	}
-	for _, pkg := range []string{"playwright-core", "axe-core"} {
-		if _, err := os.Stat(filepath.Join("node_modules", pkg, "package.json")); err != nil {
-			missing("web/node_modules/" + pkg)
-		}
-	}
-	chromium = os.Getenv("FERRY_CHROMIUM")
-	if chromium == "" {
-		for _, name := range []string{"chromium", "chromium-browser"} {
-			if p, err := exec.LookPath(name); err == nil {
-				chromium = p
-				break
-			}
-		}
-	}
-	if chromium == "" {
-		missing("chromium")
-	}
-	return node, chromium
-}
 
 // syncBuffer is a goroutine-safe writer `ferry up` prints to.
 type syncBuffer struct {
@@ -252,8 +207,7 @@ const deepFile = "src/app/features/navigation/routing/tables/router-table.ts"
 func TestBrowser(t *testing.T) {
 	node, chromium := browserDeps(t)
 	dir := t.TempDir()
-	ws := filepath.Join(dir, "project")
-	files := map[string]string{
+	ws := project(t, dir, map[string]string{
 		"README.md":           "# project\n",
 		"src/auth.ts":         "export function check(t: string) {\n  return t == expected\n}\n",
 		"src/router.ts":       "export const routes = {\n  home: '/'\n}\n",
@@ -262,16 +216,7 @@ func TestBrowser(t *testing.T) {
 		"src/undo.txt":        "alpha\nbeta\n",
 		"src/rewind.txt":      "one\n",
 		deepFile:              "export const table = []\n",
-	}
-	for name, content := range files {
-		p := filepath.Join(ws, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	flows := []flowFile{
 		{Name: "desktop", Query: "sauth", File: "src/auth.ts", Old: "t == expected", New: "t === expected",
 			Artifact: "out/report.csv", Content: "region,sales\nnorth,10\nsouth,20\n",
@@ -288,10 +233,7 @@ func TestBrowser(t *testing.T) {
 		script(srv, f)
 	}
 	historyScript(srv)
-	env := map[string]string{
-		"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir,
-		"ANTHROPIC_BASE_URL": srv.URL(), "ANTHROPIC_API_KEY": "test-key", "PATH": os.Getenv("PATH"),
-	}
+	env := upEnv(dir, srv.URL())
 	db := filepath.Join(dir, "ferry.db")
 	base, login := ferryUp(t, env, "--db", db, "--workspace", ws, "--agent", "builtin", "--agent", "echo")
 
@@ -410,23 +352,11 @@ func TestBrowser(t *testing.T) {
 		}
 		_, _ = w.Write(b)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: ctl, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { _ = hs.Close() })
+	control := serveControl(t, ctl)
 
-	shots := *screenshots
-	if shots == "" {
-		shots = filepath.Join(dir, "screenshots")
-	} else if shots, err = filepath.Abs(shots); err != nil {
-		t.Fatal(err)
-	}
-	runBrowser(t, node, map[string]any{
-		"base": base, "login": login, "control": "http://" + ln.Addr().String(), "chromium": chromium,
-		"screenshots": shots, "downloads": filepath.Join(dir, "downloads"), "flows": flows,
+	runScript(t, node, "ui.mjs", map[string]any{
+		"base": base, "login": login, "control": control, "chromium": chromium,
+		"screenshots": shotsDir(t, dir), "downloads": filepath.Join(dir, "downloads"), "flows": flows,
 	})
 
 	// What the browser did reached the workspace and the model.
@@ -536,13 +466,7 @@ type filesFixture struct {
 func TestBrowserFiles(t *testing.T) {
 	node, chromium := browserDeps(t)
 	dir := t.TempDir()
-	ws := filepath.Join(dir, "project")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "README.md"), []byte("# files\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ws := project(t, dir, map[string]string{"README.md": "# files\n"})
 	// Every byte value, so a download that re-encodes anything shows.
 	want := make([]byte, 0, 300)
 	for i := range 256 {
@@ -587,10 +511,7 @@ func TestBrowserFiles(t *testing.T) {
 		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "pic.png"}}}},
 		fake.Reply{Text: []string{"A small picture."}},
 	)
-	env := map[string]string{
-		"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir,
-		"ANTHROPIC_BASE_URL": srv.URL(), "ANTHROPIC_API_KEY": "test-key", "PATH": os.Getenv("PATH"),
-	}
+	env := upEnv(dir, srv.URL())
 	db := filepath.Join(dir, "ferry.db")
 	base, login := ferryUp(t, env, "--db", db, "--workspace", ws,
 		"--agent", "builtin", "--agent", "script:"+agent, "--agent", "acp:"+acpBin)
@@ -602,15 +523,9 @@ func TestBrowserFiles(t *testing.T) {
 		ACPAgent: "acp:acppeer", PNG: base64.StdEncoding.EncodeToString(pic), PNGWidth: 160, PNGHeight: 96,
 		TextName: "notes.txt", Text: "NOTES-7f3a: the totals are in column C.\n",
 		PhoneLogin: base + "/login?token=" + strings.TrimSpace(phone)}
-	shots := *screenshots
-	if shots == "" {
-		shots = filepath.Join(dir, "screenshots")
-	} else if shots, err = filepath.Abs(shots); err != nil {
-		t.Fatal(err)
-	}
-	runBrowser(t, node, map[string]any{
+	runScript(t, node, "ui.mjs", map[string]any{
 		"suite": "files", "base": base, "login": login, "chromium": chromium,
-		"screenshots": shots, "downloads": filepath.Join(dir, "downloads"), "files": fx,
+		"screenshots": shotsDir(t, dir), "downloads": filepath.Join(dir, "downloads"), "files": fx,
 	})
 	if got, err := os.ReadFile(filepath.Join(ws, "out", "chart.bin")); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("the script agent's file on disk: %q %v", got, err)
@@ -682,36 +597,4 @@ func testPNG(t *testing.T, w, h int) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-// runBrowser writes cfg for e2e/ui.mjs and runs it under Node.
-func runBrowser(t *testing.T, node string, cfg map[string]any) {
-	t.Helper()
-	runScript(t, node, "ui.mjs", cfg)
-}
-
-// runScript writes cfg for the browser script e2e/<script> and runs it
-// under Node.
-func runScript(t *testing.T, node, script string, cfg map[string]any) {
-	t.Helper()
-	cfgPath := filepath.Join(t.TempDir(), "config.json")
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", script), cfgPath)
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	runErr := cmd.Run()
-	t.Logf("browser run (%s):\n%s", time.Since(start).Round(time.Millisecond), out.String())
-	if runErr != nil {
-		t.Fatalf("the browser run failed: %v", runErr)
-	}
 }

@@ -2,10 +2,8 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,14 +25,8 @@ import (
 func TestBrowserPush(t *testing.T) {
 	node, chromium := browserDeps(t)
 	dir := t.TempDir()
-	ws := filepath.Join(dir, "project")
-	if err := os.MkdirAll(filepath.Join(ws, "src"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	ws := project(t, dir, map[string]string{"src/auth.ts": "return t == expected\n"})
 	target := filepath.Join(ws, "src", "auth.ts")
-	if err := os.WriteFile(target, []byte("return t == expected\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	model := fake.New(t)
 	slow := make([]string, 8)
 	for i := range slow {
@@ -49,33 +41,11 @@ func TestBrowserPush(t *testing.T) {
 	)
 	svc := pushtest.New(t)
 	sub := svc.Subscribe()
-	env := map[string]string{
-		"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir,
-		"ANTHROPIC_BASE_URL": model.URL(), "ANTHROPIC_API_KEY": "test-key", "PATH": os.Getenv("PATH"),
-	}
-	base, login := ferryUp(t, env, "--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "builtin",
+	base, login := ferryUp(t, upEnv(dir, model.URL()), "--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "builtin",
 		"--push-allow-loopback")
-	cfg, err := json.Marshal(map[string]any{"base": base, "login": login, "chromium": chromium,
+	runScript(t, node, "push.mjs", map[string]any{"base": base, "login": login, "chromium": chromium,
 		"endpoint": sub.Endpoint, "p256dh": pushtest.B64(sub.P256dh), "auth": pushtest.B64(sub.Auth),
 		"messages": svc.URL + "/messages", "screenshots": shotsDir(t, dir)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := filepath.Join(dir, "config.json")
-	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "push.mjs"), cfgPath)
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	runErr := cmd.Run()
-	t.Logf("browser run:\n%s", out.String())
-	if runErr != nil {
-		t.Fatalf("the browser run failed: %v", runErr)
-	}
 	// What the push service decrypted is the permission, and nothing of
 	// the file.
 	msgs := svc.Messages()
@@ -101,15 +71,4 @@ func TestBrowserPush(t *testing.T) {
 	if string(got) != "return t === expected\n" {
 		t.Fatalf("src/auth.ts = %q, want the allowed edit", got)
 	}
-}
-
-// shotsDir is where a browser test writes its screenshots: -screenshots
-// when given (the docs' are in ../docs/screenshots), else the test's own
-// directory.
-func shotsDir(t *testing.T, dir string) string {
-	t.Helper()
-	if *screenshots != "" {
-		return *screenshots
-	}
-	return filepath.Join(dir, "screenshots")
 }

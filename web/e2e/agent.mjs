@@ -6,52 +6,10 @@
 // server what the browser's choices made the agent send. Every wait is
 // bounded.
 
-import { chromium } from 'playwright-core';
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
+import { cfg, main, shot, step, watch } from './harness.mjs';
 
-const cfg = JSON.parse(await fs.readFile(process.argv[2], 'utf8'));
 const WAIT = 15000;
-const axeSource = await fs.readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const started = Date.now();
-const problems = [];
-
-function log(s) {
-  console.log(`${String(((Date.now() - started) / 1000).toFixed(1)).padStart(6)}s  ${s}`);
-}
-
-async function step(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    log(`ok    ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    log(`FAIL  ${name}: ${e.stack || e}`);
-    throw e;
-  }
-}
-
-function watch(page, name) {
-  page.on('pageerror', (e) => problems.push(`${name}: page error: ${e.message} ${e.stack}`));
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !/WebSocket connection to .* failed|Failed to load resource/.test(m.text())) problems.push(`${name}: console error: ${m.text()}`);
-  });
-}
-
-/** shot runs axe-core's WCAG 2.1 A and AA rules on the page, records every violation, and saves it. */
-async function shot(page, name) {
-  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(axeSource);
-  const res = await page.evaluate(() => window.axe.run(document, {
-    runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'],
-  }));
-  for (const v of res.violations) {
-    problems.push(`${name}: accessibility: ${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
-  }
-  await fs.mkdir(cfg.screenshots, { recursive: true });
-  await page.screenshot({ path: path.join(cfg.screenshots, `${name}.png`) });
-}
 
 /**
  * routeSockets records every frame the page sends on its UI socket;
@@ -197,19 +155,7 @@ async function noProviderSuite(browser) {
   await ctx.close();
 }
 
-const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
-let code = 0;
-try {
+await main(async (browser) => {
   await pickerSuite(browser);
   await noProviderSuite(browser);
-} catch {
-  code = 1;
-} finally {
-  await browser.close();
-}
-if (problems.length) {
-  console.log(`problems in the pages:\n  ${problems.join('\n  ')}`);
-  code = 1;
-}
-log(code ? 'the browser tests failed' : 'the browser tests passed');
-process.exit(code);
+});

@@ -6,25 +6,13 @@
 // note; with them off (--snapshot-total 0), it downloads the current file
 // and says so. Started by web/marker_test.go, which passes a config file.
 
-import { chromium } from 'playwright-core';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import assert from 'node:assert/strict';
+import { cfg, main, problems, step } from './harness.mjs';
 
-const cfg = JSON.parse(await fs.readFile(process.argv[2], 'utf8'));
 const WAIT = 15000;
 const NOTE = 'Changed since the agent made it';
-const problems = [];
-
-async function step(name, fn) {
-  try {
-    await fn();
-    console.log(`ok    ${name}`);
-  } catch (e) {
-    console.log(`FAIL  ${name}: ${e.stack || e}`);
-    throw e;
-  }
-}
 
 const cards = (page) => page.locator('.turn-body .artifact');
 
@@ -45,9 +33,7 @@ async function download(page, card) {
   return fs.readFile(file, 'utf8');
 }
 
-const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
-let code = 0;
-try {
+await main(async (browser) => {
   await fs.mkdir(cfg.downloads, { recursive: true });
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
   ctx.setDefaultTimeout(WAIT);
@@ -107,13 +93,4 @@ try {
     });
   }
   await ctx.close();
-} catch {
-  code = 1;
-} finally {
-  await browser.close();
-}
-if (problems.length) {
-  console.log(`problems in the page:\n  ${problems.join('\n  ')}`);
-  code = 1;
-}
-process.exit(code);
+});

@@ -7,39 +7,11 @@
 // worker with the DevTools protocol (ServiceWorker.deliverPushMessage).
 // Started by web/push_test.go, which passes a config file.
 
-import { chromium } from 'playwright-core';
 import fs from 'node:fs/promises';
-import path from 'node:path';
 import assert from 'node:assert/strict';
+import { cfg, main, problems, screenshot as shot, step, until } from './harness.mjs';
 
-const cfg = JSON.parse(await fs.readFile(process.argv[2], 'utf8'));
 const WAIT = 20000;
-const problems = [];
-
-async function step(name, fn) {
-  try {
-    await fn();
-    console.log(`ok    ${name}`);
-  } catch (e) {
-    console.log(`FAIL  ${name}: ${e.stack || e}`);
-    throw e;
-  }
-}
-
-async function until(what, fn, wait = WAIT) {
-  const end = Date.now() + wait;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function shot(page, name) {
-  await fs.mkdir(cfg.screenshots, { recursive: true });
-  await page.screenshot({ path: path.join(cfg.screenshots, `${name}.png`) });
-}
 
 // drawNotification draws a notification the service worker showed (its
 // title, body and actions as registration.getNotifications() returns
@@ -70,9 +42,7 @@ async function pushed() {
   return resp.json();
 }
 
-const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
-let code = 0;
-try {
+await main(async (browser) => {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   ctx.setDefaultTimeout(WAIT);
   await ctx.grantPermissions(['notifications'], { origin: cfg.base });
@@ -110,7 +80,7 @@ try {
         get.onerror = () => resolve('');
       };
       open.onerror = () => resolve('');
-    })));
+    })), WAIT);
     assert.equal(copied, key);
   });
 
@@ -164,7 +134,7 @@ try {
       for (const r of e.registrations) regs.set(r.scopeURL, r.registrationId);
     });
     await cdp.send('ServiceWorker.enable');
-    const id = await until('the registration id', () => regs.get(`${cfg.base}/`));
+    const id = await until('the registration id', () => regs.get(`${cfg.base}/`), WAIT);
     const notifications = () => sw.evaluate(() => self.registration.getNotifications().then((l) => l.map((n) => ({
       title: n.title, body: n.body, tag: n.tag, actions: n.actions.map((a) => a.action), data: n.data }))));
     assert.equal(await sw.evaluate(() => Notification.permission), 'granted');
@@ -243,12 +213,4 @@ try {
     }
     console.log(`      switch: ${state}: ${text}`);
   });
-
-  assert.deepEqual(problems, []);
-} catch (e) {
-  code = 1;
-  if (problems.length) console.log(`problems: ${problems.join('\n')}`);
-} finally {
-  await browser.close();
-}
-process.exit(code);
+});

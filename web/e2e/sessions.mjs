@@ -11,39 +11,10 @@
 // with axe-core's WCAG 2.1 A/AA rules. Started by web/sessions_test.go,
 // which passes a config file.
 
-import { chromium } from 'playwright-core';
-import fs from 'node:fs/promises';
-import path from 'node:path';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
+import { cfg, main, problems, shot, step } from './harness.mjs';
 
-const cfg = JSON.parse(await fs.readFile(process.argv[2], 'utf8'));
 const WAIT = 15000;
-const axeSource = await fs.readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const problems = [];
-
-/** shot audits the page (axe-core, WCAG 2.1 A and AA) and saves it. */
-async function shot(page, name) {
-  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(axeSource);
-  const res = await page.evaluate(() => window.axe.run(document, {
-    runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'],
-  }));
-  for (const v of res.violations) {
-    problems.push(`${name}: accessibility: ${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
-  }
-  await fs.mkdir(cfg.screenshots, { recursive: true });
-  await page.screenshot({ path: path.join(cfg.screenshots, `${name}.png`) });
-}
-
-async function step(name, fn) {
-  try {
-    await fn();
-    console.log(`ok    ${name}`);
-  } catch (e) {
-    console.log(`FAIL  ${name}: ${e.stack || e}`);
-    throw e;
-  }
-}
 
 /** start starts a session with a title and one prompt; returns its id. */
 async function start(page, title, text) {
@@ -75,9 +46,7 @@ async function found(page, want) {
   }, want, { timeout: WAIT });
 }
 
-const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
-let code = 0;
-try {
+await main(async (browser) => {
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   ctx.setDefaultTimeout(WAIT);
   const page = await ctx.newPage();
@@ -224,13 +193,4 @@ try {
     await phone.close();
   });
   await ctx.close();
-} catch {
-  code = 1;
-} finally {
-  await browser.close();
-}
-if (problems.length) {
-  console.log(`problems in the page:\n  ${problems.join('\n  ')}`);
-  code = 1;
-}
-process.exit(code);
+});

@@ -5,50 +5,12 @@
 // can do (new login links, revoking UI tokens), the flows and where to put
 // screenshots and downloads. Every wait is bounded.
 
-import { chromium } from 'playwright-core';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
+import { cfg, control, log, main, problems, shot, step, watch } from './harness.mjs';
 
-const cfg = JSON.parse(await fs.readFile(process.argv[2], 'utf8'));
 const WAIT = 15000;
-const axeSource = await fs.readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const started = Date.now();
-const problems = [];
-
-function log(s) {
-  console.log(`${String(((Date.now() - started) / 1000).toFixed(1)).padStart(6)}s  ${s}`);
-}
-
-async function step(name, fn) {
-  const t0 = Date.now();
-  try {
-    await fn();
-    log(`ok    ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    log(`FAIL  ${name}: ${e.stack || e}`);
-    throw e;
-  }
-}
-
-async function control(what) {
-  const r = await fetch(cfg.control + what, { method: 'POST' });
-  if (!r.ok) throw new Error(`control ${what}: ${r.status} ${await r.text()}`);
-  return r.text();
-}
-
-/** watch records page errors and CSP or Trusted Types violations. */
-function watch(page, name) {
-  page.on('pageerror', (e) => problems.push(`${name}: page error: ${e.message} ${e.stack}`));
-  page.on('console', (m) => {
-    const t = m.text();
-    if (m.type() !== 'error') return;
-    // A refused upgrade (signed out) and a closed socket are expected.
-    if (/WebSocket connection to .* failed|Failed to load resource/.test(t)) return;
-    problems.push(`${name}: console error: ${t}`);
-  });
-}
 
 /**
  * routeSockets passes the page's UI WebSocket through Playwright, so the
@@ -82,26 +44,6 @@ async function routeSockets(page) {
   await page.route(/\/healthz$/, (rt) => (r.refuse ? rt.abort() : rt.continue()));
   r.last = () => r.sockets[r.sockets.length - 1];
   return r;
-}
-
-/**
- * audit runs axe-core's WCAG 2.1 A and AA rules (labels, names, roles,
- * contrast, …) on the page as it is and records every violation.
- */
-async function audit(page, name) {
-  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(axeSource);
-  const res = await page.evaluate(() => window.axe.run(document, {
-    runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'],
-  }));
-  for (const v of res.violations) {
-    problems.push(`${name}: accessibility: ${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
-  }
-}
-
-async function shot(page, name) {
-  await audit(page, name);
-  await fs.mkdir(cfg.screenshots, { recursive: true });
-  await page.screenshot({ path: path.join(cfg.screenshots, `${name}.png`) });
 }
 
 const sessionID = (page) => decodeURIComponent(new URL(page.url()).hash.replace(/^#\/s\//, ''));
@@ -1040,20 +982,8 @@ async function refusedFlow(browser) {
   await ctx.close();
 }
 
-const browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
-let code = 0;
-try {
+await main(async (browser) => {
   await fs.mkdir(cfg.downloads, { recursive: true });
   if (cfg.suite === 'files') await filesSuite(browser);
   else await mainSuite(browser);
-} catch {
-  code = 1;
-} finally {
-  await browser.close();
-}
-if (problems.length) {
-  console.log(`problems in the pages:\n  ${problems.join('\n  ')}`);
-  code = 1;
-}
-log(code ? 'the browser tests failed' : 'the browser tests passed');
-process.exit(code);
+});
