@@ -78,6 +78,7 @@ async function app(browser) {
     await row(list, id).waitFor();
     assert.equal(await row(list, id).locator('.session-state').count(), 0, 'a new session shows a state');
     // Listed once, though both its status and the start's answer name it.
+    await row(page, id).first().waitFor();
     await page.waitForTimeout(300);
     assert.equal(await row(page, id).count(), 1, 'the new session is listed twice');
 
