@@ -1,0 +1,143 @@
+package nats_test
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// installHint is how to get the server the tests run against.
+const installHint = "go install github.com/nats-io/nats-server/v2@v2.15.2 (then put it on PATH or set FERRY_TEST_NATS_SERVER)"
+
+// natsServer is a real nats-server process on 127.0.0.1, in its own temp
+// dir, stopped at cleanup.
+type natsServer struct {
+	t    *testing.T
+	bin  string
+	dir  string
+	port int
+	args []string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func serverBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("FERRY_TEST_NATS_SERVER"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("nats-server")
+	if err != nil {
+		t.Skip("nats-server not found: " + installHint)
+	}
+	return p
+}
+
+// startServer starts nats-server with extra args (e.g. --user/--pass).
+func startServer(t *testing.T, extra ...string) *natsServer {
+	t.Helper()
+	s := &natsServer{t: t, bin: serverBinary(t), dir: t.TempDir(), port: freePort(t), args: extra}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (s *natsServer) url() string { return "nats://127.0.0.1:" + strconv.Itoa(s.port) }
+
+// start runs the server on s.port and waits until it greets a client.
+func (s *natsServer) start() {
+	t := s.t
+	t.Helper()
+	args := append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.port),
+		"-l", filepath.Join(s.dir, "nats.log")}, s.args...)
+	cmd := exec.Command(s.bin, args...)
+	cmd.Dir = s.dir
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start nats-server: %v", err)
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if greets(s.port) {
+			return
+		}
+		select {
+		case <-s.done:
+			log, _ := os.ReadFile(filepath.Join(s.dir, "nats.log"))
+			t.Fatalf("nats-server exited at start: %s", log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("nats-server did not accept connections within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// greets reports whether a NATS server answers on port with its INFO line.
+func greets(port int) bool {
+	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && strings.HasPrefix(line, "INFO ")
+}
+
+// kill ends the server abruptly (SIGKILL), as a crash would.
+func (s *natsServer) kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
+}
+
+func (s *natsServer) stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	s.cmd = nil
+}
+
+// within fails the test unless fn returns within d.
+func within(t *testing.T, d time.Duration, what string, fn func() error) error {
+	t.Helper()
+	ch := make(chan error, 1)
+	go func() { ch <- fn() }()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %s", what, d)
+		return errors.New("unreachable")
+	}
+}
