@@ -28,6 +28,9 @@ type natsServer struct {
 	done chan struct{}
 }
 
+// serverBinary finds nats-server: $FERRY_TEST_NATS_SERVER, else PATH. The
+// tests skip without it unless FERRY_REQUIRE_NATS=1 (set in CI so that a
+// missing server fails).
 func serverBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("FERRY_TEST_NATS_SERVER"); p != "" {
@@ -35,6 +38,9 @@ func serverBinary(t *testing.T) string {
 	}
 	p, err := exec.LookPath("nats-server")
 	if err != nil {
+		if os.Getenv("FERRY_REQUIRE_NATS") == "1" {
+			t.Fatal("FERRY_REQUIRE_NATS=1 but nats-server is not found: " + installHint)
+		}
 		t.Skip("nats-server not found: " + installHint)
 	}
 	return p
