@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/broker"
 	"github.com/ferry-dev/ferry/internal/broker/brokertest"
 	brokernats "github.com/ferry-dev/ferry/internal/broker/nats"
+	"github.com/ferry-dev/ferry/internal/broker/nats/natstest"
 )
 
 var prefixes atomic.Int64
@@ -39,8 +40,8 @@ func connect(t *testing.T, url string, log *slog.Logger) *brokernats.Broker {
 }
 
 func TestSuite(t *testing.T) {
-	s := startServer(t)
-	brokertest.Run(t, func(t *testing.T) broker.Broker { return connect(t, s.url(), nil) })
+	s := natstest.Start(t)
+	brokertest.Run(t, func(t *testing.T) broker.Broker { return connect(t, s.URL(), nil) })
 }
 
 // rec collects deliveries.
@@ -91,8 +92,8 @@ func TestSubjectIsOneLiteralToken(t *testing.T) {
 // NATS's special characters reach exactly their own subscribers: a topic
 // "a.*" or ">" must not act as a wildcard over the others.
 func TestSpecialTopicsOnServer(t *testing.T) {
-	s := startServer(t)
-	b := connect(t, s.url(), nil)
+	s := natstest.Start(t)
+	b := connect(t, s.URL(), nil)
 	topics := []string{"a", "a.b", "a.*", "a.>", "*", ">", "a b", "a\tb", "%41", "A"}
 	recs := make([]*rec, len(topics))
 	for i, tp := range topics {
@@ -131,9 +132,9 @@ func TestSpecialTopicsOnServer(t *testing.T) {
 // TestTwoNodes is the reason for the package: what one master node
 // publishes reaches a subscriber on another, complete and in order.
 func TestTwoNodes(t *testing.T) {
-	s := startServer(t)
+	s := natstest.Start(t)
 	ctx := context.Background()
-	opts := brokernats.Options{URL: s.url(), Prefix: "two"}
+	opts := brokernats.Options{URL: s.URL(), Prefix: "two"}
 	a, err := brokernats.Connect(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -178,17 +179,17 @@ func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(
 // the broker reconnects, its subscriptions work again without being
 // renewed, and nothing is delivered twice or out of order.
 func TestServerRestart(t *testing.T) {
-	s := startServer(t)
+	s := natstest.Start(t)
 	logs := &syncBuf{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Two nodes sharing the subject space (one prefix).
 	ctx := context.Background()
-	shared, err := brokernats.Connect(ctx, brokernats.Options{URL: s.url(), Prefix: "restart", Logger: log})
+	shared, err := brokernats.Connect(ctx, brokernats.Options{URL: s.URL(), Prefix: "restart", Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = shared.Close() })
-	other, err := brokernats.Connect(ctx, brokernats.Options{URL: s.url(), Prefix: "restart"})
+	other, err := brokernats.Connect(ctx, brokernats.Options{URL: s.URL(), Prefix: "restart"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,11 +217,11 @@ func TestServerRestart(t *testing.T) {
 	}
 	waitUntil(t, "first message", func() bool { return len(local.snapshot()) == 1 && len(remote.snapshot()) == 1 })
 
-	s.kill()
+	s.Kill()
 	waitUntil(t, "disconnect logged", func() bool { return strings.Contains(logs.String(), "nats: disconnected") })
 	for range 20 {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := within(t, 3*time.Second, "Publish during outage", func() error { return publish(pctx) })
+		err := natstest.Within(t, 3*time.Second, "Publish during outage", func() error { return publish(pctx) })
 		cancel()
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			t.Logf("publish during outage failed (allowed): %v", err)
@@ -234,7 +235,7 @@ func TestServerRestart(t *testing.T) {
 	}
 	t.Cleanup(unsubLate)
 
-	s.start()
+	s.Start()
 	waitUntil(t, "reconnect logged", func() bool { return strings.Contains(logs.String(), "nats: reconnected") })
 	// Publish until the remote node, which reconnects on its own schedule,
 	// gets messages again; then a final run must arrive complete.
@@ -280,7 +281,7 @@ func TestServerRestart(t *testing.T) {
 func within2(t *testing.T, fn func() (func(), error)) (func(), error) {
 	t.Helper()
 	var u func()
-	err := within(t, 10*time.Second, "Subscribe during outage", func() error {
+	err := natstest.Within(t, 10*time.Second, "Subscribe during outage", func() error {
 		var err error
 		u, err = fn()
 		return err
@@ -289,8 +290,8 @@ func within2(t *testing.T, fn func() (func(), error)) (func(), error) {
 }
 
 func TestCloseIdempotentAndPublishHonoursContext(t *testing.T) {
-	s := startServer(t)
-	b := connect(t, s.url(), nil)
+	s := natstest.Start(t)
+	b := connect(t, s.URL(), nil)
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := b.Publish(done, "x", []byte("x")); !errors.Is(err, context.Canceled) {
@@ -335,7 +336,7 @@ func TestConnectHonoursContext(t *testing.T) {
 	}
 
 	// Nothing listening: a clear error, not a hang.
-	port := freePort(t)
+	port := natstest.FreePort(t)
 	_, err = brokernats.Connect(context.Background(), brokernats.Options{URL: fmt.Sprintf("nats://127.0.0.1:%d", port), ConnectTimeout: 2 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "broker/nats: connect") {
 		t.Fatalf("Connect to a closed port = %v, want a connect error", err)
@@ -351,8 +352,8 @@ func TestConnectHonoursContext(t *testing.T) {
 // TestUserPasswordInURL: credentials in the URL authenticate; without them
 // the server refuses.
 func TestUserPasswordInURL(t *testing.T) {
-	s := startServer(t, "--user", "ferry", "--pass", "s3cret")
-	u := "nats://ferry:s3cret@127.0.0.1:" + strconv.Itoa(s.port)
+	s := natstest.Start(t, "--user", "ferry", "--pass", "s3cret")
+	u := "nats://ferry:s3cret@127.0.0.1:" + strconv.Itoa(s.Port)
 	b := connect(t, u, nil)
 	r := &rec{}
 	unsub, err := b.Subscribe("auth", r.deliver)
@@ -366,10 +367,10 @@ func TestUserPasswordInURL(t *testing.T) {
 	waitUntil(t, "delivery with credentials", func() bool { return len(r.snapshot()) == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := brokernats.Connect(ctx, brokernats.Options{URL: s.url()}); err == nil {
+	if _, err := brokernats.Connect(ctx, brokernats.Options{URL: s.URL()}); err == nil {
 		t.Fatal("Connect without credentials succeeded")
 	}
-	if _, err := brokernats.Connect(ctx, brokernats.Options{URL: "nats://ferry:wrong@127.0.0.1:" + strconv.Itoa(s.port)}); err == nil {
+	if _, err := brokernats.Connect(ctx, brokernats.Options{URL: "nats://ferry:wrong@127.0.0.1:" + strconv.Itoa(s.Port)}); err == nil {
 		t.Fatal("Connect with a wrong password succeeded")
 	}
 }

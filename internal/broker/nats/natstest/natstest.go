@@ -1,4 +1,8 @@
-package nats_test
+// Package natstest runs a real nats-server process for tests: on
+// 127.0.0.1, a free port and its own temp dir, stopped at cleanup. The
+// binary is $FERRY_TEST_NATS_SERVER or nats-server on PATH; without it a
+// test skips naming the install step, or fails under FERRY_REQUIRE_NATS=1.
+package natstest
 
 import (
 	"bufio"
@@ -13,16 +17,18 @@ import (
 	"time"
 )
 
-// installHint is how to get the server the tests run against.
-const installHint = "go install github.com/nats-io/nats-server/v2@v2.15.2 (then put it on PATH or set FERRY_TEST_NATS_SERVER)"
+// InstallHint is how to get the server the tests run against.
+const InstallHint = "go install github.com/nats-io/nats-server/v2@v2.15.2 (then put it on PATH or set FERRY_TEST_NATS_SERVER)"
 
-// natsServer is a real nats-server process on 127.0.0.1, in its own temp
-// dir, stopped at cleanup.
-type natsServer struct {
-	t    *testing.T
+// Server is a real nats-server process on 127.0.0.1, in its own temp dir,
+// stopped at cleanup.
+type Server struct {
+	// Port is the server's port on 127.0.0.1; it stays across Kill and Start.
+	Port int
+
+	t    testing.TB
 	bin  string
 	dir  string
-	port int
 	args []string
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -31,7 +37,7 @@ type natsServer struct {
 // serverBinary finds nats-server: $FERRY_TEST_NATS_SERVER, else PATH. The
 // tests skip without it unless FERRY_REQUIRE_NATS=1 (set in CI so that a
 // missing server fails).
-func serverBinary(t *testing.T) string {
+func serverBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("FERRY_TEST_NATS_SERVER"); p != "" {
 		return p
@@ -39,23 +45,25 @@ func serverBinary(t *testing.T) string {
 	p, err := exec.LookPath("nats-server")
 	if err != nil {
 		if os.Getenv("FERRY_REQUIRE_NATS") == "1" {
-			t.Fatal("FERRY_REQUIRE_NATS=1 but nats-server is not found: " + installHint)
+			t.Fatal("FERRY_REQUIRE_NATS=1 but nats-server is not found: " + InstallHint)
 		}
-		t.Skip("nats-server not found: " + installHint)
+		t.Skip("nats-server not found: " + InstallHint)
 	}
 	return p
 }
 
-// startServer starts nats-server with extra args (e.g. --user/--pass).
-func startServer(t *testing.T, extra ...string) *natsServer {
+// Start starts nats-server with extra args (e.g. --user, --pass) and waits
+// until it accepts clients.
+func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	s := &natsServer{t: t, bin: serverBinary(t), dir: t.TempDir(), port: freePort(t), args: extra}
-	s.start()
+	s := &Server{t: t, bin: serverBinary(t), dir: t.TempDir(), Port: FreePort(t), args: extra}
+	s.Start()
 	t.Cleanup(s.stop)
 	return s
 }
 
-func freePort(t *testing.T) int {
+// FreePort returns a port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -65,15 +73,17 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func (s *natsServer) url() string { return "nats://127.0.0.1:" + strconv.Itoa(s.port) }
+// URL is the server's client URL.
+func (s *Server) URL() string { return "nats://127.0.0.1:" + strconv.Itoa(s.Port) }
 
-// start runs the server on s.port and waits until it greets a client.
-func (s *natsServer) start() {
+// Start runs the server again on the same port (after Kill) and waits
+// until it greets a client.
+func (s *Server) Start() {
 	t := s.t
 	t.Helper()
-	args := append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.port),
+	args := append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(s.Port),
 		"-l", filepath.Join(s.dir, "nats.log")}, s.args...)
-	cmd := exec.Command(s.bin, args...)
+	cmd := exec.Command(s.bin, args...) //nolint:gosec // the test environment names the binary
 	cmd.Dir = s.dir
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start nats-server: %v", err)
@@ -82,7 +92,7 @@ func (s *natsServer) start() {
 	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(s.done)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if greets(s.port) {
+		if greets(s.Port) {
 			return
 		}
 		select {
@@ -110,8 +120,8 @@ func greets(port int) bool {
 	return err == nil && strings.HasPrefix(line, "INFO ")
 }
 
-// kill ends the server abruptly (SIGKILL), as a crash would.
-func (s *natsServer) kill() {
+// Kill ends the server abruptly (SIGKILL), as a crash would.
+func (s *Server) Kill() {
 	if s.cmd == nil {
 		return
 	}
@@ -120,7 +130,7 @@ func (s *natsServer) kill() {
 	s.cmd = nil
 }
 
-func (s *natsServer) stop() {
+func (s *Server) stop() {
 	if s.cmd == nil {
 		return
 	}
@@ -134,8 +144,8 @@ func (s *natsServer) stop() {
 	s.cmd = nil
 }
 
-// within fails the test unless fn returns within d.
-func within(t *testing.T, d time.Duration, what string, fn func() error) error {
+// Within fails the test unless fn returns within d, and returns its error.
+func Within(t testing.TB, d time.Duration, what string, fn func() error) error {
 	t.Helper()
 	ch := make(chan error, 1)
 	go func() { ch <- fn() }()
