@@ -75,7 +75,8 @@ type Options struct {
 	// SubscribeTimeout bounds the server's confirmation of a subscription.
 	SubscribeTimeout time.Duration
 	// ReconnectBufSize bounds the bytes of messages buffered while the
-	// server is unreachable; Publish fails once it is full.
+	// server is unreachable; Publish fails once it is full. 0: the default;
+	// negative: no buffer, Publish fails during an outage.
 	ReconnectBufSize int
 	// Logger receives disconnects, reconnects and dropped messages; nil
 	// discards them.
@@ -117,8 +118,11 @@ func Connect(ctx context.Context, o Options) (*Broker, error) {
 	if o.SubscribeTimeout <= 0 {
 		o.SubscribeTimeout = DefaultSubscribeTimeout
 	}
-	if o.ReconnectBufSize <= 0 {
+	switch {
+	case o.ReconnectBufSize == 0:
 		o.ReconnectBufSize = DefaultReconnectBufSize
+	case o.ReconnectBufSize < 0:
+		o.ReconnectBufSize = -1 // nats.go's "no buffer"
 	}
 	log := o.Logger
 	if log == nil {
@@ -296,6 +300,10 @@ func (b *Broker) Subscribe(topic string, deliver func(data []byte)) (func(), err
 		})
 	}, nil
 }
+
+// Connected reports whether the broker is connected to a server now (not
+// reconnecting, not closed).
+func (b *Broker) Connected() bool { return b.nc.IsConnected() }
 
 // Close implements broker.Broker: it closes the connection, which drops
 // every subscription. It is idempotent.
