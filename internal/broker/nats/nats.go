@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,7 +178,7 @@ func Connect(ctx context.Context, o Options) (*Broker, error) {
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, fmt.Errorf("broker/nats: connect: %w", r.err)
+			return nil, fmt.Errorf("broker/nats: connect: %w", hideSecrets(r.err, o.URL))
 		}
 		log.Info("nats: connected", "server", r.nc.ConnectedUrlRedacted())
 		return &Broker{nc: r.nc, prefix: o.Prefix + ".", subWait: o.SubscribeTimeout, log: log}, nil
@@ -190,6 +191,25 @@ func Connect(ctx context.Context, o Options) (*Broker, error) {
 		}()
 		return nil, ctx.Err()
 	}
+}
+
+// hideSecrets keeps the user info of the server URLs out of err's text:
+// Go's url package quotes a malformed URL whole, password included.
+func hideSecrets(err error, urls string) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return fmt.Errorf("malformed server URL: %w", ue.Err)
+	}
+	msg := err.Error()
+	for _, u := range strings.Split(urls, ",") {
+		_, rest, ok := strings.Cut(u, "://")
+		if !ok {
+			rest = u
+		}
+		if i := strings.LastIndex(rest, "@"); i > 0 && strings.Contains(msg, rest[:i]) {
+			return errors.New(strings.ReplaceAll(msg, rest[:i], "REDACTED"))
+		}
+	}
+	return err
 }
 
 // backoff is the delay before the next round of reconnect attempts: full

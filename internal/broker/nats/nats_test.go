@@ -374,3 +374,24 @@ func TestUserPasswordInURL(t *testing.T) {
 		t.Fatal("Connect with a wrong password succeeded")
 	}
 }
+
+// TestConnectErrorsHideThePassword: a malformed URL's error (Go's url
+// package quotes the URL) must not carry the password into logs.
+func TestConnectErrorsHideThePassword(t *testing.T) {
+	for _, u := range []string{
+		"nats://ferry:s3cret@127.0.0.1:abc",
+		"nats://ferry:s3cret@[::1",
+		"nats://127.0.0.1:1,nats://ferry:s3cret@127.0.0.1:x",
+		"nats://ferry:s3cret@127.0.0.1:1",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := brokernats.Connect(ctx, brokernats.Options{URL: u, ConnectTimeout: time.Second})
+		cancel()
+		if err == nil {
+			t.Fatalf("Connect(%q) succeeded", u)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Connect(%q) error shows the password: %v", u, err)
+		}
+	}
+}
