@@ -300,7 +300,11 @@ func (b *Broker) Subscribe(topic string, deliver func(data []byte)) (func(), err
 	// this only fills when the process cannot keep up; then NATS drops
 	// (slow consumer, logged) rather than the hub blocking.
 	_ = sub.SetPendingLimits(-1, 64<<20)
-	if err := b.nc.FlushTimeout(b.subWait); err != nil {
+	if !b.nc.IsConnected() {
+		// No server to confirm it now: nats.go sends the subscription on
+		// reconnect; waiting here would only hold the hub up.
+		b.log.Warn("nats: subscribed while disconnected; active after reconnect", "topic", topic)
+	} else if err := b.nc.FlushTimeout(b.subWait); err != nil {
 		switch {
 		case b.closed.Load() || b.nc.IsClosed():
 			_ = sub.Unsubscribe()

@@ -281,7 +281,7 @@ func TestServerRestart(t *testing.T) {
 func within2(t *testing.T, fn func() (func(), error)) (func(), error) {
 	t.Helper()
 	var u func()
-	err := natstest.Within(t, 10*time.Second, "Subscribe during outage", func() error {
+	err := natstest.Within(t, 2*time.Second, "Subscribe during outage", func() error {
 		var err error
 		u, err = fn()
 		return err
