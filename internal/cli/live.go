@@ -21,6 +21,8 @@ import (
 	"github.com/ferry-dev/ferry/internal/adapter/builtin"
 	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/internal/auth"
+	"github.com/ferry-dev/ferry/internal/broker"
+	brokernats "github.com/ferry-dev/ferry/internal/broker/nats"
 	"github.com/ferry-dev/ferry/internal/client"
 	"github.com/ferry-dev/ferry/internal/connlimit"
 	"github.com/ferry-dev/ferry/internal/filehistory"
@@ -256,6 +258,7 @@ type masterFlags struct {
 	maxUploadMiB int64
 	pushContact  string
 	pushLoopback bool
+	nats         string // NATS server URL(s): nodes share a broker; empty: in-process
 }
 
 func (f *masterFlags) register(fs *flag.FlagSet) {
@@ -292,6 +295,7 @@ func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
 // liveMaster is a master started from its flags, bound but not serving yet.
 type liveMaster struct {
 	st   store.Store
+	br   broker.Broker // nil: the master's own in-process broker
 	m    *master.Master
 	ln   net.Listener
 	base string // the URL people and clients use
@@ -310,31 +314,65 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 	if err != nil {
 		return nil, err
 	}
-	m, err := master.New(ctx, f.config(st, log))
+	cfg := f.config(st, log)
+	var br broker.Broker
+	if f.nats != "" {
+		nb, err := connectNATS(ctx, f.nats, log)
+		if err != nil {
+			_ = st.Close()
+			return nil, err
+		}
+		br, cfg.Broker = nb, nb
+	}
+	lm := &liveMaster{st: st, br: br, log: log}
+	m, err := master.New(ctx, cfg)
 	if err != nil {
-		_ = st.Close()
+		_ = lm.Close()
 		return nil, err
 	}
 	ln, base, err := listener(f.addr)
 	if err != nil {
-		_ = st.Close()
+		_ = lm.Close()
 		return nil, err
 	}
 	warnPlainListener(env, cmd, ln.Addr())
-	return &liveMaster{st: st, m: m, ln: ln, base: base, log: log}, nil
+	lm.m, lm.ln, lm.base = m, ln, base
+	return lm, nil
+}
+
+// connectNATS connects the broker several master nodes share; the first
+// connection must succeed within 10 s, later outages are ridden out.
+func connectNATS(ctx context.Context, url string, log *slog.Logger) (*brokernats.Broker, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	host, _ := os.Hostname()
+	b, err := brokernats.Connect(ctx, brokernats.Options{URL: url, Name: "ferry serve " + host, Logger: log})
+	if err != nil {
+		// The URL may hold a password: name the flag, not the URL.
+		return nil, fmt.Errorf("--nats: %w", err)
+	}
+	return b, nil
 }
 
 // serve serves until ctx is done (see serveHTTP).
 func (lm *liveMaster) serve(ctx context.Context) error { return serveHTTP(ctx, lm.ln, lm.m, lm.log) }
 
-func (lm *liveMaster) Close() error { return lm.st.Close() }
+// Close releases the broker and the database once the master is done.
+func (lm *liveMaster) Close() error {
+	if lm.br != nil {
+		_ = lm.br.Close()
+	}
+	return lm.st.Close()
+}
 
 func runServe(ctx context.Context, env Env, args []string) error {
 	fs := flag.NewFlagSet("ferry serve", flag.ContinueOnError)
 	var mf masterFlags
 	mf.register(fs)
+	fs.StringVar(&mf.nats, "nats", env.Getenv("FERRY_NATS"),
+		"share a NATS broker at `URL` (nats://[user:pass@]host:4222, several comma-separated) with other master nodes on the same --db (default $FERRY_NATS; see docs/live.md)")
 	if ok, err := parseFlags(fs, env, args,
-		"Usage: ferry serve [--addr HOST:PORT] [--db DSN]",
+		"Usage: ferry serve [--addr HOST:PORT] [--db DSN] [--nats URL]",
 		"\nRuns the master: browsers connect to it, and so do the machines running",
 		"'ferry connect'. Give each machine a token from 'ferry token create'.",
 	); !ok {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
@@ -64,8 +66,26 @@ func (sub *uiSub) deliver(frame []byte) {
 	if seq <= sub.skip {
 		return
 	}
+	if sub.gap(seq) {
+		return
+	}
 	sub.skip = seq
 	sub.c.tryEnqueue(wire)
+}
+
+// gap reports whether seq skips events, which are then in the store but
+// were lost on the broker (another node published them while it failed, or
+// out of order): the UI is dropped to resume from its last seq, as a slow
+// consumer is, so it gets each event once and in order. sub.mu is held.
+func (sub *uiSub) gap(seq uint64) bool {
+	if seq == sub.skip+1 {
+		return false
+	}
+	sub.c.log.Warn("events missed on the broker; the UI resumes from the store", "after_seq", sub.skip, "seq", seq)
+	sub.c.close(websocket.StatusTryAgainLater, "events missed", &protocol.Error{
+		Code: protocol.CodeSlowConsumer, Message: "events were lost on the way to this master node; reconnect and resume",
+	}, true)
+	return true
 }
 
 // goLive ends the replay: held-back events after skip follow, then live ones.
@@ -83,6 +103,9 @@ func (sub *uiSub) goLive(skip uint64) {
 		seq, wire, _ := frameSeq(f)
 		if seq <= sub.skip {
 			continue
+		}
+		if sub.gap(seq) {
+			return
 		}
 		sub.skip = seq
 		if !sub.c.tryEnqueue(wire) {
