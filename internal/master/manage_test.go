@@ -409,7 +409,7 @@ func TestSessionChangesReachOtherNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	far.name, far.skip = "node 2", []string{protocol.TypeMachineStatus}
+	far.name, far.skip, far.skipStatus = "node 2", []string{protocol.TypeMachineStatus}, true
 	far.sync()
 	subscribe(far, s.ID, 0, "") // node 2 loads the session's live state
 	events(far, 1, 0)
