@@ -532,3 +532,30 @@ func storedEvents(t testing.TB, st store.Store, sessionID, typ string) []store.E
 func isClosed(err error) bool {
 	return err != nil && (websocket.CloseStatus(err) != -1 || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "closed"))
 }
+
+// secondNode starts another master node beside the env's, on cfg (store
+// and logger default to the env's), stopped at cleanup, and returns the
+// URL of its /v1/ui.
+func (e *env) secondNode(cfg master.Config) string {
+	t := e.t
+	t.Helper()
+	if cfg.Store == nil {
+		cfg.Store = e.st
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = logger(t)
+	}
+	cfg.OfflineGrace, cfg.PingInterval = 200*time.Millisecond, time.Minute
+	m, err := master.New(testCtx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+		srv.Close()
+	})
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/ui"
+}

@@ -1,10 +1,8 @@
 package master_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -391,21 +389,11 @@ func TestSessionChangesReachOtherNodes(t *testing.T) {
 	br := broker.NewMemory()
 	t.Cleanup(func() { _ = br.Close() })
 	e := newEnv(t, master.Config{Broker: br})
-	m2, err := master.New(testCtx(t), master.Config{Store: e.st, Broker: br, Logger: logger(t), OfflineGrace: 200 * time.Millisecond, PingInterval: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv2 := httptest.NewServer(m2.Handler())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		_ = m2.Shutdown(ctx)
-		srv2.Close()
-	})
+	url2 := e.secondNode(master.Config{Broker: br})
 	ui := e.dialUI("node 1")
 	c := e.connectClient(testCaps("m1"), ui)
 	s, _ := startSession(ui, c)
-	far, _, _, err := dial(t, "ws"+strings.TrimPrefix(srv2.URL, "http")+"/v1/ui", bearer(e.ui))
+	far, _, _, err := dial(t, url2, bearer(e.ui))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package master_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,18 +40,7 @@ func startNATSNodes(t *testing.T, node1 brokernats.Options) *natsNodes {
 	}
 	n := &natsNodes{t: t, srv: srv, b1: nodeBroker(node1), b2: nodeBroker(brokernats.Options{Name: "node 2"})}
 	n.e = newEnv(t, master.Config{Broker: n.b1})
-	m2, err := master.New(testCtx(t), master.Config{Store: n.e.st, Broker: n.b2, Logger: logger(t), OfflineGrace: 200 * time.Millisecond, PingInterval: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv2 := httptest.NewServer(m2.Handler())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		_ = m2.Shutdown(ctx)
-		srv2.Close()
-	})
-	n.url = "ws" + strings.TrimPrefix(srv2.URL, "http") + "/v1/ui"
+	n.url = n.e.secondNode(master.Config{Broker: n.b2})
 	ui := n.e.dialUI("node 1")
 	n.c = n.e.connectClient(testCaps("m1"), ui)
 	n.s, _ = startSession(ui, n.c)
