@@ -91,8 +91,9 @@ func TestFailoverThreeNodes(t *testing.T) {
 	})
 
 	// The session is started from node 0, then one UI per node follows it.
-	starter := &system{t: t, addr: addrs[0], uiToken: uiToken}
-	sess := starter.ui().startAdapterSession("builtin")
+	starter := (&system{t: t, addr: addrs[0], uiToken: uiToken}).ui()
+	sess := starter.startAdapterSession("builtin")
+	starter.close()
 	uis := make([]*nodeUI, len(addrs))
 	for i := range uis {
 		uis[i] = followSession(t, fmt.Sprintf("ui%d", i), uiToken, sess.ID, addrs, i)
@@ -106,6 +107,7 @@ func TestFailoverThreeNodes(t *testing.T) {
 		t.Fatal("the proxy holds no client connection")
 	}
 	nodes[killed].kill(t)
+	killedAt := time.Now()
 	t.Logf("SIGKILL node %d (%s) after %d of %d deltas reached ui0", killed, addrs[killed], count(uis[0].snapshot(), protocol.TypeTextDelta), pieces)
 	var done1 *protocol.TextDone
 	for _, u := range uis {
@@ -125,6 +127,10 @@ func TestFailoverThreeNodes(t *testing.T) {
 	if uis[killed].resumes() == 0 || uis[killed].node() == killed {
 		t.Fatalf("the killed node's UI did not resume on another node (resumes %d, on node %d)", uis[killed].resumes(), uis[killed].node())
 	}
+	// How long the killed node's UI went without news: its reconnect and
+	// the replay (the client's reconnect too, unless it was quicker).
+	t.Logf("the killed node's UI got its first event on node %d %v after the kill",
+		uis[killed].node(), uis[killed].firstResumed().Sub(killedAt).Round(time.Millisecond))
 	t.Logf("the long turn: %d events stored, client moved from node %d to node %d, UI resumes %d/%d/%d, %v since start",
 		len(stored), killed, now, uis[0].resumes(), uis[1].resumes(), uis[2].resumes(), time.Since(start).Round(time.Millisecond))
 
@@ -135,6 +141,7 @@ func TestFailoverThreeNodes(t *testing.T) {
 	if ua.node() != a {
 		t.Fatalf("ui%d moved to node %d; want it on node %d", a, ua.node(), a)
 	}
+	resumesBefore := ua.resumes()
 	ua.prompt("write the report")
 	req := ua.waitFor("the permission request", func(ev []*protocol.Message) bool { return count(ev, protocol.TypeInteractionRequest) >= 1 }).
 		last(protocol.TypeInteractionRequest).Payload.(*protocol.InteractionRequest)
@@ -143,8 +150,11 @@ func TestFailoverThreeNodes(t *testing.T) {
 	ans.SessionID = sess.ID
 	ua.send(ans)
 	done2 := ua.waitFor("the second turn's end", func(ev []*protocol.Message) bool { return count(ev, protocol.TypeTextDone) >= 2 }).doneOf(2)
-	if done2.StopReason != protocol.StopEndTurn {
+	if done2.StopReason != protocol.StopEndTurn || done2.Text != "Writing report.txt.Done." {
 		t.Fatalf("the write turn ended %+v", done2)
+	}
+	if ua.resumes() != resumesBefore || ua.node() != a {
+		t.Fatalf("ui%d reconnected during the write turn (now on node %d): the answer may not have come from node %d", a, ua.node(), a)
 	}
 	written, err := os.ReadFile(filepath.Join(ws, "report.txt"))
 	if err != nil || string(written) != "written on another node\n" {
@@ -340,6 +350,8 @@ type nodeUI struct {
 	events []*protocol.Message
 	bad    []string
 	subs   int
+	// resumed is when the first event came on a connection after the first.
+	resumed time.Time
 }
 
 func followSession(t *testing.T, name, token, sessionID string, nodes []string, first int) *nodeUI {
@@ -472,6 +484,9 @@ func (u *nodeUI) add(m *protocol.Message) {
 	} else {
 		u.events = append(u.events, m)
 	}
+	if u.subs > 1 && u.resumed.IsZero() {
+		u.resumed = time.Now()
+	}
 	u.mu.Unlock()
 	select {
 	case u.changed <- struct{}{}:
@@ -495,6 +510,14 @@ func (u *nodeUI) node() int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.cur
+}
+
+// firstResumed is when the first event came after a reconnect (zero:
+// none yet).
+func (u *nodeUI) firstResumed() time.Time {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.resumed
 }
 
 // resumes is how many times the UI subscribed again.
