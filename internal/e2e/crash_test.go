@@ -155,6 +155,14 @@ type process struct {
 // listens.
 func startProcess(t *testing.T, bin string, env []string, args ...string) *process {
 	t.Helper()
+	p := launch(t, bin, env, args...)
+	p.waitAddr(t, "ferry is up on http://", ",")
+	return p
+}
+
+// launch starts the binary in its own process group, killed at cleanup.
+func launch(t *testing.T, bin string, env []string, args ...string) *process {
+	t.Helper()
 	p := &process{out: &lockedBuffer{}, errb: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, p.out, p.errb
@@ -164,19 +172,26 @@ func startProcess(t *testing.T, bin string, env []string, args ...string) *proce
 	}
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() { p.kill(t) })
+	return p
+}
+
+// waitAddr waits until the process prints prefix, then takes its address:
+// what follows up to end.
+func (p *process) waitAddr(t *testing.T, prefix, end string) {
+	t.Helper()
 	deadline := time.After(wait)
 	for {
-		if _, rest, ok := strings.Cut(p.out.String(), "ferry is up on http://"); ok {
-			if addr, _, ok := strings.Cut(rest, ","); ok {
+		if _, rest, ok := strings.Cut(p.out.String(), prefix); ok {
+			if addr, _, ok := strings.Cut(rest, end); ok {
 				p.addr = addr
-				return p
+				return
 			}
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("ferry up exited: %q %q", p.out.String(), p.errb.String())
+			t.Fatalf("%s exited: %q %q", p.cmd.Args[1], p.out.String(), p.errb.String())
 		case <-deadline:
-			t.Fatalf("ferry up did not start: %q %q", p.out.String(), p.errb.String())
+			t.Fatalf("%s did not start: %q %q", p.cmd.Args[1], p.out.String(), p.errb.String())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
