@@ -27,6 +27,8 @@ type clientSide struct {
 
 	mu         sync.Mutex
 	machineID  string
+	caps       json.RawMessage // as announced, repeated on the presence topic
+	since      int64           // when the machine was announced (Unix ns)
 	unsub      func()
 	opened     map[string]bool   // sessions opened on this connection
 	replies    map[string]string // request message_id → topic of its asker
@@ -146,7 +148,7 @@ func (m *Master) announce(c *conn, msg *protocol.Message) {
 			return
 		}
 		c.cl.mu.Lock()
-		c.cl.machineID, c.cl.unsub = id, unsub
+		c.cl.machineID, c.cl.unsub, c.cl.since = id, unsub, time.Now().UnixNano()
 		c.cl.mu.Unlock()
 		c.log = c.log.With("machine", id)
 		m.mu.Lock()
@@ -157,7 +159,11 @@ func (m *Master) announce(c *conn, msg *protocol.Message) {
 			old.close(websocket.StatusPolicyViolation, "replaced by a newer connection", nil, false)
 		}
 	}
-	m.publishPresence(presenceFrame{MachineID: id, ConnID: c.id, Online: true, Caps: raw})
+	c.cl.mu.Lock()
+	c.cl.caps = raw
+	since := c.cl.since
+	c.cl.mu.Unlock()
+	m.publishPresence(presenceFrame{MachineID: id, ConnID: c.id, Online: true, Caps: raw, Since: since})
 }
 
 // mayServe reports whether a client holding token tokenID may act as the
@@ -190,7 +196,12 @@ func (m *Master) mayServe(ctx context.Context, machineID, tokenID string) (bool,
 	return true, nil
 }
 
+// publishPresence publishes f as this node's.
 func (m *Master) publishPresence(f presenceFrame) {
+	f.Node = m.node
+	if f.Online {
+		f.RefreshMS = m.cfg.PresenceRefresh.Milliseconds()
+	}
 	b, err := json.Marshal(f)
 	if err != nil {
 		m.log.Error("encode presence", "err", err)

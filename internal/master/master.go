@@ -215,6 +215,13 @@ type Config struct {
 	// focus to the other nodes, which forget a focus not heard for three
 	// of these; default DefaultFocusRefresh.
 	FocusRefresh time.Duration
+	// NodeID names this node in what it tells the other nodes sharing its
+	// broker; default: random, so every start is a new node.
+	NodeID string
+	// PresenceRefresh is how often this node repeats its client
+	// connections' presence; the other nodes forget a machine not repeated
+	// for three of these; default DefaultPresenceRefresh.
+	PresenceRefresh time.Duration
 }
 
 // Master is the hub. Create it with New, serve Handler, stop it with Shutdown.
@@ -236,6 +243,7 @@ type Master struct {
 	clients  map[string]*conn // local client connection per machine
 	sessions map[string]*sessionEntry
 
+	node         string // Config.NodeID
 	presence     presence
 	stopPresence func()
 	stopChanges  func()
@@ -271,6 +279,12 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	if cfg.DownloadTTL <= 0 {
 		cfg.DownloadTTL = DefaultDownloadTTL
 	}
+	if cfg.PresenceRefresh <= 0 {
+		cfg.PresenceRefresh = DefaultPresenceRefresh
+	}
+	if cfg.NodeID == "" {
+		cfg.NodeID = newEpoch()
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -279,6 +293,7 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		st:       cfg.Store,
 		br:       cfg.Broker,
 		log:      cfg.Logger,
+		node:     cfg.NodeID,
 		conns:    map[*conn]struct{}{},
 		uis:      map[*conn]struct{}{},
 		clients:  map[string]*conn{},
@@ -299,14 +314,12 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		}
 		return nil, err
 	}
-	m.presence.init()
-	unsub, err := m.br.Subscribe(presenceTopic, m.onPresence)
-	if err != nil {
+	if err := m.startPresence(); err != nil {
 		m.notify.close(ctx)
 		m.cancel()
-		return nil, fmt.Errorf("master: subscribe to presence: %w", err)
+		return nil, err
 	}
-	m.stopPresence = unsub
+	unsub := func() { m.stopPresence(); m.presence.stop() }
 	if m.stopChanges, err = m.br.Subscribe(sessionsTopic, m.onSessionChanged); err != nil {
 		unsub()
 		m.notify.close(ctx)
