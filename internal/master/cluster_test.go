@@ -11,6 +11,7 @@ import (
 	brokernats "github.com/ferry-dev/ferry/internal/broker/nats"
 	"github.com/ferry-dev/ferry/internal/broker/nats/natstest"
 	"github.com/ferry-dev/ferry/internal/master"
+	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -159,4 +160,74 @@ func TestSilentNodeMachinesExpire(t *testing.T) {
 	if !onlineAt(far, "m1") {
 		t.Fatal("node 2 does not list m1 online after it reconnected there")
 	}
+}
+
+// jobStore counts, on one node, the lease attempts and the job runs.
+type jobStore struct {
+	store.Store
+	tries, runs atomic.Int64
+}
+
+func (s *jobStore) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	s.tries.Add(1)
+	return s.Store.AcquireLease(ctx, name, holder, ttl)
+}
+
+func (s *jobStore) DeleteExpiredDownloadTokens(ctx context.Context, now time.Time) (int, error) {
+	s.runs.Add(1)
+	return s.Store.DeleteExpiredDownloadTokens(ctx, now)
+}
+
+// startNode starts a master node without a listener (for what it does on
+// its own), stopped at cleanup.
+func startNode(t *testing.T, cfg master.Config) *master.Master {
+	t.Helper()
+	cfg.Logger = logger(t)
+	m, err := master.New(testCtx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopNode(t, m) })
+	return m
+}
+
+func stopNode(t *testing.T, m *master.Master) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := m.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
+
+// TestClusterJobsRunOnOneNode: two nodes on one store sweep often, but
+// only the holder of the jobs lease deletes expired download tokens; when
+// it stops, the other takes the jobs over.
+func TestClusterJobsRunOnOneNode(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, master.Config{RevokeCheck: time.Hour}) // the env's node stays out
+	const every = 10 * time.Millisecond
+	stores := []*jobStore{{Store: e.st}, {Store: e.st}}
+	nodes := make([]*master.Master, len(stores))
+	for i, s := range stores {
+		// A lease far longer than the test: only a release hands it over.
+		nodes[i] = startNode(t, master.Config{Store: s, RevokeCheck: every, JobsLease: time.Hour})
+	}
+	waitFor(t, "both nodes to sweep 10 times", func() bool {
+		return stores[0].tries.Load() >= 10 && stores[1].tries.Load() >= 10
+	})
+	holder := -1
+	for i, s := range stores {
+		if s.runs.Load() > 0 {
+			if holder >= 0 {
+				t.Fatalf("both nodes ran the jobs (%d and %d times)", stores[0].runs.Load(), stores[1].runs.Load())
+			}
+			holder = i
+		}
+	}
+	if holder < 0 {
+		t.Fatal("no node ran the jobs")
+	}
+	other := stores[1-holder]
+	stopNode(t, nodes[holder])
+	waitFor(t, "the other node to take the jobs over", func() bool { return other.runs.Load() > 0 })
 }

@@ -185,7 +185,8 @@ type Config struct {
 	// RevokeCheck is how often open connections are checked against the
 	// stored tokens, so that revoking (or the expiry of) a token closes the
 	// connections it opened; default PingInterval. Expired download tokens
-	// are deleted as often.
+	// and uploads are deleted as often, by one node of a cluster
+	// (JobsLease).
 	RevokeCheck time.Duration
 	// DownloadTTL is how long the download links ui.artifacts.list hands
 	// out work; default DefaultDownloadTTL.
@@ -218,6 +219,11 @@ type Config struct {
 	// NodeID names this node in what it tells the other nodes sharing its
 	// broker; default: random, so every start is a new node.
 	NodeID string
+	// JobsLease is how long this node keeps the right to run the cluster's
+	// background jobs (deleting expired download tokens and uploads)
+	// without renewing it at a sweep; another node takes them over after
+	// that, or at once when this one shuts down; default 3×RevokeCheck.
+	JobsLease time.Duration
 	// PresenceRefresh is how often this node repeats its client
 	// connections' presence; the other nodes forget a machine not repeated
 	// for three of these; default DefaultPresenceRefresh.
@@ -338,16 +344,27 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	return m, nil
 }
 
+// jobsLease is the store lease whose holder runs the cluster's background
+// jobs (sweepRevoked).
+const jobsLease = "master.jobs"
+
 // sweepRevoked closes, every RevokeCheck, the connections whose token was
 // revoked or has expired: one token listing per sweep, whatever the number
 // of connections. Authentication holds for a connection's whole life, not
-// only at its upgrade.
+// only at its upgrade. The node holding jobsLease also deletes expired
+// download tokens and uploads, so that a cluster does it once per sweep,
+// not once per node; it gives the lease up when it stops.
 func (m *Master) sweepRevoked() {
 	defer close(m.sweepDone)
 	every := m.cfg.RevokeCheck
 	if every <= 0 {
 		every = m.cfg.PingInterval
 	}
+	ttl := m.cfg.JobsLease
+	if ttl <= 0 {
+		ttl = 3 * every
+	}
+	defer m.releaseJobs()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -356,12 +373,7 @@ func (m *Master) sweepRevoked() {
 			return
 		case <-t.C:
 		}
-		if _, err := m.st.DeleteExpiredDownloadTokens(m.ctx, time.Now()); err != nil {
-			m.log.Warn("deleting expired download tokens failed; trying again later", "err", err)
-		}
-		if _, err := m.st.DeleteExpiredUploads(m.ctx, time.Now()); err != nil {
-			m.log.Warn("deleting expired uploads failed; trying again later", "err", err)
-		}
+		m.clusterJobs(ttl)
 		toks, err := m.st.ListTokens(m.ctx)
 		if err != nil {
 			m.log.Warn("token sweep failed; trying again later", "err", err)
@@ -384,6 +396,35 @@ func (m *Master) sweepRevoked() {
 			c.log.Info("closing a connection whose token was revoked or expired")
 			c.close(websocket.StatusPolicyViolation, "token revoked", &protocol.Error{Code: protocol.CodeUnauthorized, Message: "the token of this connection was revoked or has expired"}, false)
 		}
+	}
+}
+
+// clusterJobs runs the retention jobs when this node holds (or now takes,
+// or renews for ttl) the jobs lease.
+func (m *Master) clusterJobs(ttl time.Duration) {
+	held, err := m.st.AcquireLease(m.ctx, jobsLease, m.node, ttl)
+	if err != nil {
+		m.log.Warn("taking the jobs lease failed; trying again later", "err", err)
+		return
+	}
+	if !held {
+		return // another node runs them
+	}
+	if _, err := m.st.DeleteExpiredDownloadTokens(m.ctx, time.Now()); err != nil {
+		m.log.Warn("deleting expired download tokens failed; trying again later", "err", err)
+	}
+	if _, err := m.st.DeleteExpiredUploads(m.ctx, time.Now()); err != nil {
+		m.log.Warn("deleting expired uploads failed; trying again later", "err", err)
+	}
+}
+
+// releaseJobs gives the jobs lease up (if held) so that another node takes
+// the jobs over at its next sweep rather than after the lease's ttl.
+func (m *Master) releaseJobs() {
+	ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+	defer cancel()
+	if err := m.st.ReleaseLease(ctx, jobsLease, m.node); err != nil {
+		m.log.Info("releasing the jobs lease failed; it expires on its own", "err", err)
 	}
 }
 
