@@ -1,12 +1,20 @@
 package master_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/broker"
 	brokernats "github.com/ferry-dev/ferry/internal/broker/nats"
 	"github.com/ferry-dev/ferry/internal/broker/nats/natstest"
@@ -31,13 +39,14 @@ func (b *muteBroker) Publish(ctx context.Context, topic string, data []byte) err
 
 // node is a second master node's URLs.
 type node struct {
-	ui, client string
+	base, ui, client string
 }
 
 func (e *env) node(cfg master.Config) node {
 	e.t.Helper()
 	u := e.secondNode(cfg)
-	return node{ui: u, client: strings.TrimSuffix(u, "/v1/ui") + "/v1/client"}
+	base := "http" + strings.TrimPrefix(strings.TrimSuffix(u, "/v1/ui"), "ws")
+	return node{base: base, ui: u, client: strings.TrimSuffix(u, "/v1/ui") + "/v1/client"}
 }
 
 // dialUIAt connects a UI to another node, passing over status broadcasts.
@@ -230,4 +239,265 @@ func TestClusterJobsRunOnOneNode(t *testing.T) {
 	other := stores[1-holder]
 	stopNode(t, nodes[holder])
 	waitFor(t, "the other node to take the jobs over", func() bool { return other.runs.Load() > 0 })
+}
+
+// cluster is two nodes on one store and one memory broker: the env's
+// (node 1), holding the client, and node 2, each with a UI.
+type cluster struct {
+	e        *env
+	n2       node
+	ui1, ui2 *peer
+	c        *fakeClient
+	s        protocol.SessionInfo
+}
+
+func startCluster(t *testing.T, caps *protocol.Capabilities) *cluster {
+	t.Helper()
+	br := broker.NewMemory()
+	t.Cleanup(func() { _ = br.Close() })
+	k := &cluster{e: newEnv(t, master.Config{Broker: br})}
+	k.n2 = k.e.node(master.Config{Broker: br})
+	k.ui1 = k.e.dialUI("node 1")
+	k.ui2 = k.e.dialUIAt(k.n2.ui, "node 2")
+	k.c = k.e.connectClient(caps, k.ui1)
+	waitFor(t, "node 2 to list the machine online", func() bool { return onlineAt(k.ui2, caps.Machine.ID) })
+	k.s, _ = startSession(k.ui1, k.c)
+	return k
+}
+
+// TestRoutingAcrossNodes: a prompt, an interaction answer and a cancel from
+// a UI on node 2 reach the client on node 1, and the session's events,
+// those node 1 stores and those node 2 stores, reach that UI in order.
+func TestRoutingAcrossNodes(t *testing.T) {
+	t.Parallel()
+	k := startCluster(t, testCaps("m1"))
+	c, far, sid := k.c, k.ui2, k.s.ID
+	subscribe(far, sid, 1, k.s.Epoch)
+
+	req := prompt(far, c, sid, "from node 2") // stored by node 2
+	turnStart(c, req, "t1")                   // stored by node 1
+	interaction(c, sid, "t1", "q1", 0)
+	delta(c, sid, "t1", "working")
+	evs := events(far, 4, 1)
+	for i, want := range []string{protocol.TypePromptRequest, protocol.TypeTurnStarted, protocol.TypeInteractionRequest, protocol.TypeTextDelta} {
+		if evs[i].Type != want {
+			t.Fatalf("event %d on node 2 is %s, want %s", i, evs[i].Type, want)
+		}
+	}
+
+	a := answer(far, sid, "q1", protocol.AllowOnce)
+	if got := c.next(protocol.TypeInteractionResponse); got.MessageID != a.MessageID {
+		t.Fatalf("the client got answer %s, want %s", got.MessageID, a.MessageID)
+	}
+	resolved(t, far, "q1", "answered") // stored by node 2
+
+	cancel := protocol.New(protocol.TypePromptCancel, &protocol.PromptCancel{TargetTurnID: "t1", Reason: "user_cancelled"})
+	cancel.SessionID = sid
+	far.send(cancel)
+	if got := c.next(protocol.TypePromptCancel); got.MessageID != cancel.MessageID {
+		t.Fatalf("the client got cancel %s, want %s", got.MessageID, cancel.MessageID)
+	}
+	c.emit(sid, protocol.TypeTextDone, &protocol.TextDone{TurnID: "t1", IsCancelled: true, StopReason: "cancelled", Text: "working"})
+	if ev := events(far, 1, 6)[0]; ev.Type != protocol.TypeTextDone {
+		t.Fatalf("node 2 got %s, want agent.text.done", ev.Type)
+	}
+	clientSync(far, c, sid) // nothing else reached the client
+}
+
+// TestFirstAnswerWinsAcrossNodes: UIs on two nodes answer each permission
+// at once; the store decides: the client gets exactly one answer, the
+// loser is told interaction_settled and the winner nothing.
+func TestFirstAnswerWinsAcrossNodes(t *testing.T) {
+	t.Parallel()
+	k := startCluster(t, testCaps("m1"))
+	c, sid := k.c, k.s.ID
+	turnStart(c, prompt(k.ui1, c, sid, "go"), "t1")
+	const rounds = 30
+	wins := map[string]int{}
+	for r := range rounds {
+		id := fmt.Sprintf("q%d", r)
+		c.waitAck(interaction(c, sid, "t1", id, 0).MessageID)
+		uis := []*peer{k.ui1, k.ui2}
+		if r%2 == 1 {
+			uis[0], uis[1] = uis[1], uis[0]
+		}
+		sent := map[string]*peer{}
+		for _, ui := range uis {
+			sent[answer(ui, sid, id, protocol.AllowOnce).MessageID] = ui
+		}
+		got := c.next(protocol.TypeInteractionResponse)
+		winner := sent[got.MessageID]
+		if winner == nil {
+			t.Fatalf("round %d: the client got %s, not one of this round's answers", r, describe(got))
+		}
+		wins[winner.name]++
+		for msgID, ui := range sent {
+			if ui != winner {
+				ui.expectError(msgID, protocol.CodeInteractionSettled, "payload.interaction_id")
+			}
+		}
+		winner.sync() // the winner was told nothing
+	}
+	clientSync(k.ui1, c, sid)
+	clientSync(k.ui2, c, sid) // no second answer reached the client
+	t.Logf("wins: %v", wins)
+}
+
+// TestAnswerRacesTimeoutAcrossNodes: node 1 (holding the client) times a
+// permission out while a UI on node 2 answers it; whichever the store
+// settles first is the one outcome: the client gets either the answer or
+// the timeout, never both, the UIs see it resolved once that way, and the
+// answering UI is refused exactly when the timeout won.
+func TestAnswerRacesTimeoutAcrossNodes(t *testing.T) {
+	t.Parallel()
+	k := startCluster(t, testCaps("m1"))
+	c, far, sid := k.c, k.ui2, k.s.ID
+	subscribe(far, sid, 1, k.s.Epoch)
+	turnStart(c, prompt(far, c, sid, "go"), "t1")
+	events(far, 2, 1)
+	outcomes := map[string]int{}
+	for r := range 30 {
+		id := fmt.Sprintf("q%d", r)
+		interaction(c, sid, "t1", id, 4)
+		far.next(protocol.TypeInteractionRequest) // stored: it may be answered
+		// Answer from before to well after the deadline: both outcomes.
+		time.Sleep(time.Duration(r%8) * time.Millisecond)
+		a := answer(far, sid, id, protocol.AllowOnce)
+		got := c.next(protocol.TypeInteractionResponse, protocol.TypeInteractionTimeout)
+		outcomes[got.Type]++
+		switch p := got.Payload.(type) {
+		case *protocol.InteractionResponse:
+			if got.MessageID != a.MessageID || p.InteractionID != id {
+				t.Fatalf("round %d: the client got %s", r, describe(got))
+			}
+			resolved(t, far, id, "answered")
+			far.sync() // the UI was refused nothing
+		case *protocol.InteractionTimeout:
+			if p.InteractionID != id {
+				t.Fatalf("round %d: the client got %s", r, describe(got))
+			}
+			// The refusal and the resolved event, in either order.
+			var refused, timedOut bool
+			for !refused || !timedOut {
+				m := far.next(protocol.TypeError, protocol.TypeInteractionResolved)
+				if m.Type == protocol.TypeError {
+					if e := m.Payload.(*protocol.Error); refused || m.ParentID != a.MessageID || e.Code != protocol.CodeInteractionSettled {
+						t.Fatalf("round %d: node 2's UI got %s", r, describe(m))
+					}
+					refused = true
+					continue
+				}
+				if rv := m.Payload.(*protocol.InteractionResolved); timedOut || rv.InteractionID != id || rv.Outcome != "timeout" {
+					t.Fatalf("round %d: node 2's UI got %s", r, describe(m))
+				}
+				timedOut = true
+			}
+		}
+	}
+	clientSync(k.ui1, c, sid)
+	clientSync(far, c, sid) // no second settlement reached the client
+	t.Logf("outcomes: %v", outcomes)
+}
+
+// TestDownloadLinkWorksOnAnyNode: a link a UI on node 1 got downloads
+// through node 2, streamed from the client connected to node 1.
+func TestDownloadLinkWorksOnAnyNode(t *testing.T) {
+	t.Parallel()
+	k := startCluster(t, downloadCaps("m1"))
+	c, sid := k.c, k.s.ID
+	c.waitAck(c.emit(sid, protocol.TypeArtifact, testArtifact("t1", "art_one", "out/a.csv")).MessageID)
+	l := listArtifacts(k.ui1, sid, &protocol.ArtifactsList{}).Payload.(*protocol.Artifacts).Artifacts[0]
+
+	content := bytes.Repeat([]byte("0123456789"), 300)
+	res := make(chan result, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(testCtx(t), http.MethodGet, k.n2.base+l.DownloadURL, nil)
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		req.Header = bearer(k.e.ui)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		res <- result{resp, body, err}
+	}()
+	_, id := c.answerRead(int64(len(content)))
+	if rng := c.next(protocol.TypeArtifactRange).Payload.(*protocol.ArtifactRange); rng.Window < int64(len(content)) {
+		t.Fatalf("range %+v: the test sends the file in one window", rng)
+	}
+	c.sendChunk(id, 0, content)
+	c.end(sid, id, nil)
+	r := <-res
+	if r.err != nil || r.resp.StatusCode != http.StatusOK || !bytes.Equal(r.body, content) {
+		t.Fatalf("download through node 2: %v, status %v, %d bytes", r.err, r.resp, len(r.body))
+	}
+}
+
+// postLoginAt submits a login form to the node at base, as its own page
+// would; it returns the HTTP status.
+func postLoginAt(ctx context.Context, base, token string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// TestLoginTokenOnceOnAnyNode: a login link used on one node is refused
+// on the other, also when both are used at the same moment.
+func TestLoginTokenOnceOnAnyNode(t *testing.T) {
+	t.Parallel()
+	br := broker.NewMemory()
+	t.Cleanup(func() { _ = br.Close() })
+	e := newEnv(t, master.Config{Broker: br})
+	n2 := e.node(master.Config{Broker: br})
+	bases := []string{e.srv.URL, n2.base}
+	issue := func() string {
+		secret, _, err := auth.Issue(testCtx(t), e.st, store.TokenLogin, "login URL", auth.LoginTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return secret
+	}
+
+	secret := issue()
+	if st, err := postLoginAt(testCtx(t), n2.base, secret); err != nil || st != http.StatusOK {
+		t.Fatalf("login on node 2: %d %v", st, err)
+	}
+	if st, err := postLoginAt(testCtx(t), e.srv.URL, secret); err != nil || st != http.StatusUnauthorized {
+		t.Fatalf("the used link on node 1: %d %v, want 401", st, err)
+	}
+
+	for r := range 10 {
+		secret := issue()
+		status := make([]int, len(bases))
+		var wg sync.WaitGroup
+		for i, base := range bases {
+			wg.Go(func() {
+				st, err := postLoginAt(testCtx(t), base, secret)
+				if err != nil {
+					t.Errorf("login on node %d: %v", i+1, err)
+				}
+				status[i] = st
+			})
+		}
+		wg.Wait()
+		if ok := slices.Index(status, http.StatusOK); ok < 0 || slices.Index(status[ok+1:], http.StatusOK) >= 0 || slices.Contains(status, 0) {
+			t.Fatalf("round %d: the same link on both nodes at once: %v, want exactly one 200", r, status)
+		}
+	}
 }
