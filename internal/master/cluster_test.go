@@ -3,6 +3,7 @@ package master_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -499,5 +500,61 @@ func TestLoginTokenOnceOnAnyNode(t *testing.T) {
 		if ok := slices.Index(status, http.StatusOK); ok < 0 || slices.Index(status[ok+1:], http.StatusOK) >= 0 || slices.Contains(status, 0) {
 			t.Fatalf("round %d: the same link on both nodes at once: %v, want exactly one 200", r, status)
 		}
+	}
+}
+
+// TestPresenceRepeatsNeverUndoNewer publishes presence frames as another
+// node would: a repeat of a replaced connection does not take the machine
+// back from the newer one, and a repeat that arrives after a connection's
+// goodbye does not bring the machine back online.
+func TestPresenceRepeatsNeverUndoNewer(t *testing.T) {
+	t.Parallel()
+	br := broker.NewMemory()
+	t.Cleanup(func() { _ = br.Close() })
+	e := newEnv(t, master.Config{Broker: br})
+	if err := e.st.PutMachine(testCtx(t), store.Machine{ID: "m9", Name: "m9", TokenID: "x", LastSeen: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	ui := e.dialUI("node 1")
+	ui.skip = nil // this test reads every status broadcast
+	caps, err := json.Marshal(testCaps("m9"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(f string, args ...any) {
+		t.Helper()
+		if err := br.Publish(testCtx(t), "presence", fmt.Appendf(nil, f, args...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const hour = 3600000
+	online := func(conn string, since int, refresh bool) {
+		t.Helper()
+		publish(`{"node":"x","machine_id":"m9","conn_id":%q,"online":true,"caps":%s,"since":%d,"refresh":%t,"refresh_ms":%d}`,
+			conn, caps, since, refresh, hour)
+	}
+	status := func(want bool) {
+		t.Helper()
+		mc := ui.next(protocol.TypeMachineStatus).Payload.(*protocol.MachineStatus).Machine
+		if mc.ID != "m9" || mc.Online != want {
+			t.Fatalf("status %+v, want m9 online %t", mc, want)
+		}
+	}
+
+	online("a", 100, false)
+	status(true)
+	online("b", 200, false) // b replaces a
+	status(true)
+	online("a", 100, true)                                  // a late repeat of a: nothing
+	publish(`{"node":"x","machine_id":"m9","conn_id":"b"}`) // b leaves
+	status(false)                                           // the next broadcast: b is gone
+	online("b", 200, true)                                  // a repeat b sent before its goodbye
+	if onlineAt(ui, "m9") {
+		t.Fatal("a repeat after the goodbye brought m9 back online")
+	}
+	online("c", 300, true) // a connection whose online frame was lost
+	status(true)
+	if !onlineAt(ui, "m9") {
+		t.Fatal("a repeat of an unknown, newer connection did not bring m9 online")
 	}
 }
