@@ -77,7 +77,7 @@
 //     its own session's uploads of its own UI token, and the relayed
 //     prompt carries each with a grant bound to that prompt, which is all
 //     GET /v1/uploads/{upload_id} accepts. Expired uploads are swept with
-//     expired download tokens.
+//     expired download tokens (once per cluster: see cluster jobs below).
 //   - Web Push (notify.go, pushhttp.go): a browser subscribes with its UI
 //     token (as an upload authenticates); subscriptions die with their
 //     token. An interaction request, a finished turn and a failed one are
@@ -95,6 +95,24 @@
 //     the client's connection), per UI connection (answers meant for one UI),
 //     per download (the client's stream to the request serving it) and one
 //     for machine presence.
+//   - Presence (presence.go): every node repeats its client connections
+//     on the presence topic every Config.PresenceRefresh, and answers at
+//     once the query a node publishes when it starts, so a new node knows
+//     every online machine within one round trip. A node takes a machine
+//     of another node offline when it was not repeated for three of that
+//     node's refreshes, exactly as if its client had left; it never
+//     expires its own connections. The connection of record is the one
+//     whose online frame came last; a repeat never takes a machine from a
+//     newer connection (Since) nor undoes a goodbye.
+//   - Decisions shared by master nodes are made once, in the store: an
+//     interaction is settled by store.SettleInteraction whichever node the
+//     answer or the timeout comes through (the loser is refused with
+//     interaction_settled and nothing reaches the client), a login token
+//     is consumed once, and download tokens work on every node.
+//   - Cluster jobs (deleting expired download tokens and uploads) run on
+//     the node holding the store lease jobsLease, renewed at every token
+//     sweep and released at Shutdown; closing connections of revoked
+//     tokens runs on every node for its own connections.
 //
 // Decisions and limits:
 //
@@ -110,8 +128,11 @@
 //   - ui.session.start stores the session before the client opens it; if
 //     the client refuses, the session stays listed, idle and empty.
 //   - Loaded session state stays in memory for the master's lifetime.
-//   - Presence (which machine is online where) is learned from the presence
-//     topic; a node started later knows only what it hears from then on.
+//   - Presence is shared by repeating it, not stored: a node that dies
+//     without a word has its machines shown online by the other nodes
+//     for up to three refreshes (6 s by default). Repeating costs one
+//     broker message per connected machine per refresh; storing presence
+//     would cost a write per connection change and still need expiry.
 package master
 
 import (
