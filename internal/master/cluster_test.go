@@ -558,3 +558,79 @@ func TestPresenceRepeatsNeverUndoNewer(t *testing.T) {
 		t.Fatal("a repeat of an unknown, newer connection did not bring m9 online")
 	}
 }
+
+// pushAnswerAt posts a notification's answer to the node at base.
+func pushAnswerAt(ctx context.Context, base, uiToken, sid, id, value string) (int, error) {
+	b, err := json.Marshal(map[string]string{"session_id": sid, "interaction_id": id, "value": value})
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/push/answer", bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	req.Header = bearer(uiToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// TestPushAnswerRacesUIAcrossNodes: a notification's answer posted to
+// node 2 races a UI's answer on node 1: the client gets exactly one, and
+// the loser is refused (409 or interaction_settled).
+func TestPushAnswerRacesUIAcrossNodes(t *testing.T) {
+	t.Parallel()
+	k := startCluster(t, testCaps("m1"))
+	c, ui, sid := k.c, k.ui1, k.s.ID
+	subscribe(ui, sid, 1, k.s.Epoch)
+	turnStart(c, prompt(ui, c, sid, "go"), "t1")
+	events(ui, 2, 1)
+	wins := map[string]int{}
+	for r := range 10 {
+		id := fmt.Sprintf("p%d", r)
+		permission(c, sid, "t1", id)
+		ui.next(protocol.TypeInteractionRequest)
+		httpDone := make(chan int, 1)
+		go func() {
+			st, err := pushAnswerAt(testCtx(t), k.n2.base, k.e.ui, sid, id, "deny")
+			if err != nil {
+				t.Errorf("push answer: %v", err)
+			}
+			httpDone <- st
+		}()
+		uiMsg := answer(ui, sid, id, protocol.AllowOnce)
+		st := <-httpDone
+		got := c.next(protocol.TypeInteractionResponse).Payload.(*protocol.InteractionResponse)
+		pushWon := got.SelectedValue.Values[0] == protocol.Deny
+		if pushWon != (st == http.StatusOK) || !pushWon && st != http.StatusConflict {
+			t.Fatalf("round %d: the client got %v, the push answer HTTP %d", r, got.SelectedValue.Values, st)
+		}
+		var res, refused bool
+		for !res || pushWon && !refused {
+			m := ui.next(protocol.TypeInteractionResolved, protocol.TypeError)
+			if m.Type == protocol.TypeError {
+				if refused || !pushWon || m.ParentID != uiMsg.MessageID || m.Payload.(*protocol.Error).Code != protocol.CodeInteractionSettled {
+					t.Fatalf("round %d: the UI got %s", r, describe(m))
+				}
+				refused = true
+				continue
+			}
+			if rv := m.Payload.(*protocol.InteractionResolved); res || rv.InteractionID != id || (rv.SelectedValue.Values[0] == protocol.Deny) != pushWon {
+				t.Fatalf("round %d: resolved %s", r, describe(m))
+			}
+			res = true
+		}
+		if pushWon {
+			wins["push on node 2"]++
+		} else {
+			wins["UI on node 1"]++
+		}
+		clientSync(ui, c, sid) // the loser was not forwarded
+	}
+	t.Logf("wins: %v", wins)
+}
