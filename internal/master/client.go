@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/ferry-dev/ferry/internal/broker"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -207,7 +208,8 @@ func (m *Master) publishPresence(f presenceFrame) {
 		m.log.Error("encode presence", "err", err)
 		return
 	}
-	if err := m.br.Publish(m.ctx, presenceTopic, b); err != nil && !errors.Is(err, context.Canceled) {
+	// Canceled or closed: the master is stopping, and its repeats with it.
+	if err := m.br.Publish(m.ctx, presenceTopic, b); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, broker.ErrClosed) {
 		m.log.Error("publish presence", "err", err)
 	}
 }

@@ -238,7 +238,8 @@ type Config struct {
 	// of these; default DefaultFocusRefresh.
 	FocusRefresh time.Duration
 	// NodeID names this node in what it tells the other nodes sharing its
-	// broker; default: random, so every start is a new node.
+	// broker, and holds the jobs lease in the store; it must differ from
+	// every other node's. Default: random, so every start is a new node.
 	NodeID string
 	// JobsLease is how long this node keeps the right to run the cluster's
 	// background jobs (deleting expired download tokens and uploads)
