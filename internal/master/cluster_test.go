@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -633,4 +634,34 @@ func TestPushAnswerRacesUIAcrossNodes(t *testing.T) {
 		clientSync(ui, c, sid) // the loser was not forwarded
 	}
 	t.Logf("wins: %v", wins)
+}
+
+// TestTimeoutTakenOverByAnotherNode: node 1 holds the client when a
+// permission with a timeout is stored, then stops before the deadline.
+// Node 2 had loaded the session before the permission existed; when the
+// client reconnects to it, it picks the open permission up from the store
+// and times it out: the client gets control.interaction.timeout.
+func TestTimeoutTakenOverByAnotherNode(t *testing.T) {
+	t.Parallel()
+	br := broker.NewMemory()
+	t.Cleanup(func() { _ = br.Close() })
+	e := newEnv(t, master.Config{Broker: br}) // node 2, the survivor
+	n1 := startNode(t, master.Config{Store: e.st, Broker: br, OfflineGrace: 200 * time.Millisecond, PingInterval: time.Minute})
+	srv1 := httptest.NewServer(n1.Handler())
+	t.Cleanup(srv1.Close)
+
+	ui := e.dialUI("node 2")
+	c := e.connectClientAt("ws"+strings.TrimPrefix(srv1.URL, "http")+"/v1/client", testCaps("m1"), ui)
+	info, _ := startSession(ui, c) // loaded on node 2 from here on
+	subscribe(ui, info.ID, 1, info.Epoch)
+	turnStart(c, prompt(ui, c, info.ID, "go"), "t1")
+	interaction(c, info.ID, "t1", "q1", 3000) // long enough to stop node 1 first
+	events(ui, 3, 1)
+
+	stopNode(t, n1) // before the deadline: its timer goes with it
+	c.reconnect(ui) // to node 2
+	if to := nextTimeout(t, c); to.InteractionID != "q1" {
+		t.Fatalf("timeout for %q, want q1", to.InteractionID)
+	}
+	resolved(t, ui, "q1", "timeout")
 }
