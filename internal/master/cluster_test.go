@@ -666,3 +666,35 @@ func TestTimeoutTakenOverByAnotherNode(t *testing.T) {
 	}
 	resolved(t, ui, "q1", "timeout")
 }
+
+// TestSilentNodeMachinesExpireOverNATS: node 1 loses its NATS connection
+// for good (as a killed node does) while its client is connected; node 2
+// shows the machine offline once the repeats stop, and online again when
+// the client reconnects to node 2.
+func TestSilentNodeMachinesExpireOverNATS(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t)
+	connect := func(name string) *brokernats.Broker {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		b, err := brokernats.Connect(ctx, brokernats.Options{URL: srv.URL(), Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+	const refresh = 300 * time.Millisecond
+	b1 := connect("node 1")
+	e := newEnv(t, master.Config{Broker: b1, PresenceRefresh: refresh})
+	n2 := e.node(master.Config{Broker: connect("node 2"), PresenceRefresh: refresh})
+	far := e.dialUIAt(n2.ui, "node 2")
+	far.skip = nil
+	e.connectClient(testCaps("m1"), nil)
+	waitMachine(far, "m1", true)
+
+	_ = b1.Close() // node 1 can no longer tell anyone anything
+	waitMachine(far, "m1", false)
+	e.connectClientAt(n2.client, testCaps("m1"), nil)
+	waitMachine(far, "m1", true)
+}
