@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/ferry-dev/ferry/internal/broker"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -27,6 +28,8 @@ type clientSide struct {
 
 	mu         sync.Mutex
 	machineID  string
+	caps       json.RawMessage // as announced, repeated on the presence topic
+	since      int64           // when the machine was announced (Unix ns)
 	unsub      func()
 	opened     map[string]bool   // sessions opened on this connection
 	replies    map[string]string // request message_id → topic of its asker
@@ -146,7 +149,7 @@ func (m *Master) announce(c *conn, msg *protocol.Message) {
 			return
 		}
 		c.cl.mu.Lock()
-		c.cl.machineID, c.cl.unsub = id, unsub
+		c.cl.machineID, c.cl.unsub, c.cl.since = id, unsub, time.Now().UnixNano()
 		c.cl.mu.Unlock()
 		c.log = c.log.With("machine", id)
 		m.mu.Lock()
@@ -157,7 +160,11 @@ func (m *Master) announce(c *conn, msg *protocol.Message) {
 			old.close(websocket.StatusPolicyViolation, "replaced by a newer connection", nil, false)
 		}
 	}
-	m.publishPresence(presenceFrame{MachineID: id, ConnID: c.id, Online: true, Caps: raw})
+	c.cl.mu.Lock()
+	c.cl.caps = raw
+	since := c.cl.since
+	c.cl.mu.Unlock()
+	m.publishPresence(presenceFrame{MachineID: id, ConnID: c.id, Online: true, Caps: raw, Since: since})
 }
 
 // mayServe reports whether a client holding token tokenID may act as the
@@ -190,13 +197,19 @@ func (m *Master) mayServe(ctx context.Context, machineID, tokenID string) (bool,
 	return true, nil
 }
 
+// publishPresence publishes f as this node's.
 func (m *Master) publishPresence(f presenceFrame) {
+	f.Node = m.node
+	if f.Online {
+		f.RefreshMS = m.cfg.PresenceRefresh.Milliseconds()
+	}
 	b, err := json.Marshal(f)
 	if err != nil {
 		m.log.Error("encode presence", "err", err)
 		return
 	}
-	if err := m.br.Publish(m.ctx, presenceTopic, b); err != nil && !errors.Is(err, context.Canceled) {
+	// Canceled or closed: the master is stopping, and its repeats with it.
+	if err := m.br.Publish(m.ctx, presenceTopic, b); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, broker.ErrClosed) {
 		m.log.Error("publish presence", "err", err)
 	}
 }

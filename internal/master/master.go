@@ -77,7 +77,7 @@
 //     its own session's uploads of its own UI token, and the relayed
 //     prompt carries each with a grant bound to that prompt, which is all
 //     GET /v1/uploads/{upload_id} accepts. Expired uploads are swept with
-//     expired download tokens.
+//     expired download tokens (once per cluster: see cluster jobs below).
 //   - Web Push (notify.go, pushhttp.go): a browser subscribes with its UI
 //     token (as an upload authenticates); subscriptions die with their
 //     token. An interaction request, a finished turn and a failed one are
@@ -95,6 +95,24 @@
 //     the client's connection), per UI connection (answers meant for one UI),
 //     per download (the client's stream to the request serving it) and one
 //     for machine presence.
+//   - Presence (presence.go): every node repeats its client connections
+//     on the presence topic every Config.PresenceRefresh, and answers at
+//     once the query a node publishes when it starts, so a new node knows
+//     every online machine within one round trip. A node takes a machine
+//     of another node offline when it was not repeated for three of that
+//     node's refreshes, exactly as if its client had left; it never
+//     expires its own connections. The connection of record is the one
+//     whose online frame came last; a repeat never takes a machine from a
+//     newer connection (Since) nor undoes a goodbye.
+//   - Decisions shared by master nodes are made once, in the store: an
+//     interaction is settled by store.SettleInteraction whichever node the
+//     answer or the timeout comes through (the loser is refused with
+//     interaction_settled and nothing reaches the client), a login token
+//     is consumed once, and download tokens work on every node.
+//   - Cluster jobs (deleting expired download tokens and uploads) run on
+//     the node holding the store lease jobsLease, renewed at every token
+//     sweep and released at Shutdown; closing connections of revoked
+//     tokens runs on every node for its own connections.
 //
 // Decisions and limits:
 //
@@ -110,8 +128,11 @@
 //   - ui.session.start stores the session before the client opens it; if
 //     the client refuses, the session stays listed, idle and empty.
 //   - Loaded session state stays in memory for the master's lifetime.
-//   - Presence (which machine is online where) is learned from the presence
-//     topic; a node started later knows only what it hears from then on.
+//   - Presence is shared by repeating it, not stored: a node that dies
+//     without a word has its machines shown online by the other nodes
+//     for up to three refreshes (6 s by default). Repeating costs one
+//     broker message per connected machine per refresh; storing presence
+//     would cost a write per connection change and still need expiry.
 package master
 
 import (
@@ -185,7 +206,8 @@ type Config struct {
 	// RevokeCheck is how often open connections are checked against the
 	// stored tokens, so that revoking (or the expiry of) a token closes the
 	// connections it opened; default PingInterval. Expired download tokens
-	// are deleted as often.
+	// and uploads are deleted as often, by one node of a cluster
+	// (JobsLease).
 	RevokeCheck time.Duration
 	// DownloadTTL is how long the download links ui.artifacts.list hands
 	// out work; default DefaultDownloadTTL.
@@ -215,6 +237,19 @@ type Config struct {
 	// focus to the other nodes, which forget a focus not heard for three
 	// of these; default DefaultFocusRefresh.
 	FocusRefresh time.Duration
+	// NodeID names this node in what it tells the other nodes sharing its
+	// broker, and holds the jobs lease in the store; it must differ from
+	// every other node's. Default: random, so every start is a new node.
+	NodeID string
+	// JobsLease is how long this node keeps the right to run the cluster's
+	// background jobs (deleting expired download tokens and uploads)
+	// without renewing it at a sweep; another node takes them over after
+	// that, or at once when this one shuts down; default 3×RevokeCheck.
+	JobsLease time.Duration
+	// PresenceRefresh is how often this node repeats its client
+	// connections' presence; the other nodes forget a machine not repeated
+	// for three of these; default DefaultPresenceRefresh.
+	PresenceRefresh time.Duration
 }
 
 // Master is the hub. Create it with New, serve Handler, stop it with Shutdown.
@@ -236,6 +271,7 @@ type Master struct {
 	clients  map[string]*conn // local client connection per machine
 	sessions map[string]*sessionEntry
 
+	node         string // Config.NodeID
 	presence     presence
 	stopPresence func()
 	stopChanges  func()
@@ -271,6 +307,12 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	if cfg.DownloadTTL <= 0 {
 		cfg.DownloadTTL = DefaultDownloadTTL
 	}
+	if cfg.PresenceRefresh <= 0 {
+		cfg.PresenceRefresh = DefaultPresenceRefresh
+	}
+	if cfg.NodeID == "" {
+		cfg.NodeID = newEpoch()
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -279,6 +321,7 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		st:       cfg.Store,
 		br:       cfg.Broker,
 		log:      cfg.Logger,
+		node:     cfg.NodeID,
 		conns:    map[*conn]struct{}{},
 		uis:      map[*conn]struct{}{},
 		clients:  map[string]*conn{},
@@ -299,14 +342,12 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		}
 		return nil, err
 	}
-	m.presence.init()
-	unsub, err := m.br.Subscribe(presenceTopic, m.onPresence)
-	if err != nil {
+	if err := m.startPresence(); err != nil {
 		m.notify.close(ctx)
 		m.cancel()
-		return nil, fmt.Errorf("master: subscribe to presence: %w", err)
+		return nil, err
 	}
-	m.stopPresence = unsub
+	unsub := func() { m.stopPresence(); m.presence.stop() }
 	if m.stopChanges, err = m.br.Subscribe(sessionsTopic, m.onSessionChanged); err != nil {
 		unsub()
 		m.notify.close(ctx)
@@ -325,16 +366,27 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	return m, nil
 }
 
+// jobsLease is the store lease whose holder runs the cluster's background
+// jobs (sweepRevoked).
+const jobsLease = "master.jobs"
+
 // sweepRevoked closes, every RevokeCheck, the connections whose token was
 // revoked or has expired: one token listing per sweep, whatever the number
 // of connections. Authentication holds for a connection's whole life, not
-// only at its upgrade.
+// only at its upgrade. The node holding jobsLease also deletes expired
+// download tokens and uploads, so that a cluster does it once per sweep,
+// not once per node; it gives the lease up when it stops.
 func (m *Master) sweepRevoked() {
 	defer close(m.sweepDone)
 	every := m.cfg.RevokeCheck
 	if every <= 0 {
 		every = m.cfg.PingInterval
 	}
+	ttl := m.cfg.JobsLease
+	if ttl <= 0 {
+		ttl = 3 * every
+	}
+	defer m.releaseJobs()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -343,12 +395,7 @@ func (m *Master) sweepRevoked() {
 			return
 		case <-t.C:
 		}
-		if _, err := m.st.DeleteExpiredDownloadTokens(m.ctx, time.Now()); err != nil {
-			m.log.Warn("deleting expired download tokens failed; trying again later", "err", err)
-		}
-		if _, err := m.st.DeleteExpiredUploads(m.ctx, time.Now()); err != nil {
-			m.log.Warn("deleting expired uploads failed; trying again later", "err", err)
-		}
+		m.clusterJobs(ttl)
 		toks, err := m.st.ListTokens(m.ctx)
 		if err != nil {
 			m.log.Warn("token sweep failed; trying again later", "err", err)
@@ -371,6 +418,35 @@ func (m *Master) sweepRevoked() {
 			c.log.Info("closing a connection whose token was revoked or expired")
 			c.close(websocket.StatusPolicyViolation, "token revoked", &protocol.Error{Code: protocol.CodeUnauthorized, Message: "the token of this connection was revoked or has expired"}, false)
 		}
+	}
+}
+
+// clusterJobs runs the retention jobs when this node holds (or now takes,
+// or renews for ttl) the jobs lease.
+func (m *Master) clusterJobs(ttl time.Duration) {
+	held, err := m.st.AcquireLease(m.ctx, jobsLease, m.node, ttl)
+	if err != nil {
+		m.log.Warn("taking the jobs lease failed; trying again later", "err", err)
+		return
+	}
+	if !held {
+		return // another node runs them
+	}
+	if _, err := m.st.DeleteExpiredDownloadTokens(m.ctx, time.Now()); err != nil {
+		m.log.Warn("deleting expired download tokens failed; trying again later", "err", err)
+	}
+	if _, err := m.st.DeleteExpiredUploads(m.ctx, time.Now()); err != nil {
+		m.log.Warn("deleting expired uploads failed; trying again later", "err", err)
+	}
+}
+
+// releaseJobs gives the jobs lease up (if held) so that another node takes
+// the jobs over at its next sweep rather than after the lease's ttl.
+func (m *Master) releaseJobs() {
+	ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+	defer cancel()
+	if err := m.st.ReleaseLease(ctx, jobsLease, m.node); err != nil {
+		m.log.Info("releasing the jobs lease failed; it expires on its own", "err", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package master
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -12,6 +13,43 @@ import (
 	"github.com/ferry-dev/ferry/protocol"
 )
 
+// DefaultPresenceRefresh is how often a node repeats its client
+// connections' presence. Another node forgets a machine not repeated for
+// three of these, so a node that dies without a word stops showing its
+// machines online within 6 s. A client whose node dies usually reconnects
+// to another node at once, and that online frame wins without waiting; the
+// expiry only bounds how long a machine that does not come back is shown
+// online (control messages sent to it meanwhile are lost, as they would
+// be to any dead connection). Each repeat costs one broker message per
+// connected machine: 2 s keeps that small for thousands of machines.
+const DefaultPresenceRefresh = 2 * time.Second
+
+// presenceFrame is what the presence topic carries: a client connection
+// came or went, a node repeats a connection that is still there (Refresh),
+// or a node that just started asks every node to repeat theirs at once
+// (Query). Each master node keeps its own table from these and tells its
+// UIs (master.machine.status).
+type presenceFrame struct {
+	// Node is the publishing node's Config.NodeID.
+	Node      string          `json:"node"`
+	MachineID string          `json:"machine_id,omitempty"`
+	ConnID    string          `json:"conn_id,omitempty"`
+	Online    bool            `json:"online,omitempty"`
+	Caps      json.RawMessage `json:"caps,omitempty"`
+	// Since is when the connection announced its machine (Unix ns, on its
+	// node's clock): of two repeats naming different connections of one
+	// machine, the later connection is the one of record. An online frame
+	// that is not a repeat always is.
+	Since int64 `json:"since,omitempty"`
+	// Refresh marks a repeat of an online frame; RefreshMS is the
+	// publisher's PresenceRefresh, so that the expiry follows the pace of
+	// the node that repeats.
+	Refresh   bool  `json:"refresh,omitempty"`
+	RefreshMS int64 `json:"refresh_ms,omitempty"`
+	// Query asks every other node to repeat its connections now.
+	Query bool `json:"query,omitempty"`
+}
+
 // presence is this node's view of which machines have a client connected,
 // built from the presence topic, and the control messages waiting (for at
 // most the offline grace) for their machine to come back.
@@ -20,12 +58,24 @@ type presence struct {
 	machines map[string]*machineState
 	waiters  map[string][]*waiter
 	stopped  bool
+	// stopLoop ends refreshLoop; loopDone is closed when it has.
+	stopLoop, loopDone chan struct{}
 }
 
 type machineState struct {
 	connID string
 	online bool
 	caps   *protocol.Capabilities
+	// node holds the connection; since is when it announced the machine;
+	// seen is when this node last heard of it, ttl how long it may stay
+	// unheard before it is forgotten (3× its node's refresh).
+	node  string
+	since int64
+	seen  time.Time
+	ttl   time.Duration
+	// expired: offline because its node stopped repeating it, not because
+	// it said goodbye; a repeat of that same connection brings it back.
+	expired bool
 }
 
 type waiter struct {
@@ -37,6 +87,7 @@ type waiter struct {
 func (p *presence) init() {
 	p.machines = map[string]*machineState{}
 	p.waiters = map[string][]*waiter{}
+	p.stopLoop, p.loopDone = make(chan struct{}), make(chan struct{})
 }
 
 // online returns the capabilities of a machine whose client is connected.
@@ -73,6 +124,9 @@ func (p *presence) onlineCount() int {
 func (p *presence) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.stopped {
+		close(p.stopLoop)
+	}
 	p.stopped = true
 	for _, ws := range p.waiters {
 		for _, w := range ws {
@@ -132,6 +186,12 @@ func (m *Master) onPresence(data []byte) {
 		m.log.Error("bad presence frame", "err", err)
 		return
 	}
+	if f.Query {
+		if f.Node != m.node {
+			m.goBG(m.repeatPresence)
+		}
+		return
+	}
 	var caps *protocol.Capabilities
 	if f.Online {
 		caps = new(protocol.Capabilities)
@@ -140,17 +200,45 @@ func (m *Master) onPresence(data []byte) {
 			return
 		}
 	}
+	ttl := 3 * m.cfg.PresenceRefresh
+	if f.RefreshMS > 0 {
+		ttl = 3 * time.Duration(f.RefreshMS) * time.Millisecond
+	}
+	now := time.Now()
 	p := &m.presence
 	p.mu.Lock()
 	s := p.machines[f.MachineID]
 	var (
-		changed bool
-		ready   []*waiter
+		changed, cameOnline bool
+		ready               []*waiter
 	)
 	switch {
+	case f.Online && f.Refresh && s != nil && s.connID == f.ConnID:
+		// A repeat of the connection of record keeps it; after a goodbye
+		// (offline, not expired) a late repeat changes nothing.
+		if s.online || s.expired {
+			s.seen, s.ttl = now, ttl
+			cameOnline = !s.online
+		}
+		if cameOnline {
+			s.online, s.expired = true, false
+		}
+	case f.Online && f.Refresh && s != nil && (f.Since < s.since || f.Since == s.since && f.ConnID < s.connID):
+		// A repeat of an older connection than the one of record (replaced,
+		// its close not yet heard): nothing.
 	case f.Online:
-		s = &machineState{connID: f.ConnID, online: true, caps: caps}
+		// A new connection, or a repeat of one this node never heard of (it
+		// started later, or the online frame was lost).
+		s = &machineState{connID: f.ConnID, online: true, caps: caps, node: f.Node, since: f.Since, seen: now, ttl: ttl}
 		p.machines[f.MachineID] = s
+		cameOnline = true
+	case s != nil && s.online && s.connID == f.ConnID:
+		// Only the connection of record takes the machine offline: a
+		// replaced connection's late goodbye changes nothing.
+		s.online, s.expired = false, false
+		changed = true
+	}
+	if cameOnline {
 		changed = true
 		for _, w := range p.waiters[f.MachineID] {
 			if !w.done {
@@ -160,11 +248,6 @@ func (m *Master) onPresence(data []byte) {
 			}
 		}
 		delete(p.waiters, f.MachineID)
-	case s != nil && s.online && s.connID == f.ConnID:
-		// Only the connection of record takes the machine offline: a
-		// replaced connection's late goodbye changes nothing.
-		s.online = false
-		changed = true
 	}
 	var view protocol.Machine
 	if changed {
@@ -172,7 +255,7 @@ func (m *Master) onPresence(data []byte) {
 	}
 	p.mu.Unlock()
 
-	if f.Online {
+	if cameOnline {
 		m.replaceClient(f.MachineID, f.ConnID)
 		m.goBG(func() { m.resumeTimeouts(f.MachineID) })
 	}
@@ -186,6 +269,80 @@ func (m *Master) onPresence(data []byte) {
 				w.fn(caps, true)
 			}
 		})
+	}
+}
+
+// startPresence subscribes to the presence topic, asks the other nodes for
+// their connections (so this node knows every online machine within one
+// round trip, not one refresh) and starts refreshLoop.
+func (m *Master) startPresence() error {
+	m.presence.init()
+	unsub, err := m.br.Subscribe(presenceTopic, m.onPresence)
+	if err != nil {
+		return fmt.Errorf("master: subscribe to presence: %w", err)
+	}
+	m.stopPresence = unsub
+	m.publishPresence(presenceFrame{Query: true})
+	go m.refreshLoop()
+	return nil
+}
+
+// refreshLoop repeats this node's connections every PresenceRefresh and
+// forgets the machines of other nodes not repeated in time, exactly as if
+// they had gone offline. It ends with presence.stop.
+func (m *Master) refreshLoop() {
+	p := &m.presence
+	defer close(p.loopDone)
+	t := time.NewTicker(m.cfg.PresenceRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stopLoop:
+			return
+		case <-t.C:
+		}
+		m.repeatPresence()
+		m.expirePresence(time.Now())
+	}
+}
+
+// repeatPresence publishes a refresh of every client connection of this
+// node that announced its machine.
+func (m *Master) repeatPresence() {
+	m.mu.Lock()
+	cs := make([]*conn, 0, len(m.clients))
+	for _, c := range m.clients {
+		cs = append(cs, c)
+	}
+	m.mu.Unlock()
+	for _, c := range cs {
+		c.cl.mu.Lock()
+		id, caps, since := c.cl.machineID, c.cl.caps, c.cl.since
+		c.cl.mu.Unlock()
+		if id == "" || caps == nil {
+			continue
+		}
+		m.publishPresence(presenceFrame{MachineID: id, ConnID: c.id, Online: true, Caps: caps, Since: since, Refresh: true})
+	}
+}
+
+// expirePresence takes offline every machine held by another node that was
+// not heard of within its ttl. This node's own connections never expire:
+// it knows them first hand, even while the broker is down.
+func (m *Master) expirePresence(now time.Time) {
+	p := &m.presence
+	var views []protocol.Machine
+	p.mu.Lock()
+	for id, s := range p.machines {
+		if s.online && s.node != m.node && now.Sub(s.seen) > s.ttl {
+			s.online, s.expired = false, true
+			views = append(views, machineView(id, s.caps, false))
+		}
+	}
+	p.mu.Unlock()
+	for _, v := range views {
+		m.log.Info("machine not repeated by its node in time: offline", "machine", v.ID)
+		m.broadcastMachine(v)
 	}
 }
 

@@ -25,7 +25,8 @@ import (
 // act on it. The store is the truth: an interaction is settled once (the
 // first of an answer, a timeout or the turn's end wins), and an open one
 // survives a restart of the master. Sessions load lazily, so when a client
-// comes online every node loads that machine's running sessions: that
+// comes online every node loads that machine's running sessions (and, for
+// those it had loaded, the interactions other nodes opened since): that
 // re-arms their timers from created_at, and those past their deadline
 // settle at once.
 
@@ -157,7 +158,30 @@ func (m *Master) resumeTimeouts(machineID string) {
 			m.log.Error("load session to resume timeouts", "session", r.ID, "err", err)
 			continue
 		}
+		s.reloadOpen()
 		s.settleDue()
+	}
+}
+
+// reloadOpen records (and arms) the session's open interactions that this
+// node has not seen: another node stored them while it held the client's
+// connection, and this node's copy of the session was loaded before. The
+// client may now be here, so this node must time them out (and cancel them
+// at the turn's end).
+func (s *session) reloadOpen() {
+	ins, err := s.m.st.OpenInteractions(s.m.ctx, s.id)
+	if err != nil {
+		s.m.log.Error("reload open interactions", "session", s.id, "err", err)
+		return
+	}
+	for _, in := range ins {
+		msg, err := protocol.Decode(in.Request)
+		if err != nil {
+			continue
+		}
+		if req, ok := msg.Payload.(*protocol.InteractionRequest); ok {
+			s.addOpen(in.ID, in.Request, req.TimeoutMS, in.CreatedAt) // known ones are kept as they are
+		}
 	}
 }
 

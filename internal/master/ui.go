@@ -420,7 +420,11 @@ func (m *Master) startSession(c *conn, msg *protocol.Message) {
 			fail(e) // the client's own coded error, about our open
 			return
 		}
-		ans := msg.Reply(protocol.TypeSessionAnswer, &protocol.SessionAnswer{Session: s.info()})
+		info := s.info()
+		// The node holding the client stored session.opened: this node's
+		// copy may not have seen it yet.
+		info.LastSeq = max(info.LastSeq, r.Seq)
+		ans := msg.Reply(protocol.TypeSessionAnswer, &protocol.SessionAnswer{Session: info})
 		ans.SessionID = s.id
 		c.send(ans)
 	case <-timer.C:

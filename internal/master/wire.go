@@ -145,13 +145,3 @@ func decodeControlFrame(b []byte) (*controlFrame, error) {
 	f.Msg = b
 	return f, nil
 }
-
-// presenceFrame is what the presence topic carries: a client connection
-// came or went. Each master node keeps its own table from these and tells
-// its UIs (master.machine.status).
-type presenceFrame struct {
-	MachineID string          `json:"machine_id"`
-	ConnID    string          `json:"conn_id"`
-	Online    bool            `json:"online"`
-	Caps      json.RawMessage `json:"caps,omitempty"`
-}

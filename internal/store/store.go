@@ -1,7 +1,8 @@
 // Package store is the master's persistence seam: tokens, machines,
 // sessions, every persisted event with its seq, open interactions, the
 // artifacts agents handed to users and the download tokens that grant them,
-// the files users uploaded for prompts, and the secrets master nodes share.
+// the files users uploaded for prompts, the secrets master nodes share and
+// the leases that elect one node to run a cluster-wide job.
 //
 // Guarantees every implementation gives (checked by storetest.Run):
 //
@@ -33,6 +34,9 @@
 //     PushSubscriptions leaves out those of expired tokens.
 //     PutPushSubscription keeps an owner within its bound, whatever the
 //     concurrency.
+//   - AcquireLease is one atomic statement: of concurrent callers for a
+//     free or expired lease exactly one gets it, and while it holds it
+//     (renewing within its ttl) no other caller does.
 //   - Not-found conditions are reported as ErrNotFound (errors.Is).
 //
 // Implementations: internal/store/sqlite (the embedded default, one file)
@@ -361,6 +365,16 @@ type Store interface {
 	// there is none; concurrent callers (on any master node) all get the
 	// one that was stored first.
 	Secret(ctx context.Context, name string, fresh []byte) ([]byte, error)
+
+	// AcquireLease takes the lease name for holder for ttl when no one
+	// holds it or its holder's time ran out, or renews it for ttl when
+	// holder already holds it; held reports whether holder holds it now.
+	// Expiry is judged on the callers' clocks: ttl must exceed the skew
+	// between master nodes.
+	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (held bool, err error)
+	// ReleaseLease frees the lease if holder holds it (otherwise nothing),
+	// so that another holder may take it at once.
+	ReleaseLease(ctx context.Context, name, holder string) error
 
 	Close() error
 }

@@ -88,6 +88,8 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"Uploads", testUploads},
 		{"UploadQuota", testUploadQuota},
 		{"Secret", testSecret},
+		{"LeaseOnce", testLeaseOnce},
+		{"LeaseExpiry", testLeaseExpiry},
 		{"PushSubscriptions", testPushSubscriptions},
 		{"PushSubscriptionBound", testPushSubscriptionBound},
 		{"ContextCancelled", testContextCancelled},
