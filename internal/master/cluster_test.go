@@ -698,3 +698,42 @@ func TestSilentNodeMachinesExpireOverNATS(t *testing.T) {
 	e.connectClientAt(n2.client, testCaps("m1"), nil)
 	waitMachine(far, "m1", true)
 }
+
+// TestSnapshotOnOtherNodeIsCurrent: node 2 loaded the session (it stored
+// the prompt) but node 1 stored the turn. A UI on node 2 that needs a
+// snapshot gets one with the whole turn and the store's last seq, and then
+// the live events after it, none missing: node 2's copy of the session
+// catches up with what node 1 stored.
+func TestSnapshotOnOtherNodeIsCurrent(t *testing.T) {
+	t.Parallel()
+	k := startCluster(t, testCaps("m1"))
+	c, far, sid := k.c, k.ui2, k.s.ID
+	subscribe(far, sid, 1, k.s.Epoch)
+	req := prompt(far, c, sid, "from node 2") // node 2 loads the session
+	turnStart(c, req, "t1")
+	delta(c, sid, "t1", "hello ")
+	delta(c, sid, "t1", "world")
+	c.emit(sid, protocol.TypeTextDone, &protocol.TextDone{TurnID: "t1", StopReason: protocol.StopEndTurn})
+	evs := events(far, 5, 1)
+	last := evs[len(evs)-1].Seq
+
+	late := k.e.dialUIAt(k.n2.ui, "late UI on node 2")
+	sub := subscribe(late, sid, 1, "another-epoch")
+	if sub.Recovered || sub.Snapshot == nil {
+		t.Fatalf("want a snapshot, got %+v", sub)
+	}
+	if sub.LastSeq != last {
+		t.Fatalf("the snapshot is at seq %d, the store at %d", sub.LastSeq, last)
+	}
+	turns := sub.Snapshot.Turns
+	if len(turns) != 1 || turns[0].TurnID != "t1" || !turns[0].Done || turns[0].Text != "hello world" || turns[0].Prompt != "from node 2" {
+		t.Fatalf("node 2's snapshot has turns %+v, want t1 done with \"hello world\"", turns)
+	}
+	if sub.Snapshot.Session.State != protocol.SessionIdle {
+		t.Fatalf("node 2's snapshot says the session is %s, want idle", sub.Snapshot.Session.State)
+	}
+	delta(c, sid, "t1", "after")
+	if ev := events(late, 1, last)[0]; ev.Type != protocol.TypeTextDelta {
+		t.Fatalf("the late UI got %s after the snapshot, want the next delta", ev.Type)
+	}
+}

@@ -59,7 +59,15 @@ type session struct {
 	epoch     string
 	epochFld  []byte
 
-	mu        sync.Mutex // guards everything below
+	// foldMu orders the folding of stored events into the state: the
+	// writer's own events and, before them or before a snapshot is served,
+	// those other nodes stored (catchUp), each once and in seq order.
+	foldMu sync.Mutex
+
+	mu sync.Mutex // guards everything below
+	// applied is the last seq folded into the state; row.LastSeq may be
+	// ahead of it when other nodes stored events since.
+	applied   uint64
 	row       store.Session
 	turns     []protocol.TurnSnapshot
 	artifacts []protocol.Artifact
@@ -173,6 +181,7 @@ func (m *Master) loadSession(ctx context.Context, id string) (*session, error) {
 		}
 	}
 	s.row.LastSeq = max(s.row.LastSeq, from)
+	s.applied = from
 	s.unsaved, s.changed = 0, false
 	ins, err := m.st.OpenInteractions(ctx, id)
 	if err != nil {
@@ -478,6 +487,15 @@ func (s *session) persist(batch []*pending) {
 	}
 	turnEnded, status := false, false
 	frames := make([][]byte, len(res))
+	s.foldMu.Lock()
+	for _, r := range res {
+		if !r.Duplicate {
+			// Another node stored events between this node's: fold them
+			// first, so the state (and the snapshot stored) misses none.
+			s.catchUpLocked(ctx, r.Seq-1)
+			break
+		}
+	}
 	for i, r := range res {
 		p := batch[i]
 		req, isReq := p.msg.Payload.(*protocol.InteractionRequest)
@@ -502,6 +520,7 @@ func (s *session) persist(batch []*pending) {
 		}
 		s.m.notify.observe(s, p.msg)
 	}
+	s.foldMu.Unlock()
 	// Acknowledge after the checkpoint: what a client sees acknowledged is
 	// also reflected in the stored snapshot and retention.
 	s.checkpoint(ctx)
@@ -593,6 +612,10 @@ func (s *session) cancelOpen(ctx context.Context) {
 func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEnded bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if seq <= s.applied {
+		return false // folded already (by a catch-up)
+	}
+	s.applied = seq
 	if seq > s.row.LastSeq {
 		s.row.LastSeq = seq
 	}
@@ -748,5 +771,45 @@ func (p *pending) failed(err error) {
 	}
 	if p.done != nil {
 		p.done(0, false, err)
+	}
+}
+
+// catchUp folds into the state the events other nodes stored up to seq
+// upTo (the store's last seq, read by the caller), so that a snapshot this
+// node serves or stores reflects them. The node holding the client stores
+// the agent's events and the node of a UI its prompts and answers, each
+// into its own copy of the session.
+func (s *session) catchUp(ctx context.Context, upTo uint64) {
+	s.foldMu.Lock()
+	defer s.foldMu.Unlock()
+	s.catchUpLocked(ctx, upTo)
+}
+
+func (s *session) catchUpLocked(ctx context.Context, upTo uint64) {
+	s.mu.Lock()
+	from := s.applied
+	s.mu.Unlock()
+	for from < upTo {
+		evs, err := s.m.st.Events(ctx, s.id, from, 1000)
+		if err != nil {
+			s.m.log.Error("catch up with events stored by other nodes", "session", s.id, "err", err)
+			return
+		}
+		if len(evs) == 0 {
+			return
+		}
+		for _, ev := range evs {
+			if ev.Seq > upTo {
+				return
+			}
+			msg, err := protocol.Decode(ev.Data)
+			if err == nil {
+				if req, ok := msg.Payload.(*protocol.InteractionRequest); ok {
+					s.addOpen(req.InteractionID, ev.Data, req.TimeoutMS, ev.CreatedAt)
+				}
+				s.apply(msg, ev.Seq, ev.CreatedAt)
+			}
+			from = ev.Seq
+		}
 	}
 }

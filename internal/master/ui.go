@@ -493,6 +493,7 @@ func (m *Master) subscribe(c *conn, msg *protocol.Message) {
 		}
 		skip = last
 	} else {
+		s.catchUp(c.ctx, last)
 		snap, at := s.snapshot()
 		ans := msg.Reply(protocol.TypeSubscribed, &protocol.Subscribed{Recovered: false, Reason: reason, Epoch: s.epoch,
 			FromSeq: at + 1, LastSeq: at, Snapshot: &snap})
