@@ -362,5 +362,9 @@ type Store interface {
 	// one that was stored first.
 	Secret(ctx context.Context, name string, fresh []byte) ([]byte, error)
 
+	// Ping answers nil when the store serves queries: one cheap round
+	// trip, for a readiness check; bound it with ctx.
+	Ping(ctx context.Context) error
+
 	Close() error
 }
