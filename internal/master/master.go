@@ -94,6 +94,14 @@
 //     never blocks a session's writer: a bounded queue, then package
 //     push's own. POST /v1/push/answer settles an interaction through the
 //     same path as a UI's control.interaction.response (forwardTo).
+//   - Drain (Shutdown, on SIGTERM): /readyz and every new upgrade answer
+//     503 at once; UIs are closed with 1012 (service restart) and
+//     DrainReason; a client connection accepts no further event, gets the
+//     master.ack of every event it sent before once that is stored, and is
+//     closed with 1012 too, so nothing accepted is left unacknowledged and
+//     what was not accepted is re-sent to the next node. /healthz stays 200.
+//   - Measurements go to Config.Metrics (the seam package metrics exports
+//     to Prometheus); the master itself imports no metrics library.
 //   - Routing between connections goes through a broker.Broker only: a
 //     topic per session (events to UIs), per machine (control messages to
 //     the client's connection), per UI connection (answers meant for one UI),
