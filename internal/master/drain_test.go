@@ -169,6 +169,7 @@ func TestDrainMovesPeersToAnotherNode(t *testing.T) {
 	c.waitAck(mid.MessageID) // node 1 is busy with the stream when it drains
 
 	drained := make(chan error, 1)
+	start := time.Now()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
@@ -193,6 +194,7 @@ func TestDrainMovesPeersToAnotherNode(t *testing.T) {
 	if err := <-drained; err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
+	t.Logf("node 1 drained in %v", time.Since(start).Round(time.Millisecond))
 	// Whatever node 1 stored, it acknowledged: what is left unacknowledged
 	// was not stored.
 	c.applyAcks()
