@@ -42,3 +42,20 @@ type Broker interface {
 	// Close drops every subscription; later calls fail with ErrClosed.
 	Close() error
 }
+
+// Connectivity is implemented by a broker that can lose its connection
+// (the NATS broker); one that cannot (the memory broker) need not
+// implement it and counts as always connected.
+type Connectivity interface {
+	// Connected reports whether the broker can route messages now.
+	Connected() bool
+}
+
+// Connected reports whether b can route messages now: b's own answer when
+// it implements Connectivity, true otherwise.
+func Connected(b Broker) bool {
+	if c, ok := b.(Connectivity); ok {
+		return c.Connected()
+	}
+	return true
+}

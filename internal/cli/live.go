@@ -29,6 +29,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/forwarded"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/master"
+	"github.com/ferry-dev/ferry/internal/metrics"
 	"github.com/ferry-dev/ferry/internal/push"
 	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/store"
@@ -130,10 +131,12 @@ func newHTTPServer(h http.Handler, log *slog.Logger) (*http.Server, *connlimit.L
 	return srv, lim
 }
 
-// serveHTTP serves h on ln until ctx is done, then shuts the master down
-// gracefully (open connections get a going-away close). Unauthenticated
-// connections are capped per address and in total (internal/connlimit).
-func serveHTTP(ctx context.Context, ln net.Listener, m *master.Master, log *slog.Logger) error {
+// serveHTTP serves h on ln until ctx is done (a signal), then drains the
+// master within drain (master.Shutdown: not ready, upgrades refused,
+// connections closed with 1012 after their accepted events are stored);
+// what is left after drain is cut. Unauthenticated connections are capped
+// per address and in total (internal/connlimit).
+func serveHTTP(ctx context.Context, ln net.Listener, m *master.Master, log *slog.Logger, drain time.Duration) error {
 	srv, lim := newHTTPServer(m.Handler(), log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lim.Listen(ln)) }()
@@ -142,11 +145,15 @@ func serveHTTP(ctx context.Context, ln net.Listener, m *master.Master, log *slog
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	log.Info("draining", "timeout", drain)
+	shutdown, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	mErr := m.Shutdown(shutdown)
 	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shut down: %w", err)
+		_ = srv.Close() // the drain timed out: cut what is left
+		if mErr == nil {
+			mErr = fmt.Errorf("shut down: %w", err)
+		}
 	}
 	return mErr
 }
@@ -259,7 +266,13 @@ type masterFlags struct {
 	pushContact  string
 	pushLoopback bool
 	nats         string // NATS server URL(s): nodes share a broker; empty: in-process
+	metricsAddr  string // where Prometheus scrapes; empty: no metrics
+	drainTimeout time.Duration
 }
+
+// DefaultDrainTimeout bounds a drain (SIGTERM) unless --drain-timeout says
+// otherwise.
+const DefaultDrainTimeout = 30 * time.Second
 
 func (f *masterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.addr, "addr", DefaultAddr, "listen on `HOST:PORT`")
@@ -273,6 +286,10 @@ func (f *masterFlags) register(fs *flag.FlagSet) {
 		"the `CONTACT` (mailto: or https:) push services see in Web Push notifications (see docs/notifications.md)")
 	fs.BoolVar(&f.pushLoopback, "push-allow-loopback", false,
 		"accept Web Push subscriptions whose endpoint is on this machine's loopback, over http too: for testing only (see docs/security.md)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "",
+		"serve Prometheus metrics at http://`HOST:PORT`/metrics (default none). Unauthenticated: keep it on a private address (see docs/scale.md)")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", DefaultDrainTimeout,
+		"on SIGTERM, how long to drain (connections told to reconnect elsewhere, accepted events stored) before the rest is cut")
 }
 
 // check refuses what the flags cannot mean; every error is a usage error.
@@ -282,6 +299,9 @@ func (f *masterFlags) check() error {
 	}
 	if err := push.CheckContact(f.pushContact); err != nil {
 		return usageErrorf("--push-contact %q: want mailto:ADDRESS or an https:// URL", f.pushContact)
+	}
+	if f.drainTimeout <= 0 {
+		return usageErrorf("--drain-timeout %s: must be more than 0", f.drainTimeout)
 	}
 	return nil
 }
@@ -294,12 +314,16 @@ func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
 
 // liveMaster is a master started from its flags, bound but not serving yet.
 type liveMaster struct {
-	st   store.Store
-	br   broker.Broker // nil: the master's own in-process broker
-	m    *master.Master
-	ln   net.Listener
-	base string // the URL people and clients use
-	log  *slog.Logger
+	st    store.Store
+	br    broker.Broker // nil: the master's own in-process broker
+	m     *master.Master
+	ln    net.Listener
+	base  string // the URL people and clients use
+	log   *slog.Logger
+	drain time.Duration
+	// metrics serves /metrics on its own listener (nil: none); it outlives
+	// the drain, so a scrape shows it.
+	metrics *http.Server
 }
 
 // startMaster is the master start-up of ferry serve and ferry up: it opens
@@ -324,7 +348,13 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 		}
 		br, cfg.Broker = nb, nb
 	}
-	lm := &liveMaster{st: st, br: br, log: log}
+	lm := &liveMaster{st: st, br: br, log: log, drain: f.drainTimeout}
+	if f.metricsAddr != "" {
+		if err := lm.startMetrics(f.metricsAddr, &cfg); err != nil {
+			_ = lm.Close()
+			return nil, err
+		}
+	}
 	m, err := master.New(ctx, cfg)
 	if err != nil {
 		_ = lm.Close()
@@ -354,34 +384,89 @@ func connectNATS(ctx context.Context, url string, log *slog.Logger) (*brokernats
 	return b, nil
 }
 
-// serve serves until ctx is done (see serveHTTP).
-func (lm *liveMaster) serve(ctx context.Context) error { return serveHTTP(ctx, lm.ln, lm.m, lm.log) }
+// startMetrics binds addr and serves the node's metrics there; the
+// master's store and broker are wrapped to count their failures.
+func (lm *liveMaster) startMetrics(addr string, cfg *master.Config) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-addr: %w", err)
+	}
+	met := metrics.New()
+	if lm.br == nil {
+		// The in-process broker, made here so that it is counted too.
+		lm.br = broker.NewMemory()
+	}
+	cfg.Metrics, cfg.Store, cfg.Broker = met, met.Store(lm.st), met.Broker(lm.br)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", met.Handler())
+	lm.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout,
+		MaxHeaderBytes: maxHeaderBytes, ErrorLog: slog.NewLogLogger(lm.log.Handler(), slog.LevelWarn)}
+	go func() { _ = lm.metrics.Serve(ln) }()
+	lm.log.Info("serving metrics; the endpoint is unauthenticated: keep it private", "url", "http://"+ln.Addr().String()+"/metrics")
+	return nil
+}
 
-// Close releases the broker and the database once the master is done.
+// serve serves until ctx is done (see serveHTTP).
+func (lm *liveMaster) serve(ctx context.Context) error {
+	return serveHTTP(ctx, lm.ln, lm.m, lm.log, lm.drain)
+}
+
+// Close releases the metrics listener, the broker and the database once
+// the master is done.
 func (lm *liveMaster) Close() error {
+	if lm.metrics != nil {
+		_ = lm.metrics.Close()
+	}
 	if lm.br != nil {
 		_ = lm.br.Close()
 	}
 	return lm.st.Close()
 }
 
-func runServe(ctx context.Context, env Env, args []string) error {
+// serveFlags is ferry serve's flag set, --config (the file's path) included.
+func serveFlags() (*flag.FlagSet, *masterFlags, *string) {
 	fs := flag.NewFlagSet("ferry serve", flag.ContinueOnError)
 	var mf masterFlags
 	mf.register(fs)
-	fs.StringVar(&mf.nats, "nats", env.Getenv("FERRY_NATS"),
+	fs.StringVar(&mf.nats, "nats", "",
 		"share a NATS broker at `URL` (nats://[user:pass@]host:4222, several comma-separated) with other master nodes on the same --db (default $FERRY_NATS; see docs/live.md)")
+	configFile := fs.String(configKeyFlag, "", configUsage)
+	return fs, &mf, configFile
+}
+
+// serveRepeatable are the serve flags that take several values.
+var serveRepeatable = map[string]bool{"trusted-proxy": true}
+
+// serveSettings fills what args left unset from the environment and the
+// configuration file (see applySettings).
+func serveSettings(fs *flag.FlagSet, env Env, configFile string) error {
+	if configFile == "" {
+		configFile = env.Getenv(envName(configKeyFlag))
+	}
+	return applySettings(fs, env.Getenv, configFile, serveRepeatable)
+}
+
+func runServe(ctx context.Context, env Env, args []string) error {
+	fs, mf, configFile := serveFlags()
 	if ok, err := parseFlags(fs, env, args,
-		"Usage: ferry serve [--addr HOST:PORT] [--db DSN] [--nats URL]",
+		"Usage: ferry serve [--config FILE] [--addr HOST:PORT] [--db DSN] [--nats URL] [--metrics-addr HOST:PORT]",
 		"\nRuns the master: browsers connect to it, and so do the machines running",
 		"'ferry connect'. Give each machine a token from 'ferry token create'.",
+		"\nEvery flag may also come from the environment, FERRY_ and its name in",
+		"upper snake case (FERRY_DB, FERRY_NATS, FERRY_METRICS_ADDR, ...), or from",
+		"the TOML file --config (or $FERRY_CONFIG) names, whose keys are the flags'",
+		"names. A flag beats the environment, which beats the file. SIGTERM drains",
+		"(see docs/scale.md).",
 	); !ok {
 		return err
+	}
+	if err := serveSettings(fs, env, *configFile); err != nil {
+		return usageErrorf("ferry serve: %v", err)
 	}
 	if fs.NArg() > 0 || mf.retention < 1 {
 		return usageErrorf("ferry serve: takes no arguments; --retention must be at least 1")
 	}
-	if err := serve(ctx, env, &mf); err != nil {
+	if err := serve(ctx, env, mf); err != nil {
 		return fmt.Errorf("ferry serve: %w", err)
 	}
 	sayStopped(ctx, env, "ferry serve", "in its database")

@@ -112,6 +112,9 @@ func (c *Client) Run(ctx context.Context) error {
 		if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrMachineTaken) {
 			return err
 		}
+		if restarting(err) {
+			retry.restarted()
+		}
 		delay := retry.next(up)
 		c.log.Info("disconnected from the master; reconnecting", "err", err, "in", delay.Round(time.Millisecond))
 		t := time.NewTimer(delay)
@@ -145,6 +148,11 @@ func (p *reconnectPolicy) next(up time.Duration) time.Duration {
 	return d
 }
 
+// restarted starts the backoff over after the master closed with 1012: the
+// node drains and another node behind the same address takes the
+// connection now, so the next attempt waits the least.
+func (p *reconnectPolicy) restarted() { p.attempt = 0 }
+
 // backoff is the delay before reconnect attempt n (0-based): uniform in
 // [c/2, c] where c = min(hi, lo·2ⁿ) ("equal jitter"), so that many
 // clients a restarted master lost do not all come back at once, and no
@@ -175,6 +183,12 @@ func refusal(err error) error {
 		return ErrUnauthorized
 	}
 	return nil
+}
+
+// restarting reports whether the master closed with 1012 (service
+// restart): the node drains and asks its peers to reconnect elsewhere.
+func restarting(err error) bool {
+	return websocket.CloseStatus(err) == websocket.StatusServiceRestart
 }
 
 // connectOnce dials, serves the connection until it fails, and reports

@@ -9,6 +9,9 @@
 //     with exponential backoff and jitter (never faster than half the
 //     current ceiling; the backoff starts over only after a connection
 //     that stayed registered for StableAfter), until its context is done.
+//     A master node that drains closes with 1012 (service restart): the
+//     client reconnects after the least delay (MinBackoff/2 to MinBackoff),
+//     whatever the backoff had grown to.
 //     A refusal that retrying cannot fix ends Run instead: ErrUnauthorized
 //     for a refused token (HTTP 401, or closed because it was revoked),
 //     ErrMachineTaken for a machine registered with another valid token.

@@ -150,3 +150,32 @@ func TestReconnectPolicy(t *testing.T) {
 	check(time.Second, 10*time.Millisecond) // a stable connection resets
 	check(0, 20*time.Millisecond)
 }
+
+// TestRestartReconnectsPromptly: a master node that drains closes with 1012
+// (service restart); the next attempt waits at most MinBackoff however far
+// the backoff had grown, and no other close code does that.
+func TestRestartReconnectsPromptly(t *testing.T) {
+	t.Parallel()
+	closeErr := func(code websocket.StatusCode) error {
+		return fmt.Errorf("client: read: %w", websocket.CloseError{Code: code, Reason: "master draining; reconnect"})
+	}
+	if !restarting(closeErr(websocket.StatusServiceRestart)) {
+		t.Fatal("a 1012 close is not seen as a restart")
+	}
+	for _, err := range []error{closeErr(websocket.StatusGoingAway), closeErr(websocket.StatusInternalError), io.EOF, nil} {
+		if restarting(err) {
+			t.Fatalf("restarting(%v) = true", err)
+		}
+	}
+	p := reconnectPolicy{lo: 10 * time.Millisecond, hi: time.Hour, stable: time.Hour}
+	for range 20 {
+		p.next(0)
+	}
+	if d := p.next(0); d < time.Minute {
+		t.Fatalf("after 21 failures the delay is %v; the test needs a grown backoff", d)
+	}
+	p.restarted()
+	if d := p.next(0); d > p.lo {
+		t.Fatalf("after a restart the delay is %v, want at most %v", d, p.lo)
+	}
+}

@@ -63,15 +63,14 @@ func (cl *clientSide) takeReply(id string) string {
 }
 
 func (m *Master) runClient(c *conn) {
-	c.cl = &clientSide{opened: map[string]bool{}, replies: map[string]string{}, reads: map[string]string{}}
-	c.cl.acks.c = c
 	c.start()
-	c.readLoop(func(data []byte) { m.handleClient(c, data) }, func(data []byte) { m.handleClientChunk(c, data) })
+	c.readLoop(func(data []byte) { m.handleClient(c, data, time.Now()) }, func(data []byte) { m.handleClientChunk(c, data) })
 	m.clientGone(c)
 	c.finish()
 }
 
-func (m *Master) handleClient(c *conn, data []byte) {
+// handleClient handles one text frame read at read.
+func (m *Master) handleClient(c *conn, data []byte, read time.Time) {
 	msg, err := protocol.DecodeFrom(protocol.RoleClient, data)
 	if err != nil {
 		parent, sid := protocol.ParentOf(data)
@@ -98,7 +97,7 @@ func (m *Master) handleClient(c *conn, data []byte) {
 	case protocol.TypeInteractionsWaiting:
 		m.resendSettled(c, machine, msg)
 	default: // session.opened and agent.*: the registry allows nothing else
-		m.storeFromClient(c, machine, msg)
+		m.storeFromClient(c, machine, msg, read)
 	}
 }
 
@@ -155,6 +154,7 @@ func (m *Master) announce(c *conn, msg *protocol.Message) {
 		m.mu.Lock()
 		old := m.clients[id]
 		m.clients[id] = c
+		m.met.MachinesOnline(len(m.clients))
 		m.mu.Unlock()
 		if old != nil && old != c {
 			old.close(websocket.StatusPolicyViolation, "replaced by a newer connection", nil, false)
@@ -214,6 +214,15 @@ func (m *Master) publishPresence(f presenceFrame) {
 	}
 }
 
+// drainClient ends a client connection's intake for a drain: events it
+// sends from now on are neither stored nor acknowledged (the client
+// re-sends them, in order, to the node it reconnects to), and it returns
+// once every event accepted before is stored and its acknowledgement
+// queued, so that the connection's close flushes it.
+func (c *conn) drainClient(ctx context.Context) {
+	c.cl.acks.drain(ctx, c.stop)
+}
+
 // clientGone runs when a client connection ends.
 func (m *Master) clientGone(c *conn) {
 	c.cl.mu.Lock()
@@ -229,6 +238,7 @@ func (m *Master) clientGone(c *conn) {
 	m.mu.Lock()
 	if m.clients[id] == c {
 		delete(m.clients, id)
+		m.met.MachinesOnline(len(m.clients))
 	}
 	m.mu.Unlock()
 	m.publishPresence(presenceFrame{MachineID: id, ConnID: c.id})
@@ -295,7 +305,7 @@ func (m *Master) routeReply(c *conn, msg *protocol.Message, data []byte) {
 
 // storeFromClient queues a client's session.opened or agent.* event for its
 // session's writer; the ack follows once it is stored.
-func (m *Master) storeFromClient(c *conn, machine string, msg *protocol.Message) {
+func (m *Master) storeFromClient(c *conn, machine string, msg *protocol.Message, read time.Time) {
 	s, err := m.session(c.ctx, msg.SessionID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		// Not acknowledged: closing makes the client re-send it later.
@@ -317,8 +327,11 @@ func (m *Master) storeFromClient(c *conn, machine string, msg *protocol.Message)
 		c.sendError(msg.MessageID, msg.SessionID, m.wireError(err, "encode event"))
 		return
 	}
-	entry := c.cl.acks.add(msg.MessageID)
-	if err := s.submit(c.ctx, &pending{msg: msg, data: data, ack: entry, from: c}); err != nil {
+	entry, ok := c.cl.acks.accept(msg.MessageID)
+	if !ok {
+		return // the node drains: the client re-sends it to the next node
+	}
+	if err := s.submit(c.ctx, &pending{msg: msg, data: data, ack: entry, from: c, read: read}); err != nil {
 		c.close(websocket.StatusGoingAway, "master shutting down", nil, false)
 	}
 }

@@ -78,6 +78,12 @@ func newConn(m *Master, ws *websocket.Conn, raw net.Conn, role protocol.Role, to
 		// as soon as the connection is in m.uis.
 		c.ui = &uiSide{subs: map[string]*uiSub{}}
 	}
+	if role == protocol.RoleClient {
+		// Here, not in runClient: a drain (Shutdown) reaches it as soon as
+		// the connection is registered.
+		c.cl = &clientSide{opened: map[string]bool{}, replies: map[string]string{}, reads: map[string]string{}}
+		c.cl.acks.c = c
+	}
 	if role == protocol.RoleUI && len(tok.Machines) > 0 {
 		c.scope = make(map[string]bool, len(tok.Machines))
 		for _, id := range tok.Machines {
@@ -171,6 +177,7 @@ func (c *conn) cut() {
 // drop closes the connection because it cannot keep up.
 func (c *conn) drop() {
 	c.log.Info("dropping a slow consumer")
+	c.m.met.SlowConsumer()
 	c.close(websocket.StatusPolicyViolation, "slow consumer", &protocol.Error{
 		Code: protocol.CodeSlowConsumer, Message: "you read too slowly and are disconnected; reconnect and resume",
 	}, true)
@@ -284,6 +291,7 @@ func (c *conn) writeLoop() {
 			if len(batch) == 0 && ack == nil {
 				break
 			}
+			c.m.met.ConnQueue(len(batch))
 			for i, b := range batch {
 				batch[i] = nil
 				if err := c.write(b, c.writeTimeout()); err != nil {
@@ -457,7 +465,9 @@ func (c *conn) takeAck() []byte {
 type ackQueue struct {
 	mu      sync.Mutex
 	pending []*ackEntry
-	through string // newest id whose predecessors are all stored, not yet sent
+	through string        // newest id whose predecessors are all stored, not yet sent
+	idle    chan struct{} // closed when pending empties, for a waiter (drain)
+	closed  bool          // draining: accept takes nothing more
 	c       *conn
 }
 
@@ -491,10 +501,48 @@ func (e *ackEntry) stored() {
 	}
 	if len(q.pending) == 0 {
 		q.pending = nil
+		if q.idle != nil {
+			close(q.idle)
+			q.idle = nil
+		}
 	}
 	q.mu.Unlock()
 	if moved {
 		q.c.signal()
+	}
+}
+
+// accept is add for an event to store, unless the queue drains.
+func (q *ackQueue) accept(id string) (*ackEntry, bool) {
+	e := &ackEntry{q: q, id: id}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, false
+	}
+	q.pending = append(q.pending, e)
+	return e, true
+}
+
+// drain makes accept refuse from now on and waits until every event
+// accepted before is stored (or refused), the connection closes or ctx is
+// done. One lock for both: nothing accepted is left out of the wait.
+func (q *ackQueue) drain(ctx context.Context, stop <-chan struct{}) {
+	q.mu.Lock()
+	q.closed = true
+	if len(q.pending) == 0 {
+		q.mu.Unlock()
+		return
+	}
+	if q.idle == nil {
+		q.idle = make(chan struct{})
+	}
+	idle := q.idle
+	q.mu.Unlock()
+	select {
+	case <-idle:
+	case <-stop:
+	case <-ctx.Done():
 	}
 }
 

@@ -9,7 +9,11 @@
 // /v1/sessions/{session_id}/uploads and GET /v1/uploads/{upload_id}
 // (attachments; package upload), GET /v1/push/key, POST and DELETE
 // /v1/push/subscriptions and POST /v1/push/answer (Web Push; pushhttp.go),
-// GET /healthz, and the UI (Config.UI) at /.
+// GET /healthz (liveness: 200 while the process serves, draining
+// included), GET /readyz (readiness: 200 only when not draining, the store
+// answers a ping within ReadyTimeout and the broker is connected; else 503
+// and a short reason, never an internal error's text), and the UI
+// (Config.UI) at /.
 //
 // Guarantees:
 //
@@ -90,6 +94,14 @@
 //     never blocks a session's writer: a bounded queue, then package
 //     push's own. POST /v1/push/answer settles an interaction through the
 //     same path as a UI's control.interaction.response (forwardTo).
+//   - Drain (Shutdown, on SIGTERM): /readyz and every new upgrade answer
+//     503 at once; UIs are closed with 1012 (service restart) and
+//     DrainReason; a client connection accepts no further event, gets the
+//     master.ack of every event it sent before once that is stored, and is
+//     closed with 1012 too, so nothing accepted is left unacknowledged and
+//     what was not accepted is re-sent to the next node. /healthz stays 200.
+//   - Measurements go to Config.Metrics (the seam package metrics exports
+//     to Prometheus); the master itself imports no metrics library.
 //   - Routing between connections goes through a broker.Broker only: a
 //     topic per session (events to UIs), per machine (control messages to
 //     the client's connection), per UI connection (answers meant for one UI),
@@ -250,6 +262,8 @@ type Config struct {
 	// connections' presence; the other nodes forget a machine not repeated
 	// for three of these; default DefaultPresenceRefresh.
 	PresenceRefresh time.Duration
+	// Metrics receives the hub's measurements; nil: none are taken.
+	Metrics Metrics
 }
 
 // Master is the hub. Create it with New, serve Handler, stop it with Shutdown.
@@ -259,6 +273,7 @@ type Master struct {
 	br        broker.Broker
 	ownBroker bool
 	log       *slog.Logger
+	met       Metrics
 	// ctx outlives every connection; background work (persistence, timers)
 	// runs under it and it ends when Shutdown is done.
 	ctx    context.Context
@@ -267,6 +282,7 @@ type Master struct {
 	mu       sync.Mutex
 	closing  bool
 	conns    map[*conn]struct{}
+	nconns   map[protocol.Role]int // open connections by role, for Metrics
 	uis      map[*conn]struct{}
 	clients  map[string]*conn // local client connection per machine
 	sessions map[string]*sessionEntry
@@ -322,13 +338,18 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		br:       cfg.Broker,
 		log:      cfg.Logger,
 		node:     cfg.NodeID,
+		met:      cfg.Metrics,
 		conns:    map[*conn]struct{}{},
+		nconns:   map[protocol.Role]int{},
 		uis:      map[*conn]struct{}{},
 		clients:  map[string]*conn{},
 		sessions: map[string]*sessionEntry{},
 	}
 	if m.br == nil {
 		m.br, m.ownBroker = broker.NewMemory(), true
+	}
+	if m.met == nil {
+		m.met = noMetrics{}
 	}
 	var err error
 	if m.uploads, err = newUploads(ctx, cfg); err != nil {
@@ -476,6 +497,7 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("GET /login", m.serveLogin)
 	mux.HandleFunc("POST /login", m.serveLoginPost)
 	mux.HandleFunc("GET /healthz", m.serveHealth)
+	mux.HandleFunc("GET /readyz", m.serveReady)
 	mux.HandleFunc("GET /v1/artifacts/{token}", m.serveArtifact)
 	mux.HandleFunc("POST /v1/sessions/{session_id}/uploads", m.serveUpload)
 	mux.HandleFunc("GET /v1/uploads/{upload_id}", m.uploads.Serve)
@@ -491,10 +513,19 @@ func (m *Master) Handler() http.Handler {
 	return mux
 }
 
-// Shutdown stops accepting connections, closes every connection with a
-// going-away status, waits for every accepted event to be stored and stops
-// the master's timers. It returns ctx's error if that takes too long (the
-// remaining connections are then cut). The Store is not closed.
+// DrainReason is the close reason of every connection a draining node
+// closes (with 1012, service restart).
+const DrainReason = "master node draining; reconnect"
+
+// Shutdown drains the node: readiness turns 503 and new WebSocket upgrades
+// get 503 at once (a load balancer sends them elsewhere); every UI
+// connection is closed with 1012 (service restart); each client connection
+// stops taking new events, gets the acknowledgement of every event it
+// already sent once that is stored, and is closed with 1012 too, so the
+// peers reconnect (to another node) without a long backoff. It then waits
+// for every accepted event to be stored and stops the master's timers. It
+// returns ctx's error if that takes too long (the remaining connections
+// are then cut). The Store is not closed.
 func (m *Master) Shutdown(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closing {
@@ -509,9 +540,18 @@ func (m *Master) Shutdown(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	<-m.sweepDone
+	var drains sync.WaitGroup
 	for _, c := range conns {
-		c.close(websocket.StatusGoingAway, "master shutting down", nil, false)
+		if c.role != protocol.RoleClient {
+			c.close(websocket.StatusServiceRestart, DrainReason, nil, false)
+			continue
+		}
+		drains.Go(func() {
+			c.drainClient(ctx)
+			c.close(websocket.StatusServiceRestart, DrainReason, nil, false)
+		})
 	}
+	drains.Wait()
 	err := waitGroup(ctx, &m.connWG)
 	if err != nil {
 		for _, c := range conns {
@@ -708,6 +748,7 @@ func (m *Master) register(c *conn) bool {
 		return false
 	}
 	m.conns[c] = struct{}{}
+	m.countConn(c, 1)
 	if c.role == protocol.RoleUI {
 		m.uis[c] = struct{}{}
 	}
@@ -718,21 +759,60 @@ func (m *Master) register(c *conn) bool {
 func (m *Master) unregister(c *conn) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.conns[c]; ok {
+		m.countConn(c, -1)
+	}
 	delete(m.conns, c)
 	delete(m.uis, c)
 }
 
+// serveHealth is liveness: it answers 200 while the process serves HTTP,
+// draining included, so an orchestrator does not kill a node that is
+// finishing its writes.
 func (m *Master) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+// ReadyTimeout bounds the store's ping in a readiness check.
+const ReadyTimeout = 2 * time.Second
+
+// serveReady is readiness: 200 only when this node can serve a new
+// connection (not draining, the store answers a ping within ReadyTimeout,
+// the broker is connected), else 503 with a short reason. The reason never
+// carries an internal error's text; the log does.
+func (m *Master) serveReady(w http.ResponseWriter, r *http.Request) {
+	reason := m.notReady(r.Context())
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if reason != "" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(reason + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ready\n"))
+}
+
+// notReady says why this node should get no new connections ("" when it
+// should).
+func (m *Master) notReady(ctx context.Context) string {
 	m.mu.Lock()
 	closing := m.closing
 	m.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if closing {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte("shutting down\n"))
-		return
+		return "draining"
 	}
-	_, _ = w.Write([]byte("ok\n"))
+	if !broker.Connected(m.br) {
+		return "broker unavailable"
+	}
+	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
+	defer cancel()
+	if err := m.st.Ping(ctx); err != nil {
+		m.log.Warn("readiness: the store does not answer", "err", err)
+		return "store unavailable"
+	}
+	return ""
 }
 
 func (m *Master) serveStatus(w http.ResponseWriter, _ *http.Request) {

@@ -190,10 +190,10 @@ func TestMasterRestart(t *testing.T) {
 
 	e.restart()
 
-	// The UI saw some events, then a going-away close.
+	// The UI saw some events, then a service-restart close (the drain).
 	seen, err := ui.waitClosed()
-	if websocket.CloseStatus(err) != websocket.StatusGoingAway {
-		t.Fatalf("UI connection ended with %v, want going away", err)
+	if websocket.CloseStatus(err) != websocket.StatusServiceRestart {
+		t.Fatalf("UI connection ended with %v, want 1012 (service restart)", err)
 	}
 	var lastSeq uint64 = 1
 	for _, ev := range seen {

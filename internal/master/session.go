@@ -104,6 +104,7 @@ type pending struct {
 	// connection's cumulative acknowledgement.
 	ack  *ackEntry
 	from *conn
+	read time.Time // when a client's event was read off its socket (Metrics)
 	// done, if set, runs after the event is stored and relayed (or failed).
 	done func(seq uint64, dup bool, err error)
 }
@@ -124,11 +125,12 @@ func (m *Master) session(ctx context.Context, id string) (*session, error) {
 		m.sessions[id] = e
 		m.mu.Unlock()
 		e.s, e.err = m.loadSession(ctx, id)
+		m.mu.Lock()
 		if e.err != nil {
-			m.mu.Lock()
 			delete(m.sessions, id)
-			m.mu.Unlock()
 		}
+		m.met.SessionsLoaded(len(m.sessions))
+		m.mu.Unlock()
 		close(e.ready)
 		return e.s, e.err
 	}
@@ -385,6 +387,7 @@ func (s *session) submit(ctx context.Context, p *pending) error {
 		s.mu.Lock()
 		if len(s.queue) < maxQueued {
 			s.queue = append(s.queue, p)
+			s.m.met.WriterQueued(1)
 			start := !s.running
 			s.running = true
 			s.mu.Unlock()
@@ -432,6 +435,7 @@ func (s *session) run() {
 		k := copy(s.queue, s.queue[n:])
 		clear(s.queue[k:])
 		s.queue = s.queue[:k]
+		s.m.met.WriterQueued(-n)
 		if s.roomCh != nil {
 			close(s.roomCh)
 			s.roomCh = nil
@@ -485,6 +489,7 @@ func (s *session) persist(batch []*pending) {
 		}
 		return
 	}
+	s.m.met.Stored(len(evs))
 	turnEnded, status := false, false
 	frames := make([][]byte, len(res))
 	s.foldMu.Lock()
@@ -517,6 +522,8 @@ func (s *session) persist(batch []*pending) {
 		frames[i] = sessionFrame(p.data, r.Seq, s.epochFld)
 		if err := s.m.br.Publish(ctx, sessionTopic(s.id), frames[i]); err != nil {
 			s.m.log.Error("publish event", "session", s.id, "err", err)
+		} else if !p.read.IsZero() {
+			s.m.met.Relayed(time.Since(p.read))
 		}
 		s.m.notify.observe(s, p.msg)
 	}

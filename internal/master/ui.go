@@ -486,6 +486,9 @@ func (m *Master) subscribe(c *conn, msg *protocol.Message) {
 	}
 	var skip uint64
 	if reason == "" {
+		if p.AfterSeq > 0 {
+			m.met.UIResumed()
+		}
 		ans := msg.Reply(protocol.TypeSubscribed, &protocol.Subscribed{Recovered: true, Epoch: s.epoch, FromSeq: p.AfterSeq + 1, LastSeq: last})
 		c.send(ans)
 		if !m.replay(c, s, p.AfterSeq, last, first) {

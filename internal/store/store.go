@@ -375,6 +375,9 @@ type Store interface {
 	// ReleaseLease frees the lease if holder holds it (otherwise nothing),
 	// so that another holder may take it at once.
 	ReleaseLease(ctx context.Context, name, holder string) error
+	// Ping answers nil when the store serves queries: one cheap round
+	// trip, for a readiness check; bound it with ctx.
+	Ping(ctx context.Context) error
 
 	Close() error
 }

@@ -40,8 +40,8 @@ async function routeSockets(page) {
     });
     server.onMessage((m) => ws.send(m));
   });
-  // A master that is down does not answer its health check either.
-  await page.route(/\/healthz$/, (rt) => (r.refuse ? rt.abort() : rt.continue()));
+  // A master that is down does not answer its health checks either.
+  await page.route(/\/(healthz|readyz)$/, (rt) => (r.refuse ? rt.abort() : rt.continue()));
   r.last = () => r.sockets[r.sockets.length - 1];
   return r;
 }

@@ -41,7 +41,10 @@ import (
 	"github.com/ferry-dev/ferry/internal/broker"
 )
 
-var _ broker.Broker = (*Broker)(nil)
+var (
+	_ broker.Broker       = (*Broker)(nil)
+	_ broker.Connectivity = (*Broker)(nil)
+)
 
 // Defaults of Options.
 const (

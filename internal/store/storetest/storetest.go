@@ -92,6 +92,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"LeaseExpiry", testLeaseExpiry},
 		{"PushSubscriptions", testPushSubscriptions},
 		{"PushSubscriptionBound", testPushSubscriptionBound},
+		{"Ping", testPing},
 		{"ContextCancelled", testContextCancelled},
 		{"BadInput", testBadInput},
 	}
@@ -1023,6 +1024,12 @@ func testPersistence(t *testing.T, open Opener) {
 
 // --- context and input ---
 
+// testPing: an open store answers a ping (a cancelled context, in
+// testContextCancelled, does not).
+func testPing(t *testing.T, s store.Store) {
+	mustNil(t, s.Ping(ctx(t)), "Ping")
+}
+
 func testContextCancelled(t *testing.T, s store.Store) {
 	newSession(t, s, "s1", "m1")
 	mustNil(t, s.OpenInteraction(ctx(t), interaction("s1", "i1", 0)), "OpenInteraction")
@@ -1066,6 +1073,7 @@ func testContextCancelled(t *testing.T, s store.Store) {
 		},
 		"DeletePushSubscription": func() error { return s.DeletePushSubscription(c, "https://push.example/a", "") },
 		"PushSubscriptions":      func() error { _, err := s.PushSubscriptions(c, time.Now()); return err },
+		"Ping":                   func() error { return s.Ping(c) },
 	}
 	maps.Copy(calls, artifactCalls(c, s))
 	for name, call := range calls {

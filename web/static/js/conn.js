@@ -16,9 +16,13 @@
 //   key. No key stored means signed out at once.
 // - A browser cannot read the HTTP status of a refused WebSocket upgrade, so
 //   "signed out" is otherwise inferred: the upgrade fails twice in a row
-//   while /healthz answers, or the master closes the connection with
+//   while /readyz answers 200 (a draining or unready node answers 503, and
+//   its refusal says nothing about the sign-in), or the master closes the connection with
 //   error{code: unauthorized} (a revoked or expired token). A sign-in in
 //   another tab (a new key stored) reconnects this one.
+// - A master node that drains (a restart or a scale-down) closes with 1012
+//   (service restart): the page reconnects at once, with the least backoff,
+//   and a load balancer sends it to another node.
 // - A heartbeat (ui.machines.list every 25 s while visible, answered within
 //   10 s) notices a connection that died silently, as on a phone that
 //   changed networks; each one answered is a "heartbeat" event.
@@ -33,6 +37,7 @@ const REQUEST_WAIT = 45000;
 const SIGNED_IN = 'ferry.signedIn';
 const KEY = 'ferry.key'; // the key share; the master's login page writes it
 const PROTOCOL = 'ferry.ui';
+const RESTART = 1012; // the close code of a master node that drains
 
 function storedKey() {
   try {
@@ -146,7 +151,7 @@ export class Connection extends EventTarget {
       if (msg.type === 'error' && msg.payload?.code === 'unauthorized' && !msg.parent_id) unauthorized = true;
       this.receive(msg);
     };
-    ws.onclose = () => {
+    ws.onclose = (ev) => {
       if (this.ws !== ws) return;
       this.ws = null;
       clearTimeout(this.heartbeatTimer);
@@ -165,6 +170,7 @@ export class Connection extends EventTarget {
         return;
       }
       this.setState('lost');
+      if (ev.code === RESTART) this.attempt = 0; // a draining node: come back at once, elsewhere
       this.scheduleRetry();
     };
   }
@@ -172,7 +178,7 @@ export class Connection extends EventTarget {
   async checkSignedOut() {
     let healthy = false;
     try {
-      const r = await fetch('/healthz', { cache: 'no-store' });
+      const r = await fetch('/readyz', { cache: 'no-store' });
       healthy = r.ok;
     } catch {
       healthy = false;

@@ -1,0 +1,389 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/ferry-dev/ferry/internal/auth"
+	"github.com/ferry-dev/ferry/internal/broker"
+	"github.com/ferry-dev/ferry/internal/master"
+	"github.com/ferry-dev/ferry/internal/metrics"
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/internal/store/sqlite"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+const wait = 20 * time.Second
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// node is a master on a real SQLite file behind a loopback HTTP server,
+// its metrics on a loopback listener of their own.
+type node struct {
+	t             *testing.T
+	srv           *httptest.Server
+	metricsURL    string
+	client, uiTok string
+}
+
+func startNode(t *testing.T) *node {
+	t.Helper()
+	st, err := sqlite.Open(testCtx(t), filepath.Join(t.TempDir(), "ferry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	n := &node{t: t}
+	if n.client, _, err = auth.Issue(testCtx(t), st, store.TokenClient, "laptop", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n.uiTok, _, err = auth.Issue(testCtx(t), st, store.TokenUI, "browser", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	met := metrics.New()
+	br := broker.NewMemory()
+	t.Cleanup(func() { _ = br.Close() })
+	m, err := master.New(testCtx(t), master.Config{Store: met.Store(st), Broker: met.Broker(br), Metrics: met,
+		PingInterval: time.Minute, OfflineGrace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.srv = httptest.NewServer(m.Handler())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := &http.Server{Handler: met.Handler(), ReadHeaderTimeout: wait}
+	go func() { _ = ms.Serve(ln) }()
+	n.metricsURL = "http://" + ln.Addr().String() + "/metrics"
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_ = m.Shutdown(ctx)
+		n.srv.Close()
+		_ = ms.Close()
+	})
+	return n
+}
+
+// peer is a raw WebSocket peer.
+type peer struct {
+	t  *testing.T
+	ws *websocket.Conn
+}
+
+func (n *node) dial(path, secret string) *peer {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(n.srv.URL, "http")+path,
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + secret}}})
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	if err != nil {
+		n.t.Fatalf("dial %s: %v", path, err)
+	}
+	ws.SetReadLimit(-1)
+	n.t.Cleanup(func() { _ = ws.CloseNow() })
+	return &peer{t: n.t, ws: ws}
+}
+
+func (p *peer) send(m *protocol.Message) *protocol.Message {
+	p.t.Helper()
+	b, err := protocol.Encode(m)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := p.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		p.t.Fatal(err)
+	}
+	return m
+}
+
+// until reads until a message of type typ.
+func (p *peer) until(typ string) *protocol.Message {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	for {
+		_, b, err := p.ws.Read(ctx)
+		if err != nil {
+			p.t.Fatalf("read (waiting for %s): %v", typ, err)
+		}
+		m, err := protocol.Decode(b)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		if m.Type == typ {
+			return m
+		}
+	}
+}
+
+// scrape fetches the metrics over HTTP and parses the text format.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testCtx(t), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse the scrape: %v", err)
+	}
+	return fams
+}
+
+// value is the value of family name's series whose labels include
+// labels (name, value pairs): a gauge's or counter's value, a histogram's
+// count.
+func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	f := fams[name]
+	if f == nil {
+		t.Fatalf("no series %s in the scrape", name)
+	}
+next:
+	for _, m := range f.GetMetric() {
+		for i := 0; i+1 < len(labels); i += 2 {
+			if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+			}) {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue()
+		case m.Counter != nil:
+			return m.GetCounter().GetValue()
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	t.Fatalf("no series %s%v in the scrape", name, labels)
+	return 0
+}
+
+func caps() *protocol.Capabilities {
+	return &protocol.Capabilities{
+		ProtocolVersion: 1,
+		Client:          protocol.ClientInfo{Name: "fake", Version: "0"},
+		Machine:         &protocol.MachineInfo{ID: "m1", Name: "laptop"},
+		Workspaces:      []protocol.Workspace{{ID: "ws1", Name: "proj", Path: "/home/me/proj"}},
+		Adapters: []protocol.AdapterCapability{{
+			ID: "echo", Name: "Echo", Modes: []string{protocol.ModeDefault},
+			InputTypes: []string{protocol.InputText}, Interactions: []string{protocol.InteractionPermission},
+			Cancel: true, Compact: true, FileTokens: "file_list",
+		}},
+		Messages: []string{protocol.TypePromptRequest, protocol.TypePromptCancel, protocol.TypeSessionOpen},
+		FileReferences: &protocol.FileRefCapabilities{
+			Search: true, SearchScopes: []string{protocol.ScopeWorkspace}, MaxResultsCap: 50,
+			PositionEncoding: protocol.PositionUTF16, TokenSyntaxVersion: 1,
+		},
+	}
+}
+
+// TestScrape drives a client's events and a UI through a master, scrapes
+// its metrics listener over HTTP and checks that the series moved.
+func TestScrape(t *testing.T) {
+	t.Parallel()
+	n := startNode(t)
+	before := scrape(t, n.metricsURL)
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total"} {
+		if before[name] == nil {
+			t.Errorf("the Go and process collectors' %s is not served", name)
+		}
+	}
+	if v := value(t, before, "ferry_connections", "role", "ui"); v != 0 {
+		t.Fatalf("ferry_connections{role=ui} = %v before any connection", v)
+	}
+
+	ui := n.dial("/v1/ui", n.uiTok)
+	ui.send(protocol.New(protocol.TypeMachinesList, &protocol.MachinesList{}))
+	ui.until(protocol.TypeMachines) // registered for machine status from here on
+	c := n.dial("/v1/client", n.client)
+	c.send(protocol.New(protocol.TypeCapabilities, caps()))
+	for {
+		if st := ui.until(protocol.TypeMachineStatus).Payload.(*protocol.MachineStatus).Machine; st.ID == "m1" && st.Online {
+			break
+		}
+	}
+	ui.send(protocol.New(protocol.TypeSessionStart, &protocol.SessionStart{MachineID: "m1", WorkspaceID: "ws1", Adapter: "echo", Title: "t"}))
+	open := c.until(protocol.TypeSessionOpen)
+	opened := protocol.New(protocol.TypeSessionOpened, &protocol.SessionOpened{Adapter: "echo", Mode: protocol.ModeDefault})
+	opened.SessionID, opened.ParentID = open.SessionID, open.MessageID
+	c.send(opened)
+	info := ui.until(protocol.TypeSessionAnswer).Payload.(*protocol.SessionAnswer).Session
+	d := protocol.New(protocol.TypeTextDelta, &protocol.TextDelta{TurnID: "t1", Delta: "hello"})
+	d.SessionID = info.ID
+	c.send(d)
+	for c.until(protocol.TypeAck).Payload.(*protocol.Ack).Through != d.MessageID {
+	}
+	// A UI that comes back from seq 1 resumes from the store.
+	sub := protocol.New(protocol.TypeSessionSubscribe, &protocol.SessionSubscribe{AfterSeq: 1, Epoch: info.Epoch})
+	sub.SessionID = info.ID
+	ui.send(sub)
+	if !ui.until(protocol.TypeSubscribed).Payload.(*protocol.Subscribed).Recovered {
+		t.Fatal("the resume was not recovered")
+	}
+
+	after := scrape(t, n.metricsURL)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		atLeast,
+		atMost float64
+	}{
+		{"ferry_connections", []string{"role", "ui"}, 1, 1},
+		{"ferry_connections", []string{"role", "client"}, 1, 1},
+		{"ferry_machines_online", nil, 1, 1},
+		{"ferry_sessions_loaded", nil, 1, 1},
+		{"ferry_events_stored_total", nil, 2, 1e9},     // session.opened, the delta
+		{"ferry_relay_latency_seconds", nil, 2, 1e9},   // both came from the client
+		{"ferry_store_batch_size", nil, 1, 1e9},        // observations
+		{"ferry_writer_queue_depth", nil, 0, 0},        // all stored
+		{"ferry_conn_queue_depth", nil, 1, 1e9},        // observations
+		{"ferry_ui_resumes_total", nil, 1, 1},          // the subscribe from seq 1
+		{"ferry_slow_consumer_drops_total", nil, 0, 0}, // nobody is slow
+		{"ferry_store_errors_total", nil, -1, -1},      // no failure: no series yet
+		{"ferry_broker_errors_total", nil, -1, -1},     // idem
+	} {
+		if c.atLeast < 0 {
+			if f := after[c.name]; f != nil && len(f.GetMetric()) > 0 {
+				t.Errorf("%s has series without any failure: %v", c.name, f)
+			}
+			continue
+		}
+		if v := value(t, after, c.name, c.labels...); v < c.atLeast || v > c.atMost {
+			t.Errorf("%s%v = %v, want %v to %v", c.name, c.labels, v, c.atLeast, c.atMost)
+		}
+	}
+}
+
+// brokenStore fails every call it is asked for.
+type brokenStore struct{ store.Store }
+
+func (brokenStore) ListTokens(context.Context) ([]store.Token, error) {
+	return nil, errors.New("disk on fire")
+}
+
+func (brokenStore) Session(context.Context, string) (store.Session, error) {
+	return store.Session{}, store.ErrNotFound
+}
+
+// TestErrorsCounted: a store call that fails counts under its method's
+// name, an answer like not found does not; a broker call that fails
+// counts under publish or subscribe.
+func TestErrorsCounted(t *testing.T) {
+	t.Parallel()
+	met := metrics.New()
+	st := met.Store(brokenStore{})
+	if _, err := st.ListTokens(t.Context()); err == nil {
+		t.Fatal("ListTokens did not fail")
+	}
+	if _, err := st.Session(t.Context(), "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Session: %v", err)
+	}
+	br := broker.NewMemory()
+	_ = br.Close()
+	b := met.Broker(br)
+	if err := b.Publish(t.Context(), "t", nil); err == nil {
+		t.Fatal("Publish on a closed broker did not fail")
+	}
+	if _, err := b.Subscribe("t", func([]byte) {}); err == nil {
+		t.Fatal("Subscribe on a closed broker did not fail")
+	}
+	if !broker.Connected(b) {
+		t.Fatal("the wrapper of a memory broker is not connected")
+	}
+	srv := httptest.NewServer(met.Handler())
+	defer srv.Close()
+	fams := scrape(t, srv.URL)
+	for _, c := range []struct {
+		name, op string
+		want     float64
+	}{
+		{"ferry_store_errors_total", "ListTokens", 1},
+		{"ferry_broker_errors_total", "publish", 1},
+		{"ferry_broker_errors_total", "subscribe", 1},
+	} {
+		if v := value(t, fams, c.name, "op", c.op); v != c.want {
+			t.Errorf("%s{op=%s} = %v, want %v", c.name, c.op, v, c.want)
+		}
+	}
+	for _, m := range fams["ferry_store_errors_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetValue() == "Session" {
+				t.Error("a not-found answer counted as a store error")
+			}
+		}
+	}
+}
+
+// TestDocumentedSeries: docs/scale.md's metrics table lists exactly the
+// ferry series New registers, so the docs cannot drift.
+func TestDocumentedSeries(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scale.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `(ferry_[a-z_]+)` \\|")
+	var documented []string
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		documented = append(documented, m[1])
+	}
+	// Every labelled vector gets a series, so that Gather lists it.
+	met := metrics.New()
+	_, _ = met.Store(brokenStore{}).ListTokens(t.Context())
+	br := broker.NewMemory()
+	_ = br.Close()
+	_ = met.Broker(br).Publish(t.Context(), "t", nil)
+	fams, err := met.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var registered []string
+	for _, f := range fams {
+		if strings.HasPrefix(f.GetName(), "ferry_") {
+			registered = append(registered, f.GetName())
+		}
+	}
+	slices.Sort(documented)
+	slices.Sort(registered)
+	if !slices.Equal(documented, registered) {
+		t.Fatalf("docs/scale.md documents %v\nregistered: %v", documented, registered)
+	}
+}
