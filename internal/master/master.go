@@ -140,6 +140,10 @@
 //   - ui.session.start stores the session before the client opens it; if
 //     the client refuses, the session stays listed, idle and empty.
 //   - Loaded session state stays in memory for the master's lifetime.
+//     With several nodes, each keeps its own copy of a session it loaded
+//     and folds in the events other nodes stored (read from the store)
+//     before it applies its own and before it serves a snapshot, so a
+//     snapshot from any node is current up to the store's last seq.
 //   - Presence is shared by repeating it, not stored: a node that dies
 //     without a word has its machines shown online by the other nodes
 //     for up to three refreshes (6 s by default). Repeating costs one
