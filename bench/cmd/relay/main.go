@@ -1,19 +1,27 @@
 // Command relay is the load benchmark of the live system. It builds the
-// ferry binary, starts `ferry serve` on a fresh SQLite file as a child
-// process, and drives it over loopback WebSockets with simulated clients
-// and UIs speaking the real protocol:
+// ferry binary and starts `ferry serve` child processes in three setups —
+// one node on a fresh SQLite file, one node on a fresh PostgreSQL database
+// (-postgres, default $FERRY_TEST_POSTGRES), and two nodes on one fresh
+// PostgreSQL database sharing a nats-server it starts on a free loopback
+// port (-nats-server, default $FERRY_TEST_NATS_SERVER) — and drives them
+// over loopback WebSockets with simulated clients and UIs speaking the real
+// protocol:
 //
-//   - latency: one client streams agent.text.delta events of 1 KB at a fixed
-//     rate (default 1,000/s) for a fixed time; one subscribed UI times each
-//     event from the client's write to the UI's read (one process, one
-//     monotonic clock), so the figure is what the relay adds: decode,
-//     persist, fan out, encode;
-//   - idle connections: it opens N authenticated UI connections (default
-//     10,000) and reads the master's resident memory before and after;
-//   - resume: a UI subscribes from 1,000 events back and times the replay
-//     until it is live again.
+//   - latency: one client streams agent.text.delta events of 1 KB at each
+//     of -rates (default 1,000 and 5,000/s) for -duration; one subscribed UI
+//     times each event from the client's write to the UI's read (one
+//     process, one monotonic clock), so the figure is what the relay adds:
+//     decode, persist, fan out (across nodes: through NATS), encode. With
+//     two nodes the client is on node 1 and the UI on node 2;
+//   - idle connections (SQLite node; -idle 0 skips): it opens N
+//     authenticated UI connections and reads the master's resident memory
+//     before and after;
+//   - resume (SQLite node; -resume 0 skips): a UI subscribes from 1,000
+//     events back and times the replay until it is live again.
 //
-// Everything is bounded by count and time. See bench/README.md.
+// -before DIR builds a second ferry from another source tree and measures
+// every setup with both builds in turn, so before/after ratios come from
+// one run. Everything is bounded by count and time. See bench/README.md.
 package main
 
 import (
