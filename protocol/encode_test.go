@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/ferry-dev/ferry/protocol"
@@ -32,5 +33,48 @@ func TestEncodeIsJSONMarshal(t *testing.T) {
 	}
 	if _, err := protocol.Encode(nil); err == nil {
 		t.Fatal("Encode(nil) succeeded")
+	}
+}
+
+// TestDecodeKeepsRawPayloadsCanonical: a raw sub-object is compacted
+// whatever the payload around it, and a payload without one decodes the
+// same from spaced JSON.
+func TestDecodeKeepsRawPayloadsCanonical(t *testing.T) {
+	m, err := protocol.Decode([]byte(`{"type":"agent.tool.started","message_id":"6f1c2b1e-8a4b-4c1d-9e2f-3a4b5c6d7e8f","session_id":"s",
+		"payload": { "turn_id" : "t", "tool_use_id":"u", "tool_name":"x", "input" : { "a" : [ 1 , 2 ] } } }`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := string(m.Payload.(*protocol.ToolStarted).Input); in != `{"a":[1,2]}` {
+		t.Fatalf("raw input kept as %q, want it compacted", in)
+	}
+	m, err = protocol.Decode([]byte(`{"type":"agent.text.delta","message_id":"6f1c2b1e-8a4b-4c1d-9e2f-3a4b5c6d7e8f","session_id":"s",
+		"payload": { "turn_id" : "t" , "delta" : " a \u003c b " } }`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := m.Payload.(*protocol.TextDelta); d.TurnID != "t" || d.Delta != " a < b " {
+		t.Fatalf("text delta decoded as %+v", d)
+	}
+}
+
+// BenchmarkRelayedDelta is what a master does with each streamed event of
+// 1 KB: decode the client's frame strictly, then encode it to store.
+func BenchmarkRelayedDelta(b *testing.B) {
+	m := protocol.New(protocol.TypeTextDelta, &protocol.TextDelta{TurnID: "turn-1", Delta: strings.Repeat("x", 1000)})
+	m.SessionID = "s1"
+	data, err := protocol.Encode(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		msg, err := protocol.DecodeFrom(protocol.RoleClient, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := protocol.Encode(msg); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
