@@ -52,7 +52,7 @@ func TestEachEventStopsOnMalformed(t *testing.T) {
 	b.add([]byte(`{"type":"a"}`), 1)
 	b.add([]byte(`{"type":"b"}`), 2)
 	m := b.done()[0]
-	for cut := range len(m) {
+	for cut := range m {
 		n := 0
 		eachEvent(m[:cut], func(seq uint64, _ []byte) bool {
 			n++
