@@ -82,13 +82,19 @@ func Decode(data []byte) (*Message, error) {
 		return nil, errorf(CodeWrongType, "payload", "%s", jsonErrorText(err))
 	}
 	// Compacting first keeps raw sub-objects (json_schema, tool input)
-	// canonical, so a relayed message is byte-stable.
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, env.Payload); err != nil {
-		return nil, errorf(CodeMalformedJSON, "payload", "%s", jsonErrorText(err))
+	// canonical, so a relayed message is byte-stable. A payload that holds
+	// none decodes the same either way, and most events (a text delta) are
+	// such: they skip that pass.
+	raw := []byte(env.Payload)
+	if holdsRaw[s.payload] {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, env.Payload); err != nil {
+			return nil, errorf(CodeMalformedJSON, "payload", "%s", jsonErrorText(err))
+		}
+		raw = compact.Bytes()
 	}
 	payload := reflect.New(s.payload).Interface()
-	if err := json.Unmarshal(compact.Bytes(), payload); err != nil {
+	if err := json.Unmarshal(raw, payload); err != nil {
 		return nil, errorf(CodeWrongType, "payload", "%s", jsonErrorText(err))
 	}
 	if val, ok := payload.(validator); ok {
@@ -181,4 +187,37 @@ func jsonErrorText(err error) string {
 		return "unexpected end of input"
 	}
 	return "bad JSON"
+}
+
+// holdsRaw tells, for each registered payload type, whether a decoded
+// payload can keep JSON text as it came (a json.RawMessage, or a type that
+// decodes itself), which Decode then compacts first.
+var holdsRaw = func() map[reflect.Type]bool {
+	m := make(map[reflect.Type]bool, len(registry))
+	for _, s := range registry {
+		m[s.payload] = keepsRawJSON(s.payload, map[reflect.Type]bool{})
+	}
+	return m
+}()
+
+func keepsRawJSON(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	if t == reflect.TypeFor[json.RawMessage]() || t.Implements(reflect.TypeFor[json.Unmarshaler]()) ||
+		reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return keepsRawJSON(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if keepsRawJSON(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -77,7 +78,14 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 // Encode returns the wire bytes of m, refusing a message over MaxMessageBytes
 // so that a peer never receives what it must reject.
 func Encode(m *Message) ([]byte, error) {
-	b, err := json.Marshal(m)
+	if m == nil {
+		return nil, errors.New("protocol: encode a nil message")
+	}
+	// MarshalJSON's output is json.Marshal's own (compact, valid, HTML
+	// characters escaped, the payload's too), so json.Marshal(m) would only
+	// copy it once more, checking every byte: on a relay's hot path that
+	// was a third of the encoding.
+	b, err := m.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}

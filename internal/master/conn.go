@@ -202,6 +202,25 @@ func (c *conn) tryEnqueue(b []byte) bool {
 	return true
 }
 
+// tryEnqueueAll is tryEnqueue for several frames, in order, under one
+// lock and one wake-up of the writer: a session's batch reaches a UI so.
+func (c *conn) tryEnqueueAll(bs [][]byte) bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	if len(c.q)+len(bs) > c.m.cfg.QueueSize {
+		c.mu.Unlock()
+		c.drop()
+		return false
+	}
+	c.q = append(c.q, bs...)
+	c.mu.Unlock()
+	c.signal()
+	return true
+}
+
 // enqueue queues b, waiting while the queue is over half full: the
 // connection's own answers and replays use it, so they slow down their own
 // reader instead of crowding out the live deliveries that use the other half.

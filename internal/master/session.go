@@ -28,8 +28,13 @@ const (
 	// the senders wait (the client's reader, so TCP pushes back on it).
 	maxQueued = 4096
 	// snapshotEvery stores the snapshot after this many events even when no
-	// turn ended, so a restart has few events to apply.
-	snapshotEvery = 256
+	// turn ended, so a restart has few events to apply. A snapshot holds up
+	// to maxSnapshotTurnText of a running turn's text, so storing it costs
+	// as much as hundreds of events: not too often.
+	snapshotEvery = 1024
+	// maxTrimEvery bounds how many events pass between two Trims (and so
+	// how many one Trim deletes): a Trim holds up the session's next batch.
+	maxTrimEvery = 128
 	// Snapshot limits, so a snapshot always fits in one message.
 	maxSnapshotTurns     = 100
 	maxSnapshotTurnText  = 256 << 10
@@ -184,7 +189,9 @@ func (m *Master) loadSession(ctx context.Context, id string) (*session, error) {
 	}
 	s.row.LastSeq = max(s.row.LastSeq, from)
 	s.applied = from
-	s.unsaved, s.changed = 0, false
+	// unsaved keeps counting the events applied after the stored snapshot:
+	// a Trim must not pass it (checkpoint).
+	s.changed = false
 	ins, err := m.st.OpenInteractions(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("load open interactions: %w", err)
@@ -491,7 +498,6 @@ func (s *session) persist(batch []*pending) {
 	}
 	s.m.met.Stored(len(evs))
 	turnEnded, status := false, false
-	frames := make([][]byte, len(res))
 	s.foldMu.Lock()
 	for _, r := range res {
 		if !r.Duplicate {
@@ -501,6 +507,11 @@ func (s *session) persist(batch []*pending) {
 			break
 		}
 	}
+	// The batch's new events go out as one broker message (or a few, see
+	// maxFrameBytes) once all are applied: one publish per batch, not per
+	// event, is most of what a burst costs the relay.
+	fb := frameBuilder{epochFld: s.epochFld}
+	wires := make([][]byte, len(res))
 	for i, r := range res {
 		p := batch[i]
 		req, isReq := p.msg.Payload.(*protocol.InteractionRequest)
@@ -519,20 +530,29 @@ func (s *session) persist(batch []*pending) {
 			turnEnded = true
 		}
 		status = status || changesStatus(p.msg.Type)
-		frames[i] = sessionFrame(p.data, r.Seq, s.epochFld)
-		if err := s.m.br.Publish(ctx, sessionTopic(s.id), frames[i]); err != nil {
-			s.m.log.Error("publish event", "session", s.id, "err", err)
-		} else if !p.read.IsZero() {
-			s.m.met.Relayed(time.Since(p.read))
-		}
+		wires[i] = fb.add(p.data, r.Seq)
 		s.m.notify.observe(s, p.msg)
 	}
 	s.foldMu.Unlock()
+	published := true
+	for _, f := range fb.done() {
+		if err := s.m.br.Publish(ctx, sessionTopic(s.id), f); err != nil {
+			s.m.log.Error("publish events", "session", s.id, "err", err)
+			published = false
+		}
+	}
+	if published {
+		for i, p := range batch {
+			if !res[i].Duplicate && !p.read.IsZero() {
+				s.m.met.Relayed(time.Since(p.read))
+			}
+		}
+	}
 	// Acknowledge after the checkpoint: what a client sees acknowledged is
 	// also reflected in the stored snapshot and retention.
 	s.checkpoint(ctx)
 	for i, r := range res {
-		batch[i].stored(r.Seq, frames[i], r.Duplicate)
+		batch[i].stored(r.Seq, wires[i], r.Duplicate)
 	}
 	if status {
 		s.m.publishStatus(ctx, s.info())
@@ -695,16 +715,23 @@ func (s *session) turnLocked(id string) *protocol.TurnSnapshot {
 	return nil
 }
 
-// checkpoint stores the row and snapshot when the state changed or enough
-// events passed, and trims old events (amortised: once per
-// Retention/16 events). The snapshot is always stored before a Trim, so the
-// stored snapshot plus the retained events never leave a gap.
+// checkpoint stores the row and snapshot when the state changed or
+// snapshotEvery events passed, and trims old events every trimEvery events:
+// small deletes, so that no batch waits long behind one (the writer's
+// connection is the store's only one on SQLite). A Trim keeps the newest
+// Retention events, so it cannot leave a gap after the stored snapshot
+// while fewer than Retention events were applied since that snapshot; past
+// half of that, the snapshot is stored first.
 func (s *session) checkpoint(ctx context.Context) {
-	trimEvery := max(1, s.m.cfg.Retention/16)
+	keep := s.m.cfg.Retention
+	trimEvery := max(1, min(keep/16, maxTrimEvery))
 	s.mu.Lock()
 	trim := s.untrimmed >= trimEvery
-	save := trim || s.changed || s.unsaved >= snapshotEvery
-	var row store.Session
+	save := s.changed || s.unsaved >= snapshotEvery || trim && s.unsaved > keep/2
+	var (
+		row     store.Session
+		unsaved int
+	)
 	if save {
 		row = s.row
 		snap, err := json.Marshal(s.snapshotLocked())
@@ -714,28 +741,35 @@ func (s *session) checkpoint(ctx context.Context) {
 			return
 		}
 		row.Snapshot = snap
+		unsaved = s.unsaved
 		s.unsaved, s.changed = 0, false
-		if trim {
-			s.untrimmed = 0
-		}
-	}
-	s.mu.Unlock()
-	if !save {
-		return
-	}
-	if err := s.m.st.UpdateSession(ctx, row); err != nil {
-		s.m.log.Error("store session snapshot", "session", s.id, "err", err)
-		return
 	}
 	if trim {
-		if err := s.m.st.Trim(ctx, s.id, s.m.cfg.Retention); err != nil {
+		s.untrimmed = 0
+	}
+	s.mu.Unlock()
+	if save {
+		if err := s.m.st.UpdateSession(ctx, row); err != nil {
+			s.m.log.Error("store session snapshot", "session", s.id, "err", err)
+			// The stored snapshot is as old as before: count its events
+			// again, and do not trim past it.
+			s.mu.Lock()
+			s.unsaved += unsaved
+			s.changed = true
+			s.mu.Unlock()
+			return
+		}
+	}
+	if trim {
+		if err := s.m.st.Trim(ctx, s.id, keep); err != nil {
 			s.m.log.Error("trim session events", "session", s.id, "err", err)
 		}
 	}
 }
 
-// stored finishes an event after it was stored (and relayed unless dup).
-func (p *pending) stored(seq uint64, frame []byte, dup bool) {
+// stored finishes an event after it was stored (and relayed unless dup,
+// as wire: the message with seq and epoch).
+func (p *pending) stored(seq uint64, wire []byte, dup bool) {
 	if p.ack != nil {
 		p.ack.stored()
 	}
@@ -743,9 +777,7 @@ func (p *pending) stored(seq uint64, frame []byte, dup bool) {
 		// The open's waiter needs the answer; a turn's start just ends the
 		// wait for its prompt.
 		if replyTo := p.from.cl.takeReply(p.msg.ParentID); replyTo != "" && !dup && p.msg.Type == protocol.TypeSessionOpened {
-			if _, wire, ok := frameSeq(frame); ok {
-				_ = p.from.m.br.Publish(p.from.m.ctx, replyTo, wire)
-			}
+			_ = p.from.m.br.Publish(p.from.m.ctx, replyTo, wire)
 		}
 	}
 	if p.done != nil {

@@ -43,34 +43,51 @@ type uiSub struct {
 	unsub     func()
 	mu        sync.Mutex
 	replaying bool
-	buf       [][]byte
+	buf       [][]byte // held-back session topic messages
+	held      int      // events in buf
 	overflow  bool
 	skip      uint64 // highest seq sent
 }
 
+// deliver takes one session topic message (a batch of events, see
+// frameBuilder) and queues its new events for the UI in one go.
 func (sub *uiSub) deliver(frame []byte) {
-	seq, wire, ok := frameSeq(frame)
-	if !ok {
-		return
-	}
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if sub.replaying {
-		if len(sub.buf) >= sub.c.m.cfg.QueueSize {
+		n := frameEvents(frame)
+		if sub.held+n > sub.c.m.cfg.QueueSize {
 			sub.overflow = true
 			return
 		}
 		sub.buf = append(sub.buf, frame)
+		sub.held += n
 		return
 	}
-	if seq <= sub.skip {
-		return
+	sub.send(frame)
+}
+
+// send queues frame's events after skip, in order; a gap drops the UI.
+// sub.mu is held. It reports whether the connection is still up.
+func (sub *uiSub) send(frame []byte) bool {
+	var out [][]byte
+	ok := true
+	eachEvent(frame, func(seq uint64, wire []byte) bool {
+		if seq <= sub.skip {
+			return true
+		}
+		if sub.gap(seq) {
+			ok = false
+			return false
+		}
+		sub.skip = seq
+		out = append(out, wire)
+		return true
+	})
+	if !ok {
+		return false
 	}
-	if sub.gap(seq) {
-		return
-	}
-	sub.skip = seq
-	sub.c.tryEnqueue(wire)
+	return len(out) == 0 || sub.c.tryEnqueueAll(out)
 }
 
 // gap reports whether seq skips events, which are then in the store but
@@ -94,21 +111,13 @@ func (sub *uiSub) goLive(skip uint64) {
 	defer sub.mu.Unlock()
 	sub.replaying, sub.skip = false, skip
 	buf := sub.buf
-	sub.buf = nil
+	sub.buf, sub.held = nil, 0
 	if sub.overflow {
 		sub.c.drop()
 		return
 	}
 	for _, f := range buf {
-		seq, wire, _ := frameSeq(f)
-		if seq <= sub.skip {
-			continue
-		}
-		if sub.gap(seq) {
-			return
-		}
-		sub.skip = seq
-		if !sub.c.tryEnqueue(wire) {
+		if !sub.send(f) {
 			return
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // through one of them, so master nodes sharing a broker route alike.
 const presenceTopic = "presence"
 
-// sessionTopic carries a session's persisted events (sessionFrame) to the
+// sessionTopic carries a session's persisted events (frameBuilder) to the
 // UIs subscribed to it.
 func sessionTopic(id string) string { return "session." + id }
 
@@ -75,20 +75,76 @@ func appendWithSeq(dst, data []byte, seq uint64, epochFld []byte) []byte {
 	return append(dst, data[1:]...)
 }
 
-// sessionFrame is what a session topic carries: the seq (8 bytes, big
-// endian), then the wire message with seq and epoch set. The seq up front
-// lets a subscriber skip what it replayed without parsing JSON.
-func sessionFrame(data []byte, seq uint64, epochFld []byte) []byte {
-	f := make([]byte, 8, 8+len(data)+40+len(epochFld))
-	binary.BigEndian.PutUint64(f, seq)
-	return appendWithSeq(f, data, seq, epochFld)
+// A session topic carries batches of a session's stored events, in seq
+// order: one broker message per batch the session's writer stored (split
+// at maxFrameBytes), so that a burst costs one publish and one delivery per
+// subscriber instead of one per event. Each event is its seq (8 bytes, big
+// endian), its length (4 bytes, big endian), then the wire message with seq
+// and epoch set. The seq up front lets a subscriber skip what it replayed
+// without parsing JSON.
+const frameHeader = 12
+
+// maxFrameBytes is where a batch is split into several broker messages,
+// well under NATS's default 1 MB payload limit; a bigger event goes alone.
+const maxFrameBytes = 256 << 10
+
+// frameBuilder builds the session topic messages of one batch.
+type frameBuilder struct {
+	epochFld []byte
+	cur      []byte
+	msgs     [][]byte
 }
 
-func frameSeq(f []byte) (seq uint64, wire []byte, ok bool) {
-	if len(f) < 9 {
-		return 0, nil, false
+// add appends the event (data as stored, without seq and epoch) and
+// returns its wire form, which shares the message's memory.
+func (b *frameBuilder) add(data []byte, seq uint64) []byte {
+	size := frameHeader + len(data) + 40 + len(b.epochFld)
+	if len(b.cur) > 0 && len(b.cur)+size > maxFrameBytes {
+		b.msgs = append(b.msgs, b.cur)
+		b.cur = nil
 	}
-	return binary.BigEndian.Uint64(f), f[8:], true
+	if b.cur == nil {
+		b.cur = make([]byte, 0, max(size, min(maxFrameBytes, 16<<10)))
+	}
+	at := len(b.cur)
+	b.cur = binary.BigEndian.AppendUint64(b.cur, seq)
+	b.cur = append(b.cur, 0, 0, 0, 0)
+	b.cur = appendWithSeq(b.cur, data, seq, b.epochFld)
+	n := len(b.cur) - at - frameHeader
+	binary.BigEndian.PutUint32(b.cur[at+8:], uint32(n))
+	return b.cur[at+frameHeader : len(b.cur) : len(b.cur)]
+}
+
+// done returns the messages to publish, in order.
+func (b *frameBuilder) done() [][]byte {
+	if len(b.cur) > 0 {
+		b.msgs = append(b.msgs, b.cur)
+		b.cur = nil
+	}
+	return b.msgs
+}
+
+// eachEvent calls f with every event of a session topic message, in order,
+// until f returns false; a malformed message stops it.
+func eachEvent(f []byte, fn func(seq uint64, wire []byte) bool) {
+	for len(f) >= frameHeader {
+		seq := binary.BigEndian.Uint64(f)
+		n := int(binary.BigEndian.Uint32(f[8:]))
+		if n < 1 || n > len(f)-frameHeader {
+			return
+		}
+		if !fn(seq, f[frameHeader:frameHeader+n:frameHeader+n]) {
+			return
+		}
+		f = f[frameHeader+n:]
+	}
+}
+
+// frameEvents counts the events of a session topic message.
+func frameEvents(f []byte) int {
+	n := 0
+	eachEvent(f, func(uint64, []byte) bool { n++; return true })
+	return n
 }
 
 // controlFrame is what a machine topic carries: one control message for the
