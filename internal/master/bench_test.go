@@ -29,7 +29,10 @@ func BenchmarkRelayLatency(b *testing.B) { benchRelay(b, 1000) }
 // where the time goes.
 func BenchmarkRelayLatency5000(b *testing.B) { benchRelay(b, 5000) }
 
-func benchRelay(b *testing.B, rate int) {
+// streamingTurn starts a turn in a new session with a subscribed UI, and
+// reads the client's acks in the background, as a real client does, until
+// ctx ends.
+func streamingTurn(ctx context.Context, b *testing.B) (*peer, *fakeClient, protocol.SessionInfo) {
 	e := newEnv(b, master.Config{})
 	ui := e.dialUI("UI")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -38,10 +41,6 @@ func benchRelay(b *testing.B, rate int) {
 	req := prompt(ui, c, info.ID, "go")
 	turnStart(c, req, "turn-1")
 	events(ui, 2, 1)
-
-	// The client reads its acks in the background, as a real one does.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	go func() {
 		for {
 			if _, _, err := c.ws.Read(ctx); err != nil {
@@ -49,6 +48,13 @@ func benchRelay(b *testing.B, rate int) {
 			}
 		}
 	}()
+	return ui, c, info
+}
+
+func benchRelay(b *testing.B, rate int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ui, c, info := streamingTurn(ctx, b)
 	n := max(b.N, 2*rate)
 	pad := strings.Repeat("x", 1000)
 	lat := make([]time.Duration, 0, n)
@@ -115,24 +121,9 @@ func benchRelay(b *testing.B, rate int) {
 // and it is what a rate costs: at 5,000 events/s, 100 µs an event is half
 // a core. Profile it with -cpuprofile.
 func BenchmarkRelayThroughput(b *testing.B) {
-	e := newEnv(b, master.Config{})
-	ui := e.dialUI("UI")
-	c := e.connectClient(testCaps("m1"), ui)
-	info, _ := startSession(ui, c)
-	subscribe(ui, info.ID, 1, info.Epoch)
-	req := prompt(ui, c, info.ID, "go")
-	turnStart(c, req, "turn-1")
-	events(ui, 2, 1)
-
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		for {
-			if _, _, err := c.ws.Read(ctx); err != nil {
-				return
-			}
-		}
-	}()
+	ui, c, info := streamingTurn(ctx, b)
 	tmpl := protocol.New(protocol.TypeTextDelta, &protocol.TextDelta{TurnID: "turn-1", Delta: strings.Repeat("x", 1000)})
 	tmpl.SessionID = info.ID
 	frame, err := protocol.Encode(tmpl)
