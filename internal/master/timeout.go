@@ -158,30 +158,11 @@ func (m *Master) resumeTimeouts(machineID string) {
 			m.log.Error("load session to resume timeouts", "session", r.ID, "err", err)
 			continue
 		}
-		s.reloadOpen()
+		// Another node may have stored interactions while it held the
+		// client: fold them in, so this node times them out (and cancels
+		// them at the turn's end) now that the client may be here.
+		s.catchUp(m.ctx, r.LastSeq)
 		s.settleDue()
-	}
-}
-
-// reloadOpen records (and arms) the session's open interactions that this
-// node has not seen: another node stored them while it held the client's
-// connection, and this node's copy of the session was loaded before. The
-// client may now be here, so this node must time them out (and cancel them
-// at the turn's end).
-func (s *session) reloadOpen() {
-	ins, err := s.m.st.OpenInteractions(s.m.ctx, s.id)
-	if err != nil {
-		s.m.log.Error("reload open interactions", "session", s.id, "err", err)
-		return
-	}
-	for _, in := range ins {
-		msg, err := protocol.Decode(in.Request)
-		if err != nil {
-			continue
-		}
-		if req, ok := msg.Payload.(*protocol.InteractionRequest); ok {
-			s.addOpen(in.ID, in.Request, req.TimeoutMS, in.CreatedAt) // known ones are kept as they are
-		}
 	}
 }
 
