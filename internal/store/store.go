@@ -281,7 +281,9 @@ type Store interface {
 
 	// AppendEvents stores evs in order as the session's next events and
 	// returns them with their seqs (duplicates keep their old seq and are
-	// not stored again). The session's LastSeq and UpdatedAt move with them.
+	// not stored again). The session's LastSeq moves with them, and its
+	// UpdatedAt to now when that is at least a second later (the lists'
+	// order needs no finer step, and each move rewrites index entries).
 	AppendEvents(ctx context.Context, sessionID string, evs []Event) ([]Event, error)
 	// Events returns up to limit retained events with seq > afterSeq, in order.
 	Events(ctx context.Context, sessionID string, afterSeq uint64, limit int) ([]Event, error)

@@ -269,8 +269,13 @@ func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Ev
 		b.Queue(`INSERT INTO events (session_id, seq, message_id, type, data, created_at)
 			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bytea[], $6::timestamptz[])`,
 			sessionID, seqArr, idArr, typeArr, dataArr, createdArr)
-		b.Queue(`UPDATE sessions SET last_seq = $2, updated_at = greatest(updated_at, $3) WHERE id = $1`,
-			sessionID, next, check.Now())
+		// updated_at keeps its value unless ActivityStep behind: an
+		// unchanged indexed column lets PostgreSQL update the row in
+		// place (HOT) without new entries in its three indexes.
+		now := check.Now()
+		b.Queue(`UPDATE sessions SET last_seq = $2,
+			updated_at = CASE WHEN updated_at <= $4 THEN $3 ELSE updated_at END WHERE id = $1`,
+			sessionID, next, now, now.Add(-check.ActivityStep))
 	}
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {

@@ -103,7 +103,7 @@ type Store struct {
 
 	// The append path's statements, prepared once on the writer: parsing
 	// SQL is a third of an append's cost otherwise.
-	lastSeq, insertEvent, eventByID, moveSeq *sql.Stmt
+	lastSeq, insertEvent, eventByID, moveSeq, touch *sql.Stmt
 
 	ck *sql.DB // one connection: the checkpointer's
 
@@ -275,7 +275,11 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.insertEvent, `INSERT INTO events (session_id, seq, message_id, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (message_id) DO NOTHING`},
 		{&s.eventByID, `SELECT session_id, seq FROM events WHERE message_id = ?`},
-		{&s.moveSeq, `UPDATE sessions SET last_seq = ?, updated_at = max(updated_at, ?) WHERE id = ?`},
+		// Two statements: SQLite rewrites the entries of every index on
+		// a column an UPDATE sets, changed or not, and updated_at has
+		// three; touch changes no row most of the time (ActivityStep).
+		{&s.moveSeq, `UPDATE sessions SET last_seq = ? WHERE id = ?`},
+		{&s.touch, `UPDATE sessions SET updated_at = ? WHERE id = ? AND updated_at <= ?`},
 	} {
 		st, err := s.w.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -308,7 +312,7 @@ func (s *Store) Close() error {
 // closeDBs closes the statements and handles that were opened.
 func (s *Store) closeDBs() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.lastSeq, s.insertEvent, s.eventByID, s.moveSeq} {
+	for _, st := range []*sql.Stmt{s.lastSeq, s.insertEvent, s.eventByID, s.moveSeq, s.touch} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -409,7 +413,11 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 		if next == last {
 			return nil
 		}
-		_, err = tx.StmtContext(ctx, s.moveSeq).ExecContext(ctx, next, check.Now().UnixMicro(), sessionID)
+		if _, err := tx.StmtContext(ctx, s.moveSeq).ExecContext(ctx, next, sessionID); err != nil {
+			return err
+		}
+		now := check.Now()
+		_, err = tx.StmtContext(ctx, s.touch).ExecContext(ctx, now.UnixMicro(), sessionID, now.Add(-check.ActivityStep).UnixMicro())
 		return err
 	})
 	if err != nil {

@@ -533,6 +533,14 @@ func testEventsNumbered(t *testing.T, s store.Store) {
 	if !ss.UpdatedAt.After(at(0)) {
 		t.Fatalf("UpdatedAt %v did not move past the creation time %v", ss.UpdatedAt, at(0))
 	}
+	// Within a second UpdatedAt stays: moving it with every batch rewrites
+	// the session indexes' entries in each commit.
+	appendOK(t, s, "s1", event("within-a-second"))
+	again, err := s.Session(c, "s1")
+	mustNil(t, err, "Session")
+	if step := again.UpdatedAt.Sub(ss.UpdatedAt); again.LastSeq != 8 || step != 0 && step < time.Second {
+		t.Fatalf("an append right after moved UpdatedAt by %v (last seq %d); want 0, or a second or more on a slow machine", step, again.LastSeq)
+	}
 	empty, err := s.AppendEvents(c, "s1", nil)
 	mustNil(t, err, "AppendEvents with no events")
 	if len(empty) != 0 {
