@@ -53,11 +53,11 @@ func (s *slowSnapshotStore) UpdateSession(ctx context.Context, row store.Session
 	return s.Store.UpdateSession(ctx, row)
 }
 
-// TestSnapshotWriteDoesNotHoldRelay: storing a session's snapshot (up to
-// 256 KB of a running turn's text, every 1,024 events) happens beside the
-// relay, not in it. While a snapshot write is held, the client's events are
-// still stored, relayed and acknowledged; once it goes through, the stored
-// snapshot is the newest state, the events after it included.
+// TestSnapshotWriteDoesNotHoldRelay: storing a running session's
+// snapshot every 1,024 events (up to 256 KB of the turn's text) happens
+// beside the relay, not in it. While that write is held, the client's
+// events are still stored, relayed and acknowledged; once it goes through,
+// the newest snapshot is stored.
 func TestSnapshotWriteDoesNotHoldRelay(t *testing.T) {
 	t.Parallel()
 	var ss *slowSnapshotStore
@@ -71,34 +71,41 @@ func TestSnapshotWriteDoesNotHoldRelay(t *testing.T) {
 	c := e.connectClient(testCaps("m1"), ui)
 	info, _ := startSession(ui, c)
 	subscribe(ui, info.ID, 1, info.Epoch)
-	ss.hold()
-	// The turn's start changes the session's state, which is stored at once.
 	req := prompt(ui, c, info.ID, "go")
 	start := turnStart(c, req, "turn-1")
+	c.waitAck(start.MessageID)
+	events(ui, 2, 1)
+	ss.hold()
+	const n = 1100 // past snapshotEvery
+	var last *protocol.Message
+	for range n {
+		last = delta(c, info.ID, "turn-1", "x")
+	}
 	select {
 	case <-ss.waiting:
 	case <-time.After(wait):
-		t.Fatal("the turn's start stored no snapshot")
+		t.Fatalf("%d events stored no snapshot", n)
 	}
-	c.waitAck(start.MessageID)
-	var last *protocol.Message
 	for _, d := range []string{"a", "b", "c"} {
 		last = delta(c, info.ID, "turn-1", d)
 	}
 	c.waitAck(last.MessageID)
-	if got := strings.Join(deltaTexts(events(ui, 5, 1)[2:]), ""); got != "abc" {
-		t.Fatalf("relayed while the snapshot was held: %q", got)
+	if got := strings.Join(deltaTexts(events(ui, n+3, 3)), ""); got != strings.Repeat("x", n)+"abc" {
+		t.Fatalf("relayed while the snapshot was held: %d bytes ending %q", len(got), got[max(0, len(got)-5):])
 	}
 	ss.release()
-	waitFor(t, "the newest snapshot stored", func() bool {
-		row, err := e.st.Session(testCtx(t), info.ID)
-		if err != nil || len(row.Snapshot) == 0 {
-			return false
-		}
-		var snap protocol.SessionSnapshot
-		if err := json.Unmarshal(row.Snapshot, &snap); err != nil {
-			t.Fatalf("stored snapshot: %v", err)
-		}
-		return len(snap.Turns) == 1 && snap.Turns[0].TurnID == "turn-1" && row.State == protocol.SessionRunning
-	})
+	// A change of state waits for the saver: the list says running.
+	done := c.emit(info.ID, protocol.TypeTextDone, &protocol.TextDone{TurnID: "turn-1", StopReason: "end_turn"})
+	c.waitAck(done.MessageID)
+	row, err := e.st.Session(testCtx(t), info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap protocol.SessionSnapshot
+	if err := json.Unmarshal(row.Snapshot, &snap); err != nil {
+		t.Fatalf("stored snapshot: %v", err)
+	}
+	if row.State != protocol.SessionIdle || len(snap.Turns) != 1 || snap.Turns[0].Text != strings.Repeat("x", n)+"abc" {
+		t.Fatalf("stored once the turn ended: %s, %d turns", row.State, len(snap.Turns))
+	}
 }

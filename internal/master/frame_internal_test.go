@@ -69,3 +69,41 @@ func TestEachEventStopsOnMalformed(t *testing.T) {
 		t.Fatalf("frameEvents = %d, want 2", frameEvents(m))
 	}
 }
+
+// TestFrameBuilderReserve: a batch whose sizes were reserved goes in one
+// buffer of about its size, every event's wire form inside it, rather
+// than in a fixed 16 KB buffer that a small batch mostly wastes.
+func TestFrameBuilderReserve(t *testing.T) {
+	b := frameBuilder{epochFld: epochField("e1")}
+	var data [][]byte
+	for i := range 3 {
+		d := fmt.Appendf(nil, `{"type":"agent.text.delta","payload":{"delta":"%d%s"}}`, i, strings.Repeat("x", 1000))
+		data = append(data, d)
+		b.reserve(len(d))
+	}
+	var wires [][]byte
+	for i, d := range data {
+		wires = append(wires, b.add(d, uint64(1000000+i)))
+	}
+	msgs := b.done()
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages, want 1", len(msgs))
+	}
+	m := msgs[0]
+	if used, room := len(m), cap(m); room > used+3*64 {
+		t.Fatalf("a buffer of %d bytes for %d", room, used)
+	}
+	for i, w := range wires {
+		if &w[0] != &m[frameHeader*(i+1)+sum(wires[:i])] {
+			t.Fatalf("event %d's wire form is not inside the message", i)
+		}
+	}
+}
+
+func sum(ws [][]byte) int {
+	n := 0
+	for _, w := range ws {
+		n += len(w)
+	}
+	return n
+}

@@ -253,6 +253,11 @@ func TestRetentionNotRecovered(t *testing.T) {
 	done := c.emit(info.ID, protocol.TypeTextDone, &protocol.TextDone{TurnID: "turn-1", StopReason: "end_turn"})
 	c.waitAck(done.MessageID)
 	const last = 24 // opened, prompt, started, 20 deltas, done
+	// Trims run beside the writer (its saver), so shortly after the ack.
+	waitFor(t, "the old events trimmed", func() bool {
+		oldest, err := e.st.OldestSeq(testCtx(t), info.ID)
+		return err == nil && oldest > last-4
+	})
 
 	for _, tc := range []struct {
 		name     string

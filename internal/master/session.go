@@ -536,6 +536,11 @@ func (s *session) persist(batch []*pending) {
 	// maxFrameBytes) once all are applied: one publish per batch, not per
 	// event, is most of what a burst costs the relay.
 	fb := frameBuilder{epochFld: s.epochFld}
+	for i, r := range res {
+		if !r.Duplicate {
+			fb.reserve(len(batch[i].data))
+		}
+	}
 	wires := make([][]byte, len(res))
 	for i, r := range res {
 		p := batch[i]
@@ -747,6 +752,7 @@ type checkpointWork struct {
 	text   map[int][]byte // the running turns' text (captureLocked)
 	covers int            // events the snapshot covers beyond the stored one
 	trim   bool
+	done   chan struct{} // closed once done, when the writer waits for it
 }
 
 // checkpoint has the row and snapshot stored when the state changed or
@@ -758,7 +764,11 @@ type checkpointWork struct {
 // encodes and stores it, then trims. Encoding a running turn's 256 KB of
 // text took 4–8 ms on the writer, which held up every event behind it (the
 // relay's p99 at 5,000 events/s). Snapshots taken while the saver is busy
-// replace the one it has not started; they are stored in order.
+// replace the one it has not started; they are stored in order. After a
+// change of state (a turn started or ended, a new mode) the writer waits
+// for the saver, as it did when it stored the row itself: the session
+// lists, which read the stored row, say the new state before the event is
+// acknowledged and the status relayed. Those changes are a few per turn.
 //
 // A Trim keeps the newest Retention events, so it cannot leave a gap after
 // the stored snapshot while fewer than Retention events were applied since
@@ -779,6 +789,13 @@ func (s *session) checkpoint() {
 		w = &checkpointWork{}
 		s.ckNext = w
 	}
+	var done chan struct{}
+	if s.changed {
+		if w.done == nil {
+			w.done = make(chan struct{})
+		}
+		done = w.done
+	}
 	if save {
 		w.save, w.row = true, s.row
 		w.snap, w.text = s.captureLocked()
@@ -798,6 +815,9 @@ func (s *session) checkpoint() {
 		// store it here, as the writer always did before the saver.
 		s.saver()
 	}
+	if done != nil {
+		<-done
+	}
 }
 
 // saver does the checkpoint work handed to it until there is none.
@@ -813,6 +833,9 @@ func (s *session) saver() {
 		}
 		s.mu.Unlock()
 		s.saveAndTrim(s.m.ctx, w)
+		if w.done != nil {
+			close(w.done)
+		}
 	}
 }
 

@@ -91,8 +91,17 @@ const maxFrameBytes = 256 << 10
 // frameBuilder builds the session topic messages of one batch.
 type frameBuilder struct {
 	epochFld []byte
-	cur      []byte
-	msgs     [][]byte
+	// left is the room the rest of the batch needs (reserve): a buffer
+	// is made that size, not a fixed 16 KB that one small event, the
+	// common batch below a few thousand events/s, would mostly waste.
+	left int
+	cur  []byte
+	msgs [][]byte
+}
+
+// reserve counts an event of n bytes (as stored) that add will get.
+func (b *frameBuilder) reserve(n int) {
+	b.left += frameHeader + n + 40 + len(b.epochFld)
 }
 
 // add appends the event (data as stored, without seq and epoch) and
@@ -104,8 +113,9 @@ func (b *frameBuilder) add(data []byte, seq uint64) []byte {
 		b.cur = nil
 	}
 	if b.cur == nil {
-		b.cur = make([]byte, 0, max(size, min(maxFrameBytes, 16<<10)))
+		b.cur = make([]byte, 0, max(size, min(maxFrameBytes, b.left)))
 	}
+	b.left -= size
 	at := len(b.cur)
 	b.cur = binary.BigEndian.AppendUint64(b.cur, seq)
 	b.cur = append(b.cur, 0, 0, 0, 0)
