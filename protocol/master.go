@@ -72,7 +72,8 @@ type SessionInfo struct {
 	Waiting int `json:"waiting,omitempty" jsonschema:"minimum=0"`
 	// CreatedAt is RFC 3339.
 	CreatedAt string `json:"created_at" jsonschema:"format=date-time"`
-	// UpdatedAt is RFC 3339: the time of the last event.
+	// UpdatedAt is RFC 3339: the time of the last event (a session list may
+	// say a time up to a second earlier while events stream).
 	UpdatedAt string `json:"updated_at" jsonschema:"format=date-time"`
 	// Epoch changes when the session's history is lost; seq numbers are only comparable within one epoch.
 	Epoch string `json:"epoch" jsonschema:"minLength=1,maxLength=64"`
