@@ -334,3 +334,41 @@ func TestCheckpointsInBackground(t *testing.T) {
 		}
 	}
 }
+
+// TestWALBoundedUnderSustainedWrites: appends without a pause never let a
+// background checkpoint complete, so SQLite never started the WAL over and
+// it grew by every page written (about 24 KB an event here) until the
+// writes paused. Past the bound (1 MB here, checked every 50 ms) the
+// checkpointer completes it on the writer's connection and the WAL starts
+// over, so after a second of appends it holds about one interval's pages
+// (a few MB), where it had grown past 100 MB.
+func TestWALBoundedUnderSustainedWrites(t *testing.T) {
+	// Restored after the store is closed (cleanups run last first).
+	t.Cleanup(sqlite.SetWALBound(1<<20, 50*time.Millisecond))
+	path := filepath.Join(t.TempDir(), "ferry.db")
+	s := openAt(t, path)
+	ctx := t.Context()
+	if err := s.CreateSession(ctx, store.Session{ID: "s1", MachineID: "m1", Epoch: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(`{"type":"agent.text.delta","payload":{"delta":"` + strings.Repeat("x", 1000) + `"}}`)
+	n := 0
+	for end := time.Now().Add(time.Second); time.Now().Before(end); n++ {
+		ev := store.Event{MessageID: fmt.Sprintf("m-%d", n), Type: "agent.text.delta", Data: data}
+		if _, err := s.AppendEvents(ctx, "s1", []store.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > 32<<20 {
+		t.Fatalf("the WAL is %d MB after %d appends without a pause; want at most 32 MB", fi.Size()>>20, n)
+	}
+	t.Logf("%d appends, WAL %d MB", n, fi.Size()>>20)
+	// Nothing was lost on the way.
+	if got, err := s.Events(ctx, "s1", 0, n+1); err != nil || len(got) != n {
+		t.Fatalf("%d events stored (%v), want %d", len(got), err, n)
+	}
+}
