@@ -283,13 +283,16 @@ type Master struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	closing  bool
-	conns    map[*conn]struct{}
-	nconns   map[protocol.Role]int // open connections by role, for Metrics
-	uis      map[*conn]struct{}
-	clients  map[string]*conn // local client connection per machine
-	sessions map[string]*sessionEntry
+	mu      sync.Mutex
+	closing bool
+	// writersDone is set once Shutdown waits for the background work:
+	// until then a session's writer may still start (goWriter).
+	writersDone bool
+	conns       map[*conn]struct{}
+	nconns      map[protocol.Role]int // open connections by role, for Metrics
+	uis         map[*conn]struct{}
+	clients     map[string]*conn // local client connection per machine
+	sessions    map[string]*sessionEntry
 
 	node         string // Config.NodeID
 	presence     presence
@@ -562,6 +565,9 @@ func (m *Master) Shutdown(ctx context.Context) error {
 			c.cut()
 		}
 	}
+	m.mu.Lock()
+	m.writersDone = true
+	m.mu.Unlock()
 	if werr := waitGroup(ctx, &m.bgWG); err == nil {
 		err = werr
 	}
@@ -602,6 +608,20 @@ func (m *Master) goBG(f func()) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
+		return false
+	}
+	m.bgWG.Go(f)
+	return true
+}
+
+// goWriter is goBG for a session's writer, which may start while the node
+// drains too: an event a client connection accepted just before the drain
+// began must be stored and acknowledged before the connection is closed
+// with 1012, and its session's writer may have been idle then.
+func (m *Master) goWriter(f func()) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.writersDone {
 		return false
 	}
 	m.bgWG.Go(f)

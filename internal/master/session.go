@@ -423,7 +423,7 @@ func (s *session) submit(ctx context.Context, p *pending) error {
 			start := !s.running
 			s.running = true
 			s.mu.Unlock()
-			if start && !s.m.goBG(s.run) {
+			if start && !s.m.goWriter(s.run) {
 				s.mu.Lock()
 				s.running = false
 				s.mu.Unlock()
