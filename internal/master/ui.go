@@ -40,9 +40,11 @@ type uiSide struct {
 // sees each seq once and in order.
 type uiSub struct {
 	c         *conn
+	s         *session
 	unsub     func()
 	mu        sync.Mutex
 	replaying bool
+	ended     bool     // unsubscribed: a fill in flight sends nothing more
 	buf       [][]byte // held-back session topic messages
 	held      int      // events in buf
 	overflow  bool
@@ -67,48 +69,68 @@ func (sub *uiSub) deliver(frame []byte) {
 	sub.send(frame)
 }
 
-// send queues frame's events after skip, in order; a gap drops the UI.
-// sub.mu is held. It reports whether the connection is still up.
+// send queues frame's events after skip, in order. It reports whether it
+// queued them all: false when the connection is down, or when a gap began
+// a fill from the store (sub.replaying), which holds frame back. sub.mu is
+// held.
 func (sub *uiSub) send(frame []byte) bool {
 	var out [][]byte
-	ok := true
+	gap := uint64(0)
 	eachEvent(frame, func(seq uint64, wire []byte) bool {
 		if seq <= sub.skip {
 			return true
 		}
-		if sub.gap(seq) {
-			ok = false
+		if seq != sub.skip+1 {
+			gap = seq
 			return false
 		}
 		sub.skip = seq
 		out = append(out, wire)
 		return true
 	})
-	if !ok {
+	if len(out) > 0 && !sub.c.tryEnqueueAll(out) {
 		return false
 	}
-	return len(out) == 0 || sub.c.tryEnqueueAll(out)
+	if gap != 0 {
+		sub.fill(frame, gap)
+		return false
+	}
+	return true
 }
 
-// gap reports whether seq skips events, which are then in the store but
-// were lost on the broker (another node published them while it failed, or
-// out of order): the UI is dropped to resume from its last seq, as a slow
-// consumer is, so it gets each event once and in order. sub.mu is held.
-func (sub *uiSub) gap(seq uint64) bool {
-	if seq == sub.skip+1 {
-		return false
+// fill is what a gap in seq starts: the events between are in the store
+// (an event's seq is taken once those before it were stored) but reached
+// this node late or not at all. Another node published them a moment
+// after the next one, or while its broker connection was down. They are
+// read from the store and sent, with frame and what follows held back
+// meanwhile, as when a subscription replays; a repeat of them later on the
+// broker is skipped. Dropping the UI instead made it reconnect whenever
+// two nodes stored a session's events at once (an answer and the agent's
+// next step). sub.mu is held.
+func (sub *uiSub) fill(frame []byte, gap uint64) {
+	after := sub.skip
+	sub.c.log.Info("events missed on the broker; sending them from the store", "after_seq", after, "seq", gap)
+	sub.replaying = true
+	sub.buf = append(sub.buf, frame)
+	sub.held += frameEvents(frame)
+	m, c, s := sub.c.m, sub.c, sub.s
+	if !m.goBG(func() {
+		if m.replay(c, s, after, gap-1, nil) {
+			sub.goLive(gap - 1)
+		}
+	}) {
+		// The node is shutting down: the UI resumes on another.
+		c.close(websocket.StatusServiceRestart, DrainReason, nil, false)
 	}
-	sub.c.log.Warn("events missed on the broker; the UI resumes from the store", "after_seq", sub.skip, "seq", seq)
-	sub.c.close(websocket.StatusTryAgainLater, "events missed", &protocol.Error{
-		Code: protocol.CodeSlowConsumer, Message: "events were lost on the way to this master node; reconnect and resume",
-	}, true)
-	return true
 }
 
 // goLive ends the replay: held-back events after skip follow, then live ones.
 func (sub *uiSub) goLive(skip uint64) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
+	if sub.ended {
+		return
+	}
 	sub.replaying, sub.skip = false, skip
 	buf := sub.buf
 	sub.buf, sub.held = nil, 0
@@ -116,8 +138,15 @@ func (sub *uiSub) goLive(skip uint64) {
 		sub.c.drop()
 		return
 	}
-	for _, f := range buf {
+	for i, f := range buf {
 		if !sub.send(f) {
+			if sub.replaying {
+				// Another gap: its fill holds the rest back too, after f.
+				for _, g := range buf[i+1:] {
+					sub.buf = append(sub.buf, g)
+					sub.held += frameEvents(g)
+				}
+			}
 			return
 		}
 	}
@@ -130,6 +159,9 @@ func (u *uiSide) unsubscribe(sessionID string) {
 	u.mu.Unlock()
 	if sub != nil {
 		sub.unsub()
+		sub.mu.Lock()
+		sub.ended, sub.buf = true, nil
+		sub.mu.Unlock()
 	}
 }
 
@@ -454,7 +486,7 @@ func (m *Master) subscribe(c *conn, msg *protocol.Message) {
 	c.ui.unsubscribe(s.id) // a repeated subscribe starts over
 	// Live first, held back, so that nothing stored after the reads below
 	// can be missed.
-	sub := &uiSub{c: c, replaying: true}
+	sub := &uiSub{c: c, s: s, replaying: true}
 	unsub, err := m.br.Subscribe(sessionTopic(s.id), sub.deliver)
 	if err != nil {
 		fail(m.wireError(err, "subscribe to session"))
