@@ -451,7 +451,13 @@ func postLoginAt(ctx context.Context, base, token string) (int, error) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", base)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	resp, err := noRedirect.Do(req)
+	return statusOf(noRedirect, req)
+}
+
+// statusOf sends req with hc and returns the response's status, its body
+// read and closed.
+func statusOf(hc *http.Client, req *http.Request) (int, error) {
+	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -573,13 +579,7 @@ func pushAnswerAt(ctx context.Context, base, uiToken, sid, id, value string) (in
 	}
 	req.Header = bearer(uiToken)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp.StatusCode, nil
+	return statusOf(http.DefaultClient, req)
 }
 
 // TestPushAnswerRacesUIAcrossNodes: a notification's answer posted to

@@ -57,16 +57,23 @@ func (sub *uiSub) deliver(frame []byte) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if sub.replaying {
-		n := frameEvents(frame)
-		if sub.held+n > sub.c.m.cfg.QueueSize {
-			sub.overflow = true
-			return
-		}
-		sub.buf = append(sub.buf, frame)
-		sub.held += n
+		sub.hold(frame)
 		return
 	}
 	sub.send(frame)
+}
+
+// hold keeps frame back while a replay or a fill runs; past a queue's
+// worth of events the UI is dropped when it goes live (overflow). sub.mu
+// is held.
+func (sub *uiSub) hold(frame []byte) {
+	n := frameEvents(frame)
+	if sub.held+n > sub.c.m.cfg.QueueSize {
+		sub.overflow = true
+		return
+	}
+	sub.buf = append(sub.buf, frame)
+	sub.held += n
 }
 
 // send queues frame's events after skip, in order. It reports whether it
@@ -111,8 +118,7 @@ func (sub *uiSub) fill(frame []byte, gap uint64) {
 	after := sub.skip
 	sub.c.log.Info("events missed on the broker; sending them from the store", "after_seq", after, "seq", gap)
 	sub.replaying = true
-	sub.buf = append(sub.buf, frame)
-	sub.held += frameEvents(frame)
+	sub.hold(frame)
 	m, c, s := sub.c.m, sub.c, sub.s
 	if !m.goBG(func() {
 		if m.replay(c, s, after, gap-1, nil) {
@@ -143,8 +149,7 @@ func (sub *uiSub) goLive(skip uint64) {
 			if sub.replaying {
 				// Another gap: its fill holds the rest back too, after f.
 				for _, g := range buf[i+1:] {
-					sub.buf = append(sub.buf, g)
-					sub.held += frameEvents(g)
+					sub.hold(g)
 				}
 			}
 			return

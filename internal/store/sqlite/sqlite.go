@@ -248,8 +248,7 @@ func (s *Store) checkpointer(ctx context.Context) {
 		if !s.dirty.Swap(false) {
 			continue
 		}
-		var busy, logFrames, done int
-		err := s.ck.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done)
+		logFrames, done, err := checkpointOn(ctx, s.ck)
 		if err == nil && int64(logFrames)*(s.pageSize+walFrameHeader) >= walBound {
 			logFrames, done, err = s.resetWAL(ctx)
 		}
@@ -273,8 +272,16 @@ func (s *Store) resetWAL(ctx context.Context) (logFrames, done int, err error) {
 		return 0, 0, err
 	}
 	defer func() { _ = conn.Close() }()
+	return checkpointOn(ctx, conn)
+}
+
+// checkpointOn runs a PASSIVE checkpoint on q and returns the WAL's size
+// and how much of it is now in the database file, in frames.
+func checkpointOn(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (logFrames, done int, err error) {
 	var busy int
-	err = conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done)
+	err = q.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done)
 	return logFrames, done, err
 }
 
