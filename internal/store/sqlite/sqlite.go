@@ -399,6 +399,13 @@ func isConstraint(err error) bool {
 // appendEvents is AppendEvents' hot path (sqlbody.Hot): one BEGIN
 // IMMEDIATE transaction of prepared statements.
 func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.Event) ([]store.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Not cancelled midway: the driver watches a cancellable context with a
+	// goroutine per statement, which costs more than these few row writes
+	// (busy_timeout bounds a wait for the lock all the same).
+	ctx = context.WithoutCancel(ctx)
 	out := make([]store.Event, len(evs))
 	err := sqlbody.Write(ctx, s.body, func(tx *sql.Tx) error {
 		var last int64
