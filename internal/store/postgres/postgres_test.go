@@ -183,6 +183,10 @@ func TestRefusesNewerSchema(t *testing.T) { storetest.RefusesNewerSchema(t, sche
 // back empty, that is every machine.
 func TestUpgradeKeepsTokens(t *testing.T) { storetest.UpgradeKeepsTokens(t, schema(t)) }
 
+// TestUpgradeKeepsSnapshots: a session's snapshot moves out of its row
+// (migration 9) and reads back the same.
+func TestUpgradeKeepsSnapshots(t *testing.T) { storetest.UpgradeKeepsSnapshots(t, schema(t)) }
+
 // TestUploadsGoWithTheirSession: deleting a session deletes its uploads.
 func TestUploadsGoWithTheirSession(t *testing.T) { storetest.UploadsGoWithTheirSession(t, schema(t)) }
 

@@ -1,6 +1,12 @@
 package sqlite
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/internal/store/internal/sqlbody"
+)
 
 // SetWALBound sets walBound and checkpointEvery for a test (not a parallel
 // one) and returns what restores them.
@@ -8,4 +14,26 @@ func SetWALBound(n int64, every time.Duration) (restore func()) {
 	oldBound, oldEvery := walBound, checkpointEvery
 	walBound, checkpointEvery = n, every
 	return func() { walBound, checkpointEvery = oldBound, oldEvery }
+}
+
+// SearchPlan is SQLite's plan for FindSessions' search query, one line a
+// step.
+func SearchPlan(ctx context.Context, s *Store) ([]string, error) {
+	q, textArgs := sqlbody.SearchQuery(dialect, `archived = ?`, "needle")
+	args := append([]any{false, store.MaxSearchSessions, "needle"}, textArgs...)
+	rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, append(args, 20)...)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			return nil, err
+		}
+		plan = append(plan, detail)
+	}
+	return plan, rows.Err()
 }

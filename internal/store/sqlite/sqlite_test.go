@@ -138,6 +138,10 @@ func TestRefusesNewerSchema(t *testing.T) { storetest.RefusesNewerSchema(t, sche
 // back empty, that is every machine, and the token still authenticates.
 func TestUpgradeKeepsTokens(t *testing.T) { storetest.UpgradeKeepsTokens(t, schema(t)) }
 
+// TestUpgradeKeepsSnapshots: a session's snapshot moves out of its row
+// (migration 9) and reads back the same.
+func TestUpgradeKeepsSnapshots(t *testing.T) { storetest.UpgradeKeepsSnapshots(t, schema(t)) }
+
 // TestUploadsGoWithTheirSession: deleting a session deletes its uploads.
 func TestUploadsGoWithTheirSession(t *testing.T) { storetest.UploadsGoWithTheirSession(t, schema(t)) }
 
@@ -370,5 +374,20 @@ func TestWALBoundedUnderSustainedWrites(t *testing.T) {
 	// Nothing was lost on the way.
 	if got, err := s.Events(ctx, "s1", 0, n+1); err != nil || len(got) != n {
 		t.Fatalf("%d events stored (%v), want %d", len(got), err, n)
+	}
+}
+
+// TestSearchUsesPartialIndex: a search reads a session's prompts and
+// answers through events_searched, the index that holds only those types
+// (so the stream of deltas maintains none), not by scanning its events.
+func TestSearchUsesPartialIndex(t *testing.T) {
+	s := openAt(t, filepath.Join(t.TempDir(), "ferry.db"))
+	plan, err := sqlite.SearchPlan(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(plan, "\n")
+	if !strings.Contains(joined, "USING INDEX events_searched") {
+		t.Fatalf("the search does not use events_searched:\n%s", joined)
 	}
 }

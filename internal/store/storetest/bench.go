@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,12 +15,24 @@ import (
 // BenchmarkAppend measures AppendEvents of 1 KB events in batches of
 // batch into one session of s, reporting ns/event; with tail set, a second
 // goroutine reads every new event back after each append (as a replay to
-// a resuming UI would), to show the cost of appending while reading.
-func BenchmarkAppend(b *testing.B, s store.Store, batch int, tail bool) {
+// a resuming UI would), to show the cost of appending while reading. With
+// snapshot > 0 the session holds a snapshot of that many bytes, as one
+// does during a long turn.
+func BenchmarkAppend(b *testing.B, s store.Store, batch int, tail bool, snapshot int) {
 	ctx := context.Background()
-	sid := fmt.Sprintf("bench-%d-%v", batch, tail)
+	sid := fmt.Sprintf("bench-%d-%v-%d", batch, tail, snapshot)
 	if err := s.CreateSession(ctx, store.Session{ID: sid, MachineID: "m", Epoch: "e"}); err != nil {
 		b.Fatal(err)
+	}
+	if snapshot > 0 {
+		ss, err := s.Session(ctx, sid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ss.Snapshot = []byte(`{"text":"` + strings.Repeat("y", snapshot) + `"}`)
+		if err := s.UpdateSession(ctx, ss); err != nil {
+			b.Fatal(err)
+		}
 	}
 	pad := strings.Repeat("x", 1024-80)
 	evs := make([]store.Event, batch)
@@ -55,7 +69,9 @@ func BenchmarkAppend(b *testing.B, s store.Store, batch int, tail bool) {
 	n := 0
 	for b.Loop() {
 		for i := range evs {
-			id := fmt.Sprintf("%s-%012d", sid, n)
+			// Random, as the protocol's UUIDv4 message ids are: each lands
+			// on its own page of the message_id index.
+			id := randomID()
 			n++
 			evs[i] = store.Event{
 				MessageID: id,
@@ -85,7 +101,7 @@ func BenchmarkAppend(b *testing.B, s store.Store, batch int, tail bool) {
 // (BenchmarkAppend), and the reads the master makes most (Session, Events
 // of a 16-event page), with allocations reported.
 func Bench(b *testing.B, open func(b *testing.B) store.Store) {
-	for _, batch := range []int{1, 16} {
+	for _, batch := range []int{1, 3, 16} {
 		for _, tail := range []bool{false, true} {
 			name := fmt.Sprintf("batch=%d", batch)
 			if tail {
@@ -93,10 +109,15 @@ func Bench(b *testing.B, open func(b *testing.B) store.Store) {
 			}
 			b.Run("Append/"+name, func(b *testing.B) {
 				b.ReportAllocs()
-				BenchmarkAppend(b, open(b), batch, tail)
+				BenchmarkAppend(b, open(b), batch, tail, 0)
 			})
 		}
 	}
+	// A long turn's snapshot holds up to 256 KB of its text.
+	b.Run("Append/batch=3,snapshot=256KB", func(b *testing.B) {
+		b.ReportAllocs()
+		BenchmarkAppend(b, open(b), 3, false, 256<<10)
+	})
 	// withSession is a fresh store from open holding session "s".
 	withSession := func(b *testing.B) (store.Store, context.Context) {
 		s, ctx := open(b), context.Background()
@@ -130,4 +151,14 @@ func Bench(b *testing.B, open func(b *testing.B) store.Store) {
 			}
 		}
 	})
+}
+
+// randomID is a UUIDv4 in its text form, as protocol.NewID makes them.
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +104,43 @@ func UploadsGoWithTheirSession(t *testing.T, sc Schema) {
 	mustIs(t, err, store.ErrNotFound, "an upload of a deleted session")
 	if _, err := s.UploadInfo(c, "upl_2"); err != nil {
 		t.Fatalf("another session's upload went too: %v", err)
+	}
+}
+
+// UpgradeKeepsSnapshots opens a database as the first schema version left
+// it, with a session and its snapshot in the sessions row: the snapshot
+// moves to its own table (migration 9) and reads back the same.
+func UpgradeKeepsSnapshots(t *testing.T, sc Schema) {
+	v1, err := os.ReadFile(filepath.Join("migrations", "0001_init.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := `{"state":"running","text":"` + strings.Repeat("z", 8000) + `"}`
+	for _, q := range []string{
+		string(v1),
+		sc.MigrationsTable,
+		"INSERT INTO schema_migrations VALUES (1, 'init', " + sc.Now + ")",
+		"INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch, created_at, updated_at, last_seq, snapshot) " +
+			"VALUES ('with', 'm1', 'w', 'claude', 'T', 'default', 'idle', 'e1', " + sc.Now + ", " + sc.Now + ", 3, " +
+			sc.Bytes(hex.EncodeToString([]byte(snap))) + ")",
+		"INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch, created_at, updated_at, last_seq) " +
+			"VALUES ('without', 'm1', 'w', 'claude', 'T', 'default', 'idle', 'e1', " + sc.Now + ", " + sc.Now + ", 0)",
+	} {
+		sc.Exec(t, q)
+	}
+	s, err := sc.Open(t.Context())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	got, err := s.Session(t.Context(), "with")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Snapshot) != snap || got.LastSeq != 3 {
+		t.Fatalf("after the upgrade: snapshot %.40q… (%d bytes), last seq %d; want the old snapshot and 3", got.Snapshot, len(got.Snapshot), got.LastSeq)
+	}
+	if got, err := s.Session(t.Context(), "without"); err != nil || got.Snapshot != nil {
+		t.Fatalf("a session without a snapshot after the upgrade: %+v, %v", got.Snapshot, err)
 	}
 }

@@ -143,20 +143,40 @@ func (db *DB) CreateSession(ctx context.Context, ss store.Session) error {
 	if updated.IsZero() {
 		updated = created
 	}
-	_, err := db.exec(ctx,
-		`INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-		   created_at, updated_at, last_seq, snapshot, archived)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		ss.ID, ss.MachineID, ss.WorkspaceID, ss.Adapter, ss.Title, ss.Mode, ss.State, ss.Epoch,
-		db.ts(created), db.ts(updated), check.Seq(ss.LastSeq), Blob(ss.Snapshot), ss.Archived)
+	err := Write(ctx, db, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, db.q(
+			`INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch,
+			   created_at, updated_at, last_seq, archived)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			ss.ID, ss.MachineID, ss.WorkspaceID, ss.Adapter, ss.Title, ss.Mode, ss.State, ss.Epoch,
+			db.ts(created), db.ts(updated), check.Seq(ss.LastSeq), ss.Archived)
+		if err != nil {
+			return err
+		}
+		return db.putSnapshot(ctx, tx, ss.ID, ss.Snapshot)
+	})
 	if err != nil && db.D.IsUnique(err) {
 		return db.failOn(op, ss.ID, store.ErrExists)
 	}
 	return db.wrap(ctx, op, err)
 }
 
+// putSnapshot stores the session's snapshot (none when it is empty) in tx.
+func (db *DB) putSnapshot(ctx context.Context, tx *sql.Tx, id string, snap []byte) error {
+	if len(snap) == 0 {
+		_, err := tx.ExecContext(ctx, db.q(`DELETE FROM session_snapshots WHERE session_id = ?`), id)
+		return err
+	}
+	_, err := tx.ExecContext(ctx, db.q(`INSERT INTO session_snapshots (session_id, snapshot) VALUES (?, ?)
+		ON CONFLICT (session_id) DO UPDATE SET snapshot = excluded.snapshot`), id, Blob(snap))
+	return err
+}
+
+// sessionCols are a session's columns from a query on sessions; the
+// snapshot is in a table of its own (migration 0009).
 const sessionCols = `id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-	created_at, updated_at, last_seq, snapshot, archived`
+	created_at, updated_at, last_seq,
+	(SELECT snapshot FROM session_snapshots WHERE session_id = sessions.id), archived`
 
 func scanSession(sc Scanner) (store.Session, error) {
 	var (
@@ -217,17 +237,25 @@ func (db *DB) UpdateSession(ctx context.Context, ss store.Session) error {
 	if err := check.ID("session", ss.ID); err != nil {
 		return db.fail(op, err)
 	}
-	n, err := affected(db.exec(ctx,
-		`UPDATE sessions SET mode = ?, state = ?, updated_at = ?, snapshot = ? WHERE id = ?`,
-		ss.Mode, ss.State, db.ts(check.OrNow(ss.UpdatedAt)), Blob(ss.Snapshot), ss.ID))
-	if err != nil {
-		return db.wrap(ctx, op, err)
-	}
-	if n == 0 {
+	err := Write(ctx, db, func(tx *sql.Tx) error {
+		n, err := affected(tx.ExecContext(ctx, db.q(`UPDATE sessions SET mode = ?, state = ?, updated_at = ? WHERE id = ?`),
+			ss.Mode, ss.State, db.ts(check.OrNow(ss.UpdatedAt)), ss.ID))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errNoRow
+		}
+		return db.putSnapshot(ctx, tx, ss.ID, ss.Snapshot)
+	})
+	if errors.Is(err, errNoRow) {
 		return db.failOn(op, ss.ID, store.ErrNotFound)
 	}
-	return nil
+	return db.wrap(ctx, op, err)
 }
+
+// errNoRow ends a transaction whose row is not there.
+var errNoRow = errors.New("no such row")
 
 // RenameSession sets the session's title.
 func (db *DB) RenameSession(ctx context.Context, id, title string) error {
@@ -272,6 +300,34 @@ var searchedTypes = []struct{ typ, key string }{
 	{"agent.text.done", "text"},
 }
 
+// searchedIndexed is the WHERE term of the partial index events_searched
+// (migration 0008), word for word: a planner uses a partial index only for
+// a query whose WHERE clause holds its term, with literals, not parameters.
+const searchedIndexed = `e.type IN ('control.prompt.request', 'agent.text.done')`
+
+// SearchQuery is FindSessions' query for a search: the newest
+// store.MaxSearchSessions sessions that where selects, then those whose
+// title or searched events hold query. Its parameters are where's, then
+// the limit of the inner select, query, the returned args, and the limit.
+func SearchQuery(d Dialect, where, query string) (string, []any) {
+	var text strings.Builder
+	args := []any{}
+	for i, st := range searchedTypes {
+		if i > 0 {
+			text.WriteString(` OR `)
+		}
+		text.WriteString(`(e.type = ? AND ` + d.Contains(`coalesce(`+d.JSONText("e.data", st.key)+`, '')`) + `)`)
+		args = append(args, st.typ, query)
+	}
+	return `SELECT ` + sessionCols + ` FROM sessions WHERE id IN (
+		SELECT s.id FROM (
+			SELECT id, title FROM sessions WHERE ` + where + ` ORDER BY updated_at DESC, id DESC LIMIT ?
+		) s WHERE ` + d.Contains(`s.title`) + ` OR EXISTS (
+			SELECT 1 FROM events e WHERE e.session_id = s.id AND ` + searchedIndexed + ` AND (` + text.String() + `)
+		)
+	) ORDER BY updated_at DESC, id DESC LIMIT ?`, args
+}
+
 // FindSessions lists the sessions f selects, most recently updated first.
 // With a query it looks at the newest store.MaxSearchSessions of the
 // filter only, so that its cost is bounded whatever the store holds.
@@ -294,20 +350,7 @@ func (db *DB) FindSessions(ctx context.Context, f store.SessionFilter) ([]store.
 			`SELECT `+sessionCols+` FROM sessions WHERE `+where+` ORDER BY updated_at DESC, id DESC LIMIT ?`,
 			append(args, lim)...)
 	}
-	var text strings.Builder
-	textArgs := []any{}
-	for i, st := range searchedTypes {
-		if i > 0 {
-			text.WriteString(` OR `)
-		}
-		text.WriteString(`(e.type = ? AND ` + db.D.Contains(`coalesce(`+db.D.JSONText("e.data", st.key)+`, '')`) + `)`)
-		textArgs = append(textArgs, st.typ, f.Query)
-	}
-	q := `SELECT ` + sessionCols + ` FROM (
-		SELECT ` + sessionCols + ` FROM sessions WHERE ` + where + ` ORDER BY updated_at DESC, id DESC LIMIT ?
-	) s WHERE ` + db.D.Contains(`s.title`) + ` OR EXISTS (
-		SELECT 1 FROM events e WHERE e.session_id = s.id AND (` + text.String() + `)
-	) ORDER BY updated_at DESC, id DESC LIMIT ?`
+	q, textArgs := SearchQuery(db.D, where, f.Query)
 	args = append(args, store.MaxSearchSessions, f.Query)
 	args = append(args, textArgs...)
 	return queryAll(ctx, db, op, scanSession, q, append(args, lim)...)
