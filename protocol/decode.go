@@ -17,7 +17,11 @@ var envelopeRules = fieldsOf(reflect.TypeFor[Envelope]())
 // Decode parses and validates one message. On failure it returns an *Error
 // (never another error type) whose Code and Field say what is wrong; the
 // caller answers with an error message and keeps the connection.
-func Decode(data []byte) (*Message, error) {
+func Decode(data []byte) (*Message, error) { return decode(data, true) }
+
+// decode is Decode, filling the payload from the generic value where it
+// can when fast is set (fill.go), always decoding the bytes otherwise.
+func decode(data []byte, fast bool) (*Message, error) {
 	if len(data) > MaxMessageBytes {
 		return nil, errorf(CodeMessageTooLarge, "", "message is %d bytes, over the %d-byte limit", len(data), MaxMessageBytes)
 	}
@@ -32,7 +36,8 @@ func Decode(data []byte) (*Message, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, errorf(CodeMalformedJSON, "", "not valid JSON: %s", jsonErrorText(err))
 	}
-	if dec.More() {
+	// Not dec.More(), which says false before a stray '}' or ']'.
+	if len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")) > 0 {
 		return nil, errorf(CodeMalformedJSON, "", "more than one JSON value")
 	}
 	obj, ok := v.(map[string]any)
@@ -75,6 +80,11 @@ func Decode(data []byte) (*Message, error) {
 	if err := check("payload", obj["payload"], s.payload, &rules{required: true, maxLength: -1, maxItems: -1}); err != nil {
 		return nil, err
 	}
+	if fast && !holdsRaw[s.payload] && canFill(s.payload) {
+		if m, ok := decodeFilled(obj, s.payload); ok {
+			return finish(m)
+		}
+	}
 	var env Envelope
 	if err := json.Unmarshal(data, &env); err != nil {
 		// The generic walk accepted it, so this is a gap in check, not bad input
@@ -97,16 +107,46 @@ func Decode(data []byte) (*Message, error) {
 	if err := json.Unmarshal(raw, payload); err != nil {
 		return nil, errorf(CodeWrongType, "payload", "%s", jsonErrorText(err))
 	}
-	if val, ok := payload.(validator); ok {
+	return finish(&Message{
+		Type: env.Type, MessageID: env.MessageID, ParentID: env.ParentID,
+		SessionID: env.SessionID, Seq: env.Seq, Epoch: env.Epoch, Payload: payload,
+	})
+}
+
+// decodeFilled builds the message from its generic value obj (see fill.go);
+// false when the bytes must be decoded instead.
+func decodeFilled(obj map[string]any, payloadType reflect.Type) (*Message, bool) {
+	var env Envelope
+	ev := reflect.ValueOf(&env).Elem()
+	for i := range envelopeRules {
+		r := &envelopeRules[i]
+		if r.name == "payload" {
+			continue
+		}
+		if x, ok := obj[r.name]; ok && !fill(ev.Field(r.index), x) {
+			return nil, false
+		}
+	}
+	payload := reflect.New(payloadType)
+	if !fill(payload.Elem(), obj["payload"]) {
+		return nil, false
+	}
+	return &Message{
+		Type: env.Type, MessageID: env.MessageID, ParentID: env.ParentID,
+		SessionID: env.SessionID, Seq: env.Seq, Epoch: env.Epoch, Payload: payload.Interface(),
+	}, true
+}
+
+// finish runs the payload's rules across fields, then applies its
+// defaults.
+func finish(m *Message) (*Message, error) {
+	if val, ok := m.Payload.(validator); ok {
 		if err := val.validate(); err != nil {
 			return nil, err
 		}
 	}
-	applyDefaults(payload)
-	return &Message{
-		Type: env.Type, MessageID: env.MessageID, ParentID: env.ParentID,
-		SessionID: env.SessionID, Seq: env.Seq, Epoch: env.Epoch, Payload: payload,
-	}, nil
+	applyDefaults(m.Payload)
+	return m, nil
 }
 
 // DecodeFrom is Decode plus the direction rule: role must be allowed to send

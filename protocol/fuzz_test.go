@@ -5,6 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ferry-dev/ferry/protocol"
@@ -24,6 +27,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"type":"control.file.search","payload":{"max_results":1e400}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := protocol.Decode(data)
+		sameAsBytes(t, data, m, err)
 		if err != nil {
 			var pe *protocol.Error
 			if !errors.As(err, &pe) {
@@ -59,6 +63,65 @@ func BenchmarkDecodePrompt(b *testing.B) {
 	for b.Loop() {
 		if _, err := protocol.Decode(raw); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// sameAsBytes fails unless decoding data's bytes with encoding/json
+// (protocol.DecodeBytes) gives what Decode gave: m, or err's code and field.
+func sameAsBytes(t *testing.T, data []byte, m *protocol.Message, err error) {
+	t.Helper()
+	want, wantErr := protocol.DecodeBytes(data)
+	if (err == nil) != (wantErr == nil) {
+		t.Fatalf("Decode: %v; decoding the bytes: %v\n%s", err, wantErr, data)
+	}
+	if err != nil {
+		var got, exp *protocol.Error
+		if errors.As(err, &got) && errors.As(wantErr, &exp) && (got.Code != exp.Code || got.Field != exp.Field) {
+			t.Fatalf("Decode: %v; decoding the bytes: %v\n%s", err, wantErr, data)
+		}
+		return
+	}
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("Decode gave %#v\ndecoding the bytes %#v\n%s", m.Payload, want.Payload, data)
+	}
+}
+
+// TestFillMatchesBytes: for every golden message (every type) and the
+// fuzz corpus, the payload filled from the generic value is the one
+// encoding/json decodes from the bytes.
+func TestFillMatchesBytes(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "golden", "*.json"))
+	corpus, _ := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzDecode", "*"))
+	if len(files) == 0 {
+		t.Fatal("no golden messages")
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := protocol.Decode(data)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		sameAsBytes(t, data, m, err)
+	}
+	for _, file := range corpus {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// go test fuzz v1 files: the input is the []byte("…") line.
+		for _, line := range strings.Split(string(b), "\n") {
+			if q, ok := strings.CutPrefix(line, "[]byte("); ok {
+				s, err := strconv.Unquote(strings.TrimSuffix(q, ")"))
+				if err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				m, err := protocol.Decode([]byte(s))
+				sameAsBytes(t, []byte(s), m, err)
+			}
 		}
 	}
 }

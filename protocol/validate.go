@@ -305,7 +305,13 @@ func truncate(s string) string {
 // would fill the field without passing the field's checks (and, beside the
 // exact key, override it). Keys matching no field are still tolerated.
 func refuseCaseVariants(path string, obj map[string]any, names iter.Seq[string]) *Error {
+	// Of several variants, the first in byte order is named, so that the
+	// same message always gets the same error (maps have no order).
+	var bad, badOf string
 	for key := range obj {
+		if bad != "" && key >= bad {
+			continue
+		}
 		exact := false
 		var variantOf string
 		for name := range names {
@@ -318,12 +324,15 @@ func refuseCaseVariants(path string, obj map[string]any, names iter.Seq[string])
 			}
 		}
 		if !exact && variantOf != "" {
-			sub := key
-			if path != "" {
-				sub = path + "." + key
-			}
-			return errorf(CodeInvalidValue, truncate(sub), "field names are case-sensitive: did you mean %q?", variantOf)
+			bad, badOf = key, variantOf
 		}
 	}
-	return nil
+	if bad == "" {
+		return nil
+	}
+	sub := bad
+	if path != "" {
+		sub = path + "." + bad
+	}
+	return errorf(CodeInvalidValue, truncate(sub), "field names are case-sensitive: did you mean %q?", badOf)
 }

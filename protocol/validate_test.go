@@ -364,15 +364,37 @@ func TestCaseVariantKeysRefused(t *testing.T) {
 	}{
 		{"payload", `{"type":"agent.text.done","message_id":"00000000-0000-4000-8000-000000000000","session_id":"s","payload":{"turn_id":"t","is_cancelled":false,"stop_reAson":"anything"}}`, "payload.stop_reAson"},
 		{"envelope", `{"type":"agent.text.done","TYPE":"ui.prompt","message_id":"00000000-0000-4000-8000-000000000000","session_id":"s","payload":{"turn_id":"t","is_cancelled":false}}`, "TYPE"},
+		// Several: always the first in byte order (found by FuzzDecode:
+		// the field named followed the map's random order).
+		{"several", `{"type":"agent.text.done","message_id":"00000000-0000-4000-8000-000000000000","session_id":"s","payload":{"Turn_id":"t","tUrn_id":"t","is_Cancelled":false,"Stop_reason":"x"}}`, "payload.Stop_reason"},
 	} {
-		_, err := protocol.Decode([]byte(c.data))
-		var pe *protocol.Error
-		if !errors.As(err, &pe) || pe.Code != protocol.CodeInvalidValue || pe.Field != c.field {
-			t.Errorf("%s: got %v, want invalid_value at %s", c.name, err, c.field)
+		for range 20 {
+			_, err := protocol.Decode([]byte(c.data))
+			var pe *protocol.Error
+			if !errors.As(err, &pe) || pe.Code != protocol.CodeInvalidValue || pe.Field != c.field {
+				t.Fatalf("%s: got %v, want invalid_value at %s", c.name, err, c.field)
+			}
 		}
 	}
 	ok := `{"type":"agent.text.done","message_id":"00000000-0000-4000-8000-000000000000","session_id":"s","extra":1,"payload":{"turn_id":"t","is_cancelled":false,"future_field":true}}`
 	if _, err := protocol.Decode([]byte(ok)); err != nil {
 		t.Errorf("unknown fields must stay tolerated: %v", err)
+	}
+}
+
+// TestTrailingDataRefused: anything after the message's object is refused
+// as malformed JSON, a stray '}' or ']' included (json.Decoder.More
+// reports none before those; found by FuzzDecode).
+func TestTrailingDataRefused(t *testing.T) {
+	const msg = `{"type":"agent.text.done","message_id":"00000000-0000-4000-8000-000000000000","session_id":"s","payload":{"turn_id":"t","is_cancelled":false}}`
+	if _, err := protocol.Decode([]byte(msg + " \n")); err != nil {
+		t.Fatalf("trailing white space refused: %v", err)
+	}
+	for _, tail := range []string{"}", "]", " {}", "x", "0"} {
+		_, err := protocol.Decode([]byte(msg + tail))
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeMalformedJSON {
+			t.Errorf("%q after the message: got %v, want malformed_json", tail, err)
+		}
 	}
 }
