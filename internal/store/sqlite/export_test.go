@@ -37,3 +37,10 @@ func SearchPlan(ctx context.Context, s *Store) ([]string, error) {
 	}
 	return plan, rows.Err()
 }
+
+// JournalSizeLimit is the writer connection's journal_size_limit, and
+// walBound.
+func JournalSizeLimit(ctx context.Context, s *Store) (limit, bound int64, err error) {
+	err = s.w.QueryRowContext(ctx, `PRAGMA journal_size_limit`).Scan(&limit)
+	return limit, walBound, err
+}
