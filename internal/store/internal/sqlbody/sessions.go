@@ -238,6 +238,16 @@ func (db *DB) UpdateSession(ctx context.Context, ss store.Session) error {
 		return db.fail(op, err)
 	}
 	err := Write(ctx, db, func(tx *sql.Tx) error {
+		// The snapshot (up to 256 KB) first, so that the session's row,
+		// which every append updates, is held only for the last statement
+		// (on PostgreSQL; the snapshot's foreign key takes no lock that
+		// an append's update waits for).
+		if err := db.putSnapshot(ctx, tx, ss.ID, ss.Snapshot); err != nil {
+			if db.D.IsForeignKey(err) {
+				return errNoRow
+			}
+			return err
+		}
 		n, err := affected(tx.ExecContext(ctx, db.q(`UPDATE sessions SET mode = ?, state = ?, updated_at = ? WHERE id = ?`),
 			ss.Mode, ss.State, db.ts(check.OrNow(ss.UpdatedAt)), ss.ID))
 		if err != nil {
@@ -246,7 +256,7 @@ func (db *DB) UpdateSession(ctx context.Context, ss store.Session) error {
 		if n == 0 {
 			return errNoRow
 		}
-		return db.putSnapshot(ctx, tx, ss.ID, ss.Snapshot)
+		return nil
 	})
 	if errors.Is(err, errNoRow) {
 		return db.failOn(op, ss.ID, store.ErrNotFound)
