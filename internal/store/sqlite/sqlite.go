@@ -29,7 +29,7 @@
 //   - The WAL stays bounded under sustained writes. A background checkpoint
 //     never completes while writes go on meanwhile, and SQLite only starts
 //     a WAL over after a complete one, so under a steady stream of writes
-//     it grew by every page written (about 70 MB/s at 5,000 events/s)
+//     it grew by every page written (about 100 MB/s at 5,000 events/s)
 //     until the writes paused. Past walBound (1 GiB) the checkpointer
 //     finishes the checkpoint on the writer's connection, holding writes
 //     for that moment (two fsyncs), and the next write starts the WAL over.
