@@ -80,7 +80,7 @@ func decode(data []byte, fast bool) (*Message, error) {
 	if err := check("payload", obj["payload"], s.payload, &rules{required: true, maxLength: -1, maxItems: -1}); err != nil {
 		return nil, err
 	}
-	if fast && !holdsRaw[s.payload] && canFill(s.payload) {
+	if fast && fills[s.payload] {
 		if m, ok := decodeFilled(obj, s.payload); ok {
 			return finish(m)
 		}

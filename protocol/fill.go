@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Decode's first pass builds the generic value of a message (check needs
@@ -21,17 +20,15 @@ import (
 
 var textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 
-// fillable caches, per type, whether fill can decode it.
-var fillable sync.Map // reflect.Type → bool
-
-func canFill(t reflect.Type) bool {
-	if v, ok := fillable.Load(t); ok {
-		return v.(bool)
+// fills tells, for each registered payload type, whether Decode fills it
+// from the generic value (no raw JSON in it, and only kinds fill knows).
+var fills = func() map[reflect.Type]bool {
+	m := make(map[reflect.Type]bool, len(registry))
+	for _, s := range registry {
+		m[s.payload] = !holdsRaw[s.payload] && canFillType(s.payload, map[reflect.Type]bool{})
 	}
-	ok := canFillType(t, map[reflect.Type]bool{})
-	fillable.Store(t, ok)
-	return ok
-}
+	return m
+}()
 
 func canFillType(t reflect.Type, seen map[reflect.Type]bool) bool {
 	if seen[t] {

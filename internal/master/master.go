@@ -604,24 +604,20 @@ func waitGroup(ctx context.Context, wg *sync.WaitGroup) error {
 }
 
 // goBG runs f in the background, tracked by Shutdown; false after Shutdown.
-func (m *Master) goBG(f func()) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closing {
-		return false
-	}
-	m.bgWG.Go(f)
-	return true
-}
+func (m *Master) goBG(f func()) bool { return m.goUnless(&m.closing, f) }
 
 // goWriter is goBG for a session's writer, which may start while the node
 // drains too: an event a client connection accepted just before the drain
 // began must be stored and acknowledged before the connection is closed
 // with 1012, and its session's writer may have been idle then.
-func (m *Master) goWriter(f func()) bool {
+func (m *Master) goWriter(f func()) bool { return m.goUnless(&m.writersDone, f) }
+
+// goUnless runs f in the background, tracked by Shutdown, unless *stopped
+// (a field guarded by m.mu).
+func (m *Master) goUnless(stopped *bool, f func()) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.writersDone {
+	if *stopped {
 		return false
 	}
 	m.bgWG.Go(f)
