@@ -98,6 +98,15 @@ func (w countingStore) Trim(ctx context.Context, sessionID string, keep int) err
 	return w.count("Trim", w.Store.Trim(ctx, sessionID, keep))
 }
 
+func (w countingStore) Undelivered(ctx context.Context, machineID string, before time.Time, limit int) ([]store.Delivery, error) {
+	v, err := w.Store.Undelivered(ctx, machineID, before, limit)
+	return v, w.count("Undelivered", err)
+}
+
+func (w countingStore) Delivered(ctx context.Context, sessionID, messageID string) error {
+	return w.count("Delivered", w.Store.Delivered(ctx, sessionID, messageID))
+}
+
 func (w countingStore) OpenInteraction(ctx context.Context, in store.Interaction) error {
 	return w.count("OpenInteraction", w.Store.OpenInteraction(ctx, in))
 }

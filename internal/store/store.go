@@ -11,6 +11,10 @@
 //     message_id twice: a duplicate is reported with the seq it already has.
 //     Once AppendEvents returns nil the events survive a crash.
 //   - Events returns retained events in seq order; Trim only drops the oldest.
+//   - An event stored with Deliver is undelivered from the moment it is
+//     stored (the same transaction) until an event that Answers it is
+//     stored (the same transaction again) or Delivered takes it off: a
+//     crash between the two leaves it listed by Undelivered, never lost.
 //   - SettleInteraction settles an interaction at most once: exactly one
 //     caller wins, whatever the concurrency.
 //   - ConsumeToken deletes a one-time token at most once.
@@ -133,6 +137,24 @@ type Event struct {
 	// Duplicate is set on output when MessageID was already stored; Seq is
 	// then the seq it has.
 	Duplicate bool
+	// Deliver marks a control message the session's client must answer
+	// (a prompt): AppendEvents records it undelivered, in the same
+	// transaction, and Undelivered lists it until a later event Answers
+	// it or Delivered is called.
+	Deliver bool
+	// Answers is the message_id of an undelivered event of the same
+	// session that this event answers (a turn's start answers its
+	// prompt): storing this event delivers that one, in the same
+	// transaction.
+	Answers string
+}
+
+// Delivery is an event stored with Deliver that nothing answered yet.
+type Delivery struct {
+	SessionID string
+	// MachineID is the session's machine, whose client must answer it.
+	MachineID string
+	Event     Event
 }
 
 // Interaction is an agent.interaction.request waiting for (or given) an answer.
@@ -291,6 +313,15 @@ type Store interface {
 	OldestSeq(ctx context.Context, sessionID string) (uint64, error)
 	// Trim drops the session's oldest events, keeping the newest keep.
 	Trim(ctx context.Context, sessionID string, keep int) error
+
+	// Undelivered lists the events stored with Deliver that no event
+	// answered and Delivered did not take, stored at or before `before`,
+	// of machineID's sessions (every machine's when empty): the oldest
+	// first, at most limit. One whose event was trimmed is left out.
+	Undelivered(ctx context.Context, machineID string, before time.Time, limit int) ([]Delivery, error)
+	// Delivered takes an event off the undelivered list (nothing when it
+	// is not on it).
+	Delivered(ctx context.Context, sessionID, messageID string) error
 
 	// OpenInteraction records a new open interaction (ErrExists when its
 	// (session, id) is taken).

@@ -240,6 +240,10 @@ func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Ev
 		typeArr    []string
 		dataArr    [][]byte
 		createdArr []time.Time
+		// Prompts stored (to deliver) and answered: rare, so their
+		// statements are queued only when there are some.
+		deliver []int
+		answers []string
 	)
 	next := last
 	for i, ev := range evs {
@@ -262,6 +266,12 @@ func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Ev
 		typeArr = append(typeArr, ev.Type)
 		dataArr = append(dataArr, ev.Data)
 		createdArr = append(createdArr, ev.CreatedAt)
+		if ev.Deliver {
+			deliver = append(deliver, len(idArr)-1)
+		}
+		if ev.Answers != "" {
+			answers = append(answers, ev.Answers)
+		}
 		out[i] = ev
 	}
 	b = &pgx.Batch{}
@@ -276,6 +286,7 @@ func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Ev
 		b.Queue(`UPDATE sessions SET last_seq = $2,
 			updated_at = CASE WHEN updated_at <= $4 THEN $3 ELSE updated_at END WHERE id = $1`,
 			sessionID, next, now, now.Add(-check.ActivityStep))
+		queueDeliveries(b, sessionID, deliver, idArr, seqArr, createdArr, answers)
 	}
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
@@ -283,6 +294,18 @@ func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Ev
 	}
 	open = false
 	return out, nil
+}
+
+// queueDeliveries records the new events stored with Deliver (their
+// indexes into the inserted arrays) as undelivered and delivers those
+// answered, in the append's transaction.
+func queueDeliveries(b *pgx.Batch, sessionID string, deliver []int, ids []string, seqs []int64, created []time.Time, answers []string) {
+	for _, i := range deliver {
+		b.Queue(sqlbody.Rebind(sqlbody.InsertDelivery), sessionID, ids[i], seqs[i], created[i])
+	}
+	if len(answers) > 0 {
+		b.Queue(`DELETE FROM deliveries WHERE session_id = $1 AND message_id = ANY($2)`, sessionID, answers)
+	}
 }
 
 // readLockBatch reads the first batch's results: the session's last seq

@@ -448,6 +448,13 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 			if n == 1 {
 				next++
 				ev.Seq = uint64(next)
+				// Prompts and turn starts only: no statement for the
+				// stream of other events.
+				if ev.Deliver || ev.Answers != "" {
+					if err := s.deliveries(ctx, tx, sessionID, ev); err != nil {
+						return err
+					}
+				}
 			} else {
 				// Stored before: keep its seq (0 when it belongs to
 				// another session).
@@ -484,6 +491,22 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 		return nil, err
 	}
 	return out, nil
+}
+
+// deliveries records a new event stored with Deliver as undelivered, and
+// delivers the event a new event Answers, inside the append's transaction.
+func (s *Store) deliveries(ctx context.Context, tx *sql.Tx, sessionID string, ev store.Event) error {
+	if ev.Deliver {
+		if _, err := tx.ExecContext(ctx, sqlbody.InsertDelivery, sessionID, ev.MessageID, check.Seq(ev.Seq), ev.CreatedAt.UnixMicro()); err != nil {
+			return err
+		}
+	}
+	if ev.Answers != "" {
+		if _, err := tx.ExecContext(ctx, sqlbody.DeleteDelivery, sessionID, ev.Answers); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // trim is Trim's hot path (sqlbody.Hot): last_seq and the delete in one

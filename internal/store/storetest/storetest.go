@@ -79,6 +79,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"EventsAfterAndLimit", testEventsAfterAndLimit},
 		{"EventsTrim", testEventsTrim},
 		{"EventsUnknownSession", testEventsUnknownSession},
+		{"Deliveries", testDeliveries},
 		{"Interactions", testInteractions},
 		{"InteractionSettleOnce", testInteractionSettleOnce},
 		{"Artifacts", testArtifacts},

@@ -150,6 +150,9 @@ func Events(sessionID string, evs []store.Event) error {
 		if len(ev.Data) == 0 {
 			return invalid("event %d (%s) has no data", i, ev.MessageID)
 		}
+		if ev.Answers == ev.MessageID {
+			return invalid("event %d (%s) answers itself", i, ev.MessageID)
+		}
 	}
 	return nil
 }
