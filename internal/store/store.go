@@ -149,12 +149,15 @@ type Event struct {
 	Answers string
 }
 
-// Delivery is an event stored with Deliver that nothing answered yet.
+// Delivery names an event stored with Deliver that nothing answered yet;
+// the event itself is read with Events (it may have been trimmed since).
 type Delivery struct {
 	SessionID string
 	// MachineID is the session's machine, whose client must answer it.
 	MachineID string
-	Event     Event
+	MessageID string
+	Seq       uint64
+	CreatedAt time.Time
 }
 
 // Interaction is an agent.interaction.request waiting for (or given) an answer.
@@ -315,9 +318,9 @@ type Store interface {
 	Trim(ctx context.Context, sessionID string, keep int) error
 
 	// Undelivered lists the events stored with Deliver that no event
-	// answered and Delivered did not take, stored at or before `before`,
-	// of machineID's sessions (every machine's when empty): the oldest
-	// first, at most limit. One whose event was trimmed is left out.
+	// answered and Delivered did not take, stored at or before `before`
+	// (now when zero), of machineID's sessions (every machine's when
+	// empty): the oldest first, at most limit (all when limit <= 0).
 	Undelivered(ctx context.Context, machineID string, before time.Time, limit int) ([]Delivery, error)
 	// Delivered takes an event off the undelivered list (nothing when it
 	// is not on it).

@@ -31,17 +31,16 @@ func undelivered(t *testing.T, s store.Store, machine string, before time.Time, 
 	mustNil(t, err, "Undelivered")
 	out := make([]string, len(ds))
 	for i, d := range ds {
-		out[i] = fmt.Sprintf("%s/%s@%d", d.SessionID, d.Event.MessageID, d.Event.Seq)
+		out[i] = fmt.Sprintf("%s/%s@%d", d.SessionID, d.MessageID, d.Seq)
 	}
 	return out
 }
 
 // testDeliveries: an event stored with Deliver is listed by Undelivered
-// (with its session's machine and its stored data) from the append that
-// stores it until the append of an event of the same session that
-// Answers it, or Delivered; a duplicate append lists nothing twice, the
-// filters by machine and time and the limit hold, and a trimmed or
-// deleted session's events are left out.
+// (with its session's machine, seq and time) from the append that stores
+// it until the append of an event of the same session that Answers it, or
+// Delivered; a duplicate append lists nothing twice, the filters by
+// machine and time and the limit hold, and a deleted session's go with it.
 func testDeliveries(t *testing.T, s store.Store) {
 	c := ctx(t)
 	far := at(time.Hour)
@@ -57,9 +56,14 @@ func testDeliveries(t *testing.T, s store.Store) {
 	}
 	ds, err := s.Undelivered(c, "m2", far, 0)
 	mustNil(t, err, "Undelivered m2")
-	if len(ds) != 1 || ds[0].MachineID != "m2" || ds[0].Event.Type != "control.prompt.request" ||
-		!bytes.Equal(ds[0].Event.Data, prompt("p2", 0).Data) || !ds[0].Event.CreatedAt.Equal(at(2*time.Minute)) {
-		t.Fatalf("Undelivered(m2) = %+v, want p2 of s2 on m2 with its data", ds)
+	if len(ds) != 1 || ds[0].MachineID != "m2" || ds[0].SessionID != "s2" || ds[0].MessageID != "p2" || ds[0].Seq != 1 ||
+		!ds[0].CreatedAt.Equal(at(2*time.Minute)) {
+		t.Fatalf("Undelivered(m2) = %+v, want p2 (seq 1) of s2 on m2, stored at 2m", ds)
+	}
+	evs, err := s.Events(c, "s2", ds[0].Seq-1, 1)
+	mustNil(t, err, "Events of the delivery")
+	if len(evs) != 1 || evs[0].MessageID != "p2" || !bytes.Equal(evs[0].Data, prompt("p2", 0).Data) {
+		t.Fatalf("the event a delivery names: %+v", evs)
 	}
 	if got, want := undelivered(t, s, "", at(90*time.Second), 0), []string{"s1/p1@2"}; !slices.Equal(got, want) {
 		t.Fatalf("Undelivered stored by 90s = %v, want %v", got, want)
@@ -93,15 +97,15 @@ func testDeliveries(t *testing.T, s store.Store) {
 		t.Fatalf("after Delivered, Undelivered = %v", got)
 	}
 
-	// Several in one append, in seq order; a trimmed one and a deleted
-	// session's are left out.
+	// Several in one append, in seq order; a trimmed one stays listed
+	// (its reader finds it gone); a deleted session's go with it.
 	newSession(t, s, "s3", "m1")
 	appendOK(t, s, "s3", prompt("p3", time.Minute), prompt("p4", time.Minute), event("d3"), event("d4"))
 	if got, want := undelivered(t, s, "m1", far, 0), []string{"s3/p3@1", "s3/p4@2"}; !slices.Equal(got, want) {
 		t.Fatalf("Undelivered(m1) = %v, want %v", got, want)
 	}
 	mustNil(t, s.Trim(c, "s3", 3), "Trim")
-	if got, want := undelivered(t, s, "m1", far, 0), []string{"s3/p4@2"}; !slices.Equal(got, want) {
+	if got, want := undelivered(t, s, "m1", far, 0), []string{"s3/p3@1", "s3/p4@2"}; !slices.Equal(got, want) {
 		t.Fatalf("after a trim, Undelivered(m1) = %v, want %v", got, want)
 	}
 	mustNil(t, s.DeleteSession(c, "s3"), "DeleteSession")

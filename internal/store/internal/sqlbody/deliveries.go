@@ -25,9 +25,8 @@ const (
 // Undelivered lists the undelivered events stored at or before before (now
 // when zero), of machineID's sessions (every machine's when empty), oldest
 // first, at most limit (no limit when limit <= 0). The table holds only
-// what waits for a client's answer, so it is read whole; the join reads
-// each event by its (session_id, seq) key, and leaves out one that was
-// trimmed.
+// what waits for a client's answer, and names the events without their
+// data, so it is read whole.
 func (db *DB) Undelivered(ctx context.Context, machineID string, before time.Time, limit int) ([]store.Delivery, error) {
 	const op = "undelivered"
 	lim := db.D.NoLimit
@@ -40,17 +39,14 @@ func (db *DB) Undelivered(ctx context.Context, machineID string, before time.Tim
 			seq     int64
 			created Time
 		)
-		if err := row.Scan(&d.SessionID, &d.MachineID, &seq, &d.Event.MessageID, &d.Event.Type, &d.Event.Data, &created); err != nil {
+		if err := row.Scan(&d.SessionID, &d.MachineID, &d.MessageID, &seq, &created); err != nil {
 			return store.Delivery{}, err
 		}
-		d.Event.Seq = uint64(seq) //nolint:gosec // stored from a checked uint64
-		d.Event.CreatedAt = created.T
-		d.Event.Deliver = true
+		d.Seq = uint64(seq) //nolint:gosec // stored from a checked uint64
+		d.CreatedAt = created.T
 		return d, nil
-	}, `SELECT d.session_id, s.machine_id, e.seq, e.message_id, e.type, e.data, e.created_at
-		FROM deliveries d
-		JOIN sessions s ON s.id = d.session_id
-		JOIN events e ON e.session_id = d.session_id AND e.seq = d.seq
+	}, `SELECT d.session_id, s.machine_id, d.message_id, d.seq, d.created_at
+		FROM deliveries d JOIN sessions s ON s.id = d.session_id
 		WHERE (? = '' OR s.machine_id = ?) AND d.created_at <= ?
 		ORDER BY d.created_at, d.session_id, d.seq LIMIT ?`,
 		machineID, machineID, db.D.Time(check.OrNow(before)), lim)
