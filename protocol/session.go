@@ -98,6 +98,8 @@ type Capabilities struct {
 	Messages []string `json:"messages" jsonschema:"maxItems=256"`
 	// FileReferences is the file-reference block; absent means no search and no tokens.
 	FileReferences *FileRefCapabilities `json:"file_references,omitempty"`
+	// PromptsOnce is true when the client answers each control.prompt.request once by its message_id, across its own restarts (a copy of a prompt it answered is dropped, or refused again as the first time); only then does the master send a prompt the client has not answered again.
+	PromptsOnce bool `json:"prompts_once,omitempty"`
 }
 
 // ClientInfo names the client software.

@@ -169,7 +169,8 @@ type Client struct {
 	capsData   []byte // encoded payload of session.capabilities
 	svc        *search.Service
 	out        *outbox
-	marks      *turnMarks // running turns, in the outbox's database
+	marks      *turnMarks       // running turns, in the outbox's database
+	prompts    *answeredPrompts // prompts answered, in the outbox's database (prompts.go)
 	arts       *artifactLog
 	// transcripts keeps the built-in agent's conversations across
 	// restarts (transcripts.db); adapters get it in SessionConfig.
@@ -315,6 +316,9 @@ func New(cfg Config) (_ *Client, err error) {
 	if c.marks, err = openTurnMarks(c.out.db); err != nil {
 		return nil, err
 	}
+	if c.prompts, err = openAnsweredPrompts(c.out.db); err != nil {
+		return nil, err
+	}
 	c.endCutTurnsSoon()
 	if c.transcripts, err = transcript.Open(c.stop, filepath.Join(cfg.StateDir, "transcripts.db"), transcript.Options{MaxAge: stateMaxAge}); err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -338,6 +342,7 @@ func New(cfg Config) (_ *Client, err error) {
 			PositionEncoding:   protocol.PositionUTF16,
 			TokenSyntaxVersion: protocol.TokenSyntaxVersion,
 		},
+		PromptsOnce: true, // prompts.go
 	}
 	// The master decodes strictly; a machine name or an adapter
 	// declaration it would refuse is a configuration error, found here.

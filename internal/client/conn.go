@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -422,9 +423,25 @@ func (c *Client) sendDirect(m *protocol.Message) {
 // emit writes a kept message (agent.*, session.opened) to the outbox; the
 // writer sends it when connected.
 func (c *Client) emit(ctx context.Context, m *protocol.Message) error {
+	return c.emitWith(ctx, m)
+}
+
+// emitWith is emit, with also run in the same transaction as the write:
+// all of it happens or none.
+func (c *Client) emitWith(ctx context.Context, m *protocol.Message, also ...func(*sql.Tx) error) error {
 	data, err := checkedEncode(m)
 	if err != nil {
 		return err
 	}
-	return c.out.Append(ctx, m.MessageID, data)
+	if len(also) == 0 {
+		return c.out.Append(ctx, m.MessageID, data)
+	}
+	return c.out.append(ctx, m.MessageID, data, func(tx *sql.Tx) error {
+		for _, f := range also {
+			if err := f(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

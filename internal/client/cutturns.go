@@ -61,12 +61,12 @@ func (m *turnMarks) mark(sessionID, turnID string) error {
 	return nil
 }
 
-// unmark forgets a turn that never started.
-func (m *turnMarks) unmark(sessionID, turnID string) error {
-	if _, err := m.del.Exec(sessionID, turnID); err != nil {
-		return fmt.Errorf("client: unmark turn: %w", err)
+// markIn is mark inside the transaction that queues the turn's start.
+func (m *turnMarks) markIn(sessionID, turnID string) func(*sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		_, err := tx.Stmt(m.put).Exec(sessionID, turnID)
+		return err
 	}
-	return nil
 }
 
 // unmarkIn is unmark inside the transaction that queues the turn's end.
@@ -161,9 +161,5 @@ func (s *session) endRestarted(turnID string) {
 // emitEnd queues a turn's agent.text.done and forgets its mark, atomically:
 // a turn never gets two ends, nor none.
 func (c *Client) emitEnd(ctx context.Context, m *protocol.Message, sessionID, turnID string) error {
-	data, err := checkedEncode(m)
-	if err != nil {
-		return err
-	}
-	return c.out.append(ctx, m.MessageID, data, c.marks.unmarkIn(sessionID, turnID))
+	return c.emitWith(ctx, m, c.marks.unmarkIn(sessionID, turnID))
 }

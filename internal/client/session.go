@@ -144,13 +144,16 @@ func (c *Client) dispatch(cn *conn, m *protocol.Message) {
 		}))
 		return
 	}
+	if m.Type == protocol.TypePromptRequest && c.answeredAlready(cn, m) {
+		return
+	}
 	c.mu.Lock()
 	s := c.sessions[m.SessionID]
 	c.mu.Unlock()
 	if s == nil {
-		c.reply(cn, protocol.ErrorMessage(m.MessageID, m.SessionID, &protocol.Error{
+		c.refuse(cn, m, &protocol.Error{
 			Code: protocol.CodeNotFound, Field: "session_id", Message: "no such session is open on this client; send control.session.open first",
-		}))
+		})
 		return
 	}
 	switch p := m.Payload.(type) {
@@ -188,7 +191,7 @@ func (c *Client) enqueue(cn *conn, s *session, m *protocol.Message) {
 	}
 	c.mu.Unlock()
 	if e != nil {
-		c.reply(cn, protocol.ErrorMessage(m.MessageID, m.SessionID, e))
+		c.refuse(cn, m, e)
 	}
 }
 
@@ -245,7 +248,7 @@ func (c *Client) workspace(id string) *workspace {
 
 // fail answers m with a coded error (not kept).
 func (s *session) fail(m *protocol.Message, code, field, msg string) {
-	s.c.sendDirect(protocol.ErrorMessage(m.MessageID, m.SessionID, &protocol.Error{Code: code, Field: field, Message: msg}))
+	s.c.refuse(nil, m, &protocol.Error{Code: code, Field: field, Message: msg})
 }
 
 // failWith answers m with err when it is a coded protocol error, else with
@@ -253,7 +256,7 @@ func (s *session) fail(m *protocol.Message, code, field, msg string) {
 func (s *session) failWith(m *protocol.Message, what string, err error) {
 	var pe *protocol.Error
 	if errors.As(err, &pe) {
-		s.c.sendDirect(protocol.ErrorMessage(m.MessageID, m.SessionID, pe))
+		s.c.refuse(nil, m, pe)
 		return
 	}
 	s.c.log.Error(what, "session", s.id, "err", err)
@@ -370,22 +373,27 @@ func (c *Client) removeSession(s *session) {
 	}
 }
 
-// prompt starts a turn.
+// prompt starts a turn, unless it answered m before (prompts.go): a copy
+// queued behind the first is checked again here, where prompts are
+// answered one at a time.
 func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
+	if s.c.answeredAlready(nil, m) {
+		return
+	}
 	caps := s.c.adCaps[s.adapterID]
 	if !slices.Contains(caps.InputTypes, p.InputType) {
 		s.fail(m, protocol.CodeUnsupported, "payload.input_type", "the adapter takes no such input")
 		return
 	}
 	if e := s.ws.checkRefs(p.FileReferences); e != nil {
-		s.c.sendDirect(protocol.ErrorMessage(m.MessageID, m.SessionID, e))
+		s.c.refuse(nil, m, e)
 		return
 	}
 	prompt := fileref.Parse(p.PromptText, p.FileReferences)
 	files, e := s.attachments(p)
 	if e != nil {
 		s.c.log.Info("prompt refused: its attachments", "session", s.id, "code", e.Code, "field", e.Field)
-		s.c.sendDirect(protocol.ErrorMessage(m.MessageID, m.SessionID, e))
+		s.c.refuse(nil, m, e)
 		return
 	}
 
@@ -403,13 +411,11 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 	s.mu.Unlock()
 
 	started := m.Reply(protocol.TypeTurnStarted, &protocol.TurnStarted{TurnID: t.id, InputType: p.InputType, Mode: mode, Adapter: s.adapterID})
-	// Marked first: a restart from here on ends the turn (cutturns.go).
-	err := s.c.marks.mark(s.id, t.id)
-	if err == nil {
-		if err = s.c.emit(s.c.stop, started); err != nil {
-			_ = s.c.marks.unmark(s.id, t.id)
-		}
-	}
+	// Queued with its mark (a restart from here on ends the turn:
+	// cutturns.go) and the prompt's record (it never runs again:
+	// prompts.go), all or none. On a failure nothing answers the prompt,
+	// and the master sends it again later.
+	err := s.c.emitWith(s.c.stop, started, s.c.marks.markIn(s.id, t.id), s.c.prompts.startedIn(m.MessageID, s.id))
 	if err != nil {
 		s.c.log.Error("agent.turn.started", "session", s.id, "err", err)
 		cancel()

@@ -212,6 +212,15 @@ func (p *process) kill(t *testing.T) {
 	}
 }
 
+// freeze sends SIGSTOP to the process group: it holds its sockets and
+// does nothing until it is killed.
+func (p *process) freeze(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP: %v", err)
+	}
+}
+
 // stop interrupts the process and waits for a clean exit.
 func (p *process) stop(t *testing.T) {
 	t.Helper()

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -63,6 +64,8 @@ func TestFailoverThreeNodes(t *testing.T) {
 		fake.Reply{Text: long, Delay: 15 * time.Millisecond},
 		fake.Reply{Text: []string{"Writing report.txt."}, ToolCalls: []fake.ToolCall{{ID: "toolu_report", Name: "Write",
 			Input: map[string]any{"file_path": "report.txt", "content": "written on another node\n"}}}},
+		fake.Reply{Text: []string{"Done."}},
+		fake.Reply{Text: []string{"Third."}},
 	)
 	env := append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_STATE_HOME="+filepath.Join(dir, "state"),
 		"ANTHROPIC_BASE_URL="+srv.BaseURL(fake.Anthropic), "ANTHROPIC_API_KEY=test-key", "FERRY_PROVIDER=anthropic", "FERRY_MODEL=test-model",
@@ -174,6 +177,48 @@ func TestFailoverThreeNodes(t *testing.T) {
 	status, body := download(t, addrs[now], arts.Artifacts[0].DownloadURL, uiToken)
 	if status != http.StatusOK || !bytes.Equal(body, written) {
 		t.Fatalf("the link made on node %d, fetched from node %d: %d %q, want %q", a, now, status, body, written)
+	}
+
+	// Turn 3: a prompt in flight when the client's node dies. That node is
+	// frozen (SIGSTOP) first, so it cannot relay anything: the prompt,
+	// sent from node a and stored there, waits in the frozen node's socket
+	// and dies with it (SIGKILL). The client reconnects to node a, which
+	// sends it every prompt it has not answered; the turn runs once.
+	held := px.clientNode()
+	if held != now {
+		t.Fatalf("the client moved from node %d to node %d between turns", now, held)
+	}
+	nodes[held].freeze(t)
+	stored = storedEvents(t, dsn, sess.ID)
+	lost := ua.prompt("after the freeze")
+	ua.waitFor("the third prompt stored on node "+fmt.Sprint(a), func(ev []*protocol.Message) bool {
+		return slices.ContainsFunc(ev, func(m *protocol.Message) bool { return m.MessageID == lost })
+	})
+	nodes[held].kill(t)
+	killedAt = time.Now()
+	done3 := ua.waitFor("the third turn's end", func(ev []*protocol.Message) bool { return count(ev, protocol.TypeTextDone) >= 3 }).doneOf(3)
+	t.Logf("the prompt held by the frozen node %d ran %v after its SIGKILL", held, time.Since(killedAt).Round(time.Millisecond))
+	if done3.StopReason != protocol.StopEndTurn || done3.Text != "Third." {
+		t.Fatalf("the third turn ended %+v", done3)
+	}
+	if px.clientNode() != a {
+		t.Fatalf("after the second kill the client is on node %d, want node %d", px.clientNode(), a)
+	}
+	// Give a second delivery the time to show up, then count.
+	time.Sleep(time.Second)
+	stored = storedEvents(t, dsn, sess.ID)
+	started := 0
+	for _, m := range stored {
+		if m.Type == protocol.TypeTurnStarted && m.ParentID == lost {
+			started++
+		}
+	}
+	if started != 1 || count(stored, protocol.TypeTurnStarted) != 3 {
+		t.Fatalf("the prompt held by the killed node started %d turns (%d turns in all); want exactly one (three)",
+			started, count(stored, protocol.TypeTurnStarted))
+	}
+	for _, u := range uis {
+		u.matches(stored, done1.TurnID, strings.Join(long, ""))
 	}
 	t.Logf("failover test done in %v", time.Since(start).Round(time.Millisecond))
 }
@@ -578,11 +623,13 @@ func (u *nodeUI) request(m *protocol.Message) *protocol.Message {
 	}
 }
 
-func (u *nodeUI) prompt(s string) {
+// prompt sends a prompt and returns its message_id.
+func (u *nodeUI) prompt(s string) string {
 	u.t.Helper()
 	m := protocol.New(protocol.TypeUIPrompt, &protocol.UIPrompt{Segments: []protocol.PromptSegment{text(s)}})
 	m.SessionID = u.session
 	u.send(m)
+	return m.MessageID
 }
 
 // matches fails the test unless the UI holds exactly the stored events

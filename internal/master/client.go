@@ -26,40 +26,69 @@ type clientSide struct {
 	// stored: none of its later events are, so the re-sent ones keep order.
 	storeFailed atomic.Bool
 
-	mu         sync.Mutex
-	machineID  string
-	caps       json.RawMessage // as announced, repeated on the presence topic
-	since      int64           // when the machine was announced (Unix ns)
-	unsub      func()
-	opened     map[string]bool   // sessions opened on this connection
-	replies    map[string]string // request message_id → topic of its asker
-	replyOrder []string
+	mu        sync.Mutex
+	machineID string
+	caps      json.RawMessage // as announced, repeated on the presence topic
+	// promptsOnce: the client declared that it answers each prompt once
+	// (protocol.Capabilities.PromptsOnce), so unanswered prompts may be
+	// sent to it again (deliveries.go).
+	promptsOnce bool
+	since       int64 // when the machine was announced (Unix ns)
+	unsub       func()
+	opened      map[string]bool // sessions opened on this connection
+	replies     recent          // request message_id → topic of its asker
+	// prompts are the prompts sent on this connection and not answered
+	// yet: prompt message_id → session_id (deliveries.go).
+	prompts recent
 	// reads are the downloads this connection was asked to stream and has
 	// not ended: only their frames are relayed, and if the connection
 	// goes, each of them is ended with client_offline.
 	reads map[string]string // request_id → session_id
 }
 
-func (cl *clientSide) addReply(id, topic string) {
-	if _, ok := cl.replies[id]; !ok {
-		cl.replyOrder = append(cl.replyOrder, id)
+// recent maps ids to strings, keeping the newest maxReplies: entries
+// never taken are forgotten oldest first.
+type recent struct {
+	m     map[string]string
+	order []string
+}
+
+func (r *recent) put(id, v string) {
+	if r.m == nil {
+		r.m = map[string]string{}
 	}
-	cl.replies[id] = topic
-	for len(cl.replyOrder) > maxReplies {
-		delete(cl.replies, cl.replyOrder[0])
-		cl.replyOrder = cl.replyOrder[1:]
+	if _, ok := r.m[id]; !ok {
+		r.order = append(r.order, id)
 	}
+	r.m[id] = v
+	for len(r.order) > maxReplies {
+		delete(r.m, r.order[0])
+		r.order = r.order[1:]
+	}
+}
+
+// take returns (and forgets) id's value; "" when there is none.
+func (r *recent) take(id string) string {
+	v, ok := r.m[id]
+	if ok {
+		delete(r.m, id)
+	}
+	return v
 }
 
 // takeReply returns (and forgets) where the answer to request id goes.
 func (cl *clientSide) takeReply(id string) string {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	t, ok := cl.replies[id]
-	if ok {
-		delete(cl.replies, id)
-	}
-	return t
+	return cl.replies.take(id)
+}
+
+// takePrompt returns (and forgets) the session of prompt id sent on this
+// connection; "" when it was not.
+func (cl *clientSide) takePrompt(id string) string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.prompts.take(id)
 }
 
 func (m *Master) runClient(c *conn) {
@@ -161,7 +190,7 @@ func (m *Master) announce(c *conn, msg *protocol.Message) {
 		}
 	}
 	c.cl.mu.Lock()
-	c.cl.caps = raw
+	c.cl.caps, c.cl.promptsOnce = raw, caps.PromptsOnce
 	since := c.cl.since
 	c.cl.mu.Unlock()
 	m.publishPresence(presenceFrame{MachineID: id, ConnID: c.id, Online: true, Caps: raw, Since: since})
@@ -253,6 +282,11 @@ func (m *Master) deliverControl(c *conn, data []byte) {
 		m.log.Error("bad control frame", "err", err)
 		return
 	}
+	m.deliverFrame(c, f)
+}
+
+// deliverFrame queues f on the client's connection c (deliverControl).
+func (m *Master) deliverFrame(c *conn, f *controlFrame) {
 	cl := c.cl
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
@@ -260,7 +294,10 @@ func (m *Master) deliverControl(c *conn, data []byte) {
 		return // replaced: the newer connection delivers it
 	}
 	if f.ReplyTo != "" {
-		cl.addReply(f.MessageID, f.ReplyTo)
+		cl.replies.put(f.MessageID, f.ReplyTo)
+	}
+	if f.Type == protocol.TypePromptRequest {
+		cl.prompts.put(f.MessageID, f.SessionID)
 	}
 	if f.Stream != "" {
 		// A download reads what the client recorded; it needs no open
@@ -292,6 +329,12 @@ func (m *Master) routeReply(c *conn, msg *protocol.Message, data []byte) {
 	if msg.ParentID == "" {
 		c.log.Info("client reported an error", "payload", msg.Payload)
 		return
+	}
+	if msg.Type == protocol.TypeError {
+		if sid := c.cl.takePrompt(msg.ParentID); sid != "" {
+			// The client refused a prompt: it is answered.
+			m.goBG(func() { m.delivered(sid, msg.ParentID) })
+		}
 	}
 	to := c.cl.takeReply(msg.ParentID)
 	if to == "" {

@@ -81,7 +81,7 @@ func newConn(m *Master, ws *websocket.Conn, raw net.Conn, role protocol.Role, to
 	if role == protocol.RoleClient {
 		// Here, not in runClient: a drain (Shutdown) reaches it as soon as
 		// the connection is registered.
-		c.cl = &clientSide{opened: map[string]bool{}, replies: map[string]string{}, reads: map[string]string{}}
+		c.cl = &clientSide{opened: map[string]bool{}, reads: map[string]string{}}
 		c.cl.acks.c = c
 	}
 	if role == protocol.RoleUI && len(tok.Machines) > 0 {

@@ -424,6 +424,7 @@ func (m *Master) sweepRevoked() {
 		case <-t.C:
 		}
 		m.clusterJobs(ttl)
+		m.redeliverStale(time.Now().Add(-every))
 		toks, err := m.st.ListTokens(m.ctx)
 		if err != nil {
 			m.log.Warn("token sweep failed; trying again later", "err", err)

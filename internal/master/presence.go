@@ -258,6 +258,7 @@ func (m *Master) onPresence(data []byte) {
 	if cameOnline {
 		m.replaceClient(f.MachineID, f.ConnID)
 		m.goBG(func() { m.resumeTimeouts(f.MachineID) })
+		m.redeliverOnline(f.MachineID, f.ConnID)
 	}
 	if changed {
 		m.broadcastMachine(view)

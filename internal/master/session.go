@@ -117,7 +117,9 @@ type pending struct {
 	// connection's cumulative acknowledgement.
 	ack  *ackEntry
 	from *conn
-	read time.Time // when a client's event was read off its socket (Metrics)
+	// deliver is set for a prompt its client must answer (deliveries.go).
+	deliver bool
+	read    time.Time // when a client's event was read off its socket (Metrics)
 	// done, if set, runs after the event is stored and relayed (or failed).
 	done func(seq uint64, dup bool, err error)
 }
@@ -512,7 +514,8 @@ func (s *session) persist(batch []*pending) {
 	evs := make([]store.Event, len(batch))
 	for i, p := range batch {
 		stampDeadline(p, now)
-		evs[i] = store.Event{MessageID: p.msg.MessageID, Type: p.msg.Type, Data: p.data, CreatedAt: now}
+		evs[i] = store.Event{MessageID: p.msg.MessageID, Type: p.msg.Type, Data: p.data, CreatedAt: now,
+			Deliver: p.deliver, Answers: answered(p.msg)}
 	}
 	res, err := s.m.st.AppendEvents(ctx, s.id, evs)
 	if err == nil && len(res) != len(batch) {

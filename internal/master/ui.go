@@ -654,7 +654,7 @@ func (m *Master) prompt(c *conn, msg *protocol.Message) {
 		granted := *out.Payload.(*protocol.PromptRequest)
 		granted.ContextFiles = files
 		sent.Payload = &granted
-		err = s.submit(c.ctx, &pending{msg: out, data: data, done: func(_ uint64, dup bool, err error) {
+		err = s.submit(c.ctx, &pending{msg: out, data: data, deliver: caps.PromptsOnce, done: func(_ uint64, dup bool, err error) {
 			switch {
 			case err != nil:
 				fail(m.wireError(err, "store prompt"))
@@ -792,16 +792,24 @@ func (s *session) adapter() string {
 // toClient publishes a control message to the session's machine, with the
 // topic its answer goes to ("" for none).
 func (m *Master) toClient(s *session, msg *protocol.Message, replyTo string) {
-	msg.Seq, msg.Epoch = 0, ""
-	b, err := protocol.Encode(msg)
+	f, err := controlFrameOf(s, msg, replyTo)
 	if err != nil {
 		m.log.Error("encode control message", "type", msg.Type, "err", err)
 		return
 	}
-	ws, adapter, mode, permTimeout, model, effort := s.openFields()
-	f := controlFrame{ReplyTo: replyTo, SessionID: s.id, Type: msg.Type, MessageID: msg.MessageID,
-		Workspace: ws, Adapter: adapter, Mode: mode, PermTimeout: permTimeout, Model: model, Effort: effort, Msg: b}
 	if err := m.br.Publish(m.ctx, machineTopic(s.machineID), f.encode()); err != nil {
 		m.log.Error("publish control message", "type", msg.Type, "err", err)
 	}
+}
+
+// controlFrameOf is the frame that carries msg to the session's client.
+func controlFrameOf(s *session, msg *protocol.Message, replyTo string) (*controlFrame, error) {
+	msg.Seq, msg.Epoch = 0, ""
+	b, err := protocol.Encode(msg)
+	if err != nil {
+		return nil, err
+	}
+	ws, adapter, mode, permTimeout, model, effort := s.openFields()
+	return &controlFrame{ReplyTo: replyTo, SessionID: s.id, Type: msg.Type, MessageID: msg.MessageID,
+		Workspace: ws, Adapter: adapter, Mode: mode, PermTimeout: permTimeout, Model: model, Effort: effort, Msg: b}, nil
 }

@@ -27,9 +27,12 @@
 //     sender's UI token, not expired; Grant rewrites each such URL to
 //     carry a grant: an HMAC (key shared by the master nodes, from the
 //     store) over the upload ID, the session ID, the prompt's message_id
-//     and an expiry (Config.GrantTTL). Serve hands out the bytes only for a
-//     valid, unexpired grant of that upload, as the sniffed type, with
-//     nosniff, no caching, as an attachment in a sandbox.
+//     and an expiry (Config.GrantTTL). A prompt the master sends again
+//     (the client had not answered it) is granted again the same way by
+//     Regrant, which checks that each upload is still the session's and
+//     not expired. Serve hands out the bytes only for a valid, unexpired
+//     grant of that upload, as the sniffed type, with nosniff, no caching,
+//     as an attachment in a sandbox.
 //   - At most a few uploads are read at once (each holds its file in memory
 //     until it is stored); the others wait for a slot.
 //   - Internal errors are logged and answered as code internal only; the
@@ -386,6 +389,21 @@ func newID() (string, error) {
 // not have expired; its mime_type becomes the sniffed one. A refusal names
 // payload.context_files[i].file_url.
 func (s *Service) Grant(ctx context.Context, ownerID, sessionID, messageID string, files []protocol.ContextFile) ([]protocol.ContextFile, error) {
+	return s.grant(ctx, &ownerID, sessionID, messageID, files)
+}
+
+// Regrant grants again the uploads a stored prompt names (the session's
+// log keeps their URLs without a grant), so that the master can send that
+// prompt to the client again: each must still be an upload of sessionID,
+// not expired. Its owner is not checked again: Grant did when the prompt
+// was sent and stored.
+func (s *Service) Regrant(ctx context.Context, sessionID, messageID string, files []protocol.ContextFile) ([]protocol.ContextFile, error) {
+	return s.grant(ctx, nil, sessionID, messageID, files)
+}
+
+// grant is Grant, checking each upload's owner against *ownerID unless
+// ownerID is nil (Regrant).
+func (s *Service) grant(ctx context.Context, ownerID *string, sessionID, messageID string, files []protocol.ContextFile) ([]protocol.ContextFile, error) {
 	var out []protocol.ContextFile
 	now := s.cfg.Now()
 	for i, f := range files {
@@ -399,7 +417,7 @@ func (s *Service) Grant(ctx context.Context, ownerID, sessionID, messageID strin
 		}
 		u, err := s.cfg.Store.UploadInfo(ctx, id)
 		switch {
-		case errors.Is(err, store.ErrNotFound) || err == nil && (u.SessionID != sessionID || u.OwnerID != ownerID):
+		case errors.Is(err, store.ErrNotFound) || err == nil && (u.SessionID != sessionID || ownerID != nil && u.OwnerID != *ownerID):
 			return nil, &protocol.Error{Code: protocol.CodeNotFound, Field: field, Message: "no such upload in this session"}
 		case err != nil:
 			return nil, fmt.Errorf("look up upload: %w", err)
