@@ -27,6 +27,14 @@
 //     (the adapters' Emit) block until an ack makes room; nothing is
 //     dropped. session.file.candidates, session.capabilities and error are
 //     answers to the connection at hand and are not kept.
+//   - Each prompt is answered once (prompts.go). The master sends a
+//     control.prompt.request again until the client answers it, so a
+//     copy may come, also after a restart. The client records each
+//     prompt's message_id as it answers it (in the transaction that
+//     queues its agent.turn.started, or with its refusal; the newest 4096)
+//     and answers a copy as the first time: dropped when it started a
+//     turn, refused again with the same error when it was refused. It
+//     declares this in session.capabilities (prompts_once).
 //   - Sessions outlive connections. A turn that runs when the connection
 //     drops keeps running; its events wait in the outbox.
 //   - Turns do not outlive the process, but their end does: a turn cut by

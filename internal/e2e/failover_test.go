@@ -189,7 +189,6 @@ func TestFailoverThreeNodes(t *testing.T) {
 		t.Fatalf("the client moved from node %d to node %d between turns", now, held)
 	}
 	nodes[held].freeze(t)
-	stored = storedEvents(t, dsn, sess.ID)
 	lost := ua.prompt("after the freeze")
 	ua.waitFor("the third prompt stored on node "+fmt.Sprint(a), func(ev []*protocol.Message) bool {
 		return slices.ContainsFunc(ev, func(m *protocol.Message) bool { return m.MessageID == lost })
@@ -203,6 +202,9 @@ func TestFailoverThreeNodes(t *testing.T) {
 	}
 	if px.clientNode() != a {
 		t.Fatalf("after the second kill the client is on node %d, want node %d", px.clientNode(), a)
+	}
+	if !strings.Contains(nodes[a].errb.String(), "sending again a prompt the client has not answered") {
+		t.Fatalf("node %d did not log sending the prompt again", a)
 	}
 	// Give a second delivery the time to show up, then count.
 	time.Sleep(time.Second)

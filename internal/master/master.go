@@ -57,6 +57,13 @@
 //     cumulative master.ack only for what is stored, in the order it sent
 //     it, so a master restart loses nothing acknowledged. A re-sent event
 //     (same message_id) is acknowledged but not relayed again.
+//   - A prompt is delivered at least once and runs once (deliveries.go):
+//     to a client that declares prompts_once it is stored as waiting for
+//     the client's answer (its agent.turn.started or its refusal) in the
+//     same transaction as the prompt itself, and the node holding the
+//     client's connection sends it again until it is answered: when the
+//     client connects, and at every sweep (RevokeCheck) for those waiting
+//     longer than one. The client drops a copy by its message_id.
 //   - A UI that subscribes from (epoch, after_seq) gets every later event in
 //     order with no gap and no duplicate, then live events; or, when the
 //     epoch differs or the events are no longer retained, recovered:false
@@ -223,7 +230,8 @@ type Config struct {
 	// stored tokens, so that revoking (or the expiry of) a token closes the
 	// connections it opened; default PingInterval. Expired download tokens
 	// and uploads are deleted as often, by one node of a cluster
-	// (JobsLease).
+	// (JobsLease), and each node sends the clients connected to it the
+	// prompts they have not answered for as long (deliveries.go).
 	RevokeCheck time.Duration
 	// DownloadTTL is how long the download links ui.artifacts.list hands
 	// out work; default DefaultDownloadTTL.

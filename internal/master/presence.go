@@ -19,8 +19,9 @@ import (
 // machines online within 6 s. A client whose node dies usually reconnects
 // to another node at once, and that online frame wins without waiting; the
 // expiry only bounds how long a machine that does not come back is shown
-// online (control messages sent to it meanwhile are lost, as they would
-// be to any dead connection). Each repeat costs one broker message per
+// online (a prompt sent to it meanwhile waits for its client to come back,
+// deliveries.go; other control messages are lost, as they would be to any
+// dead connection). Each repeat costs one broker message per
 // connected machine: 2 s keeps that small for thousands of machines.
 const DefaultPresenceRefresh = 2 * time.Second
 

@@ -8,9 +8,10 @@ import (
 	"github.com/ferry-dev/ferry/protocol"
 )
 
-// resendSettled answers a client's session.interactions.waiting: a
-// control message is sent at most once, so an answer or a timeout sent
-// while the client's connection was dying is lost with it. The store
+// resendSettled answers a client's session.interactions.waiting: an
+// answer or a timeout is sent once (only prompts are sent again until
+// answered: deliveries.go), so one sent while the client's connection was
+// dying is lost with it. The store
 // knows how each interaction was settled; the client is sent that
 // settlement again (the adapter takes only the first answer, so a second
 // copy is harmless). Open interactions need nothing: their answer or
