@@ -377,7 +377,10 @@ func (c *Client) writeFrame(ctx context.Context, cn *conn, f outFrame) error {
 }
 
 // pinger drops a peer that does not answer a ping within one interval, so
-// a dead master is noticed within two.
+// a dead master is noticed within two. After each ping answered it lists
+// again the interactions the agents wait on (waiting.go): an answer lost
+// between master nodes while this connection stayed up is sent again
+// within an interval.
 func (c *Client) pinger(ctx context.Context, cn *conn) error {
 	t := time.NewTicker(c.cfg.PingInterval)
 	defer t.Stop()
@@ -393,6 +396,9 @@ func (c *Client) pinger(ctx context.Context, cn *conn) error {
 		if err != nil {
 			return fmt.Errorf("client: the master did not answer a ping: %w", err)
 		}
+		// Its own goroutine: a full queue must not hold the pings up (it
+		// ends with the connection at the latest).
+		go c.sendWaiting()
 	}
 }
 

@@ -7,11 +7,13 @@ import (
 )
 
 // Interactions the agent waits on. The master sends an answer (or a
-// timeout) at most once: one sent while the connection was dying is lost
-// with it, and the agent would wait for ever. So each session keeps the
-// ids of the interaction requests it sent that are not settled yet, and on
-// every (re)connection the client lists them (session.interactions.waiting);
-// the master sends again the settlement of each one it has settled.
+// timeout) at most once: one sent while the connection was dying, or lost
+// between master nodes (a broker gap), is lost, and the agent would wait
+// for ever. So each session keeps the ids of the interaction requests it
+// sent that are not settled yet, and on every (re)connection, and again
+// after every ping answered, the client lists them
+// (session.interactions.waiting); the master sends again the settlement of
+// each one it has settled.
 
 // waitingOn records an interaction request the adapter sent.
 func (s *session) waitingOn(id string) {
@@ -44,7 +46,8 @@ func (s *session) waitingIDs() []string {
 }
 
 // sendWaiting tells the master, per session, which interactions are still
-// waited on; it runs once a connection is registered.
+// waited on; it runs once a connection is registered, then every ping
+// interval.
 func (c *Client) sendWaiting() {
 	c.mu.Lock()
 	sessions := make([]*session, 0, len(c.sessions))

@@ -3,6 +3,7 @@ package client
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -61,4 +62,30 @@ func waitingIn(msgs []*protocol.Message, sessionID string) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// TestWaitingListedEveryPing: an answer lost between master nodes while
+// the client's connection stayed up (a broker gap) would leave the agent
+// waiting until the next reconnect; the client lists what its agent waits
+// on again after every ping, on the same connection.
+func TestWaitingListedEveryPing(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	ask := &askAdapter{waiting: map[string]chan *protocol.InteractionResponse{}}
+	e := m.start(t, withAdapters(ask), func(c *Config) { c.PingInterval = 20 * time.Millisecond })
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "ask")
+	fc.send(prompt("s1", "0"))
+	msgs := fc.until(ctx, isType(protocol.TypeInteractionRequest))
+	req := msgs[len(msgs)-1].Payload.(*protocol.InteractionRequest)
+	for range 2 {
+		msgs = fc.until(ctx, isType(protocol.TypeInteractionsWaiting))
+		if got := waitingIn(msgs[len(msgs)-1:], "s1"); !slices.Equal(got, []string{req.InteractionID}) {
+			t.Fatalf("session.interactions.waiting lists %v, want [%s]", got, req.InteractionID)
+		}
+	}
+	fc.send(control("s1", protocol.TypeInteractionResponse, &protocol.InteractionResponse{InteractionID: req.InteractionID, SelectedValue: protocol.Single("a")}))
+	fc.until(ctx, isType(protocol.TypeTextDone))
 }
