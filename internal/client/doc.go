@@ -80,8 +80,15 @@
 //     history/<session>/ of the state directory, bounded by HistoryQuota),
 //     and control.history.* undo one change, every change to a file, or
 //     everything since a turn: all or nothing, refused with file_changed
-//     naming the file when one changed since the agent's edit, written
-//     through the session's confined vfs.
+//     naming the file when one changed since the agent's edit (or is now
+//     reached through a symbolic link, or is another file than the one the
+//     agent left), written through the session's confined vfs.
+//   - The state directory is private: every file the client keeps there
+//     (its SQLite files and their -wal and -shm included, from the moment
+//     they exist, whatever the umask: internal/sqlitefile) is 0600 and
+//     every folder it creates 0700. A state directory the user made keeps
+//     its own mode; a file an older ferry left looser is tightened when
+//     opened.
 //   - What sessions keep is bounded across sessions and over time
 //     (prune.go): at start and every PruneInterval, histories and
 //     transcripts not written for 90 days are dropped (so are the artifact

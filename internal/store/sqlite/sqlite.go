@@ -12,7 +12,8 @@
 // Guarantees, beyond those store.Store lists:
 //
 //   - The file is created 0600 and a missing parent directory 0700; SQLite
-//     gives its -wal and -shm files the database file's mode.
+//     gives its -wal and -shm files the database file's mode; a file an
+//     older ferry left looser is tightened on Open (internal/sqlitefile).
 //   - Writes go through one connection and every write transaction is BEGIN
 //     IMMEDIATE, so writers never deadlock or fail midway on a lock, even
 //     against another process on the same file (it waits busy_timeout).
@@ -56,8 +57,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +65,7 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/ferry-dev/ferry/internal/sqlitefile"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/internal/check"
 	"github.com/ferry-dev/ferry/internal/store/internal/migrate"
@@ -148,20 +148,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: open: empty path")
 	}
-	abs, err := filepath.Abs(path)
+	// 0600 from the start, and tightened if an older ferry left it
+	// looser; the three handles below then find it prepared.
+	abs, err := sqlitefile.Prepare(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	// Create the file ourselves so that it gets 0600 (SQLite would use
-	// 0644); SQLite copies this mode to the -wal and -shm files.
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600) //nolint:gosec // the path is the operator's choice
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
@@ -231,7 +221,7 @@ func (s *Store) open(ctx context.Context, abs string) error {
 // pings it. Its connections are never recycled: the writer's prepared
 // statements stay valid, and no reader pays for reopening the file.
 func openHandle(ctx context.Context, abs string, q url.Values, n int, dst **sql.DB) error {
-	db, err := sql.Open("sqlite", dsn(abs, q))
+	db, err := sqlitefile.Open(abs, q)
 	if err != nil {
 		return err
 	}
@@ -327,13 +317,6 @@ func checkpointOn(ctx context.Context, q interface {
 	var busy int
 	err = q.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done)
 	return logFrames, done, err
-}
-
-// dsn is the driver's URI for the absolute path abs: the path is escaped so
-// that '?', '#' and '%' in a file name stay part of it.
-func dsn(abs string, q url.Values) string {
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
-	return u.String()
 }
 
 // migrate applies the pending migrations and records them, all in one
