@@ -11,7 +11,7 @@ import { TOOL_CODES, CODES, toolErrorText, namedToolOutput, errorNote } from '..
 import { cleanTitle } from '../static/js/manage.js';
 import { pickBase, settingsPayload } from '../static/js/modelsetting.js';
 import {
-  MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL,
+  MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL, busyWait,
 } from '../static/js/attach.js';
 import { WaitingBadge, titleFor, waitingCount } from '../static/js/badge.js';
 import { registerWorker } from '../static/js/worker.js';
@@ -299,6 +299,13 @@ check('an upload\'s answer: the upload, or the master\'s coded error, or one fro
   assert.equal(errorText({ code: 'too_large', message: 'the file passes 20 MiB' }), 'the file passes 20 MiB (too_large)');
   assert.equal(errorText({ code: 'too_large', message: 'too_large' }), 'too_large');
   assert.equal(errorText({ code: 'internal', message: 'the upload failed (HTTP 502)' }), 'the upload failed (HTTP 502)');
+});
+
+check('a busy upload is tried again after its Retry-After, 1 to 30 s, else 2 s', () => {
+  assert.equal(busyWait('2'), 2000);
+  assert.equal(busyWait('7'), 7000);
+  assert.equal(busyWait('3600'), 30000);
+  for (const bad of [null, '', '0', '-4', 'soon', 'Wed, 21 Oct 2015 07:28:00 GMT']) assert.equal(busyWait(bad), 2000);
 });
 
 check('tool images: only PNG, JPEG, GIF and WebP in valid base64 become data: URLs', () => {
