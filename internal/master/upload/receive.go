@@ -123,7 +123,12 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 			return n, fmt.Errorf("move the upload's read deadline: %w", derr)
 		}
 	}
-	if err != nil && !errors.Is(err, io.EOF) && !now.Before(p.deadline()) {
+	switch {
+	case errors.Is(err, io.EOF):
+		// The server starts its own read of the connection at the body's
+		// end (to see the peer close): it must not meet this deadline.
+		p.finish()
+	case err != nil && !now.Before(p.deadline()):
 		p.cut = p.s.tooSlow(!now.Before(p.end))
 	}
 	return n, err
@@ -132,7 +137,8 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 func (p *pacedBody) Close() error { return p.body.Close() }
 
 // finish lifts the deadline once the body is read: the server's own
-// reads (for the peer closing, for the next request) must not meet it.
+// reads (for the peer closing, for the next request) must not meet it,
+// or the request's context would end while the upload is stored.
 func (p *pacedBody) finish() { _ = p.rc.SetReadDeadline(time.Time{}) }
 
 // tooSlow is the answer to a body cut by its bounds: past the whole
