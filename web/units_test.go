@@ -92,7 +92,8 @@ func vectors() []vector {
 // (static/js/fileref.js) against protocol/fileref on a thousand prompts,
 // the session state's resume rules (static/js/session.js), and the
 // attachments' pure parts (static/js/attach.js: pre-checks, pasted names,
-// context_files, upload answers, the filter of inline tool images).
+// context_files, upload answers and the retry of a busy one, the filter
+// of inline tool images).
 func TestJSUnits(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {

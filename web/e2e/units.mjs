@@ -11,7 +11,7 @@ import { TOOL_CODES, CODES, toolErrorText, namedToolOutput, errorNote } from '..
 import { cleanTitle } from '../static/js/manage.js';
 import { pickBase, settingsPayload } from '../static/js/modelsetting.js';
 import {
-  MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL,
+  MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL, busyWait, upload,
 } from '../static/js/attach.js';
 import { WaitingBadge, titleFor, waitingCount } from '../static/js/badge.js';
 import { registerWorker } from '../static/js/worker.js';
@@ -301,6 +301,13 @@ check('an upload\'s answer: the upload, or the master\'s coded error, or one fro
   assert.equal(errorText({ code: 'internal', message: 'the upload failed (HTTP 502)' }), 'the upload failed (HTTP 502)');
 });
 
+check('a busy upload is tried again after its Retry-After, 1 to 30 s, else 2 s', () => {
+  assert.equal(busyWait('2'), 2000);
+  assert.equal(busyWait('7'), 7000);
+  assert.equal(busyWait('3600'), 30000);
+  for (const bad of [null, '', '0', '-4', 'soon', 'Wed, 21 Oct 2015 07:28:00 GMT']) assert.equal(busyWait(bad), 2000);
+});
+
 check('tool images: only PNG, JPEG, GIF and WebP in valid base64 become data: URLs', () => {
   const png = 'iVBORw0KGgo=';
   assert.equal(imageDataURL({ media_type: 'image/png', data: png }), `data:image/png;base64,${png}`);
@@ -379,6 +386,49 @@ await checkAsync('registerWorker registers /sw.js at scope /, or resolves null w
     assert.equal(await registerWorker(refused, true), null, 'a refused registration');
   } finally {
     console.warn = warn;
+  }
+});
+
+// An upload the master answers busy is tried again after its Retry-After;
+// abort() stops it while it waits.
+await checkAsync('a busy upload is tried again after Retry-After, and abort stops the wait', async () => {
+  const sent = [];
+  const answers = [];
+  globalThis.XMLHttpRequest = class {
+    constructor() { this.handlers = {}; this.upload = { addEventListener() {} }; }
+    open(method, url) { this.url = url; }
+    setRequestHeader() {}
+    addEventListener(ev, fn) { this.handlers[ev] = fn; }
+    getResponseHeader(h) { return h === 'Retry-After' ? this.retryAfter : null; }
+    abort() { this.handlers.abort?.(); }
+    send() {
+      sent.push(this.url);
+      const a = answers.shift();
+      if (!a) return; // never answered: hangs until aborted
+      Object.assign(this, a);
+      setTimeout(() => this.handlers.load(), 0);
+    }
+  };
+  try {
+    const busy = { status: 503, retryAfter: '1', responseText: JSON.stringify({ error: { code: 'busy', message: 'the master already receives 4 uploads at once' } }) };
+    const ok = { upload_id: 'upl_ok1', file_name: 'a.txt', mime_type: 'text/plain', size_bytes: 1, expires_at: '2026-12-03T00:00:00Z' };
+    answers.push(busy, busy, { status: 201, responseText: JSON.stringify(ok) });
+    const start = Date.now();
+    const res = await upload('s1', new Blob(['a']), 'a.txt', () => {}).done;
+    assert.deepEqual(res, { upload: ok });
+    assert.equal(sent.length, 3);
+    assert.ok(Date.now() - start >= 1900, `tried again after ${Date.now() - start} ms, want Retry-After's 1 s each time`);
+
+    answers.push(busy);
+    const up = upload('s1', new Blob(['a']), 'a.txt', () => {});
+    await new Promise((r) => { setTimeout(r, 50); });
+    const t0 = Date.now();
+    up.abort();
+    assert.equal((await up.done).error.code, 'cancelled');
+    assert.ok(Date.now() - t0 < 500, 'abort did not end the wait');
+    assert.equal(sent.length, 4);
+  } finally {
+    delete globalThis.XMLHttpRequest;
   }
 });
 
