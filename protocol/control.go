@@ -58,7 +58,7 @@ type ContextFile struct {
 	// browser uploaded to the master; the master adds a grant bound to the
 	// prompt before relaying it).
 	FileURL string `json:"file_url" jsonschema:"minLength=1,maxLength=8192"`
-	// FileName to show: a bare name, without a path or control characters.
+	// FileName to show: a bare name, without a path or any control, format (Cf: bidirectional, zero-width, …) or otherwise invisible character.
 	FileName string `json:"file_name" jsonschema:"minLength=1,maxLength=1024"`
 	// MimeType is an IANA media type.
 	MimeType string `json:"mime_type,omitempty" jsonschema:"maxLength=256"`

@@ -116,7 +116,7 @@ type ClientInfo struct {
 type AdapterCapability struct {
 	// ID selects the adapter, e.g. "builtin", "claude-code", "acp:gemini".
 	ID string `json:"id" jsonschema:"minLength=1,maxLength=128"`
-	// Name is shown to people.
+	// Name is shown to people; no control, format (Cf) or otherwise invisible character (CheckName).
 	Name string `json:"name" jsonschema:"minLength=1,maxLength=256"`
 	// Modes the adapter enforces.
 	Modes []string `json:"modes" jsonschema:"maxItems=16"`
@@ -161,6 +161,21 @@ type FileRefCapabilities struct {
 }
 
 func (c *Capabilities) validate() *Error {
+	if c.Machine != nil {
+		if e := CheckName("payload.machine.name", c.Machine.Name); e != nil {
+			return e
+		}
+	}
+	for i, w := range c.Workspaces {
+		if e := CheckName(fmt.Sprintf("payload.workspaces[%d].name", i), w.Name); e != nil {
+			return e
+		}
+	}
+	for i, a := range c.Adapters {
+		if e := CheckName(fmt.Sprintf("payload.adapters[%d].name", i), a.Name); e != nil {
+			return e
+		}
+	}
 	for i, m := range c.Messages {
 		if _, ok := registry[m]; !ok {
 			return errorf(CodeInvalidValue, fmt.Sprintf("payload.messages[%d]", i), "%q is not a message type of protocol version %d", m, Version)

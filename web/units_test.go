@@ -222,7 +222,8 @@ type titleVector struct {
 // JavaScript trim differently, control and bidi characters, letters of
 // one and two UTF-16 units.
 var titlePieces = []string{" ", "\t", "\n", "\u0085", "\u00a0", "\u2028", "\u3000", "\ufeff", "\u0007", "\u007f", "\u009f",
-	"\u202e", "\u2066", "\u200b", "a", "Z", "é", "😀", "-", "_"}
+	"\u202e", "\u2066", "\u200b", "\u200f", "\u061c", "\u00ad", "\u200d", "\u034f", "\u3164", "\uffa0", "\U000E0041", "\U000E0100",
+	"\U000E01F0", "\ufe0f", "a", "Z", "é", "😀", "-", "_"}
 
 func titleVectors() []titleVector {
 	r := rand.New(rand.NewPCG(20, 3))

@@ -95,6 +95,8 @@ func TestConfigErrors(t *testing.T) {
 		"dup adapters":      func(c *Config) { c.Adapters = []adapter.Adapter{echo.New(), echo.New()} },
 		"no adapters":       func(c *Config) { c.Adapters = nil },
 		"long machine name": func(c *Config) { c.MachineName = strings.Repeat("m", 300) },
+		"bidi machine name": func(c *Config) { c.MachineName = "laptop\u202epot" },
+		"zero-width name":   func(c *Config) { c.MachineName = "lap\u200btop" },
 		"negative timeout":  func(c *Config) { c.PermissionTimeout = -time.Second },
 		"timeout too long":  func(c *Config) { c.PermissionTimeout = 8 * 24 * time.Hour },
 		"timeout under 1ms": func(c *Config) { c.PermissionTimeout = time.Microsecond },
@@ -105,6 +107,27 @@ func TestConfigErrors(t *testing.T) {
 			_ = c.Close()
 			t.Errorf("%s: New accepted it", name)
 		}
+	}
+}
+
+// TestWorkspaceNameVisible: a workspace whose folder name holds an
+// invisible character is still served, its name shown with U+FFFD where
+// the character was (the master refuses hidden characters in names).
+func TestWorkspaceNameVisible(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	ws := filepath.Join(t.TempDir(), "pro\u200bj\u202e")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.startOn(t, ws, t.TempDir())
+	_, caps := m.accept(ctx)
+	if len(caps.Workspaces) != 1 || caps.Workspaces[0].Name != "pro\ufffdj\ufffd" {
+		t.Fatalf("workspaces %+v", caps.Workspaces)
+	}
+	if e := protocol.CheckName("name", caps.Workspaces[0].Name); e != nil {
+		t.Fatal(e)
 	}
 }
 
