@@ -8,8 +8,8 @@ import (
 // FileCandidates is session.file.candidates (§16.1.2), the answer to one
 // control.file.search; parent_id is that request's message_id.
 type FileCandidates struct {
-	// QueryID echoes the search's query_id.
-	QueryID string `json:"query_id" jsonschema:"format=uuid"`
+	// QueryID echoes the search's query_id, a UUID v4.
+	QueryID string `json:"query_id" jsonschema:"minLength=1,pattern=^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$,format=uuid"`
 	// Candidates are ranked best first.
 	Candidates []Candidate `json:"candidates" jsonschema:"maxItems=50"`
 	// TotalCount is how many files matched after filters, before max_results.

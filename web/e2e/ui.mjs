@@ -107,6 +107,9 @@ async function pickFile(page, f, phone, routed) {
     const searches = routed.sent.filter((m) => m.type === 'control.file.search');
     const ids = new Set(searches.map((m) => m.payload.query_id));
     assert.equal(ids.size, searches.length, 'a new query_id per search');
+    // §16.1.1: every query_id is a UUID v4 (the master and client refuse anything else).
+    const v4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    for (const id of ids) assert.match(id, v4, 'query_id is a UUID v4');
     assert.ok(searches.length >= 2, `searches sent: ${searches.length}`);
     assert.equal(searches.at(-1).payload.query, f.query);
     // An answer to an older query arriving late is ignored.
