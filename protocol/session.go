@@ -20,11 +20,10 @@ type FileCandidates struct {
 
 // Candidate is one file offered by the @ popup.
 type Candidate struct {
-	// Path is relative to the session's workspace ("../lib/x.go" for a
-	// file of the enclosing project outside it; an absolute path for a file
-	// of another workspace with scope global); it resolves back to this file
-	// when it returns in file_references.
+	// Path is relative to the workspace (§16.1.2): the session's ("../lib/x.go" for a file of the enclosing project outside it), or the one WorkspaceID names; never absolute. It resolves back to this file when it returns in file_references with the same workspace_id.
 	Path string `json:"path" jsonschema:"minLength=1,maxLength=4096"`
+	// WorkspaceID names the workspace (session.capabilities workspaces[].id) Path is relative to; set on every candidate of a scope global search, absent otherwise (the session's workspace).
+	WorkspaceID string `json:"workspace_id,omitempty" jsonschema:"maxLength=128"`
 	// Name is the file name.
 	Name string `json:"name" jsonschema:"minLength=1,maxLength=1024"`
 	// Directory is the folder of Path ("" at the root).
