@@ -48,11 +48,13 @@
 //     (status 1009) and the client reconnects.
 //   - Dead peers are noticed: the client pings every PingInterval and drops
 //     a connection whose pong does not come within one more interval.
-//   - References stay inside: the files a prompt references must lie in the
-//     session's workspace, its enclosing repository (what a project-scope
-//     search offers) or another workspace of the client (global scope);
-//     anything else is refused with invalid_value before the adapter sees
-//     the prompt.
+//   - References stay inside: the adapter is handed only the files a prompt
+//     references that lie in the session's workspace, its enclosing
+//     repository (what a project-scope search offers) or the workspace of
+//     the client a reference's workspace_id names (global scope: the agent
+//     gets that file's absolute path). Any other reference's token reaches
+//     the agent as its display path, as plain text (§16.3), and the prompt
+//     runs: the path is never opened, linked or listed for the agent.
 //   - Attachments are had before the turn starts: a prompt's context_files
 //     (for an adapter that declares the setting) are fetched and checked
 //     by attachment.Fetcher (uploads from the master with their grant,

@@ -340,6 +340,10 @@ func TestPushSubscribeRefusals(t *testing.T) {
 		{"no auth", with("auth", ""), protocol.CodeMissingField, "keys"},
 		{"long label", with("label", strings.Repeat("x", 65)), protocol.CodeInvalidValue, "label"},
 		{"control in label", with("label", "a\nb"), protocol.CodeInvalidValue, "label"},
+		{"bidi override in label", with("label", "a\u202eb"), protocol.CodeInvalidValue, "label"},
+		{"zero-width space in label", with("label", "a\u200bb"), protocol.CodeInvalidValue, "label"},
+		{"Hangul filler as label", with("label", "\u3164"), protocol.CodeInvalidValue, "label"},
+		{"combining grapheme joiner in label", with("label", "a\u034fb"), protocol.CodeInvalidValue, "label"},
 		{"too large", with("label", strings.Repeat("x", 9000)), protocol.CodeMessageTooLarge, ""},
 	} {
 		a := e.pushCall(http.MethodPost, "/v1/push/subscriptions", bearer(e.ui), tc.body)

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/auth"
@@ -178,9 +177,9 @@ func decodeKey(s string) ([]byte, bool) {
 
 // servePushSubscribe handles POST /v1/push/subscriptions: the browser's
 // subscription is checked (endpoint reachable and public, keys of the
-// right size and on the curve, label printable) and stored for the token.
-// An endpoint another token owns is refused (409): a subscription keeps
-// its owner.
+// right size and on the curve, label a name protocol.CheckName accepts)
+// and stored for the token. An endpoint another token owns is refused
+// (409): a subscription keeps its owner.
 func (m *Master) servePushSubscribe(w http.ResponseWriter, r *http.Request) {
 	tok, ok := m.pushToken(w, r)
 	if !ok {
@@ -228,8 +227,12 @@ func (m *Master) servePushSubscribe(w http.ResponseWriter, r *http.Request) {
 	if label == "" {
 		label = "browser"
 	}
-	if utf8.RuneCountInString(label) > maxPushLabel || strings.IndexFunc(label, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
-		bad("label", fmt.Sprintf("a label is 1 to %d printable characters", maxPushLabel))
+	if e := protocol.CheckName("label", label); e != nil {
+		m.pushError(w, e)
+		return
+	}
+	if utf8.RuneCountInString(label) > maxPushLabel {
+		bad("label", fmt.Sprintf("a label is 1 to %d characters", maxPushLabel))
 		return
 	}
 	err := m.st.PutPushSubscription(r.Context(), store.PushSubscription{Endpoint: b.Endpoint, P256dh: p256, Auth: authKey,

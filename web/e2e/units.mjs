@@ -15,6 +15,7 @@ import {
 } from '../static/js/attach.js';
 import { WaitingBadge, titleFor, waitingCount } from '../static/js/badge.js';
 import { registerWorker } from '../static/js/worker.js';
+import { timeoutAnswer, timeoutFate } from '../static/js/timeoutsetting.js';
 
 let failed = 0;
 let passed = 0;
@@ -450,6 +451,25 @@ check('an effort picked before the model pick is confirmed keeps that model', ()
     { permission_timeout_ms: 60000, model: 'claude-sonnet-4-5', effort: 'high' });
   assert.deepEqual(settingsPayload(pickBase(inForce, null), { effort: 'high' }),
     { permission_timeout_ms: 60000, effort: 'high' });
+});
+
+// What a question's card says a timeout will answer is what the master
+// applies (web/units_test.go makes the vectors with protocol TimeoutAnswer).
+const timeouts = JSON.parse(await fs.readFile(process.argv[5], 'utf8'));
+check(`the card's timeout answer agrees with protocol TimeoutAnswer on ${timeouts.length} requests`, () => {
+  const wrong = timeouts.filter((v) => JSON.stringify(timeoutAnswer(v.req)) !== JSON.stringify(v.answer));
+  assert.deepEqual(wrong.slice(0, 3).map((v) => ({ ...v, got: timeoutAnswer(v.req) })), []);
+});
+
+check('the card says which answer a timeout applies', () => {
+  const perm = { kind: 'permission', options: [{ value: 'allow_once', label: 'Allow once' }, { value: 'deny', label: 'Deny' }] };
+  assert.equal(timeoutFate({ ...perm, default_value: 'deny' }), 'it is denied');
+  assert.equal(timeoutFate(perm), 'it is denied');
+  const pick = { kind: 'single_select', options: [{ value: 'pg', label: 'PostgreSQL' }, { value: 'lite', label: 'SQLite' }] };
+  assert.equal(timeoutFate({ ...pick, default_value: 'lite' }), 'it takes “SQLite”');
+  assert.equal(timeoutFate(pick), 'it goes unanswered, which the agent takes as a denial');
+  assert.equal(timeoutFate({ kind: 'multi_select', options: pick.options, default_value: 'pg, lite' }), 'it takes “PostgreSQL”, “SQLite”');
+  assert.equal(timeoutFate({ kind: 'text_input', default_value: 'no' }), 'it is answered “no”');
 });
 
 console.log(`${passed} checks passed, ${failed} failed`);
