@@ -320,7 +320,7 @@ type InteractionRequest struct {
 	Message string `json:"message,omitempty" jsonschema:"maxLength=65536"`
 	// Options to choose from (all kinds but text_input).
 	Options []Option `json:"options,omitempty" jsonschema:"maxItems=64"`
-	// DefaultValue pre-selects an option (or pre-fills text input).
+	// DefaultValue is what a timeout answers (TimeoutAnswer), and so the option a UI pre-selects (or the text it pre-fills): a permission's can only be deny (a timeout never grants), a single_select's one of its options, a multi_select's a comma-separated list of them. Absent: a timeout answers nothing, which the agent takes as a denial.
 	DefaultValue string `json:"default_value,omitempty" jsonschema:"maxLength=65536"`
 	// TimeoutMS is how long the agent waits; 0 means no timeout. The client fills in its session's permission timeout when the adapter set none.
 	TimeoutMS int `json:"timeout_ms,omitempty" jsonschema:"minimum=0"`
@@ -363,6 +363,9 @@ func (r *InteractionRequest) validate() *Error {
 			return errorf(CodeInvalidValue, fmt.Sprintf("payload.options[%d].value", i), "option value %q is repeated", o.Value)
 		}
 		seen[o.Value] = true
+	}
+	if _, why := r.defaultAnswer(); why != "" { // what it advertises is what a timeout does
+		return errorf(CodeInvalidValue, "payload.default_value", "%s", why)
 	}
 	if r.Diff != nil {
 		return r.Diff.validate("payload.diff")

@@ -6,7 +6,6 @@ import (
 	"mime"
 	"net/url"
 	"strings"
-	"unicode"
 )
 
 // MaxContextFilesBytes caps the file_url bytes of one prompt's
@@ -21,8 +20,8 @@ const MaxContextFilesBytes = 256 << 10
 // credentials (never file:, http:, a relative path or a script), a
 // well-formed data: URL, or an upload stored on the master
 // (ferry-upload:upl_<id>, with at most a grant query: see ParseUploadURL); the URLs together stay within
-// MaxContextFilesBytes; a file_name is a bare name (no path, no control or
-// bidirectional formatting characters); a mime_type parses as a media
+// MaxContextFilesBytes; a file_name is a bare name (no path, no character
+// CheckName refuses); a mime_type parses as a media
 // type. field is the list's path, e.g. "payload.context_files".
 func validateContextFiles(files []ContextFile, field string) *Error {
 	total := 0
@@ -169,15 +168,13 @@ func checkFileName(name string) string {
 	if strings.ContainsAny(name, `/\`) {
 		return "a file name, not a path"
 	}
-	for _, r := range name {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-			return "the name has control or bidirectional formatting characters"
-		}
+	if e := CheckName("", name); e != nil {
+		return e.Message
 	}
 	return ""
 }
 
 // CheckFileName returns why name is not a bare file name (no path, no
-// control or bidirectional formatting characters), or "": the check a
-// context_files file_name passes, for the master's uploads to share.
+// character CheckName refuses), or "": the check a context_files
+// file_name passes, for the master's uploads to share.
 func CheckFileName(name string) string { return checkFileName(name) }

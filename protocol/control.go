@@ -58,7 +58,7 @@ type ContextFile struct {
 	// browser uploaded to the master; the master adds a grant bound to the
 	// prompt before relaying it).
 	FileURL string `json:"file_url" jsonschema:"minLength=1,maxLength=8192"`
-	// FileName to show: a bare name, without a path or control characters.
+	// FileName to show: a bare name, without a path or any control, format (Cf: bidirectional, zero-width, …) or otherwise invisible character.
 	FileName string `json:"file_name" jsonschema:"minLength=1,maxLength=1024"`
 	// MimeType is an IANA media type.
 	MimeType string `json:"mime_type,omitempty" jsonschema:"maxLength=256"`
@@ -162,8 +162,8 @@ type ModeSwitch struct {
 // FileSearch is control.file.search (§16.1.1), sent per keystroke after @.
 // An empty query asks for the most recently modified files.
 type FileSearch struct {
-	// QueryID identifies this search; answers echo it and a UI drops answers to older ones.
-	QueryID string `json:"query_id" jsonschema:"format=uuid"`
+	// QueryID identifies this search, a UUID v4 (§16.1.1); answers echo it and a UI drops answers to older ones.
+	QueryID string `json:"query_id" jsonschema:"minLength=1,pattern=^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$,format=uuid"`
 	// Query is the fuzzy query; empty lists the most recently modified files.
 	Query string `json:"query" jsonschema:"maxLength=1024"`
 	// Scope is workspace (the session's root), project (its repository root) or global (every workspace of the client).
@@ -184,6 +184,6 @@ type SearchFilters struct {
 
 // FileSearchCancel is control.file.search.cancel (§16.1.3).
 type FileSearchCancel struct {
-	// QueryID is the search to stop.
-	QueryID string `json:"query_id" jsonschema:"format=uuid"`
+	// QueryID is the search to stop, a UUID v4.
+	QueryID string `json:"query_id" jsonschema:"minLength=1,pattern=^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$,format=uuid"`
 }

@@ -37,7 +37,9 @@ const (
 	// CodeInteractionSettled: the interaction was already answered, timed
 	// out or cancelled; the first answer won.
 	CodeInteractionSettled = "interaction_settled"
-	// CodeBusy: the session already runs a turn.
+	// CodeBusy: the session already runs a turn, or the receiver already
+	// handles as many transfers (downloads, uploads) as it takes at once;
+	// try again later (an HTTP answer says when, in Retry-After).
 	CodeBusy = "busy"
 	// CodeSlowConsumer: the peer did not read fast enough and is dropped;
 	// it may reconnect and resume.
@@ -107,7 +109,7 @@ var ErrorCodes = map[string]string{
 	CodeNotFound:           "the session, machine, workspace or adapter named does not exist for the sender",
 	CodeClientOffline:      "the session's client stayed away past the grace period; nothing was delivered",
 	CodeInteractionSettled: "the interaction was already settled; the first answer won",
-	CodeBusy:               "the session already runs a turn",
+	CodeBusy:               "the session already runs a turn, or too many downloads or uploads run at once; try again later",
 	CodeSlowConsumer:       "the peer read too slowly and is disconnected; reconnect and resume",
 }
 

@@ -20,7 +20,9 @@ const (
 
 // CodeFileChanged means an undo or rewind was refused because the file it
 // names changed since the agent's edit (by the user, another process or a later
-// change of the agent); nothing was restored.
+// change of the agent), or is now reached through a symbolic link (the file or
+// a folder on its path), or is another file (device and inode) than the one
+// the agent left; nothing was restored.
 const CodeFileChanged = "file_changed"
 
 // Conversation outcomes of a rewind (FilesRestored.Conversation).

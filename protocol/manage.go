@@ -3,7 +3,6 @@ package protocol
 import (
 	"reflect"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -56,7 +55,7 @@ func init() {
 
 // SessionRename is ui.session.rename (session_id in the envelope).
 type SessionRename struct {
-	// Title is the new title, trimmed by the master; empty removes the title (the UI then shows its automatic label). At most 200 characters, no control characters.
+	// Title is the new title, trimmed by the master; empty removes the title (the UI then shows its automatic label). At most 200 characters, none of them control, format (Cf: bidirectional, zero-width, …) or otherwise invisible.
 	Title string `json:"title" jsonschema:"maxLength=1024"`
 }
 
@@ -68,20 +67,15 @@ func (p *SessionRename) validate() *Error {
 }
 
 // CleanTitle is a title as a person typed it, trimmed, or a coded error
-// naming what is wrong: too long, or a control or bidirectional-override
-// character (which could hide or reorder what other UIs show).
+// naming what is wrong: too long, or a character CheckName refuses
+// (which could hide or reorder what other UIs show).
 func CleanTitle(title string) (string, *Error) {
 	t := strings.TrimSpace(title)
-	if !utf8.ValidString(t) {
-		return "", errorf(CodeInvalidValue, "payload.title", "the title is not UTF-8")
+	if e := CheckName("payload.title", t); e != nil {
+		return "", e
 	}
 	if n := utf8.RuneCountInString(t); n > MaxTitleRunes {
 		return "", errorf(CodeInvalidValue, "payload.title", "the title has %d characters; at most %d", n, MaxTitleRunes)
-	}
-	for _, r := range t {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || (r >= '\u202a' && r <= '\u202e') || (r >= '\u2066' && r <= '\u2069') {
-			return "", errorf(CodeInvalidValue, "payload.title", "the title has a control character (U+%04X)", r)
-		}
 	}
 	return t, nil
 }

@@ -39,6 +39,14 @@ func TestSessionManageValidation(t *testing.T) {
 		{protocol.TypeSessionRename, `{"title":"a\u0007b"}`, protocol.CodeInvalidValue, "payload.title"},
 		{protocol.TypeSessionRename, `{"title":"line\nbreak"}`, protocol.CodeInvalidValue, "payload.title"},
 		{protocol.TypeSessionRename, `{"title":"evil\u202egnp.exe"}`, protocol.CodeInvalidValue, "payload.title"},
+		// Invisible characters a title could hide or reorder text with
+		// (the second review's attack).
+		{protocol.TypeSessionRename, `{"title":"a\u200fb"}`, protocol.CodeInvalidValue, "payload.title"},
+		{protocol.TypeSessionRename, `{"title":"a\u061cb"}`, protocol.CodeInvalidValue, "payload.title"},
+		{protocol.TypeSessionRename, `{"title":"a\u200bb"}`, protocol.CodeInvalidValue, "payload.title"},
+		{protocol.TypeSessionRename, `{"title":"\ufeffab"}`, protocol.CodeInvalidValue, "payload.title"},
+		{protocol.TypeSessionRename, `{"title":"a\u3164b"}`, protocol.CodeInvalidValue, "payload.title"},
+		{protocol.TypeSessionStart, `{"machine_id":"m","workspace_id":"w","adapter":"echo","title":"a\u200bb"}`, protocol.CodeInvalidValue, "payload.title"},
 		{protocol.TypeSessionRename, fmt.Sprintf(`{"title":%q}`, strings.Repeat("é", protocol.MaxTitleRunes+1)), protocol.CodeInvalidValue, "payload.title"},
 		{protocol.TypeSessionRename, `{"title":7}`, protocol.CodeWrongType, "payload.title"},
 		{protocol.TypeSessionArchive, `{}`, protocol.CodeMissingField, "payload.archived"},

@@ -11,7 +11,7 @@ package protocol
 type Workspace struct {
 	// ID names the workspace on its client; stable across reconnects.
 	ID string `json:"id" jsonschema:"minLength=1,maxLength=128"`
-	// Name is shown to people (the folder's base name by default).
+	// Name is shown to people (the folder's base name by default); no control, format (Cf) or otherwise invisible character (CheckName).
 	Name string `json:"name" jsonschema:"minLength=1,maxLength=256"`
 	// Path is the absolute path on the client's machine.
 	Path string `json:"path" jsonschema:"minLength=1,maxLength=4096"`
@@ -21,7 +21,7 @@ type Workspace struct {
 type MachineInfo struct {
 	// ID is stable for the machine (kept in the client's state directory).
 	ID string `json:"id" jsonschema:"minLength=1,maxLength=128"`
-	// Name is shown to people (the host name by default).
+	// Name is shown to people (the host name by default); no control, format (Cf) or otherwise invisible character (CheckName).
 	Name string `json:"name" jsonschema:"minLength=1,maxLength=256"`
 }
 
@@ -142,10 +142,17 @@ type SessionStart struct {
 	WorkspaceID string `json:"workspace_id" jsonschema:"minLength=1,maxLength=128"`
 	// Adapter to run, one of the client's adapters.
 	Adapter string `json:"adapter" jsonschema:"minLength=1,maxLength=128"`
-	// Title for session lists.
+	// Title for session lists, trimmed by the master; the same rules as ui.session.rename's title.
 	Title string `json:"title,omitempty" jsonschema:"maxLength=1024"`
 	// Mode to start in.
 	Mode string `json:"mode,omitempty" jsonschema:"enum=default,enum=plan,enum=review,default=default"`
+}
+
+func (p *SessionStart) validate() *Error {
+	if _, e := CleanTitle(p.Title); e != nil {
+		return e
+	}
+	return nil
 }
 
 // SessionAnswer is master.session: the session a ui.session.start opened.

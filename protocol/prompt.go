@@ -17,6 +17,8 @@ type FileReference struct {
 	SizeBytes *int64 `json:"size_bytes,omitempty" jsonschema:"minimum=0"`
 	// WorkspaceRelativePath is the path relative to the workspace root.
 	WorkspaceRelativePath string `json:"workspace_relative_path" jsonschema:"minLength=1,maxLength=4096"`
+	// WorkspaceID names the workspace both paths are relative to, as the candidate gave it (scope global); absent means the session's workspace.
+	WorkspaceID string `json:"workspace_id,omitempty" jsonschema:"maxLength=128"`
 }
 
 // Segment kinds of a ui.prompt: typed text, or a file picked in the @ popup.
@@ -43,6 +45,8 @@ type PickedFile struct {
 	Path string `json:"path" jsonschema:"minLength=1,maxLength=4096"`
 	// DisplayPath is what the popup showed; Path when empty.
 	DisplayPath string `json:"display_path,omitempty" jsonschema:"maxLength=4096"`
+	// WorkspaceID is the candidate's workspace_id (scope global); absent for the session's workspace.
+	WorkspaceID string `json:"workspace_id,omitempty" jsonschema:"maxLength=128"`
 	Name        string `json:"name,omitempty" jsonschema:"maxLength=1024"`
 	Extension   string `json:"extension,omitempty" jsonschema:"maxLength=256"`
 	MimeType    string `json:"mime_type,omitempty" jsonschema:"maxLength=256"`

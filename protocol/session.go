@@ -8,8 +8,8 @@ import (
 // FileCandidates is session.file.candidates (§16.1.2), the answer to one
 // control.file.search; parent_id is that request's message_id.
 type FileCandidates struct {
-	// QueryID echoes the search's query_id.
-	QueryID string `json:"query_id" jsonschema:"format=uuid"`
+	// QueryID echoes the search's query_id, a UUID v4.
+	QueryID string `json:"query_id" jsonschema:"minLength=1,pattern=^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$,format=uuid"`
 	// Candidates are ranked best first.
 	Candidates []Candidate `json:"candidates" jsonschema:"maxItems=50"`
 	// TotalCount is how many files matched after filters, before max_results.
@@ -20,11 +20,10 @@ type FileCandidates struct {
 
 // Candidate is one file offered by the @ popup.
 type Candidate struct {
-	// Path is relative to the session's workspace ("../lib/x.go" for a
-	// file of the enclosing project outside it; an absolute path for a file
-	// of another workspace with scope global); it resolves back to this file
-	// when it returns in file_references.
+	// Path is relative to the workspace (§16.1.2): the session's ("../lib/x.go" for a file of the enclosing project outside it), or the one WorkspaceID names; never absolute. It resolves back to this file when it returns in file_references with the same workspace_id.
 	Path string `json:"path" jsonschema:"minLength=1,maxLength=4096"`
+	// WorkspaceID names the workspace (session.capabilities workspaces[].id) Path is relative to; set on every candidate of a scope global search, absent otherwise (the session's workspace).
+	WorkspaceID string `json:"workspace_id,omitempty" jsonschema:"maxLength=128"`
 	// Name is the file name.
 	Name string `json:"name" jsonschema:"minLength=1,maxLength=1024"`
 	// Directory is the folder of Path ("" at the root).
@@ -118,7 +117,7 @@ type ClientInfo struct {
 type AdapterCapability struct {
 	// ID selects the adapter, e.g. "builtin", "claude-code", "acp:gemini".
 	ID string `json:"id" jsonschema:"minLength=1,maxLength=128"`
-	// Name is shown to people.
+	// Name is shown to people; no control, format (Cf) or otherwise invisible character (CheckName).
 	Name string `json:"name" jsonschema:"minLength=1,maxLength=256"`
 	// Modes the adapter enforces.
 	Modes []string `json:"modes" jsonschema:"maxItems=16"`
@@ -163,6 +162,21 @@ type FileRefCapabilities struct {
 }
 
 func (c *Capabilities) validate() *Error {
+	if c.Machine != nil {
+		if e := CheckName("payload.machine.name", c.Machine.Name); e != nil {
+			return e
+		}
+	}
+	for i, w := range c.Workspaces {
+		if e := CheckName(fmt.Sprintf("payload.workspaces[%d].name", i), w.Name); e != nil {
+			return e
+		}
+	}
+	for i, a := range c.Adapters {
+		if e := CheckName(fmt.Sprintf("payload.adapters[%d].name", i), a.Name); e != nil {
+			return e
+		}
+	}
 	for i, m := range c.Messages {
 		if _, ok := registry[m]; !ok {
 			return errorf(CodeInvalidValue, fmt.Sprintf("payload.messages[%d]", i), "%q is not a message type of protocol version %d", m, Version)

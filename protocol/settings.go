@@ -1,6 +1,10 @@
 package protocol
 
-import "strings"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // MaxPermissionTimeoutMS is the longest permission timeout a session may
 // set: a week. 0 (wait forever) is the way to wait longer.
@@ -36,37 +40,48 @@ type Settings struct {
 	Effort string `json:"effort,omitempty" jsonschema:"enum=off,enum=low,enum=medium,enum=high"`
 }
 
-// TimeoutAnswer is the answer a timeout applies to the request, or nil for
-// "no answer" (the agent treats it as a denial). The master records it and
-// sends it in control.interaction.timeout; the client hands it to the
-// adapter as it came.
+// TimeoutAnswer is the answer a timeout applies to the request: exactly
+// what its default_value advertises, or nil for none ("no answer", which
+// every adapter takes as a denial). The master records it and sends it in
+// control.interaction.timeout; the client hands it to the adapter as it
+// came; the UI says before the deadline which it will be.
 //
-// A timeout never grants a permission: a permission that times out is
-// denied (its "deny" option when it has one), whatever its default_value,
-// because the adapters pre-select "allow" for the person at the screen,
-// and an agent left alone must not write or run what nobody approved. Any
-// other question takes its default_value when that names its options (a
-// multi_select's default is a comma-separated list) or, for text_input,
-// as the text.
+// The decoder refuses a default_value a timeout could not apply, so what a
+// request advertises is what happens: a permission's can only be deny (a
+// timeout never grants: an agent left alone must not write or run what
+// nobody approved), a single_select's one of its options, a
+// multi_select's a comma-separated list of its options, a text_input's any
+// text.
 func (r *InteractionRequest) TimeoutAnswer() *InteractionResponse {
-	ans := &InteractionResponse{InteractionID: r.InteractionID}
-	has := func(v string) bool {
-		for _, o := range r.Options {
-			if o.Value == v {
-				return true
-			}
-		}
-		return false
+	ans, _ := r.defaultAnswer()
+	return ans
+}
+
+// defaultAnswer is the answer default_value advertises, or nil with why it
+// cannot be one ("" when there is no default at all).
+func (r *InteractionRequest) defaultAnswer() (*InteractionResponse, string) {
+	if r.DefaultValue == "" {
+		return nil, ""
 	}
+	has := func(v string) bool {
+		return slices.ContainsFunc(r.Options, func(o Option) bool { return o.Value == v })
+	}
+	notOption := func(v string) string {
+		return fmt.Sprintf("%q is not one of the options; default_value is what a timeout answers", truncate(v))
+	}
+	ans := &InteractionResponse{InteractionID: r.InteractionID}
 	switch r.Kind {
 	case InteractionPermission:
+		if r.DefaultValue != Deny {
+			return nil, "a permission's default_value is what a timeout answers, and a timeout never grants: deny, or none"
+		}
 		if !has(Deny) {
-			return nil
+			return nil, notOption(Deny)
 		}
 		ans.SelectedValue = Single(Deny)
 	case InteractionSingleSelect:
-		if r.DefaultValue == "" || !has(r.DefaultValue) {
-			return nil
+		if !has(r.DefaultValue) {
+			return nil, notOption(r.DefaultValue)
 		}
 		ans.SelectedValue = Single(r.DefaultValue)
 	case InteractionMultiSelect:
@@ -76,21 +91,18 @@ func (r *InteractionRequest) TimeoutAnswer() *InteractionResponse {
 				continue
 			}
 			if !has(v) {
-				return nil
+				return nil, notOption(v)
 			}
 			vals = append(vals, v)
 		}
 		if len(vals) == 0 {
-			return nil
+			return nil, "names no option: a comma-separated list of option values, or none"
 		}
 		ans.SelectedValue = Multiple(vals...)
 	case InteractionTextInput:
-		if r.DefaultValue == "" {
-			return nil
-		}
 		ans.SelectedValue, ans.TextInput = Multiple(), r.DefaultValue
 	default:
-		return nil
+		return nil, "" // the kind itself is refused
 	}
-	return ans
+	return ans, ""
 }

@@ -241,6 +241,9 @@ func checkString(path, s string, r *rules) *Error {
 		return errorf(CodeInvalidValue, path, "is %d characters, at most %d allowed", n, r.maxLength)
 	}
 	if r.pattern != nil && !r.pattern.MatchString(s) {
+		if r.format == "uuid" { // the pattern narrows the format: say so plainly
+			return errorf(CodeInvalidValue, path, "%q is not a UUID v4 (xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx)", truncate(s))
+		}
 		return errorf(CodeInvalidValue, path, "%q does not match %s", truncate(s), r.pattern)
 	}
 	switch r.format {

@@ -92,7 +92,8 @@ func vectors() []vector {
 // (static/js/fileref.js) against protocol/fileref on a thousand prompts,
 // the session state's resume rules (static/js/session.js), and the
 // attachments' pure parts (static/js/attach.js: pre-checks, pasted names,
-// context_files, upload answers, the filter of inline tool images).
+// context_files, upload answers and the retry of a busy one, the filter
+// of inline tool images).
 func TestJSUnits(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -125,7 +126,14 @@ func TestJSUnits(t *testing.T) {
 	if err := os.WriteFile(titles, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "units.mjs"), path, codes, titles)
+	timeouts := filepath.Join(t.TempDir(), "timeouts.json")
+	if b, err = json.Marshal(timeoutVectors(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(timeouts, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "units.mjs"), path, codes, titles, timeouts)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -210,6 +218,57 @@ func errorCodes(t *testing.T) codeSet {
 	return cs
 }
 
+// timeoutVector is an interaction request the decoder accepts and the
+// answer its timeout applies (protocol TimeoutAnswer; nil: none): what the
+// question's card says before the deadline must be that answer.
+type timeoutVector struct {
+	Req    *protocol.InteractionRequest `json:"req"`
+	Answer *struct {
+		Values []string `json:"values"`
+		Text   string   `json:"text"`
+	} `json:"answer"`
+}
+
+// timeoutVectors are requests of every kind with defaults good and bad,
+// those the decoder accepts, each with what its timeout answers.
+func timeoutVectors(t *testing.T) []timeoutVector {
+	r := rand.New(rand.NewPCG(7, 31))
+	values := []string{protocol.AllowOnce, protocol.AllowAlways, protocol.Deny, "a", "b", "c"}
+	defaults := []string{"", protocol.Deny, protocol.AllowOnce, "a", "b", "z", "a,b", " a , c ", "a,z", ",", "free text"}
+	kinds := []string{protocol.InteractionPermission, protocol.InteractionSingleSelect, protocol.InteractionMultiSelect, protocol.InteractionTextInput}
+	var out []timeoutVector
+	for range 600 {
+		req := &protocol.InteractionRequest{InteractionID: "i1", TurnID: "t1", Title: "Which?",
+			Kind: kinds[r.IntN(len(kinds))], DefaultValue: defaults[r.IntN(len(defaults))]}
+		if req.Kind != protocol.InteractionTextInput {
+			for _, v := range values {
+				if r.IntN(2) == 0 {
+					req.Options = append(req.Options, protocol.Option{Value: v, Label: strings.ToUpper(v)})
+				}
+			}
+		}
+		m := protocol.New(protocol.TypeInteractionRequest, req)
+		m.SessionID = "s1"
+		if data, err := protocol.Encode(m); err != nil {
+			continue
+		} else if _, err := protocol.Decode(data); err != nil {
+			continue // refused: no UI sees it
+		}
+		v := timeoutVector{Req: req}
+		if ans := req.TimeoutAnswer(); ans != nil {
+			v.Answer = &struct {
+				Values []string `json:"values"`
+				Text   string   `json:"text"`
+			}{Values: append([]string{}, ans.SelectedValue.Values...), Text: ans.TextInput}
+		}
+		out = append(out, v)
+	}
+	if len(out) < 100 {
+		t.Fatalf("only %d accepted requests", len(out))
+	}
+	return out
+}
+
 // titleVector is a title a person might type and what protocol.CleanTitle
 // makes of it: the rename form's pre-check (manage.js cleanTitle) must agree.
 type titleVector struct {
@@ -222,7 +281,8 @@ type titleVector struct {
 // JavaScript trim differently, control and bidi characters, letters of
 // one and two UTF-16 units.
 var titlePieces = []string{" ", "\t", "\n", "\u0085", "\u00a0", "\u2028", "\u3000", "\ufeff", "\u0007", "\u007f", "\u009f",
-	"\u202e", "\u2066", "\u200b", "a", "Z", "é", "😀", "-", "_"}
+	"\u202e", "\u2066", "\u200b", "\u200f", "\u061c", "\u00ad", "\u200d", "\u034f", "\u3164", "\uffa0", "\U000E0041", "\U000E0100",
+	"\U000E01F0", "\ufe0f", "a", "Z", "é", "😀", "-", "_"}
 
 func titleVectors() []titleVector {
 	r := rand.New(rand.NewPCG(20, 3))

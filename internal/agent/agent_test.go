@@ -238,6 +238,10 @@ func TestAskAllowOnceAllowAlwaysDenyTimeout(t *testing.T) {
 			if ir.Kind != protocol.InteractionPermission || ir.ToolName != "Write" || ir.Diff == nil || len(ir.Options) != 3 {
 				t.Fatalf("request %+v", ir)
 			}
+			// It advertises what a timeout does (the case "timeout": denied).
+			if ir.DefaultValue != protocol.Deny {
+				t.Fatalf("default_value %q, want deny: a timeout denies", ir.DefaultValue)
+			}
 			got, _ := os.ReadFile(filepath.Join(dir, "f.txt"))
 			if string(got) != tc.want {
 				t.Fatalf("file %q, want %q", got, tc.want)

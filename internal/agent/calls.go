@@ -282,7 +282,7 @@ func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage,
 		Title:         permissionTitle(call),
 		Message:       permissionMessage(call),
 		Options:       permissionOptions(always),
-		DefaultValue:  protocol.AllowOnce,
+		DefaultValue:  protocol.Deny, // what a timeout does: it never grants
 		ToolUseID:     use.ToolUseID,
 		ToolName:      use.ToolName,
 		ToolInput:     input,

@@ -5,11 +5,15 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/binarytest"
 	"github.com/ferry-dev/ferry/internal/cli"
+	"github.com/ferry-dev/ferry/internal/master/upload/uploadtest"
+	"github.com/ferry-dev/ferry/protocol"
 )
 
 // TestAttachmentFlags: --max-upload refuses what it cannot mean on serve
@@ -88,5 +92,74 @@ func TestMaxUploadReachesTheMaster(t *testing.T) {
 	}
 	if status, body := post(100 << 10); status != http.StatusCreated || !strings.Contains(body, `"mime_type":"text/plain"`) {
 		t.Fatalf("100 KiB: HTTP %d %s", status, body)
+	}
+}
+
+// TestStalledUploadsDoNotLockOutUploads (issue 31, item 1.2): against a
+// real `ferry up` over real sockets, two logins each start two uploads
+// that send a Content-Length of 1 MB and then a byte every 5 s. They
+// cannot hold the four receive slots: a third such upload of one login is
+// answered 503 busy (its own bound), a third login's normal upload is
+// answered 503 busy with Retry-After (the global bound) within seconds,
+// never left hanging; the stalled ones are cut (408) once they fall below
+// the minimum rate, and the third login's upload, retried as Retry-After
+// says, is then stored. All of it within 60 s. Before, the stalled
+// uploads held their slots for as long as they trickled, and the others
+// got no answer at all.
+func TestStalledUploadsDoNotLockOutUploads(t *testing.T) {
+	t.Parallel()
+	bin := binarytest.Build(t)
+	start := time.Now()
+	u := startUpProcess(t, bin, "", nil, "--agent", "echo")
+	tokA, tokB, tokC := u.uiToken(t, bin), u.uiToken(t, bin), u.uiToken(t, bin)
+	sessionID, _ := u.dialUI(t, tokA).echoTurn("hi")
+	target := u.base + "/v1/sessions/" + sessionID + "/uploads"
+	auth := func(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
+	begun := time.Now()
+
+	var stalled []<-chan uploadtest.Answer
+	for _, tok := range []string{tokA, tokA, tokB, tokB} {
+		stalled = append(stalled, uploadtest.Slow(t, target, auth(tok), 1, 5*time.Second, 0))
+	}
+	time.Sleep(500 * time.Millisecond) // they have their slots
+	third := uploadtest.Slow(t, target, auth(tokA), 1, 5*time.Second, 0)
+	busy := func(a uploadtest.Answer) bool {
+		return a.Status == http.StatusServiceUnavailable && a.Code == protocol.CodeBusy && a.RetryAfter != "" && a.After < 15*time.Second
+	}
+	if a := uploadtest.Quick(t, target, auth(tokC)); !busy(a) {
+		t.Fatalf("a normal upload while four stalled ones are in: %+v, want 503 busy with Retry-After within seconds", a)
+	}
+	if a := uploadtest.Wait(t, third, 20*time.Second, "a login's third upload"); !busy(a) {
+		t.Errorf("a login's third stalled upload: %+v, want 503 busy with Retry-After within seconds", a)
+	}
+
+	// Retried as Retry-After says, the normal upload gets in once the
+	// stalled ones are cut.
+	var got uploadtest.Answer
+	for tries := 0; time.Since(begun) < 45*time.Second; tries++ {
+		got = uploadtest.Quick(t, target, auth(tokC))
+		if got.Status != http.StatusServiceUnavailable {
+			t.Logf("the normal upload got in after %d busy answers, %v after the stalled ones began", tries+1, time.Since(begun).Round(time.Second))
+			break
+		}
+		secs, err := strconv.Atoi(got.RetryAfter)
+		if err != nil || secs < 1 || secs > 30 {
+			t.Fatalf("Retry-After %q", got.RetryAfter)
+		}
+		time.Sleep(time.Duration(secs) * time.Second)
+	}
+	if got.Status != http.StatusCreated {
+		t.Fatalf("the normal upload, retried: %+v, want 201", got)
+	}
+	for i, ch := range stalled {
+		a := uploadtest.Wait(t, ch, 20*time.Second, "a stalled upload")
+		if a.Status != http.StatusRequestTimeout || a.Code != protocol.CodeInvalidValue || a.After > 30*time.Second {
+			t.Errorf("stalled upload %d: %+v, want 408 invalid_value", i+1, a)
+		}
+	}
+	d := time.Since(start)
+	t.Logf("%v from ferry up's start to the end", d.Round(100*time.Millisecond))
+	if d > 60*time.Second {
+		t.Errorf("the test took %v, more than 60 s", d)
 	}
 }

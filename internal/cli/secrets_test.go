@@ -22,6 +22,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ferry-dev/ferry/internal/llm/fake"
+	"github.com/ferry-dev/ferry/internal/push/pushtest"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -88,9 +89,12 @@ func connectProcess(t *testing.T, bin string, u *upProcess, token string) (stop 
 // logins, browser and bearer UIs, a second machine's client, a refused
 // client token, a prompt to ferry's own agent that writes a file, its
 // download link made and used, downloads refused with a bad link, a bad
-// login and a revoked one — and no credential it created or used appears
-// in any output: stderr, the logs, ferry connect's output, or stdout
-// beyond the one login URL ferry up prints for the user.
+// login and a revoked one, a push subscription whose deliveries fail (the
+// push service closes the connection, then answers 500) — and no
+// credential it created or used appears in any output: stderr, the logs,
+// ferry connect's output, or stdout beyond the one login URL ferry up
+// prints for the user; nor does the push endpoint's path, a capability
+// (issue 31, item 1.4).
 func TestNoSecretInLogs(t *testing.T) {
 	t.Parallel()
 	bin := binarytest.Build(t)
@@ -101,7 +105,7 @@ func TestNoSecretInLogs(t *testing.T) {
 	)
 	u := startUpProcess(t, bin, "", []string{
 		"FERRY_PROVIDER=anthropic", "FERRY_MODEL=test-model", "ANTHROPIC_BASE_URL=" + srv.BaseURL(fake.Anthropic), "ANTHROPIC_API_KEY=test-key",
-	}, "--verbose", "--agent", "builtin", "--agent", "echo")
+	}, "--verbose", "--agent", "builtin", "--agent", "echo", "--push-allow-loopback")
 	secrets := map[string]string{"login URL token": u.loginSecret}
 	var outputs []string // what ferry printed besides u's own output
 
@@ -157,6 +161,20 @@ func TestNoSecretInLogs(t *testing.T) {
 	uiTok := u.uiToken(t, bin)
 	secrets["ui token"] = uiTok
 	c := u.dialUI(t, uiTok)
+
+	// A device subscribed to notifications whose push service fails:
+	// it closes the connection, then answers 500. The endpoint's path is
+	// the device's capability.
+	pushSrv := pushtest.New(t)
+	device := pushSrv.Subscribe()
+	pushSrv.Script(device, pushtest.Reply{Close: true}, pushtest.Reply{Status: http.StatusInternalServerError})
+	endpointPath := strings.TrimPrefix(device.Endpoint, pushSrv.URL)
+	subBody := fmt.Sprintf(`{"endpoint":%q,"keys":{"p256dh":%q,"auth":%q},"label":"phone"}`,
+		device.Endpoint, pushtest.B64(device.P256dh), pushtest.B64(device.Auth))
+	if code, _, body := u.do(t, http.MethodPost, "/v1/push/subscriptions",
+		http.Header{"Authorization": {"Bearer " + uiTok}, "Content-Type": {"application/json"}}, strings.NewReader(subBody)); code != http.StatusCreated {
+		t.Fatalf("push subscription: %d %s", code, body)
+	}
 	if code, _, _ := u.do(t, http.MethodGet, "/v1/ui", http.Header{"Authorization": {"Bearer " + randomSecret("ui")}}, nil); code != http.StatusUnauthorized {
 		t.Fatalf("forged UI token: %d", code)
 	}
@@ -208,6 +226,12 @@ func TestNoSecretInLogs(t *testing.T) {
 				t.Fatalf("turn ended %+v", d)
 			}
 			break
+		}
+	}
+	// The finished turn is notified: both deliveries fail.
+	for deadline := time.Now().Add(30 * time.Second); len(pushSrv.Attempts(device)) < 2; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d push deliveries, want 2 (a closed connection, a 500)", len(pushSrv.Attempts(device)))
 		}
 	}
 	lr := protocol.New(protocol.TypeArtifactsList, &protocol.ArtifactsList{})
@@ -268,11 +292,17 @@ func TestNoSecretInLogs(t *testing.T) {
 	if !strings.Contains(all["ferry up stderr"], "refused") || !strings.Contains(all["ferry up stderr"], "level=DEBUG") {
 		t.Fatalf("ferry up logged no refusal at debug level: %s", all["ferry up stderr"])
 	}
+	if !strings.Contains(all["ferry up stderr"], "push delivery failed") || !strings.Contains(all["ferry up stderr"], "push service busy") {
+		t.Fatalf("ferry up did not log the failed push deliveries: %s", all["ferry up stderr"])
+	}
 	for where, out := range all {
 		for what, s := range secrets {
 			if strings.Contains(out, s) || strings.Contains(out, s[len(s)-43:]) {
 				t.Errorf("%s holds the %s:\n%s", where, what, out)
 			}
+		}
+		if strings.Contains(out, endpointPath) {
+			t.Errorf("%s holds the push endpoint's path %s:\n%s", where, endpointPath, out)
 		}
 		if m := anySecret.FindString(out); m != "" {
 			t.Errorf("%s holds a credential %s…:\n%s", where, m[:16], out)

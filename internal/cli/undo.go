@@ -20,8 +20,9 @@ import (
 // what a run (or a UI session, whose journal has the same layout in the
 // client's state folder) changed: all of it, one file, or only lists it.
 // The journal (filehistory.Journal) does the work: all or nothing, refused
-// with the file's name when one changed since the agent's edit, writes
-// through the vfs confined to the workspace.
+// with the file's name when one changed since the agent's edit (or is now
+// a symbolic link, or another file), writes through the vfs confined to
+// the workspace.
 
 // runHistory is the journal of one ferry run.
 type runHistory struct {
@@ -108,9 +109,10 @@ func runUndo(_ context.Context, env Env, args []string) error {
 		"it: every file, or with --file one. ferry run prints the session id when it",
 		"changed files (and in its json output, \"session_id\").",
 		"\nAll or nothing: every file is checked first, and when one changed since the",
-		"agent's edit (you or another program wrote it), nothing is restored and the",
-		"file is named. A file the agent created is deleted. Writes stay inside the",
-		"workspace.",
+		"agent's edit (you or another program wrote it, moved another file over it,",
+		"or made it or a folder on its path a symbolic link), nothing is restored and",
+		"the file is named. A file the agent created is deleted. Writes stay inside",
+		"the workspace and never go through a link ferry did not make.",
 		"\nA UI session's history is in its client's state folder: --state",
 		"$XDG_STATE_HOME/ferry/client (stop that client first, or undo in the UI).",
 		"\nExit codes: 0 done (or listed), 1 refused or failed (nothing changed), 2 bad",
@@ -292,6 +294,8 @@ func undoError(err error, file string) string {
 	switch {
 	case errors.As(err, &ce) && ce.Later:
 		return fmt.Sprintf("%s was changed again by a later edit of the agent; undo the whole session instead. Nothing was restored.", ce.Rel)
+	case errors.As(err, &ce) && (ce.Link || ce.Replaced):
+		return ce.Error() + "; nothing was restored. Undo it by hand."
 	case errors.As(err, &ce):
 		return fmt.Sprintf("%s changed since the agent's edit; nothing was restored. Undo it by hand, or put the file back as the agent left it first.", ce.Rel)
 	case errors.Is(err, filehistory.ErrUndone):

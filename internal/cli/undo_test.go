@@ -192,6 +192,64 @@ func TestUndoRefusedWhenChangedSince(t *testing.T) {
 	}
 }
 
+// TestUndoRefusesSwappedFile is issue 31 item 1.6 through ferry undo: the
+// agent edited a.txt; a.txt is then a symbolic link to b.txt, which holds
+// exactly the agent's version (or another file renamed over a.txt holds
+// it). ferry undo (the whole session, or --file a.txt) is refused naming
+// a.txt, and nothing changes: b.txt keeps the agent's version, a.txt stays
+// a link, new.txt stays. Before the fix the undo wrote the old content
+// into b.txt through the link.
+func TestUndoRefusesSwappedFile(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, want string
+		swap       func(t *testing.T, dir string)
+	}{
+		{"symlink", "a.txt is now a symbolic link", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "b.txt"), "ONE\ntwo\n")
+			if err := os.Remove(filepath.Join(dir, "a.txt")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("b.txt", filepath.Join(dir, "a.txt")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"renamed over", "a.txt was replaced by another file", func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "b.txt"), "ONE\ntwo\n")
+			if err := os.Rename(filepath.Join(dir, "b.txt"), filepath.Join(dir, "a.txt")); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dir, "b.txt"), "ONE\ntwo\n")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv, dir := fake.New(t), t.TempDir()
+			writeFile(t, filepath.Join(dir, "a.txt"), "one\ntwo\n")
+			sid := sessionOf(t, editRun(t, srv, fake.Anthropic, dir))
+			c.swap(t, dir)
+			link, _ := os.Readlink(filepath.Join(dir, "a.txt"))
+			for _, args := range [][]string{{sid}, {"--file", "a.txt", sid}} {
+				u := ferryUndo(t, args...)
+				if u.code != ExitError || !strings.Contains(u.stderr, c.want) || !strings.Contains(u.stderr, "nothing was restored") || u.stdout != "" {
+					t.Fatalf("undo %v: exit %d, stdout %q, stderr %q", args, u.code, u.stdout, u.stderr)
+				}
+				for name, want := range map[string]string{"a.txt": "ONE\ntwo\n", "b.txt": "ONE\ntwo\n", "new.txt": "fresher\n"} {
+					if got := readFile(t, filepath.Join(dir, name)); got != want {
+						t.Fatalf("%s after the refused undo %v: %q, want %q", name, args, got, want)
+					}
+				}
+				if now, _ := os.Readlink(filepath.Join(dir, "a.txt")); now != link {
+					t.Fatalf("a.txt links to %q after the refused undo, was %q", now, link)
+				}
+			}
+			if l := ferryUndo(t, "--list", sid); l.code != ExitOK || !strings.Contains(l.stdout, "yes (undo refused)") {
+				t.Fatalf("--list: exit %d, stdout %q", l.code, l.stdout)
+			}
+		})
+	}
+}
+
 // TestUndoJSONAndNoHistory: json output stays one object (the hint goes
 // to stderr) and names the session; --no-history records nothing, and
 // ferry undo then says there is no history.

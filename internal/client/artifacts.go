@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/contentstore"
+	"github.com/ferry-dev/ferry/internal/sqlitefile"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -91,9 +92,7 @@ func (v fileVersion) equal(w fileVersion) bool {
 
 // openArtifactLog opens the log at path and its snapshots in snapDir.
 func openArtifactLog(path, snapDir string, limits snapshotLimits, log *slog.Logger) (*artifactLog, error) {
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlitefile.Open(path, url.Values{"_pragma": {"journal_mode(WAL)", "synchronous(NORMAL)", "busy_timeout(5000)"}})
 	if err != nil {
 		return nil, fmt.Errorf("client: open artifact log %s: %w", path, err)
 	}

@@ -65,7 +65,9 @@ type Config struct {
 	// snapshots, and the built-in agent's transcripts (transcripts.db); default
 	// $XDG_STATE_HOME/ferry/client (or ~/.local/state/ferry/client).
 	StateDir string
-	// MachineName is shown to people; default os.Hostname().
+	// MachineName is shown to people; New fails when it breaks
+	// protocol.CheckName (an invisible or bidirectional character). Default
+	// os.Hostname().
 	MachineName string
 	// Adapters the client runs; at least one is required.
 	Adapters []adapter.Adapter
@@ -257,6 +259,7 @@ func New(cfg Config) (_ *Client, err error) {
 		if cfg.MachineName, err = os.Hostname(); err != nil || cfg.MachineName == "" {
 			cfg.MachineName = "ferry-client"
 		}
+		cfg.MachineName = protocol.VisibleName(cfg.MachineName) // a name given with --name must pass as it is
 	}
 
 	c := &Client{
@@ -376,7 +379,9 @@ func (c *Client) openWorkspaces() error {
 		}
 		seen[abs] = true
 		sum := sha256.Sum256([]byte(abs))
-		name := filepath.Base(abs)
+		// A folder's name may hold what a name people see may not
+		// (protocol.CheckName); it is shown with U+FFFD in their place.
+		name := protocol.VisibleName(filepath.Base(abs))
 		c.workspaces = append(c.workspaces, &workspace{Workspace: protocol.Workspace{
 			ID: hex.EncodeToString(sum[:])[:12], Name: name, Path: abs,
 		}})

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -95,6 +97,8 @@ func TestConfigErrors(t *testing.T) {
 		"dup adapters":      func(c *Config) { c.Adapters = []adapter.Adapter{echo.New(), echo.New()} },
 		"no adapters":       func(c *Config) { c.Adapters = nil },
 		"long machine name": func(c *Config) { c.MachineName = strings.Repeat("m", 300) },
+		"bidi machine name": func(c *Config) { c.MachineName = "laptop\u202epot" },
+		"zero-width name":   func(c *Config) { c.MachineName = "lap\u200btop" },
 		"negative timeout":  func(c *Config) { c.PermissionTimeout = -time.Second },
 		"timeout too long":  func(c *Config) { c.PermissionTimeout = 8 * 24 * time.Hour },
 		"timeout under 1ms": func(c *Config) { c.PermissionTimeout = time.Microsecond },
@@ -105,6 +109,27 @@ func TestConfigErrors(t *testing.T) {
 			_ = c.Close()
 			t.Errorf("%s: New accepted it", name)
 		}
+	}
+}
+
+// TestWorkspaceNameVisible: a workspace whose folder name holds an
+// invisible character is still served, its name shown with U+FFFD where
+// the character was (the master refuses hidden characters in names).
+func TestWorkspaceNameVisible(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	ws := filepath.Join(t.TempDir(), "pro\u200bj\u202e")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m.startOn(t, ws, t.TempDir())
+	_, caps := m.accept(ctx)
+	if len(caps.Workspaces) != 1 || caps.Workspaces[0].Name != "pro\ufffdj\ufffd" {
+		t.Fatalf("workspaces %+v", caps.Workspaces)
+	}
+	if e := protocol.CheckName("name", caps.Workspaces[0].Name); e != nil {
+		t.Fatal(e)
 	}
 }
 
@@ -484,50 +509,170 @@ func TestBusy(t *testing.T) {
 	fc.expect(ctx, protocol.TypeTurnStarted)
 }
 
-func TestBadPromptRefs(t *testing.T) {
+// TestPromptRefsFallBack: a file reference the client cannot resolve
+// inside the workspace roots (lexically, through a symlink, an unknown
+// workspace, a path leaving the workspace it names) does not refuse the
+// prompt: §16.3 has its token passed to the agent as its display path,
+// as text, and the file is not handed over. A reference to another
+// workspace of the client (scope global: a path relative to the workspace
+// workspace_id names) reaches the agent as that file's absolute path, and
+// one in the session's workspace as it came.
+func TestPromptRefsFallBack(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	m := newFakeMaster(t)
 	m.autoAck.Store(true)
 	other := newWorkspace(t)
 	outside := t.TempDir()
-	e := m.start(t, func(c *Config) { c.Workspaces = append(c.Workspaces, other) })
+	e := m.start(t, withAdapters(labelAdapter{}), func(c *Config) { c.Workspaces = append(c.Workspaces, other) })
 	if err := os.Symlink(outside, filepath.Join(e.ws, "escape")); err != nil {
 		t.Fatal(err)
 	}
-	fc, _ := m.accept(ctx)
-	e.open(ctx, fc, "s1", "echo")
+	if err := os.Symlink(outside, filepath.Join(other, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	fc, caps := m.accept(ctx)
+	e.open(ctx, fc, "s1", "labels")
 	realOther, _ := filepath.EvalSymlinks(other)
+	otherID := caps.Workspaces[1].ID
 
-	ref := func(path string) protocol.FileReference {
-		return protocol.FileReference{RefID: "ref_0", Path: path, Name: filepath.Base(path), WorkspaceRelativePath: path}
+	ref := func(path, wsID string) protocol.FileReference {
+		return protocol.FileReference{RefID: "ref_0", Path: path, Name: filepath.Base(path), WorkspaceRelativePath: path, WorkspaceID: wsID}
 	}
-	for _, bad := range []string{"../../etc/passwd", "/etc/passwd", "escape/secret", "internal/../../x", outside} {
-		req := prompt("s1", "see <@file:ref_0|f>", ref(bad))
+	// answer sends "see <@file:ref_0|shown> now" and returns what the
+	// agent was given (its [File: …] labels, or the display path).
+	answer := func(r protocol.FileReference) string {
+		t.Helper()
+		req := prompt("s1", "see <@file:ref_0|shown> now", r)
 		fc.send(req)
-		got := fc.errorFor(ctx, req.MessageID)
-		if got.Code != protocol.CodeInvalidValue || got.Field != "payload.file_references[0].path" {
-			t.Errorf("%s: %+v", bad, got)
-		}
-	}
-	// A mismatch between path and workspace_relative_path is caught too.
-	r := ref("main.go")
-	r.WorkspaceRelativePath = "../../etc/passwd"
-	req := prompt("s1", "see <@file:ref_0|f>", r)
-	fc.send(req)
-	if got := fc.errorFor(ctx, req.MessageID); got.Field != "payload.file_references[0].workspace_relative_path" {
-		t.Errorf("workspace_relative_path: %+v", got)
-	}
-	// Inside the workspace, or in another workspace of the client (global
-	// scope): accepted.
-	for _, good := range []string{"main.go", "internal/x/x.go", "not/yet/there.go", filepath.Join(realOther, "main.go")} {
-		fc.send(prompt("s1", "see <@file:ref_0|f>", ref(good)))
-		msgs := fc.until(ctx, isType(protocol.TypeTextDone))
+		msgs := fc.until(ctx, func(m *protocol.Message) bool {
+			return m.Type == protocol.TypeTextDone || m.Type == protocol.TypeError && m.ParentID == req.MessageID
+		})
 		if msgs[0].Type != protocol.TypeTurnStarted {
-			t.Errorf("%s: %s %+v", good, msgs[0].Type, msgs[0].Payload)
+			return fmt.Sprintf("%s %+v", msgs[0].Type, msgs[0].Payload)
+		}
+		return msgs[len(msgs)-1].Payload.(*protocol.TextDone).Text
+	}
+	fellBack := 0
+	for _, bad := range []protocol.FileReference{
+		ref("../../etc/passwd", ""), ref("/etc/passwd", ""), ref("escape/secret", ""), ref("internal/../../x", ""), ref(outside, ""),
+		ref("main.go", "no-such-workspace"), ref("../../etc/passwd", otherID), ref("escape/secret", otherID),
+		ref(filepath.Join(e.ws, "main.go"), otherID), // another workspace's reference is relative to it
+		{RefID: "ref_0", Path: "main.go", Name: "main.go", WorkspaceRelativePath: "../../etc/passwd"},
+	} {
+		if got := answer(bad); got != "see shown now" {
+			t.Errorf("%+v: the agent got %q, want the display path as text", bad, got)
+			continue
+		}
+		fellBack++
+	}
+	t.Logf("%d references outside the roots fell back to their display path", fellBack)
+	for r, want := range map[*protocol.FileReference]string{
+		ptr(ref("main.go", "")):                           "main.go",
+		ptr(ref("internal/x/x.go", "")):                   "internal/x/x.go",
+		ptr(ref("not/yet/there.go", "")):                  "not/yet/there.go",
+		ptr(ref("main.go", caps.Workspaces[0].ID)):        "main.go",
+		ptr(ref("internal/x/x.go", otherID)):              filepath.Join(realOther, "internal/x/x.go"),
+		ptr(ref(filepath.Join(realOther, "main.go"), "")): filepath.Join(realOther, "main.go"), // absolute, from an older UI
+	} {
+		if got := answer(*r); got != "see [File: "+want+"] now" {
+			t.Errorf("%+v: the agent got %q, want the file as %s", *r, got, want)
 		}
 	}
 }
+
+// TestGlobalCandidatesResolveBack: every candidate of a scope global
+// search, picked and composed into a prompt as the UI and the master do,
+// reaches the agent as the very file the search offered (not the file of
+// the same relative path in the session's workspace).
+func TestGlobalCandidatesResolveBack(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	other := newWorkspace(t) // the same three files as the session's workspace
+	e := m.startWith(t, newWorkspace(t), t.TempDir(), func(c *Client) {
+		if err := c.WaitIndexed(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}, withAdapters(labelAdapter{}), func(c *Config) { c.Workspaces = append(c.Workspaces, other) })
+	fc, caps := m.accept(ctx)
+	e.open(ctx, fc, "s1", "labels")
+	roots := map[string]string{}
+	for _, w := range caps.Workspaces {
+		roots[w.ID] = w.Path
+	}
+
+	q := control("s1", protocol.TypeFileSearch, &protocol.FileSearch{QueryID: protocol.NewID(), Query: "", Scope: protocol.ScopeGlobal})
+	fc.send(q)
+	cands := fc.expect(ctx, protocol.TypeFileCandidates).Payload.(*protocol.FileCandidates).Candidates
+	if len(cands) != 6 {
+		t.Fatalf("global candidates %+v, want the 3 files of each workspace", cands)
+	}
+	for _, c := range cands {
+		root, ok := roots[c.WorkspaceID]
+		if !ok || filepath.IsAbs(c.Path) {
+			t.Fatalf("candidate %+v: want a relative path and a workspace_id of the client", c)
+		}
+		text, refs, err := fileref.Compose([]protocol.PromptSegment{
+			{Kind: protocol.SegmentText, Text: "see "},
+			{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: c.Path, DisplayPath: c.Path, WorkspaceID: c.WorkspaceID}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := control("s1", protocol.TypePromptRequest, &protocol.PromptRequest{PromptText: text, InputType: protocol.InputText, FileReferences: refs})
+		fc.send(req)
+		msgs := fc.until(ctx, isType(protocol.TypeTextDone))
+		got, _ := strings.CutPrefix(msgs[len(msgs)-1].Payload.(*protocol.TextDone).Text, "see [File: ")
+		got, _ = strings.CutSuffix(got, "]")
+		if !filepath.IsAbs(got) {
+			got = filepath.Join(e.ws, got)
+		}
+		want, err := os.Stat(filepath.Join(root, c.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(got); err != nil || !os.SameFile(fi, want) {
+			t.Errorf("candidate %s in %s reached the agent as %q, another file", c.Path, c.WorkspaceID, got)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// labelAdapter answers a prompt with the text its agent would get in the
+// generic-LLM style (fileref.Prompt.Labels): each resolved file as
+// "[File: path]", each token that fell back as its display path.
+type labelAdapter struct{}
+
+func (labelAdapter) Capability() protocol.AdapterCapability {
+	return protocol.AdapterCapability{ID: "labels", Name: "Labels", Modes: []string{protocol.ModeDefault},
+		InputTypes: []string{protocol.InputText}, FileTokens: "label"}
+}
+
+func (labelAdapter) Open(context.Context, adapter.SessionConfig) (adapter.Session, error) {
+	return labelSession{}, nil
+}
+
+type labelSession struct{}
+
+func (labelSession) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit) (adapter.Result, error) {
+	text := turn.Prompt.Labels()
+	if err := emit(ctx, protocol.TypeTextDelta, &protocol.TextDelta{TurnID: turn.ID, Delta: text}); err != nil {
+		return adapter.Result{}, err
+	}
+	return adapter.Result{Text: text, StopReason: "end_turn"}, nil
+}
+
+func (labelSession) Answer(string, *protocol.InteractionResponse) error {
+	return adapter.ErrUnknownInteraction
+}
+func (labelSession) SetMode(string, json.RawMessage) error { return nil }
+func (labelSession) Compact(context.Context, *protocol.SessionCompact) (*protocol.CompactionDone, error) {
+	return &protocol.CompactionDone{}, nil
+}
+func (labelSession) Close() error { return nil }
 
 func TestInteraction(t *testing.T) {
 	t.Parallel()

@@ -56,11 +56,13 @@
 //     (status 1009) and the client reconnects.
 //   - Dead peers are noticed: the client pings every PingInterval and drops
 //     a connection whose pong does not come within one more interval.
-//   - References stay inside: the files a prompt references must lie in the
-//     session's workspace, its enclosing repository (what a project-scope
-//     search offers) or another workspace of the client (global scope);
-//     anything else is refused with invalid_value before the adapter sees
-//     the prompt.
+//   - References stay inside: the adapter is handed only the files a prompt
+//     references that lie in the session's workspace, its enclosing
+//     repository (what a project-scope search offers) or the workspace of
+//     the client a reference's workspace_id names (global scope: the agent
+//     gets that file's absolute path). Any other reference's token reaches
+//     the agent as its display path, as plain text (§16.3), and the prompt
+//     runs: the path is never opened, linked or listed for the agent.
 //   - Attachments are had before the turn starts: a prompt's context_files
 //     (for an adapter that declares the setting) are fetched and checked
 //     by attachment.Fetcher (uploads from the master with their grant,
@@ -88,8 +90,15 @@
 //     history/<session>/ of the state directory, bounded by HistoryQuota),
 //     and control.history.* undo one change, every change to a file, or
 //     everything since a turn: all or nothing, refused with file_changed
-//     naming the file when one changed since the agent's edit, written
-//     through the session's confined vfs.
+//     naming the file when one changed since the agent's edit (or is now
+//     reached through a symbolic link, or is another file than the one the
+//     agent left), written through the session's confined vfs.
+//   - The state directory is private: every file the client keeps there
+//     (its SQLite files and their -wal and -shm included, from the moment
+//     they exist, whatever the umask: internal/sqlitefile) is 0600 and
+//     every folder it creates 0700. A state directory the user made keeps
+//     its own mode; a file an older ferry left looser is tightened when
+//     opened.
 //   - What sessions keep is bounded across sessions and over time
 //     (prune.go): at start and every PruneInterval, histories and
 //     transcripts not written for 90 days are dropped (so are the artifact

@@ -19,7 +19,9 @@ import (
 // rewind the files (and, for ferry's own agent, the conversation) to before
 // a turn. Restores write through the session's own vfs (confined, atomic,
 // under the per-file write lock) and are refused, changing nothing, when a
-// file changed since the agent's edit: the error (file_changed) names it.
+// file changed since the agent's edit, is now reached through a symbolic
+// link or is another file than the one the agent left: the error
+// (file_changed) names it.
 
 // maxChangesDiffBytes bounds the diffs of one session.history.changes;
 // past it the remaining files are listed without a diff.
@@ -136,6 +138,8 @@ func (s *session) failRestore(m *protocol.Message, sel filehistory.Selection, er
 	switch {
 	case errors.As(err, &ce) && ce.Later:
 		s.fail(m, protocol.CodeFileChanged, field, fmt.Sprintf("%s was changed again by a later edit of the agent; undo that edit first. Nothing was restored.", ce.Rel))
+	case errors.As(err, &ce) && (ce.Link || ce.Replaced):
+		s.fail(m, protocol.CodeFileChanged, field, ce.Error()+"; nothing was restored. Undo it by hand.")
 	case errors.As(err, &ce):
 		s.fail(m, protocol.CodeFileChanged, field, fmt.Sprintf("%s changed since the agent's edit; nothing was restored, so the change is kept. Undo it by hand, or put the file back as the agent left it first.", ce.Rel))
 	case errors.Is(err, filehistory.ErrUndone):

@@ -191,3 +191,128 @@ func lastTexts(r fake.Request) []string {
 	}
 	return out
 }
+
+// TestHistoryRefusesSwappedFiles is issue 31 item 1.6 through the client,
+// as the UI asks: ferry's agent writes notes.txt in one turn and d/x.txt
+// in the next. notes.txt is then a symbolic link to other.txt, which holds
+// exactly the agent's version: undo of the call, undo of the file and the
+// rewind are each refused with file_changed naming notes.txt, and
+// other.txt keeps the agent's version (before the fix the undo wrote
+// through the link into it). Put back as a regular file with the agent's
+// content, notes.txt is another file than the agent left: still refused.
+// A folder on the path swapped for a link (d → e) is refused the same way.
+func TestHistoryRefusesSwappedFiles(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	srv := fake.New(t)
+	f := fake.Anthropic
+	ads := withAdapters(builtin.New(builtin.Config{
+		Getenv:   func(string) string { return "" },
+		Provider: provider.Config{Provider: string(f), Model: "test-model", BaseURL: srv.BaseURL(f), APIKey: "k"},
+		Rules:    permission.Rules{Allow: []permission.Rule{{Tool: "Write"}}},
+	}))
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	ws, state := newWorkspace(t), t.TempDir()
+	e := m.startOn(t, ws, state, ads)
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", builtin.ID)
+	write := func(path string) (turnID, callID string) {
+		t.Helper()
+		srv.Script(fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": path, "content": "agent\n"}}}},
+			fake.Reply{Text: []string{"wrote"}})
+		fc.send(prompt("s1", "write "+path))
+		for _, msg := range fc.until(ctx, isType(protocol.TypeTextDone)) {
+			switch p := msg.Payload.(type) {
+			case *protocol.TurnStarted:
+				turnID = p.TurnID
+			case *protocol.ToolFinished:
+				if p.ToolName == "Write" && p.Status == "ok" {
+					callID = p.ToolUseID
+				}
+			}
+		}
+		if turnID == "" || callID == "" {
+			t.Fatalf("the turn writing %s: turn %q, call %q", path, turnID, callID)
+		}
+		return turnID, callID
+	}
+	t1, c1 := write("notes.txt")
+	_, c2 := write("d/x.txt")
+
+	refused := func(rel string, reqs ...*protocol.Message) {
+		t.Helper()
+		for _, req := range reqs {
+			fc.send(req)
+			got := fc.until(ctx, func(x *protocol.Message) bool { return x.ParentID == req.MessageID })
+			pe, ok := got[len(got)-1].Payload.(*protocol.Error)
+			if !ok {
+				t.Fatalf("%s answered %s %+v; want file_changed naming %s", req.Type, got[len(got)-1].Type, got[len(got)-1].Payload, rel)
+			}
+			if pe.Code != protocol.CodeFileChanged || !strings.Contains(pe.Message, rel) || !strings.Contains(pe.Message, "nothing was restored") {
+				t.Fatalf("%s answered %+v; want file_changed naming %s", req.Type, pe, rel)
+			}
+		}
+	}
+	unchanged := func(files map[string]string) {
+		t.Helper()
+		for name, want := range files {
+			b, err := os.ReadFile(filepath.Join(ws, name))
+			if err != nil || string(b) != want {
+				t.Fatalf("%s after the refused restores: %q, %v; want %q", name, b, err, want)
+			}
+		}
+	}
+	undoCall := func(id string) *protocol.Message {
+		return control("s1", protocol.TypeHistoryUndo, &protocol.HistoryUndo{ToolUseID: id})
+	}
+	undoFile := func(p string) *protocol.Message {
+		return control("s1", protocol.TypeHistoryUndo, &protocol.HistoryUndo{Path: p})
+	}
+	rewind := control("s1", protocol.TypeHistoryRewind, &protocol.HistoryRewind{TurnID: t1})
+
+	// notes.txt → other.txt, holding the agent's version. The file that
+	// replaces the link later is made now, while the agent's file exists,
+	// so that it cannot get its inode back.
+	notes, other := filepath.Join(ws, "notes.txt"), filepath.Join(ws, "other.txt")
+	for _, p := range []string{other, notes + ".new"} {
+		if err := os.WriteFile(p, []byte("agent\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(notes); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("other.txt", notes); err != nil {
+		t.Fatal(err)
+	}
+	refused("notes.txt", undoCall(c1), undoFile("notes.txt"), rewind)
+	unchanged(map[string]string{"other.txt": "agent\n", "notes.txt": "agent\n", "d/x.txt": "agent\n"})
+	if fi, err := os.Lstat(notes); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("notes.txt is no longer the link: %v, %v", fi, err)
+	}
+
+	// A regular file again, with the agent's content, renamed over the
+	// link as an editor saves: another file.
+	if err := os.Rename(notes+".new", notes); err != nil {
+		t.Fatal(err)
+	}
+	refused("notes.txt", undoCall(c1), undoFile("notes.txt"))
+	unchanged(map[string]string{"other.txt": "agent\n", "notes.txt": "agent\n"})
+
+	// d → e, where e/x.txt holds the agent's version.
+	if err := os.Rename(filepath.Join(ws, "d"), filepath.Join(ws, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ws, "e"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "e", "x.txt"), []byte("agent\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("e", filepath.Join(ws, "d")); err != nil {
+		t.Fatal(err)
+	}
+	refused("d/x.txt", undoCall(c2), undoFile("d/x.txt"))
+	unchanged(map[string]string{"e/x.txt": "agent\n", "gone/x.txt": "agent\n"})
+}

@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"sync"
 
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver ("sqlite")
+	"github.com/ferry-dev/ferry/internal/sqlitefile"
 )
 
 // errOutboxClosed is returned by Append after Close.
@@ -55,9 +55,7 @@ type outboxEntry struct {
 }
 
 func openOutbox(path string, limit int) (*outbox, error) {
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(5000)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlitefile.Open(path, url.Values{"_pragma": {"journal_mode(WAL)", "synchronous(NORMAL)", "busy_timeout(5000)"}})
 	if err != nil {
 		return nil, fmt.Errorf("client: open outbox %s: %w", path, err)
 	}

@@ -385,11 +385,7 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 		s.fail(m, protocol.CodeUnsupported, "payload.input_type", "the adapter takes no such input")
 		return
 	}
-	if e := s.ws.checkRefs(p.FileReferences); e != nil {
-		s.c.refuse(nil, m, e)
-		return
-	}
-	prompt := fileref.Parse(p.PromptText, p.FileReferences)
+	prompt := s.c.resolveRefs(s, fileref.Parse(p.PromptText, p.FileReferences))
 	files, e := s.attachments(p)
 	if e != nil {
 		s.c.log.Info("prompt refused: its attachments", "session", s.id, "code", e.Code, "field", e.Field)

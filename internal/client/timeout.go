@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
@@ -12,10 +13,14 @@ import (
 // Permission timeouts. Every agent.interaction.request an adapter emits
 // without a timeout_ms of its own gets the session's permission timeout
 // (its own value from control.session.settings, else the client's
-// Config.PermissionTimeout), here in one place, so every adapter's
-// questions time out alike. The master counts the time and settles the
-// interaction; its control.interaction.timeout carries the answer it
-// recorded, which goes to the adapter as it came.
+// Config.PermissionTimeout), and a permission that offers deny and
+// advertises no default_value gets deny, what its timeout applies (the
+// decoder refuses any other default for a permission: a timeout never
+// grants). Both here in one place, so every adapter's questions time out
+// alike and say so. The master counts the time and settles the
+// interaction with the default (protocol TimeoutAnswer); its
+// control.interaction.timeout carries the answer it recorded, which goes
+// to the adapter as it came.
 
 // settingsLocked is the session's settings in force; s.mu is held.
 func (s *session) settingsLocked() protocol.Settings {
@@ -27,20 +32,23 @@ func (s *session) settingsLocked() protocol.Settings {
 }
 
 // withTimeout returns payload with the session's permission timeout filled
-// in when it is an interaction request that has none.
+// in when it is an interaction request that has none, and deny as the
+// default of a permission that offers it and has none.
 func (s *session) withTimeout(payload any) any {
 	req, ok := payload.(*protocol.InteractionRequest)
-	if !ok || req.TimeoutMS != 0 {
-		return payload
-	}
-	s.mu.Lock()
-	ms := s.settingsLocked().PermissionTimeoutMS
-	s.mu.Unlock()
-	if ms == 0 {
+	if !ok {
 		return payload
 	}
 	cp := *req
-	cp.TimeoutMS = ms
+	if cp.Kind == protocol.InteractionPermission && cp.DefaultValue == "" &&
+		slices.ContainsFunc(cp.Options, func(o protocol.Option) bool { return o.Value == protocol.Deny }) {
+		cp.DefaultValue = protocol.Deny
+	}
+	if cp.TimeoutMS == 0 {
+		s.mu.Lock()
+		cp.TimeoutMS = s.settingsLocked().PermissionTimeoutMS
+		s.mu.Unlock()
+	}
 	return &cp
 }
 

@@ -142,3 +142,32 @@ func TestPermissionTimeout(t *testing.T) {
 	}
 	turn(0, 30000, &protocol.InteractionTimeout{})
 }
+
+// TestPermissionAdvertisesDeny: a permission an adapter asks without a
+// default_value (echo's, ACP's) reaches the master advertising deny, the
+// answer its timeout applies, like ferry's agent and Claude Code's
+// permissions; the timeout's deny reaches the adapter.
+func TestPermissionAdvertisesDeny(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	e := m.start(t, func(c *Config) { c.PermissionTimeout = time.Minute })
+	fc, _ := m.accept(ctx)
+	e.open(ctx, fc, "s1", "echo")
+	fc.send(prompt("s1", "ask: may I?"))
+	fc.expect(ctx, protocol.TypeTurnStarted)
+	req := fc.expect(ctx, protocol.TypeInteractionRequest).Payload.(*protocol.InteractionRequest)
+	if req.Kind != protocol.InteractionPermission || req.DefaultValue != protocol.Deny || req.TimeoutMS != 60000 {
+		t.Fatalf("request %+v, want a permission advertising deny with the session's timeout", req)
+	}
+	ans := req.TimeoutAnswer()
+	if ans == nil {
+		t.Fatal("no timeout answer")
+	}
+	fc.send(control("s1", protocol.TypeInteractionTimeout, &protocol.InteractionTimeout{InteractionID: req.InteractionID, SelectedValue: &ans.SelectedValue}))
+	msgs := fc.until(ctx, isType(protocol.TypeTextDone))
+	if got := msgs[len(msgs)-1].Payload.(*protocol.TextDone).Text; got != "denied" {
+		t.Fatalf("the turn ended with %q, want denied", got)
+	}
+}

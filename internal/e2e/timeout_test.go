@@ -15,10 +15,10 @@ import (
 
 // TestPermissionTimeoutDeniesWrite: ferry's own agent on the fake provider
 // asks permission for a Write in a session whose permission timeout the UI
-// set to 1.5s; nobody answers. The master settles it as timed out with
-// deny (the request's default_value allow_once is not applied: a timeout
-// never grants), the agent gets the denial, the file is not written, and
-// the turn goes on to its end with the model told the call was denied.
+// set to 1.5s; nobody answers. The request advertises default_value deny
+// (a timeout never grants) and the master settles it as timed out with
+// exactly that answer, the agent gets the denial, the file is not written,
+// and the turn goes on to its end with the model told the call was denied.
 func TestPermissionTimeoutDeniesWrite(t *testing.T) {
 	t.Parallel()
 	srv := fake.New(t)
@@ -66,11 +66,14 @@ func TestPermissionTimeoutDeniesWrite(t *testing.T) {
 		return false
 	})
 	done := ev.order[len(ev.order)-1].Payload.(*protocol.TextDone)
-	if req == nil || req.ToolName != "Write" || req.TimeoutMS != ms || req.ExpiresAt == "" || req.DefaultValue != protocol.AllowOnce {
+	if req == nil || req.ToolName != "Write" || req.TimeoutMS != ms || req.ExpiresAt == "" {
 		t.Fatalf("interaction request %+v, want a Write permission with timeout_ms %d and expires_at", req, ms)
 	}
 	if resolved == nil || resolved.Outcome != "timeout" || resolved.SelectedValue == nil || resolved.SelectedValue.Values[0] != protocol.Deny {
 		t.Fatalf("resolved %+v, want timeout with deny", resolved)
+	}
+	if req.DefaultValue != resolved.SelectedValue.Values[0] {
+		t.Fatalf("the request advertised default_value %q, the timeout applied %q", req.DefaultValue, resolved.SelectedValue.Values[0])
 	}
 	if finished == nil || finished.Status != protocol.ToolDenied {
 		t.Fatalf("tool finished %+v, want denied", finished)

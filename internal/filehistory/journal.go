@@ -40,9 +40,16 @@ import (
 //   - While a journal is open, Prune (prune.go) never drops its folder,
 //     and a second OpenJournal of it fails with ErrInUse.
 //   - Restoring (Restore) checks every file first and changes nothing when
-//     one of them is not what the agent left (ConflictError names it); each
-//     write then goes through the vfs (confined, atomic, under the file's
-//     write lock, checked again there).
+//     one of them is not what the agent left (ConflictError names it): not
+//     its content, or reached through a symbolic link now (the file or a
+//     folder on its path: a restore never writes or deletes through a link
+//     it did not make), or another file (device and inode) than the one
+//     the agent's last change, or the last restore, left. Each write then
+//     goes through the vfs (confined, atomic, under the file's write lock,
+//     checked again there, right before the rename or removal). Journals
+//     of older versions lack the identity; their files are checked by
+//     links and content. A file deleted and made again may get its inode
+//     back: then the content and the links decide.
 type Journal struct {
 	dir, session, workspace string
 	quota                   int64
@@ -58,6 +65,8 @@ type Journal struct {
 	pending map[pendingKey]*Entry // tracked, not yet written
 	dropped int64                 // entries with Seq <= dropped are gone
 	sizes   map[string]int64      // blob hash → size, of the blobs kept
+
+	beforeWrite func() // tests: runs between Restore's checks and its writes
 }
 
 // DefaultQuota is how many bytes of file contents one session's history
@@ -79,6 +88,10 @@ type Entry struct {
 	// Before and After are content hashes, "" when the file did not exist.
 	Before string `json:"before_hash"`
 	After  string `json:"after_hash"`
+	// File is the identity of the file the change left (nil: unknown, as
+	// in journals of older versions): a restore refuses to write where
+	// another file stands now.
+	File *FileID `json:"file_id,omitempty"`
 	// Undone is set once the change was undone (or rewound).
 	Undone bool `json:"undone,omitempty"`
 	// written is false while a tracked write has not happened yet.
@@ -99,7 +112,17 @@ type line struct {
 	Seq   int64   `json:"seq,omitempty"`
 	Seqs  []int64 `json:"seqs,omitempty"`
 	After string  `json:"after_hash,omitempty"`
+	File  *FileID `json:"file_id,omitempty"`
 	Entry *Entry  `json:"entry,omitempty"`
+	// Files: after an undo, the file each restored path now holds, as the
+	// identity of the change it went back to.
+	Files []seqFile `json:"files,omitempty"`
+}
+
+// seqFile is the file a change's path holds (a line's Files).
+type seqFile struct {
+	Seq  int64   `json:"seq"`
+	File *FileID `json:"file_id,omitempty"`
 }
 
 // OpenJournal opens (creating) the journal of session in dir; workspace is
@@ -170,12 +193,17 @@ func (j *Journal) replay() error {
 			}
 		case "written":
 			if e := bySeq[l.Seq]; e != nil {
-				e.After, e.written = l.After, true
+				e.After, e.File, e.written = l.After, l.File, true
 			}
 		case "undo":
 			for _, s := range l.Seqs {
 				if e := bySeq[s]; e != nil {
 					e.Undone = true
+				}
+			}
+			for _, f := range l.Files {
+				if e := bySeq[f.Seq]; e != nil {
+					e.File = f.File
 				}
 			}
 		case "drop":
@@ -298,20 +326,23 @@ func (j *Journal) newEntry(call, path, before string) *Entry {
 
 func (j *Journal) written(e *Entry, data []byte, exists bool) error {
 	after := ""
+	var id *FileID
 	if exists {
 		var err error
 		if after, err = j.putBlob(data); err != nil {
 			return err
 		}
+		// Right after the write: the file the agent's change left.
+		id = recordedID(e.Path)
 	}
-	e.After, e.written = after, true
+	e.After, e.File, e.written = after, id, true
 	// Keep seq order: two calls' writes may complete out of order.
 	i := len(j.entries)
 	for i > 0 && j.entries[i-1].Seq > e.Seq {
 		i--
 	}
 	j.entries = slices.Insert(j.entries, i, e)
-	if err := j.append(line{Op: "written", Seq: e.Seq, After: after}); err != nil {
+	if err := j.append(line{Op: "written", Seq: e.Seq, After: after, File: id}); err != nil {
 		return err
 	}
 	return j.enforceQuota()

@@ -39,11 +39,22 @@ type ConflictError struct {
 	// Later is set when the newer content is the agent's own later change
 	// (undo that one first).
 	Later bool
+	// Link is set when the path, or a folder on it, is now a symbolic
+	// link: ferry made none there, and restoring would write through it.
+	Link bool
+	// Replaced is set when another file (another device or inode) now
+	// stands where the agent's change left one.
+	Replaced bool
 }
 
 func (e *ConflictError) Error() string {
-	if e.Later {
+	switch {
+	case e.Later:
 		return fmt.Sprintf("%s was changed again by a later change of the agent; undo that one first", e.Rel)
+	case e.Link:
+		return fmt.Sprintf("%s is now a symbolic link, or a folder on its path is: ferry made none there and never writes through one", e.Rel)
+	case e.Replaced:
+		return fmt.Sprintf("%s was replaced by another file since the agent's edit (a file moved over it, as some editors save)", e.Rel)
 	}
 	return fmt.Sprintf("%s changed since the agent's edit", e.Rel)
 }
@@ -66,13 +77,20 @@ const maxRestoreRead = 512 << 20
 // plan is one file to put back.
 type plan struct {
 	rel, path      string
-	target, expect string // hashes: what to restore, what must be there now
+	target, expect string  // hashes: what to restore, what must be there now
+	file           *FileID // the file that must be there now (nil: unknown)
 }
 
 // Restore undoes the selected changes on fsys (the session's workspace):
 // every file is checked first and nothing is written when one of them
-// changed since the agent's change (a *ConflictError naming it). A turn
-// with no file changes restores nothing and succeeds.
+// changed since the agent's change (a *ConflictError naming it). Changed
+// means another content, and also a path that is now reached through a
+// symbolic link (the file or a folder on its path: ConflictError.Link)
+// or that holds another file than the one the agent's change left
+// (ConflictError.Replaced): a restore never writes or deletes through a
+// link it did not make. The checks run again under the file's write lock
+// right before each write. A turn with no file changes restores nothing
+// and succeeds.
 func (j *Journal) Restore(ctx context.Context, fsys *vfs.Local, sel Selection) ([]Restored, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -88,6 +106,9 @@ func (j *Journal) Restore(ctx context.Context, fsys *vfs.Local, sel Selection) (
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if err := checkSame(p.rel, p.path, p.file); err != nil {
+			return nil, err
+		}
 		cur, err := currentHash(fsys, p.path)
 		if err != nil {
 			return nil, err
@@ -96,12 +117,17 @@ func (j *Journal) Restore(ctx context.Context, fsys *vfs.Local, sel Selection) (
 			return nil, &ConflictError{Rel: p.rel}
 		}
 	}
+	if j.beforeWrite != nil {
+		j.beforeWrite()
+	}
 	var out []Restored
+	left := make([]*FileID, len(plans)) // the files the restore left
 	for i, p := range plans {
-		if err := j.put(fsys, p.path, p.target, p.expect); err != nil {
+		id, err := j.put(fsys, p.path, p.target, p.expect, p.file)
+		if err != nil {
 			// Put back what was already restored: all or nothing.
-			for _, q := range plans[:i] {
-				_ = j.put(fsys, q.path, q.expect, q.target)
+			for k, q := range plans[:i] {
+				_, _ = j.put(fsys, q.path, q.expect, q.target, left[k])
 			}
 			var ce *ConflictError
 			if errors.As(err, &ce) {
@@ -109,6 +135,7 @@ func (j *Journal) Restore(ctx context.Context, fsys *vfs.Local, sel Selection) (
 			}
 			return nil, err
 		}
+		left[i] = id
 		out = append(out, Restored{Rel: p.rel, Path: p.path, Deleted: p.target == ""})
 	}
 	seqs := make([]int64, len(sel1))
@@ -116,12 +143,31 @@ func (j *Journal) Restore(ctx context.Context, fsys *vfs.Local, sel Selection) (
 		e.Undone = true
 		seqs[i] = e.Seq
 	}
+	// The file a restore wrote is the one the change before it (now the
+	// file's last live one) left, as far as a later restore is concerned.
+	var files []seqFile
+	for i, p := range plans {
+		if e := j.lastLive(p.path); e != nil {
+			e.File = left[i]
+			files = append(files, seqFile{Seq: e.Seq, File: left[i]})
+		}
+	}
 	if len(seqs) > 0 {
-		if err := j.append(line{Op: "undo", Seqs: seqs}); err != nil {
+		if err := j.append(line{Op: "undo", Seqs: seqs, Files: files}); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
+}
+
+// lastLive is the last kept change to path not undone, nil when none.
+func (j *Journal) lastLive(path string) *Entry {
+	for i := len(j.entries) - 1; i >= 0; i-- {
+		if e := j.entries[i]; e.Path == path && !e.Undone {
+			return e
+		}
+	}
+	return nil
 }
 
 // selectLocked returns the live entries sel names.
@@ -187,24 +233,33 @@ func (j *Journal) planLocked(sel []*Entry) ([]plan, error) {
 		plans = append(plans, plan{rel: e.Rel, path: e.Path, target: e.Before})
 	}
 	for i := range plans {
-		var last *Entry
-		for _, e := range j.entries {
-			if e.Path == plans[i].path && !e.Undone {
-				last = e
-			}
-		}
+		last := j.lastLive(plans[i].path)
 		if !slices.Contains(sel, last) {
 			return nil, &ConflictError{Rel: plans[i].rel, Later: true}
 		}
-		plans[i].expect = last.After
+		plans[i].expect, plans[i].file = last.After, last.File
 	}
 	return plans, nil
 }
 
 // put makes path hold the blob target ("": not exist), under the vfs's
-// write lock and only if it still holds expect.
-func (j *Journal) put(fsys *vfs.Local, path, target, expect string) error {
+// write lock and only if it still holds expect, in the file id (nil: any
+// file), reached through no symbolic link. It returns the identity of the
+// file it wrote (nil when it removed the file).
+func (j *Journal) put(fsys *vfs.Local, path, target, expect string, id *FileID) (*FileID, error) {
+	rel := j.rel(path)
 	check := func(cur vfs.Info, ok bool) error {
+		// The vfs followed any link to reach cur; the recorded path is
+		// canonical, so a link on it shows as another path.
+		if ok && cur.Path != path {
+			return &ConflictError{Rel: rel, Link: true}
+		}
+		if ok && !id.same(cur.Stamp) {
+			return &ConflictError{Rel: rel, Replaced: true}
+		}
+		if err := checkSame(rel, path, id); err != nil {
+			return err
+		}
 		h := ""
 		if ok {
 			var err error
@@ -213,21 +268,22 @@ func (j *Journal) put(fsys *vfs.Local, path, target, expect string) error {
 			}
 		}
 		if h != expect {
-			return &ConflictError{Rel: j.rel(path)}
+			return &ConflictError{Rel: rel}
 		}
 		return nil
 	}
 	if target == "" {
-		return fsys.Remove(path, check)
+		return nil, fsys.Remove(path, check)
 	}
 	data, err := j.blob(target)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := fsys.WriteFile(path, data, vfs.WriteOptions{Check: check}); err != nil {
-		return fmt.Errorf("file history: restore %s: %w", j.rel(path), err)
+	info, err := fsys.WriteFile(path, data, vfs.WriteOptions{Check: check})
+	if err != nil {
+		return nil, fmt.Errorf("file history: restore %s: %w", rel, err)
 	}
-	return nil
+	return idOf(info.Stamp), nil
 }
 
 // currentHash is the hash of what path holds now, "" when it does not
@@ -257,8 +313,9 @@ type FileChange struct {
 	Calls, Turns []string
 	// Created: the file did not exist before the first kept change.
 	Created bool
-	// Modified: it changed since the agent's last change (an undo would
-	// be refused).
+	// Modified: it changed since the agent's last change, or is now
+	// reached through a symbolic link or another file (an undo would be
+	// refused).
 	Modified bool
 	// Diff is the combined change: before the first kept change → after
 	// the last.
@@ -273,7 +330,7 @@ func (j *Journal) Changes(fsys vfs.FS) ([]FileChange, error) {
 	var out []FileChange
 	idx := map[string]int{}
 	first := map[string]string{}
-	last := map[string]string{}
+	last := map[string]*Entry{}
 	for _, e := range j.entries {
 		if e.Undone {
 			continue
@@ -289,7 +346,7 @@ func (j *Journal) Changes(fsys vfs.FS) ([]FileChange, error) {
 		if !slices.Contains(out[i].Turns, e.Turn) {
 			out[i].Turns = append(out[i].Turns, e.Turn)
 		}
-		last[e.Path] = e.After
+		last[e.Path] = e
 	}
 	for i := range out {
 		fc := &out[i]
@@ -297,17 +354,25 @@ func (j *Journal) Changes(fsys vfs.FS) ([]FileChange, error) {
 		if err != nil {
 			return nil, err
 		}
-		after, err := j.blob(last[fc.Path])
+		after, err := j.blob(last[fc.Path].After)
 		if err != nil {
 			return nil, err
 		}
 		fc.Diff = textdiff.Diff(fc.Rel, string(before), string(after), 3)
 		fc.Diff.IsNewFile = fc.Created
+		if err := checkSame(fc.Rel, fc.Path, last[fc.Path].File); err != nil {
+			var ce *ConflictError
+			if !errors.As(err, &ce) {
+				return nil, err
+			}
+			fc.Modified = true // a link or another file: an undo is refused
+			continue
+		}
 		cur, err := currentHash(fsys, fc.Path)
 		if err != nil {
 			return nil, err
 		}
-		fc.Modified = cur != last[fc.Path]
+		fc.Modified = cur != last[fc.Path].After
 	}
 	return out, nil
 }

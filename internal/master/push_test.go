@@ -340,6 +340,10 @@ func TestPushSubscribeRefusals(t *testing.T) {
 		{"no auth", with("auth", ""), protocol.CodeMissingField, "keys"},
 		{"long label", with("label", strings.Repeat("x", 65)), protocol.CodeInvalidValue, "label"},
 		{"control in label", with("label", "a\nb"), protocol.CodeInvalidValue, "label"},
+		{"bidi override in label", with("label", "a\u202eb"), protocol.CodeInvalidValue, "label"},
+		{"zero-width space in label", with("label", "a\u200bb"), protocol.CodeInvalidValue, "label"},
+		{"Hangul filler as label", with("label", "\u3164"), protocol.CodeInvalidValue, "label"},
+		{"combining grapheme joiner in label", with("label", "a\u034fb"), protocol.CodeInvalidValue, "label"},
 		{"too large", with("label", strings.Repeat("x", 9000)), protocol.CodeMessageTooLarge, ""},
 	} {
 		a := e.pushCall(http.MethodPost, "/v1/push/subscriptions", bearer(e.ui), tc.body)
@@ -431,6 +435,68 @@ func TestPushSubscribeBrowser(t *testing.T) {
 	}
 	if a := e.pushCall(http.MethodDelete, "/v1/push/subscriptions", h(e.srv.URL, b.key), map[string]string{"endpoint": sub.Endpoint}); a.status != http.StatusNoContent {
 		t.Fatalf("DELETE: HTTP %d %+v", a.status, a.err)
+	}
+	if s := e.pushSubscriptions(); len(s) != 0 {
+		t.Fatalf("after DELETE: %v", s)
+	}
+}
+
+// TestPushSubscriptionKeepsOwner (issue 31, item 1.3): another token
+// subscribing a device's endpoint (with keys of its own, or the same) is
+// refused with 409 invalid_value on endpoint, a message that names no
+// owner or device, and nothing changes: the owner's keys and label stay,
+// notifications still reach the device, and the owner can still
+// unsubscribe it. The owner subscribing again replaces its keys.
+func TestPushSubscriptionKeepsOwner(t *testing.T) {
+	t.Parallel()
+	srv := pushtest.New(t)
+	e := newEnv(t, master.Config{PushAllowLoopback: true})
+	other, otherTok, err := auth.Issue(testCtx(t), e.st, store.TokenUI, "other", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	device, attacker := srv.Subscribe(), srv.Subscribe()
+	if a := e.pushCall(http.MethodPost, "/v1/push/subscriptions", bearer(e.ui), subscriptionBody(device, "owner's phone")); a.status != http.StatusCreated {
+		t.Fatalf("subscribe: HTTP %d %+v", a.status, a.err)
+	}
+	stolen := subscriptionBody(attacker, "stolen")
+	stolen["endpoint"] = device.Endpoint
+	for name, body := range map[string]map[string]any{"its own keys": stolen, "the device's keys": subscriptionBody(device, "stolen")} {
+		a := e.pushCall(http.MethodPost, "/v1/push/subscriptions", bearer(other), body)
+		if a.status != http.StatusConflict || a.err.Code != protocol.CodeInvalidValue || a.err.Field != "endpoint" || a.err.Message == "" {
+			t.Errorf("another token subscribing the endpoint with %s: HTTP %d %+v, want 409 invalid_value on endpoint", name, a.status, a.err)
+		}
+		if strings.Contains(a.err.Message, "owner's phone") || strings.Contains(a.err.Message, otherTok.ID) {
+			t.Errorf("the refusal says too much: %q", a.err.Message)
+		}
+	}
+	subs, err := e.st.PushSubscriptions(testCtx(t), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subs) != 1 || subs[0].OwnerID == otherTok.ID || !bytes.Equal(subs[0].Auth, device.Auth) || subs[0].Label != "owner's phone" {
+		t.Fatalf("after another token's subscription: %+v", subs)
+	}
+	if a := e.pushCall(http.MethodDelete, "/v1/push/subscriptions", bearer(other), map[string]string{"endpoint": device.Endpoint}); a.status != http.StatusNotFound {
+		t.Fatalf("DELETE by another token: HTTP %d", a.status)
+	}
+
+	// Notifications still reach the device, encrypted to its own keys
+	// (the stand-in decrypts with them).
+	ui := e.dialUI("UI")
+	c := e.connectClient(testCaps("m1"), ui)
+	info, _ := startSession(ui, c)
+	turnStart(c, prompt(ui, c, info.ID, "go"), "turn-1")
+	textDone(c, info.ID, "turn-1", protocol.StopEndTurn)
+	srv.Wait(wait, func(m []pushtest.Message) bool { return len(m) == 1 && m[0].Endpoint == device.Endpoint })
+
+	// The owner subscribing again replaces its keys and label; it can
+	// unsubscribe.
+	if a := e.pushCall(http.MethodPost, "/v1/push/subscriptions", bearer(e.ui), subscriptionBody(device, "renamed")); a.status != http.StatusCreated {
+		t.Fatalf("the owner subscribing again: HTTP %d %+v", a.status, a.err)
+	}
+	if a := e.pushCall(http.MethodDelete, "/v1/push/subscriptions", bearer(e.ui), map[string]string{"endpoint": device.Endpoint}); a.status != http.StatusNoContent {
+		t.Fatalf("DELETE by its owner: HTTP %d %+v", a.status, a.err)
 	}
 	if s := e.pushSubscriptions(); len(s) != 0 {
 		t.Fatalf("after DELETE: %v", s)

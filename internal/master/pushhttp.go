@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/auth"
@@ -83,8 +82,26 @@ var errPushUnauthorized = &protocol.Error{Code: protocol.CodeUnauthorized, Messa
 // pushError answers a coded error, as {"error": {...}} like an upload's,
 // with the HTTP status its code means.
 func (m *Master) pushError(w http.ResponseWriter, e *protocol.Error) {
+	m.pushErrorStatus(w, 0, e)
+}
+
+// pushErrorStatus is pushError with the status given (0: the code's).
+func (m *Master) pushErrorStatus(w http.ResponseWriter, status int, e *protocol.Error) {
+	if status == 0 {
+		status = pushStatus(e.Code)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Error *protocol.Error `json:"error"`
+	}{e})
+}
+
+// pushStatus is the HTTP status of a /v1/push error code.
+func pushStatus(code string) int {
 	status := http.StatusBadRequest
-	switch e.Code {
+	switch code {
 	case protocol.CodeUnauthorized:
 		status = http.StatusUnauthorized
 	case protocol.CodeNotFound:
@@ -98,12 +115,7 @@ func (m *Master) pushError(w http.ResponseWriter, e *protocol.Error) {
 	case protocol.CodeInternal:
 		status = http.StatusInternalServerError
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(struct {
-		Error *protocol.Error `json:"error"`
-	}{e})
+	return status
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -165,7 +177,9 @@ func decodeKey(s string) ([]byte, bool) {
 
 // servePushSubscribe handles POST /v1/push/subscriptions: the browser's
 // subscription is checked (endpoint reachable and public, keys of the
-// right size and on the curve, label printable) and stored for the token.
+// right size and on the curve, label a name protocol.CheckName accepts)
+// and stored for the token. An endpoint another token owns is refused
+// (409): a subscription keeps its owner.
 func (m *Master) servePushSubscribe(w http.ResponseWriter, r *http.Request) {
 	tok, ok := m.pushToken(w, r)
 	if !ok {
@@ -213,14 +227,25 @@ func (m *Master) servePushSubscribe(w http.ResponseWriter, r *http.Request) {
 	if label == "" {
 		label = "browser"
 	}
-	if utf8.RuneCountInString(label) > maxPushLabel || strings.IndexFunc(label, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
-		bad("label", fmt.Sprintf("a label is 1 to %d printable characters", maxPushLabel))
+	if e := protocol.CheckName("label", label); e != nil {
+		m.pushError(w, e)
+		return
+	}
+	if utf8.RuneCountInString(label) > maxPushLabel {
+		bad("label", fmt.Sprintf("a label is 1 to %d characters", maxPushLabel))
 		return
 	}
 	err := m.st.PutPushSubscription(r.Context(), store.PushSubscription{Endpoint: b.Endpoint, P256dh: p256, Auth: authKey,
 		OwnerID: tok.ID, Label: label, CreatedAt: time.Now().UTC()}, maxPushPerToken)
-	if errors.Is(err, store.ErrQuota) {
+	switch {
+	case errors.Is(err, store.ErrQuota):
 		bad("endpoint", fmt.Sprintf("this sign-in already has %d devices subscribed; turn notifications off on one first", maxPushPerToken))
+		return
+	case errors.Is(err, store.ErrExists):
+		// Another sign-in's device: its owner keeps it (keys, label, the
+		// right to unsubscribe). Nothing about that owner is said.
+		m.pushErrorStatus(w, http.StatusConflict, &protocol.Error{Code: protocol.CodeInvalidValue, Field: "endpoint",
+			Message: "another sign-in has subscribed this endpoint; subscribe again for a new one"})
 		return
 	}
 	if err != nil {

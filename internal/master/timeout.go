@@ -14,8 +14,8 @@ import (
 // (the master's clock, when it records the request) before it is stored,
 // so every UI can count down to the same deadline. When the deadline
 // passes, the master settles the interaction as "timeout" with the answer
-// the request's TimeoutAnswer gives (its default_value; a permission is
-// denied), records that answer, tells the UIs (agent.interaction.resolved
+// the request's TimeoutAnswer gives (exactly the default_value it
+// advertised, which for a permission can only be deny), records that answer, tells the UIs (agent.interaction.resolved
 // with the selected value) and sends control.interaction.timeout carrying
 // the same answer to the client, which hands it to the adapter.
 //

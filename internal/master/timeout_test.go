@@ -45,8 +45,10 @@ func values(sv *protocol.SelectedValue) []string {
 
 // TestTimeoutAppliesDefault: a question with a default_value that times
 // out is settled with the default, recorded in agent.interaction.resolved
-// and sent to the client in control.interaction.timeout; a permission is
-// denied whatever its default; a question without a default gets no answer.
+// and sent to the client in control.interaction.timeout; a question
+// without a default gets no answer. A permission advertises deny, and is
+// denied; one advertising a grant is refused, shown to nobody: what a
+// request advertises is what its timeout applies.
 func TestTimeoutAppliesDefault(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, master.Config{})
@@ -85,12 +87,25 @@ func TestTimeoutAppliesDefault(t *testing.T) {
 		})
 	}
 	t.Run("permission with default allow_once", func(t *testing.T) {
-		c.emit(info.ID, protocol.TypeInteractionRequest, &protocol.InteractionRequest{
-			InteractionID: "perm", TurnID: "turn-1", Kind: protocol.InteractionPermission, Title: "Write a.txt?",
+		m := protocol.New(protocol.TypeInteractionRequest, &protocol.InteractionRequest{
+			InteractionID: "grant", TurnID: "turn-1", Kind: protocol.InteractionPermission, Title: "Write a.txt?",
 			Options:      []protocol.Option{{Value: protocol.AllowOnce, Label: "Allow"}, {Value: protocol.Deny, Label: "Deny"}},
 			DefaultValue: protocol.AllowOnce, TimeoutMS: 50,
 		})
-		ui.next(protocol.TypeInteractionRequest)
+		m.SessionID = info.ID
+		c.send(m)
+		c.expectError(m.MessageID, protocol.CodeInvalidValue, "payload.default_value")
+	})
+	t.Run("permission with default deny", func(t *testing.T) {
+		c.emit(info.ID, protocol.TypeInteractionRequest, &protocol.InteractionRequest{
+			InteractionID: "perm", TurnID: "turn-1", Kind: protocol.InteractionPermission, Title: "Write a.txt?",
+			Options:      []protocol.Option{{Value: protocol.AllowOnce, Label: "Allow"}, {Value: protocol.Deny, Label: "Deny"}},
+			DefaultValue: protocol.Deny, TimeoutMS: 50,
+		})
+		// The UI's next request is this one: the refused one never came.
+		if got := ui.next(protocol.TypeInteractionRequest).Payload.(*protocol.InteractionRequest); got.InteractionID != "perm" {
+			t.Fatalf("the UI was shown %+v", got)
+		}
 		if to := nextTimeout(t, c); to.InteractionID != "perm" || !equal(values(to.SelectedValue), []string{protocol.Deny}) {
 			t.Fatalf("control.interaction.timeout %+v, want deny", to)
 		}

@@ -416,10 +416,11 @@ func (m *Master) startSession(c *conn, msg *protocol.Message) {
 		fail(&protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.adapter", Message: caps.Adapters[ai].Name + " cannot start on this machine: " + why})
 		return
 	}
+	title, _ := protocol.CleanTitle(p.Title) // checked at decoding; trimmed as a rename is
 	now := time.Now().UTC()
 	row := store.Session{
 		ID: protocol.NewID(), MachineID: p.MachineID, WorkspaceID: p.WorkspaceID, Adapter: p.Adapter,
-		Title: p.Title, Mode: mode, State: protocol.SessionIdle, Epoch: newEpoch(), CreatedAt: now, UpdatedAt: now,
+		Title: title, Mode: mode, State: protocol.SessionIdle, Epoch: newEpoch(), CreatedAt: now, UpdatedAt: now,
 	}
 	open := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: p.WorkspaceID, Adapter: p.Adapter, Mode: mode})
 	open.SessionID = row.ID

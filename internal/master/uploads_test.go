@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -246,6 +247,11 @@ func TestUploadRefusals(t *testing.T) {
 	wantRefusal(t, "html is text only in name", e.upload(info.ID, e.ui, "a.svg", "<svg onload=alert(1)>\x00"), http.StatusUnsupportedMediaType, protocol.CodeUnsupported, "file")
 	wantRefusal(t, "path as name", e.upload(info.ID, e.ui, "../../.bashrc", "x"), http.StatusBadRequest, protocol.CodeInvalidValue, "file.filename")
 	wantRefusal(t, "bidi control in name", e.upload(info.ID, e.ui, "a\u202etxt.exe", "x"), http.StatusBadRequest, protocol.CodeInvalidValue, "file.filename")
+	// Every invisible character, not only the bidirectional controls
+	// (protocol.CheckName).
+	for _, name := range []string{"a\u200b.txt", "\ufeffa.txt", "a\u2060.txt", "a\u00ad.txt", "\u3164.txt", "a\U000E0041.txt"} {
+		wantRefusal(t, fmt.Sprintf("%+q as name", name), e.upload(info.ID, e.ui, name, "x"), http.StatusBadRequest, protocol.CodeInvalidValue, "file.filename")
+	}
 	wantRefusal(t, "no auth", e.upload(info.ID, "", "a.txt", "x"), http.StatusUnauthorized, protocol.CodeUnauthorized, "")
 	wantRefusal(t, "a client token", e.upload(info.ID, e.client, "a.txt", "x"), http.StatusUnauthorized, protocol.CodeUnauthorized, "")
 	wantRefusal(t, "unknown session", e.upload("nope", e.ui, "a.txt", "x"), http.StatusNotFound, protocol.CodeNotFound, "session_id")

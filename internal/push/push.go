@@ -20,6 +20,9 @@
 //     resolves to a private address is refused then). No proxy is used,
 //     and redirects are not followed. Config.AllowLoopback (tests) also
 //     lets http and https endpoints on loopback addresses through.
+//   - Logs name an endpoint by its origin only: its path and query are the
+//     subscription's capability, and are cut from error texts too (the
+//     HTTP client's errors quote the whole URL).
 package push
 
 import (
@@ -325,7 +328,7 @@ func (s *Service) attempt(j job) (outcome, time.Duration) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
 	defer cancel()
 	if err := CheckEndpoint(j.sub.Endpoint, s.cfg.AllowLoopback); err != nil {
-		s.log.Warn("push endpoint refused", "endpoint", origin(j.sub.Endpoint), "err", err)
+		s.log.Warn("push endpoint refused", "endpoint", origin(j.sub.Endpoint), "err", logErr(err, j.sub.Endpoint))
 		return dropped, 0
 	}
 	ttl := j.n.TTL
@@ -353,7 +356,7 @@ func (s *Service) attempt(j job) (outcome, time.Duration) {
 		if s.ctx.Err() != nil {
 			return dropped, 0
 		}
-		s.log.Info("push delivery failed; retrying", "endpoint", origin(j.sub.Endpoint), "err", err)
+		s.log.Info("push delivery failed; retrying", "endpoint", origin(j.sub.Endpoint), "err", logErr(err, j.sub.Endpoint))
 		return retry, 0
 	}
 	defer func() {
@@ -490,13 +493,42 @@ func guardedClient(allowLoopback bool, timeout time.Duration) *http.Client {
 }
 
 // origin is an endpoint's scheme and host, for logs: the path is a
-// capability of the browser's subscription.
+// capability of the browser's subscription (logErr keeps it out of error
+// texts too).
 func origin(endpoint string) string {
 	u, err := url.Parse(endpoint)
 	if err != nil {
 		return "?"
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+// logErr is err's text as a log may show it, without endpoint's path or
+// query: the HTTP client's *url.Error quotes the whole URL ("Post
+// \"https://…/push/send/<capability>\": EOF"), so each one becomes its
+// operation, the origin and its cause; any other mention of what follows
+// the origin (another library's wording) is cut too.
+func logErr(err error, endpoint string) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + " " + origin(endpoint) + ": " + logErr(ue.Err, endpoint)
+	}
+	msg := err.Error()
+	u, perr := url.Parse(endpoint)
+	if perr != nil {
+		return strings.ReplaceAll(msg, endpoint, "[endpoint]")
+	}
+	var secret []string
+	if o := u.Scheme + "://" + u.Host; strings.HasPrefix(endpoint, o) {
+		secret = append(secret, endpoint[len(o):])
+	}
+	secret = append(secret, u.EscapedPath(), u.Path, u.RawQuery)
+	for _, p := range secret {
+		if len(p) > 1 {
+			msg = strings.ReplaceAll(msg, p, "/[path]")
+		}
+	}
+	return msg
 }
 
 // CheckKeys checks a subscription's keys: p256dh an uncompressed point on

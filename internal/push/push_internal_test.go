@@ -2,7 +2,10 @@ package push
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,5 +77,28 @@ func TestRetryAfter(t *testing.T) {
 	}
 	if d := s.backoff(1, time.Hour); d != 10*time.Second {
 		t.Fatalf("a Retry-After over MaxBackoff gave %v", d)
+	}
+}
+
+// TestLogErrCutsThePath: an error that quotes the endpoint, as the HTTP
+// client's *url.Error does (wrapped or not), or in any other wording, is
+// logged with the origin only.
+func TestLogErrCutsThePath(t *testing.T) {
+	const ep = "https://push.example.com/wpush/v2/gAAAAABcapability?k=secretquery"
+	ue := &url.Error{Op: "Post", URL: ep, Err: errors.New("read: connection reset by peer")}
+	for _, err := range []error{
+		ue,
+		fmt.Errorf("send: %w", ue),
+		errors.New("cannot reach " + ep),
+		errors.New("bad path /wpush/v2/gAAAAABcapability"),
+		errors.New("bad query k=secretquery"),
+	} {
+		got := logErr(err, ep)
+		if strings.Contains(got, "capability") || strings.Contains(got, "secretquery") {
+			t.Errorf("logErr(%q) = %q, holds the path", err, got)
+		}
+	}
+	if got := logErr(ue, ep); got != "Post https://push.example.com: read: connection reset by peer" {
+		t.Errorf("logErr(url.Error) = %q", got)
 	}
 }

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -306,4 +310,96 @@ func TestSharedPayload(t *testing.T) {
 	if string(payload) != `{"kind":"done"}` || string(payload[:cap(payload)][len(payload):len(payload)+1]) != "\x00" {
 		t.Fatal("the caller's payload was written to")
 	}
+}
+
+// TestFailedDeliveryLogsNoEndpointPath (issue 31, item 1.4): whatever way
+// a delivery fails — the connection refused or closed by the service, a
+// timeout, a 5xx, a refusal, a gone subscription, an endpoint refused at
+// delivery — the log names the endpoint's origin only, never its path
+// (the subscription's capability), not even inside an error's text.
+func TestFailedDeliveryLogsNoEndpointPath(t *testing.T) {
+	srv := pushtest.New(t)
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	svc, _ := newService(t, func(c *push.Config) {
+		c.Logger, c.MaxAttempts, c.Timeout = log, 2, 300*time.Millisecond
+	})
+	strict, _ := newService(t, func(c *push.Config) { c.Logger, c.AllowLoopback = log, false })
+
+	// A port nothing listens on: the connection is refused.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := ln.Addr().String()
+	_ = ln.Close()
+	refused := &pushtest.Subscriber{Endpoint: "http://" + closedPort + "/push/refused-capability-0123456789", P256dh: srv.Subscribe().P256dh, Auth: make([]byte, 16)}
+
+	replies := map[string]pushtest.Reply{
+		"closed": {Close: true}, "timeout": {Block: true}, "500": {Status: 500},
+		"400": {Status: 400}, "410": {Status: 410},
+	}
+	var endpoints []string
+	for name, r := range replies {
+		sub := srv.Subscribe()
+		srv.Script(sub, r, r)
+		svc.Send(subOf(sub), push.Notification{Payload: []byte(name)})
+		endpoints = append(endpoints, sub.Endpoint)
+	}
+	svc.Send(subOf(refused), push.Notification{Payload: []byte("refused")})
+	loopback := srv.Subscribe()
+	strict.Send(subOf(loopback), push.Notification{Payload: []byte("not public")})
+	endpoints = append(endpoints, refused.Endpoint, loopback.Endpoint)
+
+	// Every failure is logged: four give up after MaxAttempts, one is
+	// refused by the service, one is gone, one is refused before sending.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s := logs.String()
+		if strings.Count(s, "giving up") == 4 && strings.Contains(s, "push service refused") &&
+			strings.Contains(s, "subscription gone") && strings.Contains(s, "push endpoint refused") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not every failure was logged:\n%s", s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	srv.Unblock()
+	out := logs.String()
+	for _, what := range []string{"connection refused", "connection reset|EOF", "deadline exceeded|Timeout"} {
+		if !slices.ContainsFunc(strings.Split(what, "|"), func(w string) bool { return strings.Contains(out, w) }) {
+			t.Errorf("the log does not say why a delivery failed (%q):\n%s", what, out)
+		}
+	}
+	for _, e := range endpoints {
+		u, err := url.Parse(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, u.Path) || strings.Contains(out, url.PathEscape(u.Path)) {
+			t.Errorf("the log holds the path of %s:\n%s", e, out)
+		}
+		if !strings.Contains(out, "endpoint="+u.Scheme+"://"+u.Host) {
+			t.Errorf("the log does not name the origin of %s", e)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the workers' concurrent logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -46,12 +46,14 @@ type OpenIndex func(ctx context.Context, root string) (*index.Index, error)
 
 // Service answers file searches over a client's workspaces.
 //
-// Paths in answers resolve back to the same file when they return in
-// file_references: a file of the session's workspace by its
-// workspace-relative path; with scope project, a file of the enclosing
-// repository by a path relative to the workspace ("../lib/x.go" when it
-// lies outside it); with scope global, a file of another workspace by its
-// absolute path. match_ranges index the path as returned.
+// Paths in answers are relative to a workspace, never absolute (§16.1.2),
+// and resolve back to the same file when they return in file_references:
+// a file of the session's workspace by its workspace-relative path; with
+// scope project, a file of the enclosing repository by a path relative to
+// the workspace ("../lib/x.go" when it lies outside it); with scope
+// global, a file of any workspace by its path relative to that workspace,
+// with workspace_id naming it (on every candidate of the answer).
+// match_ranges index the path as returned.
 type Service struct {
 	workspaces []*Workspace
 	open       OpenIndex
@@ -96,6 +98,8 @@ type source struct {
 	prefix string
 	// prefixUnits is prefix's length in UTF-16 code units.
 	prefixUnits int
+	// workspace is the workspace_id its candidates state ("" for none).
+	workspace string
 }
 
 func (s *Service) sources(ctx context.Context, ws *Workspace, scope string) ([]source, error) {
@@ -113,11 +117,10 @@ func (s *Service) sources(ctx context.Context, ws *Workspace, scope string) ([]s
 		prefix := strings.Repeat("../", strings.Count(rel, "/")+1)
 		return []source{{snap: ix.Snapshot(), prefix: prefix, prefixUnits: len(prefix)}}, nil
 	case protocol.ScopeGlobal:
-		out := []source{{snap: ws.Index.Snapshot()}}
+		out := []source{{snap: ws.Index.Snapshot(), workspace: ws.Name}}
 		for _, other := range s.workspaces {
 			if other != ws {
-				p := other.Root + "/"
-				out = append(out, source{snap: other.Index.Snapshot(), prefix: p, prefixUnits: fuzzy.Utf16Len(p)})
+				out = append(out, source{snap: other.Index.Snapshot(), workspace: other.Name})
 			}
 		}
 		return out, nil
@@ -338,7 +341,10 @@ func (s *Service) fuzzy(ctx context.Context, srcs []source, pat *fuzzy.Pattern, 
 		if len(x.path) != len(y.path) {
 			return len(x.path) < len(y.path)
 		}
-		return x.path < y.path
+		if x.path != y.path {
+			return x.path < y.path
+		}
+		return x.src < y.src // the same path in two workspaces: the session's first
 	})
 	return all[:min(len(all), max)], total, next, nil
 }
@@ -368,7 +374,10 @@ func recent(srcs []source, flt *filter, max int) ([]ranked, int) {
 		if all[a].mt != all[b].mt {
 			return all[a].mt > all[b].mt
 		}
-		return all[a].path < all[b].path
+		if all[a].path != all[b].path {
+			return all[a].path < all[b].path
+		}
+		return all[a].src < all[b].src
 	})
 	return all[:min(len(all), max)], total
 }
@@ -378,10 +387,11 @@ func candidate(src source, h ranked) protocol.Candidate {
 	full := src.prefix + rel
 	dir, name := path.Split(full)
 	c := protocol.Candidate{
-		Path:      full,
-		Name:      name,
-		Directory: strings.TrimSuffix(dir, "/"),
-		Extension: path.Ext(name),
+		Path:        full,
+		WorkspaceID: src.workspace,
+		Name:        name,
+		Directory:   strings.TrimSuffix(dir, "/"),
+		Extension:   path.Ext(name),
 	}
 	if c.Extension != "" {
 		if mt := mime.TypeByExtension(c.Extension); mt != "" {

@@ -94,7 +94,7 @@ func TestScopesResolveBack(t *testing.T) {
 		"app/dist/router.js":   "ignored",
 	})
 	other := canon(t, t.TempDir())
-	tree(t, other, map[string]string{"tools/router.py": "x"})
+	tree(t, other, map[string]string{"tools/router.py": "x", "web/router.ts": "x"})
 	wsRoot := filepath.Join(repo, "app")
 	ws := &search.Workspace{Name: "app", Root: wsRoot, Index: openIndex(t, wsRoot)}
 	ow := &search.Workspace{Name: "other", Root: other, Index: openIndex(t, other)}
@@ -133,8 +133,25 @@ func TestScopesResolveBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRanges(t, got)
-	if !contains(paths(got), "web/router.ts") || !contains(paths(got), filepath.Join(other, "tools/router.py")) {
-		t.Fatalf("global scope: %v", paths(got))
+	// §16.1.2: a path is relative to its workspace, never absolute; with
+	// scope global each candidate says which workspace (workspace_id), and
+	// the same relative path in two workspaces is two candidates.
+	roots := map[string]string{"app": wsRoot, "other": other}
+	var named []string
+	for _, c := range got.Candidates {
+		root, ok := roots[c.WorkspaceID]
+		if !ok || filepath.IsAbs(c.Path) {
+			t.Fatalf("global candidate %+v: want a relative path and workspace_id app or other", c)
+		}
+		if _, err := os.Stat(filepath.Join(root, c.Path)); err != nil {
+			t.Errorf("global path %q does not resolve from workspace %s: %v", c.Path, c.WorkspaceID, err)
+		}
+		named = append(named, c.WorkspaceID+":"+c.Path)
+	}
+	for _, want := range []string{"app:web/router.ts", "other:web/router.ts", "other:tools/router.py"} {
+		if !contains(named, want) {
+			t.Fatalf("global scope: %v, want %s", named, want)
+		}
 	}
 	for _, c := range got.Candidates {
 		// The highlighted characters spell the query, prefix or not.

@@ -37,7 +37,8 @@
 //     that subscribed it): revoking the token deletes it, and
 //     PushSubscriptions leaves out those of expired tokens.
 //     PutPushSubscription keeps an owner within its bound, whatever the
-//     concurrency.
+//     concurrency. A subscription keeps its owner: another token cannot
+//     replace it (its keys, label or owner) while the owner lives.
 //   - AcquireLease is one atomic statement: of concurrent callers for a
 //     free or expired lease exactly one gets it, and while it holds it
 //     (renewing within its ttl) no other caller does.
@@ -383,11 +384,13 @@ type Store interface {
 	// now and reports how many.
 	DeleteExpiredUploads(ctx context.Context, now time.Time) (int, error)
 
-	// PutPushSubscription stores a subscription, replacing the one with
-	// the same Endpoint (a browser that subscribes again), if its owner
-	// then holds at most max (0: no bound), ErrQuota otherwise,
-	// atomically with that check. ErrNotFound when the owner does not
-	// exist.
+	// PutPushSubscription stores a subscription, if its owner then holds
+	// at most max (0: no bound), ErrQuota otherwise, atomically with that
+	// check. A subscription with the same Endpoint is replaced (a browser
+	// that subscribes again: new keys, label and time) only when p's
+	// owner owns it, or its owner has expired at p.CreatedAt; while
+	// another token owns it, ErrExists and nothing changes. ErrNotFound
+	// when the owner does not exist.
 	PutPushSubscription(ctx context.Context, p PushSubscription, max int) error
 	// DeletePushSubscription deletes the subscription of endpoint, only
 	// when ownerID owns it unless ownerID is empty; ErrNotFound when none

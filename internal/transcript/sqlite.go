@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/llm"
-
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver ("sqlite")
+	"github.com/ferry-dev/ferry/internal/sqlitefile"
 )
 
 // Defaults of Options.
@@ -67,9 +66,7 @@ func Open(ctx context.Context, path string, opts Options) (*SQLite, error) {
 	}
 	// synchronous=FULL: a Save that returned is on disk, so a kill right
 	// after a step (or a power loss) keeps that step.
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(5000)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sqlitefile.Open(path, url.Values{"_pragma": {"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(5000)"}})
 	if err != nil {
 		return nil, fmt.Errorf("transcript: open %s: %w", path, err)
 	}

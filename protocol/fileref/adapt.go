@@ -49,6 +49,44 @@ func (pr Prompt) render(file func(b *strings.Builder, i int, path string) bool) 
 	return b.String()
 }
 
+// Resolve returns the prompt with each file part's reference replaced by
+// what resolve makes of it (the path the agent should be given, say), for
+// the conversions to use. A part whose reference resolve refuses (false)
+// becomes its display path as text: §16.3's fallback for a token the
+// receiver cannot interpret (never dropped, never the raw token). resolve
+// sees each distinct reference once, and parts that shared a reference
+// share its replacement; text parts stay non-empty and never adjacent.
+// The receiver is not changed.
+func (pr Prompt) Resolve(resolve func(protocol.FileReference) (protocol.FileReference, bool)) Prompt {
+	type resolved struct {
+		ref *protocol.FileReference
+		ok  bool
+	}
+	done := make(map[*protocol.FileReference]resolved)
+	parts := make([]Part, 0, len(pr.Parts))
+	for _, part := range pr.Parts {
+		if part.IsFile() {
+			r, seen := done[part.File]
+			if !seen {
+				ref, ok := resolve(*part.File)
+				r = resolved{&ref, ok}
+				done[part.File] = r
+			}
+			if r.ok {
+				parts = append(parts, Part{File: r.ref, DisplayPath: part.DisplayPath})
+				continue
+			}
+			part = Part{Text: part.DisplayPath}
+		}
+		if n := len(parts); n > 0 && !parts[n-1].IsFile() {
+			parts[n-1].Text += part.Text
+			continue
+		}
+		parts = append(parts, part)
+	}
+	return Prompt{Parts: parts}
+}
+
 // Files returns the distinct files the prompt references, by path, in order
 // of first mention. Files without a usable path (non-empty, valid UTF-8, no
 // control characters) are left out: an agent could not open them.

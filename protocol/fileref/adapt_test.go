@@ -153,6 +153,42 @@ func TestConversions(t *testing.T) {
 	}
 }
 
+// TestResolve: a refused reference becomes its display path as text
+// (merged with the text around it), an accepted one is replaced for every
+// part that names it, and resolve runs once per reference.
+func TestResolve(t *testing.T) {
+	refs := []protocol.FileReference{ref("ref_0", "a.go"), ref("ref_1", "/etc/passwd")}
+	pr := Parse("see <@file:ref_0|a.go> and <@file:ref_1|passwd>!<@file:ref_0|again>", refs)
+	calls := map[string]int{}
+	got := pr.Resolve(func(r protocol.FileReference) (protocol.FileReference, bool) {
+		calls[r.RefID]++
+		if r.RefID == "ref_1" {
+			return protocol.FileReference{}, false
+		}
+		r.Path = "/ws/" + r.Path
+		return r, true
+	})
+	if calls["ref_0"] != 1 || calls["ref_1"] != 1 {
+		t.Errorf("resolve calls %v, want one per reference", calls)
+	}
+	if len(got.Parts) != 4 || got.Parts[2].Text != " and passwd!" || got.Parts[1].File != got.Parts[3].File {
+		t.Fatalf("parts %+v", got.Parts)
+	}
+	if s := got.Labels(); s != "see [File: /ws/a.go] and passwd![File: /ws/a.go]" {
+		t.Errorf("Labels() = %q", s)
+	}
+	if files := got.Files(); len(files) != 1 || files[0].Path != "/ws/a.go" {
+		t.Errorf("Files() = %+v", files)
+	}
+	if pr.Parts[1].File.Path != "a.go" || len(pr.Parts) != 6 {
+		t.Errorf("the receiver changed: %+v", pr.Parts)
+	}
+	all := pr.Resolve(func(protocol.FileReference) (protocol.FileReference, bool) { return protocol.FileReference{}, false })
+	if len(all.Parts) != 1 || all.Parts[0].Text != "see a.go and passwd!again" {
+		t.Errorf("all refused: %+v", all.Parts)
+	}
+}
+
 func TestInline(t *testing.T) {
 	refs := []protocol.FileReference{ref("ref_0", "src/auth.ts"), ref("ref_1", "missing.ts"), ref("ref_2", "doc.md")}
 	contents := map[string]string{

@@ -72,9 +72,10 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // Compose builds prompt_text and file_references from what the user composed:
-// text segments are escaped, each file segment becomes a token. A path picked
-// more than once shares the reference of its first pick. refs is nil when no
-// file was picked. Fields a segment's kind does not use are ignored.
+// text segments are escaped, each file segment becomes a token. A file (a
+// path in a workspace) picked more than once shares the reference of its
+// first pick. refs is nil when no file was picked. Fields a segment's kind
+// does not use are ignored.
 func Compose(segments []protocol.PromptSegment) (promptText string, refs []protocol.FileReference, err error) {
 	var (
 		b       strings.Builder
@@ -99,13 +100,15 @@ func Compose(segments []protocol.PromptSegment) (promptText string, refs []proto
 			if f.Path == "" {
 				return "", nil, &FieldError{Field: segField(i, "file.path"), Err: ErrEmptyPath}
 			}
-			id, ok := byPath[f.Path]
+			// The same path in two workspaces (scope global) is two files.
+			key := f.WorkspaceID + "\x00" + f.Path
+			id, ok := byPath[key]
 			if !ok {
 				id = refIDPrefix + strconv.Itoa(len(refs))
 				if byPath == nil {
 					byPath = make(map[string]string)
 				}
-				byPath[f.Path] = id
+				byPath[key] = id
 				refs = append(refs, fileReference(id, f))
 			}
 			flush()
@@ -148,6 +151,7 @@ func fileReference(id string, f *protocol.PickedFile) protocol.FileReference {
 		MimeType:              f.MimeType,
 		SizeBytes:             size,
 		WorkspaceRelativePath: f.Path,
+		WorkspaceID:           f.WorkspaceID,
 	}
 }
 

@@ -48,9 +48,10 @@
 //
 // # References
 //
-// Compose numbers files ref_0, ref_1, … in order of first appearance. A path
-// picked twice reuses its first reference (file_references lists files, not
-// picks); its metadata comes from the first pick, while each token keeps the
+// Compose numbers files ref_0, ref_1, … in order of first appearance. A file
+// (a path with its workspace_id: the same path in two workspaces is two
+// files) picked twice reuses its first reference (file_references lists
+// files, not picks); its metadata comes from the first pick, while each token keeps the
 // display path of its own pick, so the segments round-trip exactly.
 //
 // Parse looks every token's ref_id up in refs; when refs holds a ref_id more

@@ -220,6 +220,7 @@ func (pr Prompt) Segments() []protocol.PromptSegment {
 		segs[i] = protocol.PromptSegment{Kind: protocol.SegmentFile, File: &protocol.PickedFile{
 			Path:        r.Path,
 			DisplayPath: part.DisplayPath,
+			WorkspaceID: r.WorkspaceID,
 			Name:        r.Name,
 			Extension:   r.Extension,
 			MimeType:    r.MimeType,

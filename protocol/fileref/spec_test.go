@@ -279,6 +279,9 @@ func TestComposeReferences(t *testing.T) {
 		picked("/", ""),
 		picked("trailing.", ""),
 		picked("src/auth.ts", "again"),
+		// The same path in another workspace (scope global) is another file.
+		{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: "src/auth.ts", WorkspaceID: "ws-2"}},
+		{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: "src/auth.ts", WorkspaceID: "ws-2", DisplayPath: "again"}},
 	}
 	_, refs, err := Compose(segments)
 	if err != nil {
@@ -294,6 +297,7 @@ func TestComposeReferences(t *testing.T) {
 		{RefID: "ref_5", Path: "x/y.go", Name: "given", Extension: ".given", WorkspaceRelativePath: "x/y.go"},
 		{RefID: "ref_6", Path: "/", Name: "/", WorkspaceRelativePath: "/"},
 		{RefID: "ref_7", Path: "trailing.", Name: "trailing.", WorkspaceRelativePath: "trailing."},
+		{RefID: "ref_8", Path: "src/auth.ts", Name: "auth.ts", Extension: ".ts", WorkspaceRelativePath: "src/auth.ts", WorkspaceID: "ws-2"},
 	}
 	if !reflect.DeepEqual(refs, want) {
 		t.Errorf("refs\n got %+v\nwant %+v", refs, want)
@@ -312,6 +316,7 @@ func TestSegmentsRoundTrip(t *testing.T) {
 		text(`a\`),
 		{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: "p/q.md", DisplayPath: "q", Name: "q.md", Extension: ".md", MimeType: "text/markdown", SizeBytes: &size}},
 		text("<@ b"),
+		{Kind: protocol.SegmentFile, File: &protocol.PickedFile{Path: "p/q.md", DisplayPath: "p/q.md", Name: "q.md", Extension: ".md", WorkspaceID: "ws-2"}},
 	}
 	promptText, refs, err := Compose(in)
 	if err != nil {

@@ -107,6 +107,9 @@ async function pickFile(page, f, phone, routed) {
     const searches = routed.sent.filter((m) => m.type === 'control.file.search');
     const ids = new Set(searches.map((m) => m.payload.query_id));
     assert.equal(ids.size, searches.length, 'a new query_id per search');
+    // §16.1.1: every query_id is a UUID v4 (the master and client refuse anything else).
+    const v4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    for (const id of ids) assert.match(id, v4, 'query_id is a UUID v4');
     assert.ok(searches.length >= 2, `searches sent: ${searches.length}`);
     assert.equal(searches.at(-1).payload.query, f.query);
     // An answer to an older query arriving late is ignored.
@@ -511,6 +514,9 @@ async function questionTimesOut(page, routed) {
   const line = card.locator('.q-timeout');
   await line.waitFor();
   assert.match(await line.innerText(), /Answer within \d s, or it is denied\./);
+  // The permission advertises deny, what the timeout applies: no button
+  // presents a grant as its default.
+  assert.equal(await card.locator('button.primary').count(), 0, 'a grant is shown as the default');
   const first = Number(await line.getAttribute('data-left'));
   await page.waitForFunction((n) => Number(document.querySelector('.interaction.open .q-timeout')?.dataset.left) < n, first);
   await shot(page, 'question-timeout');
@@ -568,7 +574,7 @@ async function questions(page) {
     const reqs = [
       { interaction_id: 'q1', turn_id: 't', kind: 'single_select', title: 'Which database?', timeout_ms: 300000,
         options: [{ value: 'pg', label: 'PostgreSQL', description: 'the shared one' }, { value: 'lite', label: 'SQLite', description: 'a file' }] },
-      { interaction_id: 'q2', turn_id: 't', kind: 'multi_select', title: 'Which checks?', default_value: 'lint',
+      { interaction_id: 'q2', turn_id: 't', kind: 'multi_select', title: 'Which checks?', default_value: 'lint', timeout_ms: 300000,
         options: [{ value: 'lint', label: 'Lint' }, { value: 'test', label: 'Tests' }, { value: 'vet', label: 'Vet' }] },
       { interaction_id: 'q3', turn_id: 't', kind: 'text_input', title: 'Anything else?', default_value: 'no' },
     ];
@@ -577,6 +583,12 @@ async function questions(page) {
   });
   const fx = page.locator('#fixture');
   assert.match(await fx.locator('.q-timeout').first().innerText(), /Answer within (5:00|4:5\d)/);
+  // The card says what a timeout answers, and pre-selects that and only
+  // that: q1 has no default (no option checked, unanswered), q2 takes Lint.
+  assert.match(await fx.locator('[data-interaction="q1"] .q-timeout').innerText(), /or it goes unanswered, which the agent takes as a denial\./);
+  assert.equal(await fx.locator('[data-interaction="q1"] input:checked').count(), 0, 'q1 pre-selects an option it has no default for');
+  assert.deepEqual(await fx.locator('[data-interaction="q2"] input:checked').evaluateAll((els) => els.map((e) => e.value)), ['lint']);
+  assert.match(await fx.locator('[data-interaction="q2"] .q-timeout').innerText(), /or it takes “Lint”\./);
   await fx.getByLabel('SQLite').check();
   await fx.locator('[data-interaction="q1"] button[type="submit"]').click();
   await fx.getByLabel('Tests').check();

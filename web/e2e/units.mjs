@@ -11,10 +11,11 @@ import { TOOL_CODES, CODES, toolErrorText, namedToolOutput, errorNote } from '..
 import { cleanTitle } from '../static/js/manage.js';
 import { pickBase, settingsPayload } from '../static/js/modelsetting.js';
 import {
-  MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL,
+  MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL, busyWait, upload,
 } from '../static/js/attach.js';
 import { WaitingBadge, titleFor, waitingCount } from '../static/js/badge.js';
 import { registerWorker } from '../static/js/worker.js';
+import { timeoutAnswer, timeoutFate } from '../static/js/timeoutsetting.js';
 
 let failed = 0;
 let passed = 0;
@@ -301,6 +302,13 @@ check('an upload\'s answer: the upload, or the master\'s coded error, or one fro
   assert.equal(errorText({ code: 'internal', message: 'the upload failed (HTTP 502)' }), 'the upload failed (HTTP 502)');
 });
 
+check('a busy upload is tried again after its Retry-After, 1 to 30 s, else 2 s', () => {
+  assert.equal(busyWait('2'), 2000);
+  assert.equal(busyWait('7'), 7000);
+  assert.equal(busyWait('3600'), 30000);
+  for (const bad of [null, '', '0', '-4', 'soon', 'Wed, 21 Oct 2015 07:28:00 GMT']) assert.equal(busyWait(bad), 2000);
+});
+
 check('tool images: only PNG, JPEG, GIF and WebP in valid base64 become data: URLs', () => {
   const png = 'iVBORw0KGgo=';
   assert.equal(imageDataURL({ media_type: 'image/png', data: png }), `data:image/png;base64,${png}`);
@@ -382,6 +390,49 @@ await checkAsync('registerWorker registers /sw.js at scope /, or resolves null w
   }
 });
 
+// An upload the master answers busy is tried again after its Retry-After;
+// abort() stops it while it waits.
+await checkAsync('a busy upload is tried again after Retry-After, and abort stops the wait', async () => {
+  const sent = [];
+  const answers = [];
+  globalThis.XMLHttpRequest = class {
+    constructor() { this.handlers = {}; this.upload = { addEventListener() {} }; }
+    open(method, url) { this.url = url; }
+    setRequestHeader() {}
+    addEventListener(ev, fn) { this.handlers[ev] = fn; }
+    getResponseHeader(h) { return h === 'Retry-After' ? this.retryAfter : null; }
+    abort() { this.handlers.abort?.(); }
+    send() {
+      sent.push(this.url);
+      const a = answers.shift();
+      if (!a) return; // never answered: hangs until aborted
+      Object.assign(this, a);
+      setTimeout(() => this.handlers.load(), 0);
+    }
+  };
+  try {
+    const busy = { status: 503, retryAfter: '1', responseText: JSON.stringify({ error: { code: 'busy', message: 'the master already receives 4 uploads at once' } }) };
+    const ok = { upload_id: 'upl_ok1', file_name: 'a.txt', mime_type: 'text/plain', size_bytes: 1, expires_at: '2026-12-03T00:00:00Z' };
+    answers.push(busy, busy, { status: 201, responseText: JSON.stringify(ok) });
+    const start = Date.now();
+    const res = await upload('s1', new Blob(['a']), 'a.txt', () => {}).done;
+    assert.deepEqual(res, { upload: ok });
+    assert.equal(sent.length, 3);
+    assert.ok(Date.now() - start >= 1900, `tried again after ${Date.now() - start} ms, want Retry-After's 1 s each time`);
+
+    answers.push(busy);
+    const up = upload('s1', new Blob(['a']), 'a.txt', () => {});
+    await new Promise((r) => { setTimeout(r, 50); });
+    const t0 = Date.now();
+    up.abort();
+    assert.equal((await up.done).error.code, 'cancelled');
+    assert.ok(Date.now() - t0 < 500, 'abort did not end the wait');
+    assert.equal(sent.length, 4);
+  } finally {
+    delete globalThis.XMLHttpRequest;
+  }
+});
+
 // The rename form's pre-check takes a title as protocol.CleanTitle does
 // (web/units_test.go makes the vectors with it).
 const titles = JSON.parse(await fs.readFile(process.argv[4], 'utf8'));
@@ -400,6 +451,25 @@ check('an effort picked before the model pick is confirmed keeps that model', ()
     { permission_timeout_ms: 60000, model: 'claude-sonnet-4-5', effort: 'high' });
   assert.deepEqual(settingsPayload(pickBase(inForce, null), { effort: 'high' }),
     { permission_timeout_ms: 60000, effort: 'high' });
+});
+
+// What a question's card says a timeout will answer is what the master
+// applies (web/units_test.go makes the vectors with protocol TimeoutAnswer).
+const timeouts = JSON.parse(await fs.readFile(process.argv[5], 'utf8'));
+check(`the card's timeout answer agrees with protocol TimeoutAnswer on ${timeouts.length} requests`, () => {
+  const wrong = timeouts.filter((v) => JSON.stringify(timeoutAnswer(v.req)) !== JSON.stringify(v.answer));
+  assert.deepEqual(wrong.slice(0, 3).map((v) => ({ ...v, got: timeoutAnswer(v.req) })), []);
+});
+
+check('the card says which answer a timeout applies', () => {
+  const perm = { kind: 'permission', options: [{ value: 'allow_once', label: 'Allow once' }, { value: 'deny', label: 'Deny' }] };
+  assert.equal(timeoutFate({ ...perm, default_value: 'deny' }), 'it is denied');
+  assert.equal(timeoutFate(perm), 'it is denied');
+  const pick = { kind: 'single_select', options: [{ value: 'pg', label: 'PostgreSQL' }, { value: 'lite', label: 'SQLite' }] };
+  assert.equal(timeoutFate({ ...pick, default_value: 'lite' }), 'it takes “SQLite”');
+  assert.equal(timeoutFate(pick), 'it goes unanswered, which the agent takes as a denial');
+  assert.equal(timeoutFate({ kind: 'multi_select', options: pick.options, default_value: 'pg, lite' }), 'it takes “PostgreSQL”, “SQLite”');
+  assert.equal(timeoutFate({ kind: 'text_input', default_value: 'no' }), 'it is answered “no”');
 });
 
 console.log(`${passed} checks passed, ${failed} failed`);

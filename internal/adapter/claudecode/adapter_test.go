@@ -398,6 +398,10 @@ func TestPermissionAnswers(t *testing.T) {
 			if ir.Kind != protocol.InteractionPermission || ir.ToolName != "Bash" || !strings.Contains(ir.Title, "make target") {
 				t.Errorf("interaction %+v", ir)
 			}
+			// It advertises what a timeout does (the case "timeout": deny).
+			if ir.DefaultValue != protocol.Deny {
+				t.Errorf("default_value %q, want deny: a timeout denies", ir.DefaultValue)
+			}
 			if !slices.ContainsFunc(ir.Options, func(o protocol.Option) bool {
 				return o.Value == protocol.AllowAlways && strings.Contains(o.Description, "Bash(make:*)")
 			}) {

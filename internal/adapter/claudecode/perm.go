@@ -410,7 +410,7 @@ func (s *session) permissionRequest(turnID string, req *controlRequest, call per
 		Title:         shorten(title, 1000),
 		Message:       runecut.Ellipsis(msg.String(), 60<<10),
 		Options:       opts,
-		DefaultValue:  protocol.AllowOnce,
+		DefaultValue:  protocol.Deny, // what a timeout does: it never grants
 		ToolUseID:     runecut.Ellipsis(req.ToolUseID, 256),
 		ToolName:      runecut.Ellipsis(req.ToolName, 256),
 		ToolInput:     eventInput(req.Input),

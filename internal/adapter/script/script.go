@@ -314,22 +314,11 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 // absolute paths for the arguments. Tokens whose file leaves the workspace
 // become their display path.
 func (s *session) prepare(pr fileref.Prompt) (text string, args []string) {
-	parts := make([]fileref.Part, len(pr.Parts))
-	for i, p := range pr.Parts {
-		if !p.IsFile() {
-			parts[i] = p
-			continue
-		}
-		rel, ok := s.confine(*p.File)
-		if !ok {
-			parts[i] = fileref.Part{Text: p.DisplayPath}
-			continue
-		}
-		f := *p.File
+	text, rels := pr.Resolve(func(f protocol.FileReference) (protocol.FileReference, bool) {
+		rel, ok := s.confine(f)
 		f.Path, f.WorkspaceRelativePath = rel, rel
-		parts[i] = fileref.Part{File: &f, DisplayPath: p.DisplayPath}
-	}
-	text, rels := fileref.Prompt{Parts: parts}.ScriptArgs()
+		return f, ok
+	}).ScriptArgs()
 	for _, rel := range rels {
 		args = append(args, filepath.Join(s.ws, rel))
 	}

@@ -4,25 +4,27 @@ import (
 	"mime"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/ferry-dev/ferry/protocol"
 )
 
 // maxFileNameBytes bounds the file name a download offers.
 const maxFileNameBytes = 200
 
 // safeFileName is the name a download offers for an artifact's file name:
-// never empty, valid UTF-8, without path separators, control characters
-// or the invisible and bidirectional formatting characters that could
-// disguise an extension (a right-to-left override turns "invoice<RLO>fdp.exe"
-// into what reads as "invoiceexe.pdf"), at most maxFileNameBytes.
+// never empty, valid UTF-8, without path separators or the characters no
+// name may hold (protocol.HiddenRune: control characters, and the invisible
+// and bidirectional formatting characters that could disguise an
+// extension: a right-to-left override turns "invoice<RLO>fdp.exe" into what
+// reads as "invoiceexe.pdf"), at most maxFileNameBytes.
 func safeFileName(name string) string {
 	var b strings.Builder
 	for _, r := range strings.ToValidUTF8(name, "\uFFFD") {
 		switch {
 		case r == '/' || r == '\\':
 			r = '_'
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
+		case protocol.HiddenRune(r):
 			continue
 		}
 		if b.Len()+utf8.RuneLen(r) > maxFileNameBytes {

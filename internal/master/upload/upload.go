@@ -33,8 +33,16 @@
 //     not expired. Serve hands out the bytes only for a valid, unexpired
 //     grant of that upload, as the sniffed type, with nosniff, no caching,
 //     as an attachment in a sandbox.
-//   - At most a few uploads are read at once (each holds its file in memory
-//     until it is stored); the others wait for a slot.
+//   - At most Config.MaxReceiving uploads are read at once (each holds its
+//     file in memory until it is stored), and at most
+//     Config.MaxReceivingPerOwner of one UI token. An upload waits for a
+//     slot at most Config.SlotWait, then is answered 503 busy with
+//     Retry-After: never a hang.
+//   - A slot cannot be held by a peer that stalls: while it holds one, its
+//     body must bring at least Config.MinRate bytes a second over every
+//     Config.RateWindow and arrive whole within Config.BodyTimeout, or it
+//     is answered 408 and its connection closed. Both are the
+//     connection's read deadline, so a stalled read returns.
 //   - Internal errors are logged and answered as code internal only; the
 //     mapping is in one function (writeError).
 package upload
@@ -81,10 +89,21 @@ const multipartSlack = 64 << 10
 // maxFileNameLen matches context_files' file_name limit.
 const maxFileNameLen = 1024
 
-// maxReceiving bounds the uploads read at once: each holds its file in
-// memory until it is stored, so more wait for a slot (bounded memory,
-// MaxBytes each) rather than all reading together.
-const maxReceiving = 4
+// Defaults of Config's receive bounds. The uploads read at once each hold
+// their file in memory until it is stored, so the others wait for a slot
+// (bounded memory, MaxBytes each) rather than all reading together; a
+// slot is held only while the body keeps coming.
+const (
+	DefaultMaxReceiving         = 4
+	DefaultMaxReceivingPerOwner = 2
+	DefaultSlotWait             = 5 * time.Second
+	DefaultBodyTimeout          = 5 * time.Minute
+	DefaultMinRate              = 4 << 10 // bytes a second
+	DefaultRateWindow           = 10 * time.Second
+)
+
+// retryAfter is what a busy answer tells the uploader to wait.
+const retryAfter = 2 * time.Second
 
 // Config configures a Service.
 type Config struct {
@@ -106,14 +125,24 @@ type Config struct {
 	Quota store.UploadQuota
 	// Logger receives failures; nil: discard.
 	Logger *slog.Logger
-	// Now is the clock; nil: time.Now.
+	// Now is the clock of expiries; nil: time.Now. (Reading a body is
+	// timed by the real clock: it sets the connection's deadlines.)
 	Now func() time.Time
+
+	// MaxReceiving bounds the uploads read at once, MaxReceivingPerOwner
+	// those of one UI token; SlotWait is how long an upload waits for a
+	// slot before it is answered busy. MinRate (bytes a second, over each
+	// RateWindow) and BodyTimeout bound a body while it holds a slot.
+	// Zero takes the Default* value.
+	MaxReceiving, MaxReceivingPerOwner int
+	SlotWait, BodyTimeout, RateWindow  time.Duration
+	MinRate                            int64
 }
 
 // Service receives, grants and serves uploads.
 type Service struct {
 	cfg   Config
-	slots chan struct{} // one per upload being read (maxReceiving)
+	slots *slots // the uploads being read
 }
 
 // New checks cfg and fills its defaults.
@@ -141,7 +170,21 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg, slots: make(chan struct{}, maxReceiving)}, nil
+	cfg.MaxReceiving = orDefault(cfg.MaxReceiving, DefaultMaxReceiving)
+	cfg.MaxReceivingPerOwner = orDefault(cfg.MaxReceivingPerOwner, DefaultMaxReceivingPerOwner)
+	cfg.SlotWait = orDefault(cfg.SlotWait, DefaultSlotWait)
+	cfg.BodyTimeout = orDefault(cfg.BodyTimeout, DefaultBodyTimeout)
+	cfg.RateWindow = orDefault(cfg.RateWindow, DefaultRateWindow)
+	cfg.MinRate = orDefault(cfg.MinRate, DefaultMinRate)
+	return &Service{cfg: cfg, slots: newSlots(cfg.MaxReceiving, cfg.MaxReceivingPerOwner)}, nil
+}
+
+// orDefault is v, or def when v is not positive.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // quota is v with 0 as def and a negative value as no bound (0 in the store).
@@ -171,6 +214,8 @@ type Answer struct {
 type Error struct {
 	Status int
 	Wire   *protocol.Error
+	// RetryAfter, when set, is sent as Retry-After (whole seconds).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Wire.Code + ": " + e.Wire.Message }
@@ -202,6 +247,9 @@ func (s *Service) WriteError(w http.ResponseWriter, r *http.Request, err error) 
 		s.cfg.Logger.Error("upload request failed", "route", r.Pattern, "err", err)
 		e = refuse(http.StatusInternalServerError, protocol.CodeInternal, "", "internal error")
 	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
+	}
 	writeJSON(w, e.Status, struct {
 		Error *protocol.Error `json:"error"`
 	}{e.Wire})
@@ -219,7 +267,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // Receive handles POST /v1/sessions/{session_id}/uploads for owner, the
 // UI token the master authenticated the request as.
 func (s *Service) Receive(w http.ResponseWriter, r *http.Request, owner store.Token) {
-	ans, err := s.receive(r, owner)
+	ans, err := s.receive(w, r, owner)
 	if err != nil {
 		// Whatever is left of a refused body is not read: close instead
 		// of draining up to the cap.
@@ -230,7 +278,7 @@ func (s *Service) Receive(w http.ResponseWriter, r *http.Request, owner store.To
 	writeJSON(w, http.StatusCreated, ans)
 }
 
-func (s *Service) receive(r *http.Request, owner store.Token) (*Answer, error) {
+func (s *Service) receive(w http.ResponseWriter, r *http.Request, owner store.Token) (*Answer, error) {
 	ctx := r.Context()
 	sessionID := r.PathValue("session_id")
 	if err := s.checkSession(ctx, sessionID, owner); err != nil {
@@ -239,42 +287,24 @@ func (s *Service) receive(r *http.Request, owner store.Token) (*Answer, error) {
 	if r.ContentLength > s.cfg.MaxBytes+multipartSlack {
 		return nil, s.tooLarge()
 	}
-	select {
-	case s.slots <- struct{}{}:
-		defer func() { <-s.slots }()
-	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for an upload slot: %w", ctx.Err())
+	release, err := s.slots.acquire(ctx, owner.ID, s.cfg.SlotWait)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
 		return nil, refuse(http.StatusUnsupportedMediaType, protocol.CodeUnsupported, "Content-Type", "send multipart/form-data with one part named \"file\"")
 	}
-	body := http.MaxBytesReader(nil, r.Body, s.cfg.MaxBytes+multipartSlack)
-	mr := multipart.NewReader(body, params["boundary"])
-	part, err := mr.NextPart()
-	if err != nil {
-		return nil, bodyError(err, s)
-	}
-	if part.FormName() != "file" {
-		return nil, refuse(http.StatusBadRequest, protocol.CodeInvalidValue, "file", "the body must hold exactly one part, named \"file\"")
-	}
-	name, err := fileName(part)
+	paced, err := s.pace(w, r.Body)
 	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(part, s.cfg.MaxBytes+1))
+	name, data, err := s.readFile(paced, params["boundary"])
 	if err != nil {
-		return nil, bodyError(err, s)
+		return nil, err
 	}
-	if int64(len(data)) > s.cfg.MaxBytes {
-		return nil, s.tooLarge()
-	}
-	if _, err := mr.NextPart(); !errors.Is(err, io.EOF) {
-		if err == nil {
-			return nil, refuse(http.StatusBadRequest, protocol.CodeInvalidValue, "file", "the body must hold exactly one part, named \"file\"")
-		}
-		return nil, bodyError(err, s)
-	}
+	paced.finish()
 	sniffed, err := attachment.Sniff(name, data)
 	if err != nil {
 		return nil, refuse(http.StatusUnsupportedMediaType, protocol.CodeUnsupported, "file",
@@ -297,6 +327,37 @@ func (s *Service) receive(r *http.Request, owner store.Token) (*Answer, error) {
 		return nil, fmt.Errorf("store upload: %w", err)
 	}
 	return &Answer{UploadID: id, FileName: name, MimeType: sniffed, SizeBytes: u.Size, ExpiresAt: u.ExpiresAt}, nil
+}
+
+// readFile reads the multipart body: one part named "file", its bare
+// name and at most MaxBytes of content.
+func (s *Service) readFile(body *pacedBody, boundary string) (string, []byte, error) {
+	mr := multipart.NewReader(http.MaxBytesReader(nil, body, s.cfg.MaxBytes+multipartSlack), boundary)
+	part, err := mr.NextPart()
+	if err != nil {
+		return "", nil, s.bodyError(err, body)
+	}
+	if part.FormName() != "file" {
+		return "", nil, refuse(http.StatusBadRequest, protocol.CodeInvalidValue, "file", "the body must hold exactly one part, named \"file\"")
+	}
+	name, err := fileName(part)
+	if err != nil {
+		return "", nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(part, s.cfg.MaxBytes+1))
+	if err != nil {
+		return "", nil, s.bodyError(err, body)
+	}
+	if int64(len(data)) > s.cfg.MaxBytes {
+		return "", nil, s.tooLarge()
+	}
+	if _, err := mr.NextPart(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return "", nil, refuse(http.StatusBadRequest, protocol.CodeInvalidValue, "file", "the body must hold exactly one part, named \"file\"")
+		}
+		return "", nil, s.bodyError(err, body)
+	}
+	return name, data, nil
 }
 
 // quotaText says the session quota, e.g. "20 files, 100 MiB together".
@@ -328,9 +389,11 @@ func (s *Service) tooLarge() *Error {
 }
 
 // bodyError classifies a failure reading the multipart body.
-func bodyError(err error, s *Service) error {
+func (s *Service) bodyError(err error, body *pacedBody) error {
 	var mbe *http.MaxBytesError
 	switch {
+	case body.cut != nil:
+		return body.cut
 	case errors.As(err, &mbe):
 		return s.tooLarge()
 	case errors.Is(err, io.EOF):

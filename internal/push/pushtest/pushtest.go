@@ -64,12 +64,14 @@ type Message struct {
 
 // Reply is what the Server answers one request to an endpoint: a status
 // (0: 201), a Retry-After value, and an optional wait before answering
-// (until the request's context ends, when Block).
+// (until the request's context ends, when Block). Close answers nothing
+// and closes the connection (the sender sees a network error).
 type Reply struct {
 	Status     int
 	RetryAfter string
 	Delay      time.Duration
 	Block      bool
+	Close      bool
 }
 
 // Server is the stand-in push service. Besides the endpoints, GET
@@ -247,6 +249,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if sub == nil {
 		http.Error(w, "no such subscription", http.StatusNotFound)
+		return
+	}
+	if reply.Close {
+		if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = c.Close()
+		}
 		return
 	}
 	if reply.Block {

@@ -12,7 +12,8 @@
 // Guarantees, beyond those store.Store lists:
 //
 //   - The file is created 0600 and a missing parent directory 0700; SQLite
-//     gives its -wal and -shm files the database file's mode.
+//     gives its -wal and -shm files the database file's mode; a file an
+//     older ferry left looser is tightened on Open (internal/sqlitefile).
 //   - Writes go through one connection and every write transaction is BEGIN
 //     IMMEDIATE, so writers never deadlock or fail midway on a lock, even
 //     against another process on the same file (it waits busy_timeout).
@@ -31,11 +32,13 @@
 //     a WAL over after a complete one, so under a steady stream of writes
 //     it grew by every page written (about 100 MB/s at 5,000 events/s)
 //     until the writes paused. Past walBound (1 GiB) the checkpointer
-//     finishes the checkpoint on the writer's connection, holding writes
-//     for that moment (two fsyncs), and the next write starts the WAL over.
-//     The file keeps its size (up to walBound): truncating it there freed
-//     up to 1 GiB of blocks, and on ext4 with discard that held every
-//     write 300-450 ms.
+//     catches up off the write path (it flushes the WAL, then copies what
+//     was written meanwhile), then finishes the checkpoint on the writer's
+//     connection, holding writes for that moment (two fsyncs of little
+//     data), and the next write starts the WAL over. The file keeps its
+//     size (up to twice walBound): truncating it freed blocks, and on ext4
+//     with discard that held every write 300-450 ms for 1 GiB, 55 ms for
+//     the few megabytes written past the bound.
 //   - The schema is migrated forward on Open (numbered files under
 //     migrations/, recorded in schema_migrations); a file written by a
 //     newer ferry is refused rather than misread.
@@ -55,7 +58,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +66,7 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/ferry-dev/ferry/internal/sqlitefile"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/internal/check"
 	"github.com/ferry-dev/ferry/internal/store/internal/migrate"
@@ -126,6 +129,7 @@ type Store struct {
 	pageSize int64   // the file's page size, for the WAL's size
 
 	dirty     atomic.Bool        // written since the last complete checkpoint
+	wal       *os.File           // the -wal file, for catchUp's flushes; nil if it could not be opened
 	stop      context.CancelFunc // ends the checkpointer
 	stopped   chan struct{}      // closed when it has ended
 	closeOnce sync.Once
@@ -145,20 +149,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: open: empty path")
 	}
-	abs, err := filepath.Abs(path)
+	// 0600 from the start, and tightened if an older ferry left it
+	// looser; the three handles below then find it prepared.
+	abs, err := sqlitefile.Prepare(path)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	// Create the file ourselves so that it gets 0600 (SQLite would use
-	// 0644); SQLite copies this mode to the -wal and -shm files.
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600) //nolint:gosec // the path is the operator's choice
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
@@ -170,6 +164,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// The checkpointer lives until Close, not until Open's ctx ends.
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = cancel
+	// A handle of our own on the WAL for catchUp's flushes. It is closed
+	// only after SQLite's connections: closing any descriptor of a file
+	// drops the process's POSIX locks on it.
+	if f, err := os.Open(abs + "-wal"); err == nil { //nolint:gosec // the store's own file
+		s.wal = f
+	}
 	go s.checkpointer(bg)
 	return s, nil
 }
@@ -187,10 +187,10 @@ func (s *Store) open(ctx context.Context, abs string) error {
 		"_foreign_keys": {"1"},
 		"_busy_timeout": {timeout},
 		// The checkpointer goroutine does it, off the write path.
-		// The WAL is not truncated below the bound when it starts over:
-		// freeing its blocks costs the next writes far more than reusing
-		// them (see the package doc).
-		"_pragma": {"wal_autocheckpoint(0)", fmt.Sprintf("journal_size_limit(%d)", walBound)},
+		// The WAL is not truncated when it starts over, unless it went
+		// past twice the bound: freeing its blocks costs the next writes
+		// far more than reusing them (see the package doc).
+		"_pragma": {"wal_autocheckpoint(0)", fmt.Sprintf("journal_size_limit(%d)", 2*walBound)},
 	}, 1, &s.w); err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (s *Store) open(ctx context.Context, abs string) error {
 // pings it. Its connections are never recycled: the writer's prepared
 // statements stay valid, and no reader pays for reopening the file.
 func openHandle(ctx context.Context, abs string, q url.Values, n int, dst **sql.DB) error {
-	db, err := sql.Open("sqlite", dsn(abs, q))
+	db, err := sqlitefile.Open(abs, q)
 	if err != nil {
 		return err
 	}
@@ -254,13 +254,44 @@ func (s *Store) checkpointer(ctx context.Context) {
 		}
 		logFrames, done, err := checkpointOn(ctx, s.ck)
 		if err == nil && int64(logFrames)*(s.pageSize+walFrameHeader) >= walBound {
-			logFrames, done, err = s.resetWAL(ctx)
+			logFrames, done, err = s.catchUp(ctx)
+			if err == nil {
+				logFrames, done, err = s.resetWAL(ctx)
+			}
 		}
 		if err != nil || done < logFrames {
 			s.dirty.Store(true) // try again next tick
 		}
 	}
 }
+
+// catchUp brings the checkpoint close to the WAL's end without holding
+// the writer, so that resetWAL's hold is short. It first flushes the WAL's
+// written pages to the disk: the hold's checkpoint starts with an fsync of
+// the WAL, which would otherwise write out everything since the last
+// checkpoint, tens of megabytes under a steady stream, inside the hold.
+// Then passive rounds copy what was written meanwhile, until at most
+// catchUpFrames are left or catchUpRounds have run.
+func (s *Store) catchUp(ctx context.Context) (logFrames, done int, err error) {
+	if s.wal != nil {
+		_ = s.wal.Sync() // best effort: the checkpoint syncs again
+	}
+	for range catchUpRounds {
+		if logFrames, done, err = checkpointOn(ctx, s.ck); err != nil || logFrames-done <= catchUpFrames {
+			break
+		}
+	}
+	return logFrames, done, err
+}
+
+// catchUpFrames and catchUpRounds bound catchUp: what may be left for the
+// writer's hold (1,024 frames, 4 MB at 4 KB a page) and how many passive
+// rounds may try to get there (the WAL grows meanwhile); when the writes
+// outpace the copying, the hold copies the rest.
+const (
+	catchUpFrames = 1024
+	catchUpRounds = 3
+)
 
 // walFrameHeader is the bytes SQLite writes before each page in the WAL.
 const walFrameHeader = 24
@@ -287,13 +318,6 @@ func checkpointOn(ctx context.Context, q interface {
 	var busy int
 	err = q.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &logFrames, &done)
 	return logFrames, done, err
-}
-
-// dsn is the driver's URI for the absolute path abs: the path is escaped so
-// that '?', '#' and '%' in a file name stay part of it.
-func dsn(abs string, q url.Values) string {
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
-	return u.String()
 }
 
 // migrate applies the pending migrations and records them, all in one
@@ -355,6 +379,9 @@ func (s *Store) Close() error {
 			_, _ = s.ck.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`)
 		}
 		errs = append(errs, s.closeDBs())
+		if s.wal != nil {
+			errs = append(errs, s.wal.Close())
+		}
 		if err := errors.Join(errs...); err != nil {
 			s.closeErr = fmt.Errorf("sqlite: close: %w", err)
 		}

@@ -395,14 +395,16 @@ func TestSearchUsesPartialIndex(t *testing.T) {
 // TestWALKeepsItsBlocks: when the WAL starts over past its bound, SQLite
 // truncates the file to journal_size_limit. Truncating a 1 GiB WAL to
 // 64 MB freed the rest, which held every write 300-450 ms (ext4 with
-// discard) at each reset; the limit is the bound, so nothing is freed.
+// discard); with the limit at the bound, what was written between the
+// bound's check and the reset was freed, 55 ms more. The limit leaves room
+// for that: twice the bound.
 func TestWALKeepsItsBlocks(t *testing.T) {
 	s := openAt(t, filepath.Join(t.TempDir(), "ferry.db"))
 	limit, bound, err := sqlite.JournalSizeLimit(t.Context(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if limit != bound {
-		t.Fatalf("journal_size_limit = %d, want the WAL bound %d", limit, bound)
+	if limit != 2*bound {
+		t.Fatalf("journal_size_limit = %d, want twice the WAL bound %d", limit, bound)
 	}
 }

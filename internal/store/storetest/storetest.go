@@ -93,6 +93,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"LeaseExpiry", testLeaseExpiry},
 		{"PushSubscriptions", testPushSubscriptions},
 		{"PushSubscriptionBound", testPushSubscriptionBound},
+		{"PushSubscriptionOwner", testPushSubscriptionOwner},
 		{"Ping", testPing},
 		{"ContextCancelled", testContextCancelled},
 		{"BadInput", testBadInput},

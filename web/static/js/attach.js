@@ -185,27 +185,58 @@ function storedKey() {
 }
 
 /**
+ * busyWait is how long to wait before trying a busy upload again, in ms:
+ * its Retry-After (whole seconds, 1 to 30), else 2 s.
+ */
+export function busyWait(retryAfter) {
+  const n = Number.parseInt(retryAfter, 10);
+  return (Number.isFinite(n) && n >= 1 ? Math.min(n, 30) : 2) * 1000;
+}
+
+/** MAX_BUSY_TRIES bounds the tries of an upload the master keeps answering busy. */
+const MAX_BUSY_TRIES = 60;
+
+/**
  * upload sends file to the session's uploads with XMLHttpRequest (fetch
  * reports no upload progress). onProgress gets a fraction; the promise
- * resolves with uploadOutcome's answer, never rejects. abort() stops it.
+ * resolves with uploadOutcome's answer, never rejects. An answer busy (the
+ * master already reads as many uploads as it takes at once) is tried
+ * again after its Retry-After. abort() stops it.
  */
 export function upload(sessionId, file, name, onProgress) {
-  const xhr = new XMLHttpRequest();
-  const done = new Promise((resolve) => {
+  const cancelled = { error: { code: 'cancelled', field: '', message: 'the upload was stopped' } };
+  let xhr = null;
+  let stopped = false;
+  let wake = () => {};
+  const once = () => new Promise((resolve) => {
+    xhr = new XMLHttpRequest();
     xhr.open('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/uploads`);
     const key = storedKey();
     if (key) xhr.setRequestHeader(KEY_HEADER, key);
     xhr.upload.addEventListener('progress', (e) => {
       if (e.lengthComputable && e.total) onProgress(e.loaded / e.total);
     });
-    xhr.addEventListener('load', () => resolve(uploadOutcome(xhr.status, xhr.responseText)));
-    xhr.addEventListener('error', () => resolve(uploadOutcome(0, '')));
-    xhr.addEventListener('abort', () => resolve({ error: { code: 'cancelled', field: '', message: 'the upload was stopped' } }));
+    xhr.addEventListener('load', () => resolve({ res: uploadOutcome(xhr.status, xhr.responseText), retryAfter: xhr.getResponseHeader('Retry-After') }));
+    xhr.addEventListener('error', () => resolve({ res: uploadOutcome(0, '') }));
+    xhr.addEventListener('abort', () => resolve({ res: cancelled }));
     const form = new FormData();
     form.append('file', file, name);
     xhr.send(form);
   });
-  return { done, abort: () => xhr.abort() };
+  const done = (async () => {
+    for (let tries = 1; ; tries++) {
+      const { res, retryAfter } = await once();
+      if (stopped) return cancelled;
+      if (res.error?.code !== 'busy' || tries >= MAX_BUSY_TRIES) return res;
+      onProgress(0);
+      await new Promise((r) => {
+        const id = setTimeout(r, busyWait(retryAfter));
+        wake = () => { clearTimeout(id); r(); };
+      });
+      if (stopped) return cancelled;
+    }
+  })();
+  return { done, abort: () => { stopped = true; xhr?.abort(); wake(); } };
 }
 
 let chipSeq = 0;

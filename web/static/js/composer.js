@@ -665,6 +665,7 @@ export class Composer {
   pick(c) {
     const { at } = this.popup;
     const file = { path: c.path, display_path: c.path };
+    if (c.workspace_id) file.workspace_id = c.workspace_id; // scope global: path is relative to it
     if (c.name) file.name = c.name;
     if (c.extension) file.extension = c.extension;
     if (c.mime_type) file.mime_type = c.mime_type;

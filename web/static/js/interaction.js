@@ -7,6 +7,7 @@
 import { h, formatDuration, shorten } from './util.js';
 import { renderDiff } from './diff.js';
 import { renderMarkdown } from './markdown.js';
+import { timeoutFate } from './timeoutsetting.js';
 
 const OUTCOME = { answered: 'Answered', timeout: 'Timed out', cancelled: 'Closed: the turn ended' };
 
@@ -94,11 +95,13 @@ export function renderInteraction(it, respond, denyNote = false) {
       card.appendChild(h('div', { class: 'q-note-row' },
         h('label', { for: noteID, class: 'small muted', text: 'Note with a denial (the agent reads it)' }), note));
     }
+    // Only the default (what a timeout answers) is marked: nothing else is
+    // presented as the answer the question gets on its own.
     const row = h('div', { class: 'q-actions' });
     for (const o of opts) {
       const deny = o.value === 'deny';
       row.appendChild(h('button', {
-        type: 'button', class: `btn ${deny ? 'danger' : o.value === req.default_value || (!req.default_value && o === opts[0]) ? 'primary' : ''}`,
+        type: 'button', class: `btn ${deny ? 'danger' : o.value === req.default_value ? 'primary' : ''}`,
         disabled: it.sending, title: o.description || false, dataset: { value: o.value }, text: o.label,
         onclick: () => send(o.value, undefined, deny && note ? (it.note || '') : undefined),
       }));
@@ -112,7 +115,7 @@ export function renderInteraction(it, respond, denyNote = false) {
     opts.forEach((o, i) => {
       const id = `${titleID}-o${i}`;
       fs.appendChild(h('div', { class: 'q-option' },
-        h('input', { type: multi ? 'checkbox' : 'radio', name: titleID, id, value: o.value, checked: defaults.has(o.value) || (!multi && !defaults.size && i === 0) }),
+        h('input', { type: multi ? 'checkbox' : 'radio', name: titleID, id, value: o.value, checked: defaults.has(o.value) }),
         h('label', { for: id }, h('span', { text: o.label }), o.description ? h('span', { class: 'muted small', text: ` ${o.description}` }) : null)));
     });
     form.appendChild(fs);
@@ -154,19 +157,6 @@ export function renderInteraction(it, respond, denyNote = false) {
 
 function cssID(s) {
   return String(s).replace(/[^A-Za-z0-9_-]/g, '_');
-}
-
-/**
- * timeoutFate says what a timeout does to the question: a permission is
- * denied whatever its default (a timeout never grants), any other question
- * takes its default when it has one (protocol TimeoutAnswer).
- */
-function timeoutFate(req) {
-  const opts = req.options || [];
-  const label = (v) => opts.find((o) => o.value === v)?.label || v;
-  if (req.kind === 'permission' || !req.default_value) return 'it is denied';
-  if (req.kind === 'text_input') return `it is answered “${shorten(req.default_value, 60)}”`;
-  return `it takes ${req.default_value.split(',').map((v) => `“${label(v.trim())}”`).join(', ')}`;
 }
 
 /**

@@ -13,9 +13,13 @@ import { CODES } from './codes.js';
 /** MAX_TITLE mirrors protocol.MaxTitleRunes. */
 export const MAX_TITLE = 200;
 
-// A control or bidirectional-override character: the master refuses them
-// (protocol.CleanTitle), so the form says so first.
-const BAD_TITLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+// A character no name may hold (protocol.HiddenRune): control (Cc), format
+// (Cf: bidirectional controls, zero-width characters, the byte-order mark,
+// tags), line and paragraph separators, and Unicode's other
+// default-ignorable code points (listed: JavaScript has no property for
+// them). The master refuses them (protocol.CleanTitle), so the form says
+// so first.
+const BAD_TITLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u034f\u115f\u1160\u17b4\u17b5\u2065\u3164\uffa0\ufff0-\ufff8\u{e0000}-\u{e00ff}\u{e01f0}-\u{e0fff}]/u;
 
 // The white space Go's strings.TrimSpace trims (unicode.IsSpace), which
 // differs from String.prototype.trim (U+0085 in, U+FEFF out).
@@ -30,7 +34,7 @@ const EDGES = new RegExp(`^${SPACE}+|${SPACE}+$`, 'g');
 export function cleanTitle(title) {
   const t = title.replace(EDGES, '');
   if ([...t].length > MAX_TITLE) return { title: t, problem: `A title has at most ${MAX_TITLE} characters.` };
-  if (BAD_TITLE.test(t)) return { title: t, problem: 'A title cannot hold control characters.' };
+  if (BAD_TITLE.test(t)) return { title: t, problem: 'A title cannot hold control characters or invisible formatting (such as zero-width or right-to-left marks).' };
   return { title: t, problem: '' };
 }
 

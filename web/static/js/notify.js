@@ -92,6 +92,7 @@ async function api(method, path, body) {
   if (!resp.ok) {
     const e = new Error(data?.error?.message || `HTTP ${resp.status}`);
     e.code = data?.error?.code || 'internal';
+    e.status = resp.status;
     throw e;
   }
   return data;
@@ -219,21 +220,27 @@ export class Notifier {
       this.say(`The master did not give its push key: ${e.message}`, 'error');
       return;
     }
-    let sub;
-    try {
-      sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64urlToBytes(key) });
-    } catch (e) {
-      this.input.checked = false;
-      this.say(`This browser could not subscribe to its push service (${e.message || e.name}). Notifications stay off on this device.`, 'error');
-      return;
-    }
-    try {
-      await api('POST', '/v1/push/subscriptions', { ...sub.toJSON(), label: deviceLabel() });
-    } catch (e) {
-      await sub.unsubscribe().catch(() => {});
-      this.input.checked = false;
-      this.say(`The master refused this device's subscription: ${e.message}`, 'error');
-      return;
+    for (let fresh = false; ; fresh = true) {
+      let sub;
+      try {
+        sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64urlToBytes(key) });
+      } catch (e) {
+        this.input.checked = false;
+        this.say(`This browser could not subscribe to its push service (${e.message || e.name}). Notifications stay off on this device.`, 'error');
+        return;
+      }
+      try {
+        await api('POST', '/v1/push/subscriptions', { ...sub.toJSON(), label: deviceLabel() });
+        break;
+      } catch (e) {
+        await sub.unsubscribe().catch(() => {});
+        // 409: another sign-in (this browser's earlier one) owns this
+        // endpoint. Unsubscribed, the browser gets a new one: try once.
+        if (e.status === 409 && !fresh) continue;
+        this.input.checked = false;
+        this.say(`The master refused this device's subscription: ${e.message}`, 'error');
+        return;
+      }
     }
     this.input.checked = true;
     this.say('On: you are notified when an agent needs you or finishes.', 'on');

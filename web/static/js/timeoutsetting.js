@@ -1,15 +1,53 @@
 // The session's permission timeout, a setting in the session's header: how
-// long an agent's question waits for an answer before it times out (a
-// permission is then denied, any other question takes its default). It
+// long an agent's question waits for an answer before it times out (it
+// then takes its default_value: a permission's is deny, or none). It
 // sends control.session.settings; the client's session.settings (or
 // session.opened) says what is in force, and the master keeps it with the
 // session. The message carries all the session's settings, so the model
 // and effort in force go with it (settingsPayload).
 
-import { h, clear } from './util.js';
+import { h, clear, shorten } from './util.js';
 import { settingsPayload } from './modelsetting.js';
 
 const CHOICES = [60000, 300000, 600000, 1800000, 3600000, 0];
+
+/**
+ * timeoutAnswer is the answer a timeout applies to an interaction request,
+ * exactly as the master settles it (protocol InteractionRequest
+ * TimeoutAnswer): its default_value, as { values, text }, or null when it
+ * has none (no answer, which the agent takes as a denial). The decoder
+ * refuses a default a timeout would not apply, so this is the default it
+ * advertises.
+ */
+export function timeoutAnswer(req) {
+  const def = req.default_value || '';
+  if (!def) return null;
+  const has = (v) => (req.options || []).some((o) => o.value === v);
+  switch (req.kind) {
+    case 'permission':
+      return def === 'deny' && has(def) ? { values: [def], text: '' } : null;
+    case 'single_select':
+      return has(def) ? { values: [def], text: '' } : null;
+    case 'multi_select': {
+      const vals = def.split(',').map((v) => v.trim()).filter(Boolean);
+      return vals.length && vals.every(has) ? { values: vals, text: '' } : null;
+    }
+    case 'text_input':
+      return { values: [], text: def };
+    default:
+      return null;
+  }
+}
+
+/** timeoutFate says what a timeout will answer the question (timeoutAnswer). */
+export function timeoutFate(req) {
+  const ans = timeoutAnswer(req);
+  if (req.kind === 'permission') return 'it is denied'; // its default is deny, or no answer: a denial
+  if (!ans) return 'it goes unanswered, which the agent takes as a denial';
+  if (req.kind === 'text_input') return `it is answered “${shorten(ans.text, 60)}”`;
+  const label = (v) => (req.options || []).find((o) => o.value === v)?.label || v;
+  return `it takes ${ans.values.map((v) => `“${label(v)}”`).join(', ')}`;
+}
 
 /** timeoutLabel says a timeout briefly: 5 min, 1 h, 90 s, never. */
 export function timeoutLabel(ms) {

@@ -27,7 +27,8 @@ func scanPush(sc Scanner) (store.PushSubscription, error) {
 }
 
 // PutPushSubscription inserts p or replaces the subscription of its
-// endpoint, within the owner's bound.
+// endpoint when p's owner owns it or its owner has expired, within the
+// owner's bound.
 func (db *DB) PutPushSubscription(ctx context.Context, p store.PushSubscription, max int) error {
 	const op = "put push subscription"
 	if err := check.PushSubscription(p); err != nil {
@@ -57,14 +58,25 @@ func (db *DB) PutPushSubscription(ctx context.Context, p store.PushSubscription,
 				return fmt.Errorf("owner %s holds %d push subscriptions: %w", p.OwnerID, others, store.ErrQuota)
 			}
 		}
-		_, err = tx.ExecContext(ctx, db.q(`INSERT INTO push_subscriptions (`+pushCols+`) VALUES (?, ?, ?, ?, ?, ?)
+		// An existing row is replaced only for its own owner, or once its
+		// owner has expired: in the same statement, so that of tokens
+		// racing for one endpoint only the first writes it.
+		now := db.ts(check.OrNow(p.CreatedAt))
+		n, err = affected(tx.ExecContext(ctx, db.q(`INSERT INTO push_subscriptions (`+pushCols+`) VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth,
-			owner_id = excluded.owner_id, label = excluded.label, created_at = excluded.created_at`),
-			p.Endpoint, p.P256dh, p.Auth, p.OwnerID, p.Label, db.ts(check.OrNow(p.CreatedAt)))
-		if err != nil && db.D.IsForeignKey(err) {
+			owner_id = excluded.owner_id, label = excluded.label, created_at = excluded.created_at
+			WHERE push_subscriptions.owner_id = excluded.owner_id
+			OR push_subscriptions.owner_id IN (SELECT id FROM tokens WHERE expires_at IS NOT NULL AND expires_at <= ?)`),
+			p.Endpoint, p.P256dh, p.Auth, p.OwnerID, p.Label, now, now))
+		switch {
+		case err != nil && db.D.IsForeignKey(err):
 			return fmt.Errorf("push subscription: owner %s: %w", p.OwnerID, store.ErrNotFound)
+		case err != nil:
+			return err
+		case n == 0:
+			return fmt.Errorf("push subscription: the endpoint is another owner's: %w", store.ErrExists)
 		}
-		return err
+		return nil
 	})
 	return db.wrap(ctx, op, err)
 }
