@@ -179,7 +179,7 @@ func (t *turnRun) slash(ctx context.Context, line string) (Result, error) {
 	var reply string
 	switch strings.ToLower(name) {
 	case "/compact":
-		done, err := t.a.compact(ctx, arg, DefaultCompactRatio)
+		done, err := t.a.compact(ctx, arg, DefaultCompactRatio, false)
 		if err != nil {
 			return Result{}, err
 		}

@@ -526,6 +526,9 @@ func (s *session) emitFor(t *turn) adapter.Emit {
 			s.mode = mc.Mode
 			s.mu.Unlock()
 		}
+		if cd, ok := payload.(*protocol.CompactionDone); ok {
+			cd.FillRatio() // an automatic compaction (Claude Code's) reports its ratio too
+		}
 		payload = s.withTimeout(payload)
 		art, isArtifact := payload.(*protocol.Artifact)
 		if isArtifact && art.ArtifactID == "" {
@@ -607,6 +610,7 @@ func (s *session) compact(m *protocol.Message, p *protocol.SessionCompact) {
 		s.c.log.Error("compact", "session", s.id, "err", err)
 		ev = m.Reply(protocol.TypeAgentError, &protocol.AgentError{Code: protocol.AgentCodeCompactionFailed, Message: "the agent could not compact the session; the client's log has the details"})
 	} else {
+		res.FillRatio()
 		ev = m.Reply(protocol.TypeCompactionDone, res)
 	}
 	if err := s.c.emit(s.c.stop, ev); err != nil {

@@ -323,7 +323,7 @@ export class SessionState {
         applyRestored(this, msg);
         break;
       case 'agent.compaction.done':
-        this.addNote('info', `History compacted: ${p.tokens_before.toLocaleString()} → ${p.tokens_after.toLocaleString()} tokens.`);
+        this.addNote('info', `History compacted: ${p.tokens_before.toLocaleString()} → ${p.tokens_after.toLocaleString()} tokens${typeof p.achieved_ratio === 'number' ? ` (${Math.round(p.achieved_ratio * 100)} % of before)` : ''}.`);
         break;
       case 'agent.error':
         if (p.turn_id && this.turns.has(p.turn_id)) {
