@@ -10,8 +10,8 @@
 // and mode config its capability declares (AdapterCapability.Settings and
 // InputTypes) and refuses the others with code unsupported naming the
 // field (CheckPrompt, RefusePrompt, CheckCompact, CheckModeConfig): none is
-// silently ignored. Package adaptertest checks this, and the rest of the
-// contract, for each adapter.
+// silently ignored, on a slash command's path either (CheckSlash). Package
+// adaptertest checks this, and the rest of the contract, for each adapter.
 package adapter
 
 import (

@@ -28,8 +28,11 @@
 //   - Input types: text; continuation ("continue" when there is no new
 //     text); piped_stdin (framed as material, FramePipedStdin); slash
 //     commands /compact [instruction], /cost, /clear, /mode <m>, /help,
-//     which never call the model except /compact's summary. Referenced
-//     files travel as a list after the text (fileref's FileList form).
+//     which never call the model except /compact's summary: a slash
+//     command carrying config_overrides (bar output_format) or attached
+//     files is refused with code unsupported naming the field, never run
+//     without them. Referenced files travel as a list after the text
+//     (fileref's FileList form).
 //   - Attached files (Turn.Attachments) follow the text in the prompt's
 //     user message: images as image blocks (prepared as Read prepares
 //     them, PrepareAttachments), PDFs as document blocks, text as a text

@@ -168,6 +168,9 @@ func AttachedText(f attachment.File) string {
 	return fmt.Sprintf("The user attached the file %s (%s):\n<attached-file name=%q>\n%s\n</attached-file>", f.Name, f.MediaType, f.Name, strings.TrimRight(string(f.Data), "\n"))
 }
 
+// slashNames names the commands of input_type slash_command.
+const slashNames = "/compact, /cost, /clear, /mode, /help"
+
 // slashHelp lists the commands of input_type slash_command.
 const slashHelp = "Commands: /compact [instruction], /cost, /clear, /mode default|plan|review, /help."
 

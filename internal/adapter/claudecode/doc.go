@@ -31,7 +31,10 @@
 //     switch's config are refused with code unsupported naming them.
 //   - Input types: text and slash_command (Claude Code's own commands) go
 //     as typed; piped_stdin is framed as material the user piped, not as
-//     the instruction; continuation asks to continue where it left off.
+//     the instruction; continuation asks to continue where it left off. A
+//     slash command's settings are the CLI's flags as a prompt's are;
+//     attached files are refused on one (unsupported), since the CLI runs
+//     a command only from a prompt of plain text.
 //   - File tokens become Claude Code mentions (fileref.Prompt.Mentions:
 //     "@path" or `@"path"`); a token that cannot be written as a mention is
 //     written as its display path, never dropped.
