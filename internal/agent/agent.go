@@ -36,7 +36,9 @@
 //   - Attached files (Turn.Attachments) follow the text in the prompt's
 //     user message: images as image blocks (prepared as Read prepares
 //     them, PrepareAttachments), PDFs as document blocks, text as a text
-//     block naming the file (AttachedText); an image that cannot be
+//     block naming the file (AttachedText), after a line saying which
+//     files are to be edited and which are reference (AttachedIntents,
+//     from context_files[].intent); an image that cannot be
 //     prepared refuses the turn with bad_request before the model call.
 //   - A tool result's images go into agent.tool.finished's images too,
 //     where protocol.AppendToolImage lets the event carry them.

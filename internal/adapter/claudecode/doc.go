@@ -27,8 +27,10 @@
 //     user message a list of content blocks in the Anthropic format the CLI
 //     passes to the model: the text, then each image as an image block and
 //     each PDF as a document block (base64 sources), each text file as a
-//     text block naming it. A compaction's target_token_ratio and a mode
-//     switch's config are refused with code unsupported naming them.
+//     text block naming it; a line before the files states their intent
+//     (which to edit, which are reference: agent.AttachedIntents). A
+//     compaction's target_token_ratio and a mode switch's config are
+//     refused with code unsupported naming them.
 //   - Input types: text and slash_command (Claude Code's own commands) go
 //     as typed; piped_stdin is framed as material the user piped, not as
 //     the instruction; continuation asks to continue where it left off. A
