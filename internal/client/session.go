@@ -66,6 +66,10 @@ type session struct {
 	// (commands.go). Guarded by mu.
 	commands     []protocol.AgentCommand
 	commandsSent bool
+	// caps is the session's own capability, as its agent last reported
+	// it and agent.capabilities sent it (nil: the adapter's declaration
+	// holds; see capabilities). Guarded by mu.
+	caps *protocol.AdapterCapability
 	// hist is the session's file history and hfs the workspace its
 	// restores write through (history.go); set by the worker on open.
 	hist *filehistory.Journal
@@ -216,10 +220,6 @@ func (c *Client) openSession(cn *conn, m *protocol.Message, p *protocol.SessionO
 			c.mu.Unlock()
 			fail(protocol.CodeNotFound, "payload.adapter", "this client has no such adapter")
 			return
-		case !slices.Contains(c.adCaps[p.Adapter].Modes, mode):
-			c.mu.Unlock()
-			fail(protocol.CodeUnsupported, "payload.mode", "the adapter has no such mode")
-			return
 		}
 		s = &session{
 			c: c, id: m.SessionID, ws: ws, adapterID: p.Adapter, ad: ad, mode: mode,
@@ -331,7 +331,13 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		s.mu.Unlock()
 		hist := s.openHistory()
 		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist, Transcripts: s.c.transcripts, Artifacts: true,
-			Commands: s.commandsChanged})
+			Commands: s.commandsChanged, Capabilities: s.capabilitiesChanged})
+		if err == nil && !slices.Contains(s.capabilities().Modes, mode) {
+			// A mode the session's agent does not offer (the adapter's
+			// declaration, or what the agent said while opening).
+			_ = sess.Close()
+			err = &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.mode", Message: "the session's agent has no " + mode + " mode"}
+		}
 		if err != nil {
 			_ = s.closeHistory()
 			s.failWith(m, "open session", err)
@@ -372,7 +378,7 @@ func (c *Client) removeSession(s *session) {
 
 // prompt starts a turn.
 func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
-	caps := s.c.adCaps[s.adapterID]
+	caps := s.capabilities()
 	if !slices.Contains(caps.InputTypes, p.InputType) {
 		s.fail(m, protocol.CodeUnsupported, "payload.input_type", "the adapter takes no such input")
 		return
@@ -431,7 +437,7 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 // without fetching anything, and so is an adapter that takes no
 // attachments: it refuses the setting itself (adapter.RefusePrompt).
 func (s *session) attachments(p *protocol.PromptRequest) ([]attachment.File, *protocol.Error) {
-	if len(p.ContextFiles) == 0 || !slices.Contains(s.c.adCaps[s.adapterID].Settings, adapter.SettingContextFiles) {
+	if len(p.ContextFiles) == 0 || !slices.Contains(s.capabilities().Settings, adapter.SettingContextFiles) {
 		return nil, nil
 	}
 	s.mu.Lock()
@@ -573,8 +579,8 @@ func (s *session) cancelTurn(turnID string) {
 }
 
 func (s *session) switchMode(m *protocol.Message, p *protocol.ModeSwitch) {
-	if !slices.Contains(s.c.adCaps[s.adapterID].Modes, p.Mode) {
-		s.fail(m, protocol.CodeUnsupported, "payload.mode", "the adapter has no such mode")
+	if !slices.Contains(s.capabilities().Modes, p.Mode) {
+		s.fail(m, protocol.CodeUnsupported, "payload.mode", "the session's agent has no such mode")
 		return
 	}
 	if err := s.sess.SetMode(p.Mode, p.Config); err != nil {
@@ -590,8 +596,8 @@ func (s *session) switchMode(m *protocol.Message, p *protocol.ModeSwitch) {
 }
 
 func (s *session) compact(m *protocol.Message, p *protocol.SessionCompact) {
-	if !s.c.adCaps[s.adapterID].Compact {
-		s.fail(m, protocol.CodeUnsupported, "type", "the adapter cannot compact")
+	if !s.capabilities().Compact {
+		s.fail(m, protocol.CodeUnsupported, "type", "the session's agent cannot compact")
 		return
 	}
 	if !s.idleOrRefuse(m, "the session runs a turn; compact after it") {

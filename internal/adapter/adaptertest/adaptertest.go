@@ -22,6 +22,10 @@
 //     (SlashProvedBy): no setting is dropped on a command's path.
 //   - Cancel: Run returns within CancelBound of the turn's context being
 //     cancelled, and the adapter emits nothing after Run returned.
+//   - The capability never over-claims: every mode it declares switches
+//     (SetMode succeeds) and a declared compaction runs. A
+//     session that reports its own capability (SessionConfig.Capabilities)
+//     is held to that one instead of the adapter's.
 //   - Answer with an unknown interaction id fails with
 //     adapter.ErrUnknownInteraction; SetMode with a mode that does not
 //     exist fails with a coded *protocol.Error.
@@ -279,7 +283,6 @@ func withSetting(text, setting string, inputType ...string) *protocol.PromptRequ
 func Run(t *testing.T, f Fixture) map[string]string {
 	t.Helper()
 	caps := f.Adapter.Capability()
-	checkCapability(t, f, caps)
 	ws := f.Workspace
 	if ws == "" {
 		ws = t.TempDir()
@@ -287,10 +290,30 @@ func Run(t *testing.T, f Fixture) map[string]string {
 	before := descendants()
 	ctx, cancel := context.WithTimeout(context.Background(), TurnBound)
 	defer cancel()
-	s, err := f.Adapter.Open(ctx, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}, Mode: protocol.ModeDefault})
+	var (
+		mu       sync.Mutex
+		reported *protocol.AdapterCapability
+	)
+	s, err := f.Adapter.Open(ctx, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}, Mode: protocol.ModeDefault,
+		Capabilities: func(c protocol.AdapterCapability) {
+			mu.Lock()
+			reported = &c
+			mu.Unlock()
+		}})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
+	// What the session's agent says it offers holds for the session, in
+	// place of the adapter's declaration.
+	mu.Lock()
+	if reported != nil {
+		if reported.ID != caps.ID {
+			t.Errorf("the session reported the capability of %q, not of its adapter %q", reported.ID, caps.ID)
+		}
+		caps = *reported
+	}
+	mu.Unlock()
+	checkCapability(t, f, caps)
 	closed := false
 	defer func() {
 		if !closed {
@@ -319,6 +342,23 @@ func Run(t *testing.T, f Fixture) map[string]string {
 	row[adapter.SettingTargetTokenRatio] = compactRatio(t, f, caps, s)
 	row[adapter.SettingModeConfig] = modeConfig(t, f, caps, s)
 
+	t.Run("declared modes switch", func(t *testing.T) {
+		for _, m := range append(slices.Clone(caps.Modes), protocol.ModeDefault) {
+			if err := s.SetMode(m, nil); err != nil {
+				t.Errorf("SetMode(%s), a mode the capability declares: %v", m, err)
+			}
+		}
+	})
+	t.Run("declared compaction runs", func(t *testing.T) {
+		if !caps.Compact {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), TurnBound)
+		defer cancel()
+		if _, err := s.Compact(ctx, nil); err != nil {
+			t.Errorf("Compact, which the capability declares, failed: %v", err)
+		}
+	})
 	t.Run("bad mode", func(t *testing.T) {
 		err := s.SetMode("turbo", nil)
 		var pe *protocol.Error

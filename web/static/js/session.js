@@ -47,6 +47,9 @@ export class SessionState {
     this.mode = this.info.mode || 'default';
     this.settings = this.info.settings || null; // {permission_timeout_ms, permission_timeout_set, model, effort}
     this.commands = []; // the agent's own slash commands (agent.commands)
+    // What the session's agent really offers (agent.capabilities), in place
+    // of its adapter's declaration; null: the declaration holds.
+    this.capabilities = null;
     this.running = this.info.state === 'running';
     this.current = ''; // the open turn's id
     this.version = 0; // bumped on every change: the header re-renders
@@ -92,6 +95,7 @@ export class SessionState {
     this.lastSeq = p.last_seq;
     this.summary = p.reason || 'snapshot';
     this.commands = snap.commands || [];
+    this.capabilities = snap.capabilities || null;
     if (p.reason === 'retention') this.addNote('info', 'Older events are no longer kept: this is a summary of the session so far.');
     if (p.reason === 'epoch') this.addNote('info', "The session's history was reset on the master: this is a summary of it.");
     for (const t of snap.turns || []) {
@@ -313,6 +317,10 @@ export class SessionState {
       }
       case 'agent.commands':
         this.commands = p.commands || [];
+        this.touch();
+        break;
+      case 'agent.capabilities':
+        this.capabilities = p.adapter || null;
         this.touch();
         break;
       case 'agent.mode.changed':
