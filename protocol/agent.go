@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // Interaction kinds of agent.interaction.request.
@@ -432,4 +433,20 @@ type CompactionDone struct {
 	TokensBefore int64 `json:"tokens_before" jsonschema:"minimum=0"`
 	// TokensAfter is the history size after.
 	TokensAfter int64 `json:"tokens_after" jsonschema:"minimum=0"`
+	// AchievedRatio is tokens_after over tokens_before, as measured after the compaction (absent when the history was empty); a compaction asked for a target_token_ratio lands at most 10 % above it.
+	AchievedRatio *float64 `json:"achieved_ratio,omitempty" jsonschema:"minimum=0"`
 }
+
+// FillRatio sets AchievedRatio from the token counts when the adapter left
+// it unset and there was a history to compact; it is rounded to four
+// decimals, as are the ratios adapters report.
+func (c *CompactionDone) FillRatio() {
+	if c == nil || c.AchievedRatio != nil || c.TokensBefore <= 0 {
+		return
+	}
+	r := RoundRatio(float64(c.TokensAfter) / float64(c.TokensBefore))
+	c.AchievedRatio = &r
+}
+
+// RoundRatio rounds a ratio to four decimals (a hundredth of a percent).
+func RoundRatio(r float64) float64 { return math.Round(r*10000) / 10000 }

@@ -69,3 +69,41 @@ func TestCapabilitiesCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckForSession: a session's own capability (agent.capabilities)
+// replaces its adapter's declaration for Check, both ways: a mode the
+// agent turned out to have is let through, compaction it turned out to
+// lack is refused; other adapters and the original are unchanged.
+func TestCheckForSession(t *testing.T) {
+	caps := goldenCaps(t)
+	caps.Adapters[0].Modes = []string{"default"}
+	caps.Adapters[0].Compact = true
+	sc := caps.Adapters[0]
+	sc.Modes = []string{"default", "plan"}
+	sc.Compact = false
+	sess := caps.ForSession(&sc)
+	if e := sess.Check(protocol.New(protocol.TypeModeSwitch, &protocol.ModeSwitch{Mode: "plan"}), sc.ID); e != nil {
+		t.Errorf("plan, which the session's agent has: %v", e)
+	}
+	if e := sess.Check(protocol.New(protocol.TypeSessionCompact, &protocol.SessionCompact{}), sc.ID); e == nil || e.Field != "type" {
+		t.Errorf("compact, which the session's agent lacks: %v", e)
+	}
+	if e := caps.Check(protocol.New(protocol.TypeModeSwitch, &protocol.ModeSwitch{Mode: "plan"}), sc.ID); e == nil {
+		t.Error("ForSession changed the adapter's own declaration")
+	}
+	if caps.ForSession(nil) != caps {
+		t.Error("ForSession(nil) is not the capabilities as they are")
+	}
+	bad := sc
+	bad.Attachments = []string{"video"}
+	m := protocol.New(protocol.TypeAgentCapabilities, &protocol.AgentCapabilities{Adapter: bad})
+	m.SessionID = "s"
+	data, err := protocol.Encode(m)
+	if err == nil {
+		_, err = protocol.Decode(data)
+	}
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Field != "payload.adapter.attachments[0]" {
+		t.Errorf("an unknown attachment kind: %v", err)
+	}
+}

@@ -62,9 +62,16 @@ type ContextFile struct {
 	FileName string `json:"file_name" jsonschema:"minLength=1,maxLength=1024"`
 	// MimeType is an IANA media type.
 	MimeType string `json:"mime_type,omitempty" jsonschema:"maxLength=256"`
-	// Intent says why the file is attached.
+	// Intent says why the file is attached: reference (read it, do not change it), edit_target (the file to change) or context (background); absent says nothing. The agent's prompt states it (docs/adapters.md, Attachments).
 	Intent string `json:"intent,omitempty" jsonschema:"enum=reference,enum=edit_target,enum=context"`
 }
+
+// Intents of a context_files entry (§6.1.1).
+const (
+	IntentReference  = "reference"
+	IntentEditTarget = "edit_target"
+	IntentContext    = "context"
+)
 
 // ConfigOverrides adjusts one prompt's run.
 type ConfigOverrides struct {

@@ -114,6 +114,8 @@ type SessionSnapshot struct {
 	Artifacts []Artifact `json:"artifacts,omitempty" jsonschema:"maxItems=100000"`
 	// Commands are the agent's own slash commands, as its last agent.commands said.
 	Commands []AgentCommand `json:"commands,omitempty" jsonschema:"maxItems=256"`
+	// Capabilities are what the session's agent really offers, as its last agent.capabilities said; absent: the adapter's declaration in session.capabilities holds.
+	Capabilities *AdapterCapability `json:"capabilities,omitempty"`
 }
 
 // MachinesList is ui.machines.list: which machines may this UI use.

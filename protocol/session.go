@@ -145,6 +145,8 @@ type AdapterCapability struct {
 	DenyNote bool `json:"deny_note,omitempty"`
 	// Models is true when the client answers control.models.list for this adapter and takes a model and effort in control.session.settings.
 	Models bool `json:"models,omitempty"`
+	// Attachments are the kinds of attached files (context_files) the agent takes: text, image, pdf; absent with the context_files setting: all three.
+	Attachments []string `json:"attachments,omitempty" jsonschema:"maxItems=8"`
 }
 
 // FileRefCapabilities is the §16.5 file-reference block.
@@ -189,11 +191,9 @@ func (c *Capabilities) validate() *Error {
 			}
 		}
 	}
-	for i, a := range c.Adapters {
-		for j, m := range a.Modes {
-			if m != ModeDefault && m != ModePlan && m != ModeReview {
-				return errorf(CodeInvalidValue, fmt.Sprintf("payload.adapters[%d].modes[%d]", i, j), "must be one of default, plan, review")
-			}
+	for i := range c.Adapters {
+		if e := c.Adapters[i].validate(fmt.Sprintf("payload.adapters[%d]", i)); e != nil {
+			return e
 		}
 	}
 	return nil

@@ -10,8 +10,8 @@
 // and mode config its capability declares (AdapterCapability.Settings and
 // InputTypes) and refuses the others with code unsupported naming the
 // field (CheckPrompt, RefusePrompt, CheckCompact, CheckModeConfig): none is
-// silently ignored. Package adaptertest checks this, and the rest of the
-// contract, for each adapter.
+// silently ignored, on a slash command's path either (CheckSlash). Package
+// adaptertest checks this, and the rest of the contract, for each adapter.
 package adapter
 
 import (
@@ -72,6 +72,15 @@ type SessionConfig struct {
 	// available_commands_update, Claude Code's init), in or out of a turn;
 	// the client sends them as agent.commands. It must not block long.
 	Commands func([]protocol.AgentCommand)
+	// Capabilities, when set, is called with the session's own capability
+	// once its agent has said what it really offers (during Open, before
+	// Open returns, and again whenever that changes: an ACP agent's modes,
+	// prompt capabilities and commands). It replaces the adapter's
+	// declaration for this session, which must promise nothing an agent
+	// may lack: the client sends it as agent.capabilities and holds the
+	// session to it. Adapters whose sessions all offer the adapter's
+	// declaration never call it. It must not block long.
+	Capabilities func(protocol.AdapterCapability)
 }
 
 // History records a session's file changes. Track and Written frame a

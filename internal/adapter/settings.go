@@ -22,22 +22,22 @@ const (
 	// turn carry everything each format needs (the deltas, and the text,
 	// stop reason and result of agent.text.done), so it is honoured by
 	// ferry for every adapter: ferry run prints the format, the UI streams.
-	SettingOutputFormat = "output_format"
+	SettingOutputFormat = protocol.SettingOutputFormat
 	// SettingJSONSchema is config_overrides.json_schema: a structured
 	// answer, checked against the schema, as the turn's result.
-	SettingJSONSchema = "json_schema"
+	SettingJSONSchema = protocol.SettingJSONSchema
 	// SettingMaxTurns is config_overrides.max_turns: a bound on the
 	// prompt's model round trips.
-	SettingMaxTurns = "max_turns"
+	SettingMaxTurns = protocol.SettingMaxTurns
 	// SettingAllowedTools is config_overrides.allowed_tools: permission
 	// rules allowed without asking, for this prompt.
-	SettingAllowedTools = "allowed_tools"
+	SettingAllowedTools = protocol.SettingAllowedTools
 	// SettingDeniedTools is config_overrides.denied_tools: permission rules
 	// always refused, for this prompt.
-	SettingDeniedTools = "denied_tools"
+	SettingDeniedTools = protocol.SettingDeniedTools
 	// SettingContextFiles is the prompt's context_files: attached files
 	// handed to the agent.
-	SettingContextFiles = "context_files"
+	SettingContextFiles = protocol.SettingContextFiles
 	// SettingTargetTokenRatio is control.session.compact's
 	// target_token_ratio.
 	SettingTargetTokenRatio = "target_token_ratio"
@@ -59,46 +59,17 @@ var AllSettings = append(slices.Clone(PromptSettings), SettingTargetTokenRatio, 
 // FieldOf is the wire field of a setting, as an unsupported error names it.
 func FieldOf(setting string) string {
 	switch setting {
-	case SettingContextFiles:
-		return "payload.context_files"
 	case SettingTargetTokenRatio:
 		return "payload.target_token_ratio"
 	case SettingModeConfig:
 		return "payload.config"
 	}
-	return "payload.config_overrides." + setting
+	return protocol.SettingField(setting)
 }
 
-// SettingsOf lists the prompt settings req sets, in PromptSettings order.
-// An empty value (an empty list, a null schema) sets nothing; {} is a
-// schema (any JSON answer).
-func SettingsOf(req *protocol.PromptRequest) []string {
-	if req == nil {
-		return nil
-	}
-	var set []string
-	if o := req.ConfigOverrides; o != nil {
-		if o.OutputFormat != "" {
-			set = append(set, SettingOutputFormat)
-		}
-		if js := bytes.TrimSpace(o.JSONSchema); len(js) > 0 && string(js) != "null" {
-			set = append(set, SettingJSONSchema)
-		}
-		if o.MaxTurns != nil {
-			set = append(set, SettingMaxTurns)
-		}
-		if len(o.AllowedTools) > 0 {
-			set = append(set, SettingAllowedTools)
-		}
-		if len(o.DeniedTools) > 0 {
-			set = append(set, SettingDeniedTools)
-		}
-	}
-	if len(req.ContextFiles) > 0 {
-		set = append(set, SettingContextFiles)
-	}
-	return set
-}
+// SettingsOf lists the prompt settings req sets, in PromptSettings order
+// (protocol.PromptRequest.Settings).
+func SettingsOf(req *protocol.PromptRequest) []string { return req.Settings() }
 
 // emptyConfig reports whether a mode config asks for nothing: absent,
 // null, or {}.
@@ -145,7 +116,33 @@ func CheckPrompt(caps protocol.AdapterCapability, req *protocol.PromptRequest, w
 // cannot honour it, reports the agent.error of the turn: refused is then
 // true, and Run returns res and err as they are, having done nothing else.
 func RefusePrompt(ctx context.Context, caps protocol.AdapterCapability, turn Turn, emit Emit, why map[string]string) (res Result, refused bool, err error) {
-	ae := CheckPrompt(caps, turn.Request, why)
+	return refuse(ctx, turn, emit, CheckPrompt(caps, turn.Request, why))
+}
+
+// CheckSlash is the agent.error that refuses a slash_command prompt
+// carrying a prompt setting its slash commands do not take: one outside
+// honoured (output_format always is: ferry renders it), named with why.
+// Nil for a prompt of another input type, or one that sets nothing else.
+// An adapter whose slash commands run on another path than its prompts
+// (its own commands, the agent's command line) checks it besides
+// CheckPrompt, so that no setting is dropped on that path.
+func CheckSlash(req *protocol.PromptRequest, honoured []string, why string) *protocol.AgentError {
+	if InputTypeOf(req) != protocol.InputSlashCommand {
+		return nil
+	}
+	if s := req.SettingOutside(honoured...); s != "" {
+		return &protocol.AgentError{Code: protocol.CodeUnsupported, Message: FieldOf(s) + ": " + why + "; send the command without it, or the request as a text prompt"}
+	}
+	return nil
+}
+
+// RefuseSlash is RefusePrompt for CheckSlash.
+func RefuseSlash(ctx context.Context, turn Turn, emit Emit, honoured []string, why string) (res Result, refused bool, err error) {
+	return refuse(ctx, turn, emit, CheckSlash(turn.Request, honoured, why))
+}
+
+// refuse reports ae (nil: nothing to refuse) as the turn's agent.error.
+func refuse(ctx context.Context, turn Turn, emit Emit, ae *protocol.AgentError) (Result, bool, error) {
 	if ae == nil {
 		return Result{}, false, nil
 	}

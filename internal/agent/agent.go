@@ -28,12 +28,17 @@
 //   - Input types: text; continuation ("continue" when there is no new
 //     text); piped_stdin (framed as material, FramePipedStdin); slash
 //     commands /compact [instruction], /cost, /clear, /mode <m>, /help,
-//     which never call the model except /compact's summary. Referenced
-//     files travel as a list after the text (fileref's FileList form).
+//     which never call the model except /compact's summary: a slash
+//     command carrying config_overrides (bar output_format) or attached
+//     files is refused with code unsupported naming the field, never run
+//     without them. Referenced files travel as a list after the text
+//     (fileref's FileList form).
 //   - Attached files (Turn.Attachments) follow the text in the prompt's
 //     user message: images as image blocks (prepared as Read prepares
 //     them, PrepareAttachments), PDFs as document blocks, text as a text
-//     block naming the file (AttachedText); an image that cannot be
+//     block naming the file (AttachedText), after a line saying which
+//     files are to be edited and which are reference (AttachedIntents,
+//     from context_files[].intent); an image that cannot be
 //     prepared refuses the turn with bad_request before the model call.
 //   - A tool result's images go into agent.tool.finished's images too,
 //     where protocol.AppendToolImage lets the event carry them.

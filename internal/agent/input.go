@@ -121,31 +121,84 @@ func PrepareForModel(ctx context.Context, files []attachment.File, maxDim int) (
 }
 
 // attachmentBlocks are the prompt's attached files as blocks of its user
-// message, in order: an image as an image block, a PDF as a document
-// block (each provider writes them in its own format), anything else as a
-// text block that names the file and holds its content. Images and PDFs
-// follow a line naming them. Images are prepared (PrepareForModel); one
-// that cannot be, or a file of another kind, refuses the turn before
-// anything is sent: none is dropped.
+// message, in order, after the line saying what they are for
+// (AttachedIntents, when any file says): an image as an image block, a
+// PDF as a document block (each provider writes them in its own format),
+// anything else as a text block that names the file and holds its content.
+// Images and PDFs follow a line naming them (AttachedMedia). Images are
+// prepared (PrepareForModel); one that cannot be, or a file of another
+// kind, refuses the turn before anything is sent: none is dropped.
 func attachmentBlocks(ctx context.Context, files []attachment.File, maxDim int) ([]llm.Block, error) {
 	files, err := PrepareForModel(ctx, files, maxDim)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]llm.Block, 0, 2*len(files))
+	out := make([]llm.Block, 0, 1+2*len(files))
+	if intents := AttachedIntents(files); intents != "" {
+		out = append(out, llm.Block{Type: llm.BlockText, Text: intents})
+	}
 	for _, f := range files {
 		switch {
 		case f.IsImage():
-			out = append(out, llm.Block{Type: llm.BlockText, Text: "The user attached " + f.Name + " (an image, next)."},
+			out = append(out, llm.Block{Type: llm.BlockText, Text: AttachedMedia(f)},
 				llm.Block{Type: llm.BlockImage, MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)})
 		case f.IsPDF():
-			out = append(out, llm.Block{Type: llm.BlockText, Text: "The user attached " + f.Name + " (a PDF document, next)."},
+			out = append(out, llm.Block{Type: llm.BlockText, Text: AttachedMedia(f)},
 				llm.Block{Type: llm.BlockDocument, MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)})
 		default:
 			out = append(out, llm.Block{Type: llm.BlockText, Text: AttachedText(f)})
 		}
 	}
 	return out, nil
+}
+
+// intents are the context_files intents in the order AttachedIntents
+// states them, with what each means to the agent.
+var intents = []struct{ intent, group, one string }{
+	{protocol.IntentEditTarget, "for you to edit", "to be edited"},
+	{protocol.IntentReference, "for reference only (read them, do not change them)", "for reference only"},
+	{protocol.IntentContext, "as background context", "as background context"},
+}
+
+// AttachedIntents is the line that tells the agent what the user attached
+// the files for (context_files[].intent): which are to be edited, which
+// are reference, which background; "" when no file has an intent. Every
+// adapter that hands attachments to its agent puts it before them.
+func AttachedIntents(files []attachment.File) string {
+	var parts []string
+	for _, in := range intents {
+		var names []string
+		for _, f := range files {
+			if f.Intent == in.intent {
+				names = append(names, f.Name)
+			}
+		}
+		if len(names) > 0 {
+			parts = append(parts, "The user attached "+strings.Join(names, ", ")+" "+in.group+".")
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// intentSuffix is ", to be edited" and the like for a file's intent, ""
+// for none.
+func intentSuffix(f attachment.File) string {
+	for _, in := range intents {
+		if f.Intent == in.intent {
+			return ", " + in.one
+		}
+	}
+	return ""
+}
+
+// AttachedMedia is the line that names an attached image or PDF (which
+// follows it as a block of its own), with its intent.
+func AttachedMedia(f attachment.File) string {
+	kind := "an image"
+	if f.IsPDF() {
+		kind = "a PDF document"
+	}
+	return "The user attached " + f.Name + " (" + kind + ", next)" + intentSuffix(f) + "."
 }
 
 // imageRefusal says why docread refused an image, without internal text.
@@ -162,11 +215,20 @@ func imageRefusal(err error) string {
 	return "it cannot be decoded; it may be corrupt"
 }
 
-// AttachedText is how a text attachment reads to a model: the file's name,
-// then its content, fenced so the model tells the file from the prompt.
+// AttachedText is how a text attachment reads to a model: the file's name
+// and intent, then its content, fenced so the model tells the file from
+// the prompt.
 func AttachedText(f attachment.File) string {
-	return fmt.Sprintf("The user attached the file %s (%s):\n<attached-file name=%q>\n%s\n</attached-file>", f.Name, f.MediaType, f.Name, strings.TrimRight(string(f.Data), "\n"))
+	attr := ""
+	if f.Intent != "" {
+		attr = fmt.Sprintf(" intent=%q", f.Intent)
+	}
+	return fmt.Sprintf("The user attached the file %s (%s)%s:\n<attached-file name=%q%s>\n%s\n</attached-file>",
+		f.Name, f.MediaType, intentSuffix(f), f.Name, attr, strings.TrimRight(string(f.Data), "\n"))
 }
+
+// slashNames names the commands of input_type slash_command.
+const slashNames = "/compact, /cost, /clear, /mode, /help"
 
 // slashHelp lists the commands of input_type slash_command.
 const slashHelp = "Commands: /compact [instruction], /cost, /clear, /mode default|plan|review, /help."
@@ -179,7 +241,7 @@ func (t *turnRun) slash(ctx context.Context, line string) (Result, error) {
 	var reply string
 	switch strings.ToLower(name) {
 	case "/compact":
-		done, err := t.a.compact(ctx, arg, DefaultCompactRatio)
+		done, err := t.a.compact(ctx, arg, DefaultCompactRatio, false)
 		if err != nil {
 			return Result{}, err
 		}

@@ -125,6 +125,15 @@ func (t *turnRun) run(ctx context.Context, turn Turn) (Result, error) {
 		inputType = protocol.InputText
 	}
 	if inputType == protocol.InputSlashCommand {
+		// ferry's commands run here, without model turns, tools or files:
+		// a setting they cannot use is refused, never dropped.
+		if s := req.SettingOutside(); s != "" || len(turn.Attachments) > 0 {
+			if s == "" {
+				s = protocol.SettingContextFiles
+			}
+			return Result{}, &Error{Code: protocol.CodeUnsupported, Message: protocol.SettingField(s) +
+				": ferry's slash commands (" + slashNames + ") take no model turns, tools or attached files; send the command without it, or the request as a text prompt"}
+		}
 		return t.slash(ctx, turn.Prompt.Literal())
 	}
 	if err := t.applyOverrides(req.ConfigOverrides); err != nil {

@@ -33,6 +33,10 @@ type File struct {
 	MediaType string
 	// Data is the whole content.
 	Data []byte
+	// Intent is the context_files entry's intent (protocol.IntentReference,
+	// IntentEditTarget, IntentContext; "" when unset): every adapter that
+	// takes attachments states it in the agent's prompt.
+	Intent string
 }
 
 // IsImage reports whether the file is an image a model provider takes:

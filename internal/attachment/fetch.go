@@ -144,7 +144,7 @@ func (f *Fetcher) Fetch(ctx context.Context, files []protocol.ContextFile) ([]Fi
 				Message: fmt.Sprintf("the file is %s, not the declared %s", mt, declared)}
 		}
 		budget -= int64(len(data))
-		out = append(out, File{Name: cf.FileName, MediaType: mt, Data: data})
+		out = append(out, File{Name: cf.FileName, MediaType: mt, Data: data, Intent: cf.Intent})
 	}
 	return out, nil
 }

@@ -76,10 +76,14 @@ func TestFetchDataURLs(t *testing.T) {
 	f := &attachment.Fetcher{}
 	files, e := f.Fetch(t.Context(), []protocol.ContextFile{
 		{FileURL: "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes), FileName: "a.png"},
-		{FileURL: "data:,hello%20world", FileName: "notes.md", MimeType: "text/markdown"},
+		{FileURL: "data:,hello%20world", FileName: "notes.md", MimeType: "text/markdown", Intent: protocol.IntentEditTarget},
 	})
 	if e != nil {
 		t.Fatal(e)
+	}
+	// The intent travels with the file, for the adapter to state it.
+	if files[0].Intent != "" || files[1].Intent != protocol.IntentEditTarget {
+		t.Fatalf("intents %q %q", files[0].Intent, files[1].Intent)
 	}
 	if len(files) != 2 || !bytes.Equal(files[0].Data, pngBytes) || files[0].MediaType != "image/png" || files[0].Name != "a.png" {
 		t.Fatalf("image: %+v", files[0])

@@ -246,7 +246,7 @@ func runAdapter(ctx context.Context, env Env, spec agentspec.Spec, log *slog.Log
 		return usageErrorf("ferry run: --%w", err)
 	}
 	caps := ad.Capability()
-	if !slices.Contains(caps.Modes, cfg.Mode) {
+	badMode := func(caps protocol.AdapterCapability) error {
 		return usageErrorf("ferry run: --mode %s: the agent %s cannot enforce it (it offers %s)", cfg.Mode, caps.ID, strings.Join(caps.Modes, ", "))
 	}
 	for _, r := range []struct {
@@ -263,11 +263,33 @@ func runAdapter(ctx context.Context, env Env, spec agentspec.Spec, log *slog.Log
 		// (e.g. a slash command is plain text to a script).
 		turn.Request.InputType = protocol.InputText
 	}
+	// The session's agent may offer more or less than its adapter can
+	// promise (an ACP agent's modes): what it says holds for the mode.
+	var (
+		mu       sync.Mutex
+		reported *protocol.AdapterCapability
+	)
+	cfg.Capabilities = func(c protocol.AdapterCapability) {
+		mu.Lock()
+		reported = &c
+		mu.Unlock()
+	}
 	sess, err := ad.Open(ctx, cfg)
 	if err != nil {
+		if !slices.Contains(caps.Modes, cfg.Mode) {
+			return badMode(caps)
+		}
 		return fmt.Errorf("ferry run: cannot start %s: %w", caps.ID, err)
 	}
 	defer func() { _ = sess.Close() }()
+	mu.Lock()
+	if reported != nil {
+		caps.Modes = reported.Modes
+	}
+	mu.Unlock()
+	if !slices.Contains(caps.Modes, cfg.Mode) {
+		return badMode(caps)
+	}
 	out.answer = sess.Answer
 	defer out.answers.Wait() // before Close: the denials go to an open session
 

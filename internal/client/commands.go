@@ -1,6 +1,7 @@
 package client
 
 import (
+	"reflect"
 	"slices"
 
 	"github.com/ferry-dev/ferry/protocol"
@@ -22,5 +23,36 @@ func (s *session) commandsChanged(cmds []protocol.AgentCommand) {
 	m.SessionID = s.id
 	if err := s.c.emit(s.c.stop, m); err != nil {
 		s.c.log.Warn("agent.commands not sent", "session", s.id, "err", err)
+	}
+}
+
+// capabilities is the session's capability in force: what its agent
+// reported (agent.capabilities), else its adapter's declaration.
+func (s *session) capabilities() protocol.AdapterCapability {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.caps != nil {
+		return *s.caps
+	}
+	return s.c.adCaps[s.adapterID]
+}
+
+// capabilitiesChanged takes the session's own capability from its adapter
+// (adapter.SessionConfig.Capabilities): the session is held to it from now
+// on, and it is sent as agent.capabilities when it differs from the last
+// one sent. Its id is the session's adapter, whatever the adapter said.
+func (s *session) capabilitiesChanged(ac protocol.AdapterCapability) {
+	ac.ID = s.adapterID
+	s.mu.Lock()
+	same := s.caps != nil && reflect.DeepEqual(*s.caps, ac)
+	s.caps = &ac
+	s.mu.Unlock()
+	if same {
+		return
+	}
+	m := protocol.New(protocol.TypeAgentCapabilities, &protocol.AgentCapabilities{Adapter: ac})
+	m.SessionID = s.id
+	if err := s.c.emit(s.c.stop, m); err != nil {
+		s.c.log.Warn("agent.capabilities not sent", "session", s.id, "err", err)
 	}
 }

@@ -63,6 +63,13 @@
 //     gets that file's absolute path). Any other reference's token reaches
 //     the agent as its display path, as plain text (§16.3), and the prompt
 //     runs: the path is never opened, linked or listed for the agent.
+//   - A session is held to what its agent really offers: the adapter's
+//     declaration, or, once the session's agent said (an ACP agent's
+//     modes, prompt capabilities, commands:
+//     adapter.SessionConfig.Capabilities), that, which goes to the master
+//     as agent.capabilities before session.opened and again when it
+//     changes. Modes, compaction, input types and attachments are checked
+//     against it; a session cannot open in a mode it lacks.
 //   - Attachments are had before the turn starts: a prompt's context_files
 //     (for an adapter that declares the setting) are fetched and checked
 //     by attachment.Fetcher (uploads from the master with their grant,

@@ -114,8 +114,8 @@ func (s *session) handleHistory(m *protocol.Message) {
 // where the adapter can, and says what happened.
 func (s *session) rewindConversation(turnID string) (outcome, note string) {
 	rw, ok := s.sess.(adapter.ConversationRewinder)
-	if !ok || !s.c.adCaps[s.adapterID].RewindConversation {
-		return protocol.ConversationNotRewound, fmt.Sprintf("files rewound; the agent's conversation was not: %s keeps its own conversation, which ferry cannot rewind", s.c.adCaps[s.adapterID].Name)
+	if caps := s.capabilities(); !ok || !caps.RewindConversation {
+		return protocol.ConversationNotRewound, fmt.Sprintf("files rewound; the agent's conversation was not: %s keeps its own conversation, which ferry cannot rewind", caps.Name)
 	}
 	if err := rw.RewindConversation(turnID); err != nil {
 		s.c.log.Info("conversation not rewound", "session", s.id, "turn", turnID, "err", err)

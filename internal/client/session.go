@@ -66,6 +66,10 @@ type session struct {
 	// (commands.go). Guarded by mu.
 	commands     []protocol.AgentCommand
 	commandsSent bool
+	// caps is the session's own capability, as its agent last reported
+	// it and agent.capabilities sent it (nil: the adapter's declaration
+	// holds; see capabilities). Guarded by mu.
+	caps *protocol.AdapterCapability
 	// hist is the session's file history and hfs the workspace its
 	// restores write through (history.go); set by the worker on open.
 	hist *filehistory.Journal
@@ -219,10 +223,6 @@ func (c *Client) openSession(cn *conn, m *protocol.Message, p *protocol.SessionO
 			c.mu.Unlock()
 			fail(protocol.CodeNotFound, "payload.adapter", "this client has no such adapter")
 			return
-		case !slices.Contains(c.adCaps[p.Adapter].Modes, mode):
-			c.mu.Unlock()
-			fail(protocol.CodeUnsupported, "payload.mode", "the adapter has no such mode")
-			return
 		}
 		s = &session{
 			c: c, id: m.SessionID, ws: ws, adapterID: p.Adapter, ad: ad, mode: mode,
@@ -334,7 +334,13 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		s.mu.Unlock()
 		hist := s.openHistory()
 		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist, Transcripts: s.c.transcripts, Artifacts: true,
-			Commands: s.commandsChanged})
+			Commands: s.commandsChanged, Capabilities: s.capabilitiesChanged})
+		if err == nil && !slices.Contains(s.capabilities().Modes, mode) {
+			// A mode the session's agent does not offer (the adapter's
+			// declaration, or what the agent said while opening).
+			_ = sess.Close()
+			err = &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.mode", Message: "the session's agent has no " + mode + " mode"}
+		}
 		if err != nil {
 			_ = s.closeHistory()
 			s.failWith(m, "open session", err)
@@ -380,7 +386,7 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 	if s.c.answeredAlready(nil, m) {
 		return
 	}
-	caps := s.c.adCaps[s.adapterID]
+	caps := s.capabilities()
 	if !slices.Contains(caps.InputTypes, p.InputType) {
 		s.fail(m, protocol.CodeUnsupported, "payload.input_type", "the adapter takes no such input")
 		return
@@ -433,7 +439,7 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 // without fetching anything, and so is an adapter that takes no
 // attachments: it refuses the setting itself (adapter.RefusePrompt).
 func (s *session) attachments(p *protocol.PromptRequest) ([]attachment.File, *protocol.Error) {
-	if len(p.ContextFiles) == 0 || !slices.Contains(s.c.adCaps[s.adapterID].Settings, adapter.SettingContextFiles) {
+	if len(p.ContextFiles) == 0 || !slices.Contains(s.capabilities().Settings, adapter.SettingContextFiles) {
 		return nil, nil
 	}
 	s.mu.Lock()
@@ -528,6 +534,9 @@ func (s *session) emitFor(t *turn) adapter.Emit {
 			s.mode = mc.Mode
 			s.mu.Unlock()
 		}
+		if cd, ok := payload.(*protocol.CompactionDone); ok {
+			cd.FillRatio() // an automatic compaction (Claude Code's) reports its ratio too
+		}
 		payload = s.withTimeout(payload)
 		art, isArtifact := payload.(*protocol.Artifact)
 		if isArtifact && art.ArtifactID == "" {
@@ -572,8 +581,8 @@ func (s *session) cancelTurn(turnID string) {
 }
 
 func (s *session) switchMode(m *protocol.Message, p *protocol.ModeSwitch) {
-	if !slices.Contains(s.c.adCaps[s.adapterID].Modes, p.Mode) {
-		s.fail(m, protocol.CodeUnsupported, "payload.mode", "the adapter has no such mode")
+	if !slices.Contains(s.capabilities().Modes, p.Mode) {
+		s.fail(m, protocol.CodeUnsupported, "payload.mode", "the session's agent has no such mode")
 		return
 	}
 	if err := s.sess.SetMode(p.Mode, p.Config); err != nil {
@@ -589,8 +598,8 @@ func (s *session) switchMode(m *protocol.Message, p *protocol.ModeSwitch) {
 }
 
 func (s *session) compact(m *protocol.Message, p *protocol.SessionCompact) {
-	if !s.c.adCaps[s.adapterID].Compact {
-		s.fail(m, protocol.CodeUnsupported, "type", "the adapter cannot compact")
+	if !s.capabilities().Compact {
+		s.fail(m, protocol.CodeUnsupported, "type", "the session's agent cannot compact")
 		return
 	}
 	if !s.idleOrRefuse(m, "the session runs a turn; compact after it") {
@@ -609,6 +618,7 @@ func (s *session) compact(m *protocol.Message, p *protocol.SessionCompact) {
 		s.c.log.Error("compact", "session", s.id, "err", err)
 		ev = m.Reply(protocol.TypeAgentError, &protocol.AgentError{Code: protocol.AgentCodeCompactionFailed, Message: "the agent could not compact the session; the client's log has the details"})
 	} else {
+		res.FillRatio()
 		ev = m.Reply(protocol.TypeCompactionDone, res)
 	}
 	if err := s.c.emit(s.c.stop, ev); err != nil {

@@ -100,6 +100,9 @@ type session struct {
 	settings *protocol.Settings
 	// commands are the agent's own slash commands (agent.commands).
 	commands []protocol.AgentCommand
+	// caps is what the session's agent really offers, as its last
+	// agent.capabilities said (nil: its adapter's declaration holds).
+	caps *protocol.AdapterCapability
 }
 
 type openInteraction struct {
@@ -175,6 +178,7 @@ func (m *Master) loadSession(ctx context.Context, id string) (*session, error) {
 			s.turns, s.artifacts, from = snap.Turns, snap.Artifacts, snap.Session.LastSeq
 			s.settings = snap.Session.Settings
 			s.commands = snap.Commands
+			s.caps = snap.Capabilities
 			for _, t := range s.turns {
 				if !t.Done {
 					s.text[t.TurnID] = []byte(t.Text)
@@ -270,6 +274,14 @@ func sessionInfo(r store.Session) protocol.SessionInfo {
 	}
 }
 
+// capabilities is what the session's agent really offers, as its last
+// agent.capabilities said, or nil (its adapter's declaration holds).
+func (s *session) capabilities() *protocol.AdapterCapability {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps
+}
+
 // openFields is what a control.session.open for this session carries:
 // permTimeout is the session's own permission timeout in ms ("" for the
 // client's default), model and effort its own model and thinking effort
@@ -309,6 +321,10 @@ func (s *session) captureLocked() (protocol.SessionSnapshot, map[int][]byte) {
 		Turns:     slices.Clone(s.turns),
 		Artifacts: slices.Clone(s.artifacts),
 		Commands:  slices.Clone(s.commands),
+	}
+	if s.caps != nil {
+		c := *s.caps
+		snap.Capabilities = &c
 	}
 	if snap.Turns == nil {
 		snap.Turns = []protocol.TurnSnapshot{}
@@ -728,6 +744,11 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 		s.row.Mode, s.changed = p.Mode, true
 	case *protocol.AgentCommands:
 		s.commands, s.changed = slices.Clone(p.Commands), true
+	case *protocol.AgentCapabilities:
+		if p.Adapter.ID == s.row.Adapter { // the session's own adapter only
+			c := p.Adapter
+			s.caps, s.changed = &c, true
+		}
 	case *protocol.SessionOpened:
 		s.row.Adapter, s.row.Mode, s.changed = p.Adapter, p.Mode, true
 		if p.Settings != nil {

@@ -647,7 +647,7 @@ func (m *Master) prompt(c *conn, msg *protocol.Message) {
 			return
 		}
 		out.SessionID = s.id
-		if e := caps.Check(out, s.adapter()); e != nil {
+		if e := m.checkSession(c.ctx, s, caps, out); e != nil {
 			fail(e)
 			return
 		}
@@ -747,7 +747,7 @@ func (m *Master) forwardTo(ctx context.Context, s *session, msg *protocol.Messag
 			fail(errClientOffline)
 			return
 		}
-		if e := caps.Check(msg, s.adapter()); e != nil {
+		if e := m.checkSession(ctx, s, caps, msg); e != nil {
 			fail(e)
 			return
 		}
@@ -782,6 +782,25 @@ func (m *Master) forwardTo(ctx context.Context, s *session, msg *protocol.Messag
 			sent()
 		}
 	})
+}
+
+// checkSession checks a control message for session s against its
+// client's capabilities, with what the session's agent really offers
+// (agent.capabilities) in place of its adapter's declaration. A refusal is
+// checked once more after folding in the events other nodes stored: with
+// several nodes, the one holding the client keeps the session's latest
+// agent.capabilities, and this node may not have seen it yet.
+func (m *Master) checkSession(ctx context.Context, s *session, caps *protocol.Capabilities, msg *protocol.Message) *protocol.Error {
+	e := caps.ForSession(s.capabilities()).Check(msg, s.adapter())
+	if e == nil {
+		return nil
+	}
+	row, err := m.st.Session(ctx, s.id)
+	if err != nil {
+		return e
+	}
+	s.catchUp(ctx, row.LastSeq)
+	return caps.ForSession(s.capabilities()).Check(msg, s.adapter())
 }
 
 func (s *session) adapter() string {

@@ -12,6 +12,7 @@ import { cleanTitle } from '../static/js/manage.js';
 import { pickBase, settingsPayload } from '../static/js/modelsetting.js';
 import {
   MAX_FILE_BYTES, MAX_FILES, faultIndex, pastedName, uniqueName, precheck, overMessage, contextFiles, uploadOutcome, errorText, imageDataURL, busyWait, upload,
+  fileKind, byKind,
 } from '../static/js/attach.js';
 import { WaitingBadge, titleFor, waitingCount } from '../static/js/badge.js';
 import { registerWorker } from '../static/js/worker.js';
@@ -150,6 +151,18 @@ check("the agent's own commands: the latest agent.commands, and a snapshot's", (
   assert.deepEqual(s.commands, [{ name: 'plugin:cmd', hint: 'x' }]);
 });
 
+check("the session's own capability: the latest agent.capabilities, and a snapshot's", () => {
+  const s = started();
+  assert.equal(s.capabilities, null);
+  s.accept(ev(4, 'agent.capabilities', { adapter: { id: 'acp:x', modes: ['default', 'plan'], compact: false } }));
+  assert.deepEqual(s.capabilities.modes, ['default', 'plan']);
+  s.onSubscribed({ recovered: false, reason: 'retention', epoch: 'e2', from_seq: 11, last_seq: 10,
+    snapshot: { session: info, turns: [], capabilities: { id: 'acp:x', modes: ['default'], compact: true } } });
+  assert.equal(s.capabilities.compact, true);
+  s.onSubscribed({ recovered: false, reason: 'retention', epoch: 'e3', from_seq: 21, last_seq: 20, snapshot: { session: info, turns: [] } });
+  assert.equal(s.capabilities, null, 'a snapshot without one: the adapter declaration holds again');
+});
+
 check('a snapshot replaces the history', () => {
   const s = started();
   s.onSubscribed({
@@ -244,6 +257,15 @@ check('a pasted image is named after the local time, with its type\'s extension'
   assert.equal(uniqueName('a.png', new Set()), 'a.png');
   assert.equal(uniqueName('a.png', new Set(['a.png', 'a-2.png'])), 'a-3.png');
   assert.equal(uniqueName('README', new Set(['README'])), 'README-2');
+});
+
+check('attachments by kind: image, pdf, else text, against what the agent takes', () => {
+  assert.deepEqual(['image/png', 'application/pdf', 'text/markdown', '', 'application/json'].map((type) => fileKind({ type })), ['image', 'pdf', 'text', 'text', 'text']);
+  const files = [{ name: 'a.png', type: 'image/png' }, { name: 'b.txt', type: 'text/plain' }, { name: 'c.pdf', type: 'application/pdf' }];
+  const { take, refuse } = byKind(['text'], files);
+  assert.deepEqual(take.map((f) => f.name), ['b.txt']);
+  assert.deepEqual(refuse.map((f) => f.name), ['a.png', 'c.pdf']);
+  assert.equal(byKind(['text', 'image', 'pdf'], files).refuse.length, 0);
 });
 
 check('the pre-checks: at most 10 files, none empty or over 20 MiB', () => {

@@ -50,6 +50,13 @@
 //     adapter.AttachmentChecker): unsupported on payload.context_files[i],
 //     naming the agent and the capability it lacks. A mode switch's config and a compaction's
 //     target_token_ratio are refused with unsupported too.
+//   - Capabilities never over-claim: the adapter declares what every agent
+//     offers (default mode, no compaction, text attachments); each session
+//     reports, once initialize and session/new answered and again when its
+//     commands change (SessionConfig.Capabilities), the modes its agent
+//     has, compaction when it lists a compact command, and the attachment
+//     kinds its promptCapabilities take. Every mode reported switches;
+//     compaction reported runs.
 //   - Cancel sends session/cancel, answers every open permission request
 //     with outcome cancelled, and returns within cancelWait. The agent then
 //     has killAfter to answer the prompt; if it does not, its process group
@@ -166,21 +173,25 @@ func New(cfg Config) (*Adapter, error) {
 // ID is the adapter's id: "acp:" + Config.Name.
 func (a *Adapter) ID() string { return IDPrefix + a.cfg.Name }
 
-// Capability declares what an ACP session supports. Modes are enforced on
-// ferry's side (fs writes, permission requests) and switched on the agent
-// with session/set_mode; a switch to a mode the agent does not advertise is
-// refused. Compact works when the agent offers a compact command.
+// Capability declares what every ACP session offers, before any agent has
+// said what it has: default mode only, no compaction, text attachments
+// only (the one kind every agent takes, inline). A session reports what its
+// agent really offers once initialize and session/new have answered
+// (SessionConfig.Capabilities, session.capability): the modes it has
+// (switched on the agent with session/set_mode and enforced on ferry's
+// side), compaction when it lists a compact command, the attachment kinds
+// its prompt capabilities take.
 func (a *Adapter) Capability() protocol.AdapterCapability {
 	return protocol.AdapterCapability{
 		ID:           a.ID(),
 		Name:         "ACP agent (" + a.cfg.Name + ")",
-		Modes:        []string{protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview},
+		Modes:        []string{protocol.ModeDefault},
 		InputTypes:   []string{protocol.InputText, protocol.InputSlashCommand, protocol.InputContinuation, protocol.InputPipedStdin},
 		Interactions: []string{protocol.InteractionPermission},
 		Cancel:       true,
-		Compact:      true,
 		FileTokens:   "file_list",
 		Settings:     []string{adapter.SettingOutputFormat, adapter.SettingAllowedTools, adapter.SettingDeniedTools, adapter.SettingContextFiles},
+		Attachments:  []string{protocol.AttachText},
 		// DenyNote stays false: ACP's permission outcome carries an option
 		// id only, no text for the agent.
 		Unavailable: a.unavailable(),
@@ -222,6 +233,7 @@ func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.
 	s := newSession(a, c, fsys, ws, log)
 	s.artifacts = cfg.Artifacts
 	s.onCommands = cfg.Commands
+	s.onCaps = cfg.Capabilities
 	if cfg.History != nil {
 		s.env.History = cfg.History // fs/write_text_file is recorded for undo
 	}

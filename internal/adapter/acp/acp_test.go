@@ -38,7 +38,7 @@ func TestNewNeedsACommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := a.Capability()
-	if c.ID != "acp:gemini" || a.ID() != "acp:gemini" || !c.Cancel || !c.Compact || c.FileTokens != "file_list" {
+	if c.ID != "acp:gemini" || a.ID() != "acp:gemini" || !c.Cancel || c.FileTokens != "file_list" {
 		t.Fatalf("capability = %+v", c)
 	}
 }

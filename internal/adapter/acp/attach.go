@@ -29,7 +29,9 @@ import (
 //     drops blobs (claude-code-acp 0.16.2 does).
 //
 // Resources are named attachment:///<file name>: the file is the user's,
-// not one of the workspace, so it has no file:// URI.
+// not one of the workspace, so it has no file:// URI. A text block before
+// the files says what they are for, by their context_files intent
+// (agent.AttachedIntents).
 
 var _ adapter.AttachmentChecker = (*session)(nil)
 
@@ -74,10 +76,15 @@ func (s *session) agentName() string {
 }
 
 // attachmentBlocks are the files as content blocks of the prompt, after
-// its text and resource links. CheckAttachments has passed them.
+// its text and resource links: first a text block saying what they are for
+// (agent.AttachedIntents: which to edit, which are reference; none when no
+// file says), then the files. CheckAttachments has passed them.
 func (s *session) attachmentBlocks(files []attachment.File) []acpsdk.ContentBlock {
 	pc := s.init.AgentCapabilities.PromptCapabilities
-	out := make([]acpsdk.ContentBlock, 0, len(files))
+	out := make([]acpsdk.ContentBlock, 0, 1+2*len(files))
+	if intents := agent.AttachedIntents(files); intents != "" {
+		out = append(out, acpsdk.TextBlock(intents))
+	}
 	for _, f := range files {
 		u := (&url.URL{Scheme: "attachment", Path: "/" + f.Name}).String()
 		mt := acpsdk.Ptr(f.MediaType)

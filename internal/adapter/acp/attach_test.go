@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -271,5 +272,40 @@ func TestPeerCommand(t *testing.T) {
 	pe := s.CheckAttachments([]attachment.File{{Name: "shot.png", MediaType: "image/png", Data: adaptertest.AttachedPNG}})
 	if pe == nil || pe.Code != protocol.CodeUnsupported || !strings.Contains(pe.Message, "does not take images") {
 		t.Fatalf("CheckAttachments(image) = %v", pe)
+	}
+}
+
+// TestAttachmentIntentsStated: the agent's prompt says what the attached
+// files are for (context_files[].intent): a text block after the prompt's
+// text names those to edit and those for reference; with embedded context
+// the files follow as resources, without it a text file's inline block
+// says its intent too.
+func TestAttachmentIntentsStated(t *testing.T) {
+	t.Parallel()
+	files := func() []attachment.File {
+		fs := attachedFiles()
+		fs[0].Intent = protocol.IntentReference  // the image
+		fs[1].Intent = protocol.IntentEditTarget // the note
+		return fs
+	}
+	for _, embedded := range []bool{true, false} {
+		p := newPeer(t, acppeer.Script{Init: promptCaps(true, embedded), Turns: [][]step{{{Text: "seen"}}}})
+		s := p.open(t, protocol.ModeDefault)
+		tn := turn("fix the note")
+		tn.Attachments = files()[:2]
+		if _, res, err := run(t, s, tn); err != nil || res.StopReason != protocol.StopEndTurn {
+			t.Fatalf("embedded %v: %+v, %v", embedded, res, err)
+		}
+		blocks, _ := p.receivedMethod(t, "session/prompt")[0]["prompt"].([]any)
+		b1, _ := blocks[1].(map[string]any)
+		if want := "The user attached note.txt for you to edit. The user attached shot.png for reference only (read them, do not change them)."; b1["text"] != want {
+			t.Errorf("embedded %v: block 1 %v, want %q", embedded, b1, want)
+		}
+		if !embedded {
+			raw, _ := json.Marshal(blocks)
+			if !strings.Contains(string(raw), `note.txt (text/plain), to be edited:`) {
+				t.Errorf("the inline note does not say its intent: %s", raw)
+			}
+		}
 	}
 }

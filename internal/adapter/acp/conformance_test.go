@@ -23,6 +23,14 @@ var conformanceProof = map[string]string{
 	adapter.SettingAllowedTools: "TestPermissionRulesAnswerWithoutAsking",
 }
 
+// slashProof names the test showing a slash command keeps the settings an
+// ACP session honours (it is one session/prompt like any other).
+var slashProof = map[string]string{
+	adapter.SettingDeniedTools:  "TestSlashCommandCarriesSettings",
+	adapter.SettingAllowedTools: "TestSlashCommandCarriesSettings",
+	adapter.SettingContextFiles: "TestSlashCommandCarriesSettings",
+}
+
 // TestConformance runs the adapter conformance suite on an ACP session
 // with the scripted peer and checks its row of the table in
 // docs/adapters.md.
@@ -82,7 +90,8 @@ func TestConformance(t *testing.T) {
 				}
 			},
 		},
-		ProvedBy: conformanceProof,
+		ProvedBy:      conformanceProof,
+		SlashProvedBy: slashProof,
 	}
 	adaptertest.CheckTable(t, f.Name, adaptertest.Run(t, f))
 }
@@ -151,7 +160,8 @@ func TestConformanceRealAgent(t *testing.T) {
 				}
 			},
 		},
-		ProvedBy: proof,
+		ProvedBy:      proof,
+		SlashProvedBy: slashProof,
 	}
 	adaptertest.CheckTable(t, f.Name, adaptertest.Run(t, f))
 }

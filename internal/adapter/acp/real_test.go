@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -436,5 +437,32 @@ func TestRealAgentEditIsAnArtifact(t *testing.T) {
 	}
 	if f := o.res.Artifacts[0]; f.Path() != ev.Path || f.Size() != ev.Size || f.ToolUseID() != callID {
 		t.Fatalf("Result.Artifacts[0] = %+v", f.ToMessage())
+	}
+}
+
+// TestRealAgentCapabilities: the real claude-code-acp's session reports
+// what it offers once it answered initialize and session/new: its plan
+// mode, and images and embedded context (so PDFs); every mode it reports
+// switches.
+func TestRealAgentCapabilities(t *testing.T) {
+	t.Parallel()
+	a, _ := realAdapter(t)
+	var l capsLog
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := a.Open(ctx, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: t.TempDir()},
+		Mode: protocol.ModeDefault, Capabilities: l.report})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	c := l.last(t)
+	if !slices.Contains(c.Modes, protocol.ModePlan) || !slices.Contains(c.Attachments, protocol.AttachImage) || !slices.Contains(c.Attachments, protocol.AttachPDF) {
+		t.Fatalf("claude-code-acp reported %+v, want plan mode and image and PDF attachments", c)
+	}
+	for _, m := range append(slices.Clone(c.Modes), protocol.ModeDefault) {
+		if err := s.SetMode(m, nil); err != nil {
+			t.Errorf("SetMode(%s), a reported mode: %v", m, err)
+		}
 	}
 }

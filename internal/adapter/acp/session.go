@@ -41,10 +41,18 @@ type session struct {
 	// onCommands gets the agent's slash commands (SessionConfig.Commands;
 	// nil: nobody listens). Set before the handshake, never changed.
 	onCommands func([]protocol.AgentCommand)
-	c          *conn
-	ws         string
-	fs         *vfs.Local
-	env        *tools.Env
+	// onCaps gets the session's capability (SessionConfig.Capabilities;
+	// nil: nobody listens). Set before the handshake, never changed.
+	onCaps func(protocol.AdapterCapability)
+	// opened is set once the handshake is done: from then on a change of
+	// the agent's commands is reported (reportCaps). capsMu orders the
+	// reports, so the last one delivered is the latest state.
+	opened atomic.Bool
+	capsMu sync.Mutex
+	c      *conn
+	ws     string
+	fs     *vfs.Local
+	env    *tools.Env
 
 	// ctx ends with Close.
 	ctx    context.Context
@@ -176,9 +184,48 @@ func (s *session) handshake(ctx context.Context, mode string) error {
 		s.mu.Unlock()
 	}
 	if mode != "" && mode != protocol.ModeDefault {
-		return s.SetMode(mode, nil)
+		if err := s.SetMode(mode, nil); err != nil {
+			return err
+		}
 	}
+	s.opened.Store(true)
+	s.reportCaps()
 	return nil
+}
+
+// capability is what this session's agent really offers: the adapter's
+// declaration with the modes the agent has (default always: ferry enforces
+// it with or without the agent), compaction when it lists a compact
+// command, and the attachment kinds its prompt capabilities take (text
+// always: it goes inline).
+func (s *session) capability() protocol.AdapterCapability {
+	c := s.a.Capability()
+	for _, m := range []string{protocol.ModePlan, protocol.ModeReview} {
+		if _, ok := s.agentModeFor(m); ok {
+			c.Modes = append(c.Modes, m)
+		}
+	}
+	s.mu.Lock()
+	c.Compact = s.commands["compact"]
+	s.mu.Unlock()
+	pc := s.init.AgentCapabilities.PromptCapabilities
+	if pc.Image {
+		c.Attachments = append(c.Attachments, protocol.AttachImage)
+	}
+	if pc.EmbeddedContext {
+		c.Attachments = append(c.Attachments, protocol.AttachPDF)
+	}
+	return c
+}
+
+// reportCaps hands the session's capability to SessionConfig.Capabilities.
+func (s *session) reportCaps() {
+	if s.onCaps == nil {
+		return
+	}
+	s.capsMu.Lock()
+	defer s.capsMu.Unlock()
+	s.onCaps(s.capability())
 }
 
 // openError turns a failed handshake call into a coded error; the agent's
@@ -777,6 +824,14 @@ func (s *session) SetMode(mode string, config json.RawMessage) error {
 		return err
 	}
 	id, ok := s.agentModeFor(mode)
+	if !ok && mode == protocol.ModeDefault {
+		// The agent has no mode of its own for it: ferry's default asks
+		// nothing of the agent, so the switch is ferry's alone.
+		s.mu.Lock()
+		s.mode = mode
+		s.mu.Unlock()
+		return nil
+	}
 	if !ok {
 		return &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.mode",
 			Message: fmt.Sprintf("this ACP agent has no %s mode", mode)}

@@ -66,6 +66,9 @@ func (s *session) onUpdate(u *sessionUpdate) {
 		if s.onCommands != nil {
 			s.onCommands(list) // the UI accepts and completes them
 		}
+		if s.opened.Load() {
+			s.reportCaps() // compaction may have come or gone
+		}
 		return
 	case "current_mode_update":
 		s.onModeUpdate(ts, u.CurrentModeID)

@@ -16,8 +16,16 @@
 //     the agent; one that does not refuses the turn as above.
 //   - Every input type of the spec likewise, against the capability's
 //     InputTypes.
+//   - A slash_command prompt carrying a declared prompt setting (bar
+//     output_format) is refused like an undeclared one, unless the
+//     fixture names a test showing the command honours it
+//     (SlashProvedBy): no setting is dropped on a command's path.
 //   - Cancel: Run returns within CancelBound of the turn's context being
 //     cancelled, and the adapter emits nothing after Run returned.
+//   - The capability never over-claims: every mode it declares switches
+//     (SetMode succeeds) and a declared compaction runs. A
+//     session that reports its own capability (SessionConfig.Capabilities)
+//     is held to that one instead of the adapter's.
 //   - Answer with an unknown interaction id fails with
 //     adapter.ErrUnknownInteraction; SetMode with a mode that does not
 //     exist fails with a coded *protocol.Error.
@@ -104,6 +112,13 @@ type Fixture struct {
 	// checks the effect where no Effect does (real agents, whose effects
 	// are slow to script twice). The suite checks that it exists.
 	ProvedBy map[string]string
+	// SlashProvedBy names, by prompt setting, a test of the adapter's
+	// package showing that a slash_command prompt honours that setting
+	// too. A setting the capability declares and this does not name must
+	// be refused on a slash_command prompt (one agent.error unsupported
+	// naming it): a slash command is often run on a path of its own, and
+	// a setting must not be dropped there.
+	SlashProvedBy map[string]string
 }
 
 // Event is one event an adapter emitted.
@@ -235,10 +250,14 @@ func RunTurnWith(t *testing.T, s adapter.Session, req *protocol.PromptRequest, f
 	return Outcome{Events: rec.end(), Result: res, Err: err, Late: rec.lateEvents}
 }
 
-// withSetting is a request of text that sets one prompt setting to a
-// valid value.
-func withSetting(text, setting string) *protocol.PromptRequest {
-	req := Request(text, protocol.InputText)
+// withSetting is a request of text (of inputType, text when none is
+// given) that sets one prompt setting to a valid value.
+func withSetting(text, setting string, inputType ...string) *protocol.PromptRequest {
+	it := protocol.InputText
+	if len(inputType) > 0 {
+		it = inputType[0]
+	}
+	req := Request(text, it)
 	o := &protocol.ConfigOverrides{}
 	switch setting {
 	case adapter.SettingOutputFormat:
@@ -264,7 +283,6 @@ func withSetting(text, setting string) *protocol.PromptRequest {
 func Run(t *testing.T, f Fixture) map[string]string {
 	t.Helper()
 	caps := f.Adapter.Capability()
-	checkCapability(t, f, caps)
 	ws := f.Workspace
 	if ws == "" {
 		ws = t.TempDir()
@@ -272,10 +290,30 @@ func Run(t *testing.T, f Fixture) map[string]string {
 	before := descendants()
 	ctx, cancel := context.WithTimeout(context.Background(), TurnBound)
 	defer cancel()
-	s, err := f.Adapter.Open(ctx, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}, Mode: protocol.ModeDefault})
+	var (
+		mu       sync.Mutex
+		reported *protocol.AdapterCapability
+	)
+	s, err := f.Adapter.Open(ctx, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: ws}, Mode: protocol.ModeDefault,
+		Capabilities: func(c protocol.AdapterCapability) {
+			mu.Lock()
+			reported = &c
+			mu.Unlock()
+		}})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
+	// What the session's agent says it offers holds for the session, in
+	// place of the adapter's declaration.
+	mu.Lock()
+	if reported != nil {
+		if reported.ID != caps.ID {
+			t.Errorf("the session reported the capability of %q, not of its adapter %q", reported.ID, caps.ID)
+		}
+		caps = *reported
+	}
+	mu.Unlock()
+	checkCapability(t, f, caps)
 	closed := false
 	defer func() {
 		if !closed {
@@ -294,9 +332,33 @@ func Run(t *testing.T, f Fixture) map[string]string {
 	for _, it := range InputTypes {
 		row[it] = inputType(t, f, caps, s, it)
 	}
+	if slices.Contains(caps.InputTypes, protocol.InputSlashCommand) {
+		for _, key := range adapter.PromptSettings {
+			if key != adapter.SettingOutputFormat && slices.Contains(caps.Settings, key) {
+				slashSetting(t, f, s, key)
+			}
+		}
+	}
 	row[adapter.SettingTargetTokenRatio] = compactRatio(t, f, caps, s)
 	row[adapter.SettingModeConfig] = modeConfig(t, f, caps, s)
 
+	t.Run("declared modes switch", func(t *testing.T) {
+		for _, m := range append(slices.Clone(caps.Modes), protocol.ModeDefault) {
+			if err := s.SetMode(m, nil); err != nil {
+				t.Errorf("SetMode(%s), a mode the capability declares: %v", m, err)
+			}
+		}
+	})
+	t.Run("declared compaction runs", func(t *testing.T) {
+		if !caps.Compact {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), TurnBound)
+		defer cancel()
+		if _, err := s.Compact(ctx, nil); err != nil {
+			t.Errorf("Compact, which the capability declares, failed: %v", err)
+		}
+	})
 	t.Run("bad mode", func(t *testing.T) {
 		err := s.SetMode("turbo", nil)
 		var pe *protocol.Error
@@ -348,6 +410,11 @@ func checkCapability(t *testing.T, f Fixture, caps protocol.AdapterCapability) {
 	for key, name := range f.ProvedBy {
 		if !testExists(name) {
 			t.Errorf("ProvedBy[%s] names %s, which is no test of this package", key, name)
+		}
+	}
+	for key, name := range f.SlashProvedBy {
+		if !testExists(name) {
+			t.Errorf("SlashProvedBy[%s] names %s, which is no test of this package", key, name)
 		}
 	}
 }
@@ -447,6 +514,32 @@ func inputType(t *testing.T, f Fixture, caps protocol.AdapterCapability, s adapt
 		}
 	})
 	return cell(declared)
+}
+
+// slashSetting checks a declared prompt setting on a slash_command
+// prompt: honoured where the fixture names a test that shows it
+// (SlashProvedBy), else refused.
+func slashSetting(t *testing.T, f Fixture, s adapter.Session, key string) {
+	t.Run("slash_command with "+key, func(t *testing.T) {
+		if f.SlashProvedBy[key] != "" {
+			return // checkCapability checked that the test exists
+		}
+		text := f.Slash
+		if text == "" {
+			text = f.Answer
+		}
+		var o Outcome
+		if key == adapter.SettingContextFiles {
+			o = RunTurnWith(t, s, Request(text, protocol.InputSlashCommand), Attachments())
+		} else {
+			o = RunTurn(t, s, withSetting(text, key, protocol.InputSlashCommand))
+		}
+		if len(o.Errors()) == 0 {
+			t.Errorf("a slash_command prompt with %s ran without it being refused, and no test shows it honoured (SlashProvedBy): the setting was dropped", key)
+			return
+		}
+		checkRefused(t, o, adapter.FieldOf(key))
+	})
 }
 
 func compactRatio(t *testing.T, f Fixture, caps protocol.AdapterCapability, s adapter.Session) string {

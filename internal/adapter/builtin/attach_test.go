@@ -220,3 +220,47 @@ func TestAttachedImagePrepared(t *testing.T) {
 		t.Errorf("%d model requests, want none for the refused turns", n-1)
 	}
 }
+
+// TestAttachmentIntentsStated: context_files[].intent reaches the model:
+// a line before the files says which are to be edited, which are for
+// reference only and which are background, and each file's own text says
+// its intent too; a file without one is named as before.
+func TestAttachmentIntentsStated(t *testing.T) {
+	t.Parallel()
+	files := []attachment.File{
+		{Name: "draft.md", MediaType: "text/markdown", Data: []byte("# Draft\n"), Intent: protocol.IntentEditTarget},
+		{Name: "spec.pdf", MediaType: "application/pdf", Data: []byte(minimalPDF), Intent: protocol.IntentReference},
+		{Name: "shot.png", MediaType: "image/png", Data: adaptertest.AttachedPNG, Intent: protocol.IntentContext},
+		{Name: "plain.txt", MediaType: "text/plain", Data: []byte("plain\n")},
+	}
+	forEachFormat(t, func(t *testing.T, f fake.Format, srv *fake.Server) {
+		t.Parallel()
+		s, _ := open(t, srv, f, nil)
+		srv.Script(fake.Reply{Text: []string{"ok"}})
+		tr := turn("fix the draft")
+		tr.Attachments = files
+		if _, err := s.Run(testCtx(t), tr, newRecorder().emit); err != nil {
+			t.Fatal(err)
+		}
+		var all []string
+		for _, b := range srv.ModelRequests()[0].UserBlocks() {
+			if b.Type == "text" {
+				all = append(all, b.Text)
+			}
+		}
+		text := strings.Join(all, "\n")
+		for _, want := range []string{
+			"The user attached draft.md for you to edit.",
+			"The user attached spec.pdf for reference only (read them, do not change them).",
+			"The user attached shot.png as background context.",
+			"The user attached the file draft.md (text/markdown), to be edited:",
+			`<attached-file name="draft.md" intent="edit_target">`,
+			"The user attached spec.pdf (a PDF document, next), for reference only.",
+			"The user attached the file plain.txt (text/plain):\n<attached-file name=\"plain.txt\">",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the model's prompt lacks %q:\n%s", want, text)
+			}
+		}
+	})
+}

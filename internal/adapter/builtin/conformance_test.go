@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 		if srv.Pending() > 0 {
 			return fake.Reply{}, false
 		}
-		if strings.Contains(agenttest.LastUserText(r), "hang") {
+		if strings.Contains(agenttest.LastUserText(r), "hang on") {
 			return fake.Reply{Text: []string{"working"}, Hold: true}, true
 		}
 		return fake.Reply{Text: []string{"done"}}, true

@@ -172,3 +172,52 @@ func TestFakeBrokenImageRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestFakeAttachmentIntents: the prompt Claude Code gets says what each
+// attached file is for (context_files[].intent): a text block before the
+// files naming those to edit and those for reference, and each file's own
+// block or line saying its intent.
+func TestFakeAttachmentIntents(t *testing.T) {
+	t.Parallel()
+	env := openFake(t, "echo", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	turn := adaptertest.TextTurn("fix the draft")
+	turn.Attachments = []attachment.File{
+		{Name: "draft.md", MediaType: "text/markdown", Data: []byte("# Draft\n"), Intent: protocol.IntentEditTarget},
+		{Name: "spec.pdf", MediaType: "application/pdf", Data: []byte(fakePDF), Intent: protocol.IntentReference},
+	}
+	if _, err := env.sess.Run(ctx, turn, newRecorder(t).emit); err != nil {
+		t.Fatal(err)
+	}
+	var sent string
+	for _, e := range readFakeLog(t, env.log) {
+		if strings.Contains(string(e.Got), `"type":"user"`) {
+			sent = string(e.Got)
+		}
+	}
+	var line struct {
+		Message struct {
+			Content []map[string]any `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(sent), &line); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, b := range line.Message.Content {
+		if s, ok := b["text"].(string); ok {
+			texts = append(texts, s)
+		}
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{
+		"The user attached draft.md for you to edit. The user attached spec.pdf for reference only (read them, do not change them).",
+		"The user attached the file draft.md (text/markdown), to be edited:",
+		"The user attached spec.pdf (a PDF document, next), for reference only.",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("Claude Code's prompt lacks %q:\n%s", want, all)
+		}
+	}
+}

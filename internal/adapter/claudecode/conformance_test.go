@@ -112,6 +112,14 @@ func TestConformance(t *testing.T) {
 			adapter.SettingAllowedTools: "TestRealSchemaAndMaxTurns",
 			protocol.InputSlashCommand:  "TestRealCompact", // /compact, sent as typed
 		},
+		// A slash command's settings are the CLI's flags, as a prompt's
+		// are; attached files are refused (the suite checks).
+		SlashProvedBy: map[string]string{
+			adapter.SettingJSONSchema:   "TestSlashCommandSettings",
+			adapter.SettingMaxTurns:     "TestSlashCommandSettings",
+			adapter.SettingAllowedTools: "TestSlashCommandSettings",
+			adapter.SettingDeniedTools:  "TestSlashCommandSettings",
+		},
 	}
 	adaptertest.CheckTable(t, f.Name, adaptertest.Run(t, f))
 }

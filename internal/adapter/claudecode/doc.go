@@ -27,11 +27,16 @@
 //     user message a list of content blocks in the Anthropic format the CLI
 //     passes to the model: the text, then each image as an image block and
 //     each PDF as a document block (base64 sources), each text file as a
-//     text block naming it. A compaction's target_token_ratio and a mode
-//     switch's config are refused with code unsupported naming them.
+//     text block naming it; a line before the files states their intent
+//     (which to edit, which are reference: agent.AttachedIntents). A
+//     compaction's target_token_ratio and a mode switch's config are
+//     refused with code unsupported naming them.
 //   - Input types: text and slash_command (Claude Code's own commands) go
 //     as typed; piped_stdin is framed as material the user piped, not as
-//     the instruction; continuation asks to continue where it left off.
+//     the instruction; continuation asks to continue where it left off. A
+//     slash command's settings are the CLI's flags as a prompt's are;
+//     attached files are refused on one (unsupported), since the CLI runs
+//     a command only from a prompt of plain text.
 //   - File tokens become Claude Code mentions (fileref.Prompt.Mentions:
 //     "@path" or `@"path"`); a token that cannot be written as a mention is
 //     written as its display path, never dropped.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -85,6 +86,15 @@ func (f promptFlags) key() string {
 // refusals say why Claude Code refuses a prompt setting: it honours every
 // prompt setting, so none is listed.
 var refusals = map[string]string{}
+
+// slashSettings are the prompt settings a slash command takes: the ones
+// that are the CLI's flags, which apply to whatever the command runs.
+var slashSettings = []string{adapter.SettingJSONSchema, adapter.SettingMaxTurns, adapter.SettingAllowedTools, adapter.SettingDeniedTools}
+
+// slashRefusal says why a slash command takes no attached files: the
+// prompt would go as content blocks, and Claude Code runs a command only
+// from a prompt of plain text.
+const slashRefusal = "Claude Code runs a slash command from plain text, which cannot carry attached files"
 
 // promptDeny is a prompt's denied_tools as ferry's PreToolUse hook applies
 // them, on top of Claude Code's --disallowedTools: rules ferry's permission

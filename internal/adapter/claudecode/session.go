@@ -86,6 +86,9 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	if res, refused, err := adapter.RefusePrompt(ctx, s.a.Capability(), turn, emit, refusals); refused {
 		return res, err
 	}
+	if res, refused, err := adapter.RefuseSlash(ctx, turn, emit, slashSettings, slashRefusal); refused {
+		return res, err
+	}
 	if ae := badRule(turn.Request); ae != nil {
 		ae.TurnID = turn.ID
 		if err := emit(ctx, protocol.TypeAgentError, ae); err != nil {

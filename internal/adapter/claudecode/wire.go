@@ -440,23 +440,28 @@ type inSource struct {
 }
 
 // newPromptLine is a prompt's user line: its text alone, or, with files
-// attached, a text block and then each file as Claude Code's model takes
-// it: an image block, a PDF document block (titled with the file name), a
-// text file as a text block naming the file and holding its content
-// (agent.AttachedText, as ferry's own agent writes it).
+// attached, a text block, the line saying what the files are for
+// (agent.AttachedIntents, when any says), then each file as Claude Code's
+// model takes it: an image block or a PDF document block (titled with the
+// file name), each after a line naming it (agent.AttachedMedia), a text
+// file as a text block naming the file and holding its content
+// (agent.AttachedText), as ferry's own agent writes them.
 func newPromptLine(text string, files []attachment.File) userLine {
 	if len(files) == 0 {
 		return newUserLine(text)
 	}
-	blocks := make([]inBlock, 0, 1+len(files))
+	blocks := make([]inBlock, 0, 2+2*len(files))
 	blocks = append(blocks, inBlock{Type: "text", Text: text})
+	if intents := agent.AttachedIntents(files); intents != "" {
+		blocks = append(blocks, inBlock{Type: "text", Text: intents})
+	}
 	for _, f := range files {
 		src := &inSource{Type: "base64", MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)}
 		switch {
 		case f.IsImage():
-			blocks = append(blocks, inBlock{Type: "text", Text: "The user attached " + f.Name + " (an image, next)."}, inBlock{Type: "image", Source: src})
+			blocks = append(blocks, inBlock{Type: "text", Text: agent.AttachedMedia(f)}, inBlock{Type: "image", Source: src})
 		case f.IsPDF():
-			blocks = append(blocks, inBlock{Type: "document", Source: src, Title: f.Name})
+			blocks = append(blocks, inBlock{Type: "text", Text: agent.AttachedMedia(f)}, inBlock{Type: "document", Source: src, Title: f.Name})
 		default:
 			blocks = append(blocks, inBlock{Type: "text", Text: agent.AttachedText(f)})
 		}

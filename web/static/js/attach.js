@@ -96,6 +96,28 @@ export function overMessage(over) {
 }
 
 /**
+ * fileKind is the kind of attached file a File ({type}) is, as
+ * capabilities' attachments name them: image, pdf, else text (the master
+ * and the client sniff the bytes and refuse anything else).
+ */
+export function fileKind(file) {
+  const t = file.type || '';
+  if (t.startsWith('image/')) return 'image';
+  if (t === 'application/pdf') return 'pdf';
+  return 'text';
+}
+
+/**
+ * byKind splits files into those of a kind the agent takes (kinds, its
+ * capability's attachments) and the others: {take: [file], refuse: [file]}.
+ */
+export function byKind(kinds, files) {
+  const out = { take: [], refuse: [] };
+  for (const f of files) (kinds.includes(fileKind(f)) ? out.take : out.refuse).push(f);
+  return out;
+}
+
+/**
  * contextFiles is the ui.prompt's context_files for chips ({state,
  * upload}): every uploaded one, in order, as a ferry-upload: URL.
  */

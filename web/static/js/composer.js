@@ -21,7 +21,7 @@
 //   its text and its files, the file at fault marked.
 
 import { h, clear, formatBytes } from './util.js';
-import { Attachments, icon, faultIndex } from './attach.js';
+import { Attachments, icon, faultIndex, byKind } from './attach.js';
 
 export const COMMANDS = [
   { name: 'compact', args: '[instruction]', help: "Summarise the agent's history; the instruction says what to keep" },
@@ -65,7 +65,7 @@ export function highlightPath(path, ranges, name) {
 
 export class Composer {
   /**
-   * ctrl: caps() → {search, slash, compact, modes}, running(),
+   * ctrl: caps() → {search, slash, compact, modes, attach}, running(),
    * search(query, onError) → query_id, cancelSearch(query_id),
    * submit(segments, contextFiles, restore) → bool (restore() puts the
    * files back), command(name, arg) → bool, cancelTurn(), sessionId(),
@@ -105,7 +105,7 @@ export class Composer {
     const picker = (attrs) => {
       const input = h('input', { type: 'file', class: 'file-input', hidden: true, ...attrs });
       input.addEventListener('change', () => {
-        if (input.files?.length) this.attach.add(input.files);
+        if (input.files?.length) this.addFiles(input.files);
         input.value = ''; // the same file again is a new pick
       });
       return input;
@@ -133,7 +133,7 @@ export class Composer {
       const files = [...(e.clipboardData?.files || [])];
       // A copied screenshot is only a file; a copied spreadsheet range is
       // text with a picture of it, and the text is what was meant.
-      if (files.length && !text) this.attach.add(files, true);
+      if (files.length && !text) this.addFiles(files, true);
       else this.insertText(text);
     });
     // Files dropped anywhere on the prompt box are attached; dropped text
@@ -152,7 +152,7 @@ export class Composer {
       const files = [...(e.dataTransfer?.files || [])];
       if (files.length) {
         e.preventDefault();
-        this.attach.add(files);
+        this.addFiles(files);
         return;
       }
       if (e.target === this.editor || this.editor.contains(e.target)) {
@@ -184,6 +184,32 @@ export class Composer {
     this.hint.textContent = COARSE.matches
       ? '@ picks a file · / lists commands · Send sends'
       : 'Enter sends · Shift+Enter new line · @ picks a file · / commands · Esc stops the agent';
+  }
+
+  /**
+   * setAttach offers attachments of kinds (the session's capability:
+   * text, image, pdf), or none at all: without kinds there is no attach
+   * button, and without image no camera button.
+   */
+  setAttach(kinds) {
+    this.attachKinds = kinds;
+    this.attachBtn.hidden = !kinds.length;
+    this.cameraBtn.hidden = !kinds.includes('image');
+  }
+
+  /**
+   * addFiles attaches the files of a kind the agent takes; the note says
+   * which were not, and why (a paste or a drop bypasses the buttons).
+   */
+  addFiles(files, pasted = false) {
+    const kinds = this.attachKinds || [];
+    if (!kinds.length) {
+      this.attach.say('This agent takes no attached files.');
+      return;
+    }
+    const { take, refuse } = byKind(kinds, [...files]);
+    if (take.length) this.attach.add(take, pasted);
+    if (refuse.length) this.attach.say(`This agent takes only ${kinds.join(', ')} files: ${refuse.map((f) => f.name || 'the pasted file').join(', ')} not attached.`);
   }
 
   /** setRunning shows Stop while a turn runs. */

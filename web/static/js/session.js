@@ -47,6 +47,9 @@ export class SessionState {
     this.mode = this.info.mode || 'default';
     this.settings = this.info.settings || null; // {permission_timeout_ms, permission_timeout_set, model, effort}
     this.commands = []; // the agent's own slash commands (agent.commands)
+    // What the session's agent really offers (agent.capabilities), in place
+    // of its adapter's declaration; null: the declaration holds.
+    this.capabilities = null;
     this.running = this.info.state === 'running';
     this.current = ''; // the open turn's id
     this.version = 0; // bumped on every change: the header re-renders
@@ -92,6 +95,7 @@ export class SessionState {
     this.lastSeq = p.last_seq;
     this.summary = p.reason || 'snapshot';
     this.commands = snap.commands || [];
+    this.capabilities = snap.capabilities || null;
     if (p.reason === 'retention') this.addNote('info', 'Older events are no longer kept: this is a summary of the session so far.');
     if (p.reason === 'epoch') this.addNote('info', "The session's history was reset on the master: this is a summary of it.");
     for (const t of snap.turns || []) {
@@ -315,6 +319,10 @@ export class SessionState {
         this.commands = p.commands || [];
         this.touch();
         break;
+      case 'agent.capabilities':
+        this.capabilities = p.adapter || null;
+        this.touch();
+        break;
       case 'agent.mode.changed':
         this.mode = p.mode;
         this.addNote('mode', `Mode switched to ${p.mode}.`);
@@ -323,7 +331,7 @@ export class SessionState {
         applyRestored(this, msg);
         break;
       case 'agent.compaction.done':
-        this.addNote('info', `History compacted: ${p.tokens_before.toLocaleString()} → ${p.tokens_after.toLocaleString()} tokens.`);
+        this.addNote('info', `History compacted: ${p.tokens_before.toLocaleString()} → ${p.tokens_after.toLocaleString()} tokens${typeof p.achieved_ratio === 'number' ? ` (${Math.round(p.achieved_ratio * 100)} % of before)` : ''}.`);
         break;
       case 'agent.error':
         if (p.turn_id && this.turns.has(p.turn_id)) {

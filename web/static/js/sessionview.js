@@ -44,8 +44,12 @@ export class SessionView {
     return this.app.machines.find((m) => m.id === this.state.info.machine_id);
   }
 
+  /**
+   * adapter is the session's capability: what its agent really offers
+   * (agent.capabilities), else its adapter's declaration on the machine.
+   */
   adapter() {
-    return this.machine()?.adapters?.find((a) => a.id === this.state.info.adapter);
+    return this.state.capabilities || this.machine()?.adapters?.find((a) => a.id === this.state.info.adapter);
   }
 
   caps() {
@@ -57,6 +61,8 @@ export class SessionView {
       compact: !!a?.compact,
       cancel: a ? !!a.cancel : true,
       modes: a?.modes?.length ? a.modes : ['default'],
+      // The kinds of files the agent takes; none without context_files.
+      attach: a?.settings?.includes('context_files') ? (a.attachments?.length ? a.attachments : ['text', 'image', 'pdf']) : [],
     };
   }
 
@@ -237,6 +243,7 @@ export class SessionView {
     this.timeoutSetting.draw();
     this.modelSetting.draw();
     this.compactBtn.hidden = !caps.compact;
+    this.composer.setAttach(caps.attach);
     this.settings.update(this.adapter()?.settings);
     this.changesBtn.hidden = !this.history.available();
     const n = s.artifacts.size;
