@@ -33,6 +33,12 @@ func TestConformance(t *testing.T) {
 		if strings.Contains(last, "hang on") {
 			return fake.Reply{Text: []string{"working"}, Hold: true}, true
 		}
+		if strings.Contains(last, `\u003csummary\u003e`) {
+			// /compact's request (the JSON escapes <>): Claude Code asks
+			// again for a summary without its tags, and then builds an
+			// empty message.
+			return fake.Reply{Text: []string{"<analysis>A few prompts.</analysis>\n<summary>The user sent a few prompts.</summary>"}}, true
+		}
 		if strings.Contains(last, "touch it") && !strings.Contains(last, "tool_result") {
 			return fake.Reply{ToolCalls: []fake.ToolCall{{ID: "toolu_touch", Name: "Bash", Input: map[string]any{"command": "touch denied.txt", "description": "touch"}}}}, true
 		}
