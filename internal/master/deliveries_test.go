@@ -297,6 +297,16 @@ func TestRefusalShownToItsSenderOnce(t *testing.T) {
 	}
 	ui.sync() // nothing else came
 
+	// Only a prompt this connection carried, once: an error naming it
+	// again, or naming a message the client never got, stores nothing.
+	c.send(protocol.ErrorMessage(req.MessageID, info.ID, &protocol.Error{Code: protocol.CodeInternal, Message: "again"}))
+	c.send(protocol.ErrorMessage(protocol.NewID(), info.ID, &protocol.Error{Code: protocol.CodeBusy, Message: "forged"}))
+	noPromptBefore(ui, c, info.ID) // the client's errors were read before this
+	ui.sync()
+	if evs := storedEvents(t, e.st, info.ID, protocol.TypePromptRefused); len(evs) != 1 {
+		t.Fatalf("the store holds %d refusals, want 1", len(evs))
+	}
+
 	sub = subscribe(ui, info.ID, sub.LastSeq+1, info.Epoch)
 	refusalOf(ui, req.MessageID, protocol.CodeBusy, sub.FromSeq-1)
 }
