@@ -172,8 +172,8 @@ func (m *Master) delivered(sessionID, messageID string) {
 // again after a connection or a node died, with no UI to answer. Stored,
 // the refusal reaches every UI of the session, live or in the replay after
 // a reload, on any node, and its append answers the prompt (answered). If
-// it cannot be stored the prompt stays unanswered, is sent again and
-// refused again.
+// it cannot be stored the prompt stays unanswered: to a client that
+// declared prompts_once it is sent again, and refused again.
 func (m *Master) promptRefused(sessionID, promptID string, e *protocol.Error) {
 	s, err := m.session(m.ctx, sessionID)
 	if err != nil {
@@ -186,7 +186,7 @@ func (m *Master) promptRefused(sessionID, promptID string, e *protocol.Error) {
 	ev.SessionID, ev.ParentID = sessionID, promptID
 	err = s.submitMaster(m.ctx, ev, func(_ uint64, _ bool, err error) {
 		if err != nil {
-			m.log.Error("store a prompt's refusal; the prompt is sent again", "session", sessionID, "prompt", promptID, "err", err)
+			m.log.Error("store a prompt's refusal", "session", sessionID, "prompt", promptID, "err", err)
 		}
 	})
 	if err != nil && !errors.Is(err, errClosing) && !errors.Is(err, context.Canceled) {
