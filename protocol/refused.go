@@ -8,7 +8,7 @@ import (
 
 // TypePromptRefused is agent.prompt.refused: the session's client refused a
 // prompt (it answered its control.prompt.request with an error: busy, an
-// upload gone, a setting its adapter does not honour), so the prompt did
+// upload gone or expired, a file its agent cannot take), so the prompt did
 // not run. The client's error goes back to the UI that sent the prompt, but
 // that UI may be gone by then (a prompt is sent again after its client's
 // connection or node died) and the session's other UIs never see it. So the
