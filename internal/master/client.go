@@ -324,16 +324,18 @@ func (m *Master) deliverFrame(c *conn, f *controlFrame) {
 }
 
 // routeReply sends a client's direct answer (search candidates, or an
-// error about a control message) to whoever asked, and nowhere else.
+// error about a control message) to whoever asked, and nowhere else; a
+// refusal of a prompt is also stored for every UI (promptRefused).
 func (m *Master) routeReply(c *conn, msg *protocol.Message, data []byte) {
 	if msg.ParentID == "" {
 		c.log.Info("client reported an error", "payload", msg.Payload)
 		return
 	}
-	if msg.Type == protocol.TypeError {
+	if e, ok := msg.Payload.(*protocol.Error); ok {
 		if sid := c.cl.takePrompt(msg.ParentID); sid != "" {
-			// The client refused a prompt: it is answered.
-			m.goBG(func() { m.delivered(sid, msg.ParentID) })
+			// The client refused a prompt: its sender may be gone, so
+			// every UI of the session is told, and that answers it.
+			m.goBG(func() { m.promptRefused(sid, msg.ParentID, e) })
 		}
 	}
 	to := c.cl.takeReply(msg.ParentID)

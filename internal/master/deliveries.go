@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -18,9 +19,9 @@ import (
 // (store.Event.Deliver, in the prompt's own append) until the client
 // answers it: with its agent.turn.started, whose parent_id is the prompt
 // (store.Event.Answers, in that event's own append), or with an error (a
-// refusal, routed back through the connection that carried the prompt:
-// store.Delivered). Until then the node holding the client's connection
-// sends it again:
+// refusal, routed back through the connection that carried the prompt,
+// which the master stores as agent.prompt.refused: promptRefused). Until
+// then the node holding the client's connection sends it again:
 //
 //   - all of them when the connection becomes the machine's connection of
 //     record on this node (onPresence). Its subscription to the machine's
@@ -40,10 +41,10 @@ import (
 // maxRedeliver bounds the prompts one scan lists.
 const maxRedeliver = 1000
 
-// answered is the prompt a client's event answers: a turn's start names
-// its prompt as its parent.
+// answered is the prompt an event answers: a turn's start, or the stored
+// refusal (promptRefused), names its prompt as its parent.
 func answered(msg *protocol.Message) string {
-	if msg.Type == protocol.TypeTurnStarted && msg.ParentID != msg.MessageID {
+	if (msg.Type == protocol.TypeTurnStarted || msg.Type == protocol.TypePromptRefused) && msg.ParentID != msg.MessageID {
 		return msg.ParentID
 	}
 	return ""
@@ -162,5 +163,33 @@ func (m *Master) resend(c *conn, d store.Delivery) {
 func (m *Master) delivered(sessionID, messageID string) {
 	if err := m.st.Delivered(m.ctx, sessionID, messageID); err != nil {
 		m.log.Error("record a prompt answered", "session", sessionID, "prompt", messageID, "err", err)
+	}
+}
+
+// promptRefused stores the client's refusal e of prompt promptID as the
+// session's agent.prompt.refused event. The error itself goes only to the
+// UI that sent the prompt (routeReply), which may be gone: a copy is sent
+// again after a connection or a node died, with no UI to answer. Stored,
+// the refusal reaches every UI of the session, live or in the replay after
+// a reload, on any node, and its append answers the prompt (answered). If
+// it cannot be stored the prompt stays unanswered: to a client that
+// declared prompts_once it is sent again, and refused again.
+func (m *Master) promptRefused(sessionID, promptID string, e *protocol.Error) {
+	s, err := m.session(m.ctx, sessionID)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, context.Canceled) { // else deleted, or the node stops
+			m.log.Error("load a session to store a prompt's refusal", "session", sessionID, "prompt", promptID, "err", err)
+		}
+		return
+	}
+	ev := protocol.New(protocol.TypePromptRefused, protocol.Refusal(e))
+	ev.SessionID, ev.ParentID = sessionID, promptID
+	err = s.submitMaster(m.ctx, ev, func(_ uint64, _ bool, err error) {
+		if err != nil {
+			m.log.Error("store a prompt's refusal", "session", sessionID, "prompt", promptID, "err", err)
+		}
+	})
+	if err != nil && !errors.Is(err, errClosing) && !errors.Is(err, context.Canceled) {
+		m.log.Error("queue a prompt's refusal", "session", sessionID, "prompt", promptID, "err", err)
 	}
 }

@@ -190,3 +190,123 @@ func TestPromptSentAgainWithItsUploads(t *testing.T) {
 		t.Fatalf("fetch with the new grant: %+v", pe)
 	}
 }
+
+// refusalOf reads ui's next session event and checks it is the stored
+// refusal of prompt with code, right after seq after.
+func refusalOf(ui *peer, prompt, code string, after uint64) *protocol.Message {
+	ui.t.Helper()
+	m := events(ui, 1, after)[0]
+	r, ok := m.Payload.(*protocol.PromptRefused)
+	if m.Type != protocol.TypePromptRefused || !ok || m.ParentID != prompt || r.Code != code || r.Message == "" {
+		ui.t.Fatalf("%s: got %s (parent %s) %s, want the refusal of prompt %s with %s", ui.name, m.Type, m.ParentID, describe(m), prompt, code)
+	}
+	return m
+}
+
+// TestRefusalOfPromptSentAgainReachesEveryUI: the UI that sent a prompt is
+// gone when the client refuses the copy sent again (its connection died
+// before it answered the first). The refusal is stored in the session's
+// log: a UI watching the session on another node sees it live, and again
+// after subscribing anew (a reload), as does a UI that comes later; the
+// refusal answers the prompt, which is not sent again.
+func TestRefusalOfPromptSentAgainReachesEveryUI(t *testing.T) {
+	t.Parallel()
+	br := broker.NewMemory()
+	t.Cleanup(func() { _ = br.Close() })
+	e := newEnv(t, master.Config{Broker: br})
+	n2 := e.node(master.Config{Broker: br})
+	ui1 := e.dialUI("node 1")
+	c := e.connectClient(onceCaps("m1"), ui1)
+	info, _ := startSession(ui1, c)
+
+	watcher := e.dialUIAt(n2.ui, "watcher on node 2")
+	waitFor(t, "node 2 to list the machine online", func() bool { return onlineAt(watcher, "m1") })
+	sub := subscribe(watcher, info.ID, 0, "")
+	events(watcher, int(sub.LastSeq), 0)
+	sender := e.dialUIAt(n2.ui, "sender on node 2")
+	req := prompt(sender, c, info.ID, "refused when sent again")
+	if got := events(watcher, 1, sub.LastSeq)[0]; got.MessageID != req.MessageID {
+		t.Fatalf("the watcher got %s %s, want the prompt", got.Type, got.MessageID)
+	}
+	_ = sender.ws.CloseNow() // the sender is gone (a closed laptop)
+
+	c.reconnect(ui1) // the client read the prompt, and its connection died
+	again := nextPrompt(c)
+	if again.MessageID != req.MessageID {
+		t.Fatalf("sent again: %s, want %s", again.MessageID, req.MessageID)
+	}
+	c.send(protocol.ErrorMessage(again.MessageID, info.ID, &protocol.Error{Code: protocol.CodeBusy, Message: "the session already runs a turn"}))
+	live := refusalOf(watcher, req.MessageID, protocol.CodeBusy, sub.LastSeq+1)
+	waitFor(t, "the refusal to answer the prompt", func() bool { return len(e.undelivered()) == 0 })
+	if evs := storedEvents(t, e.st, info.ID, protocol.TypePromptRefused); len(evs) != 1 {
+		t.Fatalf("the store holds %d refusals, want 1", len(evs))
+	}
+
+	// A reload: the replay has it, at the same seq.
+	sub = subscribe(watcher, info.ID, 0, "")
+	if sub.LastSeq != live.Seq || !sub.Recovered {
+		t.Fatalf("subscribed again: %+v, want the history up to seq %d", sub, live.Seq)
+	}
+	replayed := events(watcher, int(sub.LastSeq), 0)
+	if r := replayed[len(replayed)-1]; r.MessageID != live.MessageID || r.ParentID != req.MessageID {
+		t.Fatalf("the replay ends with %s %s", r.Type, describe(r))
+	}
+	// A UI that comes later, on node 1, sees it too.
+	later := e.dialUIAt(e.wsURL("/v1/ui"), "later on node 1")
+	sub = subscribe(later, info.ID, 0, "")
+	if got := events(later, int(sub.LastSeq), 0); got[len(got)-1].MessageID != live.MessageID {
+		t.Fatalf("a later UI's replay ends with %s", got[len(got)-1].Type)
+	}
+
+	c.reconnect(ui1)
+	noPromptBefore(ui1, c, info.ID)
+}
+
+// TestRefusalShownToItsSenderOnce: the UI that sent a prompt gets the
+// client's refusal as an error answering it (to put the prompt back in
+// its box) and the stored refusal once, as every UI of the session does;
+// a reload still shows it.
+func TestRefusalShownToItsSenderOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, master.Config{})
+	ui := e.dialUI("UI")
+	c := e.connectClient(onceCaps("m1"), ui)
+	info, _ := startSession(ui, c)
+	sub := subscribe(ui, info.ID, 0, "")
+	events(ui, int(sub.LastSeq), 0)
+
+	req := prompt(ui, c, info.ID, "refused at once")
+	events(ui, 1, sub.LastSeq)
+	c.send(protocol.ErrorMessage(req.MessageID, info.ID, &protocol.Error{Code: protocol.CodeBusy, Message: "the session already runs a turn"}))
+	var errs, refusals int
+	var seq uint64
+	for errs+refusals < 2 {
+		m := ui.next(protocol.TypeError, protocol.TypePromptRefused)
+		if m.ParentID != req.MessageID {
+			t.Fatalf("got %s about %s", m.Type, m.ParentID)
+		}
+		if m.Type == protocol.TypeError {
+			errs++
+		} else {
+			refusals++
+			seq = m.Seq
+		}
+	}
+	if errs != 1 || refusals != 1 || seq != sub.LastSeq+2 {
+		t.Fatalf("the sender got %d errors and %d refusals (seq %d)", errs, refusals, seq)
+	}
+	ui.sync() // nothing else came
+
+	// Only a prompt this connection carried, once: an error naming it
+	// again, or naming a message the client never got, stores nothing.
+	c.send(protocol.ErrorMessage(req.MessageID, info.ID, &protocol.Error{Code: protocol.CodeInternal, Message: "again"}))
+	c.send(protocol.ErrorMessage(protocol.NewID(), info.ID, &protocol.Error{Code: protocol.CodeBusy, Message: "forged"}))
+	noPromptBefore(ui, c, info.ID) // the client's errors were read before this
+	ui.sync()
+	if evs := storedEvents(t, e.st, info.ID, protocol.TypePromptRefused); len(evs) != 1 {
+		t.Fatalf("the store holds %d refusals, want 1", len(evs))
+	}
+
+	sub = subscribe(ui, info.ID, sub.LastSeq+1, info.Epoch)
+	refusalOf(ui, req.MessageID, protocol.CodeBusy, sub.FromSeq-1)
+}

@@ -52,7 +52,8 @@
 //     a ping within a ping interval (so at most two intervals after it was
 //     last heard) is dropped.
 //   - Every agent.* event and session.opened from a client, and the master's
-//     own control.prompt.request and agent.interaction.resolved, is stored
+//     own control.prompt.request, agent.interaction.resolved and
+//     agent.prompt.refused, is stored
 //     with the session's next seq before it is relayed; the client gets a
 //     cumulative master.ack only for what is stored, in the order it sent
 //     it, so a master restart loses nothing acknowledged. A re-sent event
@@ -63,7 +64,10 @@
 //     same transaction as the prompt itself, and the node holding the
 //     client's connection sends it again until it is answered: when the
 //     client connects, and at every sweep (RevokeCheck) for those waiting
-//     longer than one. The client drops a copy by its message_id.
+//     longer than one. The client drops a copy by its message_id. Its
+//     refusal of a prompt is stored as agent.prompt.refused (which answers
+//     the prompt), so every UI of the session learns why it did not run,
+//     whether or not the UI that sent it is still there.
 //   - A UI that subscribes from (epoch, after_seq) gets every later event in
 //     order with no gap and no duplicate, then live events; or, when the
 //     epoch differs or the events are no longer retained, recovered:false

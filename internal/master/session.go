@@ -735,6 +735,8 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 		turnEnded = true
 	case *protocol.InteractionResolved:
 		s.removeOpenLocked(p.InteractionID)
+	case *protocol.PromptRefused:
+		delete(s.prompts, msg.ParentID) // it starts no turn
 	case *protocol.Artifact:
 		s.artifacts = append(s.artifacts, *p)
 		if over := len(s.artifacts) - maxSnapshotArtifacts; over > 0 {

@@ -5,7 +5,7 @@
 import fs from 'node:fs/promises';
 import assert from 'node:assert/strict';
 import { parsePrompt } from '../static/js/fileref.js';
-import { SessionState, attachedFiles } from '../static/js/session.js';
+import { SessionState, attachedFiles, promptFailure, editSegments } from '../static/js/session.js';
 import { relativePath, shortenPath, toolPath } from '../static/js/util.js';
 import { TOOL_CODES, CODES, toolErrorText, namedToolOutput, errorNote } from '../static/js/codes.js';
 import { cleanTitle } from '../static/js/manage.js';
@@ -243,6 +243,76 @@ check('agent.files.restored marks undone edits and rewound turns, and says what 
   assert.equal(s.turns.get('t2').rewound, false);
   assert.ok(!s.turns.get('t1').filesRewound);
   assert.match(s.items.at(-1).text, /b\.go \(deleted: the agent had created it\).*the agent's conversation was not/);
+});
+
+// A prompt its client refused (agent.prompt.refused, stored by the master):
+// every UI shows it on the prompt, also after a reload and when its sender
+// is gone; the sender, which also gets the error, shows it once.
+const refusedPrompt = { code: 'busy', message: 'the session already runs a turn' };
+const promptReq = (seq, id, extra = {}) => ({ ...ev(seq, 'control.prompt.request', { prompt_text: 'go on in <@file:ref_0|a.go>', file_references: [{ ref_id: 'ref_0', path: 'src/a.go', name: 'a.go', workspace_relative_path: 'src/a.go', workspace_id: 'w2' }], ...extra }), message_id: id });
+
+check('a refusal stored by the master marks the prompt on every UI: not run, send it again', () => {
+  const s = new SessionState(info);
+  s.onSubscribed({ recovered: true, epoch: 'e1', from_seq: 1, last_seq: 0 });
+  s.accept(promptReq(1, 'p1'));
+  const before = s.items.length;
+  assert.equal(s.accept(ev(2, 'agent.prompt.refused', refusedPrompt, { parent_id: 'p1' })), 'ok');
+  const p = s.prompts.get('p1');
+  assert.equal(p.status, 'failed');
+  assert.deepEqual(promptFailure(p), { lead: 'Not run', message: 'the session already runs a turn', code: 'busy', then: 'Send it again.' });
+  assert.equal(s.items.length, before, 'no note besides the prompt');
+  assert.equal(s.running, false);
+  // A reload replays it: the same.
+  const r = new SessionState(info);
+  r.onSubscribed({ recovered: true, epoch: 'e1', from_seq: 1, last_seq: 2 });
+  r.accept(promptReq(1, 'p1', { context_files: [{ file_url: 'ferry-upload:u1', file_name: 'shot.png', mime_type: 'image/png' }] }));
+  r.accept(ev(2, 'agent.prompt.refused', refusedPrompt, { parent_id: 'p1' }));
+  assert.equal(promptFailure(r.prompts.get('p1')).then, 'Send it again, with its files attached again.');
+});
+
+check('the sender gets the error and the stored refusal: one failure, said once', () => {
+  const s = new SessionState(info);
+  s.onSubscribed({ recovered: true, epoch: 'e1', from_seq: 1, last_seq: 0 });
+  s.addPending('p1', [{ text: 'go on' }], 'text');
+  s.accept(promptReq(1, 'p1'));
+  s.promptFailed('p1', refusedPrompt); // the error answering this UI's prompt
+  s.accept(ev(2, 'agent.prompt.refused', refusedPrompt, { parent_id: 'p1' }));
+  assert.equal(s.items.filter((i) => i.kind === 'prompt').length, 1);
+  assert.equal(s.items.filter((i) => i.kind === 'note').length, 0);
+  assert.equal(promptFailure(s.prompts.get('p1')).lead, 'Not run');
+  // The stored one first, the error after: the same.
+  const t = new SessionState(info);
+  t.onSubscribed({ recovered: true, epoch: 'e1', from_seq: 1, last_seq: 0 });
+  t.addPending('p1', [{ text: 'go on' }], 'text');
+  t.accept(promptReq(1, 'p1'));
+  t.accept(ev(2, 'agent.prompt.refused', refusedPrompt, { parent_id: 'p1' }));
+  t.promptFailed('p1', refusedPrompt);
+  assert.deepEqual(promptFailure(t.prompts.get('p1')), promptFailure(s.prompts.get('p1')));
+});
+
+check('a prompt the master refused was not delivered; a refusal never undoes a turn', () => {
+  const s = new SessionState(info);
+  s.onSubscribed({ recovered: true, epoch: 'e1', from_seq: 1, last_seq: 0 });
+  s.addPending('p0', [{ text: 'x' }], 'text');
+  s.promptFailed('p0', { code: 'client_offline', message: 'the machine is offline' });
+  assert.deepEqual(promptFailure(s.prompts.get('p0')), { lead: 'Not delivered', message: 'the machine is offline', code: 'client_offline', then: '' });
+  s.accept(promptReq(1, 'p1'));
+  s.accept(ev(2, 'agent.turn.started', { turn_id: 't1', input_type: 'text', mode: 'default' }, { parent_id: 'p1' }));
+  s.accept(ev(3, 'agent.prompt.refused', refusedPrompt, { parent_id: 'p1' }));
+  assert.equal(s.prompts.get('p1').status, 'sent');
+  assert.equal(s.accept(ev(4, 'agent.prompt.refused', refusedPrompt, { parent_id: 'unknown' })), 'ok');
+});
+
+check('a refused prompt goes back to the box as its text and file chips', () => {
+  const s = new SessionState(info);
+  s.accept(promptReq(1, 'p1'));
+  assert.deepEqual(editSegments(s.prompts.get('p1').parts), [
+    { kind: 'text', text: 'go on in ' },
+    { kind: 'file', file: { path: 'src/a.go', display_path: 'a.go', workspace_id: 'w2' } },
+  ]);
+  const picked = { path: 'b.go', display_path: 'b.go' };
+  assert.deepEqual(editSegments([{ text: 'see ' }, { file: picked, display: 'b.go' }, { file: null, refId: 'r', display: 'gone.go' }]),
+    [{ kind: 'text', text: 'see ' }, { kind: 'file', file: { path: 'b.go', display_path: 'b.go' } }, { kind: 'text', text: 'gone.go' }]);
 });
 
 // Attachments (attach.js): the pure parts of the chips.

@@ -185,12 +185,16 @@ export class SessionState {
     return p;
   }
 
-  /** promptFailed marks a prompt the master or the client refused. */
+  /**
+   * promptFailed marks a prompt the master or the client refused: the error
+   * answering this UI's own prompt, or the stored agent.prompt.refused any
+   * UI gets. Both may come for one prompt: it is marked once, the same way.
+   */
   promptFailed(id, err) {
     const p = this.prompts.get(id);
-    if (!p) return;
+    if (!p || p.turnId) return;
     p.status = 'failed';
-    p.error = err;
+    p.error = { code: err?.code || '', message: err?.message || String(err || ''), field: err?.field || '' };
     this.touch(p.key);
   }
 
@@ -207,6 +211,7 @@ export class SessionState {
         pr.parts = parsePrompt(p.prompt_text || '', p.file_references || []);
         pr.inputType = p.input_type || 'text';
         pr.files = attachedFiles(p.context_files);
+        pr.stored = true; // it reached the master: a refusal now is its client's
         if (pr.status !== 'failed') pr.status = 'sent';
         this.touch(pr.key);
         break;
@@ -322,6 +327,11 @@ export class SessionState {
       case 'agent.capabilities':
         this.capabilities = p.adapter || null;
         this.touch();
+        break;
+      case 'agent.prompt.refused':
+        // The client did not run the prompt (stored by the master, so every
+        // UI sees it, also after a reload and when its sender is gone).
+        this.promptFailed(msg.parent_id, p);
         break;
       case 'agent.mode.changed':
         this.mode = p.mode;
@@ -447,4 +457,35 @@ function isEnded(t) {
  */
 export function attachedFiles(list) {
   return (Array.isArray(list) ? list : []).map((f) => ({ name: String(f?.file_name || 'file'), type: String(f?.mime_type || '') }));
+}
+
+/**
+ * promptFailure is what a failed prompt says: "Not delivered" when the
+ * master refused it (it was never stored), "Not run" when it reached the
+ * master and the session's client refused it, with what to do.
+ */
+export function promptFailure(p) {
+  const e = p.error || {};
+  if (!p.stored) return { lead: 'Not delivered', message: e.message || e.code || 'refused', code: e.code || '', then: '' };
+  const files = p.files?.length ? ', with its files attached again' : '';
+  return { lead: 'Not run', message: e.message || e.code || 'refused', code: e.code || '', then: `Send it again${files}.` };
+}
+
+/**
+ * editSegments is a prompt's parts as the prompt box's segments, to edit
+ * and send again: text, and each file as its chip (the picked file, or
+ * the prompt's file reference, which names the same file).
+ */
+export function editSegments(parts) {
+  const out = [];
+  for (const x of parts || []) {
+    const f = x.file;
+    if (x.text !== undefined) out.push({ kind: 'text', text: x.text });
+    else if (f?.path) {
+      const file = { path: f.path, display_path: x.display || f.display_path || f.path };
+      if (f.workspace_id) file.workspace_id = f.workspace_id;
+      out.push({ kind: 'file', file });
+    } else out.push({ kind: 'text', text: x.display || '' });
+  }
+  return out;
 }

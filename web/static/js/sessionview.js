@@ -10,7 +10,7 @@ import { TranscriptView, artifactCard } from './transcript.js';
 import { Composer, COMMANDS } from './composer.js';
 import { PromptSettings } from './settings.js';
 import { onLayoutChange } from './diff.js';
-import { TURN_LABELS } from './session.js';
+import { TURN_LABELS, editSegments } from './session.js';
 import { TimeoutSetting } from './timeoutsetting.js';
 import { ModelSetting } from './modelsetting.js';
 import { HistoryUI } from './history.js';
@@ -76,6 +76,7 @@ export class SessionView {
       download: (e, a) => this.download(e, a),
       toolControls: (tool) => this.history.toolControls(tool),
       turnControls: (t) => this.history.turnControls(t),
+      editAgain: (p) => this.editAgain(p),
       // Tool rows show paths relative to the session's workspace.
       workspacePath: () => this.machine()?.workspaces?.find((w) => w.id === s.info.workspace_id)?.path || '',
     });
@@ -307,6 +308,20 @@ export class SessionView {
     this.transcript.scrollToEnd();
     this.render();
     return true;
+  }
+
+  /**
+   * editAgain puts a prompt that did not run back in the prompt box (its
+   * text and picked files; uploads are attached again by hand), unless the
+   * box holds something the user typed.
+   */
+  editAgain(p) {
+    if (!this.composer.isEmpty()) {
+      this.app.toast('The prompt box is not empty: send or clear what it holds first.');
+      return;
+    }
+    this.composer.setSegments(editSegments(p.parts));
+    this.composer.focus();
   }
 
   /** agentCommand sends one of the agent's own slash commands (agent.commands). */

@@ -12,7 +12,7 @@ import { imageDataURL } from './attach.js';
 import { renderMarkdown } from './markdown.js';
 import { renderDiff, diffStats, diffLayout } from './diff.js';
 import { renderInteraction, toolSummary } from './interaction.js';
-import { TURN_LABELS } from './session.js';
+import { TURN_LABELS, promptFailure } from './session.js';
 import { watchChanged } from './artifactmarker.js';
 import { TOOL_CODES, toolErrorText, namedToolOutput, errorNote } from './codes.js';
 
@@ -216,9 +216,13 @@ export class TranscriptView {
       if (p.inputType && p.inputType !== 'text') art.appendChild(h('div', { class: 'muted small', text: p.inputType.replace('_', ' ') }));
       if (p.status === 'sending') art.appendChild(h('div', { class: 'muted small', text: 'Sending…' }));
       if (p.status === 'failed') {
-        const e = p.error || {};
+        const f = promptFailure(p);
+        const again = f.then && this.ctx.editAgain
+          ? h('button', { type: 'button', class: 'link small', text: 'Edit again', onclick: () => this.ctx.editAgain(p) })
+          : null;
         art.appendChild(h('div', { class: 'prompt-error small', role: 'alert' },
-          `Not delivered: ${e.message || e}`, e.code ? ' ' : null, e.code ? h('code', { text: e.code }) : null));
+          `${f.lead}: ${f.message}`, f.code ? ' ' : null, f.code ? h('code', { text: f.code }) : null,
+          f.then ? ` ${f.then}` : null, again ? ' ' : null, again));
       }
       node.li.appendChild(art);
       return;

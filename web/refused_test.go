@@ -1,0 +1,27 @@
+package web_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestBrowserPromptNotRun: in a real browser against a real `ferry up`,
+// a prompt the session's client refuses is shown as not run on the page
+// that watches the session, although another UI sent it and is gone
+// (web/e2e/refused.mjs): a second UI connection sends a prompt while the
+// page's turn runs, the client refuses it as busy, and the page marks that
+// prompt "Not run: … Send it again." live and after a reload; "Edit
+// again" puts its text back in the prompt box.
+func TestBrowserPromptNotRun(t *testing.T) {
+	node, chromium := browserDeps(t)
+	dir := t.TempDir()
+	ws := project(t, dir, map[string]string{"README.md": "# refused\n"})
+	script := filepath.Join(dir, "slow.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\nsleep 4\necho 'slow answer'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base, login := ferryUp(t, upEnv(dir, ""), "--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "script:"+script)
+	runScript(t, node, "refused.mjs", map[string]any{"base": base, "login": login, "chromium": chromium,
+		"script": "script:slow.sh", "screenshots": shotsDir(t, dir)})
+}
