@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/store"
@@ -77,26 +78,17 @@ func (m *Master) redeliver(c *conn, machine string, before time.Time) {
 }
 
 // redeliverStale sends again the prompts stored by before that the clients
-// of this node's connections have not answered.
+// of this node's connections have not answered. It asks the store machine
+// by machine: one scan of the whole cluster's oldest prompts would fill
+// with those of machines that are offline (a prompt waits for its client
+// as long as it takes) and never reach the ones this node can deliver.
 func (m *Master) redeliverStale(before time.Time) {
 	m.mu.Lock()
-	none := len(m.clients) == 0
+	online := make(map[string]*conn, len(m.clients))
+	maps.Copy(online, m.clients)
 	m.mu.Unlock()
-	if none {
-		return
-	}
-	ds, err := m.st.Undelivered(m.ctx, "", before, maxRedeliver)
-	if err != nil {
-		m.log.Warn("listing the prompts clients have not answered failed; trying again later", "err", err)
-		return
-	}
-	for _, d := range ds {
-		m.mu.Lock()
-		c := m.clients[d.MachineID]
-		m.mu.Unlock()
-		if c != nil {
-			m.resend(c, d)
-		}
+	for machine, c := range online {
+		m.redeliver(c, machine, before)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/attachment"
 	"github.com/ferry-dev/ferry/internal/broker"
 	"github.com/ferry-dev/ferry/internal/master"
+	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -163,6 +164,43 @@ func TestPromptLostBetweenNodesSentAgain(t *testing.T) {
 	c.waitAck(turnStart(c, req, "t1").MessageID)
 	time.Sleep(3 * sweep)
 	noPromptBefore(ui1, c, info.ID)
+}
+
+// TestSweepNotStarvedByOfflineMachines: prompts wait for their client as
+// long as it takes, so a cluster can hold more undelivered prompts of
+// machines that are offline than one scan lists. The sweep used to list
+// the oldest of the whole cluster and keep those of its own clients: past
+// maxRedeliver older ones, a prompt lost between nodes was never sent
+// again to its connected client.
+func TestSweepNotStarvedByOfflineMachines(t *testing.T) {
+	t.Parallel()
+	const sweep = 300 * time.Millisecond
+	br := broker.NewMemory()
+	t.Cleanup(func() { _ = br.Close() })
+	e := newEnv(t, master.Config{Broker: br, RevokeCheck: sweep})
+	ctx := testCtx(t)
+	if err := e.st.CreateSession(ctx, store.Session{ID: "offline-s", MachineID: "offline", Epoch: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	old := make([]store.Event, master.MaxRedeliver+1)
+	for i := range old {
+		old[i] = store.Event{MessageID: protocol.NewID(), Type: protocol.TypePromptRequest, Data: []byte(`{}`), Deliver: true}
+	}
+	if _, err := e.st.AppendEvents(ctx, "offline-s", old); err != nil {
+		t.Fatal(err)
+	}
+	n2 := e.node(master.Config{Broker: &dropBroker{Broker: br, prefix: "machine."}})
+	ui1 := e.dialUI("node 1")
+	ui2 := e.dialUIAt(n2.ui, "node 2")
+	c := e.connectClient(onceCaps("m1"), ui1)
+	waitFor(t, "node 2 to list the machine online", func() bool { return onlineAt(ui2, "m1") })
+	info, _ := startSession(ui1, c)
+	m := protocol.New(protocol.TypeUIPrompt, &protocol.UIPrompt{Segments: []protocol.PromptSegment{{Kind: protocol.SegmentText, Text: "behind the offline ones"}}})
+	m.SessionID = info.ID
+	ui2.send(m)
+	if req := nextPrompt(c); req.MessageID != m.MessageID {
+		t.Fatalf("the client got prompt %s, want %s", req.MessageID, m.MessageID)
+	}
 }
 
 // TestPromptSentAgainWithItsUploads: a prompt sent again carries each

@@ -25,3 +25,4 @@ func SetMaxDownloadLinks(n int) (restore func()) {
 	maxDownloadLinks = n
 	return func() { maxDownloadLinks = old }
 }
+const MaxRedeliver = maxRedeliver
