@@ -25,4 +25,5 @@ func SetMaxDownloadLinks(n int) (restore func()) {
 	maxDownloadLinks = n
 	return func() { maxDownloadLinks = old }
 }
+
 const MaxRedeliver = maxRedeliver
