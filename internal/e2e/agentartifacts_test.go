@@ -25,24 +25,11 @@ func runToArtifacts(t *testing.T, s *system, adapterID, prompt string) []*protoc
 	t.Helper()
 	u := s.ui()
 	sess := u.startAdapterSession(adapterID)
-	u.prompt(sess.ID, text(prompt))
 	var arts []*protocol.Artifact
-	u.collect(sess.ID, func(m *protocol.Message) bool {
-		switch p := m.Payload.(type) {
-		case *protocol.Artifact:
-			arts = append(arts, p)
-		case *protocol.InteractionRequest:
-			a := protocol.New(protocol.TypeInteractionResponse, &protocol.InteractionResponse{
-				InteractionID: p.InteractionID, SelectedValue: protocol.Single(protocol.AllowOnce)})
-			a.SessionID = sess.ID
-			u.send(a)
-		case *protocol.TextDone:
-			if p.StopReason != protocol.StopEndTurn {
-				t.Fatalf("the turn ended with %s: %q", p.StopReason, p.Text)
-			}
-			return true
+	u.allowTurn(sess.ID, prompt, func(m *protocol.Message) {
+		if a, ok := m.Payload.(*protocol.Artifact); ok {
+			arts = append(arts, a)
 		}
-		return false
 	})
 	links := u.links(sess.ID, &protocol.ArtifactsList{})
 	if len(links) != len(arts) {

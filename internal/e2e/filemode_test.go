@@ -11,7 +11,6 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/binarytest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
-	"github.com/ferry-dev/ferry/protocol"
 )
 
 // TestUpStateFilesArePrivate is issue 31 item 1.1: `ferry up` runs as a
@@ -68,22 +67,7 @@ func TestUpStateFilesArePrivate(t *testing.T) {
 		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": "notes.txt", "content": secret + "\n"}}}},
 		fake.Reply{Text: []string{"Copied the key."}},
 	)
-	u.prompt(sess.ID, text("copy the key from .env into notes.txt"))
-	u.collect(sess.ID, func(m *protocol.Message) bool {
-		switch p := m.Payload.(type) {
-		case *protocol.InteractionRequest:
-			a := protocol.New(protocol.TypeInteractionResponse, &protocol.InteractionResponse{
-				InteractionID: p.InteractionID, SelectedValue: protocol.Single(protocol.AllowOnce)})
-			a.SessionID = sess.ID
-			u.send(a)
-		case *protocol.TextDone:
-			if p.StopReason != protocol.StopEndTurn {
-				t.Fatalf("the turn ended with %s: %q", p.StopReason, p.Text)
-			}
-			return true
-		}
-		return false
-	})
+	u.allowTurn(sess.ID, "copy the key from .env into notes.txt", nil)
 	if b, err := os.ReadFile(filepath.Join(ws, "notes.txt")); err != nil || string(b) != secret+"\n" {
 		t.Fatalf("notes.txt: %q, %v", b, err)
 	}

@@ -351,6 +351,32 @@ type events struct {
 	order []*protocol.Message
 }
 
+// allowTurn sends prompt to the session and allows every permission the
+// agent asks for until the turn ends, which must be end_turn; see, when
+// not nil, gets each of the session's events on the way.
+func (u *ui) allowTurn(sessionID, prompt string, see func(*protocol.Message)) *events {
+	u.t.Helper()
+	u.prompt(sessionID, text(prompt))
+	return u.collect(sessionID, func(m *protocol.Message) bool {
+		if see != nil {
+			see(m)
+		}
+		switch p := m.Payload.(type) {
+		case *protocol.InteractionRequest:
+			a := protocol.New(protocol.TypeInteractionResponse, &protocol.InteractionResponse{
+				InteractionID: p.InteractionID, SelectedValue: protocol.Single(protocol.AllowOnce)})
+			a.SessionID = sessionID
+			u.send(a)
+		case *protocol.TextDone:
+			if p.StopReason != protocol.StopEndTurn {
+				u.t.Fatalf("the turn ended with %s: %q", p.StopReason, p.Text)
+			}
+			return true
+		}
+		return false
+	})
+}
+
 func (u *ui) collect(sessionID string, stop func(*protocol.Message) bool) *events {
 	u.t.Helper()
 	ev := &events{bySeq: map[uint64]*protocol.Message{}}

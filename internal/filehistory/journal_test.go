@@ -78,6 +78,17 @@ func (r *rig) read(rel string) string {
 	return string(b)
 }
 
+// restored undoes sel, which must succeed and leave rel holding want.
+func (r *rig) restored(sel filehistory.Selection, rel, want string) {
+	r.t.Helper()
+	if _, err := r.j.Restore(context.Background(), r.fs, sel); err != nil {
+		r.t.Fatalf("restore %+v: %v", sel, err)
+	}
+	if got := r.read(rel); got != want {
+		r.t.Fatalf("%s after restore %+v: %q, want %q", rel, sel, got, want)
+	}
+}
+
 func (r *rig) edit(id, rel, old, new string) {
 	r.t.Helper()
 	r.call(tools.Read{}, "read-"+id, map[string]any{"file_path": rel})
@@ -274,12 +285,7 @@ func TestJournalRecord(t *testing.T) {
 	if len(es) != 1 || es[0].Call != "toolu_1" || es[0].Tool != "Edit" || es[0].Rel != "x.txt" || es[0].Turn != "turn-1" {
 		t.Fatalf("recorded %+v", es)
 	}
-	if _, err := r.j.Restore(context.Background(), r.fs, filehistory.Selection{Call: "toolu_1"}); err != nil {
-		t.Fatal(err)
-	}
-	if s := r.read("x.txt"); s != "before\n" {
-		t.Fatalf("x.txt %q", s)
-	}
+	r.restored(filehistory.Selection{Call: "toolu_1"}, "x.txt", "before\n")
 }
 
 // A kept content that no longer matches its hash (a damaged or tampered

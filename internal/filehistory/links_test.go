@@ -167,12 +167,7 @@ func TestRestoreSameFileAfterReopen(t *testing.T) {
 	r.call(tools.Write{}, "call-1", map[string]any{"file_path": "a.txt", "content": "two\n"})
 	_ = r.j.Close()
 	r.open(0)
-	if _, err := r.j.Restore(context.Background(), r.fs, filehistory.Selection{Call: "call-1"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := r.read("a.txt"); got != "one\n" {
-		t.Fatalf("a.txt after undo: %q", got)
-	}
+	r.restored(filehistory.Selection{Call: "call-1"}, "a.txt", "one\n")
 }
 
 // An undo writes a new file (a new inode): the change before it now
@@ -209,12 +204,7 @@ func TestRestoreAfterUndoKeepsTheFile(t *testing.T) {
 	if err := os.Rename(filepath.Join(r.ws, "kept.txt"), filepath.Join(r.ws, "a.txt")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.j.Restore(context.Background(), r.fs, filehistory.Selection{Turn: "turn-1"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := r.read("a.txt"); got != "one\n" {
-		t.Fatalf("a.txt after the rewind: %q", got)
-	}
+	r.restored(filehistory.Selection{Turn: "turn-1"}, "a.txt", "one\n")
 }
 
 // A journal of an older ferry records no file identity: its changes are
@@ -248,12 +238,7 @@ func TestRestoreOlderJournalWithoutIdentity(t *testing.T) {
 	if err := os.Rename(filepath.Join(r.ws, "c.txt"), filepath.Join(r.ws, "a.txt")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.j.Restore(context.Background(), r.fs, filehistory.Selection{Call: "call-1"}); err != nil {
-		t.Fatal(err)
-	}
-	if got := r.read("a.txt"); got != "one\n" {
-		t.Fatalf("a.txt after undo: %q", got)
-	}
+	r.restored(filehistory.Selection{Call: "call-1"}, "a.txt", "one\n")
 	// b.txt: a link to a file with the agent's content is refused.
 	r.write("d.txt", "two\n")
 	replaceWithLink(r, "b.txt", "d.txt")

@@ -21,20 +21,7 @@ import (
 // uploads to session s1.
 func receiver(t *testing.T, cfg upload.Config) string {
 	t.Helper()
-	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ferry.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if err := st.CreateSession(ctx, store.Session{ID: "s1", MachineID: "m1", WorkspaceID: "w", Adapter: "echo", Mode: "default", State: "idle", Epoch: "e"}); err != nil {
-		t.Fatal(err)
-	}
-	for i, id := range []string{"u1", "u2", "u3"} {
-		if err := st.CreateToken(ctx, store.Token{ID: id, Kind: store.TokenUI, Hash: bytes.Repeat([]byte{byte(i + 1)}, 32)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := sessionStore(t, "u1", "u2", "u3")
 	cfg.Store, cfg.Key = st, bytes.Repeat([]byte("k"), 32)
 	svc, err := upload.New(cfg)
 	if err != nil {
@@ -46,6 +33,27 @@ func receiver(t *testing.T, cfg upload.Config) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/v1/sessions/s1/uploads"
+}
+
+// sessionStore is a real SQLite store holding session s1 and a UI token
+// of each of the ids.
+func sessionStore(t *testing.T, ids ...string) *sqlite.Store {
+	t.Helper()
+	ctx := t.Context()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ferry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if err := st.CreateSession(ctx, store.Session{ID: "s1", MachineID: "m1", WorkspaceID: "w", Adapter: "echo", Mode: "default", State: "idle", Epoch: "e"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if err := st.CreateToken(ctx, store.Token{ID: id, Kind: store.TokenUI, Hash: bytes.Repeat([]byte{byte(i + 1)}, 32)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
 }
 
 func owner(id string) http.Header { return http.Header{"X-Owner": {id}} }

@@ -6,7 +6,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/master/upload"
 	"github.com/ferry-dev/ferry/internal/store"
-	"github.com/ferry-dev/ferry/internal/store/sqlite"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -24,17 +22,7 @@ import (
 func TestGrantLifetime(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ferry.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if err := st.CreateSession(ctx, store.Session{ID: "s1", MachineID: "m1", WorkspaceID: "w", Adapter: "echo", Mode: "default", State: "idle", Epoch: "e"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CreateToken(ctx, store.Token{ID: "u1", Kind: store.TokenUI, Hash: bytes.Repeat([]byte{1}, 32)}); err != nil {
-		t.Fatal(err)
-	}
+	st := sessionStore(t, "u1")
 	var clock atomic.Int64
 	clock.Store(time.Now().Unix())
 	now := func() time.Time { return time.Unix(clock.Load(), 0) }
