@@ -444,9 +444,9 @@ func (c *CompactionDone) FillRatio() {
 	if c == nil || c.AchievedRatio != nil || c.TokensBefore <= 0 {
 		return
 	}
-	r := RoundRatio(float64(c.TokensAfter) / float64(c.TokensBefore))
+	r := roundRatio(float64(c.TokensAfter) / float64(c.TokensBefore))
 	c.AchievedRatio = &r
 }
 
-// RoundRatio rounds a ratio to four decimals (a hundredth of a percent).
-func RoundRatio(r float64) float64 { return math.Round(r*10000) / 10000 }
+// roundRatio rounds a ratio to four decimals (a hundredth of a percent).
+func roundRatio(r float64) float64 { return math.Round(r*10000) / 10000 }

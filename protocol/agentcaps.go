@@ -42,9 +42,13 @@ const (
 	AttachPDF   = "pdf"
 )
 
-// validate checks the enumerations of one adapter's capability; field is
-// its path.
+// validate checks one adapter's capability, wherever it travels
+// (session.capabilities, agent.capabilities): its name (CheckName) and
+// its enumerations; field is its path.
 func (a *AdapterCapability) validate(field string) *Error {
+	if e := CheckName(field+".name", a.Name); e != nil {
+		return e
+	}
 	for j, m := range a.Modes {
 		if m != ModeDefault && m != ModePlan && m != ModeReview {
 			return errorf(CodeInvalidValue, fmt.Sprintf("%s.modes[%d]", field, j), "must be one of default, plan, review")
@@ -56,12 +60,6 @@ func (a *AdapterCapability) validate(field string) *Error {
 		}
 	}
 	return nil
-}
-
-// TakesAttachments reports whether the adapter takes attached files
-// (context_files) at all.
-func (a *AdapterCapability) TakesAttachments() bool {
-	return slices.Contains(a.Settings, SettingContextFiles)
 }
 
 // ForSession is c with the session's own capability (agent.capabilities;

@@ -60,13 +60,15 @@ var nameFields = []struct {
 	{protocol.TypeCapabilities, "payload.machine.name", func(p map[string]any, s string) { at(p, "machine")["name"] = s }},
 	{protocol.TypeCapabilities, "payload.workspaces[0].name", func(p map[string]any, s string) { at(p, "workspaces", 0)["name"] = s }},
 	{protocol.TypeCapabilities, "payload.adapters[0].name", func(p map[string]any, s string) { at(p, "adapters", 0)["name"] = s }},
+	{protocol.TypeAgentCapabilities, "payload.adapter.name", func(p map[string]any, s string) { at(p, "adapter")["name"] = s }},
 }
 
 // TestNamesRefuseHiddenCharacters: every name a person or a client gives
 // for others to see (session titles, attached file names, machine,
-// workspace and adapter names) refuses every invisible, bidirectional or
-// control character, wherever it sits in the name, with invalid_value
-// naming the field; the same name without it is accepted.
+// workspace and adapter names, in session.capabilities and in a session's
+// agent.capabilities) refuses every invisible, bidirectional or control
+// character, wherever it sits in the name, with invalid_value naming the
+// field; the same name without it is accepted.
 func TestNamesRefuseHiddenCharacters(t *testing.T) {
 	// All of Cc, Cf, Zl and Zp, and a sample of the other
 	// default-ignorables (TestCheckName goes through all of them).

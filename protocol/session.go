@@ -174,11 +174,6 @@ func (c *Capabilities) validate() *Error {
 			return e
 		}
 	}
-	for i, a := range c.Adapters {
-		if e := CheckName(fmt.Sprintf("payload.adapters[%d].name", i), a.Name); e != nil {
-			return e
-		}
-	}
 	for i, m := range c.Messages {
 		if _, ok := registry[m]; !ok {
 			return errorf(CodeInvalidValue, fmt.Sprintf("payload.messages[%d]", i), "%q is not a message type of protocol version %d", m, Version)

@@ -129,7 +129,7 @@ func (a *Agent) compact(ctx context.Context, instruction string, ratio float64, 
 				Message: fmt.Sprintf("this history (%d tokens) cannot be summarised in fewer than about %d tokens: ask for %.0f %% or more (a ratio of %.2f)", before, floor, least*100, least)}
 		case floor >= before:
 			// Nothing a summary could make smaller: kept as it is.
-			return &protocol.CompactionDone{TokensBefore: int64(before), TokensAfter: int64(before), AchievedRatio: ptrTo(1.0)}, nil
+			return compactionDone(before, before), nil
 		}
 		target = floor // no ratio asked: the smallest summary that fits
 	}
@@ -148,8 +148,15 @@ func (a *Agent) compact(ctx context.Context, instruction string, ratio float64, 
 	a.mu.Unlock()
 	a.env.State.ResetDedup()
 	a.checkpoint()
-	achieved := protocol.RoundRatio(float64(after) / float64(before))
-	return &protocol.CompactionDone{TokensBefore: int64(before), TokensAfter: int64(after), AchievedRatio: &achieved}, nil
+	return compactionDone(before, after), nil
+}
+
+// compactionDone reports a compaction's sizes and the ratio they make
+// (FillRatio, as the client fills it for other adapters).
+func compactionDone(before, after int) *protocol.CompactionDone {
+	done := &protocol.CompactionDone{TokensBefore: int64(before), TokensAfter: int64(after)}
+	done.FillRatio()
+	return done
 }
 
 // summary has the model summarise the older messages in about budget
@@ -301,8 +308,6 @@ func cutToTokens(ctx context.Context, s string, n int) string {
 	}
 	return strings.TrimRight(cut, " \n")
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // countMessage counts a message's tokens with the local tokenizer.
 func countMessage(ctx context.Context, m llm.Message) int {

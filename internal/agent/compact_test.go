@@ -69,23 +69,32 @@ func checkMeetsTarget(t *testing.T, done *protocol.CompactionDone, ratio float64
 	}
 }
 
+// compactLong compacts a long history to ratio while the model answers
+// its summary requests as summaryRoute does with times and later, checks
+// that the target is met (checkMeetsTarget), and returns the agent, its
+// provider and the number of summary requests made.
+func compactLong(t *testing.T, ratio float64, times, later int) (*agent.Agent, *fake.Server, int) {
+	t.Helper()
+	srv := fake.New(t)
+	a, _ := fakeAgent(t, srv, fake.Anthropic, nil)
+	longHistory(t, a, srv)
+	var summaries int
+	summaryRoute(srv, &summaries, times, later)
+	done, err := a.Compact(testCtx(t), &protocol.SessionCompact{TargetTokenRatio: &ratio})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMeetsTarget(t, done, ratio)
+	return a, srv, summaries
+}
+
 // TestCompactionMeetsTargetWhenTheSummaryRunsLong: the model's first
 // summary is three times as long as asked; the agent measures it, asks for
 // a shorter one, and the history lands within 10 % of the target ratio,
 // which agent.compaction.done reports.
 func TestCompactionMeetsTargetWhenTheSummaryRunsLong(t *testing.T) {
 	t.Parallel()
-	srv := fake.New(t)
-	a, _ := fakeAgent(t, srv, fake.Anthropic, nil)
-	longHistory(t, a, srv)
-	var summaries int
-	summaryRoute(srv, &summaries, 3, 1)
-	ratio := 0.3
-	done, err := a.Compact(testCtx(t), &protocol.SessionCompact{TargetTokenRatio: &ratio})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkMeetsTarget(t, done, ratio)
+	_, srv, summaries := compactLong(t, 0.3, 3, 1)
 	if summaries != 2 {
 		t.Fatalf("%d summary requests, want the first and one shorter", summaries)
 	}
@@ -102,17 +111,7 @@ func TestCompactionMeetsTargetWhenTheSummaryRunsLong(t *testing.T) {
 // still meets the target.
 func TestCompactionTrimsASummaryThatStaysLong(t *testing.T) {
 	t.Parallel()
-	srv := fake.New(t)
-	a, _ := fakeAgent(t, srv, fake.Anthropic, nil)
-	longHistory(t, a, srv)
-	var summaries int
-	summaryRoute(srv, &summaries, 4, 4)
-	ratio := 0.2
-	done, err := a.Compact(testCtx(t), &protocol.SessionCompact{TargetTokenRatio: &ratio})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkMeetsTarget(t, done, ratio)
+	a, _, _ := compactLong(t, 0.2, 4, 4)
 	h := a.History()
 	if len(h) == 0 || !strings.Contains(h[0].Content[0].Text, "SUMMARY:") || !strings.Contains(h[0].Content[0].Text, agent.SummaryCutNote) {
 		t.Fatalf("history after the trim starts %+v", h[0])

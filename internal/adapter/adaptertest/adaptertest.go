@@ -250,14 +250,10 @@ func RunTurnWith(t *testing.T, s adapter.Session, req *protocol.PromptRequest, f
 	return Outcome{Events: rec.end(), Result: res, Err: err, Late: rec.lateEvents}
 }
 
-// withSetting is a request of text (of inputType, text when none is
-// given) that sets one prompt setting to a valid value.
-func withSetting(text, setting string, inputType ...string) *protocol.PromptRequest {
-	it := protocol.InputText
-	if len(inputType) > 0 {
-		it = inputType[0]
-	}
-	req := Request(text, it)
+// withSetting is a request of text, of inputType, that sets one prompt
+// setting to a valid value.
+func withSetting(text, inputType, setting string) *protocol.PromptRequest {
+	req := Request(text, inputType)
 	o := &protocol.ConfigOverrides{}
 	switch setting {
 	case adapter.SettingOutputFormat:
@@ -478,14 +474,14 @@ func setting(t *testing.T, f Fixture, caps protocol.AdapterCapability, s adapter
 			// the agent sees none of them, and the turn says why.
 			checkRefused(t, RunTurnWith(t, s, Request(f.Answer, protocol.InputText), Attachments()), adapter.FieldOf(key))
 		case !declared:
-			checkRefused(t, RunTurn(t, s, withSetting(f.Answer, key)), adapter.FieldOf(key))
+			checkRefused(t, RunTurn(t, s, withSetting(f.Answer, protocol.InputText, key)), adapter.FieldOf(key))
 		case key == adapter.SettingContextFiles && f.Effects[key] == nil:
 			t.Errorf("%s is declared honoured, but the fixture has no Effect showing Attachments reach the agent", key)
 		case f.Effects[key] != nil:
 			f.Effects[key](t, s)
 		case key == adapter.SettingOutputFormat:
 			// ferry renders it from the events: the turn runs as any.
-			checkAnswered(t, RunTurn(t, s, withSetting(f.Answer, key)))
+			checkAnswered(t, RunTurn(t, s, withSetting(f.Answer, protocol.InputText, key)))
 		case f.ProvedBy[key] == "":
 			t.Errorf("%s is declared honoured, but the fixture checks no effect (Effects or ProvedBy)", key)
 		}
@@ -534,7 +530,7 @@ func slashSetting(t *testing.T, f Fixture, s adapter.Session, key string) {
 		if key == adapter.SettingContextFiles {
 			o = RunTurnWith(t, s, Request(text, protocol.InputSlashCommand), Attachments())
 		} else {
-			o = RunTurn(t, s, withSetting(text, key, protocol.InputSlashCommand))
+			o = RunTurn(t, s, withSetting(text, protocol.InputSlashCommand, key))
 		}
 		if len(o.Errors()) == 0 {
 			t.Errorf("a slash_command prompt with %s ran without it being refused, and no test shows it honoured (SlashProvedBy): the setting was dropped", key)

@@ -190,12 +190,7 @@ func TestFakeAttachmentIntents(t *testing.T) {
 	if _, err := env.sess.Run(ctx, turn, newRecorder(t).emit); err != nil {
 		t.Fatal(err)
 	}
-	var sent string
-	for _, e := range readFakeLog(t, env.log) {
-		if strings.Contains(string(e.Got), `"type":"user"`) {
-			sent = string(e.Got)
-		}
-	}
+	sent := lastUserLine(t, env.log)
 	var line struct {
 		Message struct {
 			Content []map[string]any `json:"content"`

@@ -351,6 +351,19 @@ func readFakeLog(t *testing.T, path string) []fakeLogEntry {
 	}
 }
 
+// lastUserLine is the last user line the fake CLI read on its stdin (a
+// prompt as ferry wrote it), "" when it read none.
+func lastUserLine(t *testing.T, path string) string {
+	t.Helper()
+	var sent string
+	for _, e := range readFakeLog(t, path) {
+		if strings.Contains(string(e.Got), `"type":"user"`) {
+			sent = string(e.Got)
+		}
+	}
+	return sent
+}
+
 // fakeStarts returns the argument lists the fake was started with.
 func fakeStarts(t *testing.T, path string) [][]string {
 	var out [][]string

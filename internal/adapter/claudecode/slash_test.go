@@ -58,12 +58,7 @@ func TestSlashCommandSettings(t *testing.T) {
 			t.Errorf("the command's CLI %q lacks %q", args, want)
 		}
 	}
-	var sent string
-	for _, e := range readFakeLog(t, env.log) {
-		if strings.Contains(string(e.Got), `"type":"user"`) {
-			sent = string(e.Got)
-		}
-	}
+	sent := lastUserLine(t, env.log)
 	if !strings.Contains(sent, `"content":"/review"`) {
 		t.Errorf("the CLI got %s, want the command as typed", sent)
 	}
