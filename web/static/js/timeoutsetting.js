@@ -41,8 +41,8 @@ export function timeoutAnswer(req) {
 
 /** timeoutFate says what a timeout will answer the question (timeoutAnswer). */
 export function timeoutFate(req) {
-  const ans = timeoutAnswer(req);
   if (req.kind === 'permission') return 'it is denied'; // its default is deny, or no answer: a denial
+  const ans = timeoutAnswer(req);
   if (!ans) return 'it goes unanswered, which the agent takes as a denial';
   if (req.kind === 'text_input') return `it is answered “${shorten(ans.text, 60)}”`;
   const label = (v) => (req.options || []).find((o) => o.value === v)?.label || v;
