@@ -367,7 +367,9 @@ func TestFailedDeliveryLogsNoEndpointPath(t *testing.T) {
 	}
 	srv.Unblock()
 	out := logs.String()
-	for _, what := range []string{"connection refused", "connection reset|EOF", "deadline exceeded|Timeout"} {
+	// A timeout reads as the context's deadline or as the transport's
+	// header timeout, whichever timer fires first.
+	for _, what := range []string{"connection refused", "connection reset|EOF", "deadline exceeded|Timeout|timeout awaiting response headers"} {
 		if !slices.ContainsFunc(strings.Split(what, "|"), func(w string) bool { return strings.Contains(out, w) }) {
 			t.Errorf("the log does not say why a delivery failed (%q):\n%s", what, out)
 		}
