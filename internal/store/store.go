@@ -135,13 +135,13 @@ type Session struct {
 	// or one from before sources were kept).
 	TitleSource string
 	// Prompted is set by the session's first prompt (MarkPrompted).
-	Prompted bool
-	Mode        string
-	State       string
-	Epoch       string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	LastSeq     uint64
+	Prompted  bool
+	Mode      string
+	State     string
+	Epoch     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	LastSeq   uint64
 	// Archived sessions leave the default list (FindSessions); only
 	// CreateSession and ArchiveSession write it.
 	Archived bool

@@ -452,7 +452,7 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 		}
 		ins := tx.StmtContext(ctx, s.insertEvent)
 		next := last
-		active := false // a new event that is not quiet moves updated_at
+		active := false               // a new event that is not quiet moves updated_at
 		var inBatch map[string]uint64 // only needed for a batch of two or more
 		if len(evs) > 1 {
 			inBatch = make(map[string]uint64, len(evs))
