@@ -21,8 +21,11 @@ func startUntitled(ui *peer, c *fakeClient) protocol.SessionInfo {
 	opened.SessionID, opened.ParentID = open.SessionID, open.MessageID
 	c.emitMsg(opened)
 	for {
-		ans := ui.next(protocol.TypeSessionAnswer)
-		if ans.ParentID == req.MessageID {
+		ans, err := ui.read()
+		if err != nil {
+			ui.t.Fatal(err)
+		}
+		if ans.Type == protocol.TypeSessionAnswer && ans.ParentID == req.MessageID {
 			info := ans.Payload.(*protocol.SessionAnswer).Session
 			if info.Title != "" || info.TitleSource != "" {
 				ui.t.Fatalf("a session started without a title has %q (%q)", info.Title, info.TitleSource)
@@ -197,6 +200,90 @@ func TestSessionsListPreviewAndMatch(t *testing.T) {
 		m := got.Match
 		if m == nil || m.Field != w.field || m.Snippet != w.snippet || len(m.Ranges) != 1 || m.Ranges[0] != (protocol.MatchRange{Start: w.start, End: w.end}) {
 			t.Errorf("search %q, %s: match %+v, want %s %q [%d,%d)", w.query, w.id, m, w.field, w.snippet, w.start, w.end)
+		}
+	}
+}
+
+// TestEmptySessionsNotKept: a UI leaving a session it never used deletes
+// it with ui.session.delete if_empty, which keeps a session that was
+// prompted, named, or is open in another UI; the jobs sweep deletes the
+// sessions never prompted nor named past Config.EmptySessionAge, but not
+// one a UI has open.
+func TestEmptySessionsNotKept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, master.Config{RevokeCheck: 50 * time.Millisecond, EmptySessionAge: -1})
+	ui := e.dialUI("ui")
+	other := e.dialUI("other")
+	c := e.connectClient(testCaps("m1"), ui)
+	waitMachine(other, "m1", true)
+	empty := startUntitled(ui, c)
+	used := startUntitled(ui, c)
+	named, _ := startSession(ui, c)
+	watched := startUntitled(ui, c)
+	finishTurn(t, ui, c, used.ID, "hello", "hi")
+	other.skip = append(other.skip, protocol.TypeSessionChanged)
+	subscribe(other, watched.ID, 0, "")
+
+	for _, id := range []string{used.ID, named.ID, watched.ID} {
+		req := manage(ui, id, protocol.TypeSessionDelete, &protocol.SessionDelete{IfEmpty: true})
+		for m, err := ui.read(); ; m, err = ui.read() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.ParentID == req.MessageID {
+				if p, ok := m.Payload.(*protocol.Error); !ok || p.Code != protocol.CodeBusy || p.Field != "payload.if_empty" {
+					t.Fatalf("delete if_empty of %s: %s %s, want busy", id, m.Type, describe(m))
+				}
+				break
+			}
+		}
+	}
+	req := manage(ui, empty.ID, protocol.TypeSessionDelete, &protocol.SessionDelete{IfEmpty: true})
+	for m, err := ui.read(); ; m, err = ui.read() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.ParentID == req.MessageID {
+			if p, ok := m.Payload.(*protocol.SessionChanged); !ok || p.Change != protocol.ChangeDeleted {
+				t.Fatalf("delete if_empty of an empty session: %s %s", m.Type, describe(m))
+			}
+			break
+		}
+	}
+	ids := []string{}
+	for _, s := range list(ui, "") {
+		ids = append(ids, s.ID)
+	}
+	if slices.Contains(ids, empty.ID) || len(ids) != 3 {
+		t.Fatalf("after the deletes the list is %v; want used, named and watched", ids)
+	}
+
+	// The sweep: a master that keeps empty sessions a moment only.
+	e.cfg.EmptySessionAge = time.Millisecond
+	e.restart()
+	ui = e.dialUI("ui2")
+	other = e.dialUI("other2")
+	other.skip = append(other.skip, protocol.TypeSessionChanged, protocol.TypeMachineStatus)
+	c.reconnect(ui)
+	subscribe(other, watched.ID, 0, "")
+	left := startUntitled(ui, c)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ids = ids[:0]
+		for _, s := range list(ui, "") {
+			ids = append(ids, s.ID)
+		}
+		if !slices.Contains(ids, left.ID) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweep did not delete the session left empty: %v", ids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, id := range []string{used.ID, named.ID, watched.ID} {
+		if !slices.Contains(ids, id) {
+			t.Errorf("the sweep deleted %s (prompted, named or open); list %v", id, ids)
 		}
 	}
 }
