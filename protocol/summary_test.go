@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -69,4 +70,37 @@ func FuzzTitleFromPrompt(f *testing.F) {
 			t.Fatalf("from %q: %d characters", in, n)
 		}
 	})
+}
+
+// TestAgentTitleValidation: agent.title carries one clean line of at most
+// 60 characters; AgentTitleText makes one from what an agent said.
+func TestAgentTitleValidation(t *testing.T) {
+	refused := 0
+	for _, bad := range []string{"", " x", "two\nlines", "a\u202eb", "a  b", strings.Repeat("x", 61), "zero\u200bwidth"} {
+		if err := decodeTitle(t, bad); err == nil {
+			t.Errorf("agent.title %q decoded", bad)
+		} else {
+			refused++
+		}
+	}
+	if refused != 7 {
+		t.Fatalf("%d of 7 bad titles refused", refused)
+	}
+	for _, in := range []string{"  Fix the\tlogin\n bug ", "a\u202eb", strings.Repeat("word ", 30)} {
+		got := protocol.AgentTitleText(in)
+		if err := decodeTitle(t, got); err != nil {
+			t.Errorf("AgentTitleText(%q) = %q is refused: %v", in, got, err)
+		}
+	}
+}
+
+func decodeTitle(t *testing.T, title string) error {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"type": protocol.TypeAgentTitle, "message_id": protocol.NewID(), "session_id": "s1",
+		"payload": map[string]any{"title": title}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = protocol.Decode(b)
+	return err
 }

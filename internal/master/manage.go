@@ -226,6 +226,24 @@ func (m *Master) prompted(s *session, p *protocol.PromptRequest) {
 	m.publishChange(m.ctx, "", protocol.ChangeRenamed, s.info())
 }
 
+// agentTitled applies a title the session's agent made (agent.title),
+// unless a person's title stands, and tells every UI as a rename with
+// title_source agent.
+func (m *Master) agentTitled(s *session, title string) {
+	set, err := m.st.AgentTitleSession(m.ctx, s.id, title)
+	if err != nil {
+		m.log.Error("set the agent's title", "session", s.id, "err", err)
+		return
+	}
+	if !set {
+		return
+	}
+	s.mu.Lock()
+	s.row.Title, s.row.TitleSource = title, store.TitleAgent
+	s.mu.Unlock()
+	m.publishChange(m.ctx, "", protocol.ChangeRenamed, s.info())
+}
+
 // archiveSession handles ui.session.archive.
 func (m *Master) archiveSession(c *conn, msg *protocol.Message) {
 	fail := func(e *protocol.Error) { c.sendError(msg.MessageID, msg.SessionID, e) }

@@ -547,6 +547,7 @@ func (s *session) persist(batch []*pending) {
 	}
 	s.m.met.Stored(len(evs))
 	turnEnded, status := false, false
+	var titles []string // agent.title events stored
 	s.foldMu.Lock()
 	for _, r := range res {
 		if !r.Duplicate {
@@ -584,6 +585,9 @@ func (s *session) persist(batch []*pending) {
 			turnEnded = true
 		}
 		status = status || changesStatus(p.msg.Type)
+		if at, ok := p.msg.Payload.(*protocol.AgentTitle); ok {
+			titles = append(titles, at.Title)
+		}
 		wires[i] = fb.add(p.data, r.Seq)
 		s.m.notify.observe(s, p.msg)
 	}
@@ -608,6 +612,9 @@ func (s *session) persist(batch []*pending) {
 	}
 	if status {
 		s.m.publishStatus(ctx, s.info())
+	}
+	for _, t := range titles {
+		s.m.agentTitled(s, t)
 	}
 	if turnEnded {
 		s.cancelOpen(ctx)
@@ -775,7 +782,7 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 // were.
 func quiet(typ string) bool {
 	switch typ {
-	case protocol.TypeSessionOpened, protocol.TypeCommands, protocol.TypeAgentCapabilities:
+	case protocol.TypeSessionOpened, protocol.TypeCommands, protocol.TypeAgentCapabilities, protocol.TypeAgentTitle:
 		return true
 	}
 	return false

@@ -287,3 +287,44 @@ func TestEmptySessionsNotKept(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentTitle: a title the agent made (agent.title) replaces the
+// prompt's, is told to every UI as a rename with title_source agent and
+// does not move updated_at; after a person's rename it changes nothing.
+func TestAgentTitle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, master.Config{})
+	ui := e.dialUI("ui")
+	other := e.dialUI("other")
+	c := e.connectClient(testCaps("m1"), ui)
+	waitMachine(other, "m1", true)
+	s := startUntitled(ui, c)
+	finishTurn(t, ui, c, s.ID, "fix the login bug please", "done")
+	if got := told(other, s.ID, protocol.ChangeRenamed); got.TitleSource != "prompt" {
+		t.Fatalf("first prompt: %+v", got)
+	}
+	before := infoOf(t, list(other, ""), s.ID)
+	time.Sleep(1100 * time.Millisecond)
+	at := c.emit(s.ID, protocol.TypeAgentTitle, &protocol.AgentTitle{Title: "Login bug fix"})
+	c.waitAck(at.MessageID)
+	if got := told(other, s.ID, protocol.ChangeRenamed); got.Title != "Login bug fix" || got.TitleSource != "agent" {
+		t.Fatalf("agent title told as %q (%q)", got.Title, got.TitleSource)
+	}
+	if after := infoOf(t, list(other, ""), s.ID); after.UpdatedAt != before.UpdatedAt || after.Title != "Login bug fix" {
+		t.Fatalf("after agent.title: %q updated %s (was %s)", after.Title, after.UpdatedAt, before.UpdatedAt)
+	}
+	req := manage(ui, s.ID, protocol.TypeSessionRename, &protocol.SessionRename{Title: "Mine"})
+	for m, err := ui.read(); ; m, err = ui.read() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.ParentID == req.MessageID {
+			break
+		}
+	}
+	at = c.emit(s.ID, protocol.TypeAgentTitle, &protocol.AgentTitle{Title: "Agent again"})
+	c.waitAck(at.MessageID)
+	if got := infoOf(t, list(other, ""), s.ID); got.Title != "Mine" || got.TitleSource != "user" {
+		t.Fatalf("an agent title after a rename: %q (%q)", got.Title, got.TitleSource)
+	}
+}
