@@ -284,7 +284,8 @@ func (s *Session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	out := adapter.Result{Text: res.Text, StopReason: res.StopReason, Structured: res.Structured, Artifacts: res.Artifacts}
 	if err == nil {
 		if s.onTitle != nil && res.Text != "" && out.StopReason == protocol.StopEndTurn && s.titled.CompareAndSwap(false, true) {
-			go s.makeTitle(turn.Prompt.Literal(), res.Text)
+			// Beside the session's next turns: not cancelled with this one.
+			go s.makeTitle(context.WithoutCancel(ctx), turn.Prompt.Literal(), res.Text)
 		}
 		return out, nil
 	}
@@ -316,12 +317,12 @@ const titleSystem = "You name conversations between a person and a coding agent.
 // exchange and hands it to onTitle: one bounded request (titleTimeout,
 // titleMaxTokens, no tools, no thinking) beside the session's turns. A
 // failure only costs the title: the master keeps the one from the prompt.
-func (s *Session) makeTitle(prompt, answer string) {
+func (s *Session) makeTitle(ctx context.Context, prompt, answer string) {
 	p, err := s.adapter.Provider()
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), titleTimeout)
+	ctx, cancel := context.WithTimeout(ctx, titleTimeout)
 	defer cancel()
 	text := "The person wrote:\n" + runecut.Ellipsis(prompt, titleMaxInput) + "\n\nThe agent answered:\n" + runecut.Ellipsis(answer, titleMaxInput)
 	res, err := p.Stream(ctx, llm.Request{System: titleSystem, MaxTokens: titleMaxTokens,
