@@ -31,7 +31,10 @@ const (
 	// ChangeStatus: the session opened (is new, or is reopened), its state
 	// changed, or its count of waiting interactions changed. A hint for
 	// session lists, never an answer (no parent_id).
-	ChangeStatus     = "status"
+	ChangeStatus = "status"
+	// ChangeRenamed: the title changed, by a person's rename (the answer
+	// to it) or automatically (no parent_id): from the session's first
+	// prompt, or by its agent; session.title_source says which.
 	ChangeRenamed    = "renamed"
 	ChangeArchived   = "archived"
 	ChangeUnarchived = "unarchived"
@@ -90,7 +93,10 @@ type SessionArchive struct {
 // the session, its history (events, snapshot, interactions), its uploads,
 // its artifacts' records and their download links. A running session is
 // refused with busy: cancel its turn first.
-type SessionDelete struct{}
+type SessionDelete struct {
+	// IfEmpty deletes the session only while it is empty: never prompted, untitled, and open in no other UI (of the same master node). A UI sends it when a person leaves a session they started and never used, so that it is not kept as clutter; a session that is not empty is kept and the answer is busy (field payload.if_empty).
+	IfEmpty bool `json:"if_empty,omitempty"`
+}
 
 // SessionChanged is master.session.changed, sent to every UI that may see
 // the session's machine: with change status when the session opens (is
@@ -100,7 +106,7 @@ type SessionDelete struct{}
 // renamed, archived, unarchived or deleted when a person manages it (the
 // UI that asked gets it as the answer, parent_id set).
 type SessionChanged struct {
-	// Change is what happened: status (opened, a turn started or ended, an interaction opened or settled), renamed, archived, unarchived or deleted.
+	// Change is what happened: status (opened, a turn started or ended, an interaction opened or settled), renamed (by a person, or automatically: see session.title_source), archived, unarchived or deleted (by a person, or by the master's sweep of sessions never prompted).
 	Change string `json:"change" jsonschema:"enum=status,enum=renamed,enum=archived,enum=unarchived,enum=deleted"`
 	// Session is the session as it is now (as it was, for deleted).
 	Session SessionInfo `json:"session"`

@@ -62,6 +62,12 @@ type SessionInfo struct {
 	Adapter string `json:"adapter" jsonschema:"minLength=1,maxLength=128"`
 	// Title is shown in session lists.
 	Title string `json:"title,omitempty" jsonschema:"maxLength=1024"`
+	// TitleSource says where the title came from: user (a person set it; no automatic title replaces it), prompt (the first line of the first prompt, set by the master when the session is first prompted) or agent (the session's agent made it). Absent: no title, or one from before sources were kept.
+	TitleSource string `json:"title_source,omitempty" jsonschema:"enum=user,enum=prompt,enum=agent"`
+	// Preview is the session's last message on one line (the agent's last answer, else the last prompt): Markdown marks dropped, whitespace collapsed, at most 140 characters with "…" where cut. Absent: nothing said yet.
+	Preview string `json:"preview,omitempty" jsonschema:"maxLength=1024"`
+	// Match says why the session matched, in an answer to ui.sessions.list with a query.
+	Match *SessionMatch `json:"match,omitempty"`
 	// Mode in force.
 	Mode string `json:"mode" jsonschema:"enum=default,enum=plan,enum=review"`
 	// State is idle or running (a turn is open).
@@ -83,6 +89,23 @@ type SessionInfo struct {
 	Settings *Settings `json:"settings,omitempty"`
 	// Archived is true when a person archived the session: it is listed only with archived set, and takes no prompt.
 	Archived bool `json:"archived,omitempty"`
+}
+
+// Fields of a session a search matches (SessionMatch.Field).
+const (
+	MatchTitle  = "title"
+	MatchPrompt = "prompt"
+	MatchAnswer = "answer"
+)
+
+// SessionMatch says why a session matched ui.sessions.list's query.
+type SessionMatch struct {
+	// Field is what matched: title, prompt (a prompt's text) or answer (an agent's final answer).
+	Field string `json:"field" jsonschema:"enum=title,enum=prompt,enum=answer"`
+	// Snippet is the matching text on one line around its first match, at most 140 characters with "…" where cut. Empty when the matching message is older than the session's snapshot keeps (its newest 100 turns).
+	Snippet string `json:"snippet" jsonschema:"maxLength=1024"`
+	// Ranges are where the query matches in Snippet, in UTF-16 code units (end exclusive), as match_ranges are.
+	Ranges []MatchRange `json:"ranges,omitempty" jsonschema:"maxItems=32"`
 }
 
 // TurnSnapshot is one turn as a snapshot summarises it.

@@ -81,6 +81,12 @@ type SessionConfig struct {
 	// session to it. Adapters whose sessions all offer the adapter's
 	// declaration never call it. It must not block long.
 	Capabilities func(protocol.AdapterCapability)
+	// Title, when set, is called with a title the agent made for the
+	// session (Claude Code's session_title_changed, an ACP agent's
+	// session_info_update), as the agent said it; the client cleans it
+	// and sends agent.title, which the master applies unless a person
+	// titled the session.
+	Title func(string)
 }
 
 // History records a session's file changes. Track and Written frame a

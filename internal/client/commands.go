@@ -56,3 +56,24 @@ func (s *session) capabilitiesChanged(ac protocol.AdapterCapability) {
 		s.c.log.Warn("agent.capabilities not sent", "session", s.id, "err", err)
 	}
 }
+
+// titleChanged sends a title the agent made as agent.title
+// (adapter.SessionConfig.Title), cleaned to one line, when it differs from
+// the last one sent.
+func (s *session) titleChanged(title string) {
+	title = protocol.AgentTitleText(title)
+	s.mu.Lock()
+	same := title == "" || title == s.titleSent
+	if !same {
+		s.titleSent = title
+	}
+	s.mu.Unlock()
+	if same {
+		return
+	}
+	m := protocol.New(protocol.TypeAgentTitle, &protocol.AgentTitle{Title: title})
+	m.SessionID = s.id
+	if err := s.c.emit(s.c.stop, m); err != nil {
+		s.c.log.Warn("agent.title not sent", "session", s.id, "err", err)
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/protocol"
+	"github.com/ferry-dev/ferry/protocol/fileref"
 )
 
 // This file is how a person manages sessions: ui.session.rename,
@@ -112,7 +114,10 @@ func (m *Master) applyChange(p *protocol.SessionChanged) {
 	}
 	if s := e.s; s != nil {
 		s.mu.Lock()
-		s.row.Title, s.row.Archived = p.Session.Title, p.Session.Archived
+		s.row.Title, s.row.TitleSource, s.row.Archived = p.Session.Title, p.Session.TitleSource, p.Session.Archived
+		if p.Session.TitleSource == store.TitlePrompt {
+			s.row.Prompted = true
+		}
 		s.mu.Unlock()
 	}
 }
@@ -182,9 +187,61 @@ func (m *Master) renameSession(c *conn, msg *protocol.Message) {
 		return
 	}
 	s.mu.Lock()
-	s.row.Title = title
+	s.row.Title, s.row.TitleSource = title, store.TitleUser
+	if title == "" {
+		s.row.TitleSource = ""
+	}
 	s.mu.Unlock()
 	m.tellChange(c, msg, protocol.ChangeRenamed, s.info())
+}
+
+// prompted records a session's stored prompt: the first one marks the
+// session prompted (it is no longer clutter to sweep) and titles it when it
+// has no title (a slash command aside), told to every UI as a rename with
+// title_source prompt. The store decides, in one statement, so a person's
+// title, or a first prompt on another node, wins.
+func (m *Master) prompted(s *session, p *protocol.PromptRequest) {
+	s.mu.Lock()
+	done := s.row.Prompted
+	s.row.Prompted = true
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	title := ""
+	if p.InputType != protocol.InputSlashCommand {
+		title = protocol.TitleFromPrompt(fileref.Parse(p.PromptText, p.FileReferences).Literal())
+	}
+	titled, err := m.st.MarkPrompted(m.ctx, s.id, title)
+	if err != nil {
+		m.log.Error("mark session prompted", "session", s.id, "err", err)
+		return
+	}
+	if !titled {
+		return
+	}
+	s.mu.Lock()
+	s.row.Title, s.row.TitleSource = title, store.TitlePrompt
+	s.mu.Unlock()
+	m.publishChange(m.ctx, "", protocol.ChangeRenamed, s.info())
+}
+
+// agentTitled applies a title the session's agent made (agent.title),
+// unless a person's title stands, and tells every UI as a rename with
+// title_source agent.
+func (m *Master) agentTitled(s *session, title string) {
+	set, err := m.st.AgentTitleSession(m.ctx, s.id, title)
+	if err != nil {
+		m.log.Error("set the agent's title", "session", s.id, "err", err)
+		return
+	}
+	if !set {
+		return
+	}
+	s.mu.Lock()
+	s.row.Title, s.row.TitleSource = title, store.TitleAgent
+	s.mu.Unlock()
+	m.publishChange(m.ctx, "", protocol.ChangeRenamed, s.info())
 }
 
 // archiveSession handles ui.session.archive.
@@ -213,6 +270,65 @@ func (m *Master) archiveSession(c *conn, msg *protocol.Message) {
 var errDeleteRunning = &protocol.Error{Code: protocol.CodeBusy, Field: "session_id",
 	Message: "the session is running a turn; cancel it, then delete the session"}
 
+var errNotEmpty = &protocol.Error{Code: protocol.CodeBusy, Field: "payload.if_empty",
+	Message: "the session is not empty (it was prompted or named, or another UI has it open); it was kept"}
+
+// openElsewhere reports whether a UI connection of this node other than c
+// is subscribed to the session.
+func (m *Master) openElsewhere(c *conn, id string) bool {
+	m.mu.Lock()
+	uis := make([]*conn, 0, len(m.uis))
+	for o := range m.uis {
+		if o != c {
+			uis = append(uis, o)
+		}
+	}
+	m.mu.Unlock()
+	for _, o := range uis {
+		o.ui.mu.Lock()
+		_, ok := o.ui.subs[id]
+		o.ui.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// maxSweptSessions bounds the empty sessions one sweep deletes.
+const maxSweptSessions = 100
+
+// sweepEmptySessions deletes the sessions never prompted nor named,
+// created more than Config.EmptySessionAge ago, that no UI of this node
+// has open, and tells every UI: a session opened and left is not kept as
+// clutter. DeleteUnprompted checks again as it deletes, so a first prompt
+// racing the sweep keeps its session. (A UI of another node that has such
+// a session open and idle for that long sees it deleted.)
+func (m *Master) sweepEmptySessions() {
+	if m.cfg.EmptySessionAge < 0 {
+		return
+	}
+	rows, err := m.st.UnpromptedSessions(m.ctx, time.Now().Add(-m.cfg.EmptySessionAge), maxSweptSessions)
+	if err != nil {
+		m.log.Warn("listing empty sessions failed; trying again later", "err", err)
+		return
+	}
+	for _, r := range rows {
+		if m.openElsewhere(nil, r.ID) {
+			continue
+		}
+		if err := m.st.DeleteUnprompted(m.ctx, r.ID); err != nil {
+			if !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrNotFound) {
+				m.log.Warn("deleting an empty session failed", "session", r.ID, "err", err)
+			}
+			continue
+		}
+		m.log.Info("deleted a session never prompted", "session", r.ID, "created", r.CreatedAt)
+		m.forgetSession(r.ID)
+		m.publishChange(m.ctx, "", protocol.ChangeDeleted, sessionInfo(r))
+	}
+}
+
 // deleteSession handles ui.session.delete.
 func (m *Master) deleteSession(c *conn, msg *protocol.Message) {
 	fail := func(e *protocol.Error) { c.sendError(msg.MessageID, msg.SessionID, e) }
@@ -233,7 +349,20 @@ func (m *Master) deleteSession(c *conn, msg *protocol.Message) {
 		fail(errDeleteRunning)
 		return
 	}
-	if err := m.st.DeleteSession(c.ctx, s.id); err != nil {
+	if msg.Payload.(*protocol.SessionDelete).IfEmpty {
+		if m.openElsewhere(c, s.id) {
+			fail(errNotEmpty)
+			return
+		}
+		err = m.st.DeleteUnprompted(c.ctx, s.id)
+		if errors.Is(err, store.ErrExists) {
+			fail(errNotEmpty)
+			return
+		}
+	} else {
+		err = m.st.DeleteSession(c.ctx, s.id)
+	}
+	if err != nil {
 		fail(sessionError(m.wireError(err, "session")))
 		return
 	}

@@ -194,6 +194,8 @@ const (
 	DefaultPingInterval = 15 * time.Second
 	DefaultQueueSize    = 1024
 	DefaultOfflineGrace = 5 * time.Second
+	// DefaultEmptySessionAge is Config.EmptySessionAge's default.
+	DefaultEmptySessionAge = time.Hour
 )
 
 // HandshakeTimeout bounds a WebSocket handshake from the hijack to the
@@ -226,6 +228,11 @@ type Config struct {
 	// OfflineGrace is how long a control message waits for its client to
 	// come back before the UI gets client_offline; default 5s.
 	OfflineGrace time.Duration
+	// EmptySessionAge is how long a session that was never prompted, has
+	// no title and is not open in a UI of the sweeping node is kept
+	// before the jobs sweep deletes it (sessions opened and left are not
+	// kept as clutter); default 1h, negative: never.
+	EmptySessionAge time.Duration
 	// Logger receives the master's log; nil: discard.
 	Logger *slog.Logger
 	// UI is served at / when not nil; else a minimal status page.
@@ -338,6 +345,9 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	}
 	if cfg.OfflineGrace <= 0 {
 		cfg.OfflineGrace = DefaultOfflineGrace
+	}
+	if cfg.EmptySessionAge == 0 {
+		cfg.EmptySessionAge = DefaultEmptySessionAge
 	}
 	if cfg.DownloadTTL <= 0 {
 		cfg.DownloadTTL = DefaultDownloadTTL
@@ -479,6 +489,7 @@ func (m *Master) clusterJobs(ttl time.Duration) {
 	if _, err := m.st.DeleteExpiredUploads(m.ctx, time.Now()); err != nil {
 		m.log.Warn("deleting expired uploads failed; trying again later", "err", err)
 	}
+	m.sweepEmptySessions()
 }
 
 // releaseJobs gives the jobs lease up (if held) so that another node takes

@@ -245,6 +245,7 @@ func (s *session) info() protocol.SessionInfo {
 
 func (s *session) infoLocked() protocol.SessionInfo {
 	info := sessionInfo(s.row)
+	info.Preview = preview(s.turns)
 	info.Waiting = len(s.open)
 	if s.settings != nil {
 		st := *s.settings
@@ -267,7 +268,7 @@ func sessionInfo(r store.Session) protocol.SessionInfo {
 	}
 	return protocol.SessionInfo{
 		ID: r.ID, MachineID: r.MachineID, WorkspaceID: r.WorkspaceID, Adapter: r.Adapter,
-		Title: r.Title, Mode: mode, State: state, Epoch: r.Epoch, LastSeq: r.LastSeq,
+		Title: r.Title, TitleSource: r.TitleSource, Mode: mode, State: state, Epoch: r.Epoch, LastSeq: r.LastSeq,
 		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339Nano),
 		UpdatedAt: updated.UTC().Format(time.RFC3339Nano),
 		Archived:  r.Archived,
@@ -531,7 +532,7 @@ func (s *session) persist(batch []*pending) {
 	for i, p := range batch {
 		stampDeadline(p, now)
 		evs[i] = store.Event{MessageID: p.msg.MessageID, Type: p.msg.Type, Data: p.data, CreatedAt: now,
-			Deliver: p.deliver, Answers: answered(p.msg)}
+			Deliver: p.deliver, Answers: answered(p.msg), Quiet: quiet(p.msg.Type)}
 	}
 	res, err := s.m.st.AppendEvents(ctx, s.id, evs)
 	if err == nil && len(res) != len(batch) {
@@ -546,6 +547,7 @@ func (s *session) persist(batch []*pending) {
 	}
 	s.m.met.Stored(len(evs))
 	turnEnded, status := false, false
+	var titles []string // agent.title events stored
 	s.foldMu.Lock()
 	for _, r := range res {
 		if !r.Duplicate {
@@ -583,6 +585,9 @@ func (s *session) persist(batch []*pending) {
 			turnEnded = true
 		}
 		status = status || changesStatus(p.msg.Type)
+		if at, ok := p.msg.Payload.(*protocol.AgentTitle); ok {
+			titles = append(titles, at.Title)
+		}
 		wires[i] = fb.add(p.data, r.Seq)
 		s.m.notify.observe(s, p.msg)
 	}
@@ -607,6 +612,9 @@ func (s *session) persist(batch []*pending) {
 	}
 	if status {
 		s.m.publishStatus(ctx, s.info())
+	}
+	for _, t := range titles {
+		s.m.agentTitled(s, t)
 	}
 	if turnEnded {
 		s.cancelOpen(ctx)
@@ -697,7 +705,9 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 	if seq > s.row.LastSeq {
 		s.row.LastSeq = seq
 	}
-	s.row.UpdatedAt = at
+	if !quiet(msg.Type) {
+		s.row.UpdatedAt = at
+	}
 	s.unsaved++
 	s.untrimmed++
 	switch p := msg.Payload.(type) {
@@ -762,6 +772,20 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 		s.settings, s.changed = &st, true
 	}
 	return turnEnded
+}
+
+// quiet reports whether an event of type typ is bookkeeping rather than
+// activity: a client (re)opening the session when a UI opens it (after a
+// restart, any control message opens it first) and what its agent says
+// about itself then. It does not move the session's UpdatedAt, so opening
+// or reading a session leaves the lists' order and "N min ago" as they
+// were.
+func quiet(typ string) bool {
+	switch typ {
+	case protocol.TypeSessionOpened, protocol.TypeCommands, protocol.TypeAgentCapabilities, protocol.TypeAgentTitle:
+		return true
+	}
+	return false
 }
 
 func (s *session) turnLocked(id string) *protocol.TurnSnapshot {

@@ -280,6 +280,11 @@ func (m *Master) listSessions(c *conn, msg *protocol.Message) {
 	out := make([]protocol.SessionInfo, len(rows))
 	for i, r := range rows {
 		out[i] = sessionInfo(r)
+		turns := storedTurns(r.Snapshot)
+		out[i].Preview = preview(turns)
+		if p.Query != "" {
+			out[i].Match = matchOf(r.Title, turns, p.Query)
+		}
 		if r.State != protocol.SessionRunning {
 			continue // interactions open only within a turn
 		}
@@ -421,6 +426,9 @@ func (m *Master) startSession(c *conn, msg *protocol.Message) {
 	row := store.Session{
 		ID: protocol.NewID(), MachineID: p.MachineID, WorkspaceID: p.WorkspaceID, Adapter: p.Adapter,
 		Title: title, Mode: mode, State: protocol.SessionIdle, Epoch: newEpoch(), CreatedAt: now, UpdatedAt: now,
+	}
+	if title != "" {
+		row.TitleSource = store.TitleUser
 	}
 	open := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: p.WorkspaceID, Adapter: p.Adapter, Mode: mode})
 	open.SessionID = row.ID
@@ -661,6 +669,7 @@ func (m *Master) prompt(c *conn, msg *protocol.Message) {
 				fail(m.wireError(err, "store prompt"))
 			case !dup: // a retried ui.prompt (same message_id) is not sent twice
 				m.toClient(s, &sent, connTopic(c.id))
+				m.prompted(s, out.Payload.(*protocol.PromptRequest))
 			}
 		}})
 		if err != nil {

@@ -71,6 +71,25 @@ func (w countingStore) RenameSession(ctx context.Context, id string, title strin
 	return w.count("RenameSession", w.Store.RenameSession(ctx, id, title))
 }
 
+func (w countingStore) MarkPrompted(ctx context.Context, id, title string) (bool, error) {
+	v, err := w.Store.MarkPrompted(ctx, id, title)
+	return v, w.count("MarkPrompted", err)
+}
+
+func (w countingStore) AgentTitleSession(ctx context.Context, id, title string) (bool, error) {
+	v, err := w.Store.AgentTitleSession(ctx, id, title)
+	return v, w.count("AgentTitleSession", err)
+}
+
+func (w countingStore) UnpromptedSessions(ctx context.Context, before time.Time, limit int) ([]store.Session, error) {
+	v, err := w.Store.UnpromptedSessions(ctx, before, limit)
+	return v, w.count("UnpromptedSessions", err)
+}
+
+func (w countingStore) DeleteUnprompted(ctx context.Context, id string) error {
+	return w.count("DeleteUnprompted", w.Store.DeleteUnprompted(ctx, id))
+}
+
 func (w countingStore) ArchiveSession(ctx context.Context, id string, archived bool) error {
 	return w.count("ArchiveSession", w.Store.ArchiveSession(ctx, id, archived))
 }

@@ -42,6 +42,13 @@
 //   - AcquireLease is one atomic statement: of concurrent callers for a
 //     free or expired lease exactly one gets it, and while it holds it
 //     (renewing within its ttl) no other caller does.
+//   - A person's title (RenameSession, or CreateSession with TitleSource
+//     TitleUser) is never replaced by an automatic one (MarkPrompted,
+//     AgentTitleSession): the check and the write are one statement.
+//   - A quiet event (Event.Quiet) never moves a session's UpdatedAt.
+//   - DeleteUnprompted deletes a session only while it was never
+//     prompted, in one statement: a racing first prompt either marks it
+//     first (and it stays) or finds it gone.
 //   - Not-found conditions are reported as ErrNotFound (errors.Is).
 //
 // Implementations: internal/store/sqlite (the embedded default, one file)
@@ -100,24 +107,41 @@ type Machine struct {
 	LastSeen     time.Time
 }
 
+// Where a session's title came from (Session.TitleSource).
+const (
+	// TitleUser: a person set it (rename, or the title a session was
+	// started with); no automatic title replaces it.
+	TitleUser = "user"
+	// TitlePrompt: the first line of the session's first prompt.
+	TitlePrompt = "prompt"
+	// TitleAgent: the session's agent (its model) made it.
+	TitleAgent = "agent"
+)
+
 // Session is one session's row. LastSeq, Epoch and CreatedAt are owned by
 // the store (CreateSession sets them from the argument; AppendEvents moves
-// LastSeq); UpdateSession changes only the mutable fields. Title and
-// Archived are a person's: only CreateSession, RenameSession and
-// ArchiveSession write them, so a checkpoint of an older copy of the row
-// never undoes a rename.
+// LastSeq); UpdateSession changes only the mutable fields. Title,
+// TitleSource, Prompted and Archived are written only by CreateSession and
+// the methods named for them (RenameSession, MarkPrompted,
+// AgentTitleSession, ArchiveSession), so a checkpoint of an older copy of
+// the row never undoes a rename.
 type Session struct {
 	ID          string
 	MachineID   string
 	WorkspaceID string
 	Adapter     string
 	Title       string
-	Mode        string
-	State       string
-	Epoch       string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	LastSeq     uint64
+	// TitleSource is TitleUser, TitlePrompt, TitleAgent, or "" (no title,
+	// or one from before sources were kept).
+	TitleSource string
+	// Prompted is set by the session's first prompt (MarkPrompted).
+	Prompted  bool
+	Mode      string
+	State     string
+	Epoch     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	LastSeq   uint64
 	// Archived sessions leave the default list (FindSessions); only
 	// CreateSession and ArchiveSession write it.
 	Archived bool
@@ -148,6 +172,11 @@ type Event struct {
 	// prompt): storing this event delivers that one, in the same
 	// transaction.
 	Answers string
+	// Quiet marks bookkeeping that is not activity (the session was
+	// reopened, its agent listed its commands): storing it does not move
+	// the session's UpdatedAt, so opening a session does not reorder the
+	// session lists.
+	Quiet bool
 }
 
 // Delivery names an event stored with Deliver that nothing answered yet;
@@ -295,9 +324,29 @@ type Store interface {
 	FindSessions(ctx context.Context, f SessionFilter) ([]Session, error)
 	// UpdateSession writes Mode, State, UpdatedAt and Snapshot.
 	UpdateSession(ctx context.Context, s Session) error
-	// RenameSession sets the session's title (ErrNotFound when there is
-	// no such session). It does not move UpdatedAt.
+	// RenameSession sets the session's title as a person's (TitleUser;
+	// an empty title clears it and its source). ErrNotFound when there is
+	// no such session. It does not move UpdatedAt.
 	RenameSession(ctx context.Context, id, title string) error
+	// MarkPrompted records that the session got its first prompt and, when
+	// it has no title and title is not empty, titles it (TitlePrompt);
+	// titled reports whether it did. ErrNotFound when there is no such
+	// session. It does not move UpdatedAt.
+	MarkPrompted(ctx context.Context, id, title string) (titled bool, err error)
+	// AgentTitleSession sets the title the session's agent made
+	// (TitleAgent) unless a person's title stands; set reports whether it
+	// did. ErrNotFound when there is no such session. It does not move
+	// UpdatedAt.
+	AgentTitleSession(ctx context.Context, id, title string) (set bool, err error)
+	// UnpromptedSessions lists up to limit sessions never prompted,
+	// untitled, idle and not archived, created at or before `before`,
+	// oldest first: the clutter of sessions opened and left.
+	UnpromptedSessions(ctx context.Context, before time.Time, limit int) ([]Session, error)
+	// DeleteUnprompted deletes the session as DeleteSession does, only
+	// while UnpromptedSessions' conditions (the time aside) hold: ErrExists
+	// when the session was prompted, titled, archived or is running,
+	// ErrNotFound when there is no such session.
+	DeleteUnprompted(ctx context.Context, id string) error
 	// ArchiveSession sets whether the session is archived (ErrNotFound
 	// when there is no such session). It does not move UpdatedAt.
 	ArchiveSession(ctx context.Context, id string, archived bool) error

@@ -233,6 +233,7 @@ func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.
 	s := newSession(a, c, fsys, ws, log)
 	s.artifacts = cfg.Artifacts
 	s.onCommands = cfg.Commands
+	s.onTitle = cfg.Title
 	s.onCaps = cfg.Capabilities
 	if cfg.History != nil {
 		s.env.History = cfg.History // fs/write_text_file is recorded for undo

@@ -69,3 +69,33 @@ func TestUnavailableWithoutCommand(t *testing.T) {
 		t.Fatalf("a command on PATH is unavailable: %q", u)
 	}
 }
+
+// TestSessionInfoTitle: a title in the agent's session_info_update (ACP's
+// unstable session metadata) reaches SessionConfig.Title; a null title
+// (cleared) reports nothing.
+func TestSessionInfoTitle(t *testing.T) {
+	t.Parallel()
+	p := newPeer(t, acppeer.Script{Turns: [][]step{{
+		{Update: map[string]any{"sessionUpdate": "session_info_update", "title": "Fix the login bug"}},
+		{Update: map[string]any{"sessionUpdate": "session_info_update", "title": nil}},
+		{Text: "ok"},
+	}}})
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := adaptertest.Open(t, ctx, p.a, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: p.ws},
+		Title: func(title string) {
+			mu.Lock()
+			got = append(got, title)
+			mu.Unlock()
+		}}).(*session)
+	run(t, s, turn("hi"))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != "Fix the login bug" {
+		t.Fatalf("titles reported %q", got)
+	}
+}

@@ -41,6 +41,9 @@ type session struct {
 	// onCommands gets the agent's slash commands (SessionConfig.Commands;
 	// nil: nobody listens). Set before the handshake, never changed.
 	onCommands func([]protocol.AgentCommand)
+	// onTitle gets a title the agent made (session_info_update;
+	// SessionConfig.Title; nil: nobody listens).
+	onTitle func(string)
 	// onCaps gets the session's capability (SessionConfig.Capabilities;
 	// nil: nobody listens). Set before the handshake, never changed.
 	onCaps func(protocol.AdapterCapability)

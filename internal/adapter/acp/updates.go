@@ -80,7 +80,14 @@ func (s *session) onUpdate(u *sessionUpdate) {
 			s.mu.Unlock()
 		}
 		return
-	case "user_message_chunk", "config_option_update", "session_info_update":
+	case "session_info_update":
+		// ACP's (unstable) session metadata: a title the agent made.
+		// null clears it: ferry keeps the last one.
+		if u.Title != nil && *u.Title != "" && s.onTitle != nil {
+			s.onTitle(*u.Title)
+		}
+		return
+	case "user_message_chunk", "config_option_update":
 		return
 	}
 	if ts == nil {

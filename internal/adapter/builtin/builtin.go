@@ -42,6 +42,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
@@ -49,6 +51,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/permission"
+	"github.com/ferry-dev/ferry/internal/runecut"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -66,6 +69,11 @@ type Config struct {
 	Provider provider.Config
 	// NewProvider replaces provider.FromEnv (tests, embedders).
 	NewProvider func() (llm.Provider, error)
+	// Titles has each session ask the model, once, after its first turn
+	// that ends with an answer, for a short title (SessionConfig.Title):
+	// one request of a few tokens, without tools. Off by default: every
+	// scripted-provider test would see one request more.
+	Titles bool
 	// Rules every session starts with (each session gets its own copy;
 	// "allow always" adds to that copy only).
 	Rules permission.Rules
@@ -242,7 +250,11 @@ func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.
 		return nil, err
 	}
 	restore(ctx, ag.Agent, cfg, a.cfg.Logger)
-	return &Session{agent: ag, adapter: a, log: a.cfg.Logger, caps: a.Capability()}, nil
+	s := &Session{agent: ag, adapter: a, log: a.cfg.Logger, caps: a.Capability()}
+	if a.cfg.Titles {
+		s.onTitle = cfg.Title
+	}
+	return s, nil
 }
 
 // Session is one open session of ferry's agent.
@@ -251,6 +263,10 @@ type Session struct {
 	adapter *Adapter
 	log     *slog.Logger
 	caps    protocol.AdapterCapability
+	// onTitle gets the title the model makes after the first turn that
+	// ends with an answer (SessionConfig.Title; nil: no title is made).
+	onTitle func(string)
+	titled  atomic.Bool
 }
 
 var _ adapter.Session = (*Session)(nil)
@@ -267,6 +283,10 @@ func (s *Session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 	res, err := s.agent.Run(ctx, turn, emit)
 	out := adapter.Result{Text: res.Text, StopReason: res.StopReason, Structured: res.Structured, Artifacts: res.Artifacts}
 	if err == nil {
+		if s.onTitle != nil && res.Text != "" && out.StopReason == protocol.StopEndTurn && s.titled.CompareAndSwap(false, true) {
+			// Beside the session's next turns: not cancelled with this one.
+			go s.makeTitle(context.WithoutCancel(ctx), turn.Prompt.Literal(), res.Text)
+		}
 		return out, nil
 	}
 	if ctx.Err() != nil {
@@ -280,6 +300,46 @@ func (s *Session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 		return out, nil
 	}
 	return out, err
+}
+
+// Bounds of the title call: one short request, once per session.
+const (
+	titleTimeout   = 30 * time.Second
+	titleMaxTokens = 40
+	titleMaxInput  = 4 << 10 // bytes of the prompt and of the answer sent
+)
+
+const titleSystem = "You name conversations between a person and a coding agent. " +
+	"Answer with a title of at most six words that says what the conversation is about: " +
+	"no quotes, no Markdown, no final punctuation, nothing else."
+
+// makeTitle asks the model, once, for a short title of the session's first
+// exchange and hands it to onTitle: one bounded request (titleTimeout,
+// titleMaxTokens, no tools, no thinking) beside the session's turns. A
+// failure only costs the title: the master keeps the one from the prompt.
+func (s *Session) makeTitle(ctx context.Context, prompt, answer string) {
+	p, err := s.adapter.Provider()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, titleTimeout)
+	defer cancel()
+	text := "The person wrote:\n" + runecut.Ellipsis(prompt, titleMaxInput) + "\n\nThe agent answered:\n" + runecut.Ellipsis(answer, titleMaxInput)
+	res, err := p.Stream(ctx, llm.Request{System: titleSystem, MaxTokens: titleMaxTokens,
+		Messages: []llm.Message{{Role: "user", Content: []llm.Block{{Type: "text", Text: text}}}}}, func(llm.Event) error { return nil })
+	if err != nil {
+		s.log.Info("no title from the model", "err", err)
+		return
+	}
+	var b strings.Builder
+	for _, bl := range res.Message.Content {
+		if bl.Type == "text" {
+			b.WriteString(bl.Text)
+		}
+	}
+	if t := strings.Trim(strings.TrimSpace(b.String()), "\"'“”‘’`*#.!"); t != "" {
+		s.onTitle(t)
+	}
 }
 
 // Answer delivers an interaction's answer (nil: it timed out).

@@ -148,6 +148,7 @@ func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Se
 		mode: mode, pending: map[string]*ask{}, byRequest: map[string]*ask{}, denied: map[string]bool{},
 		history: cfg.History, before: map[string]snapshot{}, artifacts: cfg.Artifacts,
 		onCommands: cfg.Commands,
+		onTitle:    cfg.Title,
 	}
 	rec, ok, err := a.store.load(cfg.SessionID)
 	switch {

@@ -196,6 +196,12 @@ func promptText(content json.RawMessage) string {
 func (f *fakeCLI) turn(scenario, prompt string, n int) {
 	f.write(map[string]any{"type": "system", "subtype": "init", "session_id": fakeSessionID, "model": "fake-model"})
 	switch scenario {
+	case "titled":
+		// Claude Code names the session (session_title_changed), as its
+		// SDK host sees after the first exchange.
+		f.write(map[string]any{"type": "system", "subtype": "session_title_changed", "session_id": fakeSessionID, "title": "  Fix the\tlogin bug\u202e ", "given_by": "other"})
+		f.assistant("m1", map[string]any{"type": "text", "text": "named"})
+		f.result("success", "named", 0.1)
 	case "huge", "big":
 		size := hugeText
 		if scenario == "big" {

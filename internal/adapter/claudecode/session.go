@@ -36,11 +36,14 @@ type session struct {
 	// onCommands gets the CLI's slash commands from each init
 	// (SessionConfig.Commands; nil: nobody listens).
 	onCommands func([]protocol.AgentCommand)
-	id         string
-	ws         string
-	fs         *vfs.Local
-	bin        string
-	log        *slog.Logger
+	// onTitle gets a title Claude Code made for the session
+	// (session_title_changed); nil: none wanted.
+	onTitle func(string)
+	id      string
+	ws      string
+	fs      *vfs.Local
+	bin     string
+	log     *slog.Logger
 
 	// op serialises Run and Compact (the client runs one at a time; this
 	// makes it a property of the session).

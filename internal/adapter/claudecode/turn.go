@@ -132,6 +132,10 @@ func (t *turn) system(l *systemLine) {
 			}
 			t.s.onCommands(cmds) // the UI accepts and completes them
 		}
+	case "session_title_changed":
+		if l.Title != "" && t.s.onTitle != nil {
+			t.s.onTitle(l.Title) // the master keeps a person's title
+		}
 	case "status":
 		if l.CompactResult == "failed" {
 			t.compactErr = l.CompactError

@@ -115,6 +115,9 @@ type systemLine struct {
 	CompactMetadata *compactMetadata `json:"compact_metadata"`
 	// SlashCommands (init) are the CLI's slash commands, without slash.
 	SlashCommands []string `json:"slash_commands"`
+	// Title (session_title_changed) is the session's title: one the
+	// model made from the conversation, or one set in Claude Code.
+	Title string `json:"title"`
 }
 
 type compactMetadata struct {

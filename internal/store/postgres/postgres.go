@@ -246,6 +246,7 @@ func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Ev
 		answers []string
 	)
 	next := last
+	active := false // a new event that is not quiet moves updated_at
 	for i, ev := range evs {
 		ev.Duplicate = false
 		ev.CreatedAt = check.OrNow(ev.CreatedAt)
@@ -260,6 +261,7 @@ func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Ev
 		}
 		next++
 		ev.Seq = uint64(next)
+		active = active || !ev.Quiet
 		known[ev.MessageID] = stored{sessionID, next} // a repeat later in the batch
 		seqArr = append(seqArr, next)
 		idArr = append(idArr, ev.MessageID)
@@ -282,10 +284,14 @@ func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Ev
 		// updated_at keeps its value unless ActivityStep behind: an
 		// unchanged indexed column lets PostgreSQL update the row in
 		// place (HOT) without new entries in its three indexes.
-		now := check.Now()
+		now, step := check.Now(), check.ActivityStep
+		if !active {
+			// Only quiet events: a bound no time passes keeps updated_at.
+			step = 1 << 62
+		}
 		b.Queue(`UPDATE sessions SET last_seq = $2,
 			updated_at = CASE WHEN updated_at <= $4 THEN $3 ELSE updated_at END WHERE id = $1`,
-			sessionID, next, now, now.Add(-check.ActivityStep))
+			sessionID, next, now, now.Add(-step))
 		queueDeliveries(b, sessionID, deliver, idArr, seqArr, createdArr, answers)
 	}
 	b.Queue(`COMMIT`)

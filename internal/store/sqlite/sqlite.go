@@ -452,6 +452,7 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 		}
 		ins := tx.StmtContext(ctx, s.insertEvent)
 		next := last
+		active := false               // a new event that is not quiet moves updated_at
 		var inBatch map[string]uint64 // only needed for a batch of two or more
 		if len(evs) > 1 {
 			inBatch = make(map[string]uint64, len(evs))
@@ -475,6 +476,7 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 			if n == 1 {
 				next++
 				ev.Seq = uint64(next)
+				active = active || !ev.Quiet
 				// Prompts and turn starts only: no statement for the
 				// stream of other events.
 				if ev.Deliver || ev.Answers != "" {
@@ -509,6 +511,9 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 		}
 		if _, err := tx.StmtContext(ctx, s.moveSeq).ExecContext(ctx, next, sessionID); err != nil {
 			return err
+		}
+		if !active {
+			return nil
 		}
 		now := check.Now()
 		_, err = tx.StmtContext(ctx, s.touch).ExecContext(ctx, now.UnixMicro(), sessionID, now.Add(-check.ActivityStep).UnixMicro())

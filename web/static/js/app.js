@@ -362,6 +362,7 @@ export class App {
       return;
     }
     this.root.dataset.view = r.name;
+    if (this.view && !(r.name === 'session' && this.view.state.id === r.id)) this.dropIfEmpty();
     if (r.name === 'session') {
       if (this.view && this.view.state.id === r.id) return;
       this.leaveSession();
@@ -386,6 +387,26 @@ export class App {
     this.leaveSession();
     this.showStart(r.name === 'new' ? r.params : null);
     this.renderSidebar();
+  }
+
+  /**
+   * dropIfEmpty deletes the open session when the person leaves it never
+   * used: no title, nothing sent, nothing typed. The master deletes it only
+   * while it is so (if_empty: not prompted by anyone, not named, not open
+   * in another UI), so nothing anyone typed is lost; a tab closed or
+   * reloaded deletes nothing (the master sweeps what stays empty).
+   */
+  dropIfEmpty() {
+    const v = this.view;
+    const st = v?.state;
+    if (!st || st.info.title || st.info.archived || st.running || st.prompts.size || st.turns.size) return;
+    if (v.composer && !v.composer.isEmpty()) return;
+    const id = st.id;
+    this.conn.request(message('ui.session.delete', { if_empty: true }, id)).then((ans) => {
+      if (ans.type === 'master.session.changed') this.applyChange(ans.payload, false);
+    }, () => {
+      // kept: it was used meanwhile, or another UI has it open
+    });
   }
 
   leaveSession() {
@@ -589,7 +610,8 @@ export class App {
       ul.appendChild(h('li', {}, h('a', {
         href: `#/s/${encodeURIComponent(s.id)}`, class: 'session-link', 'aria-current': s.id === current ? 'page' : false,
         dataset: { session: s.id },
-      }, h('span', { class: 'session-name', text: s.title || 'Untitled session' }),
+      }, h('span', { class: 'session-name', text: sessionLabel(s) }),
+      matchLine(s.match) || previewLine(s),
       h('span', { class: 'session-sub small muted', text: `${m?.name || s.machine_id} · ${ws?.name || s.workspace_id} · ${formatWhen(s.updated_at)}` }))));
     }
     side.appendChild(ul);
@@ -622,11 +644,11 @@ export class App {
       for (const { w, list } of groups) {
         const sl = h('ul', { class: 'sessions' });
         for (const s of list) {
-          const label = s.title || 'Untitled session';
           sl.appendChild(h('li', {}, h('a', {
             href: `#/s/${encodeURIComponent(s.id)}`, class: 'session-link', 'aria-current': s.id === current ? 'page' : false,
             dataset: { session: s.id },
-          }, h('span', { class: 'session-name', text: label }),
+          }, h('span', { class: 'session-name', text: sessionLabel(s) }),
+          previewLine(s),
           h('span', { class: 'session-sub small muted' }, sessionState(s), `${s.adapter} · ${formatWhen(s.updated_at)}`))));
         }
         if (!list.length) sl.appendChild(h('li', { class: 'muted small none', text: 'No sessions yet' }));
@@ -643,6 +665,48 @@ export class App {
     side.appendChild(ul);
     side.appendChild(this.notifier.el);
   }
+}
+
+/**
+ * sessionLabel is what a session row is called: its title (a person's, or
+ * the master's from the first prompt, or the agent's); a session without
+ * one was never prompted, and is new.
+ */
+function sessionLabel(s) {
+  return s.title || 'New session';
+}
+
+/** previewLine is a row's one-line preview of the last message (null: none). */
+function previewLine(s) {
+  if (!s.preview) return null;
+  return h('span', { class: 'session-preview small', text: s.preview });
+}
+
+const MATCH_FIELD = { title: 'Title', prompt: 'Prompt', answer: 'Answer' };
+
+/**
+ * matchLine says why a search found a session: what matched (title,
+ * prompt, answer) and the snippet with each match marked; ranges are in
+ * UTF-16 units, as JavaScript slices strings.
+ */
+function matchLine(m) {
+  if (!m) return null;
+  const line = h('span', { class: 'session-match small', dataset: { field: m.field } },
+    h('span', { class: 'match-field', text: `${MATCH_FIELD[m.field] || m.field}: ` }));
+  const text = m.snippet || '';
+  if (!text) {
+    line.append(h('span', { class: 'muted', text: 'in an earlier message' }));
+    return line;
+  }
+  let at = 0;
+  for (const r of m.ranges || []) {
+    if (r.start < at || r.end > text.length || r.end <= r.start) continue;
+    if (r.start > at) line.append(text.slice(at, r.start));
+    line.append(h('mark', { text: text.slice(r.start, r.end) }));
+    at = r.end;
+  }
+  if (at < text.length) line.append(text.slice(at));
+  return line;
 }
 
 /**

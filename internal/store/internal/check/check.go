@@ -100,6 +100,14 @@ func NewSession(s store.Session) error {
 	if s.Epoch == "" {
 		return invalid("session %s has an empty epoch", s.ID)
 	}
+	switch s.TitleSource {
+	case "", store.TitleUser, store.TitlePrompt, store.TitleAgent:
+	default:
+		return invalid("session %s has an unknown title source %q", s.ID, s.TitleSource)
+	}
+	if err := Title(s.Title); err != nil {
+		return err
+	}
 	if s.LastSeq > math.MaxInt64 {
 		return invalid("session %s last seq %d out of range", s.ID, s.LastSeq)
 	}

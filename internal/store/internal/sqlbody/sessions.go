@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/internal/check"
@@ -146,10 +147,10 @@ func (db *DB) CreateSession(ctx context.Context, ss store.Session) error {
 	err := Write(ctx, db, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, db.q(
 			`INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch,
-			   created_at, updated_at, last_seq, archived)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			   created_at, updated_at, last_seq, archived, title_source, prompted)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			ss.ID, ss.MachineID, ss.WorkspaceID, ss.Adapter, ss.Title, ss.Mode, ss.State, ss.Epoch,
-			db.ts(created), db.ts(updated), check.Seq(ss.LastSeq), ss.Archived)
+			db.ts(created), db.ts(updated), check.Seq(ss.LastSeq), ss.Archived, ss.TitleSource, ss.Prompted)
 		if err != nil {
 			return err
 		}
@@ -176,7 +177,8 @@ func (db *DB) putSnapshot(ctx context.Context, tx *sql.Tx, id string, snap []byt
 // snapshot is in a table of its own (migration 0009).
 const sessionCols = `id, machine_id, workspace_id, adapter, title, mode, state, epoch,
 	created_at, updated_at, last_seq,
-	(SELECT snapshot FROM session_snapshots WHERE session_id = sessions.id), archived`
+	(SELECT snapshot FROM session_snapshots WHERE session_id = sessions.id), archived,
+	title_source, prompted`
 
 func scanSession(sc Scanner) (store.Session, error) {
 	var (
@@ -186,7 +188,8 @@ func scanSession(sc Scanner) (store.Session, error) {
 		snap             []byte
 	)
 	if err := sc.Scan(&ss.ID, &ss.MachineID, &ss.WorkspaceID, &ss.Adapter, &ss.Title, &ss.Mode,
-		&ss.State, &ss.Epoch, &created, &updated, &lastSeq, &snap, &ss.Archived); err != nil {
+		&ss.State, &ss.Epoch, &created, &updated, &lastSeq, &snap, &ss.Archived,
+		&ss.TitleSource, &ss.Prompted); err != nil {
 		return store.Session{}, err
 	}
 	ss.CreatedAt = created.T
@@ -267,32 +270,123 @@ func (db *DB) UpdateSession(ctx context.Context, ss store.Session) error {
 // errNoRow ends a transaction whose row is not there.
 var errNoRow = errors.New("no such row")
 
-// RenameSession sets the session's title.
+// RenameSession sets the session's title as a person's; an empty one
+// clears the title and its source.
 func (db *DB) RenameSession(ctx context.Context, id, title string) error {
 	if err := check.Title(title); err != nil {
 		return db.fail("rename session", err)
 	}
-	return db.setSession(ctx, "rename session", id, `UPDATE sessions SET title = ? WHERE id = ?`, title)
+	source := store.TitleUser
+	if title == "" {
+		source = ""
+	}
+	_, err := db.setSession(ctx, "rename session", id, `UPDATE sessions SET title = ?, title_source = ? WHERE id = ?`, title, source)
+	return err
+}
+
+// MarkPrompted marks the session prompted and titles it from its first
+// prompt when it has no title: one statement, so a rename racing it wins
+// either way (it comes after, or the title is no longer empty).
+func (db *DB) MarkPrompted(ctx context.Context, id, title string) (bool, error) {
+	const op = "mark session prompted"
+	if err := check.Title(title); err != nil {
+		return false, db.fail(op, err)
+	}
+	if title == "" {
+		// Nothing to title with: only mark it (CASE keeps the title).
+		_, err := db.setSession(ctx, op, id, `UPDATE sessions SET prompted = ? WHERE id = ?`, true)
+		return false, err
+	}
+	n, err := affected(db.exec(ctx, `UPDATE sessions SET title = ?, title_source = ?, prompted = ?
+		WHERE id = ? AND title = '' AND prompted = ?`, title, store.TitlePrompt, true, id, false))
+	if err != nil {
+		return false, db.wrap(ctx, op, err)
+	}
+	if n == 1 {
+		return true, nil
+	}
+	_, err = db.setSession(ctx, op, id, `UPDATE sessions SET prompted = ? WHERE id = ?`, true)
+	return false, err
+}
+
+// AgentTitleSession sets the agent's title unless a person's stands.
+func (db *DB) AgentTitleSession(ctx context.Context, id, title string) (bool, error) {
+	const op = "set agent title"
+	if err := check.Title(title); err != nil {
+		return false, db.fail(op, err)
+	}
+	if err := check.ID("session", id); err != nil {
+		return false, db.fail(op, err)
+	}
+	n, err := affected(db.exec(ctx, `UPDATE sessions SET title = ?, title_source = ? WHERE id = ? AND title_source <> ?`,
+		title, store.TitleAgent, id, store.TitleUser))
+	if err != nil {
+		return false, db.wrap(ctx, op, err)
+	}
+	if n == 1 {
+		return true, nil
+	}
+	if err := Exists(ctx, db, db.W, id); err != nil {
+		return false, db.fail(op, err)
+	}
+	return false, nil
 }
 
 // ArchiveSession sets whether the session is archived.
 func (db *DB) ArchiveSession(ctx context.Context, id string, archived bool) error {
-	return db.setSession(ctx, "archive session", id, `UPDATE sessions SET archived = ? WHERE id = ?`, archived)
+	_, err := db.setSession(ctx, "archive session", id, `UPDATE sessions SET archived = ? WHERE id = ?`, archived)
+	return err
 }
 
-// setSession runs upd (an UPDATE of one session by id, v its one value).
-func (db *DB) setSession(ctx context.Context, op, id, upd string, v any) error {
+// setSession runs upd (an UPDATE of one session by id, vs its values and
+// id the last parameter): ErrNotFound when no row changed.
+func (db *DB) setSession(ctx context.Context, op, id, upd string, vs ...any) (int64, error) {
+	if err := check.ID("session", id); err != nil {
+		return 0, db.fail(op, err)
+	}
+	n, err := affected(db.exec(ctx, upd, append(vs, id)...))
+	if err != nil {
+		return 0, db.wrap(ctx, op, err)
+	}
+	if n == 0 {
+		return 0, db.failOn(op, id, store.ErrNotFound)
+	}
+	return n, nil
+}
+
+// unpromptedWhere is the condition of a session UnpromptedSessions lists
+// and DeleteUnprompted deletes.
+const unpromptedWhere = `prompted = ? AND title = '' AND archived = ? AND state <> 'running'`
+
+// UnpromptedSessions lists sessions never prompted, untitled, idle and not
+// archived, created at or before before, oldest first.
+func (db *DB) UnpromptedSessions(ctx context.Context, before time.Time, limit int) ([]store.Session, error) {
+	lim := db.D.NoLimit
+	if limit > 0 {
+		lim = limit
+	}
+	return queryAll(ctx, db, "unprompted sessions", scanSession,
+		`SELECT `+sessionCols+` FROM sessions WHERE `+unpromptedWhere+` AND created_at <= ?
+		 ORDER BY created_at, id LIMIT ?`, false, false, db.ts(before), lim)
+}
+
+// DeleteUnprompted deletes the session only while it is unprompted.
+func (db *DB) DeleteUnprompted(ctx context.Context, id string) error {
+	const op = "delete unprompted session"
 	if err := check.ID("session", id); err != nil {
 		return db.fail(op, err)
 	}
-	n, err := affected(db.exec(ctx, upd, v, id))
+	n, err := affected(db.exec(ctx, `DELETE FROM sessions WHERE id = ? AND `+unpromptedWhere, id, false, false))
 	if err != nil {
 		return db.wrap(ctx, op, err)
 	}
-	if n == 0 {
-		return db.failOn(op, id, store.ErrNotFound)
+	if n == 1 {
+		return nil
 	}
-	return nil
+	if err := Exists(ctx, db, db.W, id); err != nil {
+		return db.fail(op, err)
+	}
+	return db.failOn(op, id, store.ErrExists)
 }
 
 // DeleteSession deletes the session; the schema's ON DELETE CASCADE
