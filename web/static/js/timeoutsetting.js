@@ -1,4 +1,4 @@
-// The session's permission timeout, a setting in the session's header: how
+// The session's permission timeout, in the session's settings sheet: how
 // long an agent's question waits for an answer before it times out (it
 // then takes its default_value: a permission's is deny, or none). It
 // sends control.session.settings; the client's session.settings (or
@@ -61,7 +61,7 @@ export class TimeoutSetting {
   constructor(view) {
     this.view = view;
     this.pending = null; // the value asked for, until session.settings says it
-    this.select = h('select', { id: 'timeout-select', 'aria-label': 'Questions time out after', onchange: () => this.change(this.select.value) });
+    this.select = h('select', { id: 'timeout-select', onchange: () => this.change(this.select.value) });
     this.el = h('label', { class: 'mode-label timeout-label', for: 'timeout-select', title: 'How long a question of the agent waits for you. Then a permission is denied; any other question takes its default.' },
       h('span', { class: 'small muted mode-word', text: 'Ask timeout' }), this.select);
   }
