@@ -139,12 +139,12 @@ await main(async (browser) => {
       assert.ok(b.y >= 0 && b.y + b.height <= 844, `${await it.innerText()} off screen`);
     }
     const del = p.locator('#session-delete');
-    assert.equal(await del.isDisabled(), true, 'Delete during a turn');
+    assert.equal(await del.getAttribute('aria-disabled'), 'true', 'Delete during a turn');
     assert.match(await del.innerText(), /Stop the turn to delete/);
     for (const n of ['Settings…', 'Rename', 'Archive', 'Files', 'Changes']) {
       assert.ok(await menu.getByRole('menuitem', { name: new RegExp(`^${n.replace('…', '')}`) }).count() >= (n === 'Changes' ? 0 : 1), `no ${n} in the menu`);
     }
-    await shot(p, 'phone-session-actions');
+    await shot(p, 'phone-session-menu');
     await p.keyboard.press('Escape');
     await menu.waitFor({ state: 'hidden' });
   });

@@ -7,7 +7,7 @@
 // carries them all) and applies from the next turn; session.settings says
 // what is in force, and the master keeps it with the session.
 
-import { h, clear } from './util.js';
+import { h, clear, settingRow } from './util.js';
 import { message } from './conn.js';
 
 /** EFFORT_LABELS name the thinking efforts. */
@@ -48,13 +48,11 @@ export class ModelSetting {
     this.pending = null; // {model, effort} asked for, until session.settings says it
     this.model = h('select', { id: 'model-select', onchange: () => this.change({ model: this.model.value, effort: '' }) });
     this.effort = h('select', { id: 'effort-select', onchange: () => this.change({ effort: this.effort.value }) });
-    this.effortLabel = h('label', { class: 'mode-label', for: 'effort-select', title: 'How much the model thinks before it answers, from the next turn on.' },
-      h('span', { class: 'small muted mode-word', text: 'Thinking' }), this.effort);
+    this.effortLabel = settingRow('Thinking', 'effort-select', this.effort, 'How much the model thinks before it answers, from the next turn on.');
     this.status = h('span', { class: 'model-status small', role: 'status' });
     this.retry = h('button', { type: 'button', class: 'btn small', text: 'Retry', hidden: true, onclick: () => this.load(true) });
-    this.el = h('span', { class: 'model-setting', hidden: true },
-      h('label', { class: 'mode-label', for: 'model-select', title: 'The model the agent runs, from the next turn on.' },
-        h('span', { class: 'small muted mode-word', text: 'Model' }), this.model),
+    this.el = h('div', { class: 'model-setting', hidden: true },
+      settingRow('Model', 'model-select', this.model, 'The model the agent runs, from the next turn on.'),
       this.effortLabel, this.status, this.retry);
   }
 

@@ -5,7 +5,7 @@
 // holds, and unsubscribes on unmount (its state is kept: coming back
 // resumes from there).
 
-import { h, clear, formatCost, formatTokens, frameThrottle, shorten, uuid } from './util.js';
+import { h, clear, formatCost, formatTokens, frameThrottle, settingRow, shorten, uuid } from './util.js';
 import { message } from './conn.js';
 import { TranscriptView, artifactCard } from './transcript.js';
 import { Composer, COMMANDS } from './composer.js';
@@ -598,14 +598,12 @@ export class SessionView {
    * settings of the next prompts (settings.js).
    */
   buildSettings() {
-    const row = (label, forId, control, help) => h('div', { class: 'setting-row' },
-      h('label', { for: forId, text: label }), control, help ? h('p', { class: 'muted small', text: help }) : null);
     this.usageRow = h('p', { class: 'setting-usage small' }, h('span', { class: 'muted', text: 'Used so far: ' }), this.usage);
     this.settingsDialog = h('dialog', { class: 'dialog sheet', id: 'settings-dialog', 'aria-labelledby': 'settings-title' },
       h('div', { class: 'dialog-head' }, h('h2', { id: 'settings-title', text: 'Session settings' }),
         h('button', { type: 'button', class: 'btn', text: 'Close', onclick: () => this.settingsDialog.close() })),
       h('div', { class: 'settings-sheet' },
-        row('Mode', 'mode-select', this.modeSelect, 'What the agent may do: plan and review do not write.'),
+        settingRow('Mode', 'mode-select', this.modeSelect, 'What the agent may do: plan and review do not write.'),
         this.modelSetting.el,
         this.timeoutSetting.el,
         this.usageRow,
