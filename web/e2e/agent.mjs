@@ -7,7 +7,7 @@
 // bounded.
 
 import assert from 'node:assert/strict';
-import { cfg, main, shot, step, watch } from './harness.mjs';
+import { cfg, closeSettings, main, openSettings, shot, step, watch } from './harness.mjs';
 
 const WAIT = 15000;
 
@@ -63,8 +63,12 @@ async function pickerSuite(browser) {
     await page.getByRole('button', { name: 'Start session' }).click();
     await page.waitForURL(/#\/s\//);
     const model = page.locator('#model-select');
+    await openSettings(page);
     await page.locator(`#model-select option[value="${cfg.picker.model}"]`).waitFor({ state: 'attached' });
     assert.match(await page.locator('#model-select option[value=""]').innerText(), new RegExp(`${cfg.picker.default_model} \\(default\\)`));
+    // The default model is listed once: as the default.
+    const labels = await page.locator('#model-select option').allInnerTexts();
+    assert.equal(labels.filter((l) => l.includes(cfg.picker.default_model)).length, 1, `the default model twice: ${JSON.stringify(labels)}`);
     // The default model takes no effort: none is offered.
     assert.equal(await page.locator('#effort-select').isVisible(), false, 'an effort offered for a model without thinking');
     await model.selectOption(cfg.picker.model);
@@ -80,6 +84,7 @@ async function pickerSuite(browser) {
   });
   await step('a timeout change keeps the model', async () => {
     await page.locator('#timeout-select').selectOption('300000');
+    await closeSettings(page);
     const last = sent.filter((m) => m.type === 'control.session.settings').at(-1);
     assert.deepEqual(last?.payload, { permission_timeout_ms: 300000, model: cfg.picker.model, effort: 'high' });
   });

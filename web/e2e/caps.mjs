@@ -10,7 +10,7 @@
 // Started by web/caps_test.go, which passes a config file.
 
 import assert from 'node:assert/strict';
-import { cfg, main, shot, step, watch } from './harness.mjs';
+import { cfg, closeSettings, main, offered, openSettings, shot, step, until, watch } from './harness.mjs';
 
 const WAIT = 15000;
 
@@ -51,7 +51,8 @@ await main(async (browser) => {
   ctx.setDefaultTimeout(WAIT);
   const page = await ctx.newPage();
   watch(page, 'caps');
-  const attach = () => page.getByRole('button', { name: 'Attach files' });
+  const attach = () => offered(page, 'plus', 'Attach files');
+  const compact = () => offered(page, 'session', 'Compact…');
 
   await step('sign in', async () => {
     await page.goto(cfg.login);
@@ -60,20 +61,20 @@ await main(async (browser) => {
 
   await step('an echo session: no attach button, a pasted file is not attached', async () => {
     await start(page, cfg.echo, 'Echo caps');
-    assert.equal(await attach().isVisible(), false, 'an attach button for echo, which takes no attachments');
+    assert.equal(await attach(), false, 'an attach button for echo, which takes no attachments');
     await pasteFile(page);
     await page.locator('.attach-note', { hasText: 'This agent takes no attached files.' }).waitFor();
     assert.equal(await page.locator('.attachment').count(), 0, 'the pasted file was attached');
     // Echo compacts and switches modes: those stay.
-    assert.equal(await page.getByRole('button', { name: 'Compact…' }).isVisible(), true, 'no Compact for echo');
+    assert.equal(await compact(), true, 'no Compact for echo');
     assert.deepEqual(await modes(page), ['default', 'plan', 'review']);
     await shot(page, 'caps-echo');
   });
 
   await step('a script session: no attach button, no Compact, one mode', async () => {
     await start(page, cfg.script, 'Script caps');
-    assert.equal(await attach().isVisible(), false, 'an attach button for a script agent, which takes no attachments');
-    assert.equal(await page.getByRole('button', { name: 'Compact…' }).isVisible(), false, 'Compact for a script agent');
+    assert.equal(await attach(), false, 'an attach button for a script agent, which takes no attachments');
+    assert.equal(await compact(), false, 'Compact for a script agent');
     assert.deepEqual(await modes(page), ['default']);
     assert.equal(await page.locator('#mode-select').isDisabled(), true, 'a mode menu with one mode');
     await ask(page, 'hello script');
@@ -84,12 +85,14 @@ await main(async (browser) => {
     await start(page, cfg.acp, 'ACP caps');
     // The adapter declares default only; the session's agent has a plan mode.
     await page.waitForFunction(() => [...document.querySelectorAll('#mode-select option')].map((o) => o.value).join() === 'default,plan');
-    assert.equal(await attach().isVisible(), true, 'no attach button for an ACP agent, which takes text');
+    assert.equal(await attach(), true, 'no attach button for an ACP agent, which takes text');
     assert.equal(await page.locator('button.camera-btn').getAttribute('hidden'), '', 'a camera for an agent that takes no images');
-    assert.equal(await page.getByRole('button', { name: 'Compact…' }).isVisible(), false, 'Compact before the agent listed a compact command');
+    assert.equal(await compact(), false, 'Compact before the agent listed a compact command');
     await ask(page, 'hello peer');
-    await page.getByRole('button', { name: 'Compact…' }).waitFor();
+    await until('Compact in the menu', compact, WAIT);
+    await openSettings(page);
     await page.locator('#mode-select').selectOption('plan');
+    await closeSettings(page);
     await page.locator('div.note.mode', { hasText: 'Mode switched to plan.' }).waitFor();
     await shot(page, 'caps-acp');
   });

@@ -129,3 +129,39 @@ export async function main(suite) {
   log(code ? 'the browser tests failed' : 'the browser tests passed');
   process.exit(code);
 }
+
+// The session view's menus (web/static/js/menu.js): the header's session
+// menu and the prompt box's + menu.
+const MENUS = { session: ['#session-menu-btn', '#session-menu'], plus: ['.plus-btn', '.plus-menu'] };
+
+/** menuItem opens the session's menu or the + menu (which) and returns its item named name. */
+export async function menuItem(page, which, name) {
+  const [btn, list] = MENUS[which];
+  if (!(await page.locator(list).isVisible())) await page.locator(btn).click();
+  await page.locator(list).waitFor();
+  return page.locator(list).getByRole('menuitem', { name });
+}
+
+/** offered says whether the menu (which) offers an item named name, leaving it closed. */
+export async function offered(page, which, name) {
+  const item = await menuItem(page, which, name);
+  const yes = await item.isVisible();
+  await page.keyboard.press('Escape');
+  await page.locator(MENUS[which][1]).waitFor({ state: 'hidden' });
+  return yes;
+}
+
+/** openSettings opens the session's settings sheet from its mode chip; returns the sheet. */
+export async function openSettings(page) {
+  const sheet = page.locator('#settings-dialog');
+  if (!(await sheet.isVisible())) await page.locator('.mode-chip').click();
+  await sheet.waitFor();
+  return sheet;
+}
+
+/** closeSettings closes the settings sheet. */
+export async function closeSettings(page) {
+  const sheet = page.locator('#settings-dialog');
+  await sheet.getByRole('button', { name: 'Close' }).click();
+  await sheet.waitFor({ state: 'hidden' });
+}

@@ -31,6 +31,12 @@ async function start(page, title, text) {
   return decodeURIComponent(new URL(page.url()).hash.replace('#/s/', ''));
 }
 
+/** menu opens the session's menu (Rename, Archive, Delete live there). */
+async function menu(page) {
+  if (!(await page.locator('#session-menu').isVisible())) await page.locator('#session-menu-btn').click();
+  await page.locator('#session-menu').waitFor();
+}
+
 const link = (page, id) => page.locator(`.sidebar a.session-link[data-session="${id}"]`);
 
 /** search types q into the sidebar's search box (debounced). */
@@ -73,6 +79,7 @@ await main(async (browser) => {
   });
 
   await step('rename inline: trimmed, shown here and at once in the other UI', async () => {
+    await menu(page);
     await page.locator('#session-rename').click();
     const input = page.locator('#rename-input');
     assert.equal(await input.inputValue(), 'Beta work');
@@ -87,14 +94,17 @@ await main(async (browser) => {
   });
 
   await step('rename: Escape cancels, a cleared title goes back to the automatic label', async () => {
+    await menu(page);
     await page.locator('#session-rename').click();
     await page.locator('#rename-input').fill('never saved');
     await page.locator('#rename-input').press('Escape');
     assert.equal(await page.locator('#session-title').textContent(), 'Gamma renamed');
+    await menu(page);
     await page.locator('#session-rename').click();
     await page.locator('#rename-input').fill('   ');
     await page.locator('#rename-save').click();
     await page.locator('#session-title', { hasText: 'Untitled session' }).waitFor();
+    await menu(page);
     await page.locator('#session-rename').click();
     await page.locator('#rename-input').fill('Gamma renamed');
     await page.locator('#rename-input').press('Enter');
@@ -120,6 +130,7 @@ await main(async (browser) => {
   await step('archive: out of the list, read-only, found with the Archived filter; unarchive brings it back', async () => {
     await link(page, a).click();
     await page.locator('#session-title', { hasText: 'Alpha notes' }).waitFor();
+    await menu(page);
     await page.locator('#session-archive').click();
     await page.locator('.archived-note').waitFor();
     await shot(page, 'session-archived');
@@ -140,6 +151,7 @@ await main(async (browser) => {
   await step('delete: asks first; Cancel keeps it; Delete removes it, the other UI says so, the other session stays', async () => {
     await link(page, b).click();
     await page.locator('#session-title', { hasText: 'Gamma renamed' }).waitFor();
+    await menu(page);
     await page.locator('#session-delete').click();
     const dialog = page.locator('#delete-dialog');
     await dialog.waitFor();
@@ -148,6 +160,7 @@ await main(async (browser) => {
     await page.locator('#delete-cancel').click();
     await dialog.waitFor({ state: 'hidden' });
     await page.locator('#session-title', { hasText: 'Gamma renamed' }).waitFor();
+    await menu(page);
     await page.locator('#session-delete').click();
     await page.locator('#delete-confirm').click();
     await page.waitForFunction(() => location.hash === '#/' || location.hash === '');
@@ -180,7 +193,9 @@ await main(async (browser) => {
     assert.ok(box && box.height >= 44, `the search box is ${box?.height}px high`);
     await link(p, a).tap();
     await p.locator('#session-title', { hasText: 'Alpha notes' }).waitFor();
-    for (const id of ['#session-rename', '#session-archive', '#session-delete']) {
+    await p.locator('#session-menu-btn').tap();
+    await p.locator('#session-menu').waitFor();
+    for (const id of ['#session-menu-btn', '#session-rename', '#session-archive', '#session-delete']) {
       const bb = await p.locator(id).boundingBox();
       assert.ok(bb && bb.height >= 44 && bb.width >= 44, `${id} is ${bb?.width}×${bb?.height}`);
     }

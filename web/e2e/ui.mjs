@@ -8,7 +8,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import assert from 'node:assert/strict';
-import { cfg, control, log, main, problems, shot, step, watch } from './harness.mjs';
+import { cfg, closeSettings, control, log, main, menuItem, offered, openSettings, problems, shot, step, watch } from './harness.mjs';
 
 const WAIT = 15000;
 
@@ -237,10 +237,14 @@ async function flow(browser, f) {
 
   await step(P('send: the prompt shows the chip, typed token-like text stays text'), async () => {
     if (!phone) {
-      // ferry's agent honours every prompt setting the UI offers.
+      // ferry's agent honours every prompt setting the UI offers; they
+      // are in the settings sheet, which the + menu opens too.
+      await (await menuItem(page, 'plus', 'Settings…')).click();
+      await page.locator('#settings-dialog').waitFor();
       await page.locator('details.prompt-settings > summary').click();
       for (const k of ['max_turns', 'allowed_tools', 'denied_tools', 'json_schema']) await page.locator(`#setting-${k}`).waitFor();
       await page.locator('#setting-max_turns').fill('40');
+      await closeSettings(page);
       await page.locator('#prompt').focus();
     }
     await streamWatch(page);
@@ -248,8 +252,10 @@ async function flow(browser, f) {
     if (!phone) {
       const sent = routed.sent.filter((m) => m.type === 'ui.prompt').at(-1);
       assert.deepEqual(sent?.payload.config_overrides, { max_turns: 40 }, 'the prompt carries its settings');
+      await openSettings(page);
       await page.locator('#setting-max_turns').fill('');
       await page.locator('details.prompt-settings > summary').click();
+      await closeSettings(page);
     }
     const bubble = page.locator('.msg.user .bubble').last();
     await bubble.waitFor();
@@ -321,7 +327,7 @@ async function flow(browser, f) {
   }
 
   await step(P('the session\'s file list'), async () => {
-    await page.locator('.session-head button', { hasText: 'Files (1)' }).click();
+    await (await menuItem(page, 'session', 'Files (1)')).click();
     const dlg = page.locator('dialog[open]');
     await dlg.locator('.artifact', { hasText: path.posix.basename(f.artifact) }).waitFor();
     await dlg.getByRole('button', { name: 'Close' }).click();
@@ -351,10 +357,13 @@ async function flow(browser, f) {
       assert.equal(await page.locator('#prompt').innerText(), '/mode plan');
       await page.locator('button.send').tap();
     } else {
+      await openSettings(page);
       await page.locator('#mode-select').selectOption('plan');
+      await closeSettings(page);
     }
     await page.locator('.note.mode', { hasText: 'Mode switched to plan' }).waitFor();
     assert.equal(await page.locator('#mode-select').inputValue(), 'plan');
+    assert.equal(await page.locator('.mode-chip').innerText(), 'plan', 'the mode chip');
   });
 
   const expect = (p) => Array.from({ length: f.long_words }, (_, i) => `${p}${String(i + 1).padStart(2, '0')}`).join(' ');
@@ -431,7 +440,7 @@ async function flow(browser, f) {
       await typePrompt(page, 'hello there');
       await page.keyboard.press('Enter');
       await page.locator('article.msg.agent[data-state="done"]').waitFor();
-      await page.getByRole('button', { name: 'Compact…' }).click();
+      await (await menuItem(page, 'session', 'Compact…')).click();
       await page.locator('#compact-instruction').fill('keep the greetings');
       await page.locator('#compact-ratio').fill('50'); // echo aims at a ratio
       await page.locator('dialog[open]').getByRole('button', { name: 'Compact', exact: true }).click();
@@ -474,11 +483,12 @@ async function flow(browser, f) {
     await step(P('a question times out: countdown, then "Timed out → Deny"'), () => questionTimesOut(page, routed));
   }
   if (phone) {
-    await step(P('the ask timeout is a session setting in the header'), async () => {
+    await step(P('the ask timeout is a session setting in the settings sheet'), async () => {
+      await page.locator('.mode-chip').tap();
       const sel = page.locator('#timeout-select');
-      assert.ok(await sel.isVisible(), 'the timeout setting is on screen');
-      // Every header control stays on screen with it.
-      for (const c of await page.locator('.session-head .controls select, .session-head .controls button:visible').all()) {
+      await sel.waitFor();
+      // Every setting of the sheet stays on screen with it.
+      for (const c of await page.locator('#settings-dialog select:visible, #settings-dialog button:visible').all()) {
         const box = await c.boundingBox();
         assert.ok(box.x >= 0 && box.x + box.width <= 360, `${await c.evaluate((e) => e.id || e.textContent)} off screen: ${JSON.stringify(box)}`);
       }
@@ -486,6 +496,7 @@ async function flow(browser, f) {
       await page.locator('div.note', { hasText: 'Questions now time out after 5 min' }).waitFor();
       assert.equal(await sel.inputValue(), '300000');
       await shot(page, 'phone-timeout-setting');
+      await closeSettings(page);
     });
   }
   return { ctx, page };
@@ -500,7 +511,9 @@ async function flow(browser, f) {
  */
 async function questionTimesOut(page, routed) {
   const sid = sessionID(page);
+  await openSettings(page);
   await page.locator('#timeout-select').selectOption('60000');
+  await closeSettings(page);
   await page.locator('div.note', { hasText: 'Questions now time out after 1 min' }).waitFor();
   const sent = routed.sent.filter((m) => m.type === 'control.session.settings').at(-1);
   assert.deepEqual(sent?.payload, { permission_timeout_ms: 60000 });
@@ -658,7 +671,7 @@ async function historyFlow(browser) {
     await prompt('REFUSE-C change alpha');
     await allow(page, 'Edit');
     await page.locator('article.msg.agent[data-state="done"]').nth(2).waitFor();
-    await tapTarget(page.getByRole('button', { name: 'Changes' }));
+    await tapTarget(await menuItem(page, 'session', 'Changes'));
     const dlg = page.locator('dialog.changes-dialog');
     await dlg.locator('.change[data-path="src/undo.txt"]').waitFor();
     await dlg.locator('.change[data-path="src/rewind.txt"] .diff-box').waitFor();
@@ -680,7 +693,7 @@ async function historyFlow(browser) {
     assert.match(await rerr.innerText(), /src\/undo\.txt/);
     assert.equal(await file('src/rewind.txt'), 'two\n', 'a refused rewind restored another file');
     assert.equal(await file('src/undo.txt'), 'ALPHA\nbeta\nmine\n');
-    await page.getByRole('button', { name: 'Changes' }).tap();
+    await (await menuItem(page, 'session', 'Changes')).tap();
     const dlg = page.locator('dialog.changes-dialog');
     const item = dlg.locator('.change[data-path="src/undo.txt"]');
     await item.getByText("changed since the agent's last edit").waitFor();
@@ -795,7 +808,7 @@ async function filesSuite(browser) {
     const file = path.join(cfg.downloads, `script-${name}`);
     await dl.saveAs(file);
     assert.ok((await fs.readFile(file)).equals(want), 'the downloaded bytes differ from the script\'s file');
-    await page.locator('.session-head button', { hasText: 'Files (1)' }).waitFor();
+    await page.locator('#session-menu button', { hasText: 'Files (1)' }).waitFor({ state: 'attached' });
     await shot(page, 'files-script-artifact');
   });
   await attachFlow(browser, ctx, page);
@@ -849,7 +862,7 @@ async function attachFlow(browser, ctx, page) {
     await page.locator('.attach-note', { hasText: 'Wait for the files to upload' }).waitFor();
     assert.equal(await page.locator('.msg.user').count(), 0, 'a prompt went out while a file uploaded');
     // The attach button opens the file chooser, several files at once.
-    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.getByRole('button', { name: 'Attach files' }).click()]);
+    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), (await menuItem(page, 'plus', 'Attach files')).click()]);
     assert.ok(chooser.isMultiple(), 'the file chooser takes one file only');
     await chooser.setFiles([{ name: fx.text_name, mimeType: 'text/plain', buffer: Buffer.from(fx.text) }]);
     await page.locator(`.attachment[data-name="${fx.text_name}"][data-state="done"]`).waitFor();
@@ -946,7 +959,7 @@ async function refusedFlow(browser) {
     await page.getByRole('link', { name: 'New session' }).first().tap();
     await page.locator('#ns-agent').waitFor();
     await startSessionWith(page, fx.acp_agent, 'No images here');
-    await page.getByRole('button', { name: 'Attach files' }).waitFor();
+    assert.ok(await offered(page, 'plus', 'Attach files'), 'no Attach files for an ACP agent, which takes text');
     await picker().setInputFiles([
       { name: 'a-rather-long-file-name-for-notes.txt', mimeType: 'text/plain', buffer: Buffer.from('one\n') },
       { name: 'another-long-name-of-a-file.md', mimeType: 'text/markdown', buffer: Buffer.from('# two\n') },
@@ -968,7 +981,7 @@ async function refusedFlow(browser) {
   });
   await step(P('an ACP agent without image support: no camera, an image is not attached and the note says why'), async () => {
     // The session's agent said it takes text only (agent.capabilities).
-    assert.equal(await page.getByRole('button', { name: 'Take a photo' }).isVisible(), false, 'a camera button for an agent that takes no images');
+    assert.equal(await offered(page, 'plus', 'Take a photo'), false, 'Take a photo for an agent that takes no images');
     await picker().setInputFiles([{ name: 'photo.png', mimeType: 'image/png', buffer: pngBuffer() }]);
     await page.locator('.attach-note', { hasText: 'This agent takes only text files: photo.png not attached.' }).waitFor();
     assert.equal(await page.locator('.attachment').count(), 1, 'the image was attached');

@@ -170,6 +170,11 @@ const ICONS = {
   // Paper clip and camera, drawn so they need no emoji font.
   attach: 'M16.5 6.5v10a4.5 4.5 0 0 1-9 0V5a3 3 0 0 1 6 0v10.5a1.5 1.5 0 0 1-3 0V6.5',
   camera: 'M4 8h3l1.5-2h7L17 8h3v11H4zM12 17a3.5 3.5 0 1 0 0-7a3.5 3.5 0 0 0 0 7z',
+  // The session view's plus, menu (three dots), back and settings.
+  plus: 'M12 5v14M5 12h14',
+  more: 'M6.5 12a1.5 1.5 0 1 1-3 0a1.5 1.5 0 1 1 3 0zM13.5 12a1.5 1.5 0 1 1-3 0a1.5 1.5 0 1 1 3 0zM20.5 12a1.5 1.5 0 1 1-3 0a1.5 1.5 0 1 1 3 0z',
+  back: 'M15 5l-7 7l7 7',
+  sliders: 'M4 7h10M18 7h2M4 17h4M12 17h8M16 5v4M10 15v4',
 };
 
 /** icon draws one of ICONS as an inline SVG (built as DOM, never as HTML). */

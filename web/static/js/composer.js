@@ -14,14 +14,15 @@
 // - A `/` at the start lists the commands; Tab or Enter completes.
 // - Enter sends and Shift+Enter starts a new line (on a touch screen Enter
 //   is a new line and the Send button sends); Esc stops a running turn.
-// - Files join the prompt with the attach button, the camera button (touch
-//   screens), a paste of an image or a drop on the prompt box (attach.js):
+// - Files join the prompt with the + menu's Attach files and Take a photo
+//   (touch screens), a paste of an image or a drop on the prompt box (attach.js):
 //   each uploads at once, and Send waits until none is uploading. The
 //   prompt carries them as context_files; a refused prompt comes back with
 //   its text and its files, the file at fault marked.
 
 import { h, clear, formatBytes } from './util.js';
 import { Attachments, icon, faultIndex, byKind } from './attach.js';
+import { Menu } from './menu.js';
 
 export const COMMANDS = [
   { name: 'compact', args: '[instruction]', help: "Summarise the agent's history; the instruction says what to keep" },
@@ -69,8 +70,9 @@ export class Composer {
    * search(query, onError) → query_id, cancelSearch(query_id),
    * submit(segments, contextFiles, restore) → bool (restore() puts the
    * files back), command(name, arg) → bool, cancelTurn(), sessionId(),
-   * commands() → the agent's own slash commands (agent.commands), and
-   * agentCommand(text) → bool, which sends one of them.
+   * commands() → the agent's own slash commands (agent.commands),
+   * agentCommand(text) → bool, which sends one of them, and
+   * openSettings(), which shows the session's settings sheet.
    */
   constructor(ctrl) {
     this.ctrl = ctrl;
@@ -112,13 +114,23 @@ export class Composer {
     };
     this.fileInput = picker({ multiple: true, 'aria-label': 'Attach files' });
     this.cameraInput = picker({ accept: 'image/*', capture: 'environment', 'aria-label': 'Take a photo' });
-    this.attachBtn = h('button', { type: 'button', class: 'btn icon attach-btn', 'aria-label': 'Attach files', title: 'Attach files', onclick: () => this.fileInput.click() }, icon('attach'));
-    this.cameraBtn = h('button', { type: 'button', class: 'btn icon camera-btn', 'aria-label': 'Take a photo', title: 'Take a photo', onclick: () => this.cameraInput.click() }, icon('camera'));
+    // One + button opens a small menu: attach files, take a photo (touch
+    // screens), the session's settings; the prompt box keeps the width.
+    this.attachBtn = h('button', { type: 'button', class: 'attach-btn', onclick: () => this.fileInput.click() }, icon('attach'), h('span', { text: 'Attach files' }));
+    this.cameraBtn = h('button', { type: 'button', class: 'camera-btn', onclick: () => this.cameraInput.click() }, icon('camera'), h('span', { text: 'Take a photo' }));
+    this.settingsBtn = h('button', { type: 'button', class: 'settings-btn', 'aria-haspopup': 'dialog', onclick: () => ctrl.openSettings?.() }, icon('sliders'), h('span', { text: 'Settings…' }));
+    this.plus = new Menu({
+      id: `${pid}-plus`, label: 'Add to the prompt', cls: 'plus',
+      button: { attrs: { class: 'btn icon plus-btn', 'aria-label': 'Attach files, take a photo or change settings' }, children: [icon('plus')] },
+      children: [this.fileInput, this.cameraInput],
+    });
+    this.plus.list.classList.add('plus-menu');
+    this.plus.add(this.attachBtn, this.cameraBtn, this.settingsBtn);
     this.form = h('form', { class: 'composer', 'aria-label': 'Prompt' },
       this.popupBox,
       this.attach.el,
       h('div', { class: 'editor-row' },
-        h('div', { class: 'attach-actions' }, this.attachBtn, this.cameraBtn, this.fileInput, this.cameraInput),
+        this.plus.el,
         this.editor, h('div', { class: 'composer-actions' }, this.stopBtn, this.sendBtn)),
       this.hint);
     this.form.addEventListener('submit', (e) => {
@@ -188,8 +200,8 @@ export class Composer {
 
   /**
    * setAttach offers attachments of kinds (the session's capability:
-   * text, image, pdf), or none at all: without kinds there is no attach
-   * button, and without image no camera button.
+   * text, image, pdf), or none at all: without kinds the + menu has no
+   * Attach files, and without image no Take a photo.
    */
   setAttach(kinds) {
     this.attachKinds = kinds;
@@ -215,6 +227,8 @@ export class Composer {
   /** setRunning shows Stop while a turn runs. */
   setRunning(running, canCancel) {
     this.stopBtn.hidden = !(running && canCancel);
+    // Stop takes Send's place while a turn runs: the box keeps its width.
+    this.sendBtn.hidden = !this.stopBtn.hidden;
     this.running = running;
     this.syncSend();
   }

@@ -1,10 +1,10 @@
-// Managing one session from its header: rename inline, archive or
+// Managing one session from its header's menu: rename inline, archive or
 // unarchive, delete after a confirmation. Each sends ui.session.rename,
 // ui.session.archive or ui.session.delete and waits for the master's
 // master.session.changed; the app applies that answer (and the same news
 // told to other UIs) to its lists and views (App.applyChange). Every
-// control is a plain button, touch-sized on phones: nothing hides behind
-// a hover.
+// control is a menu item, touch-sized on phones: nothing hides behind a
+// hover.
 
 import { h } from './util.js';
 import { message } from './conn.js';
@@ -48,10 +48,13 @@ export class SessionActions {
   /** view is the SessionView whose session these act on. */
   constructor(view) {
     this.view = view;
-    this.renameBtn = h('button', { type: 'button', class: 'btn', id: 'session-rename', text: 'Rename', onclick: () => this.startRename() });
-    this.archiveBtn = h('button', { type: 'button', class: 'btn', id: 'session-archive', onclick: () => this.setArchived(!this.info.archived) });
-    this.deleteBtn = h('button', { type: 'button', class: 'btn danger', id: 'session-delete', text: 'Delete…', onclick: () => this.confirmDelete() });
-    this.el = h('div', { class: 'session-actions', role: 'group', 'aria-label': 'Manage this session' }, this.renameBtn, this.archiveBtn, this.deleteBtn);
+    // Items of the session's menu (SessionView); Delete says why it is off.
+    this.renameBtn = h('button', { type: 'button', id: 'session-rename', text: 'Rename', onclick: () => this.startRename() });
+    this.archiveBtn = h('button', { type: 'button', id: 'session-archive', onclick: () => this.setArchived(!this.info.archived) });
+    this.deleteWhy = h('span', { class: 'menu-why small' });
+    this.deleteBtn = h('button', { type: 'button', class: 'danger', id: 'session-delete', onclick: () => this.confirmDelete() },
+      h('span', { text: 'Delete…' }), this.deleteWhy);
+    this.items = [this.renameBtn, this.archiveBtn, this.deleteBtn];
     this.input = h('input', {
       id: 'rename-input', type: 'text', maxlength: String(MAX_TITLE * 2), autocomplete: 'off',
       'aria-label': 'Session title (empty: no title)', placeholder: 'Untitled session',
@@ -90,10 +93,12 @@ export class SessionActions {
   draw() {
     const archived = !!this.info.archived;
     this.archiveBtn.textContent = archived ? 'Unarchive' : 'Archive';
-    this.archiveBtn.setAttribute('aria-pressed', archived ? 'true' : 'false');
     this.archivedNote.hidden = !archived;
-    this.deleteBtn.disabled = this.view.state.running;
-    this.deleteBtn.title = this.view.state.running ? 'Stop the running turn first' : '';
+    // Off during a turn, and saying so in the item itself (not a tooltip
+    // a phone never shows); aria-disabled keeps it focusable and heard.
+    const running = this.view.state.running;
+    this.deleteBtn.setAttribute('aria-disabled', running ? 'true' : 'false');
+    this.deleteWhy.textContent = running ? 'Stop the turn to delete' : '';
   }
 
   startRename() {
@@ -101,6 +106,7 @@ export class SessionActions {
     this.renameErr.textContent = '';
     this.form.hidden = false;
     this.view.title.hidden = true;
+    this.view.head.classList.add('renaming');
     this.input.focus();
     this.input.select();
   }
@@ -108,7 +114,8 @@ export class SessionActions {
   stopRename() {
     this.form.hidden = true;
     this.view.title.hidden = false;
-    this.renameBtn.focus();
+    this.view.head.classList.remove('renaming');
+    this.view.menu.button.focus();
   }
 
   async saveRename() {
@@ -138,6 +145,7 @@ export class SessionActions {
   }
 
   confirmDelete() {
+    if (this.view.state.running) return; // the item says why
     if (!this.dialog) {
       this.dialogErr = h('p', { class: 'form-error', role: 'alert' });
       this.dialogName = h('strong');

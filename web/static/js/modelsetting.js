@@ -1,5 +1,5 @@
-// The session's model and thinking effort, a setting in the session's
-// header, offered only where the session's agent declares models (its
+// The session's model and thinking effort, settings in the session's
+// settings sheet, offered only where the session's agent declares models (its
 // capability). The list comes from the machine (control.models.list,
 // answered session.models from the provider's API); a list that fails is
 // shown with its reason and a retry, never hidden. A pick sends
@@ -7,7 +7,7 @@
 // carries them all) and applies from the next turn; session.settings says
 // what is in force, and the master keeps it with the session.
 
-import { h, clear } from './util.js';
+import { h, clear, settingRow } from './util.js';
 import { message } from './conn.js';
 
 /** EFFORT_LABELS name the thinking efforts. */
@@ -46,15 +46,13 @@ export class ModelSetting {
     this.loading = false;
     this.error = '';
     this.pending = null; // {model, effort} asked for, until session.settings says it
-    this.model = h('select', { id: 'model-select', 'aria-label': 'Model', onchange: () => this.change({ model: this.model.value, effort: '' }) });
-    this.effort = h('select', { id: 'effort-select', 'aria-label': 'Thinking effort', onchange: () => this.change({ effort: this.effort.value }) });
-    this.effortLabel = h('label', { class: 'mode-label', for: 'effort-select', title: 'How much the model thinks before it answers, from the next turn on.' },
-      h('span', { class: 'small muted mode-word', text: 'Thinking' }), this.effort);
+    this.model = h('select', { id: 'model-select', onchange: () => this.change({ model: this.model.value, effort: '' }) });
+    this.effort = h('select', { id: 'effort-select', onchange: () => this.change({ effort: this.effort.value }) });
+    this.effortLabel = settingRow('Thinking', 'effort-select', this.effort, 'How much the model thinks before it answers, from the next turn on.');
     this.status = h('span', { class: 'model-status small', role: 'status' });
     this.retry = h('button', { type: 'button', class: 'btn small', text: 'Retry', hidden: true, onclick: () => this.load(true) });
-    this.el = h('span', { class: 'model-setting', hidden: true },
-      h('label', { class: 'mode-label', for: 'model-select', title: 'The model the agent runs, from the next turn on.' },
-        h('span', { class: 'small muted mode-word', text: 'Model' }), this.model),
+    this.el = h('div', { class: 'model-setting', hidden: true },
+      settingRow('Model', 'model-select', this.model, 'The model the agent runs, from the next turn on.'),
       this.effortLabel, this.status, this.retry);
   }
 
@@ -100,12 +98,16 @@ export class ModelSetting {
     if (this.model.dataset.key !== key) {
       clear(this.model);
       this.model.appendChild(h('option', { value: '', text: def ? `${def} (default)` : 'default' }));
-      for (const x of models) this.model.appendChild(h('option', { value: x.id, text: x.name && x.name !== x.id ? `${x.name} (${x.id})` : x.id }));
+      // The default model is the first option already: listed once.
+      for (const x of models) {
+        if (x.id !== def) this.model.appendChild(h('option', { value: x.id, text: x.name && x.name !== x.id ? `${x.name} (${x.id})` : x.id }));
+      }
       // A kept model the list no longer shows stays visible.
-      if (want.model && !models.some((x) => x.id === want.model)) this.model.appendChild(h('option', { value: want.model, text: want.model }));
+      if (want.model && want.model !== def && !models.some((x) => x.id === want.model)) this.model.appendChild(h('option', { value: want.model, text: want.model }));
       this.model.dataset.key = key;
     }
-    this.model.value = want.model;
+    // A session pinned to the default model shows it as the default.
+    this.model.value = want.model === def ? '' : want.model;
     this.model.disabled = this.loading || !this.list;
     const info = models.find((x) => x.id === (want.model || def));
     const efforts = info?.efforts || [];

@@ -1,10 +1,11 @@
-// One open session: its header (state, mode, compaction, files, usage),
-// the conversation and the prompt box. It subscribes to the session's
+// One open session: its one-row header (back, title, state, the mode
+// chip and a menu of every action), its settings sheet, the conversation
+// and the prompt box. It subscribes to the session's
 // events on mount and again after every reconnect, from the last seq it
 // holds, and unsubscribes on unmount (its state is kept: coming back
 // resumes from there).
 
-import { h, clear, formatCost, formatTokens, frameThrottle, shorten, uuid } from './util.js';
+import { h, clear, formatCost, formatTokens, frameThrottle, settingRow, shorten, uuid } from './util.js';
 import { message } from './conn.js';
 import { TranscriptView, artifactCard } from './transcript.js';
 import { Composer, COMMANDS } from './composer.js';
@@ -15,6 +16,8 @@ import { TimeoutSetting } from './timeoutsetting.js';
 import { ModelSetting } from './modelsetting.js';
 import { HistoryUI } from './history.js';
 import { SessionActions } from './manage.js';
+import { Menu } from './menu.js';
+import { icon } from './attach.js';
 
 const STATUS_TEXT = {
   idle: 'Ready',
@@ -91,31 +94,43 @@ export class SessionView {
       commands: () => s.commands,
       agentCommand: (text) => this.agentCommand(text),
       cancelTurn: () => this.cancelTurn(),
+      openSettings: () => this.openSettings(),
     });
     this.settings = new PromptSettings();
-    this.composer.form.insertBefore(this.settings.el, this.composer.hint);
     this.title = h('h1', { class: 'session-title', tabindex: '-1' });
     this.meta = h('p', { class: 'session-meta muted small' });
     this.pill = h('span', { class: 'status-pill', role: 'status' });
-    this.modeSelect = h('select', { id: 'mode-select', 'aria-label': 'Mode', onchange: () => this.switchMode(this.modeSelect.value) });
+    this.modeSelect = h('select', { id: 'mode-select', onchange: () => this.switchMode(this.modeSelect.value) });
     this.timeoutSetting = new TimeoutSetting(this);
     this.modelSetting = new ModelSetting(this);
-    this.compactBtn = h('button', { type: 'button', class: 'btn', text: 'Compact…', onclick: () => this.openCompact() });
-    this.filesBtn = h('button', { type: 'button', class: 'btn', 'aria-haspopup': 'dialog', onclick: () => this.openFiles() });
-    this.changesBtn = h('button', { type: 'button', class: 'btn', 'aria-haspopup': 'dialog', text: 'Changes', onclick: () => this.history.open() });
-    this.usage = h('span', { class: 'usage-total small muted' });
+    // One header row: back (phones; a desktop has its sidebar), the title
+    // with a meta line (the mode chip, where, usage), the state in words,
+    // and one menu holding every action on the session.
+    this.modeChip = h('button', { type: 'button', class: 'mode-chip', 'aria-haspopup': 'dialog', onclick: () => this.openSettings() });
+    const item = (text, onclick, attrs = {}) => h('button', { type: 'button', text, onclick, ...attrs });
+    this.settingsItem = item('Settings…', () => this.openSettings(), { 'aria-haspopup': 'dialog' });
+    this.compactBtn = item('Compact…', () => this.openCompact(), { 'aria-haspopup': 'dialog' });
+    this.filesBtn = item('Files', () => this.openFiles(), { 'aria-haspopup': 'dialog' });
+    this.changesBtn = item('Changes', () => this.history.open(), { 'aria-haspopup': 'dialog' });
+    this.usage = h('span', { class: 'usage-total' });
     this.metaUsage = h('span', { class: 'meta-usage' });
     this.actions = new SessionActions(this);
+    this.menu = new Menu({
+      id: 'session-menu', label: 'This session',
+      button: { attrs: { id: 'session-menu-btn', class: 'btn icon menu-btn', 'aria-label': 'Session menu' }, children: [icon('more')] },
+    });
+    const [rename, archive, del] = this.actions.items;
+    this.menu.add(this.settingsItem, rename, this.filesBtn, this.changesBtn, this.compactBtn, archive, del);
+    this.back = h('a', { class: 'btn icon session-back', href: '#/', 'aria-label': 'Back to the sessions' }, icon('back'));
     this.head = h('header', { class: 'session-head' },
-      h('div', { class: 'head-row' }, h('div', { class: 'head-titles' }, this.title, this.actions.form, this.meta), this.pill),
-      h('div', { class: 'head-row controls' },
-        h('label', { class: 'mode-label', for: 'mode-select' }, h('span', { class: 'small muted mode-word', text: 'Mode' }), this.modeSelect),
-        this.modelSetting.el,
-        this.timeoutSetting.el,
-        this.compactBtn, this.filesBtn, this.changesBtn, this.actions.el, this.usage));
+      this.back,
+      h('div', { class: 'head-titles' }, this.title, this.actions.form, h('div', { class: 'head-sub' }, this.modeChip, this.meta)),
+      this.pill,
+      this.menu.el);
+    this.buildSettings();
     this.offline = h('div', { class: 'offline-note', role: 'status', hidden: true });
     this.el = h('section', { class: 'session', 'aria-labelledby': 'session-title' }, this.head, this.offline, this.transcript.el,
-      this.actions.archivedNote, this.composer.form);
+      this.actions.archivedNote, this.composer.form, this.settingsDialog);
     this.title.id = 'session-title';
     clear(main).appendChild(this.el);
     this.onLayout = () => {
@@ -241,6 +256,9 @@ export class SessionView {
     if (this.modePending && s.mode === this.modeSelect.value) this.modePending = false;
     if (!this.modePending) this.modeSelect.value = s.mode;
     this.modeSelect.disabled = modes.length < 2;
+    this.modeChip.textContent = this.modeSelect.value || s.mode || 'default';
+    this.modeChip.setAttribute('aria-label', `Mode: ${this.modeChip.textContent}. Session settings`);
+    this.modeChip.dataset.mode = this.modeChip.textContent;
     this.timeoutSetting.draw();
     this.modelSetting.draw();
     this.compactBtn.hidden = !caps.compact;
@@ -249,10 +267,10 @@ export class SessionView {
     this.changesBtn.hidden = !this.history.available();
     const n = s.artifacts.size;
     this.filesBtn.textContent = n ? `Files (${n})` : 'Files';
-    this.filesBtn.setAttribute('aria-label', `Files the agent handed over: ${n}`);
     const tot = s.totals();
     this.usage.textContent = tot.turns ? `${formatTokens(tot.input + tot.output)} tokens${tot.hasCost ? ` · ${formatCost(tot.cost)}` : ''}` : '';
     this.metaUsage.textContent = this.usage.textContent ? ` · ${this.usage.textContent}` : '';
+    this.usageRow.hidden = !tot.turns;
     this.usage.title = tot.turns ? `${tot.input.toLocaleString()} in, ${tot.output.toLocaleString()} out, ${tot.cacheRead.toLocaleString()} cached` : '';
     this.composer.setRunning(s.running, caps.cancel);
     // An archived session is read-only: the master refuses its prompts.
@@ -288,6 +306,7 @@ export class SessionView {
     if (o.error) {
       this.app.toast(`${o.error} The prompt was not sent.`);
       this.settings.el.open = true;
+      this.openSettings();
       return false;
     }
     const wire = segs.map((x) => (x.kind === 'text' ? { kind: 'text', text: x.text } : { kind: 'file', file: x.file }));
@@ -573,7 +592,38 @@ export class SessionView {
     this.compactDialog.showModal();
   }
 
+  /**
+   * buildSettings makes the settings sheet: the session's settings (mode,
+   * model, thinking, ask timeout) with visible labels, its usage, and the
+   * settings of the next prompts (settings.js).
+   */
+  buildSettings() {
+    this.usageRow = h('p', { class: 'setting-usage small' }, h('span', { class: 'muted', text: 'Used so far: ' }), this.usage);
+    this.settingsDialog = h('dialog', { class: 'dialog sheet', id: 'settings-dialog', 'aria-labelledby': 'settings-title' },
+      h('div', { class: 'dialog-head' }, h('h2', { id: 'settings-title', text: 'Session settings' }),
+        h('button', { type: 'button', class: 'btn', text: 'Close', onclick: () => this.settingsDialog.close() })),
+      h('div', { class: 'settings-sheet' },
+        settingRow('Mode', 'mode-select', this.modeSelect, 'What the agent may do: plan and review do not write.'),
+        this.modelSetting.el,
+        this.timeoutSetting.el,
+        this.usageRow,
+        this.settings.el));
+    this.settingsDialog.addEventListener('click', (e) => {
+      // A click on the backdrop (outside the sheet's box) closes it.
+      const r = this.settingsDialog.getBoundingClientRect();
+      if (e.target === this.settingsDialog && (e.clientX < r.left || e.clientX > r.right || e.clientY < r.top || e.clientY > r.bottom)) this.settingsDialog.close();
+    });
+  }
+
+  openSettings() {
+    this.menu?.close(false);
+    this.draw();
+    if (!this.settingsDialog.open) this.settingsDialog.showModal();
+  }
+
   closeDialogs() {
+    this.menu?.close(false);
+    this.settingsDialog?.close();
     this.actions?.close();
     this.filesDialog?.close();
     this.compactDialog?.close();

@@ -1,4 +1,4 @@
-// The session's permission timeout, a setting in the session's header: how
+// The session's permission timeout, in the session's settings sheet: how
 // long an agent's question waits for an answer before it times out (it
 // then takes its default_value: a permission's is deny, or none). It
 // sends control.session.settings; the client's session.settings (or
@@ -6,7 +6,7 @@
 // session. The message carries all the session's settings, so the model
 // and effort in force go with it (settingsPayload).
 
-import { h, clear, shorten } from './util.js';
+import { h, clear, settingRow, shorten } from './util.js';
 import { settingsPayload } from './modelsetting.js';
 
 const CHOICES = [60000, 300000, 600000, 1800000, 3600000, 0];
@@ -61,9 +61,9 @@ export class TimeoutSetting {
   constructor(view) {
     this.view = view;
     this.pending = null; // the value asked for, until session.settings says it
-    this.select = h('select', { id: 'timeout-select', 'aria-label': 'Questions time out after', onchange: () => this.change(this.select.value) });
-    this.el = h('label', { class: 'mode-label timeout-label', for: 'timeout-select', title: 'How long a question of the agent waits for you. Then a permission is denied; any other question takes its default.' },
-      h('span', { class: 'small muted mode-word', text: 'Ask timeout' }), this.select);
+    this.select = h('select', { id: 'timeout-select', onchange: () => this.change(this.select.value) });
+    this.el = settingRow('Ask timeout', 'timeout-select', this.select,
+      'How long a question of the agent waits for you. Then a permission is denied; any other question takes its default.');
   }
 
   draw() {

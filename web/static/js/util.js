@@ -168,3 +168,12 @@ export function toolPath(input, root) {
   const p = i.file_path || i.path || i.notebook_path || '';
   return p ? relativePath(p, root) : '';
 }
+
+/**
+ * settingRow is one labelled setting of the settings sheet: its visible
+ * label (the control's name), the control, and a line of help.
+ */
+export function settingRow(label, id, control, help = '') {
+  return h('div', { class: 'setting-row' },
+    h('label', { for: id, text: label }), control, help ? h('p', { class: 'muted small', text: help }) : null);
+}
