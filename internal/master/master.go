@@ -201,10 +201,6 @@ const (
 // server's ReadHeaderTimeout).
 const HandshakeTimeout = 10 * time.Second
 
-// CookieName is the browser session cookie, holding a UI token's cookie
-// share (browser.go).
-const CookieName = "ferry_session"
-
 // hardReadLimit is where coder/websocket gives up on a frame and closes the
 // connection (1009). Frames between protocol.MaxMessageBytes and this are
 // drained and answered with message_too_large, keeping the connection.
@@ -313,6 +309,8 @@ type Master struct {
 
 	uploads *upload.Service
 	notify  *notifier
+	// cookieName is the session cookie's name, per master (cookie.go).
+	cookieName string
 
 	// sweepStop ends the revoked-token sweep; sweepDone is closed when it has.
 	sweepStop, sweepDone chan struct{}
@@ -371,6 +369,9 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		m.met = noMetrics{}
 	}
 	var err error
+	if m.cookieName, err = newCookieName(ctx, cfg.Store); err != nil {
+		return nil, err
+	}
 	if m.uploads, err = newUploads(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -516,6 +517,7 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/client", m.serveClient)
 	mux.HandleFunc("GET /login", m.serveLogin)
 	mux.HandleFunc("POST /login", m.serveLoginPost)
+	mux.HandleFunc("POST /v1/signin/status", m.serveSignInStatus)
 	mux.HandleFunc("GET /healthz", m.serveHealth)
 	mux.HandleFunc("GET /readyz", m.serveReady)
 	mux.HandleFunc("GET /v1/artifacts/{token}", m.serveArtifact)
@@ -695,6 +697,11 @@ func (m *Master) serveUI(w http.ResponseWriter, r *http.Request) {
 	tok, ok := m.authenticate(w, r, secret, store.TokenUI)
 	if !ok {
 		return
+	}
+	if value, legacy, ok := m.sessionCookie(r); ok && legacy && !tok.ExpiresAt.IsZero() {
+		// Signed in under the old shared name: the 101 answer moves the
+		// cookie to this master's own name (cookie.go).
+		m.setSessionCookie(w, r, value, time.Until(tok.ExpiresAt))
 	}
 	m.serveConn(w, r, protocol.RoleUI, tok)
 }
