@@ -1,0 +1,38 @@
+package web_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/llm/fake"
+)
+
+// TestBrowserDrafts: issue 32 item 3. In headless Chromium against a real
+// `ferry up` (ferry's agent on a fake model), on 390×844 and 1280×800,
+// dark and light: the prompt box's text and uploaded file survive a
+// reload and a closed tab; a prompt the master refuses stays the draft,
+// one it accepts does not (web/e2e/drafts.mjs).
+func TestBrowserDrafts(t *testing.T) {
+	node, chromium := browserDeps(t)
+	dir := t.TempDir()
+	ws := project(t, dir, map[string]string{"README.md": "# drafts\n"})
+	model := fake.New(t)
+	for range signinLooks {
+		model.Script(fake.Reply{Text: []string{"Noted."}})
+	}
+	env := upEnv(dir, model.URL())
+	db := filepath.Join(dir, "ferry.db")
+	base, login := ferryUp(t, env, "--db", db, "--workspace", ws, "--agent", "builtin")
+	logins := map[string]string{signinLooks[0]: login}
+	for _, look := range signinLooks[1:] {
+		tok, err := newLogin(env, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logins[look] = base + "/login?token=" + strings.TrimSpace(tok)
+	}
+	runScriptWithin(t, 240*time.Second, node, "drafts.mjs", map[string]any{"base": base, "logins": logins, "looks": signinLooks,
+		"chromium": chromium, "screenshots": shotsDir(t, dir)})
+}
