@@ -72,28 +72,38 @@ await main(async (browser) => {
     });
 
     await step(`${look}: a prompt the master refuses stays the draft`, async () => {
-      // The draft's upload made unknown: the master refuses the prompt.
+      // The draft's upload made unknown, from the sessions list (the
+      // session's own page would save its box over it when it goes): the
+      // master refuses the prompt.
+      await page.evaluate(() => { location.hash = '#/'; });
+      await page.waitForURL((u) => !u.hash.startsWith('#/s/'));
       await page.evaluate((id) => {
         const k = `ferry.draft.${id}`;
         const d = JSON.parse(localStorage.getItem(k));
         d.files[0].upload_id = `${d.files[0].upload_id.slice(0, -4)}zzzz`;
         localStorage.setItem(k, JSON.stringify(d));
       }, sid);
+      await page.goto(url);
       await page.reload();
       await page.locator('.attachment[data-name="notes.txt"][data-state="done"]').waitFor();
       await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
       await page.locator('button.send').click();
-      await page.locator('.attach-note', { hasText: 'back in the box' }).waitFor();
+      await page.locator('.attach-note', { hasText: 'back in the box' }).waitFor().catch(async (e) => {
+        const note = await page.locator('.attach-note').innerText().catch(() => '?');
+        const user = await page.locator('article.msg.user').allInnerTexts();
+        throw new Error(`no refusal: note ${JSON.stringify(note)}, prompts ${JSON.stringify(user)}, box ${JSON.stringify(await promptText(page))}: ${e.message}`);
+      });
       await page.waitForTimeout(600);
       assert.ok(await stored(page, sid), 'the refused prompt is still the draft');
       await page.reload();
-      await page.locator('.attachment[data-name="notes.txt"]').waitFor();
-      assert.equal(await promptText(page), text);
+      await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+      await page.waitForFunction((t) => document.getElementById('prompt')?.innerText.trim() === t, text, { timeout: 5000 });
+      // The refused upload is not kept: the master does not know it.
+      assert.equal(await page.locator('.attachment').count(), 0);
     });
 
     await step(`${look}: a prompt the master accepts is a draft no more`, async () => {
       await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
-      await page.locator('.attachment[data-name="notes.txt"] .attach-remove').click();
       await page.locator('button.send').click();
       await page.locator('article.msg.agent[data-state="done"]').waitFor();
       await page.waitForTimeout(600);
