@@ -1,6 +1,9 @@
 package web_test
 
 import (
+	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,4 +38,23 @@ func TestBrowserDrafts(t *testing.T) {
 	}
 	runScriptWithin(t, 240*time.Second, node, "drafts.mjs", map[string]any{"base": base, "logins": logins, "looks": signinLooks,
 		"chromium": chromium, "screenshots": shotsDir(t, dir)})
+}
+
+// TestJSDraftUnits checks draft.js under Node: a draft's bounds, pruning
+// by count and age, and a full storage (web/e2e/draftunits.mjs).
+func TestJSDraftUnits(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("FERRY_REQUIRE_BROWSER") != "" {
+			t.Fatal("node is missing: apt-get install -y nodejs")
+		}
+		t.Skip("node is missing: apt-get install -y nodejs")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, filepath.Join("e2e", "draftunits.mjs")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Log(string(out))
 }
