@@ -4,7 +4,8 @@
 // client that reconnects resume without loss.
 //
 // Endpoints (see Handler): GET /v1/ui and GET /v1/client (WebSockets),
-// GET and POST /login (the one-time login link; login.go), GET
+// GET and POST /login (the one-time login link; login.go), POST
+// /v1/signin/status (why a browser is signed out; cookie.go), GET
 // /v1/artifacts/{token} (artifact downloads), POST
 // /v1/sessions/{session_id}/uploads and GET /v1/uploads/{upload_id}
 // (attachments; package upload), GET /v1/push/key, POST and DELETE
@@ -28,6 +29,9 @@
 //     Origin naming the master's own origin. Only the POST that consumes a
 //     login token hands out a key share. A download needs its link and the
 //     cookie share of the link's owner.
+//   - The session cookie's name is per master (ferry_session_<id>, the id
+//     kept in the store: cookie.go), so masters on several ports of one
+//     host never replace each other's sign-ins.
 //   - Forwarded headers (X-Forwarded-Proto, -Host, -For) are believed only
 //     from Config.TrustedProxies: the session cookie is Secure whenever the
 //     browser came over HTTPS, directly or through such a proxy, and origin
