@@ -63,6 +63,9 @@ func jarDial(t *testing.T, e *env, jar http.CookieJar, key string) int {
 	status := 0
 	if resp != nil {
 		status = resp.StatusCode
+		if resp.Body != nil {
+			_ = resp.Body.Close()
+		}
 	}
 	if err == nil {
 		_ = ws.Close(websocket.StatusNormalClosure, "")
@@ -206,6 +209,9 @@ func TestOldCookieNameMovesOnce(t *testing.T) {
 	ws, resp, err := websocket.Dial(testCtx(t), e.wsURL("/v1/ui"), &websocket.DialOptions{
 		HTTPHeader:   http.Header{"Origin": {e.srv.URL}, "Cookie": {master.CookieName + "=" + b.cookie.Value}},
 		Subprotocols: []string{master.UIProtocol, b.key}})
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
 	if err != nil {
 		t.Fatalf("dial with the old cookie name: %v", err)
 	}
@@ -222,6 +228,9 @@ func TestOldCookieNameMovesOnce(t *testing.T) {
 	// With its own name, nothing is set again.
 	ws, resp, err = websocket.Dial(testCtx(t), e.wsURL("/v1/ui"), &websocket.DialOptions{
 		HTTPHeader: http.Header{"Origin": {e.srv.URL}, "Cookie": {moved.Name + "=" + moved.Value}}, Subprotocols: []string{master.UIProtocol, b.key}})
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
