@@ -7,7 +7,7 @@
 // Started by web/drafts_test.go, which passes a config file.
 
 import assert from 'node:assert/strict';
-import { cfg, main, shot, step, watch } from './harness.mjs';
+import { cfg, control, main, shot, step, watch } from './harness.mjs';
 
 const WAIT = 15000;
 const NOTES = 'NOTES: the totals are in column C.\n';
@@ -70,6 +70,16 @@ await main(async (browser) => {
       await page.locator('.attachment[data-name="notes.txt"][data-state="done"]').waitFor({ timeout: 3000 });
       assert.equal(await promptText(page), text);
     });
+
+    if (look === cfg.looks[0]) {
+      await step(`${look}: and a restart of ferry`, async () => {
+        assert.equal(await control('/restart'), cfg.base);
+        await page.reload();
+        await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor({ timeout: 30000 });
+        await page.locator('.attachment[data-name="notes.txt"][data-state="done"]').waitFor({ timeout: 3000 });
+        assert.equal(await promptText(page), text);
+      });
+    }
 
     await step(`${look}: a prompt the master refuses stays the draft`, async () => {
       // The draft's upload made unknown, from the sessions list (the
