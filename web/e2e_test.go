@@ -300,8 +300,8 @@ func TestBrowser(t *testing.T) {
 		mu.Lock()
 		cookie := leaked
 		mu.Unlock()
-		if !strings.Contains(cookie, "ferry_session=") {
-			http.Error(w, "the other server got no ferry_session cookie: "+cookie, http.StatusInternalServerError)
+		if !strings.Contains(cookie, "ferry_session_") {
+			http.Error(w, "the other server got no ferry_session_… cookie: "+cookie, http.StatusInternalServerError)
 			return
 		}
 		var got []string

@@ -67,14 +67,14 @@ func TestAuthFailures(t *testing.T) {
 		"ui without token":         {ui, nil},
 		"ui with a client token":   {ui, bearer(e.client)},
 		"ui with expired token":    {ui, bearer(expired)},
-		"ui cookie without origin": {ui, http.Header{"Cookie": {master.CookieName + "=" + e.ui}}},
-		"ui cookie, foreign origin": {ui, http.Header{"Cookie": {master.CookieName + "=" + e.ui},
+		"ui cookie without origin": {ui, http.Header{"Cookie": {e.m.SessionCookie() + "=" + e.ui}}},
+		"ui cookie, foreign origin": {ui, http.Header{"Cookie": {e.m.SessionCookie() + "=" + e.ui},
 			"Origin": {"https://evil.example"}}},
 		// A whole UI token in the cookie is not a browser credential
 		// (browser_test.go has the cookie's own cases).
-		"ui cookie holding a token, same origin": {ui, http.Header{"Cookie": {master.CookieName + "=" + e.ui},
+		"ui cookie holding a token, same origin": {ui, http.Header{"Cookie": {e.m.SessionCookie() + "=" + e.ui},
 			"Origin": {e.srv.URL}}},
-		"ui cookie with bad token": {ui, http.Header{"Cookie": {master.CookieName + "=ferry_ui_x"},
+		"ui cookie with bad token": {ui, http.Header{"Cookie": {e.m.SessionCookie() + "=ferry_ui_x"},
 			"Origin": {e.srv.URL}}},
 	} {
 		t.Run(name, func(t *testing.T) { refused(t, c.url, c.h, http.StatusUnauthorized) })

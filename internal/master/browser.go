@@ -5,7 +5,8 @@ package master
 // started, say) receives ferry's cookie: a cookie alone must open nothing.
 // So a browser's UI token is split in two shares at login:
 //
-//   - the cookie share, in the HttpOnly ferry_session cookie, derived from
+//   - the cookie share, in the HttpOnly session cookie (named per master:
+//     cookie.go), derived from
 //     the token's stored hash (so a download request, which a browser makes
 //     by navigating and so cannot add a header to, can be checked against
 //     the download link's owner);
@@ -112,14 +113,14 @@ func (m *Master) remote(r *http.Request) string {
 // Origin naming the request's own origin. ok is false when anything is
 // missing; whether the secret is valid is for auth.Verify to say.
 func (m *Master) browserSecret(r *http.Request) (string, bool) {
-	ck, err := r.Cookie(CookieName)
-	if err != nil || !m.view(r).SameOrigin(r.Header.Get("Origin")) {
+	ck, _, ok := m.sessionCookie(r)
+	if !ok || !m.view(r).SameOrigin(r.Header.Get("Origin")) {
 		return "", false
 	}
 	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
 		for p := range strings.SplitSeq(v, ",") {
 			if p = strings.TrimSpace(p); strings.HasPrefix(p, keySharePrefix) {
-				return joinUISecret(ck.Value, p)
+				return joinUISecret(ck, p)
 			}
 		}
 	}
@@ -160,11 +161,11 @@ func escapePattern(s string) string {
 // errNotBrowser (401), including a link that does not exist: without it
 // the cookie share cannot be checked against anything.
 func (m *Master) downloadOwner(ctx context.Context, r *http.Request) (store.Token, error) {
-	ck, err := r.Cookie(CookieName)
-	if err != nil {
+	ck, _, ok := m.sessionCookie(r)
+	if !ok {
 		return store.Token{}, errNotBrowser
 	}
-	share, ok := decodeShare(ck.Value, cookieSharePrefix)
+	share, ok := decodeShare(ck, cookieSharePrefix)
 	link := r.PathValue("token")
 	if !ok || !dl.WellFormedToken(link) {
 		return store.Token{}, errNotBrowser

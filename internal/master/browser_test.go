@@ -69,7 +69,7 @@ func (e *env) do(method, path string, h http.Header, form url.Values) (httpAnswe
 
 func sessionCookie(resp httpAnswer) *http.Cookie {
 	for _, c := range resp.Cookies() {
-		if c.Name == master.CookieName {
+		if strings.HasPrefix(c.Name, master.CookieName+"_") {
 			return c
 		}
 	}
@@ -180,7 +180,7 @@ func TestCookieAloneOpensNothing(t *testing.T) {
 	e := newEnv(t, master.Config{})
 	b := e.login()
 	e.mustDialBrowser(b) // the pair works
-	ck := master.CookieName + "=" + b.cookie.Value
+	ck := b.cookie.Name + "=" + b.cookie.Value
 	ui := e.wsURL("/v1/ui")
 	forged := map[string]http.Header{
 		"cookie only":               {"Cookie": {ck}},
@@ -287,12 +287,12 @@ func TestDownloadWithTheCookie(t *testing.T) {
 		"the whole UI token":     e.ui,
 		"a forged share":         "ferry_uicookie_" + strings.Repeat("A", 43),
 	} {
-		resp, body := e.do(http.MethodGet, l.DownloadURL, http.Header{"Cookie": {master.CookieName + "=" + cookie}}, nil)
+		resp, body := e.do(http.MethodGet, l.DownloadURL, http.Header{"Cookie": {other.cookie.Name + "=" + cookie}}, nil)
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: HTTP %d %s, want 401", name, resp.StatusCode, body)
 		}
 	}
-	res := e.download(testCtx(t), l.DownloadURL, http.Header{"Cookie": {master.CookieName + "=" + own}})
+	res := e.download(testCtx(t), l.DownloadURL, http.Header{"Cookie": {other.cookie.Name + "=" + own}})
 	_, id := c.answerRead(3)
 	c.next(protocol.TypeArtifactRange)
 	c.sendChunk(id, 0, []byte("a,b"))
@@ -380,7 +380,7 @@ func TestLoginCSRF(t *testing.T) {
 	// (cross-site; same-site is another port of this host; none at all is
 	// an old browser or a bot), with the session cookie or without.
 	for _, site := range []string{"", "cross-site", "same-site"} {
-		for _, h := range []http.Header{nil, {"Cookie": {master.CookieName + "=" + mine.cookie.Value}}} {
+		for _, h := range []http.Header{nil, {"Cookie": {mine.cookie.Name + "=" + mine.cookie.Value}}} {
 			resp, page := e.openLogin(theirs, site, h)
 			if resp.StatusCode != http.StatusOK || sessionCookie(resp) != nil || strings.Contains(page, `data-auto`) ||
 				!strings.Contains(page, "Sign in to ferry?") || !strings.Contains(page, `id="replace"`) {
@@ -394,7 +394,7 @@ func TestLoginCSRF(t *testing.T) {
 	}
 	// A form on another site posting the token straight to /login.
 	for _, origin := range []string{"https://evil.example", "http://127.0.0.1:1", "null", ""} {
-		resp, _ := e.postLogin(theirs, origin, http.Header{"Cookie": {master.CookieName + "=" + mine.cookie.Value}})
+		resp, _ := e.postLogin(theirs, origin, http.Header{"Cookie": {mine.cookie.Name + "=" + mine.cookie.Value}})
 		if resp.StatusCode != http.StatusForbidden || sessionCookie(resp) != nil {
 			t.Fatalf("login posted from %q: HTTP %d, cookie %v; want 403 and none", origin, resp.StatusCode, sessionCookie(resp))
 		}
@@ -403,7 +403,7 @@ func TestLoginCSRF(t *testing.T) {
 	e.mustDialBrowser(mine) // the session is untouched
 	// The person confirms on the page (its form posts from ferry's origin):
 	// now, and only now, the session is replaced.
-	resp, page := e.postLogin(theirs, e.srv.URL, http.Header{"Cookie": {master.CookieName + "=" + mine.cookie.Value}})
+	resp, page := e.postLogin(theirs, e.srv.URL, http.Header{"Cookie": {mine.cookie.Name + "=" + mine.cookie.Value}})
 	c, k := sessionCookie(resp), keyShareRE.FindStringSubmatch(page)
 	if resp.StatusCode != http.StatusOK || c == nil || k == nil || c.Value == mine.cookie.Value {
 		t.Fatalf("confirmed login: HTTP %d, cookie %v", resp.StatusCode, c)

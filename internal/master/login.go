@@ -26,7 +26,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/store"
@@ -151,18 +150,7 @@ func (m *Master) serveLoginPost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusInternalServerError, protocol.CodeInternal, "internal error")
 		return
 	}
-	// Secure whenever the browser came over HTTPS, directly or through a
-	// trusted proxy: `ferry up` serves plain HTTP on loopback, where a
-	// Secure cookie would not come back from every browser.
-	http.SetCookie(w, &http.Cookie{ //nolint:gosec // Secure is set whenever the browser came over HTTPS
-		Name:     CookieName,
-		Value:    cookie,
-		Path:     "/",
-		MaxAge:   int(auth.UITTL / time.Second),
-		HttpOnly: true,
-		Secure:   v.Secure(),
-		SameSite: http.SameSiteStrictMode,
-	})
+	m.setSessionCookie(w, r, cookie, auth.UITTL)
 	pageHeaders(w, pageCSP(sessionScript))
 	_, _ = io.WriteString(w, pageStart("ferry: signed in")+`<h1>Signed in</h1>
 <p id="session" data-key="`+html.EscapeString(key)+`"><a href="/">Go to ferry</a></p>

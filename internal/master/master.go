@@ -4,7 +4,8 @@
 // client that reconnects resume without loss.
 //
 // Endpoints (see Handler): GET /v1/ui and GET /v1/client (WebSockets),
-// GET and POST /login (the one-time login link; login.go), GET
+// GET and POST /login (the one-time login link; login.go), POST
+// /v1/signin/status (why a browser is signed out; cookie.go), GET
 // /v1/artifacts/{token} (artifact downloads), POST
 // /v1/sessions/{session_id}/uploads and GET /v1/uploads/{upload_id}
 // (attachments; package upload), GET /v1/push/key, POST and DELETE
@@ -28,6 +29,9 @@
 //     Origin naming the master's own origin. Only the POST that consumes a
 //     login token hands out a key share. A download needs its link and the
 //     cookie share of the link's owner.
+//   - The session cookie's name is per master (ferry_session_<id>, the id
+//     kept in the store: cookie.go), so masters on several ports of one
+//     host never replace each other's sign-ins.
 //   - Forwarded headers (X-Forwarded-Proto, -Host, -For) are believed only
 //     from Config.TrustedProxies: the session cookie is Secure whenever the
 //     browser came over HTTPS, directly or through such a proxy, and origin
@@ -203,10 +207,6 @@ const (
 // server's ReadHeaderTimeout).
 const HandshakeTimeout = 10 * time.Second
 
-// CookieName is the browser session cookie, holding a UI token's cookie
-// share (browser.go).
-const CookieName = "ferry_session"
-
 // hardReadLimit is where coder/websocket gives up on a frame and closes the
 // connection (1009). Frames between protocol.MaxMessageBytes and this are
 // drained and answered with message_too_large, keeping the connection.
@@ -320,6 +320,8 @@ type Master struct {
 
 	uploads *upload.Service
 	notify  *notifier
+	// cookieName is the session cookie's name, per master (cookie.go).
+	cookieName string
 
 	// sweepStop ends the revoked-token sweep; sweepDone is closed when it has.
 	sweepStop, sweepDone chan struct{}
@@ -381,6 +383,9 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		m.met = noMetrics{}
 	}
 	var err error
+	if m.cookieName, err = newCookieName(ctx, cfg.Store); err != nil {
+		return nil, err
+	}
 	if m.uploads, err = newUploads(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -527,6 +532,7 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/client", m.serveClient)
 	mux.HandleFunc("GET /login", m.serveLogin)
 	mux.HandleFunc("POST /login", m.serveLoginPost)
+	mux.HandleFunc("POST /v1/signin/status", m.serveSignInStatus)
 	mux.HandleFunc("GET /healthz", m.serveHealth)
 	mux.HandleFunc("GET /readyz", m.serveReady)
 	mux.HandleFunc("GET /v1/artifacts/{token}", m.serveArtifact)
@@ -706,6 +712,11 @@ func (m *Master) serveUI(w http.ResponseWriter, r *http.Request) {
 	tok, ok := m.authenticate(w, r, secret, store.TokenUI)
 	if !ok {
 		return
+	}
+	if value, legacy, ok := m.sessionCookie(r); ok && legacy && !tok.ExpiresAt.IsZero() {
+		// Signed in under the old shared name: the 101 answer moves the
+		// cookie to this master's own name (cookie.go).
+		m.setSessionCookie(w, r, value, time.Until(tok.ExpiresAt))
 	}
 	m.serveConn(w, r, protocol.RoleUI, tok)
 }

@@ -67,12 +67,12 @@ func (m *Master) pushToken(w http.ResponseWriter, r *http.Request) (store.Token,
 
 func (m *Master) pushBrowserSecret(r *http.Request) (string, bool) {
 	if r.Header.Get("Origin") == "" && r.Method == http.MethodGet && r.Header.Get("Sec-Fetch-Site") == "same-origin" {
-		ck, err := r.Cookie(CookieName)
+		ck, _, ok := m.sessionCookie(r)
 		key := r.Header.Get(KeyHeader)
-		if err != nil || key == "" {
+		if !ok || key == "" {
 			return "", false
 		}
-		return joinUISecret(ck.Value, key)
+		return joinUISecret(ck, key)
 	}
 	return m.uploadSecret(r)
 }

@@ -62,10 +62,10 @@ func (m *Master) serveUpload(w http.ResponseWriter, r *http.Request) {
 
 // uploadSecret is the UI token secret of a browser's upload request.
 func (m *Master) uploadSecret(r *http.Request) (string, bool) {
-	ck, err := r.Cookie(CookieName)
+	ck, _, ok := m.sessionCookie(r)
 	key := r.Header.Get(KeyHeader)
-	if err != nil || key == "" || !m.view(r).SameOrigin(r.Header.Get("Origin")) {
+	if !ok || key == "" || !m.view(r).SameOrigin(r.Header.Get("Origin")) {
 		return "", false
 	}
-	return joinUISecret(ck.Value, key)
+	return joinUISecret(ck, key)
 }

@@ -70,5 +70,12 @@ await main(async (browser) => {
     await refused().getByRole('button', { name: 'Edit again' }).tap();
     assert.equal((await page.locator('#prompt').innerText()).trim(), SECOND);
   });
+
+  await step('a prompt put back in the box is the draft: it survives a reload (issue 32)', async () => {
+    await page.waitForTimeout(600); // saved within 250 ms of the change
+    await page.reload();
+    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.waitForFunction((t) => document.getElementById('prompt')?.innerText.trim() === t, SECOND, { timeout: 5000 });
+  });
   await ctx.close();
 });

@@ -57,7 +57,7 @@ func Login(ctx context.Context, loginURL string) (Browser, error) {
 		return b, err
 	}
 	for _, c := range cookies {
-		if c.Name == master.CookieName {
+		if strings.HasPrefix(c.Name, master.CookieName+"_") { // named per master
 			b.Cookie = c
 		}
 	}

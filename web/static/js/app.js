@@ -439,11 +439,11 @@ export class App {
       }
       location.assign(`/login?token=${encodeURIComponent(tok)}`);
     });
-    const expired = reason === 'expired';
-    clear(this.main).appendChild(h('section', { class: 'panel signin', 'aria-labelledby': 'signin-title' },
-      h('h1', { id: 'signin-title', text: expired ? 'Signed out' : 'Sign in to ferry' }),
-      expired
-        ? h('p', { class: 'callout', role: 'status', text: 'Your sign-in ended: it was revoked, or the token expired. Open a new login link to go on; nothing in your sessions is lost.' })
+    const ended = SIGN_IN_ENDED[reason];
+    clear(this.main).appendChild(h('section', { class: 'panel signin', 'aria-labelledby': 'signin-title', dataset: { reason: reason || 'none' } },
+      h('h1', { id: 'signin-title', text: ended ? 'Signed out' : 'Sign in to ferry' }),
+      ended
+        ? h('p', { class: 'callout signin-reason', role: 'status', text: `${ended} Open a new login link to go on; nothing in your sessions is lost.` })
         : h('p', { text: 'This browser is not signed in. Open the one-time login link that ferry printed when it started, or paste it here.' }),
       form,
       h('div', { id: 'login-help', class: 'muted small' },
@@ -708,6 +708,19 @@ function matchLine(m) {
   if (at < text.length) line.append(text.slice(at));
   return line;
 }
+
+/**
+ * SIGN_IN_ENDED says why a sign-in ended, by the reason the master gave
+ * (conn.js, internal/master/cookie.go); "none" (never signed in here) is
+ * not an ending.
+ */
+const SIGN_IN_ENDED = {
+  expired: 'Your sign-in expired: a sign-in lasts 30 days.',
+  revoked: 'Your sign-in was revoked (ferry token revoke, or its token was deleted).',
+  key_gone: 'This browser\'s key for the sign-in is gone: the site data of this address was cleared.',
+  elsewhere: 'This browser signed in elsewhere — to another ferry on this host, or to this one at another address — which replaced this sign-in.',
+  no_cookie: 'This browser\'s sign-in cookie is gone: it was cleared, or it expired.',
+};
 
 /**
  * sessionState is a session row's state label: "waiting for you" (an

@@ -372,6 +372,32 @@ export class Attachments {
     return chips;
   }
 
+  /**
+   * uploaded lists the uploaded chips as a draft keeps them (draft.js):
+   * what is needed to show and send them again.
+   */
+  uploaded() {
+    return this.chips.filter((c) => c.state === 'done' && c.upload?.upload_id).map((c) => ({
+      upload_id: c.upload.upload_id, file_name: c.upload.file_name || c.name, mime_type: c.upload.mime_type || '',
+      name: c.name, size: c.size, type: c.type,
+    }));
+  }
+
+  /** restoreUploaded shows a draft's uploaded files (uploaded()) as chips again. */
+  restoreUploaded(files) {
+    for (const f of files || []) {
+      if (this.chips.some((c) => c.upload?.upload_id === f.upload_id)) continue;
+      const chip = { id: `att-${++chipSeq}`, name: f.name || f.file_name, size: f.size || 0, type: f.type || f.mime_type, file: null, state: 'done',
+        progress: 1, upload: { upload_id: f.upload_id, file_name: f.file_name, mime_type: f.mime_type || undefined }, error: null, xhr: null };
+      chip.el = h('li', { class: 'attachment' });
+      this.chips.push(chip);
+      this.list.appendChild(chip.el);
+      this.draw(chip);
+    }
+    this.list.hidden = !this.chips.length;
+    if (files?.length) this.opts.onChange?.();
+  }
+
   /** restore puts chips back (a refused prompt comes back to be fixed). */
   restore(chips) {
     for (const c of chips) {

@@ -23,6 +23,7 @@
 import { h, clear, formatBytes } from './util.js';
 import { Attachments, icon, faultIndex, byKind } from './attach.js';
 import { Menu } from './menu.js';
+import { DraftKeeper } from './draft.js';
 
 export const COMMANDS = [
   { name: 'compact', args: '[instruction]', help: "Summarise the agent's history; the instruction says what to keep" },
@@ -68,8 +69,10 @@ export class Composer {
   /**
    * ctrl: caps() → {search, slash, compact, modes, attach}, running(),
    * search(query, onError) → query_id, cancelSearch(query_id),
-   * submit(segments, contextFiles, restore) → bool (restore() puts the
-   * files back), command(name, arg) → bool, cancelTurn(), sessionId(),
+   * submit(segments, contextFiles, restore) → the prompt's message id,
+   * or false when not sent (restore() puts the files back),
+   * promptStored(message id) → whether the master holds that prompt,
+   * command(name, arg) → bool, cancelTurn(), sessionId(),
    * commands() → the agent's own slash commands (agent.commands),
    * agentCommand(text) → bool, which sends one of them, and
    * openSettings(), which shows the session's settings sheet.
@@ -103,7 +106,7 @@ export class Composer {
     this.hint = h('p', { id: `${pid}-help`, class: 'hint small muted' });
     this.setHint();
     this.running = false;
-    this.attach = new Attachments({ sessionId: () => ctrl.sessionId(), onChange: () => this.syncSend() });
+    this.attach = new Attachments({ sessionId: () => ctrl.sessionId(), onChange: () => { this.syncSend(); this.drafts?.changed(); } });
     const picker = (attrs) => {
       const input = h('input', { type: 'file', class: 'file-input', hidden: true, ...attrs });
       input.addEventListener('change', () => {
@@ -185,9 +188,28 @@ export class Composer {
     };
     document.addEventListener('selectionchange', this.onSelection);
     this.list.addEventListener('pointerdown', (e) => e.preventDefault());
+    // What the box holds is kept as the session's draft (draft.js).
+    this.drafts = new DraftKeeper({
+      sessionId: () => ctrl.sessionId(), read: () => this.draft(), empty: () => this.isEmpty() && !this.attach.chips.length,
+      show: (d) => { this.setSegments(d.segs); this.attach.restoreUploaded(d.files); },
+      clearBox: () => { this.clear(); this.attach.take(); this.syncSend(); },
+      stored: (id) => !!ctrl.promptStored?.(id),
+    });
+    this.drafts.restore();
+  }
+
+  /** draft is what the box holds, as draft.js keeps it. */
+  draft() {
+    return { segs: this.segments(), files: this.attach.uploaded() };
+  }
+
+  /** accepted is told that the master stored the prompt messageId. */
+  accepted(messageId) {
+    this.drafts.accepted(messageId);
   }
 
   destroy() {
+    this.drafts.destroy();
     document.removeEventListener('selectionchange', this.onSelection);
     this.close(true);
   }
@@ -340,6 +362,7 @@ export class Composer {
       if (s.kind === 'text') this.editor.appendChild(document.createTextNode(s.text));
       else this.editor.appendChild(this.makeChip(s.file));
     }
+    this.drafts?.changed();
   }
 
   insertText(t) {
@@ -401,7 +424,10 @@ export class Composer {
       return;
     }
     const chips = att.chips.slice();
-    if (this.ctrl.submit(segs, att.contextFiles(), (err) => this.refused(chips, err))) {
+    this.drafts.sending(this.draft());
+    const sent = this.ctrl.submit(segs, att.contextFiles(), (err) => this.refused(chips, err));
+    if (sent) {
+      this.drafts.sentAs(sent);
       this.clear();
       att.take();
       this.syncSend();
@@ -469,6 +495,7 @@ export class Composer {
     }
     if (!this.editor.textContent && !this.editor.querySelector('.chip')) clear(this.editor); // :empty shows the placeholder
     this.refresh();
+    this.drafts.changed();
   }
 
   caret() {

@@ -20,6 +20,11 @@
 //   its refusal says nothing about the sign-in), or the master closes the connection with
 //   error{code: unauthorized} (a revoked or expired token). A sign-in in
 //   another tab (a new key stored) reconnects this one.
+// - Signed out, the page asks the master why (POST /v1/signin/status,
+//   internal/master/cookie.go): the "signedout" event's reason is
+//   "expired", "revoked", "key_gone" (this browser's key share is gone),
+//   "elsewhere" (another sign-in replaced this browser's cookie),
+//   "no_cookie" (the cookie is gone), or "none" (never signed in here).
 // - A master node that drains (a restart or a scale-down) closes with 1012
 //   (service restart): the page reconnects at once, with the least backoff,
 //   and a load balancer sends it to another node.
@@ -38,6 +43,7 @@ const SIGNED_IN = 'ferry.signedIn';
 const KEY = 'ferry.key'; // the key share; the master's login page writes it
 const PROTOCOL = 'ferry.ui';
 const RESTART = 1012; // the close code of a master node that drains
+const STATUS_WAIT = 5000; // bounds the sign-in status request
 
 function storedKey() {
   try {
@@ -113,7 +119,7 @@ export class Connection extends EventTarget {
     if (this.ws) return;
     const key = storedKey();
     if (!key) {
-      this.setState('signedout', { reason: this.everOpened || wasSignedIn() ? 'expired' : 'none' });
+      this.signedOut(this.everOpened || wasSignedIn() ? 'key_gone' : 'none');
       return;
     }
     this.setState(this.everOpened ? 'lost' : 'connecting');
@@ -162,7 +168,7 @@ export class Connection extends EventTarget {
           this.scheduleRetry(200);
           return;
         }
-        this.setState('signedout', { reason: 'expired' });
+        this.signedOut('expired');
         return;
       }
       if (!opened) {
@@ -186,7 +192,7 @@ export class Connection extends EventTarget {
     if (healthy) this.failedUpgrades++;
     else this.failedUpgrades = 0;
     if (this.failedUpgrades >= 2) {
-      this.setState('signedout', { reason: this.everOpened || wasSignedIn() ? 'expired' : 'none' });
+      this.signedOut(this.everOpened || wasSignedIn() ? 'expired' : 'none');
       return;
     }
     if (this.everOpened) this.setState('lost');
@@ -194,6 +200,40 @@ export class Connection extends EventTarget {
     // app opened from the service worker's cache while it is down).
     else this.setState('connecting', healthy ? {} : { reason: 'unreachable', force: true });
     this.scheduleRetry(healthy ? 200 : 0);
+  }
+
+  /**
+   * signedOut ends the connection's attempts as signed out, with the
+   * reason the master gives (fallback when it cannot say); a master that
+   * finds the sign-in good after all (another tab signed in meanwhile)
+   * gets another attempt.
+   */
+  async signedOut(fallback) {
+    const key = storedKey();
+    let status = null;
+    if (fallback !== 'none' || key) {
+      try {
+        const ctl = new AbortController();
+        const timer = setTimeout(() => ctl.abort(), STATUS_WAIT);
+        const r = await fetch('/v1/signin/status', {
+          method: 'POST', credentials: 'same-origin', cache: 'no-store', signal: ctl.signal,
+          headers: key ? { 'X-Ferry-Key': key } : {},
+        });
+        clearTimeout(timer);
+        if (r.ok) status = await r.json();
+      } catch {
+        status = null;
+      }
+    }
+    if (status?.signed_in && key && this.failedUpgrades < 4) {
+      this.scheduleRetry(200);
+      return;
+    }
+    let reason = status?.reason || fallback;
+    // No cookie and no key was ever here: never signed in, not an ending.
+    if (reason === 'no_cookie' && !key && !this.everOpened && !wasSignedIn()) reason = 'none';
+    if (reason === 'key_gone' && !this.everOpened && !wasSignedIn()) reason = 'none';
+    this.setState('signedout', { reason, force: true });
   }
 
   scheduleRetry(fixed = 0) {

@@ -8,6 +8,10 @@
 //   (POST /v1/push/subscriptions); off unsubscribes and deletes it
 //   (DELETE). It is per device: its state is the browser's own push
 //   subscription. Whatever fails is said in the line under it.
+// - Once the browser's permission is given, turning on settles within
+//   SETTLE_MS, on or off: pushManager.subscribe has no timeout of its own
+//   and hangs while no push service answers. A subscription that arrives
+//   after the deadline is dropped again.
 // - The service worker answers a notification's Allow/Deny with the key
 //   share, which it cannot read from localStorage: it is copied into
 //   IndexedDB here (and removed when it is gone from localStorage).
@@ -23,6 +27,38 @@ const KEY_HEADER = 'X-Ferry-Key';
 const DB = 'ferry';
 const STORE = 'kv';
 const KEY_ITEM = 'key-share';
+// SETTLE_MS bounds turning on, after the permission: docs/notifications.md
+// promises 15 s from the click, and the page's own work takes some too.
+const SETTLE_MS = 14000;
+
+/** TimeoutError is what within rejects with when its deadline passed. */
+class TimeoutError extends Error {
+  constructor(what) {
+    super(`${what} did not answer within ${SETTLE_MS / 1000} s`);
+    this.name = 'TimeoutError';
+  }
+}
+
+/**
+ * within resolves as p does, or rejects with TimeoutError(what) at the
+ * deadline (a Date.now() value); late is called with p's value when it
+ * resolves after that, to undo it.
+ */
+function within(p, deadline, what, late) {
+  let timedOut = false;
+  let timer = 0;
+  const guard = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      reject(new TimeoutError(what));
+    }, Math.max(0, deadline - Date.now()));
+  });
+  const run = Promise.resolve(p).then((v) => {
+    if (timedOut) late?.(v);
+    return v;
+  });
+  return Promise.race([run, guard]).finally(() => clearTimeout(timer));
+}
 
 function storedKey() {
   try {
@@ -205,32 +241,37 @@ export class Notifier {
       this.say('Notifications are blocked for this site: allow them in the browser\'s site settings, then try again.', 'error');
       return;
     }
-    const reg = await activeRegistration();
+    const deadline = Date.now() + SETTLE_MS;
+    const reg = await within(activeRegistration(), deadline, 'the service worker').catch(() => null);
     if (!reg) {
       this.input.checked = false;
       this.say('The service worker could not be registered, so this browser cannot receive notifications here.', 'error');
       return;
     }
-    await shareKey();
+    await within(shareKey(), deadline, 'the browser storage').catch(() => {});
     let key;
     try {
-      key = (await api('GET', '/v1/push/key')).public_key;
+      key = (await within(api('GET', '/v1/push/key'), deadline, 'the master')).public_key;
     } catch (e) {
       this.input.checked = false;
       this.say(`The master did not give its push key: ${e.message}`, 'error');
       return;
     }
+    const dropLate = (s) => s?.unsubscribe().catch(() => {});
     for (let fresh = false; ; fresh = true) {
       let sub;
       try {
-        sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64urlToBytes(key) });
+        sub = await within(reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64urlToBytes(key) }),
+          deadline, 'the push service', dropLate);
       } catch (e) {
         this.input.checked = false;
-        this.say(`This browser could not subscribe to its push service (${e.message || e.name}). Notifications stay off on this device.`, 'error');
+        this.say(e instanceof TimeoutError
+          ? `This browser's push service did not answer within ${SETTLE_MS / 1000} s (no network, or the push service is blocked or down). Notifications stay off on this device; try again later.`
+          : `This browser could not subscribe to its push service (${e.message || e.name}). Notifications stay off on this device.`, 'error');
         return;
       }
       try {
-        await api('POST', '/v1/push/subscriptions', { ...sub.toJSON(), label: deviceLabel() });
+        await within(api('POST', '/v1/push/subscriptions', { ...sub.toJSON(), label: deviceLabel() }), deadline, 'the master');
         break;
       } catch (e) {
         await sub.unsubscribe().catch(() => {});

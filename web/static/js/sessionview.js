@@ -89,6 +89,7 @@ export class SessionView {
       search: (q, onError) => this.search(q, onError),
       cancelSearch: (id) => this.app.control('control.file.search.cancel', { query_id: id }, s.id, () => {}),
       submit: (segs, files, restore) => this.submit(segs, files, restore),
+      promptStored: (id) => !!s.prompts.get(id)?.stored,
       sessionId: () => s.id,
       command: (name, arg) => this.command(name, arg),
       commands: () => s.commands,
@@ -197,6 +198,7 @@ export class SessionView {
       return;
     }
     if (r !== 'ok') return;
+    if (msg.type === 'control.prompt.request') this.composer.accepted(msg.message_id); // the draft goes (draft.js)
     const live = typeof msg.seq !== 'number' || msg.seq > s.liveFrom;
     const p = msg.payload || {};
     switch (msg.type) {
@@ -326,7 +328,7 @@ export class SessionView {
     this.transcript.update();
     this.transcript.scrollToEnd();
     this.render();
-    return true;
+    return msg.message_id;
   }
 
   /**
