@@ -40,7 +40,7 @@ func TestLighthouse(t *testing.T) {
 	ws := project(t, dir, map[string]string{"README.md": "# project\n"})
 	env := upEnv(dir, "")
 	base, login := ferryUp(t, env, "--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "echo")
-	runScriptWithin(t, 5*time.Minute, node, "lighthouse.mjs", map[string]any{
+	runScriptWithin(t, 8*time.Minute, node, "lighthouse.mjs", map[string]any{
 		"base": base, "login": login, "chromium": chromium, "min": auditMin,
 	})
 }
@@ -96,7 +96,7 @@ func TestAxeEveryScreen(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = fmt.Fprintf(w, `<!doctype html><html lang="en"><title>another site</title><p><a id="go" href="%s/login?token=%s">open ferry</a></p></html>`, base, strings.TrimSpace(secret))
 	})
-	runScriptWithin(t, 6*time.Minute, node, "audit.mjs", map[string]any{
+	runScriptWithin(t, 8*time.Minute, node, "audit.mjs", map[string]any{
 		"base": base, "login": login, "control": serveControl(t, ctl), "chromium": chromium, "forms": forms,
 	})
 }
