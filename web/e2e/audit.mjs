@@ -144,8 +144,10 @@ async function pass(browser, form) {
   });
 
   const echoTitle = `Echo on a ${form}`;
+  let echoHash = '';
   await step(S('a session: empty, idle after a reply and a failed turn, running, waiting'), async () => {
     await startSession(page, 'echo', echoTitle);
+    echoHash = new URL(page.url()).hash;
     await check(page, form, 'session, no turn yet');
     await prompt(page, 'Summarise the **README** and list `three` things to tidy');
     await doneTurns(page).first().waitFor();
@@ -281,9 +283,30 @@ async function pass(browser, form) {
     await filter.click();
   });
 
+  await step(S('deleted: here (a toast), elsewhere, and an unknown session'), async () => {
+    const title = `Fix the check on a ${form}`;
+    await go('#/');
+    await page.locator('.session-link', { hasText: title }).filter({ visible: true }).first().click();
+    await page.getByRole('heading', { name: title }).waitFor();
+    const other = await ctx.newPage();
+    watch(other, `${form}, second page`);
+    await other.goto(page.url());
+    await other.getByRole('heading', { name: title }).waitFor();
+    await action(other, /^Delete/);
+    await other.locator('#delete-confirm').click();
+    await other.locator('.toast').filter({ hasText: 'Deleted' }).waitFor();
+    await check(other, form, 'sessions list, a session deleted (toast)');
+    await other.close();
+    await page.locator('#session-deleted').waitFor();
+    await check(page, form, 'session deleted elsewhere');
+    await go('#/s/no-such-session');
+    await page.getByRole('heading', { name: 'No such session' }).waitFor();
+    await check(page, form, 'no such session');
+  });
+
   await step(S('offline: the master cannot be reached'), async () => {
-    await page.locator('.session-link').filter({ visible: true }).first().click();
-    await page.waitForURL(/#\/s\//);
+    await go(echoHash);
+    await page.getByRole('heading', { name: echoTitle }).waitFor();
     net.refuse = true;
     for (const ws of net.sockets) await ws.close({ code: 1011, reason: 'master down' }).catch(() => {});
     await page.locator('.banner').filter({ hasText: /offline|lost/i }).waitFor();
