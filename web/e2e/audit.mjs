@@ -40,7 +40,8 @@ async function action(page, name) {
     await direct.first().click();
     return;
   }
-  const menu = page.locator('.session-head [aria-haspopup="menu"], .session-head [aria-haspopup="true"]').filter({ visible: true }).first();
+  const menu = page.locator('.session-head [aria-haspopup]:not([aria-haspopup="dialog"]), .session-head summary')
+    .or(page.locator('.session-head').getByRole('button', { name: /menu|more|actions/i })).filter({ visible: true }).first();
   await menu.click();
   await page.getByRole('menuitem', { name }).or(page.getByRole('button', { name })).filter({ visible: true }).first().click();
 }
@@ -53,7 +54,7 @@ async function typePrompt(page, text) {
 /** prompt sends text: Enter, or Send on a touch screen (where Enter is a new line). */
 async function prompt(page, text) {
   await typePrompt(page, text);
-  if (await page.evaluate(() => matchMedia('(pointer: coarse)').matches)) await page.locator('button.send').click();
+  if (await page.evaluate(() => matchMedia('(pointer: coarse)').matches)) await page.locator('button.send').or(page.getByRole('button', { name: /^Send/ })).first().click();
   else await page.keyboard.press('Enter');
 }
 
