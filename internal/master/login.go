@@ -190,12 +190,9 @@ func loginRefusedPage(w http.ResponseWriter) {
 	_, _ = io.WriteString(w, loginRefusedHTML)
 }
 
-const loginRefusedHTML = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>ferry: this login link does not work</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#1a1a1a;background:#fff}
-code{background:#f0f0f0;padding:0 .25rem}@media (prefers-color-scheme:dark){body{color:#eee;background:#151515}code{background:#2a2a2a}}</style>
-</head><body><main><h1>This login link does not work</h1>
+// loginRefusedHTML is styled as the login pages are (pageStyle: both colour
+// schemes, a link readable in each).
+var loginRefusedHTML = pageStart("ferry: this login link does not work") + `<h1>This login link does not work</h1>
 <p>It is invalid, expired or already used: each link signs in one browser, once.</p>
 <p>Ask for a new one where ferry runs: <code>ferry token create --kind login</code>, then open
 <code>/login?token=…</code> with what it prints. If you are signed in already, <a href="/">go to ferry</a>.</p>

@@ -60,7 +60,7 @@ export function renderInteraction(it, respond, denyNote = false) {
   const card = h('div', { class: `interaction open kind-${req.kind}`, role: 'group', 'aria-labelledby': titleID, dataset: { interaction: it.id } });
   card.appendChild(h('div', { class: 'q-head' },
     h('span', { class: 'badge attention', text: KIND[req.kind] || 'Question' }),
-    h('h3', { class: 'q-title', id: titleID, text: req.title })));
+    h('h2', { class: 'q-title', id: titleID, text: req.title })));
   if (req.message) {
     const msg = h('div', { class: 'q-message md' });
     renderMarkdown(msg, req.message);
