@@ -9,7 +9,7 @@
 // The screens are listed in docs/ui.md ("Audits"): keep them in step.
 
 import assert from 'node:assert/strict';
-import { audit, cfg, control, log, main, problems, step, watch } from './harness.mjs';
+import { audit, cfg, closeSettings, control, log, main, openSettings, problems, step, watch } from './harness.mjs';
 
 const WAIT = 15000;
 const schemes = ['light', 'dark'];
@@ -229,11 +229,13 @@ async function pass(browser, form) {
 
   await step(S('ferry\'s agent: a permission with its diff, the answer, the changes, the prompt settings'), async () => {
     await startSession(page, 'builtin', `Fix the check on a ${form}`);
-    const settings = page.locator('details.prompt-settings > summary');
-    await settings.click();
+    // The prompt settings live in the session's settings sheet.
+    const sheet = await openSettings(page);
+    const details = sheet.locator('details.prompt-settings');
+    if (!(await details.evaluate((d) => d.open))) await details.locator('summary').click();
     await page.locator('#setting-max_turns').waitFor();
-    await check(page, form, 'prompt settings');
-    await settings.click();
+    await check(page, form, 'settings sheet with the prompt settings');
+    await closeSettings(page);
     await prompt(page, 'Fix the comparison in src/auth.ts');
     const card = page.locator('.interaction.open');
     await card.locator('.diff-box').waitFor();
