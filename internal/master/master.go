@@ -516,6 +516,7 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/client", m.serveClient)
 	mux.HandleFunc("GET /login", m.serveLogin)
 	mux.HandleFunc("POST /login", m.serveLoginPost)
+	mux.HandleFunc("GET "+LoginStylePath, serveLoginStyle)
 	mux.HandleFunc("GET /healthz", m.serveHealth)
 	mux.HandleFunc("GET /readyz", m.serveReady)
 	mux.HandleFunc("GET /v1/artifacts/{token}", m.serveArtifact)

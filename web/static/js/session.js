@@ -15,7 +15,7 @@
 import { parsePrompt } from './fileref.js';
 import { timeoutLabel } from './timeoutsetting.js';
 import { applyRestored } from './restore.js';
-import { errorNote } from './codes.js';
+import { errorNote, codeLine } from './codes.js';
 
 export const TURN_LABELS = {
   running: 'Running',
@@ -466,9 +466,11 @@ export function attachedFiles(list) {
  */
 export function promptFailure(p) {
   const e = p.error || {};
-  if (!p.stored) return { lead: 'Not delivered', message: e.message || e.code || 'refused', code: e.code || '', then: '' };
+  // What the code means stands in for a missing message, never the code.
+  const message = e.message || codeLine(e.code) || 'refused';
+  if (!p.stored) return { lead: 'Not delivered', message, code: e.code || '', then: '' };
   const files = p.files?.length ? ', with its files attached again' : '';
-  return { lead: 'Not run', message: e.message || e.code || 'refused', code: e.code || '', then: `Send it again${files}.` };
+  return { lead: 'Not run', message, code: e.code || '', then: `Send it again${files}.` };
 }
 
 /**
