@@ -82,7 +82,7 @@ check('an agent error reads with what its code means, never the code', () => {
   for (const [code, line] of Object.entries(CODES)) {
     const note = errorNote({ code, message: 'm' });
     if (!code.includes('_')) continue;
-    assert.ok(!note.includes(code) && !note.includes(code.replaceAll('_', ' ')), `${code}: ${note} (${line})`);
+    assert.ok(!note.includes(code) && !note.includes(`(${code.replaceAll('_', ' ')}`), `${code}: ${note} (${line})`);
   }
 });
 

@@ -16,6 +16,7 @@ import { parsePrompt } from './fileref.js';
 import { timeoutLabel } from './timeoutsetting.js';
 import { applyRestored } from './restore.js';
 import { errorNote, codeLine } from './codes.js';
+import { recheckArtifacts } from './artifactmarker.js';
 
 export const TURN_LABELS = {
   running: 'Running',
@@ -339,6 +340,8 @@ export class SessionState {
         break;
       case 'agent.files.restored':
         applyRestored(this, msg);
+        // Which version a file card's Download gives may have changed.
+        recheckArtifacts();
         break;
       case 'agent.compaction.done':
         this.addNote('info', `History compacted: ${p.tokens_before.toLocaleString()} → ${p.tokens_after.toLocaleString()} tokens${typeof p.achieved_ratio === 'number' ? ` (${Math.round(p.achieved_ratio * 100)} % of before)` : ''}.`);
