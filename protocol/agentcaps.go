@@ -35,6 +35,12 @@ func (a *AgentCapabilities) validate() *Error {
 	return a.Adapter.validate("payload.adapter")
 }
 
+// How an agent's text is meant to be read (AdapterCapability.TextFormat).
+const (
+	TextMarkdown = "markdown"
+	TextPlain    = "plain"
+)
+
 // Kinds of attached files (AdapterCapability.Attachments).
 const (
 	AttachText  = "text"
@@ -53,6 +59,9 @@ func (a *AdapterCapability) validate(field string) *Error {
 		if m != ModeDefault && m != ModePlan && m != ModeReview {
 			return errorf(CodeInvalidValue, fmt.Sprintf("%s.modes[%d]", field, j), "must be one of default, plan, review")
 		}
+	}
+	if a.TextFormat != "" && a.TextFormat != TextMarkdown && a.TextFormat != TextPlain {
+		return errorf(CodeInvalidValue, field+".text_format", "must be markdown or plain")
 	}
 	for j, k := range a.Attachments {
 		if k != AttachText && k != AttachImage && k != AttachPDF {

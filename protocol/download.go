@@ -125,6 +125,8 @@ type ArtifactMeta struct {
 	ETag string `json:"etag" jsonschema:"minLength=1,maxLength=64,pattern=^[A-Za-z0-9_-]+$"`
 	// ChangedSince is set when the client no longer keeps the version the agent made (its snapshot was evicted or never taken) and the file changed since: the download serves the current file, and the master marks the response (Ferry-Artifact-Changed: 1). Absent or false: the agent's version.
 	ChangedSince bool `json:"changed_since,omitempty"`
+	// WorkspaceDiffers is set when the download serves the agent's version (its snapshot) but the file in the workspace is no longer that version (changed, undone or removed since): the master marks the response (Ferry-Artifact-Workspace-Differs: 1), so a UI can say which version a download gives.
+	WorkspaceDiffers bool `json:"workspace_differs,omitempty"`
 }
 
 // ArtifactRange is control.artifact.range: send bytes [offset,

@@ -147,6 +147,8 @@ type AdapterCapability struct {
 	Models bool `json:"models,omitempty"`
 	// Attachments are the kinds of attached files (context_files) the agent takes: text, image, pdf; absent with the context_files setting: all three.
 	Attachments []string `json:"attachments,omitempty" jsonschema:"maxItems=8"`
+	// TextFormat is how the agent's text (agent.text.delta, agent.text.done) is meant to be read: markdown (absent: a model's answer, rendered as Markdown) or plain (a command's output: shown as it is, line by line, in a fixed-width font; a script agent's).
+	TextFormat string `json:"text_format,omitempty" jsonschema:"enum=markdown,enum=plain"`
 }
 
 // FileRefCapabilities is the §16.5 file-reference block.

@@ -131,6 +131,7 @@ func TestValidationErrors(t *testing.T) {
 		{"capabilities bad encoding", mutate(t, "session.capabilities", func(_, p map[string]any) { at(p, "file_references")["position_encoding"] = "latin1" }), protocol.CodeInvalidValue, "payload.file_references.position_encoding"},
 		{"capabilities bad scope", mutate(t, "session.capabilities", func(_, p map[string]any) { at(p, "file_references")["search_scopes"] = []any{"galaxy"} }), protocol.CodeInvalidValue, "payload.file_references.search_scopes[0]"},
 		{"capabilities bad mode", mutate(t, "session.capabilities", func(_, p map[string]any) { at(p, "adapters", 0)["modes"] = []any{"turbo"} }), protocol.CodeInvalidValue, "payload.adapters[0].modes[0]"},
+		{"capabilities bad text format", mutate(t, "session.capabilities", func(_, p map[string]any) { at(p, "adapters", 0)["text_format"] = "html" }), protocol.CodeInvalidValue, "payload.adapters[0].text_format"},
 		{"done without is_cancelled", mutate(t, "agent.text.done", func(_, p map[string]any) { delete(p, "is_cancelled") }), protocol.CodeMissingField, "payload.is_cancelled"},
 		{"tool status unknown", mutate(t, "agent.tool.finished", func(_, p map[string]any) { p["status"] = "meh" }), protocol.CodeInvalidValue, "payload.status"},
 		{"diff header lies", mutate(t, "agent.tool.finished", func(_, p map[string]any) { at(p, "diff", "hunks", 0)["new_lines"] = 7 }), protocol.CodeInvalidValue, "payload.diff.hunks[0]"},

@@ -208,7 +208,8 @@ func (r *read) serve(parentID, artifactID string) {
 		log.Info("download serves the current file: the version the agent made is no longer kept", "path", rec.Path)
 	}
 	meta := protocol.New(protocol.TypeArtifactMeta, &protocol.ArtifactMeta{RequestID: r.id, Size: size,
-		ModifiedAt: af.mtime.UTC().Format(time.RFC3339Nano), ETag: af.etag, ChangedSince: af.changed})
+		ModifiedAt: af.mtime.UTC().Format(time.RFC3339Nano), ETag: af.etag, ChangedSince: af.changed,
+		WorkspaceDiffers: af.differs})
 	meta.ParentID, meta.SessionID = parentID, r.session
 	if !r.send(meta) {
 		return
@@ -303,6 +304,24 @@ type artifactFile struct {
 	mtime   time.Time
 	etag    string
 	changed bool // the file on disk, which is not the registered version
+	differs bool // the snapshot, while the workspace's file is not that version
+}
+
+// workspaceDiffers reports whether the workspace's file at rec.Path is no
+// longer the registered version: changed, or gone (an undo removed the
+// file the agent created); opened as a download would open it, so nothing
+// outside the workspace is looked at. A record from before versions were
+// kept cannot tell, and says no.
+func workspaceDiffers(wsPath string, rec artifactRecord) bool {
+	if !rec.ID.known() {
+		return false
+	}
+	f, fi, err := openInWorkspace(wsPath, rec.Path)
+	if err != nil {
+		return true
+	}
+	_ = f.Close()
+	return !rec.ID.equal(versionOf(fi))
 }
 
 // openArtifact opens a recorded artifact for reading: its snapshot when
@@ -326,7 +345,8 @@ func (c *Client) openArtifact(artifactID string, rec artifactRecord, log *slog.L
 	if rec.Snapshot != "" {
 		f, err := c.arts.snaps.Open(rec.Snapshot)
 		if err == nil {
-			return &artifactFile{f: f, size: rec.SnapSize, mtime: time.Unix(0, rec.ID.MTime), etag: etagOf(artifactID, rec.ID)}, nil
+			return &artifactFile{f: f, size: rec.SnapSize, mtime: time.Unix(0, rec.ID.MTime), etag: etagOf(artifactID, rec.ID),
+				differs: workspaceDiffers(ws.Path, rec)}, nil
 		}
 		if errors.Is(err, contentstore.ErrNotFound) {
 			log.Info("download: the snapshot was evicted meanwhile", "path", rec.Path)

@@ -70,8 +70,10 @@ func (d *dlEnv) restart(opts ...envOpt) {
 
 // TestSnapshotServesTheAgentsVersion: a download after the agent's file
 // was changed again — rewritten, replaced, deleted — serves exactly the
-// bytes it handed over, with the registered size and time, unmarked; and
-// still does after the client restarts.
+// bytes it handed over, with the registered size and time, not marked
+// changed but marked workspace_differs (the workspace's file is not the
+// version served); and still does after the client restarts. Untouched,
+// it is marked neither.
 func TestSnapshotServesTheAgentsVersion(t *testing.T) {
 	t.Parallel()
 	d := newDLEnv(t)
@@ -80,6 +82,9 @@ func TestSnapshotServesTheAgentsVersion(t *testing.T) {
 	d.write("out/report.bin", made)
 	art := d.mustHand(d.sess, "- out/report.bin")
 	first, _ := d.download(d.sess, art.ArtifactID)
+	if first.ChangedSince || first.WorkspaceDiffers {
+		t.Fatalf("untouched: %+v, want it unmarked", first)
+	}
 
 	d.write("out/report.bin", []byte("the agent's next version, shorter"))
 	meta, got := d.download(d.sess, art.ArtifactID)
@@ -89,13 +94,16 @@ func TestSnapshotServesTheAgentsVersion(t *testing.T) {
 	if meta.ChangedSince || meta.Size != int64(len(made)) || meta.ETag != first.ETag || meta.ModifiedAt != first.ModifiedAt {
 		t.Fatalf("after a rewrite: %+v, want the registered version %+v unmarked", meta, first)
 	}
+	if !meta.WorkspaceDiffers {
+		t.Fatalf("after a rewrite: %+v, want workspace_differs", meta)
+	}
 
 	if err := os.Remove(filepath.Join(d.root, "out", "report.bin")); err != nil {
 		t.Fatal(err)
 	}
 	d.restart()
 	meta, got = d.download(d.sess, art.ArtifactID)
-	if !bytes.Equal(got, made) || meta.ChangedSince {
+	if !bytes.Equal(got, made) || meta.ChangedSince || !meta.WorkspaceDiffers {
 		t.Fatalf("after the file was deleted and the client restarted: %d bytes, %+v", len(got), meta)
 	}
 }

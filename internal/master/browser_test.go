@@ -462,3 +462,45 @@ func TestLoginPages(t *testing.T) {
 			resp.Header.Get("Content-Security-Policy"), body)
 	}
 }
+
+// TestLoginPagesStyled: every page the master renders itself (the login
+// page, a login link that does not work) looks like the UI: its header
+// with the app's icon and the master's style sheet (light and dark),
+// under a policy that allows that sheet and no inline style.
+func TestLoginPagesStyled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, master.Config{})
+	login, _, err := auth.Issue(testCtx(t), e.st, store.TokenLogin, "login URL", auth.LoginTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const styleSheet = "/login.css" // master.LoginStylePath
+	check := func(what string, h http.Header, page string) {
+		t.Helper()
+		csp := h.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "style-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+			t.Errorf("%s: policy %q, want the master's style sheet and no inline style", what, csp)
+		}
+		if !strings.Contains(page, `<link rel="stylesheet" href="`+styleSheet+`">`) ||
+			strings.Contains(page, "<style") || strings.Contains(page, "style=") {
+			t.Errorf("%s: want the style sheet and no inline style:\n%s", what, page)
+		}
+		if !strings.Contains(page, `<header class="topbar">`) || !strings.Contains(page, `<img class="logo"`) {
+			t.Errorf("%s: no header with the app's icon:\n%s", what, page)
+		}
+	}
+	for _, site := range []string{"none", "cross-site"} {
+		resp, page := e.openLogin(login, site, nil)
+		check("login page ("+site+")", resp.Header, page)
+	}
+	resp, page := e.openLogin("ferry_login_doesnotwork", "none", nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a bad link: HTTP %d", resp.StatusCode)
+	}
+	check("a link that does not work", resp.Header, page)
+	resp, css := e.do(http.MethodGet, styleSheet, nil, nil)
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/css") ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.Contains(css, "prefers-color-scheme:dark") {
+		t.Fatalf("%s: HTTP %d %q:\n%s", styleSheet, resp.StatusCode, resp.Header.Get("Content-Type"), css)
+	}
+}

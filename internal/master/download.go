@@ -396,6 +396,7 @@ func (d *download) respond(ctx context.Context) {
 	err := dl.Serve(d.w, d.r.WithContext(ctx), dl.File{
 		Name: d.art.FileName, MimeType: d.art.MimeType, Size: d.meta.Size, ETag: d.meta.ETag, ModTime: mod,
 		Open: d.openRange, WriteStall: writeStall, Changed: d.meta.ChangedSince,
+		WorkspaceDiffers: d.meta.WorkspaceDiffers,
 	})
 	var (
 		notStarted *dl.NotStartedError

@@ -13,7 +13,8 @@ import (
 // TestDownloadChangedMarker: when the client says the file it serves is
 // no longer the version the agent made (changed_since), GET and HEAD of
 // /v1/artifacts/{token} carry Ferry-Artifact-Changed: 1 over the master's
-// real HTTP path; the agent's version carries no marker.
+// real HTTP path; the agent's version carries Ferry-Artifact-Workspace-
+// Differs: 1 instead when the client says the workspace's file is another.
 func TestDownloadChangedMarker(t *testing.T) {
 	e, _, c, info, l := downloadSetup(t, master.Config{})
 	content := []byte("the file as it is now")
@@ -43,7 +44,8 @@ func TestDownloadChangedMarker(t *testing.T) {
 		read := c.next(protocol.TypeArtifactRead)
 		id := read.Payload.(*protocol.ArtifactRead).RequestID
 		meta := protocol.New(protocol.TypeArtifactMeta, &protocol.ArtifactMeta{RequestID: id, Size: int64(len(content)),
-			ModifiedAt: "2026-01-02T03:04:05Z", ETag: "v2", ChangedSince: tc.changed})
+			ModifiedAt: "2026-01-02T03:04:05Z", ETag: "v2", ChangedSince: tc.changed,
+			WorkspaceDiffers: !tc.changed})
 		meta.SessionID, meta.ParentID = read.SessionID, read.MessageID
 		c.send(meta)
 		if tc.method == http.MethodGet {
@@ -63,6 +65,9 @@ func TestDownloadChangedMarker(t *testing.T) {
 		}
 		if r.StatusCode != http.StatusOK || r.Header.Get(dl.ChangedHeader) != want {
 			t.Errorf("%s changed=%v: %d, %s %q, want %q", tc.method, tc.changed, r.StatusCode, dl.ChangedHeader, r.Header.Get(dl.ChangedHeader), want)
+		}
+		if differs := map[bool]string{true: "", false: "1"}[tc.changed]; r.Header.Get(dl.WorkspaceDiffersHeader) != differs {
+			t.Errorf("%s changed=%v: %s %q, want %q", tc.method, tc.changed, dl.WorkspaceDiffersHeader, r.Header.Get(dl.WorkspaceDiffersHeader), differs)
 		}
 		if b := <-body; tc.method == http.MethodGet && string(b) != string(content) {
 			t.Errorf("%s: body %q", tc.method, b)

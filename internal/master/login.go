@@ -52,15 +52,55 @@ func scriptHash(s string) string {
 	return "'sha256-" + base64.StdEncoding.EncodeToString(h[:]) + "'"
 }
 
-// pageCSP allows one inline script, by its hash, and nothing from anywhere.
+// pageCSP allows one inline script, by its hash, the master's own
+// stylesheet (LoginStylePath) and images (the app's icon), and nothing
+// from anywhere else: no inline style.
 func pageCSP(script string) string {
-	return "default-src 'none'; script-src " + scriptHash(script) + "; style-src 'unsafe-inline'; " +
+	return "default-src 'none'; script-src " + scriptHash(script) + "; style-src 'self'; img-src 'self'; " +
 		"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 }
 
-const pageStyle = `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#1a1a1a;background:#fff}` +
-	`code{background:#f0f0f0;padding:0 .25rem}button{font:inherit;padding:.4rem 1rem;margin-right:1rem}` +
-	`@media (prefers-color-scheme:dark){body{color:#eee;background:#151515}code{background:#2a2a2a}a{color:#8ab4ff}}</style>`
+// LoginStylePath is where the master serves the style sheet of its own
+// pages (sign-in, signed in, a login link that does not work): the web
+// UI's look (its header, colours, light and dark) for pages that are not
+// the UI's, under a policy without inline style.
+const LoginStylePath = "/login.css"
+
+// loginLogo is the app's icon, as the UI serves it (/favicon.ico leads to
+// its SVG); a master without the UI shows the word alone.
+const loginLogo = "/favicon.ico"
+
+// loginStyle is served at LoginStylePath. Its colours are the UI's
+// (web/static/app.css), which meet WCAG AA contrast in both schemes.
+const loginStyle = `:root{--bg:#fff;--surface:#f6f8fa;--fg:#1b1f23;--muted:#57606a;--border:#d0d7de;--accent:#0b6e69;--accent-fg:#fff;--link:#0a5f5b;--focus:#0969da;color-scheme:light dark}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--surface:#161b22;--fg:#e6edf3;--muted:#9ea7b3;--border:#3d444d;--accent:#5cc8c0;--accent-fg:#06201e;--link:#5cc8c0;--focus:#58a6ff}}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;-webkit-text-size-adjust:100%}
+.topbar{display:flex;align-items:center;gap:.6rem;padding:.35rem .75rem;border-bottom:1px solid var(--border);background:var(--surface);min-height:3rem}
+.brand{display:inline-flex;align-items:center;gap:.45rem;font-weight:700;font-size:1.1rem;color:var(--fg);text-decoration:none}
+.logo{width:22px;height:22px;display:block}
+main{display:block;max-width:40rem;margin:1.5rem auto;padding:0 1rem}
+.panel{padding:1.25rem 1.5rem;background:var(--surface);border:1px solid var(--border);border-radius:12px}
+h1{margin:0 0 .6rem;font-size:1.5rem;line-height:1.25}
+a{color:var(--link)}
+code{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:.9em;background:var(--bg);border:1px solid var(--border);border-radius:4px;padding:0 .25rem;overflow-wrap:anywhere}
+form{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem 1rem;margin-top:1rem}
+button{font:inherit;min-height:2.25rem;padding:.3rem .9rem;border-radius:8px;border:1px solid var(--accent);background:var(--accent);color:var(--accent-fg);cursor:pointer}
+:focus-visible{outline:2px solid var(--focus);outline-offset:2px}
+[hidden]{display:none!important}
+@media (pointer:coarse){button{min-height:44px}}
+`
+
+// serveLoginStyle answers GET LoginStylePath.
+func serveLoginStyle(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/css; charset=utf-8")
+	h.Set("Cache-Control", "public, max-age=3600")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.Method != http.MethodHead {
+		_, _ = io.WriteString(w, loginStyle)
+	}
+}
 
 func pageHeaders(w http.ResponseWriter, csp string) {
 	h := w.Header()
@@ -75,10 +115,15 @@ func pageHeaders(w http.ResponseWriter, csp string) {
 	h.Set("Referrer-Policy", "same-origin")
 }
 
+// pageStart opens a page of the master: its head, the UI's header (the
+// app's icon and name, leading to the UI) and the main panel.
 func pageStart(title string) string {
 	return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>` + html.EscapeString(title) + `</title>` + pageStyle + `</head><body><main>
+<meta name="color-scheme" content="light dark">
+<title>` + html.EscapeString(title) + `</title><link rel="stylesheet" href="` + LoginStylePath + `"></head><body>
+<header class="topbar"><a class="brand" href="/" aria-label="ferry: home"><img class="logo" src="` + loginLogo + `" alt="" width="22" height="22">ferry</a></header>
+<main class="panel">
 `
 }
 
@@ -183,15 +228,15 @@ func loginRefusedPage(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(http.StatusUnauthorized)
 	_, _ = io.WriteString(w, loginRefusedHTML)
 }
 
-// loginRefusedHTML is styled as the login pages are (pageStyle: both colour
-// schemes, a link readable in each).
+// loginRefusedHTML is styled as the login pages are (LoginStylePath: both
+// colour schemes, a link readable in each).
 var loginRefusedHTML = pageStart("ferry: this login link does not work") + `<h1>This login link does not work</h1>
 <p>It is invalid, expired or already used: each link signs in one browser, once.</p>
 <p>Ask for a new one where ferry runs: <code>ferry token create --kind login</code>, then open

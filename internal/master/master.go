@@ -533,6 +533,7 @@ func (m *Master) Handler() http.Handler {
 	mux.HandleFunc("GET /login", m.serveLogin)
 	mux.HandleFunc("POST /login", m.serveLoginPost)
 	mux.HandleFunc("POST /v1/signin/status", m.serveSignInStatus)
+	mux.HandleFunc("GET "+LoginStylePath, serveLoginStyle)
 	mux.HandleFunc("GET /healthz", m.serveHealth)
 	mux.HandleFunc("GET /readyz", m.serveReady)
 	mux.HandleFunc("GET /v1/artifacts/{token}", m.serveArtifact)

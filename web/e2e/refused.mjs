@@ -58,7 +58,9 @@ await main(async (browser) => {
   await step('the page shows the prompt not run, with what to do', async () => {
     await refused().waitFor();
     const text = await refused().innerText();
-    assert.match(text, /^Not run: the session already runs a turn busy Send it again\./, text);
+    // What the refusal means, not its code (busy), which is in the title.
+    assert.match(text, /^Not run: the session already runs a turn\. Send it again\./, text);
+    assert.equal(await refused().getAttribute('title'), 'busy');
     await shot(page, 'phone-prompt-not-run');
   });
 

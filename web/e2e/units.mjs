@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { parsePrompt } from '../static/js/fileref.js';
 import { SessionState, attachedFiles, promptFailure, editSegments } from '../static/js/session.js';
 import { relativePath, shortenPath, toolPath } from '../static/js/util.js';
-import { TOOL_CODES, CODES, toolErrorText, namedToolOutput, errorNote } from '../static/js/codes.js';
+import { TOOL_CODES, CODES, toolErrorText, toolErrorCode, namedToolOutput, errorNote } from '../static/js/codes.js';
 import { cleanTitle } from '../static/js/manage.js';
 import { pickBase, settingsPayload } from '../static/js/modelsetting.js';
 import {
@@ -59,19 +59,31 @@ check('every string error code has a human line', () => {
 });
 check('every tool code has the name docs/tools.md gives it', () => {
   for (const [n, name] of Object.entries(codes.tools)) assert.equal(TOOL_CODES[n]?.[0], name, `code ${n}`);
-  assert.equal(toolErrorText(15), 'denied (code 15): you, a permission rule or the mode refused the call');
-  assert.equal(toolErrorText(42), 'error code 42');
+  assert.equal(toolErrorText(15), 'denied: you, a permission rule or the mode refused the call');
+  assert.equal(toolErrorText(42), 'the tool failed');
+  assert.equal(toolErrorCode(15), 'tool error code 15');
 });
 check('a tool\'s "Error (code 15):" output reads with the name', () => {
   assert.equal(namedToolOutput('Error (code 15): the user refused.'), 'Error: denied (code 15): the user refused.');
   assert.equal(namedToolOutput('Error (code 77): x'), 'Error (code 77): x');
   assert.equal(namedToolOutput('ok, Error (code 15): x'), 'ok, Error (code 15): x');
 });
-check('an agent error reads with its code\'s name and meaning', () => {
+check('an agent error reads with what its code means, never the code', () => {
   assert.equal(errorNote({ code: 'agent_exited', message: 'claude exited with status 1' }),
-    'claude exited with status 1 (agent exited: the agent\'s process ended; later turns fail the same way)');
-  assert.equal(errorNote({ code: 'busy' }), 'the session is already running a turn (busy)');
-  assert.equal(errorNote({ code: 'weird_new', message: 'x' }), 'x (weird new)');
+    'claude exited with status 1 (the agent\'s process ended; later turns fail the same way)');
+  assert.equal(errorNote({ code: 'busy' }), 'the session is already running a turn');
+  assert.equal(errorNote({ code: 'busy', message: 'the session is already running a turn' }), 'the session is already running a turn');
+  assert.equal(errorNote({ code: 'weird_new', message: 'x' }), 'x');
+  assert.equal(errorNote({ code: 'weird_new' }), 'it failed for a reason this page does not know');
+  // A restart names what restarted: ferry there, not the machine.
+  const r = errorNote({ code: 'restarted', message: 'ferry restarted during this turn; …' }, { machine: 'box' });
+  assert.match(r, /^Ferry on the machine “box” \(ferry up or ferry connect\) stopped during the turn/);
+  assert.doesNotMatch(r, /restarted\b.*\(restarted|machine restarted/);
+  for (const [code, line] of Object.entries(CODES)) {
+    const note = errorNote({ code, message: 'm' });
+    if (!code.includes('_')) continue;
+    assert.ok(!note.includes(code) && !note.includes(`(${code.replaceAll('_', ' ')}`), `${code}: ${note} (${line})`);
+  }
 });
 
 check('tool paths are workspace-relative', () => {
@@ -389,8 +401,8 @@ check('an upload\'s answer: the upload, or the master\'s coded error, or one fro
   assert.equal(uploadOutcome(401, '').error.code, 'unauthorized');
   assert.equal(uploadOutcome(0, '').error.code, 'connection_lost');
   assert.equal(uploadOutcome(502, '<html>').error.message, 'the upload failed (HTTP 502)');
-  assert.equal(errorText({ code: 'too_large', message: 'the file passes 20 MiB' }), 'the file passes 20 MiB (too_large)');
-  assert.equal(errorText({ code: 'too_large', message: 'too_large' }), 'too_large');
+  assert.equal(errorText({ code: 'too_large', message: 'the file passes 20 MiB' }), 'the file passes 20 MiB');
+  assert.equal(errorText({ code: 'too_large', message: '' }), 'the file could not be attached');
   assert.equal(errorText({ code: 'internal', message: 'the upload failed (HTTP 502)' }), 'the upload failed (HTTP 502)');
 });
 

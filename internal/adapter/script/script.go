@@ -186,7 +186,8 @@ func (a *Adapter) ID() string { return Prefix + a.name }
 
 // Capability declares what a script agent supports: default mode only,
 // text and piped input, cancel, file tokens as arguments, no prompt
-// settings but output_format (which ferry renders).
+// settings but output_format (which ferry renders), and plain text: its
+// output is a command's, shown line by line, not read as Markdown.
 func (a *Adapter) Capability() protocol.AdapterCapability {
 	return protocol.AdapterCapability{
 		ID:         a.ID(),
@@ -197,6 +198,7 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 		Compact:    false,
 		FileTokens: "arguments",
 		Settings:   []string{adapter.SettingOutputFormat},
+		TextFormat: protocol.TextPlain,
 	}
 }
 

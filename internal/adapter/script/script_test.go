@@ -501,7 +501,8 @@ func TestNewAndOpen(t *testing.T) {
 	}
 	c := a.Capability()
 	if c.ID != "script:my-agent" || c.FileTokens != "arguments" || !c.Cancel || c.Compact ||
-		strings.Join(c.Modes, ",") != protocol.ModeDefault || len(c.Interactions) != 0 || !strings.Contains(c.Name, "my-agent --x") {
+		strings.Join(c.Modes, ",") != protocol.ModeDefault || len(c.Interactions) != 0 || !strings.Contains(c.Name, "my-agent --x") ||
+		c.TextFormat != protocol.TextPlain {
 		t.Fatalf("capability %+v", c)
 	}
 	if n, _ := New(Config{Command: []string{"sh", strings.Repeat("é", 300)}, Name: "n"}); len(n.Capability().Name) > maxNameLen || !utf8.ValidString(n.Capability().Name) {

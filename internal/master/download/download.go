@@ -67,11 +67,30 @@ type File struct {
 	// registered as (the source kept no copy of that one): the response
 	// carries ChangedHeader, so a UI can say so.
 	Changed bool
+	// WorkspaceDiffers marks the registered version served while the
+	// source's current file is another (changed, undone or removed): the
+	// response carries WorkspaceDiffersHeader.
+	WorkspaceDiffers bool
 }
 
 // ChangedHeader is the response header that marks a changed file (File.Changed),
 // with the value "1"; absent, the file is the version registered.
 const ChangedHeader = "Ferry-Artifact-Changed"
+
+// WorkspaceDiffersHeader is the response header that marks the registered
+// version served while the current file differs (File.WorkspaceDiffers),
+// with the value "1".
+const WorkspaceDiffersHeader = "Ferry-Artifact-Workspace-Differs"
+
+// markVersion sets the headers that say which version f is.
+func markVersion(h http.Header, f *File) {
+	if f.Changed {
+		h.Set(ChangedHeader, "1")
+	}
+	if f.WorkspaceDiffers {
+		h.Set(WorkspaceDiffersHeader, "1")
+	}
+}
 
 // ErrUnsatisfiable is Serve's answer to a Range that lies outside the file:
 // nothing was written, and the header carries Content-Range: bytes */size
@@ -112,9 +131,7 @@ func Serve(w http.ResponseWriter, r *http.Request, f File) error {
 	// Were it ever rendered, it could not run script on the server's origin.
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
-	if f.Changed {
-		h.Set(ChangedHeader, "1")
-	}
+	markVersion(h, &f)
 	set := h.Clone()
 
 	pw, err := serveOnce(w, r, &f)
@@ -134,9 +151,7 @@ func Serve(w http.ResponseWriter, r *http.Request, f File) error {
 				h.Set("Last-Modified", lastMod)
 			}
 			h.Set("Content-Range", cr)
-			if f.Changed {
-				h.Set(ChangedHeader, "1")
-			}
+			markVersion(h, &f)
 			return ErrUnsatisfiable
 		}
 	}

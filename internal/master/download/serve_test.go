@@ -241,7 +241,8 @@ func (w *strictWriter) Write(b []byte) (int, error) {
 
 // TestServeChangedMarker: a changed file carries ChangedHeader on every
 // answer about it (GET, HEAD, a range, 304, 416); the registered version
-// never does.
+// never does, but carries WorkspaceDiffersHeader on each when the current
+// file differs from it.
 func TestServeChangedMarker(t *testing.T) {
 	t.Parallel()
 	for _, changed := range []bool{true, false} {
@@ -258,13 +259,16 @@ func TestServeChangedMarker(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 			src := &source{data: content}
-			_ = Serve(rec, req, File{Name: "f", Size: 100, ETag: "v1", ModTime: mod, Open: src.open, Changed: changed})
-			want := ""
+			_ = Serve(rec, req, File{Name: "f", Size: 100, ETag: "v1", ModTime: mod, Open: src.open, Changed: changed, WorkspaceDiffers: !changed})
+			want, differs := "", "1"
 			if changed {
-				want = "1"
+				want, differs = "1", ""
 			}
 			if got := rec.Header().Get(ChangedHeader); got != want {
 				t.Errorf("changed %v, %s %v: %s %q, want %q", changed, tc.method, tc.h, ChangedHeader, got, want)
+			}
+			if got := rec.Header().Get(WorkspaceDiffersHeader); got != differs {
+				t.Errorf("changed %v, %s %v: %s %q, want %q", changed, tc.method, tc.h, WorkspaceDiffersHeader, got, differs)
 			}
 		}
 	}

@@ -9,7 +9,14 @@ import { SessionView } from './sessionview.js';
 import { WaitingBadge, waitingCount } from './badge.js';
 import { Notifier } from './notify.js';
 
+// LOGO is the app's icon (the favicon), beside the app's versioned modules.
+const LOGO = new URL('../favicon.svg', import.meta.url).href;
+
 const ERROR_WAIT = 60000;
+// LOST_KEPT is what the banner says survives while ferry is away.
+const LOST_KEPT = 'Kept: your sessions and everything shown here; a prompt already sent runs once ferry is back; '
+  + 'a question waiting for you is asked again (unless its time runs out). A running turn goes on if only the connection dropped; '
+  + 'if ferry on its machine stopped (ferry up or ferry connect), that turn ends there and says so.';
 // What the sidebar says of a machine; "unknown" while the UI's own
 // connection to the master is down and the last word may be stale.
 const MACHINE_STATE = { on: 'online', off: 'offline', unknown: 'unknown — reconnecting' };
@@ -68,7 +75,8 @@ export class App {
     this.toasts = h('div', { class: 'toasts', 'aria-live': 'assertive' });
     this.topbar = h('header', { class: 'topbar' },
       this.back,
-      h('a', { class: 'brand', href: '#/', 'aria-label': 'ferry: home' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), 'ferry'),
+      h('a', { class: 'brand', href: '#/', 'aria-label': 'ferry: home' },
+        h('img', { class: 'logo', src: LOGO, alt: '', width: '22', height: '22', decoding: 'async' }), 'ferry'),
       h('span', { class: 'spacer' }),
       this.connPill);
     clear(this.root).append(
@@ -119,9 +127,15 @@ export class App {
     if (state === 'lost') {
       this.banner.hidden = false;
       this.banner.dataset.kind = 'lost';
-      this.banner.textContent = 'Connection lost — resuming… Nothing is lost: the session picks up where it stopped.';
+      // What survives, exactly (docs/live.md, "Guarantees"): not "nothing
+      // is lost", since a turn running when ferry stops ends there.
+      this.banner.replaceChildren(
+        h('span', { text: reason === 'unreachable'
+          ? `Connection lost — ferry does not answer: the master at ${location.host} is stopped or cannot be reached; resuming by itself.`
+          : 'Connection lost — resuming…' }),
+        h('span', { class: 'banner-kept', text: LOST_KEPT }));
+      if (!this.wasLost) this.announce('Connection lost. Reconnecting.');
       this.wasLost = true;
-      this.announce('Connection lost. Reconnecting.');
       // What the master said about the machines may be out of date now:
       // the sidebar says "unknown" until it answers again.
       this.machinesKnown = false;
@@ -421,10 +435,10 @@ export class App {
     clear(this.sidebar);
     const input = h('input', { id: 'login-link', type: 'text', autocomplete: 'off', spellcheck: 'false', placeholder: 'http://…/login?token=ferry_login_…', 'aria-describedby': 'login-help' });
     const err = h('p', { class: 'form-error', role: 'alert' });
+    const submit = h('button', { type: 'submit', class: 'btn primary', text: 'Sign in' });
     const form = h('form', { class: 'stack signin-form' },
-      h('label', { for: 'login-link', text: 'Login link or token' }), input, err,
-      h('button', { type: 'submit', class: 'btn primary', text: 'Sign in' }));
-    form.addEventListener('submit', (e) => {
+      h('label', { for: 'login-link', text: 'Login link or token' }), input, err, submit);
+    form.addEventListener('submit', async (e) => {
       e.preventDefault();
       const v = input.value.trim();
       let tok = '';
@@ -433,11 +447,32 @@ export class App {
       } catch {
         tok = v;
       }
+      err.textContent = '';
       if (!/^ferry_login_[A-Za-z0-9_-]+$/.test(tok)) {
         err.textContent = 'That is not a login link: it looks like …/login?token=ferry_login_…';
         return;
       }
-      location.assign(`/login?token=${encodeURIComponent(tok)}`);
+      const url = `/login?token=${encodeURIComponent(tok)}`;
+      // GET /login consumes nothing: ask first, so a link that does not
+      // work is said here, in place, rather than on another page.
+      submit.disabled = true;
+      let status = 0;
+      try {
+        status = (await fetch(url, { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'same-origin' })).status;
+      } catch {
+        status = 0;
+      }
+      submit.disabled = false;
+      if (status === 401) {
+        err.textContent = 'This login link does not work: it is invalid, expired or already used (each link signs in one browser, once). Run ferry token create --kind login where ferry runs for a new one.';
+        input.focus();
+        return;
+      }
+      if (status === 0) {
+        err.textContent = `ferry at ${location.host} cannot be reached to check the link; try again once it is back.`;
+        return;
+      }
+      location.assign(url);
     });
     const ended = SIGN_IN_ENDED[reason];
     clear(this.main).appendChild(h('section', { class: 'panel signin', 'aria-labelledby': 'signin-title', dataset: { reason: reason || 'none' } },

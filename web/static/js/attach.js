@@ -11,6 +11,9 @@
 
 import { h, clear, formatBytes } from './util.js';
 
+/** THUMB_MAX_BYTES is the largest image a chip shows a thumbnail of. */
+const THUMB_MAX_BYTES = 8 << 20;
+
 /** MAX_FILE_BYTES is the largest file the UI uploads (attachment.MaxBytes). */
 export const MAX_FILE_BYTES = 20 << 20;
 
@@ -159,11 +162,12 @@ export function uploadOutcome(status, text) {
 }
 
 /**
- * errorText is what an error chip says: the message and its code
- * ("too large: 25 MiB; the limit is 20 MiB (too_large)").
+ * errorText is what an error chip says: the message, which says what is
+ * wrong ("too large: 25 MiB; the limit is 20 MiB"); the code is for
+ * support, in the chip's title.
  */
 export function errorText(e) {
-  return e.code && e.code !== 'internal' && !e.message.includes(e.code) ? `${e.message} (${e.code})` : e.message;
+  return e.message || 'the file could not be attached';
 }
 
 const ICONS = {
@@ -409,6 +413,28 @@ export class Attachments {
     this.opts.onChange?.();
   }
 
+  /**
+   * thumbnail is a small picture of an image chip (PNG, JPEG, GIF, WebP up
+   * to THUMB_MAX_BYTES), read once as a data: URL (the page's policy
+   * allows data: images, not blob:); null for any other file.
+   */
+  thumbnail(chip) {
+    if (!INLINE_IMAGE_TYPES.has(String(chip.type).toLowerCase()) || !chip.file || chip.file.size > THUMB_MAX_BYTES) return null;
+    const img = h('img', { class: 'attach-thumb', alt: '', width: '32', height: '32', decoding: 'async' });
+    if (chip.thumb) img.src = chip.thumb;
+    else if (!chip.reading) {
+      chip.reading = true;
+      const r = new FileReader();
+      r.onload = () => {
+        if (typeof r.result !== 'string' || !r.result.startsWith('data:image/')) return;
+        chip.thumb = r.result;
+        chip.el.querySelector('img.attach-thumb')?.setAttribute('src', chip.thumb);
+      };
+      r.readAsDataURL(chip.file);
+    }
+    return img;
+  }
+
   draw(chip) {
     const el = chip.el;
     el.dataset.state = chip.state;
@@ -418,9 +444,10 @@ export class Attachments {
       ? h('progress', { class: 'attach-progress', max: '1', value: String(chip.progress), 'aria-label': `Uploading ${chip.name}` })
       : null;
     clear(el).append(
+      this.thumbnail(chip) || '',
       h('span', { class: 'attach-info' },
         h('span', { class: 'attach-name', text: chip.name, title: chip.name }),
-        h('span', { class: 'attach-meta small', text: chip.state === 'error' ? errorText(chip.error) : formatBytes(chip.size) }),
+        h('span', { class: 'attach-meta small', title: chip.state === 'error' ? chip.error.code || false : false, text: chip.state === 'error' ? errorText(chip.error) : formatBytes(chip.size) }),
         chip.bar),
       h('button', {
         type: 'button', class: 'attach-remove', 'aria-label': `Remove ${label}`, title: 'Remove', text: '✕',

@@ -69,7 +69,7 @@ export const CODES = {
   session_not_resumed: 'the agent could not resume the earlier conversation and starts a new one',
   agent_failed: 'the agent failed without saying why',
   compaction_failed: 'the agent could not compact the session',
-  restarted: 'the machine restarted and the turn was lost',
+  restarted: 'ferry on the session\'s machine (ferry up or ferry connect) stopped during the turn, which ended there; the machine itself need not have restarted',
   script_exit_status: 'the script exited with an error',
   script_killed: 'the script was killed',
   script_start_failed: 'the script could not be started',
@@ -79,10 +79,19 @@ export const CODES = {
   cancelled: 'it was stopped',
 };
 
-/** toolErrorText is the line under a failed tool: "denied (code 15): …". */
+/**
+ * toolErrorText is the line under a failed tool: the code's name and what
+ * it means ("denied: you, a permission rule or …"); the number is for
+ * support, in the line's title (toolErrorCode).
+ */
 export function toolErrorText(n) {
   const c = TOOL_CODES[n];
-  return c ? `${c[0]} (code ${n}): ${c[1]}` : `error code ${n}`;
+  return c ? `${c[0]}: ${c[1]}` : 'the tool failed';
+}
+
+/** toolErrorCode is a tool's error code as support reads it ("tool error code 15"). */
+export function toolErrorCode(n) {
+  return `tool error code ${n}`;
 }
 
 /** codeName is a string code as words ("agent_crashed" → "agent crashed"). */
@@ -90,8 +99,15 @@ export function codeName(code) {
   return String(code || '').replaceAll('_', ' ');
 }
 
-/** codeLine is what a string code means, or '' for a code not known here. */
-export function codeLine(code) {
+/**
+ * codeLine is what a string code means, or '' for a code not known here;
+ * ctx.machine (the session's machine's name) makes a restart's line name
+ * it: ferry's client restarted there, which need not be the machine.
+ */
+export function codeLine(code, ctx = {}) {
+  if (code === 'restarted' && ctx.machine) {
+    return `ferry on the machine “${ctx.machine}” (ferry up or ferry connect) stopped during the turn, which ended there; the machine itself need not have restarted`;
+  }
   return CODES[code] || '';
 }
 
@@ -105,14 +121,16 @@ export function namedToolOutput(output) {
 }
 
 /**
- * errorNote is how a coded error reads: its message, then the code's name
- * and what it means — "the agent exited (agent exited: the agent's process
- * ended; …)" — instead of a bare identifier.
+ * errorNote is how a coded error reads: its message, then what its code
+ * means when that adds to it — "claude exited with status 1 (the agent's
+ * process ended; …)" — never the code's identifier, which the caller
+ * keeps for support in a title. A restart reads as what restarted (see
+ * codeLine; ctx.machine names the machine) and what to do.
  */
-export function errorNote(e) {
-  const name = codeName(e?.code);
-  const line = codeLine(e?.code);
-  const msg = e?.message || line || name;
-  if (!name) return msg;
-  return `${msg} (${name}${e?.message && line && line !== e.message ? `: ${line}` : ''})`;
+export function errorNote(e, ctx = {}) {
+  const line = codeLine(e?.code, ctx);
+  if (e?.code === 'restarted') return `${line[0].toUpperCase()}${line.slice(1)}. Send a new prompt to go on.`;
+  const msg = e?.message || line;
+  if (!msg) return e?.code ? 'it failed for a reason this page does not know' : '';
+  return line && line !== msg && !msg.includes(line) ? `${msg} (${line})` : msg;
 }

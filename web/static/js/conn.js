@@ -143,6 +143,7 @@ export class Connection extends EventTarget {
       } catch {
         // private mode: "signed out" cannot tell an ended sign-in from none
       }
+      this.lostReason = '';
       this.setState('open', { force: true });
       this.scheduleHeartbeat();
     };
@@ -195,7 +196,13 @@ export class Connection extends EventTarget {
       this.signedOut(this.everOpened || wasSignedIn() ? 'expired' : 'none');
       return;
     }
-    if (this.everOpened) this.setState('lost');
+    // Lost, and now the master's health check says whether ferry itself
+    // is down (unreachable) or only this connection failed.
+    if (this.everOpened) {
+      const reason = healthy ? 'refused' : 'unreachable';
+      this.setState('lost', { reason, force: this.lostReason !== reason });
+      this.lostReason = reason;
+    }
     // Never connected and the master does not answer: unreachable (as an
     // app opened from the service worker's cache while it is down).
     else this.setState('connecting', healthy ? {} : { reason: 'unreachable', force: true });

@@ -22,6 +22,12 @@ function refusalText(err) {
   return `Refused: ${err.message || err.code}`;
 }
 
+/** changedFiles: turn t recorded a file change (a diff) that is not undone. */
+function changedFiles(t) {
+  for (const tool of t.tools.values()) if (tool.diff && tool.status === 'ok' && !tool.undone) return true;
+  return false;
+}
+
 /** HistoryUI drives undo, rewind and the Changes view of one SessionView. */
 export class HistoryUI {
   constructor(view) {
@@ -62,18 +68,29 @@ export class HistoryUI {
     return box;
   }
 
-  /** turnControls is the rewind button (or its outcome) of an ended turn. */
+  /**
+   * turnControls is the rewind button (or its outcome) of an ended turn:
+   * "Rewind files" on a turn whose own file changes are recorded and not
+   * undone; on another turn, only "Rewind to before this turn" where the
+   * agent's conversation can be rewound (rewind_conversation), else none:
+   * a turn that changed nothing has no files to rewind.
+   */
   turnControls(t) {
     if (!this.available() || t.state === 'running' || t.state === 'waiting' || !t.id) return null;
     const box = h('div', { class: 'history-actions' });
     if (t.filesRewound) {
       box.appendChild(h('span', { class: 'small muted', text: t.rewound ? 'Rewound: files and conversation.' : 'Files rewound.' }));
     } else {
-      box.appendChild(h('button', {
-        type: 'button', class: 'btn small-btn rewind-btn', disabled: !!t.rewinding,
-        'aria-label': 'Rewind files to before this turn', text: t.rewinding ? 'Rewinding…' : 'Rewind files to before this turn',
-        onclick: () => this.rewind(t),
-      }));
+      const label = changedFiles(t) ? 'Rewind files to before this turn'
+        : this.view.adapter()?.rewind_conversation ? 'Rewind to before this turn' : '';
+      if (!label && !t.rewindError) return null;
+      if (label) {
+        box.appendChild(h('button', {
+          type: 'button', class: 'btn small-btn rewind-btn', disabled: !!t.rewinding,
+          'aria-label': label, text: t.rewinding ? 'Rewinding…' : label,
+          onclick: () => this.rewind(t),
+        }));
+      }
     }
     if (t.rewindError) box.appendChild(h('p', { class: 'history-error small', role: 'alert', text: t.rewindError }));
     return box;

@@ -15,7 +15,8 @@
 import { parsePrompt } from './fileref.js';
 import { timeoutLabel } from './timeoutsetting.js';
 import { applyRestored } from './restore.js';
-import { errorNote } from './codes.js';
+import { errorNote, codeLine } from './codes.js';
+import { recheckArtifacts } from './artifactmarker.js';
 
 export const TURN_LABELS = {
   running: 'Running',
@@ -339,6 +340,8 @@ export class SessionState {
         break;
       case 'agent.files.restored':
         applyRestored(this, msg);
+        // Which version a file card's Download gives may have changed.
+        recheckArtifacts();
         break;
       case 'agent.compaction.done':
         this.addNote('info', `History compacted: ${p.tokens_before.toLocaleString()} → ${p.tokens_after.toLocaleString()} tokens${typeof p.achieved_ratio === 'number' ? ` (${Math.round(p.achieved_ratio * 100)} % of before)` : ''}.`);
@@ -466,9 +469,11 @@ export function attachedFiles(list) {
  */
 export function promptFailure(p) {
   const e = p.error || {};
-  if (!p.stored) return { lead: 'Not delivered', message: e.message || e.code || 'refused', code: e.code || '', then: '' };
+  // What the code means stands in for a missing message, never the code.
+  const message = e.message || codeLine(e.code) || 'refused';
+  if (!p.stored) return { lead: 'Not delivered', message, code: e.code || '', then: '' };
   const files = p.files?.length ? ', with its files attached again' : '';
-  return { lead: 'Not run', message: e.message || e.code || 'refused', code: e.code || '', then: `Send it again${files}.` };
+  return { lead: 'Not run', message, code: e.code || '', then: `Send it again${files}.` };
 }
 
 /**

@@ -80,6 +80,8 @@ export class SessionView {
       toolControls: (tool) => this.history.toolControls(tool),
       turnControls: (t) => this.history.turnControls(t),
       editAgain: (p) => this.editAgain(p),
+      machineName: () => this.machine()?.name || '',
+      plainText: () => this.adapter()?.text_format === 'plain',
       // Tool rows show paths relative to the session's workspace.
       workspacePath: () => this.machine()?.workspaces?.find((w) => w.id === s.info.workspace_id)?.path || '',
     });

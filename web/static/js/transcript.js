@@ -14,7 +14,7 @@ import { renderDiff, diffStats, diffLayout } from './diff.js';
 import { renderInteraction, toolSummary } from './interaction.js';
 import { TURN_LABELS, promptFailure } from './session.js';
 import { watchChanged } from './artifactmarker.js';
-import { TOOL_CODES, toolErrorText, namedToolOutput, errorNote } from './codes.js';
+import { TOOL_CODES, toolErrorText, toolErrorCode, namedToolOutput, errorNote } from './codes.js';
 
 const TOOL_STATUS = { running: 'running', ok: 'done', error: 'failed', denied: 'denied', cancelled: 'cancelled', unfinished: 'unfinished' };
 const OUTPUT_LINES = 12;
@@ -119,7 +119,7 @@ function renderTool(tool, ctx) {
   const input = JSON.stringify(tool.input, null, 2);
   if (input && input !== '{}') body.appendChild(h('div', {}, h('div', { class: 'muted small', text: 'Input' }), h('pre', { class: 'tool-input', text: input })));
   if (tool.output) body.appendChild(h('div', {}, h('div', { class: 'muted small', text: tool.status === 'running' ? 'Output so far' : 'Output' }), renderOutput(tool.errorCode ? namedToolOutput(tool.output) : tool.output)));
-  if (tool.errorCode) body.appendChild(h('p', { class: 'small', text: toolErrorText(tool.errorCode) }));
+  if (tool.errorCode) body.appendChild(h('p', { class: 'small', title: toolErrorCode(tool.errorCode), text: toolErrorText(tool.errorCode) }));
   const details = h('details', { class: 'tool-details' }, summary, body);
   const box = h('div', { class: `tool status-${tool.status}`, dataset: { tool: tool.name } }, details);
   const imgs = toolImages(tool, what);
@@ -148,7 +148,9 @@ export class TranscriptView {
   /**
    * ctx: respond(it, value, text), artifactLink(id), download(event,
    * artifact), onTurnEnded(turn), toolControls(tool) and turnControls(turn)
-   * (undo and rewind, history.js).
+   * (undo and rewind, history.js), plainText() (the agent's text is a
+   * command's output, shown as it is: text_format plain) and machineName()
+   * (named by a restart's error line).
    */
   constructor(state, ctx) {
     this.state = state;
@@ -220,9 +222,9 @@ export class TranscriptView {
         const again = f.then && this.ctx.editAgain
           ? h('button', { type: 'button', class: 'link small', text: 'Edit again', onclick: () => this.ctx.editAgain(p) })
           : null;
-        art.appendChild(h('div', { class: 'prompt-error small', role: 'alert' },
-          `${f.lead}: ${f.message}`, f.code ? ' ' : null, f.code ? h('code', { text: f.code }) : null,
-          f.then ? ` ${f.then}` : null, again ? ' ' : null, again));
+        // The code is for support, in the title; the text says what it means.
+        art.appendChild(h('div', { class: 'prompt-error small', role: 'alert', title: f.code || false },
+          `${f.lead}: ${f.message}${f.then && !/[.!?…]$/.test(f.message) ? '.' : ''}`, f.then ? ` ${f.then}` : null, again ? ' ' : null, again));
       }
       node.li.appendChild(art);
       return;
@@ -263,8 +265,15 @@ export class TranscriptView {
     const s = this.state;
     switch (b.kind) {
       case 'text':
-        el.classList.add('md');
-        renderMarkdown(el, b.text);
+        // A command's output (a script agent: text_format plain) keeps its
+        // lines and spaces; Markdown would join single lines.
+        if (this.ctx.plainText?.()) {
+          el.classList.remove('md');
+          clear(el).appendChild(h('pre', { class: 'plain-output', text: b.text }));
+        } else {
+          el.classList.add('md');
+          renderMarkdown(el, b.text);
+        }
         break;
       case 'thinking':
         clear(el).appendChild(h('details', { class: 'thinking' }, h('summary', { text: 'Thinking' }), h('div', { class: 'thinking-text', text: b.text })));
@@ -296,7 +305,7 @@ export class TranscriptView {
       }
       case 'error':
         clear(el).appendChild(h('div', { class: 'error-line', role: 'alert' },
-          h('strong', { text: 'Error: ' }), h('span', { title: b.error.code, text: errorNote(b.error) }),
+          h('strong', { text: 'Error: ' }), h('span', { title: b.error.code, text: errorNote(b.error, { machine: this.ctx.machineName?.() }) }),
           b.error.retryable ? h('span', { class: 'muted small', text: ' (may work if you try again)' }) : null));
         break;
       default:
