@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
@@ -92,11 +93,25 @@ func newLogger(env Env, verbose bool) *slog.Logger {
 
 // listener binds addr and returns the base URL people and clients use.
 func listener(addr string) (net.Listener, string, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("--addr", addr)
 	if err != nil {
-		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, "", err
 	}
 	return ln, "http://" + ln.Addr().String(), nil
+}
+
+// listen binds addr, which flagName set. An address in use is most often
+// another ferry (an earlier up still running): say so, and how to pick
+// another.
+func listen(flagName, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s %s is in use: is another ferry running? use %s to pick another address: %w", flagName, addr, flagName, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: listen: %w", flagName, addr, err)
+	}
+	return ln, nil
 }
 
 // Limits of the HTTP server (docs/live.md). There is no ReadTimeout or
@@ -387,9 +402,9 @@ func connectNATS(ctx context.Context, url string, log *slog.Logger) (*brokernats
 // startMetrics binds addr and serves the node's metrics there; the
 // master's store and broker are wrapped to count their failures.
 func (lm *liveMaster) startMetrics(addr string, cfg *master.Config) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("--metrics-addr", addr)
 	if err != nil {
-		return fmt.Errorf("--metrics-addr: %w", err)
+		return err
 	}
 	met := metrics.New()
 	if lm.br == nil {
