@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/binarytest"
 	"github.com/ferry-dev/ferry/internal/cli"
 )
 
@@ -45,5 +48,32 @@ func TestPortInUseSaysWhatToDo(t *testing.T) {
 		if code == cli.ExitOK || !strings.Contains(stderr, addr+" is in use: is another ferry running? use "+flagName+" to pick another address") {
 			t.Errorf("ferry %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
 		}
+	}
+}
+
+// TestRunRefusesBinaryStdin: binary standard input (invalid UTF-8, NUL
+// bytes) would reach the model as U+FFFD: the real binary refuses it,
+// saying why, exits non-zero, and no turn runs (the echo agent prints
+// nothing).
+func TestRunRefusesBinaryStdin(t *testing.T) {
+	t.Parallel()
+	bin := binarytest.Build(t)
+	for _, in := range []string{"a\xff\xfe", "text\x00more", "\x89PNG\r\n\x1a\n\x00\x00"} {
+		cmd := exec.Command(bin, "run", "--agent", "echo", "--workspace", t.TempDir(), "summarise this")
+		cmd.Stdin = strings.NewReader(in)
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "HOME="+t.TempDir())
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if err == nil || stdout.Len() > 0 || !strings.Contains(stderr.String(), "standard input is not text") {
+			t.Errorf("stdin %q: err %v, stdout %q, stderr %q", in, err, stdout.String(), stderr.String())
+		}
+	}
+	// Text still goes through.
+	cmd := exec.Command(bin, "run", "--agent", "echo", "--workspace", t.TempDir(), "summarise this")
+	cmd.Stdin = strings.NewReader("héllo ✓\n")
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "HOME="+t.TempDir())
+	if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "héllo ✓") {
+		t.Errorf("text stdin: %v, %q", err, out)
 	}
 }
