@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"net"
@@ -75,5 +76,59 @@ func TestRunRefusesBinaryStdin(t *testing.T) {
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "HOME="+t.TempDir())
 	if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "héllo ✓") {
 		t.Errorf("text stdin: %v, %q", err, out)
+	}
+}
+
+// TestUpListsOnlyAvailableAgents: ferry up's agent line lists the agents
+// a session can start, and each other one gets a line saying why not (as
+// the UI shows it disabled): ferry's own without a model provider, a
+// script: agent whose file does not exist (naming the path).
+func TestUpListsOnlyAvailableAgents(t *testing.T) {
+	t.Parallel()
+	bin := binarytest.Build(t)
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.sh")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "up", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "f.db"), "--state", filepath.Join(dir, "state"),
+		"--workspace", dir, "--agent", "echo", "--agent", "script:"+missing, "--agent", "builtin")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var head []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "/login?token=") {
+		head = append(head, sc.Text())
+	}
+	out := strings.Join(head, "\n")
+	if !strings.Contains(out, "\nagents: echo\n") {
+		t.Errorf("want the agent line to list echo alone:\n%s\nstderr: %s", out, stderr.String())
+	}
+	for _, want := range []string{
+		"not available: script:missing.sh: the script " + missing + " does not exist",
+		"not available: builtin: ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no line %q in:\n%s", want, out)
+		}
+	}
+}
+
+// TestRunRefusesMissingScript: ferry run with a script: agent whose file
+// does not exist stops before the turn, naming the path.
+func TestRunRefusesMissingScript(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "missing.sh")
+	code, stdout, stderr := runEnv(t, map[string]string{"HOME": t.TempDir()}, "run", "--agent", "script:"+missing, "--workspace", t.TempDir(), "hi")
+	if code == cli.ExitOK || stdout != "" || !strings.Contains(stderr, "the script "+missing+" does not exist") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

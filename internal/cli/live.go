@@ -28,7 +28,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/connlimit"
 	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/forwarded"
-	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/master"
 	"github.com/ferry-dev/ferry/internal/metrics"
 	"github.com/ferry-dev/ferry/internal/push"
@@ -199,17 +198,12 @@ func agentSpecs(env Env, values []string) ([]agentspec.Spec, error) {
 	return specs, nil
 }
 
-// liveAdapters builds the agents a client offers. ferry's own needs a
-// model provider from the environment: without one it is listed as
-// unavailable (its capability says what to set and to restart cmd, the
-// command the user ran: "ferry up" or "ferry connect"), and a note says so
-// once.
+// liveAdapters builds the agents a client offers. One that cannot start a
+// session here (ferry's own without a model provider, an agent command
+// that is not found) is still offered, disabled: its capability says what
+// to do and to restart cmd, the command the user ran ("ferry up" or "ferry
+// connect"); agentLines says so at start.
 func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, cmd string) ([]adapter.Adapter, error) {
-	if slices.ContainsFunc(specs, func(s agentspec.Spec) bool { return s.Kind == agentspec.Builtin }) {
-		if _, err := provider.Resolve(env.Getenv, provider.Config{}); err != nil {
-			fmt.Fprintf(env.Stderr, "note: ferry's agent is not available here: %v\n", err)
-		}
-	}
 	ads, err := agentspec.BuildAll(specs, agentspec.Options{
 		// Sessions driven from the UI hand files to the user: artifacts on.
 		Builtin:     builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true},
@@ -224,13 +218,23 @@ func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, c
 	return ads, nil
 }
 
-// adapterIDs lists the adapters' ids, for the start-up line.
-func adapterIDs(ads []adapter.Adapter) string {
-	ids := make([]string, len(ads))
-	for i, a := range ads {
-		ids[i] = a.Capability().ID
+// agentLines are the start-up lines about the agents, as the UI shows
+// them: the ids of those a session can start, then one line for each of
+// the others saying why it cannot.
+func agentLines(ads []adapter.Adapter) (available string, notAvailable []string) {
+	var ids []string
+	for _, a := range ads {
+		c := a.Capability()
+		if c.Unavailable != "" {
+			notAvailable = append(notAvailable, fmt.Sprintf("not available: %s: %s", c.ID, c.Unavailable))
+			continue
+		}
+		ids = append(ids, c.ID)
 	}
-	return strings.Join(ids, ", ")
+	if len(ids) == 0 {
+		return "none (see below)", notAvailable
+	}
+	return strings.Join(ids, ", "), notAvailable
 }
 
 // lookPathEnv finds an executable on the PATH of env (only absolute
@@ -695,7 +699,11 @@ func connect(ctx context.Context, env Env, fs *flag.FlagSet, cf *clientFlags, ma
 	if err != nil {
 		return err
 	}
-	log.Info("offering agents", "agents", adapterIDs(cfg.Adapters))
+	available, notAvailable := agentLines(cfg.Adapters)
+	log.Info("offering agents", "agents", available)
+	for _, l := range notAvailable {
+		fmt.Fprintln(env.Stderr, l)
+	}
 	cfg.MasterURL, cfg.Token = masterURL, secret
 	c, err := client.New(cfg)
 	if err != nil {
@@ -797,7 +805,11 @@ func up(ctx context.Context, env Env, mf *masterFlags, cf *clientFlags) error {
 		}
 		shown[i] = w
 	}
-	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", lm.base, strings.Join(shown, ", "), adapterIDs(cfg.Adapters))
+	available, notAvailable := agentLines(cfg.Adapters)
+	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", lm.base, strings.Join(shown, ", "), available)
+	for _, l := range notAvailable {
+		fmt.Fprintln(env.Stdout, l)
+	}
 	if err := printLogin(ctx, env, lm.st, lm.base); err != nil {
 		return err
 	}

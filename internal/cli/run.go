@@ -243,11 +243,15 @@ func runRun(ctx context.Context, env Env, args []string) error {
 // output as for ferry's agent. Nobody can answer the agent's questions:
 // each is denied (and noted).
 func runAdapter(ctx context.Context, env Env, spec agentspec.Spec, log *slog.Logger, cfg adapter.SessionConfig, turn adapter.Turn, out *runOutput) error {
-	ad, err := spec.Build(agentspec.Options{Getenv: env.Getenv, Logger: log})
+	ad, err := spec.Build(agentspec.Options{Getenv: env.Getenv, Logger: log, HostCommand: "ferry run"})
 	if err != nil {
 		return usageErrorf("ferry run: --%w", err)
 	}
 	caps := ad.Capability()
+	if caps.Unavailable != "" {
+		// Nothing is started: the capability says why and what to do.
+		return fmt.Errorf("ferry run: cannot start %s: %s", caps.ID, caps.Unavailable)
+	}
 	badMode := func(caps protocol.AdapterCapability) error {
 		return usageErrorf("ferry run: --mode %s: the agent %s cannot enforce it (it offers %s)", cfg.Mode, caps.ID, strings.Join(caps.Modes, ", "))
 	}
