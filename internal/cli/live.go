@@ -61,23 +61,73 @@ func dataDir(env Env) (string, error) {
 	return filepath.Join(home, ".local", "share", "ferry"), nil
 }
 
-// openStore opens dsn, or the default SQLite file when dsn is empty.
-func openStore(ctx context.Context, env Env, dsn string) (store.Store, error) {
-	if dsn == "" {
+// storeUse says what a command may do about a database that is not there.
+type storeUse int
+
+const (
+	// storeServe (serve, up) creates the database and its folders.
+	storeServe storeUse = iota
+	// storeRead (token list, token revoke) needs it to exist: creating an
+	// empty one would only hide that it looked in the wrong place.
+	storeRead
+	// storeCreate (token create) creates the file, but a folder only in
+	// the default place: a --db in a folder that does not exist is a typo.
+	storeCreate
+)
+
+// openedStore is an open database and where it is, for people.
+type openedStore struct {
+	store.Store
+	// path is the SQLite file's absolute path ("" for PostgreSQL).
+	path string
+	// isNew is set when this open created the SQLite file.
+	isNew bool
+}
+
+// openStore opens dsn, or the default SQLite file when dsn is empty, as
+// use allows.
+func openStore(ctx context.Context, env Env, dsn string, use storeUse) (*openedStore, error) {
+	isDefault := dsn == ""
+	if isDefault {
 		dir, err := dataDir(env)
 		if err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create data directory: %w", err)
-		}
 		dsn = filepath.Join(dir, "ferry.db")
+	}
+	o := &openedStore{}
+	if kind, target, err := backend.Parse(dsn); err == nil && kind == backend.SQLite {
+		if abs, err := filepath.Abs(target); err == nil {
+			target = abs
+		}
+		o.path = target
+		which := "--db " + target
+		if isDefault {
+			which = "the default database " + target + " (from $XDG_DATA_HOME or $HOME)"
+		}
+		_, statErr := os.Stat(target)
+		missing := errors.Is(statErr, os.ErrNotExist)
+		switch {
+		case missing && use == storeRead:
+			return nil, fmt.Errorf("%s does not exist, and nothing was created: pass --db with the database your master uses (ferry serve and ferry up print it at start)", which)
+		case missing && use == storeCreate && !isDefault:
+			if _, err := os.Stat(filepath.Dir(target)); err != nil {
+				return nil, fmt.Errorf("%s: the folder %s does not exist, and nothing was created: pass --db with the database your master uses (ferry serve and ferry up print it at start)", which, filepath.Dir(target))
+			}
+		}
+		if missing && use != storeRead && isDefault {
+			if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+				return nil, fmt.Errorf("create data directory: %w", err)
+			}
+		}
+		o.isNew = missing
 	}
 	st, err := backend.Open(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	return st, nil
+	o.Store = st
+	return o, nil
 }
 
 // newLogger logs to env.Stderr with every credential redacted (Run's
@@ -334,7 +384,10 @@ func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
 // liveMaster is a master started from its flags, bound but not serving yet.
 type liveMaster struct {
 	st    store.Store
-	br    broker.Broker // nil: the master's own in-process broker
+	// dbPath is the SQLite database's path ("" for PostgreSQL), printed
+	// at start so that ferry token can be pointed at it.
+	dbPath string
+	br     broker.Broker // nil: the master's own in-process broker
 	m     *master.Master
 	ln    net.Listener
 	base  string // the URL people and clients use
@@ -353,10 +406,11 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, env, f.db)
+	opened, err := openStore(ctx, env, f.db, storeServe)
 	if err != nil {
 		return nil, err
 	}
+	st := opened.Store
 	cfg := f.config(st, log)
 	var br broker.Broker
 	if f.nats != "" {
@@ -367,7 +421,7 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 		}
 		br, cfg.Broker = nb, nb
 	}
-	lm := &liveMaster{st: st, br: br, log: log, drain: f.drainTimeout}
+	lm := &liveMaster{st: st, dbPath: opened.path, br: br, log: log, drain: f.drainTimeout}
 	if f.metricsAddr != "" {
 		if err := lm.startMetrics(f.metricsAddr, &cfg); err != nil {
 			_ = lm.Close()
@@ -423,6 +477,14 @@ func (lm *liveMaster) startMetrics(addr string, cfg *master.Config) error {
 	go func() { _ = lm.metrics.Serve(ln) }()
 	lm.log.Info("serving metrics; the endpoint is unauthenticated: keep it private", "url", "http://"+ln.Addr().String()+"/metrics")
 	return nil
+}
+
+// printDatabase names the SQLite database, which ferry token must be
+// given (--db) when it runs as another user or with another $HOME.
+func (lm *liveMaster) printDatabase(env Env) {
+	if lm.dbPath != "" {
+		fmt.Fprintf(env.Stdout, "database: %s (ferry token --db %s)\n", lm.dbPath, lm.dbPath)
+	}
 }
 
 // serve serves until ctx is done (see serveHTTP).
@@ -499,6 +561,7 @@ func serve(ctx context.Context, env Env, mf *masterFlags) error {
 	}
 	defer func() { _ = lm.Close() }()
 	fmt.Fprintf(env.Stdout, "ferry master listening on %s\n", lm.base)
+	lm.printDatabase(env)
 	if err := printLogin(ctx, env, lm.st, lm.base); err != nil {
 		return err
 	}
@@ -810,6 +873,7 @@ func up(ctx context.Context, env Env, mf *masterFlags, cf *clientFlags) error {
 	for _, l := range notAvailable {
 		fmt.Fprintln(env.Stdout, l)
 	}
+	lm.printDatabase(env)
 	if err := printLogin(ctx, env, lm.st, lm.base); err != nil {
 		return err
 	}
@@ -902,13 +966,29 @@ func runToken(ctx context.Context, env Env, args []string) error {
 			}
 		}
 	}
-	st, err := openStore(ctx, env, *db)
-	if err != nil {
-		return fmt.Errorf("ferry token: %w", err)
+	use := storeRead
+	if verb == "create" {
+		use = storeCreate
 	}
+	opened, err := openStore(ctx, env, *db, use)
+	if err != nil {
+		return fmt.Errorf("ferry token %s: %w", verb, err)
+	}
+	st := opened.Store
 	defer func() { _ = st.Close() }()
+	if opened.isNew {
+		fmt.Fprintf(env.Stderr, "note: started a new database %s, which no master has used yet; if yours runs as another user or with another $HOME, pass --db with its database (it prints it at start)\n", opened.path)
+	}
 	switch verb {
 	case "create":
+		base, which := strings.TrimRight(*masterURL, "/"), ""
+		if *kind == store.TokenLogin {
+			if base == "" {
+				base, which = "http://"+DefaultAddr, "the default address, not checked; pass --master URL to name and check another"
+			} else if which, err = checkMasterUses(ctx, st, base, opened.path); err != nil {
+				return fmt.Errorf("ferry token create: %w", err)
+			}
+		}
 		secret, tok, err := auth.Issue(ctx, st, *kind, *name, *ttl, auth.WithMachines(machines...))
 		if err != nil {
 			return fmt.Errorf("ferry token create: %w", err)
@@ -916,11 +996,7 @@ func runToken(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintln(env.Stdout, secret)
 		if tok.Kind == store.TokenLogin {
 			// The URL holds the secret, so it goes to stdout (stderr is
-			// redacted); the note says which master it assumed.
-			base, which := strings.TrimRight(*masterURL, "/"), "from --master"
-			if base == "" {
-				base, which = "http://"+DefaultAddr, "the default address; pass --master URL for another"
-			}
+			// redacted); the note says which master it is for.
 			fmt.Fprintf(env.Stdout, "%s/login?token=%s\n", base, secret)
 			fmt.Fprintf(env.Stderr, "the login URL above is for the master at %s (%s); it works once\n", base, which)
 		}
@@ -947,6 +1023,40 @@ func runToken(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "token %s revoked\n", rest[0])
 	}
 	return nil
+}
+
+// checkMasterUses checks that the master at base uses the database st (at
+// path, for the message): a UI token made here for a minute must open its
+// push key. A login URL made in another database would only be refused.
+func checkMasterUses(ctx context.Context, st store.Store, base, path string) (checked string, err error) {
+	where := "the database --db names"
+	if path != "" {
+		where = "the database " + path
+	}
+	secret, probe, err := auth.Issue(ctx, st, store.TokenUI, "ferry token create: master check", time.Minute)
+	if err != nil {
+		return "", fmt.Errorf("check the master: %w", err)
+	}
+	defer func() { _ = st.RevokeToken(context.Background(), probe.ID) }()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/push/key", nil)
+	if err != nil {
+		return "", fmt.Errorf("--master %s: %w", base, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+secret)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("cannot check the master at %s, which must be running: %w", base, err)
+	}
+	_ = res.Body.Close()
+	switch res.StatusCode {
+	case http.StatusOK:
+		return "checked: it uses " + where, nil
+	case http.StatusUnauthorized:
+		return "", fmt.Errorf("the master at %s does not use %s, so its login URL would be refused: pass --db with the database that master uses (it prints it at start)", base, where)
+	}
+	return "", fmt.Errorf("cannot check the master at %s: it answered %s (is it a ferry master?)", base, res.Status)
 }
 
 // scope says which machines a token may see, for people.

@@ -1,0 +1,88 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ferry-dev/ferry/internal/cli"
+)
+
+// TestTokenCommandsCreateNoStrayDatabase: token list and revoke read the
+// master's database and never create one (they say which path they looked
+// at and how to name another); create refuses a --db whose folder does
+// not exist, and says so when it starts a new database in the default
+// place.
+func TestTokenCommandsCreateNoStrayDatabase(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	env := map[string]string{"HOME": home}
+	defaultDB := filepath.Join(home, ".local", "share", "ferry", "ferry.db")
+	missing := filepath.Join(t.TempDir(), "nonexistent", "x.db")
+	for _, args := range [][]string{
+		{"token", "list"},
+		{"token", "revoke", "abc"},
+		{"token", "list", "--db", missing},
+		{"token", "revoke", "--db", missing, "abc"},
+		{"token", "create", "--db", missing},
+	} {
+		code, stdout, stderr := runEnv(t, env, args...)
+		want := defaultDB
+		if len(args) > 2 && slicesContains(args, "--db") {
+			want = missing
+		}
+		if code == cli.ExitOK || stdout != "" || !strings.Contains(stderr, want) || !strings.Contains(stderr, "--db") {
+			t.Errorf("ferry %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+	for _, p := range []string{filepath.Join(home, ".local"), filepath.Dir(missing)} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s was created (%v)", p, err)
+		}
+	}
+	// create in the default place starts the database, and says so.
+	code, stdout, stderr := runEnv(t, env, "token", "create", "--name", "laptop")
+	if code != cli.ExitOK || !strings.HasPrefix(stdout, "ferry_client_") || !strings.Contains(stderr, "new database "+defaultDB) {
+		t.Fatalf("token create: exit %d, %q %q", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runEnv(t, env, "token", "list"); code != cli.ExitOK || !strings.Contains(stdout, "laptop") {
+		t.Fatalf("token list: exit %d, %q %q", code, stdout, stderr)
+	}
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLoginTokenCheckedAgainstMaster: a login token made with --master is
+// checked against that master: made in a database it does not use, it is
+// refused (and not left behind); made in its database, the output names
+// the master and the database.
+func TestLoginTokenCheckedAgainstMaster(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "master.db")
+	u := startUp(t, nil, "--db", db, "--agent", "echo", "--workspace", t.TempDir())
+	env := map[string]string{"HOME": t.TempDir()}
+	other := filepath.Join(t.TempDir(), "other.db")
+	if code, _, stderr := runEnv(t, env, "token", "create", "--db", other); code != cli.ExitOK {
+		t.Fatalf("create in another database: %d %s", code, stderr)
+	}
+	code, stdout, stderr := runEnv(t, env, "token", "create", "--kind", "login", "--master", u.base, "--db", other)
+	if code == cli.ExitOK || strings.Contains(stdout, "/login?token=") || !strings.Contains(stderr, "does not use the database "+other) {
+		t.Fatalf("login token for another master's database: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if _, list, _ := runEnv(t, env, "token", "list", "--db", other); strings.Contains(list, "login") {
+		t.Fatalf("the refused login token was left behind:\n%s", list)
+	}
+	code, stdout, stderr = runEnv(t, env, "token", "create", "--kind", "login", "--master", u.base, "--db", db)
+	if code != cli.ExitOK || !strings.Contains(stdout, u.base+"/login?token=") || !strings.Contains(stderr, "for the master at "+u.base) ||
+		!strings.Contains(stderr, "checked: it uses the database "+db) {
+		t.Fatalf("login token for its master: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
