@@ -383,16 +383,16 @@ func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
 
 // liveMaster is a master started from its flags, bound but not serving yet.
 type liveMaster struct {
-	st    store.Store
+	st store.Store
 	// dbPath is the SQLite database's path ("" for PostgreSQL), printed
 	// at start so that ferry token can be pointed at it.
 	dbPath string
 	br     broker.Broker // nil: the master's own in-process broker
-	m     *master.Master
-	ln    net.Listener
-	base  string // the URL people and clients use
-	log   *slog.Logger
-	drain time.Duration
+	m      *master.Master
+	ln     net.Listener
+	base   string // the URL people and clients use
+	log    *slog.Logger
+	drain  time.Duration
 	// metrics serves /metrics on its own listener (nil: none); it outlives
 	// the drain, so a scrape shows it.
 	metrics *http.Server
