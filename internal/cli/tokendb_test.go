@@ -1,12 +1,17 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/cli"
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/internal/store/backend"
 )
 
 // TestTokenCommandsCreateNoStrayDatabase: token list and revoke read the
@@ -84,5 +89,54 @@ func TestLoginTokenCheckedAgainstMaster(t *testing.T) {
 	if code != cli.ExitOK || !strings.Contains(stdout, u.base+"/login?token=") || !strings.Contains(stderr, "for the master at "+u.base) ||
 		!strings.Contains(stderr, "checked: it uses the database "+db) {
 		t.Fatalf("login token for its master: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestTokenListShowsStateAndDevice: token list marks each token active or
+// expired, and names the device of a UI token (the label its browser gave
+// when it turned notifications on).
+func TestTokenListShowsStateAndDevice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "ferry.db")
+	st, err := backend.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, tok := range []store.Token{
+		{ID: "tok-live", Kind: store.TokenUI, Name: "login URL", Hash: bytes.Repeat([]byte("1"), 32), CreatedAt: now},
+		{ID: "tok-old", Kind: store.TokenUI, Name: "old phone", Hash: bytes.Repeat([]byte("2"), 32), CreatedAt: now.Add(-2 * time.Hour), ExpiresAt: now.Add(-time.Hour)},
+		{ID: "tok-client", Kind: store.TokenClient, Name: "laptop", Hash: bytes.Repeat([]byte("3"), 32), CreatedAt: now},
+	} {
+		if err := st.CreateToken(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p256 := append([]byte{4}, bytes.Repeat([]byte{1}, 64)...)
+	if err := st.PutPushSubscription(ctx, store.PushSubscription{Endpoint: "https://push.example/1", P256dh: p256, Auth: bytes.Repeat([]byte{2}, 16),
+		OwnerID: "tok-live", Label: "Pixel 8 (Chrome)", CreatedAt: now}, 10); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Close()
+	code, out, errOut := runEnv(t, nil, "token", "list", "--db", db)
+	if code != cli.ExitOK {
+		t.Fatalf("list: %d %s", code, errOut)
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		id, _, _ := strings.Cut(l, "\t")
+		lines[id] = l
+	}
+	for id, want := range map[string][]string{
+		"tok-live":   {"\tactive\t", "\tdevice: Pixel 8 (Chrome)\t"},
+		"tok-old":    {"\texpired\t", "\tdevice: -\t"},
+		"tok-client": {"\tactive\t"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(lines[id], w) {
+				t.Errorf("token %s: line %q lacks %q", id, lines[id], w)
+			}
+		}
 	}
 }
