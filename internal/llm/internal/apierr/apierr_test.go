@@ -119,8 +119,9 @@ func TestNetworkErrorNamesURL(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close() // a port nothing listens on: connection refused
-	_, reqErr := http.Get("http://user:s3cret@" + addr + "/v1/messages?key=k3y#frag")
+	res, reqErr := http.Get("http://user:s3cret@" + addr + "/v1/messages?key=k3y#frag")
 	if reqErr == nil {
+		_ = res.Body.Close()
 		t.Fatal("the request to a closed port succeeded")
 	}
 	err = apierr.Transport(context.Background(), "anthropic", reqErr, false)
