@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/version"
@@ -188,7 +189,10 @@ func parseFlags(fs *flag.FlagSet, env Env, args []string, usage ...string) (ok b
 		flagSetSeen(fs)
 	}
 	fs.SetOutput(env.Stderr)
+	restore := explainNumbers(fs)
+	defer restore()
 	fs.Usage = func() {
+		restore() // the help names each flag's value type from its own Value
 		for _, l := range usage {
 			fmt.Fprintln(env.Stderr, l)
 		}
@@ -202,6 +206,73 @@ func parseFlags(fs *flag.FlagSet, env Env, args []string, usage ...string) (ok b
 		return false, exitWith(ExitUsage)
 	}
 	return true, nil
+}
+
+// numberFlag wraps the Value of a duration or number flag while it is
+// parsed, so that a bad value says which flag, what was given and an example
+// of a good one, where the flag package says only "parse error".
+type numberFlag struct {
+	flag.Value
+	name, kind, example string
+}
+
+func (n numberFlag) Set(s string) error {
+	if err := n.Value.Set(s); err != nil {
+		return fmt.Errorf("want %s, e.g. --%s %s", n.kind, n.name, n.example)
+	}
+	return nil
+}
+
+// explainNumbers wraps every duration and number flag of fs in a
+// numberFlag (for a value set from the command line, the environment or a
+// configuration file alike) and returns what puts them back. Restoring
+// twice is harmless.
+func explainNumbers(fs *flag.FlagSet) (restore func()) {
+	var undo []func()
+	fs.VisitAll(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		var kind, example string
+		switch g.Get().(type) {
+		case time.Duration:
+			kind, example = "a duration such as 90s, 10m or 1h30m", "10m"
+			if d, err := time.ParseDuration(f.DefValue); err == nil && d > 0 {
+				example = shortDuration(d)
+			}
+		case int, int64, uint, uint64:
+			kind, example = "a whole number", "1"
+			if f.DefValue != "0" {
+				example = f.DefValue
+			}
+		case float64:
+			kind, example = "a number", "1.5"
+		default:
+			return
+		}
+		orig := f.Value
+		f.Value = numberFlag{Value: orig, name: f.Name, kind: kind, example: example}
+		undo = append(undo, func() { f.Value = orig })
+	})
+	return func() {
+		for _, u := range undo {
+			u()
+		}
+		undo = nil
+	}
+}
+
+// shortDuration writes d as people do: 10m, not 10m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // flagsFirst moves the flags in args before the other arguments, so a flag

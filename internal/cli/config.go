@@ -35,6 +35,7 @@ func envName(name string) string {
 func applySettings(fs *flag.FlagSet, getenv func(string) string, path string, repeatable map[string]bool) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	defer explainNumbers(fs)()
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name != configKeyFlag {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
@@ -27,7 +28,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/connlimit"
 	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/forwarded"
-	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/master"
 	"github.com/ferry-dev/ferry/internal/metrics"
 	"github.com/ferry-dev/ferry/internal/push"
@@ -61,23 +61,73 @@ func dataDir(env Env) (string, error) {
 	return filepath.Join(home, ".local", "share", "ferry"), nil
 }
 
-// openStore opens dsn, or the default SQLite file when dsn is empty.
-func openStore(ctx context.Context, env Env, dsn string) (store.Store, error) {
-	if dsn == "" {
+// storeUse says what a command may do about a database that is not there.
+type storeUse int
+
+const (
+	// storeServe (serve, up) creates the database and its folders.
+	storeServe storeUse = iota
+	// storeRead (token list, token revoke) needs it to exist: creating an
+	// empty one would only hide that it looked in the wrong place.
+	storeRead
+	// storeCreate (token create) creates the file, but a folder only in
+	// the default place: a --db in a folder that does not exist is a typo.
+	storeCreate
+)
+
+// openedStore is an open database and where it is, for people.
+type openedStore struct {
+	store.Store
+	// path is the SQLite file's absolute path ("" for PostgreSQL).
+	path string
+	// isNew is set when this open created the SQLite file.
+	isNew bool
+}
+
+// openStore opens dsn, or the default SQLite file when dsn is empty, as
+// use allows.
+func openStore(ctx context.Context, env Env, dsn string, use storeUse) (*openedStore, error) {
+	isDefault := dsn == ""
+	if isDefault {
 		dir, err := dataDir(env)
 		if err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create data directory: %w", err)
-		}
 		dsn = filepath.Join(dir, "ferry.db")
+	}
+	o := &openedStore{}
+	if kind, target, err := backend.Parse(dsn); err == nil && kind == backend.SQLite {
+		if abs, err := filepath.Abs(target); err == nil {
+			target = abs
+		}
+		o.path = target
+		which := "--db " + target
+		if isDefault {
+			which = "the default database " + target + " (from $XDG_DATA_HOME or $HOME)"
+		}
+		_, statErr := os.Stat(target)
+		missing := errors.Is(statErr, os.ErrNotExist)
+		switch {
+		case missing && use == storeRead:
+			return nil, fmt.Errorf("%s does not exist, and nothing was created: pass --db with the database your master uses (ferry serve and ferry up print it at start)", which)
+		case missing && use == storeCreate && !isDefault:
+			if _, err := os.Stat(filepath.Dir(target)); err != nil {
+				return nil, fmt.Errorf("%s: the folder %s does not exist, and nothing was created: pass --db with the database your master uses (ferry serve and ferry up print it at start)", which, filepath.Dir(target))
+			}
+		}
+		if missing && use != storeRead && isDefault {
+			if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+				return nil, fmt.Errorf("create data directory: %w", err)
+			}
+		}
+		o.isNew = missing
 	}
 	st, err := backend.Open(ctx, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	return st, nil
+	o.Store = st
+	return o, nil
 }
 
 // newLogger logs to env.Stderr with every credential redacted (Run's
@@ -92,11 +142,25 @@ func newLogger(env Env, verbose bool) *slog.Logger {
 
 // listener binds addr and returns the base URL people and clients use.
 func listener(addr string) (net.Listener, string, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("--addr", addr)
 	if err != nil {
-		return nil, "", fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, "", err
 	}
 	return ln, "http://" + ln.Addr().String(), nil
+}
+
+// listen binds addr, which flagName set. An address in use is most often
+// another ferry (an earlier up still running): say so, and how to pick
+// another.
+func listen(flagName, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s %s is in use: is another ferry running? use %s to pick another address: %w", flagName, addr, flagName, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: listen: %w", flagName, addr, err)
+	}
+	return ln, nil
 }
 
 // Limits of the HTTP server (docs/live.md). There is no ReadTimeout or
@@ -184,17 +248,12 @@ func agentSpecs(env Env, values []string) ([]agentspec.Spec, error) {
 	return specs, nil
 }
 
-// liveAdapters builds the agents a client offers. ferry's own needs a
-// model provider from the environment: without one it is listed as
-// unavailable (its capability says what to set and to restart cmd, the
-// command the user ran: "ferry up" or "ferry connect"), and a note says so
-// once.
+// liveAdapters builds the agents a client offers. One that cannot start a
+// session here (ferry's own without a model provider, an agent command
+// that is not found) is still offered, disabled: its capability says what
+// to do and to restart cmd, the command the user ran ("ferry up" or "ferry
+// connect"); agentLines says so at start.
 func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, cmd string) ([]adapter.Adapter, error) {
-	if slices.ContainsFunc(specs, func(s agentspec.Spec) bool { return s.Kind == agentspec.Builtin }) {
-		if _, err := provider.Resolve(env.Getenv, provider.Config{}); err != nil {
-			fmt.Fprintf(env.Stderr, "note: ferry's agent is not available here: %v\n", err)
-		}
-	}
 	ads, err := agentspec.BuildAll(specs, agentspec.Options{
 		// Sessions driven from the UI hand files to the user: artifacts on.
 		Builtin:     builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true},
@@ -209,13 +268,23 @@ func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, c
 	return ads, nil
 }
 
-// adapterIDs lists the adapters' ids, for the start-up line.
-func adapterIDs(ads []adapter.Adapter) string {
-	ids := make([]string, len(ads))
-	for i, a := range ads {
-		ids[i] = a.Capability().ID
+// agentLines are the start-up lines about the agents, as the UI shows
+// them: the ids of those a session can start, then one line for each of
+// the others saying why it cannot.
+func agentLines(ads []adapter.Adapter) (available string, notAvailable []string) {
+	var ids []string
+	for _, a := range ads {
+		c := a.Capability()
+		if c.Unavailable != "" {
+			notAvailable = append(notAvailable, fmt.Sprintf("not available: %s: %s", c.ID, c.Unavailable))
+			continue
+		}
+		ids = append(ids, c.ID)
 	}
-	return strings.Join(ids, ", ")
+	if len(ids) == 0 {
+		return "none (see below)", notAvailable
+	}
+	return strings.Join(ids, ", "), notAvailable
 }
 
 // lookPathEnv finds an executable on the PATH of env (only absolute
@@ -314,13 +383,16 @@ func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
 
 // liveMaster is a master started from its flags, bound but not serving yet.
 type liveMaster struct {
-	st    store.Store
-	br    broker.Broker // nil: the master's own in-process broker
-	m     *master.Master
-	ln    net.Listener
-	base  string // the URL people and clients use
-	log   *slog.Logger
-	drain time.Duration
+	st store.Store
+	// dbPath is the SQLite database's path ("" for PostgreSQL), printed
+	// at start so that ferry token can be pointed at it.
+	dbPath string
+	br     broker.Broker // nil: the master's own in-process broker
+	m      *master.Master
+	ln     net.Listener
+	base   string // the URL people and clients use
+	log    *slog.Logger
+	drain  time.Duration
 	// metrics serves /metrics on its own listener (nil: none); it outlives
 	// the drain, so a scrape shows it.
 	metrics *http.Server
@@ -334,10 +406,11 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, env, f.db)
+	opened, err := openStore(ctx, env, f.db, storeServe)
 	if err != nil {
 		return nil, err
 	}
+	st := opened.Store
 	cfg := f.config(st, log)
 	var br broker.Broker
 	if f.nats != "" {
@@ -348,7 +421,7 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 		}
 		br, cfg.Broker = nb, nb
 	}
-	lm := &liveMaster{st: st, br: br, log: log, drain: f.drainTimeout}
+	lm := &liveMaster{st: st, dbPath: opened.path, br: br, log: log, drain: f.drainTimeout}
 	if f.metricsAddr != "" {
 		if err := lm.startMetrics(f.metricsAddr, &cfg); err != nil {
 			_ = lm.Close()
@@ -387,9 +460,9 @@ func connectNATS(ctx context.Context, url string, log *slog.Logger) (*brokernats
 // startMetrics binds addr and serves the node's metrics there; the
 // master's store and broker are wrapped to count their failures.
 func (lm *liveMaster) startMetrics(addr string, cfg *master.Config) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("--metrics-addr", addr)
 	if err != nil {
-		return fmt.Errorf("--metrics-addr: %w", err)
+		return err
 	}
 	met := metrics.New()
 	if lm.br == nil {
@@ -404,6 +477,14 @@ func (lm *liveMaster) startMetrics(addr string, cfg *master.Config) error {
 	go func() { _ = lm.metrics.Serve(ln) }()
 	lm.log.Info("serving metrics; the endpoint is unauthenticated: keep it private", "url", "http://"+ln.Addr().String()+"/metrics")
 	return nil
+}
+
+// printDatabase names the SQLite database, which ferry token must be
+// given (--db) when it runs as another user or with another $HOME.
+func (lm *liveMaster) printDatabase(env Env) {
+	if lm.dbPath != "" {
+		fmt.Fprintf(env.Stdout, "database: %s (ferry token --db %s)\n", lm.dbPath, lm.dbPath)
+	}
 }
 
 // serve serves until ctx is done (see serveHTTP).
@@ -480,6 +561,7 @@ func serve(ctx context.Context, env Env, mf *masterFlags) error {
 	}
 	defer func() { _ = lm.Close() }()
 	fmt.Fprintf(env.Stdout, "ferry master listening on %s\n", lm.base)
+	lm.printDatabase(env)
 	if err := printLogin(ctx, env, lm.st, lm.base); err != nil {
 		return err
 	}
@@ -680,7 +762,11 @@ func connect(ctx context.Context, env Env, fs *flag.FlagSet, cf *clientFlags, ma
 	if err != nil {
 		return err
 	}
-	log.Info("offering agents", "agents", adapterIDs(cfg.Adapters))
+	available, notAvailable := agentLines(cfg.Adapters)
+	log.Info("offering agents", "agents", available)
+	for _, l := range notAvailable {
+		fmt.Fprintln(env.Stderr, l)
+	}
 	cfg.MasterURL, cfg.Token = masterURL, secret
 	c, err := client.New(cfg)
 	if err != nil {
@@ -782,7 +868,12 @@ func up(ctx context.Context, env Env, mf *masterFlags, cf *clientFlags) error {
 		}
 		shown[i] = w
 	}
-	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", lm.base, strings.Join(shown, ", "), adapterIDs(cfg.Adapters))
+	available, notAvailable := agentLines(cfg.Adapters)
+	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", lm.base, strings.Join(shown, ", "), available)
+	for _, l := range notAvailable {
+		fmt.Fprintln(env.Stdout, l)
+	}
+	lm.printDatabase(env)
 	if err := printLogin(ctx, env, lm.st, lm.base); err != nil {
 		return err
 	}
@@ -875,13 +966,29 @@ func runToken(ctx context.Context, env Env, args []string) error {
 			}
 		}
 	}
-	st, err := openStore(ctx, env, *db)
-	if err != nil {
-		return fmt.Errorf("ferry token: %w", err)
+	use := storeRead
+	if verb == "create" {
+		use = storeCreate
 	}
+	opened, err := openStore(ctx, env, *db, use)
+	if err != nil {
+		return fmt.Errorf("ferry token %s: %w", verb, err)
+	}
+	st := opened.Store
 	defer func() { _ = st.Close() }()
+	if opened.isNew {
+		fmt.Fprintf(env.Stderr, "note: started a new database %s, which no master has used yet; if yours runs as another user or with another $HOME, pass --db with its database (it prints it at start)\n", opened.path)
+	}
 	switch verb {
 	case "create":
+		base, which := strings.TrimRight(*masterURL, "/"), ""
+		if *kind == store.TokenLogin {
+			if base == "" {
+				base, which = "http://"+DefaultAddr, "the default address, not checked; pass --master URL to name and check another"
+			} else if which, err = checkMasterUses(ctx, st, base, opened.path); err != nil {
+				return fmt.Errorf("ferry token create: %w", err)
+			}
+		}
 		secret, tok, err := auth.Issue(ctx, st, *kind, *name, *ttl, auth.WithMachines(machines...))
 		if err != nil {
 			return fmt.Errorf("ferry token create: %w", err)
@@ -889,11 +996,7 @@ func runToken(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintln(env.Stdout, secret)
 		if tok.Kind == store.TokenLogin {
 			// The URL holds the secret, so it goes to stdout (stderr is
-			// redacted); the note says which master it assumed.
-			base, which := strings.TrimRight(*masterURL, "/"), "from --master"
-			if base == "" {
-				base, which = "http://"+DefaultAddr, "the default address; pass --master URL for another"
-			}
+			// redacted); the note says which master it is for.
 			fmt.Fprintf(env.Stdout, "%s/login?token=%s\n", base, secret)
 			fmt.Fprintf(env.Stderr, "the login URL above is for the master at %s (%s); it works once\n", base, which)
 		}
@@ -903,12 +1006,36 @@ func runToken(ctx context.Context, env Env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("ferry token list: %w", err)
 		}
+		now := time.Now()
+		// A UI token's device is the label its browser gave when it turned
+		// notifications on (the only name the master learns for it).
+		subs, err := st.PushSubscriptions(ctx, now)
+		if err != nil {
+			return fmt.Errorf("ferry token list: %w", err)
+		}
+		devices := map[string][]string{}
+		for _, p := range subs {
+			if p.Label != "" && !slices.Contains(devices[p.OwnerID], p.Label) {
+				devices[p.OwnerID] = append(devices[p.OwnerID], p.Label)
+			}
+		}
 		for _, t := range toks {
-			exp := "never"
+			exp, state := "never", "active"
 			if !t.ExpiresAt.IsZero() {
 				exp = t.ExpiresAt.UTC().Format(time.RFC3339)
+				if !now.Before(t.ExpiresAt) {
+					state = "expired"
+				}
 			}
-			fmt.Fprintf(env.Stdout, "%s\t%s\t%s\tcreated %s\texpires %s\t%s\n", t.ID, t.Kind, t.Name, t.CreatedAt.UTC().Format(time.RFC3339), exp, scope(t))
+			device := ""
+			if t.Kind == store.TokenUI {
+				device = "device: -\t"
+				if d := devices[t.ID]; len(d) > 0 {
+					device = "device: " + strings.Join(d, ", ") + "\t"
+				}
+			}
+			fmt.Fprintf(env.Stdout, "%s\t%s\t%s\tcreated %s\texpires %s\t%s\t%s%s\n",
+				t.ID, t.Kind, t.Name, t.CreatedAt.UTC().Format(time.RFC3339), exp, state, device, scope(t))
 		}
 	case "revoke":
 		if err := st.RevokeToken(ctx, rest[0]); err != nil {
@@ -920,6 +1047,44 @@ func runToken(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(env.Stderr, "token %s revoked\n", rest[0])
 	}
 	return nil
+}
+
+// checkMasterUses checks that the master at base uses the database st (at
+// path, for the message): a UI token made here for a minute must open its
+// push key. A login URL made in another database would only be refused, so
+// that is an error; a master that cannot be reached from here leaves the
+// URL unchecked, and checked says so.
+func checkMasterUses(ctx context.Context, st store.Store, base, path string) (checked string, err error) {
+	where := "the database --db names"
+	if path != "" {
+		where = "the database " + path
+	}
+	secret, probe, err := auth.Issue(ctx, st, store.TokenUI, "ferry token create: master check", time.Minute)
+	if err != nil {
+		return "", fmt.Errorf("check the master: %w", err)
+	}
+	defer func() { _ = st.RevokeToken(context.Background(), probe.ID) }()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/push/key", nil)
+	if err != nil {
+		return "", fmt.Errorf("--master %s: %w", base, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+secret)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		// Not reachable from here (not started yet, or only through a
+		// proxy elsewhere): say the URL is unchecked rather than refuse.
+		return fmt.Sprintf("not checked: could not reach it from here: %v", errors.Unwrap(err)), nil
+	}
+	_ = res.Body.Close()
+	switch res.StatusCode {
+	case http.StatusOK:
+		return "checked: it uses " + where, nil
+	case http.StatusUnauthorized:
+		return "", fmt.Errorf("the master at %s does not use %s, so its login URL would be refused: pass --db with the database that master uses (it prints it at start)", base, where)
+	}
+	return fmt.Sprintf("not checked: it answered %s (is it a ferry master?)", res.Status), nil
 }
 
 // scope says which machines a token may see, for people.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/adapter/agentspec"
@@ -161,7 +163,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	var stdin string
 	if !*noStdin {
 		if stdin, err = pipedStdin(env.Stdin); err != nil {
-			return fmt.Errorf("ferry run: standard input: %w", err)
+			return fmt.Errorf("ferry run: %w", err)
 		}
 	}
 	if strings.TrimSpace(prompt) == "" && strings.TrimSpace(stdin) == "" {
@@ -241,11 +243,15 @@ func runRun(ctx context.Context, env Env, args []string) error {
 // output as for ferry's agent. Nobody can answer the agent's questions:
 // each is denied (and noted).
 func runAdapter(ctx context.Context, env Env, spec agentspec.Spec, log *slog.Logger, cfg adapter.SessionConfig, turn adapter.Turn, out *runOutput) error {
-	ad, err := spec.Build(agentspec.Options{Getenv: env.Getenv, Logger: log})
+	ad, err := spec.Build(agentspec.Options{Getenv: env.Getenv, Logger: log, HostCommand: "ferry run"})
 	if err != nil {
 		return usageErrorf("ferry run: --%w", err)
 	}
 	caps := ad.Capability()
+	if caps.Unavailable != "" {
+		// Nothing is started: the capability says why and what to do.
+		return fmt.Errorf("ferry run: cannot start %s: %s", caps.ID, caps.Unavailable)
+	}
 	badMode := func(caps protocol.AdapterCapability) error {
 		return usageErrorf("ferry run: --mode %s: the agent %s cannot enforce it (it offers %s)", cfg.Mode, caps.ID, strings.Join(caps.Modes, ", "))
 	}
@@ -341,7 +347,7 @@ func pipedStdin(r io.Reader) (string, error) {
 	if f, ok := r.(*os.File); ok {
 		fi, err := f.Stat()
 		if err != nil {
-			return "", fmt.Errorf("stat: %w", err)
+			return "", fmt.Errorf("standard input: stat: %w", err)
 		}
 		if fi.Mode()&os.ModeCharDevice != 0 {
 			return "", nil // a terminal (or /dev/null): nothing piped
@@ -349,12 +355,35 @@ func pipedStdin(r io.Reader) (string, error) {
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxStdinBytes+1))
 	if err != nil {
-		return "", fmt.Errorf("read: %w", err)
+		return "", fmt.Errorf("standard input: read: %w", err)
 	}
 	if len(b) > maxStdinBytes {
-		return "", fmt.Errorf("more than %d MiB; pass a file path in the prompt instead", maxStdinBytes>>20)
+		return "", fmt.Errorf("standard input: more than %d MiB; pass a file path in the prompt instead", maxStdinBytes>>20)
+	}
+	// Binary input would reach the model as U+FFFD: refuse it before
+	// anything is sent.
+	why := ""
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		why = fmt.Sprintf("a NUL byte at byte %d", i)
+	} else if !utf8.Valid(b) {
+		why = fmt.Sprintf("invalid UTF-8 at byte %d", invalidUTF8At(b))
+	}
+	if why != "" {
+		return "", fmt.Errorf("standard input is not text (%s): pipe text, or name the file in the prompt for the agent to read; --no-stdin ignores standard input", why)
 	}
 	return string(b), nil
+}
+
+// invalidUTF8At is the offset of b's first byte that is not valid UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // runOutput writes ferry run's output in its format.

@@ -339,7 +339,7 @@ func (s Spec) Build(opts Options) (adapter.Adapter, error) {
 		}
 		return a, nil
 	case Script:
-		a, err := script.New(script.Config{Command: slices.Clone(s.Command), Logger: log})
+		a, err := script.New(script.Config{Command: slices.Clone(s.Command), Logger: log, HostCommand: opts.HostCommand})
 		if err != nil {
 			return nil, unavailable(err)
 		}

@@ -123,6 +123,10 @@ type Config struct {
 	Env []string
 	// Logger gets what failed, in detail (nil: slog.Default()).
 	Logger *slog.Logger
+	// HostCommand is the command the user ran ("ferry up"), named when the
+	// capability says to fix the command and restart (default "ferry
+	// connect").
+	HostCommand string
 }
 
 // Adapter opens script sessions.
@@ -131,6 +135,7 @@ type Adapter struct {
 	name    string
 	env     []string
 	log     *slog.Logger
+	host    string
 }
 
 var _ adapter.Adapter = (*Adapter)(nil)
@@ -165,7 +170,11 @@ func New(cfg Config) (*Adapter, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Adapter{command: command, name: name, env: slices.Clone(cfg.Env), log: log.With("adapter", Prefix+name)}, nil
+	host := cfg.HostCommand
+	if host == "" {
+		host = "ferry connect"
+	}
+	return &Adapter{command: command, name: name, env: slices.Clone(cfg.Env), log: log.With("adapter", Prefix+name), host: host}, nil
 }
 
 // checkName refuses a name that cannot be part of an adapter id.
@@ -190,16 +199,35 @@ func (a *Adapter) ID() string { return Prefix + a.name }
 // output is a command's, shown line by line, not read as Markdown.
 func (a *Adapter) Capability() protocol.AdapterCapability {
 	return protocol.AdapterCapability{
-		ID:         a.ID(),
-		Name:       displayName(a.command),
-		Modes:      []string{protocol.ModeDefault},
-		InputTypes: []string{protocol.InputText, protocol.InputPipedStdin},
-		Cancel:     true,
-		Compact:    false,
-		FileTokens: "arguments",
-		Settings:   []string{adapter.SettingOutputFormat},
-		TextFormat: protocol.TextPlain,
+		ID:          a.ID(),
+		Name:        displayName(a.command),
+		Modes:       []string{protocol.ModeDefault},
+		InputTypes:  []string{protocol.InputText, protocol.InputPipedStdin},
+		Cancel:      true,
+		Compact:     false,
+		FileTokens:  "arguments",
+		Settings:    []string{adapter.SettingOutputFormat},
+		Unavailable: a.unavailable(),
+		TextFormat:  protocol.TextPlain,
 	}
+}
+
+// unavailable says why the command cannot run (a script path that does
+// not exist or is not executable, a name not on PATH), naming it, so that
+// ferry up lists the agent as not available and the UI offers it disabled
+// rather than failing the first prompt.
+func (a *Adapter) unavailable() string {
+	cmd := a.command[0]
+	_, err := exec.LookPath(cmd)
+	switch {
+	case err == nil:
+		return ""
+	case !strings.ContainsRune(cmd, filepath.Separator):
+		return fmt.Sprintf("the script command %q is not found on PATH: install it, or pass --agent script:CMD with its path, and restart %s", cmd, a.host)
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Sprintf("the script %s does not exist: create it, or pass --agent script:CMD with its path, and restart %s", cmd, a.host)
+	}
+	return fmt.Sprintf("the script %s cannot be run (%v): make it executable (chmod +x) and restart %s", cmd, errors.Unwrap(err), a.host)
 }
 
 // displayName is "Script: " and the command, cut to the protocol's limit.

@@ -129,11 +129,14 @@ export class App {
       this.banner.dataset.kind = 'lost';
       // What survives, exactly (docs/live.md, "Guarantees"): not "nothing
       // is lost", since a turn running when ferry stops ends there.
+      // One line on a phone; what is kept folds under it.
       this.banner.replaceChildren(
         h('span', { text: reason === 'unreachable'
-          ? `Connection lost — ferry does not answer: the master at ${location.host} is stopped or cannot be reached; resuming by itself.`
+          ? `ferry does not answer: the master at ${location.host} is stopped or cannot be reached; reconnecting.`
           : 'Connection lost — resuming…' }),
-        h('span', { class: 'banner-kept', text: LOST_KEPT }));
+        h('details', { class: 'banner-kept' },
+          h('summary', { text: 'What is kept, and what a running turn does' }),
+          h('span', { text: LOST_KEPT })));
       if (!this.wasLost) this.announce('Connection lost. Reconnecting.');
       this.wasLost = true;
       // What the master said about the machines may be out of date now:

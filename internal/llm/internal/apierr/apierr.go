@@ -189,9 +189,30 @@ func Transport(ctx context.Context, provider string, err error, started bool) er
 	var urlErr *url.Error
 	var opErr *net.OpError
 	if !started && (errors.As(err, &urlErr) || errors.As(err, &opErr)) {
-		return &llm.Error{Kind: llm.KindNetwork, Message: DefaultMessage(llm.KindNetwork), Err: err}
+		return &llm.Error{Kind: llm.KindNetwork, Message: unreachable(urlErr, opErr, err), Err: err}
 	}
 	return &llm.Error{Kind: llm.KindStream, Message: DefaultMessage(llm.KindStream), Err: err}
+}
+
+// unreachable says which URL could not be reached and why: "could not
+// reach the provider at https://host/v1/messages: dial tcp …: connection
+// refused". The URL loses its userinfo, query and fragment, where a key
+// may be; the cause is the innermost error (a url.Error's own text would
+// repeat the whole URL).
+func unreachable(urlErr *url.Error, opErr *net.OpError, err error) string {
+	msg := DefaultMessage(llm.KindNetwork)
+	cause := err
+	if urlErr != nil {
+		if u, perr := url.Parse(urlErr.URL); perr == nil {
+			u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+			msg += " at " + u.String()
+		}
+		cause = urlErr.Err
+	}
+	if opErr != nil {
+		cause = opErr
+	}
+	return SafeMessage(msg+": "+cause.Error(), "", DefaultMessage(llm.KindNetwork))
 }
 
 // Truncated is the error of a stream that ended without its final event.

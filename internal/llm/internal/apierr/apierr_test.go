@@ -1,6 +1,9 @@
 package apierr_test
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -105,4 +108,34 @@ func FuzzRetryAfter(f *testing.F) {
 			t.Fatalf("RetryAfter(%q, %q) = %v < 0", ra, ms, d)
 		}
 	})
+}
+
+// TestNetworkErrorNamesURL: a provider that cannot be reached is named by
+// its URL (without userinfo or query, which may hold a key) and the cause.
+func TestNetworkErrorNamesURL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // a port nothing listens on: connection refused
+	res, reqErr := http.Get("http://user:s3cret@" + addr + "/v1/messages?key=k3y#frag")
+	if reqErr == nil {
+		_ = res.Body.Close()
+		t.Fatal("the request to a closed port succeeded")
+	}
+	err = apierr.Transport(context.Background(), "anthropic", reqErr, false)
+	var le *llm.Error
+	if !errors.As(err, &le) || le.Kind != llm.KindNetwork {
+		t.Fatalf("Transport = %v, want a network llm.Error", err)
+	}
+	want := "could not reach the provider at http://" + addr + "/v1/messages: "
+	if !strings.HasPrefix(le.Message, want) || !strings.Contains(le.Message, "refused") {
+		t.Fatalf("message %q, want it to start %q and give the cause", le.Message, want)
+	}
+	for _, secret := range []string{"s3cret", "k3y", "user", "frag"} {
+		if strings.Contains(le.Message, secret) {
+			t.Errorf("message %q holds %q", le.Message, secret)
+		}
+	}
 }
