@@ -196,8 +196,9 @@ func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, c
 		}
 	}
 	ads, err := agentspec.BuildAll(specs, agentspec.Options{
-		// Sessions driven from the UI hand files to the user: artifacts on.
-		Builtin:     builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true},
+		// Sessions driven from the UI hand files to the user (artifacts),
+		// and are named by the model after their first answer (titles).
+		Builtin:     builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true, Titles: true},
 		Getenv:      env.Getenv,
 		StateDir:    stateDir,
 		Logger:      log,

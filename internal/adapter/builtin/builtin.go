@@ -71,8 +71,9 @@ type Config struct {
 	NewProvider func() (llm.Provider, error)
 	// Titles has each session ask the model, once, after its first turn
 	// that ends with an answer, for a short title (SessionConfig.Title):
-	// one request of a few tokens, without tools. Off by default: every
-	// scripted-provider test would see one request more.
+	// one request of a few tokens, without tools. ferry up and ferry
+	// connect turn it on (internal/cli/live.go); off in the zero Config,
+	// for ferry run, whose sessions have no list to be named in.
 	Titles bool
 	// Rules every session starts with (each session gets its own copy;
 	// "allow always" adds to that copy only).
