@@ -255,8 +255,9 @@ func agentSpecs(env Env, values []string) ([]agentspec.Spec, error) {
 // connect"); agentLines says so at start.
 func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, cmd string) ([]adapter.Adapter, error) {
 	ads, err := agentspec.BuildAll(specs, agentspec.Options{
-		// Sessions driven from the UI hand files to the user: artifacts on.
-		Builtin:     builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true},
+		// Sessions driven from the UI hand files to the user (artifacts),
+		// and are named by the model after their first answer (titles).
+		Builtin:     builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true, Titles: true},
 		Getenv:      env.Getenv,
 		StateDir:    stateDir,
 		Logger:      log,

@@ -71,8 +71,9 @@ type Config struct {
 	NewProvider func() (llm.Provider, error)
 	// Titles has each session ask the model, once, after its first turn
 	// that ends with an answer, for a short title (SessionConfig.Title):
-	// one request of a few tokens, without tools. Off by default: every
-	// scripted-provider test would see one request more.
+	// one request of a few tokens, without tools. ferry up and ferry
+	// connect turn it on (internal/cli/live.go); off in the zero Config,
+	// for ferry run, whose sessions have no list to be named in.
 	Titles bool
 	// Rules every session starts with (each session gets its own copy;
 	// "allow always" adds to that copy only).
@@ -251,6 +252,7 @@ func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.
 	}
 	restore(ctx, ag.Agent, cfg, a.cfg.Logger)
 	s := &Session{agent: ag, adapter: a, log: a.cfg.Logger, caps: a.Capability()}
+	s.closed, s.close = context.WithCancel(context.Background())
 	if a.cfg.Titles {
 		s.onTitle = cfg.Title
 	}
@@ -267,6 +269,9 @@ type Session struct {
 	// ends with an answer (SessionConfig.Title; nil: no title is made).
 	onTitle func(string)
 	titled  atomic.Bool
+	// closed ends with Close: it ends a title call still running.
+	closed context.Context
+	close  context.CancelFunc
 }
 
 var _ adapter.Session = (*Session)(nil)
@@ -309,14 +314,11 @@ const (
 	titleMaxInput  = 4 << 10 // bytes of the prompt and of the answer sent
 )
 
-const titleSystem = "You name conversations between a person and a coding agent. " +
-	"Answer with a title of at most six words that says what the conversation is about: " +
-	"no quotes, no Markdown, no final punctuation, nothing else."
-
 // makeTitle asks the model, once, for a short title of the session's first
 // exchange and hands it to onTitle: one bounded request (titleTimeout,
-// titleMaxTokens, no tools, no thinking) beside the session's turns. A
-// failure only costs the title: the master keeps the one from the prompt.
+// titleMaxTokens, no tools, no thinking) beside the session's turns, ended
+// by Close. A failure only costs the title (the master keeps the one from
+// the prompt) and is logged with the provider's safe message.
 func (s *Session) makeTitle(ctx context.Context, prompt, answer string) {
 	p, err := s.adapter.Provider()
 	if err != nil {
@@ -324,8 +326,9 @@ func (s *Session) makeTitle(ctx context.Context, prompt, answer string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, titleTimeout)
 	defer cancel()
+	defer context.AfterFunc(s.closed, cancel)()
 	text := "The person wrote:\n" + runecut.Ellipsis(prompt, titleMaxInput) + "\n\nThe agent answered:\n" + runecut.Ellipsis(answer, titleMaxInput)
-	res, err := p.Stream(ctx, llm.Request{System: titleSystem, MaxTokens: titleMaxTokens,
+	res, err := p.Stream(ctx, llm.Request{System: llm.TitleSystem, MaxTokens: titleMaxTokens,
 		Messages: []llm.Message{{Role: "user", Content: []llm.Block{{Type: "text", Text: text}}}}}, func(llm.Event) error { return nil })
 	if err != nil {
 		s.log.Info("no title from the model", "err", err)
@@ -337,7 +340,7 @@ func (s *Session) makeTitle(ctx context.Context, prompt, answer string) {
 			b.WriteString(bl.Text)
 		}
 	}
-	if t := strings.Trim(strings.TrimSpace(b.String()), "\"'“”‘’`*#.!"); t != "" {
+	if t := strings.Trim(strings.TrimSpace(b.String()), "\"'“”‘’`*#.!"); t != "" && s.closed.Err() == nil {
 		s.onTitle(t)
 	}
 }
@@ -386,8 +389,9 @@ func (s *Session) RewindConversation(turnID string) error {
 	return nil
 }
 
-// Close ends the session.
+// Close ends the session and a title call still running.
 func (s *Session) Close() error {
+	s.close()
 	if err := s.agent.Close(); err != nil {
 		return fmt.Errorf("builtin: close: %w", err)
 	}

@@ -29,6 +29,13 @@
 //     conversion bug in a provider shows up as a failed call, not a pass.
 //   - A model request with no reply left fails the test (t.Errorf) and is
 //     answered with a 500 that tells the SDK not to retry.
+//   - A title request (Request.IsTitle: ferry's agent asking for a session
+//     title, recognised by its system prompt llm.TitleSystem and its lack
+//     of tools, which no turn has) never takes a reply of the script: it
+//     takes the next reply scripted with Title set, else it is answered
+//     with DefaultTitle. Tests of whole sessions need not script the extra
+//     request; ModelRequests leaves title requests out (TitleRequests has
+//     them).
 //   - Close (also run by t.Cleanup) ends held and delayed streams at once.
 //   - HEAD or GET / answers 200 (Claude Code checks reachability so); any
 //     other unknown request is a 404 in the Anthropic error format.
@@ -147,7 +154,17 @@ type Reply struct {
 	// Content-Type text/event-stream (for fuzzing what a client makes of
 	// arbitrary streams).
 	Raw string
+
+	// Title scripts the reply for a title request (Request.IsTitle), apart
+	// from the other replies: title requests take these in order, and no
+	// other request takes one.
+	Title bool
 }
+
+// DefaultTitle answers a title request that no reply scripted with Title
+// answers: a fixed title, so that a test can tell the model's title from
+// one the master made from the prompt.
+const DefaultTitle = "Fake model title"
 
 // Times returns n copies of r, e.g. for a failure the SDK retries.
 func Times(n int, r Reply) []Reply {
@@ -169,7 +186,7 @@ type Request struct {
 	Raw  []byte
 	Body map[string]any
 	// Reply is the index of the scripted reply that answered it, -1 for
-	// none (a count_tokens call, a routed or a rejected request).
+	// none (a count_tokens call, a routed, title or rejected request).
 	Reply int
 }
 
@@ -178,6 +195,14 @@ func (r Request) Stream() bool { b, _ := r.Body["stream"].(bool); return b }
 
 // Model is the request's model.
 func (r Request) Model() string { s, _ := r.Body["model"].(string); return s }
+
+// IsTitle reports whether the request is ferry's agent asking for a
+// session title: its system prompt holds llm.TitleSystem, which no turn
+// sends, and it offers no tools.
+func (r Request) IsTitle() bool {
+	return r.Format != "" && !r.CountTokens() && !r.ListModels() && len(r.ToolNames()) == 0 &&
+		strings.Contains(r.System(), llm.TitleSystem)
+}
 
 // CountTokens reports whether this was an Anthropic count_tokens call.
 func (r Request) CountTokens() bool { return strings.HasSuffix(r.Path, "/count_tokens") }
@@ -254,6 +279,7 @@ type Server struct {
 	mu      sync.Mutex
 	queue   []Reply
 	used    int
+	titles  []Reply // scripted with Title, for title requests
 	reqs    []Request
 	route   func(Request) (Reply, bool)
 	counter func(Request) int
@@ -285,18 +311,26 @@ func (s *Server) BaseURL(f Format) string {
 	return s.srv.URL
 }
 
-// Script queues replies; model requests take them in order.
+// Script queues replies; model requests take them in order (a reply with
+// Title set waits for a title request instead).
 func (s *Server) Script(replies ...Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.queue = append(s.queue, replies...)
+	for _, r := range replies {
+		if r.Title {
+			s.titles = append(s.titles, r)
+		} else {
+			s.queue = append(s.queue, r)
+		}
+	}
 }
 
-// Pending is how many scripted replies are still unused.
+// Pending is how many scripted replies are still unused, title replies
+// included.
 func (s *Server) Pending() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.queue) - s.used
+	return len(s.queue) - s.used + len(s.titles)
 }
 
 // Requests returns every request received so far, in order.
@@ -307,11 +341,24 @@ func (s *Server) Requests() []Request {
 }
 
 // ModelRequests returns the requests that asked the model for a reply
-// (count_tokens calls, model lists and unknown paths left out).
+// (count_tokens calls, model lists, title requests and unknown paths left
+// out).
 func (s *Server) ModelRequests() []Request {
 	var out []Request
 	for _, r := range s.Requests() {
-		if r.Format != "" && !r.CountTokens() && !r.ListModels() {
+		if r.Format != "" && !r.CountTokens() && !r.ListModels() && !r.IsTitle() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TitleRequests returns the title requests (Request.IsTitle) received so
+// far, in order.
+func (s *Server) TitleRequests() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if r.IsTitle() {
 			out = append(out, r)
 		}
 	}
@@ -459,8 +506,8 @@ func (s *Server) record(req Request) {
 	s.reqs = append(s.reqs, req)
 }
 
-// take picks the reply for req (routed or the next in the queue) and
-// records req.
+// take picks the reply for req (routed, a title reply for a title
+// request, or the next in the queue) and records req.
 func (s *Server) take(req *Request) (Reply, bool) {
 	s.mu.Lock()
 	route := s.route
@@ -473,6 +520,15 @@ func (s *Server) take(req *Request) (Reply, bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if req.IsTitle() {
+		s.reqs = append(s.reqs, *req)
+		if len(s.titles) == 0 {
+			return Reply{Text: []string{DefaultTitle}}, true
+		}
+		reply := s.titles[0]
+		s.titles = s.titles[1:]
+		return reply, true
+	}
 	if s.used >= len(s.queue) {
 		s.reqs = append(s.reqs, *req)
 		return Reply{}, false

@@ -425,3 +425,53 @@ func TestSplitKeepsRunes(t *testing.T) {
 		t.Errorf("pieces join to %q, want %q", whole.String(), want)
 	}
 }
+
+// TestTitleRequestsApart: a title request (llm.TitleSystem, no tools), in
+// either format, is answered with DefaultTitle or a reply scripted with
+// Title, never with the script's next reply; the same system prompt with
+// tools, or a tool-less request with another system prompt, is a turn.
+func TestTitleRequestsApart(t *testing.T) {
+	srv := fake.New(t)
+	srv.Script(fake.Reply{Text: []string{"turn one"}}, fake.Reply{Title: true, Text: []string{"Scripted title"}},
+		fake.Reply{Text: []string{"turn two"}}, fake.Reply{Text: []string{"turn three"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ac := anthropic.NewClient(aoption.WithoutEnvironmentDefaults(), aoption.WithAPIKey("k"), aoption.WithBaseURL(srv.URL()))
+	oc := openai.NewClient(ooption.WithAPIKey("k"), ooption.WithBaseURL(srv.BaseURL(fake.OpenAI)))
+	anth := func(system string, tools bool) string {
+		t.Helper()
+		p := anthropic.MessageNewParams{Model: "m", MaxTokens: 40, System: []anthropic.TextBlockParam{{Text: system}},
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}}
+		if tools {
+			p.Tools = []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "Read", InputSchema: anthropic.ToolInputSchemaParam{Type: "object"}}}}
+		}
+		msg, err := ac.Messages.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg.Content[0].Text
+	}
+	open := func(system string) string {
+		t.Helper()
+		cc, err := oc.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "m",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system), openai.UserMessage("hi")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cc.Choices[0].Message.Content
+	}
+	got := []string{
+		anth(llm.TitleSystem, false),     // the scripted title
+		anth("You are an agent.", false), // a turn: turn one
+		open(llm.TitleSystem),            // no title scripted left: the default
+		anth(llm.TitleSystem, true),      // with tools it is a turn: turn two
+		open("You are an agent."),        // turn three
+	}
+	want := []string{"Scripted title", "turn one", fake.DefaultTitle, "turn two", "turn three"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("answers %q, want %q", got, want)
+	}
+	if n, m := len(srv.TitleRequests()), len(srv.ModelRequests()); n != 2 || m != 3 || srv.Pending() != 0 {
+		t.Fatalf("%d title requests, %d model requests, %d pending; want 2, 3, 0", n, m, srv.Pending())
+	}
+}
