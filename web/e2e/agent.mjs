@@ -53,7 +53,7 @@ async function pickerSuite(browser) {
   const sent = await routeSockets(page);
   await step('sign in; ferry\'s agent is offered and pre-selected', async () => {
     await page.goto(cfg.picker.login);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await page.locator('#ns-agent option[value="builtin"]').waitFor({ state: 'attached' });
     assert.equal(await page.locator('#ns-agent').inputValue(), 'builtin');
     assert.equal(await page.locator('#ns-agent-help').isVisible(), false, 'an available agent was explained away');
@@ -133,7 +133,7 @@ async function noProviderSuite(browser) {
   watch(page, 'no provider');
   await step('no provider: only startable agents are offered, the others say how for ferry up', async () => {
     await page.goto(cfg.none.login);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await page.locator('#ns-agent option[value="builtin"]').waitFor({ state: 'attached' });
     if (!(await page.locator('#ns-agent').isVisible())) {
       // A phone shows the list first.

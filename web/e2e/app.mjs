@@ -42,7 +42,7 @@ async function app(browser) {
 
   await step('sign in: the service worker installs, controls the page and keeps the shell', async () => {
     await page.goto(cfg.login);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     const script = await page.evaluate((wait) => Promise.race([
       navigator.serviceWorker.ready.then((r) => r.active.scriptURL),
       new Promise((resolve) => { setTimeout(() => resolve('no service worker became ready'), wait); }),
@@ -67,7 +67,7 @@ async function app(browser) {
     list = await ctx.newPage();
     watch(list, 'list page');
     await list.goto(`${cfg.base}/#/`);
-    await list.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await list.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
 
     await page.getByRole('link', { name: 'New session' }).first().click();
     await page.locator('#ns-agent').selectOption('builtin');
@@ -124,7 +124,7 @@ async function app(browser) {
 
   await step('with the master down the new-session menu offers no machine, and says why', async () => {
     await page.goto(`${cfg.base}/#/new`);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     const machine = page.locator('#ns-machine');
     await page.locator('#ns-machine option:not([disabled])').first().waitFor({ state: 'attached' });
     assert.equal(await page.getByRole('button', { name: 'Start session' }).isDisabled(), false);
@@ -169,7 +169,7 @@ async function app(browser) {
     await page.locator('#offline').waitFor({ state: 'detached', timeout: 3 * WAIT });
     assert.equal(new URL(page.url()).pathname, '/login');
     await page.goto(`${cfg.base}/`);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor({ timeout: 2 * WAIT });
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached', timeout: 2 * WAIT });
     await page.locator('.banner').waitFor({ state: 'hidden' });
     await page.locator('.machine-state', { hasText: 'online' }).first().waitFor({ timeout: 2 * WAIT });
   });

@@ -125,14 +125,14 @@ async function pass(browser, form) {
     await page.locator('body').waitFor();
     await check(page, form, 'login link refused (page)');
     await page.goto(await control('/login'));
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await page.goto(`${cfg.control}/link`);
     await page.locator('#go').click();
     await page.getByRole('heading', { name: 'Sign in to ferry?' }).waitFor();
     await page.locator('#replace').waitFor();
     await check(page, form, 'login link from another site (confirm page)');
     await page.goto(cfg.base);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
   });
 
   await step(S('the sessions list and the new-session form'), async () => {
@@ -317,7 +317,7 @@ async function pass(browser, form) {
     await go('#/');
     await check(page, form, 'offline (sessions list)');
     net.refuse = false;
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor({ timeout: 30000 });
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached', timeout: 30000 });
   });
 
   await step(S('signed out: the sign-in is no longer valid'), async () => {

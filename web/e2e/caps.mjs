@@ -56,7 +56,7 @@ await main(async (browser) => {
 
   await step('sign in', async () => {
     await page.goto(cfg.login);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
   });
 
   await step('an echo session: no attach button, a pasted file is not attached', async () => {

@@ -34,7 +34,7 @@ await main(async (browser) => {
 
     await step(`${look}: sign in and start a session`, async () => {
       await page.goto(cfg.logins[look]);
-      await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+      await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
       await page.goto(`${cfg.base}/#/new`);
       await page.locator('#ns-agent option[value="builtin"]').waitFor({ state: 'attached' });
       await page.locator('#ns-agent').selectOption('builtin');
@@ -54,7 +54,7 @@ await main(async (browser) => {
       await page.locator('.attachment[data-name="notes.txt"][data-state="done"]').waitFor();
       await page.waitForTimeout(600); // the draft is saved within 250 ms of a change
       await page.reload();
-      await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+      await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
       await page.locator('#prompt').waitFor();
       assert.equal(await promptText(page), text, 'the text after a reload');
       await page.locator('.attachment[data-name="notes.txt"][data-state="done"]').waitFor({ timeout: 3000 });
@@ -66,7 +66,7 @@ await main(async (browser) => {
       page = await ctx.newPage();
       watch(page, `${look} new tab`);
       await page.goto(url);
-      await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+      await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
       await page.locator('.attachment[data-name="notes.txt"][data-state="done"]').waitFor({ timeout: 3000 });
       assert.equal(await promptText(page), text);
     });
@@ -75,7 +75,7 @@ await main(async (browser) => {
       await step(`${look}: and a restart of ferry`, async () => {
         assert.equal(await control('/restart'), cfg.base);
         await page.reload();
-        await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor({ timeout: 30000 });
+        await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached', timeout: 30000 });
         await page.locator('.attachment[data-name="notes.txt"][data-state="done"]').waitFor({ timeout: 3000 });
         assert.equal(await promptText(page), text);
       });
@@ -96,7 +96,7 @@ await main(async (browser) => {
       await page.goto(url);
       await page.reload();
       await page.locator('.attachment[data-name="notes.txt"][data-state="done"]').waitFor();
-      await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+      await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
       await page.locator('button.send').click();
       await page.locator('.attach-note', { hasText: 'back in the box' }).waitFor().catch(async (e) => {
         const note = await page.locator('.attach-note').innerText().catch(() => '?');
@@ -106,14 +106,14 @@ await main(async (browser) => {
       await page.waitForTimeout(600);
       assert.ok(await stored(page, sid), 'the refused prompt is still the draft');
       await page.reload();
-      await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+      await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
       await page.waitForFunction((t) => document.getElementById('prompt')?.innerText.trim() === t, text, { timeout: 5000 });
       // The refused upload is not kept: the master does not know it.
       assert.equal(await page.locator('.attachment').count(), 0);
     });
 
     await step(`${look}: a prompt the master accepts is a draft no more`, async () => {
-      await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+      await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
       await page.locator('button.send').click();
       await page.locator('article.msg.agent[data-state="done"]').waitFor();
       await page.waitForTimeout(600);

@@ -142,7 +142,7 @@ async function screen(browser, s, first) {
 
   await step(P('sign in'), async () => {
     await page.goto(await control('/login'));
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
   });
   await check(P('the header\'s logo is the app\'s icon'), () => checkLogo(page, P('header')));
 

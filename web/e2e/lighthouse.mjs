@@ -51,7 +51,7 @@ try {
     const page = ctx.pages()[0] || await ctx.newPage();
     page.setDefaultTimeout(15000);
     await page.goto(cfg.login);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await page.getByRole('link', { name: 'New session' }).first().click();
     await page.locator('#ns-agent').selectOption('echo');
     await page.locator('#ns-title').fill('Tidy the README');

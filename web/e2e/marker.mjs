@@ -46,7 +46,7 @@ await main(async (browser) => {
 
   await step('sign in and start a session with the script agent', async () => {
     await page.goto(cfg.login);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await page.locator(`#ns-agent option[value="${cfg.agent}"]`).waitFor({ state: 'attached' });
     await page.locator('#ns-agent').selectOption(cfg.agent);
     await page.locator('#ns-title').fill('Reports');

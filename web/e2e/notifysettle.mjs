@@ -39,7 +39,7 @@ const results = await Promise.allSettled(looks.map((look, i) => step(`${look.nam
     const page = ctx.pages()[0] || await ctx.newPage();
     watch(page, name);
     await page.goto(cfg.logins[i]);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await page.evaluate(() => navigator.serviceWorker.ready);
     const sw = page.locator('#notify-switch');
     const status = page.locator('#notify-status');

@@ -56,7 +56,7 @@ await main(async (browser) => {
 
   await step('sign in; the service worker controls the page; start a session', async () => {
     await page.goto(cfg.login);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     const scope = await page.evaluate(() => navigator.serviceWorker.ready.then((r) => r.scope));
     assert.equal(scope, `${cfg.base}/`);
     sw = ctx.serviceWorkers().find((w) => w.url().endsWith('/sw.js')) || await ctx.waitForEvent('serviceworker');

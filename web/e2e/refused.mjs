@@ -23,7 +23,7 @@ await main(async (browser) => {
 
   await step('sign in and start a script session', async () => {
     await page.goto(cfg.login);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await page.goto(`${cfg.base}/#/new`);
     await page.locator(`#ns-agent option[value="${cfg.script}"]`).waitFor({ state: 'attached' });
     await page.locator('#ns-agent').selectOption(cfg.script);
@@ -76,7 +76,7 @@ await main(async (browser) => {
   await step('a prompt put back in the box is the draft: it survives a reload (issue 32)', async () => {
     await page.waitForTimeout(600); // saved within 250 ms of the change
     await page.reload();
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await page.waitForFunction((t) => document.getElementById('prompt')?.innerText.trim() === t, SECOND, { timeout: 5000 });
   });
   await ctx.close();

@@ -63,7 +63,7 @@ await main(async (browser) => {
 
   await step('sign in and start two sessions, one prompt each', async () => {
     await page.goto(cfg.login);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     a = await start(page, 'Alpha notes', 'please find the walrus');
     b = await start(page, 'Beta work', 'hello there');
     assert.notEqual(a, b);

@@ -21,7 +21,7 @@ const opts = {
   'desktop-light': { viewport: { width: 1280, height: 800 }, colorScheme: 'light' },
 };
 
-const connected = (page) => page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+const connected = (page) => page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
 
 await main(async (browser) => {
   for (const look of cfg.looks) {

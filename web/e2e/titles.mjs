@@ -48,7 +48,7 @@ await main(async (browser) => {
   const page = await ctx.newPage();
   watch(page, 'titles');
   await page.goto(cfg.login);
-  await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+  await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
 
   const combos = [
     { name: 'phone-dark', width: 390, height: 844, scheme: 'dark' },

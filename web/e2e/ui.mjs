@@ -185,7 +185,7 @@ async function flow(browser, f) {
     await step(P('sign in with a login link'), async () => {
       const link = await control('/login');
       await page.goto(link);
-      await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+      await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
       // The lists: machine, workspace, the desktop's session.
       await page.locator('.machine-name').first().waitFor();
       await page.locator('.session-link').first().waitFor();
@@ -201,7 +201,7 @@ async function flow(browser, f) {
       await shot(page, 'signin');
       await page.locator('#login-link').fill(cfg.login);
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+      await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
       await page.locator('#ns-agent option[value="builtin"]').waitFor({ state: 'attached' });
       await page.locator('.machine-name').first().waitFor();
     });
@@ -650,7 +650,7 @@ async function historyFlow(browser) {
 
   await step(P('sign in and start a session'), async () => {
     await page.goto(await control('/login'));
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await page.getByRole('link', { name: 'New session' }).first().tap();
     await page.locator('#ns-agent').waitFor();
     await startSession(page, 'Undo and rewind');
@@ -758,7 +758,7 @@ async function mainSuite(browser) {
     await page.locator('#replace').waitFor();
     assert.equal((await session()).value, before.value, 'opening the planted link replaced the session');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     assert.notEqual((await session()).value, before.value, 'the confirmed login did not sign in');
     await page.close();
   });
@@ -789,7 +789,7 @@ async function filesSuite(browser) {
   const P = (s) => `files: ${s}`;
   await step(P('sign in'), async () => {
     await page.goto(cfg.login);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await page.locator(`#ns-agent option[value="${fx.script_agent}"]`).waitFor({ state: 'attached' });
   });
   await step(P('a script agent\'s file: a card, and a download with its exact bytes'), async () => {
@@ -831,7 +831,7 @@ async function attachFlow(browser, ctx, page) {
   const routed = await routeSockets(page);
   await step(P('paste an image and attach a text file: chips upload, Send waits'), async () => {
     await page.goto(cfg.base);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await startSessionWith(page, 'builtin', 'Attachments');
     // Hold the first upload back, to see its progress and Send waiting.
     let release;
@@ -885,7 +885,10 @@ async function attachFlow(browser, ctx, page) {
     });
     const big = page.locator('.attachment[data-name="huge.log"]');
     await big.and(page.locator('[data-state="error"]')).waitFor();
-    assert.match(await big.innerText(), /too large: 20 MiB; the limit is 20 MiB \(too_large\)/);
+    // The chip says what is wrong; the code name is only its tooltip.
+    assert.match(await big.innerText(), /too large: 20 MiB; the limit is 20 MiB/);
+    assert.doesNotMatch(await big.innerText(), /too_large/);
+    assert.equal(await big.locator('.attach-meta').getAttribute('title'), 'too_large');
     page.off('request', onReq);
     assert.deepEqual(uploads, [], 'the oversized file was uploaded');
     await page.locator('#prompt').click();
@@ -900,7 +903,9 @@ async function attachFlow(browser, ctx, page) {
     await page.locator('input.file-input[multiple]').setInputFiles([{ name: 'blob.bin', mimeType: 'application/octet-stream', buffer: Buffer.from(Array.from({ length: 256 }, (_, i) => i)) }]);
     const chip = page.locator('.attachment[data-name="blob.bin"]');
     await chip.and(page.locator('[data-state="error"]')).waitFor();
-    assert.match(await chip.locator('.attach-meta').innerText(), /\(unsupported\)$/);
+    const meta = chip.locator('.attach-meta');
+    assert.match(await meta.innerText(), /not an image/);
+    assert.equal(await meta.getAttribute('title'), 'unsupported');
     await chip.getByRole('button', { name: /^Remove blob\.bin/ }).click();
     await chip.waitFor({ state: 'detached' });
   });
@@ -955,7 +960,7 @@ async function refusedFlow(browser) {
   const picker = () => page.locator('input.file-input[multiple]');
   await step(P('chips wrap on a phone'), async () => {
     await page.goto(fx.phone_login);
-    await page.locator('.conn-pill', { hasText: 'Connected' }).waitFor();
+    await page.locator('.conn-pill[data-state="open"]').waitFor({ state: 'attached' });
     await page.getByRole('link', { name: 'New session' }).first().tap();
     await page.locator('#ns-agent').waitFor();
     await startSessionWith(page, fx.acp_agent, 'No images here');
