@@ -167,7 +167,13 @@ await main(async (browser) => {
 
   await step('the settings sheet: from the mode chip, labelled, the default model once', async () => {
     const p = pages['phone-light'];
-    await p.locator('.mode-chip').tap();
+    // The chip is small, but its hit area is 44 px tall on a touch screen:
+    // a tap 8 px above its border still opens the sheet.
+    const chip = await p.locator('.mode-chip').boundingBox();
+    const at = { x: chip.x + chip.width / 2, y: chip.y - 8 };
+    assert.ok(await p.evaluate(({ x, y }) => !!document.elementFromPoint(x, y)?.closest('.mode-chip'), at),
+      `a tap 8 px above the ${chip.height} px mode chip misses it`);
+    await p.touchscreen.tap(at.x, at.y);
     const sheet = p.locator('#settings-dialog');
     await sheet.waitFor();
     for (const label of ['Mode', 'Model', 'Ask timeout']) await sheet.getByLabel(label, { exact: true }).waitFor();
