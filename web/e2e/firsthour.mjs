@@ -266,6 +266,11 @@ await main(async (browser) => {
       // conversation, and what is kept folds under it.
       const folded = await banner.boundingBox();
       assert.ok(folded.height <= 110, `${s.name}: the folded banner is ${folded.height} px tall`);
+      // The header's state stays one short word beside the mode chip.
+      const pill = await page.locator('.status-pill').boundingBox();
+      const chip = await page.locator('.mode-chip').boundingBox();
+      assert.ok(pill.x >= chip.x + chip.width || pill.y >= chip.y + chip.height,
+        `${s.name}: the state pill (${Math.round(pill.x)}–${Math.round(pill.x + pill.width)} px) covers the mode chip (${Math.round(chip.x)}–${Math.round(chip.x + chip.width)} px)`);
       await banner.locator('summary').click();
       const text = await banner.innerText();
       assert.doesNotMatch(text, /nothing is lost/i, `${s.name}: ${text}`);

@@ -22,7 +22,7 @@ import { icon } from './attach.js';
 const STATUS_TEXT = {
   idle: 'Ready',
   ...TURN_LABELS,
-  lost: 'Connection lost — resuming…',
+  lost: 'Reconnecting…', // short: the banner above says what is kept
   resuming: 'Resuming…',
   offline: 'Machine offline',
 };
