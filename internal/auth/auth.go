@@ -70,6 +70,12 @@ func WithMachines(ids ...string) IssueOption {
 	return func(t *store.Token) { t.Machines = scope }
 }
 
+// WithDevice names the device (browser) a UI token is made for, in
+// ferry's own words: the store refuses anything but short printable ASCII.
+func WithDevice(name string) IssueOption {
+	return func(t *store.Token) { t.Device = name }
+}
+
 // Issue creates a token of kind (store.TokenClient, TokenUI or TokenLogin)
 // named name, valid for ttl (0: no expiry), stores its hash and returns the
 // secret, which is shown once and never stored.
@@ -106,6 +112,7 @@ func Issue(ctx context.Context, st store.Store, kind, name string, ttl time.Dura
 		Hash:      Hash(secret),
 		CreatedAt: t,
 		Machines:  o.Machines,
+		Device:    o.Device,
 	}
 	if ttl > 0 {
 		tok.ExpiresAt = t.Add(ttl)
@@ -145,7 +152,9 @@ func Verify(ctx context.Context, st store.Store, secret string, kinds ...string)
 
 // ExchangeLogin consumes the one-time login token loginSecret and issues a UI
 // token (valid for UITTL, limited to the login token's machines) in its place.
-func ExchangeLogin(ctx context.Context, st store.Store, loginSecret string) (uiSecret string, err error) {
+// opts (WithDevice) apply to the UI token; its machine scope is always the
+// login token's.
+func ExchangeLogin(ctx context.Context, st store.Store, loginSecret string, opts ...IssueOption) (uiSecret string, err error) {
 	kind, ok := parse(loginSecret)
 	if !ok || kind != store.TokenLogin {
 		return "", ErrUnauthorized
@@ -171,7 +180,7 @@ func ExchangeLogin(ctx context.Context, st store.Store, loginSecret string) (uiS
 	if !tok.ExpiresAt.IsZero() && !now().Before(tok.ExpiresAt) {
 		return "", ErrUnauthorized
 	}
-	uiSecret, _, err = Issue(ctx, st, store.TokenUI, tok.Name, UITTL, WithMachines(tok.Machines...))
+	uiSecret, _, err = Issue(ctx, st, store.TokenUI, tok.Name, UITTL, append(slices.Clone(opts), WithMachines(tok.Machines...))...)
 	if err != nil {
 		return "", err
 	}

@@ -254,3 +254,25 @@ func TestMachineScope(t *testing.T) {
 		}
 	}
 }
+
+// TestExchangeLoginDevice: the UI token an exchange issues carries the
+// device it was given, and its machine scope stays the login token's
+// whatever options the caller passes.
+func TestExchangeLoginDevice(t *testing.T) {
+	st := newStore(t)
+	login, _, err := Issue(ctx(t), st, store.TokenLogin, "login URL", LoginTTL, WithMachines("m1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ui, err := ExchangeLogin(ctx(t), st, login, WithDevice("Firefox on Linux"), WithMachines())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := Verify(ctx(t), st, ui, store.TokenUI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.Device != "Firefox on Linux" || len(tok.Machines) != 1 || tok.Machines[0] != "m1" {
+		t.Fatalf("UI token device %q, machines %v; want Firefox on Linux, [m1]", tok.Device, tok.Machines)
+	}
+}

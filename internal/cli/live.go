@@ -1008,8 +1008,9 @@ func runToken(ctx context.Context, env Env, args []string) error {
 			return fmt.Errorf("ferry token list: %w", err)
 		}
 		now := time.Now()
-		// A UI token's device is the label its browser gave when it turned
-		// notifications on (the only name the master learns for it).
+		// A UI token's device is the name the master gave it at sign-in
+		// (from the browser's User-Agent, in ferry's words), then the
+		// labels its browser gave when it turned notifications on.
 		subs, err := st.PushSubscriptions(ctx, now)
 		if err != nil {
 			return fmt.Errorf("ferry token list: %w", err)
@@ -1031,7 +1032,11 @@ func runToken(ctx context.Context, env Env, args []string) error {
 			device := ""
 			if t.Kind == store.TokenUI {
 				device = "device: -\t"
-				if d := devices[t.ID]; len(d) > 0 {
+				d := devices[t.ID]
+				if t.Device != "" && !slices.Contains(d, t.Device) {
+					d = append([]string{t.Device}, d...)
+				}
+				if len(d) > 0 {
 					device = "device: " + strings.Join(d, ", ") + "\t"
 				}
 			}

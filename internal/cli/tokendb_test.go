@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/cli"
+	"github.com/ferry-dev/ferry/internal/master/mastertest"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/store/backend"
 )
@@ -93,8 +95,9 @@ func TestLoginTokenCheckedAgainstMaster(t *testing.T) {
 }
 
 // TestTokenListShowsStateAndDevice: token list marks each token active or
-// expired, and names the device of a UI token (the label its browser gave
-// when it turned notifications on).
+// expired, and names the device of a UI token: the name it got at sign-in,
+// then the labels its browser gave when it turned notifications on (each
+// once).
 func TestTokenListShowsStateAndDevice(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -105,7 +108,9 @@ func TestTokenListShowsStateAndDevice(t *testing.T) {
 	}
 	now := time.Now()
 	for _, tok := range []store.Token{
-		{ID: "tok-live", Kind: store.TokenUI, Name: "login URL", Hash: bytes.Repeat([]byte("1"), 32), CreatedAt: now},
+		{ID: "tok-live", Kind: store.TokenUI, Name: "login URL", Hash: bytes.Repeat([]byte("1"), 32), CreatedAt: now, Device: "Chrome on Android"},
+		{ID: "tok-signed", Kind: store.TokenUI, Name: "login URL", Hash: bytes.Repeat([]byte("4"), 32), CreatedAt: now, Device: "Firefox on Linux"},
+		{ID: "tok-same", Kind: store.TokenUI, Name: "login URL", Hash: bytes.Repeat([]byte("5"), 32), CreatedAt: now, Device: "Safari on iPhone"},
 		{ID: "tok-old", Kind: store.TokenUI, Name: "old phone", Hash: bytes.Repeat([]byte("2"), 32), CreatedAt: now.Add(-2 * time.Hour), ExpiresAt: now.Add(-time.Hour)},
 		{ID: "tok-client", Kind: store.TokenClient, Name: "laptop", Hash: bytes.Repeat([]byte("3"), 32), CreatedAt: now},
 	} {
@@ -116,6 +121,10 @@ func TestTokenListShowsStateAndDevice(t *testing.T) {
 	p256 := append([]byte{4}, bytes.Repeat([]byte{1}, 64)...)
 	if err := st.PutPushSubscription(ctx, store.PushSubscription{Endpoint: "https://push.example/1", P256dh: p256, Auth: bytes.Repeat([]byte{2}, 16),
 		OwnerID: "tok-live", Label: "Pixel 8 (Chrome)", CreatedAt: now}, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutPushSubscription(ctx, store.PushSubscription{Endpoint: "https://push.example/2", P256dh: p256, Auth: bytes.Repeat([]byte{2}, 16),
+		OwnerID: "tok-same", Label: "Safari on iPhone", CreatedAt: now}, 10); err != nil {
 		t.Fatal(err)
 	}
 	_ = st.Close()
@@ -129,7 +138,9 @@ func TestTokenListShowsStateAndDevice(t *testing.T) {
 		lines[id] = l
 	}
 	for id, want := range map[string][]string{
-		"tok-live":   {"\tactive\t", "\tdevice: Pixel 8 (Chrome)\t"},
+		"tok-live":   {"\tactive\t", "\tdevice: Chrome on Android, Pixel 8 (Chrome)\t"},
+		"tok-signed": {"\tactive\t", "\tdevice: Firefox on Linux\t"},
+		"tok-same":   {"\tactive\t", "\tdevice: Safari on iPhone\t"},
 		"tok-old":    {"\texpired\t", "\tdevice: -\t"},
 		"tok-client": {"\tactive\t"},
 	} {
@@ -138,5 +149,31 @@ func TestTokenListShowsStateAndDevice(t *testing.T) {
 				t.Errorf("token %s: line %q lacks %q", id, lines[id], w)
 			}
 		}
+	}
+}
+
+// TestTokenListShowsSignInDevice: a UI token made by signing in names its
+// device (from the browser's User-Agent, in ferry's own words) though the
+// browser never turned notifications on.
+func TestTokenListShowsSignInDevice(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "ferry.db")
+	u := startUp(t, nil, "--db", db)
+	if _, err := mastertest.LoginWith(context.Background(), u.loginURL, http.Header{"User-Agent": {
+		"Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Mobile Safari/537.36"}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runEnv(t, nil, "token", "list", "--db", db)
+	if code != cli.ExitOK {
+		t.Fatalf("list: %d %s", code, errOut)
+	}
+	var ui []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.Contains(l, "\tui\t") {
+			ui = append(ui, l)
+		}
+	}
+	if len(ui) != 1 || !strings.Contains(ui[0], "\tdevice: Chrome on Android\t") {
+		t.Fatalf("UI tokens after a sign-in from Chrome on Android:\n%s", out)
 	}
 }

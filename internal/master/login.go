@@ -184,7 +184,7 @@ func (m *Master) serveLoginPost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, protocol.CodeInvalidValue, "the login form could not be read")
 		return
 	}
-	secret, err := auth.ExchangeLogin(r.Context(), m.st, r.PostForm.Get("token"))
+	secret, err := auth.ExchangeLogin(r.Context(), m.st, r.PostForm.Get("token"), auth.WithDevice(DeviceLabel(r.UserAgent())))
 	if err != nil {
 		m.loginFailed(w, r, err)
 		return

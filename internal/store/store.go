@@ -94,6 +94,10 @@ type Token struct {
 	// Machines are the IDs of the machines a UI or login token may see;
 	// empty: every machine. A client token has none.
 	Machines []string
+	// Device names the browser a UI token was made for by signing in, in
+	// ferry's own words ("Chrome on Android"), never the browser's text;
+	// empty when unknown.
+	Device string
 }
 
 // Machine is the last announcement of a client.

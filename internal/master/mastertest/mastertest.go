@@ -37,12 +37,18 @@ var (
 // Login signs in with loginURL (http://host:port/login?token=…), as a
 // person who opened the link themselves.
 func Login(ctx context.Context, loginURL string) (Browser, error) {
+	return LoginWith(ctx, loginURL, nil)
+}
+
+// LoginWith is Login with extra headers on both requests (a User-Agent,
+// say).
+func LoginWith(ctx context.Context, loginURL string, extra http.Header) (Browser, error) {
 	u, err := url.Parse(loginURL)
 	if err != nil {
 		return Browser{}, fmt.Errorf("mastertest: login URL: %w", err)
 	}
 	b := Browser{Origin: u.Scheme + "://" + u.Host}
-	page, _, err := do(ctx, http.MethodGet, loginURL, http.Header{"Accept": {"text/html"}, "Sec-Fetch-Site": {"none"}}, nil)
+	page, _, err := do(ctx, http.MethodGet, loginURL, withExtra(http.Header{"Accept": {"text/html"}, "Sec-Fetch-Site": {"none"}}, extra), nil)
 	if err != nil {
 		return b, err
 	}
@@ -51,7 +57,7 @@ func Login(ctx context.Context, loginURL string) (Browser, error) {
 		return b, errors.New("mastertest: the login page has no form")
 	}
 	page, cookies, err := do(ctx, http.MethodPost, b.Origin+"/login",
-		http.Header{"Origin": {b.Origin}, "Sec-Fetch-Site": {"same-origin"}, "Content-Type": {"application/x-www-form-urlencoded"}},
+		withExtra(http.Header{"Origin": {b.Origin}, "Sec-Fetch-Site": {"same-origin"}, "Content-Type": {"application/x-www-form-urlencoded"}}, extra),
 		strings.NewReader(url.Values{"token": {m[1]}}.Encode()))
 	if err != nil {
 		return b, err
@@ -67,6 +73,13 @@ func Login(ctx context.Context, loginURL string) (Browser, error) {
 	}
 	b.Key = k[1]
 	return b, nil
+}
+
+func withExtra(h, extra http.Header) http.Header {
+	for k, v := range extra {
+		h[k] = v
+	}
+	return h
 }
 
 // DialOptions open /v1/ui as the UI page does: cookie, Origin, and the key

@@ -65,6 +65,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"TokenConsumeOnce", testTokenConsumeOnce},
 		{"TokenRevokeAndList", testTokenRevokeAndList},
 		{"TokenMachineScope", testTokenMachineScope},
+		{"TokenDevice", testTokenDevice},
 		{"Machines", testMachines},
 		{"SessionCreateAndGet", testSessionCreateAndGet},
 		{"SessionList", testSessionList},
@@ -246,6 +247,35 @@ func testTokenCreateAndLookup(t *testing.T, s store.Store) {
 	dupHash := client
 	dupHash.ID = "t3"
 	mustIs(t, s.CreateToken(c, dupHash), store.ErrExists, "CreateToken with a taken hash")
+}
+
+// testTokenDevice: a token's device name comes back from TokenByHash and
+// ListTokens; one that is too long or not printable ASCII is refused.
+func testTokenDevice(t *testing.T, s store.Store) {
+	c := ctx(t)
+	ui := store.Token{ID: "ui", Kind: store.TokenUI, Hash: hash("ui"), CreatedAt: at(0), Device: "Chrome on Android"}
+	plain := store.Token{ID: "plain", Kind: store.TokenClient, Hash: hash("plain"), CreatedAt: at(time.Second)}
+	mustNil(t, s.CreateToken(c, ui), "CreateToken with a device")
+	mustNil(t, s.CreateToken(c, plain), "CreateToken without one")
+	got, err := s.TokenByHash(c, ui.Hash)
+	mustNil(t, err, "TokenByHash")
+	if got.Device != ui.Device {
+		t.Fatalf("TokenByHash device %q, want %q", got.Device, ui.Device)
+	}
+	toks, err := s.ListTokens(c)
+	mustNil(t, err, "ListTokens")
+	if len(toks) != 2 || toks[0].Device != ui.Device || toks[1].Device != "" {
+		t.Fatalf("ListTokens = %+v, want devices %q and none", toks, ui.Device)
+	}
+	for i, bad := range []string{strings.Repeat("x", 65), "Chrome\non Android", "Chrome \u202eon", "caf\u00e9"} {
+		tk := store.Token{ID: fmt.Sprintf("bad%d", i), Kind: store.TokenUI, Hash: hash(fmt.Sprintf("bad%d", i)), CreatedAt: at(0), Device: bad}
+		if err := s.CreateToken(c, tk); err == nil || !strings.Contains(err.Error(), "device") {
+			t.Fatalf("CreateToken with device %q: %v, want an error naming the device", bad, err)
+		}
+	}
+	if toks, _ := s.ListTokens(c); len(toks) != 2 {
+		t.Fatalf("%d tokens after refused ones, want 2", len(toks))
+	}
 }
 
 func testTokenConsumeOnce(t *testing.T, s store.Store) {

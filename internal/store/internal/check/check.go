@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -30,6 +31,9 @@ func ID(kind, id string) error {
 	return nil
 }
 
+// MaxDevice is the longest device name a token may hold.
+const MaxDevice = 64
+
 // Token checks a token about to be created.
 func Token(t store.Token) error {
 	if err := ID("token", t.ID); err != nil {
@@ -50,6 +54,11 @@ func Token(t store.Token) error {
 		if id == "" {
 			return invalid("token %s: machine %d of its scope is empty", t.ID, i)
 		}
+	}
+	// A device name is ferry's own few words: a long one or one with
+	// control characters is not one of them.
+	if len(t.Device) > MaxDevice || strings.IndexFunc(t.Device, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
+		return invalid("token %s: device name of %d bytes, not printable ASCII of at most %d", t.ID, len(t.Device), MaxDevice)
 	}
 	return nil
 }

@@ -20,15 +20,15 @@ func (db *DB) CreateToken(ctx context.Context, t store.Token) error {
 		return db.fail(op, err)
 	}
 	_, err := db.exec(ctx,
-		`INSERT INTO tokens (id, kind, name, hash, created_at, expires_at, machines) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		t.ID, t.Kind, t.Name, t.Hash, db.ts(check.OrNow(t.CreatedAt)), db.ts(check.Time(t.ExpiresAt)), check.EncodeMachines(t.Machines))
+		`INSERT INTO tokens (`+tokenCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Kind, t.Name, t.Hash, db.ts(check.OrNow(t.CreatedAt)), db.ts(check.Time(t.ExpiresAt)), check.EncodeMachines(t.Machines), t.Device)
 	if err != nil && db.D.IsUnique(err) {
 		return db.failOn(op, t.ID, store.ErrExists)
 	}
 	return db.wrap(ctx, op, err)
 }
 
-const tokenCols = `id, kind, name, hash, created_at, expires_at, machines` //nolint:gosec // column names, not a credential
+const tokenCols = `id, kind, name, hash, created_at, expires_at, machines, device` //nolint:gosec // column names, not a credential
 
 func scanToken(sc Scanner) (store.Token, error) {
 	var (
@@ -36,7 +36,7 @@ func scanToken(sc Scanner) (store.Token, error) {
 		created, expires Time
 		machines         string
 	)
-	if err := sc.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires, &machines); err != nil {
+	if err := sc.Scan(&t.ID, &t.Kind, &t.Name, &t.Hash, &created, &expires, &machines, &t.Device); err != nil {
 		return store.Token{}, err
 	}
 	var err error
