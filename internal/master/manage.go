@@ -217,13 +217,9 @@ func (m *Master) prompted(s *session, p *protocol.PromptRequest) {
 		m.log.Error("mark session prompted", "session", s.id, "err", err)
 		return
 	}
-	if !titled {
-		return
+	if titled {
+		m.retitled(s, title, store.TitlePrompt)
 	}
-	s.mu.Lock()
-	s.row.Title, s.row.TitleSource = title, store.TitlePrompt
-	s.mu.Unlock()
-	m.publishChange(m.ctx, "", protocol.ChangeRenamed, s.info())
 }
 
 // agentTitled applies a title the session's agent made (agent.title),
@@ -235,11 +231,16 @@ func (m *Master) agentTitled(s *session, title string) {
 		m.log.Error("set the agent's title", "session", s.id, "err", err)
 		return
 	}
-	if !set {
-		return
+	if set {
+		m.retitled(s, title, store.TitleAgent)
 	}
+}
+
+// retitled takes a title the store just set automatically into the
+// session's row and tells every UI, as a rename.
+func (m *Master) retitled(s *session, title, source string) {
 	s.mu.Lock()
-	s.row.Title, s.row.TitleSource = title, store.TitleAgent
+	s.row.Title, s.row.TitleSource = title, source
 	s.mu.Unlock()
 	m.publishChange(m.ctx, "", protocol.ChangeRenamed, s.info())
 }
