@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Version is the protocol version this package speaks (see the version
@@ -64,15 +65,56 @@ func (m *Message) Reply(msgType string, payload any) *Message {
 }
 
 // MarshalJSON encodes the message as its envelope.
+//
+// The envelope is written by hand around json.Marshal's payload: the
+// bytes are those json.Marshal(Envelope{...}) gives (a test compares
+// them), without its second pass over the payload, which checked and
+// copied every byte of it once more (a relay encodes every event).
 func (m *Message) MarshalJSON() ([]byte, error) {
 	payload, err := json.Marshal(m.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s payload: %w", m.Type, err)
 	}
-	return json.Marshal(Envelope{
-		Type: m.Type, MessageID: m.MessageID, ParentID: m.ParentID,
-		SessionID: m.SessionID, Seq: m.Seq, Epoch: m.Epoch, Payload: payload,
-	})
+	b := make([]byte, 0, len(payload)+len(m.Type)+len(m.SessionID)+len(m.Epoch)+160)
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, m.Type)
+	b = append(b, `,"message_id":`...)
+	b = appendJSONString(b, m.MessageID)
+	if m.ParentID != "" {
+		b = append(b, `,"parent_id":`...)
+		b = appendJSONString(b, m.ParentID)
+	}
+	if m.SessionID != "" {
+		b = append(b, `,"session_id":`...)
+		b = appendJSONString(b, m.SessionID)
+	}
+	if m.Seq != 0 {
+		b = append(b, `,"seq":`...)
+		b = strconv.AppendUint(b, m.Seq, 10)
+	}
+	if m.Epoch != "" {
+		b = append(b, `,"epoch":`...)
+		b = appendJSONString(b, m.Epoch)
+	}
+	b = append(b, `,"payload":`...)
+	b = append(b, payload...)
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s as json.Marshal writes a string. Envelope
+// strings are ids and type names, plain ASCII: those are copied as they
+// are; anything else goes through json.Marshal, so that escaping (HTML
+// characters, U+2028, invalid UTF-8) stays exactly encoding/json's.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // Encode returns the wire bytes of m, refusing a message over MaxMessageBytes
