@@ -500,6 +500,7 @@ func TestClaudeCodeTitleRequests(t *testing.T) {
 			"output_config": map[string]any{"format": map[string]any{"type": "json_schema", "schema": map[string]any{
 				"type": "object", "properties": map[string]any{"title": map[string]any{"type": "string"}}, "required": []any{"title"}}}},
 		})
+		defer res.Body.Close()
 		if res.StatusCode != http.StatusOK {
 			return res.StatusCode, ""
 		}
