@@ -156,6 +156,8 @@ func (a *Adapter) Open(_ context.Context, cfg adapter.SessionConfig) (adapter.Se
 		log.Warn("cannot read the session's Claude Code state; starting a new conversation", "err", err)
 	case ok && rec.Workspace == cfg.Workspace.Path:
 		s.claudeID = rec.ClaudeSessionID
+		// The conversation had its first turn, and its title, before.
+		s.titled = true
 	}
 	return s, nil
 }

@@ -75,6 +75,16 @@
 //     it started (Bash commands run in sessions of their own, so the tree
 //     is read from /proc before the kill). The next turn waits for the
 //     settling and, when the process is gone, resumes the conversation.
+//   - Titles (SessionConfig.Title set): after the session's first turn
+//     that ends with an answer, Claude Code is asked once, with the Agent
+//     SDK's generate_session_title control request (the first typed or
+//     piped prompt, cut to 4 KB, not persisted in Claude Code), for a
+//     title of the session, which goes to SessionConfig.Title, as does
+//     one the CLI reports itself (session_title_changed). The request
+//     runs beside the next turns, bounded by titleTimeout (30 s) and by
+//     the process's end: a failure, a null title or a slow answer costs
+//     only the title, and the log says why. A session that resumes a
+//     conversation is not titled again.
 //   - Compaction sends "/compact [instruction]" and reports the token
 //     counts of Claude Code's compact_boundary line; a failure (nothing to
 //     compact) is an error.

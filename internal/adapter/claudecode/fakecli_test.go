@@ -163,6 +163,15 @@ func fakeClaude(scenario string) int {
 			if req.Subtype == "interrupt" && scenario == "hang" {
 				continue // a CLI that does not react
 			}
+			if req.Subtype == "generate_session_title" {
+				switch scenario {
+				case "title-hang":
+					continue // a model that never answers
+				case "titles":
+					f.write(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": msg.RequestID, "response": map[string]any{"title": " Login bug in auth.go "}}})
+					continue
+				}
+			}
 			f.write(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": msg.RequestID, "response": map[string]any{"mode": req.Mode}}})
 		case "user":
 			turns++

@@ -29,7 +29,8 @@ func claudeBin(t *testing.T) string {
 }
 
 // script answers the CLI's model requests in order; requests without tools
-// (side calls such as titles) get a fixed answer. A request that resends a
+// (side calls) get a fixed answer, except title requests, which the fake
+// answers itself. A request that resends a
 // conversation an HTTP error answered (the CLI retrying) gets the same
 // error, as it would from a real provider, and takes no step: CLIs differ
 // in how they retry. 2.1.197 gives up on a 400 at once; 2.1.332 sends it
@@ -52,6 +53,9 @@ func (s *script) add(steps ...func(fake.Request) fake.Reply) {
 }
 
 func (s *script) route(r fake.Request) (fake.Reply, bool) {
+	if r.IsTitle() {
+		return fake.Reply{}, false // the fake's own title answers (fake.Reply.Title)
+	}
 	if len(r.ToolNames()) == 0 {
 		return fake.Reply{Text: []string{"side"}}, true
 	}
@@ -165,8 +169,15 @@ func (e *realEnv) adapter() *Adapter {
 
 func (e *realEnv) open(t *testing.T, ad *Adapter, mode string) *session {
 	t.Helper()
-	s, err := ad.Open(context.Background(), adapter.SessionConfig{SessionID: "ferry-session-1", Mode: mode,
-		Workspace: protocol.Workspace{ID: "w", Name: "w", Path: e.ws}})
+	return e.openWith(t, ad, adapter.SessionConfig{Mode: mode})
+}
+
+// openWith opens a session of cfg (its id and workspace filled in).
+func (e *realEnv) openWith(t *testing.T, ad *Adapter, cfg adapter.SessionConfig) *session {
+	t.Helper()
+	cfg.SessionID = "ferry-session-1"
+	cfg.Workspace = protocol.Workspace{ID: "w", Name: "w", Path: e.ws}
+	s, err := ad.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

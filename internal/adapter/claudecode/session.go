@@ -37,7 +37,8 @@ type session struct {
 	// (SessionConfig.Commands; nil: nobody listens).
 	onCommands func([]protocol.AgentCommand)
 	// onTitle gets a title Claude Code made for the session
-	// (session_title_changed); nil: none wanted.
+	// (session_title_changed, or the answer to ferry's
+	// generate_session_title: title.go); nil: none wanted.
 	onTitle func(string)
 	id      string
 	ws      string
@@ -60,6 +61,11 @@ type session struct {
 	deny      *promptDeny     // the running prompt's denied_tools (nil: none)
 	settle    chan struct{}   // closed when an interrupted turn has settled
 	closed    bool
+	// titlePrompt is the first prompt that says what the session is
+	// about; titled is set once its title was asked for (or when the
+	// session resumed a conversation, titled when it was new).
+	titlePrompt string
+	titled      bool
 	// history records the file changes of Write and Edit (history.go);
 	// before holds what a call's file held when its PreToolUse hook ran.
 	history adapter.History
@@ -140,7 +146,12 @@ func (s *session) Run(ctx context.Context, turn adapter.Turn, emit adapter.Emit)
 		// The process died under us; drive reports it.
 		s.log.Warn("cannot send the prompt to Claude Code", "err", err)
 	}
-	return s.drive(ctx, t, p, sk)
+	s.notePrompt(turn)
+	res, err := s.drive(ctx, t, p, sk)
+	if err == nil && res.StopReason == protocol.StopEndTurn && res.Text != "" {
+		s.askTitle(p)
+	}
+	return res, err
 }
 
 // startFailed ends a turn whose process could not start.

@@ -29,13 +29,15 @@
 //     conversion bug in a provider shows up as a failed call, not a pass.
 //   - A model request with no reply left fails the test (t.Errorf) and is
 //     answered with a 500 that tells the SDK not to retry.
-//   - A title request (Request.IsTitle: ferry's agent asking for a session
-//     title, recognised by its system prompt llm.TitleSystem and its lack
-//     of tools, which no turn has) never takes a reply of the script: it
-//     takes the next reply scripted with Title set, else it is answered
-//     with DefaultTitle. Tests of whole sessions need not script the extra
-//     request; ModelRequests leaves title requests out (TitleRequests has
-//     them).
+//   - A title request (Request.IsTitle: ferry's agent or Claude Code
+//     asking for a session title, recognised by its system prompt,
+//     llm.TitleSystem or ClaudeCodeTitleSystem, and its lack of tools,
+//     which no turn has) never takes a reply of the script: it takes the
+//     next reply scripted with Title set, else it is answered with
+//     DefaultTitle; Claude Code's gets the title as the JSON object
+//     {"title": …} it asks for. Tests of whole sessions need not script
+//     the extra request; ModelRequests leaves title requests out
+//     (TitleRequests has them).
 //   - Close (also run by t.Cleanup) ends held and delayed streams at once.
 //   - HEAD or GET / answers 200 (Claude Code checks reachability so); any
 //     other unknown request is a 404 in the Anthropic error format.
@@ -196,12 +198,23 @@ func (r Request) Stream() bool { b, _ := r.Body["stream"].(bool); return b }
 // Model is the request's model.
 func (r Request) Model() string { s, _ := r.Body["model"].(string); return s }
 
-// IsTitle reports whether the request is ferry's agent asking for a
-// session title: its system prompt holds llm.TitleSystem, which no turn
-// sends, and it offers no tools.
+// IsTitle reports whether the request asks for a session title: ferry's
+// agent's (its system prompt holds llm.TitleSystem) or Claude Code's
+// (IsClaudeCodeTitle), system prompts no turn sends, with no tools offered.
 func (r Request) IsTitle() bool {
-	return r.Format != "" && !r.CountTokens() && !r.ListModels() && len(r.ToolNames()) == 0 &&
-		strings.Contains(r.System(), llm.TitleSystem)
+	if r.Format == "" || r.CountTokens() || r.ListModels() || len(r.ToolNames()) > 0 {
+		return false
+	}
+	sys := r.System()
+	return strings.Contains(sys, llm.TitleSystem) || r.Format == Anthropic && strings.Contains(sys, ClaudeCodeTitleSystem)
+}
+
+// IsClaudeCodeTitle reports whether the request is Claude Code asking its
+// model for a session title (ClaudeCodeTitleSystem): its answer is the
+// JSON object {"title": …} that the request's json_schema output format
+// asks for.
+func (r Request) IsClaudeCodeTitle() bool {
+	return r.IsTitle() && strings.Contains(r.System(), ClaudeCodeTitleSystem)
 }
 
 // CountTokens reports whether this was an Anthropic count_tokens call.
@@ -522,11 +535,14 @@ func (s *Server) take(req *Request) (Reply, bool) {
 	defer s.mu.Unlock()
 	if req.IsTitle() {
 		s.reqs = append(s.reqs, *req)
-		if len(s.titles) == 0 {
-			return Reply{Text: []string{DefaultTitle}}, true
+		reply := Reply{Text: []string{DefaultTitle}}
+		if len(s.titles) > 0 {
+			reply = s.titles[0]
+			s.titles = s.titles[1:]
 		}
-		reply := s.titles[0]
-		s.titles = s.titles[1:]
+		if req.IsClaudeCodeTitle() {
+			reply = jsonTitle(reply)
+		}
 		return reply, true
 	}
 	if s.used >= len(s.queue) {
@@ -767,4 +783,22 @@ func openAIErrorType(status int) (typ, code string) {
 		return "server_error", "service_unavailable"
 	}
 	return "server_error", "server_error"
+}
+
+// ClaudeCodeTitleSystem opens the system prompt with which Claude Code
+// (2.1.332) asks its model to name a session: for its
+// generate_session_title control request, and for its own titling. It
+// asks for JSON with a single "title" field.
+const ClaudeCodeTitleSystem = "You are naming a coding session so the user can pick it out of a long list of sessions."
+
+// jsonTitle is a title reply as Claude Code's title request wants it: its
+// text as the JSON object {"title": text}. A failure, a raw stream or a
+// broken stream stays as it is.
+func jsonTitle(r Reply) Reply {
+	if r.Fail != nil || r.Raw != "" || r.Break != NoBreak {
+		return r
+	}
+	b, _ := json.Marshal(map[string]string{"title": strings.Join(r.Text, "")})
+	r.Text = []string{string(b)}
+	return r
 }

@@ -475,3 +475,63 @@ func TestTitleRequestsApart(t *testing.T) {
 		t.Fatalf("%d title requests, %d model requests, %d pending; want 2, 3, 0", n, m, srv.Pending())
 	}
 }
+
+// TestClaudeCodeTitleRequests: Claude Code's title request (its system
+// prompt fake.ClaudeCodeTitleSystem among its system blocks, no tools, a
+// json_schema output format), streamed as the CLI streams it, is a title
+// request: it takes the reply scripted with Title, else DefaultTitle, as
+// the JSON object {"title": …} the CLI parses, and a scripted failure
+// stays a failure; the script's turn replies are left alone.
+func TestClaudeCodeTitleRequests(t *testing.T) {
+	srv := fake.New(t)
+	srv.Script(fake.Reply{Title: true, Text: []string{"Scripted ", "title"}},
+		fake.Reply{Title: true, Fail: &fake.Failure{Status: http.StatusInternalServerError, Header: map[string]string{"x-should-retry": "false"}}},
+		fake.Reply{Text: []string{"turn one"}})
+	ask := func() (int, string) {
+		t.Helper()
+		res := post(t, srv.URL()+"/v1/messages", map[string]any{
+			"model": "claude-opus-5-5", "max_tokens": 128000, "stream": true, "tools": []any{},
+			"system": []any{
+				map[string]any{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332.e24; cc_entrypoint=sdk-cli;"},
+				map[string]any{"type": "text", "text": "You are a Claude agent, built on Anthropic's Claude Agent SDK."},
+				map[string]any{"type": "text", "text": fake.ClaudeCodeTitleSystem + " The title is a name…\n\nReturn JSON with a single \"title\" field."},
+			},
+			"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "<session>\nfix the login bug\n</session>"}}}},
+			"output_config": map[string]any{"format": map[string]any{"type": "json_schema", "schema": map[string]any{
+				"type": "object", "properties": map[string]any{"title": map[string]any{"type": "string"}}, "required": []any{"title"}}}},
+		})
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return res.StatusCode, ""
+		}
+		var text strings.Builder
+		for _, ev := range readSSE(t, res.Body) {
+			var d struct {
+				Delta struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"delta"`
+			}
+			if ev.event == "content_block_delta" && json.Unmarshal([]byte(ev.data), &d) == nil && d.Delta.Type == "text_delta" {
+				text.WriteString(d.Delta.Text)
+			}
+		}
+		return res.StatusCode, text.String()
+	}
+	want := []struct {
+		status int
+		text   string
+	}{
+		{http.StatusOK, `{"title":"Scripted title"}`},
+		{http.StatusInternalServerError, ""},
+		{http.StatusOK, `{"title":"` + fake.DefaultTitle + `"}`},
+	}
+	for i, w := range want {
+		if status, text := ask(); status != w.status || text != w.text {
+			t.Errorf("title request %d: %d %q, want %d %q", i, status, text, w.status, w.text)
+		}
+	}
+	if n, m, p := len(srv.TitleRequests()), len(srv.ModelRequests()), srv.Pending(); n != 3 || m != 0 || p != 1 {
+		t.Fatalf("%d title requests, %d model requests, %d pending; want 3, 0, 1 (the turn's reply)", n, m, p)
+	}
+}
