@@ -138,4 +138,3 @@ func TestReloaderReloads(t *testing.T) {
 		t.Fatal("files looked at within Interval")
 	}
 }
-
