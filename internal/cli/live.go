@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -195,15 +196,26 @@ func newHTTPServer(h http.Handler, log *slog.Logger) (*http.Server, *connlimit.L
 	return srv, lim
 }
 
-// serveHTTP serves h on ln until ctx is done (a signal), then drains the
+// serveHTTP serves m on ln until ctx is done (a signal), then drains the
 // master within drain (master.Shutdown: not ready, upgrades refused,
 // connections closed with 1012 after their accepted events are stored);
 // what is left after drain is cut. Unauthenticated connections are capped
-// per address and in total (internal/connlimit).
-func serveHTTP(ctx context.Context, ln net.Listener, m *master.Master, log *slog.Logger, drain time.Duration) error {
-	srv, lim := newHTTPServer(m.Handler(), log)
+// per address and in total (internal/connlimit). With tlsConfig it serves
+// HTTPS, and every answer sends HSTS.
+func serveHTTP(ctx context.Context, ln net.Listener, tlsConfig *tls.Config, m *master.Master, log *slog.Logger, drain time.Duration) error {
+	h := m.Handler()
+	if tlsConfig != nil {
+		h = withHSTS(h)
+	}
+	srv, lim := newHTTPServer(h, log)
+	l := lim.Listen(ln)
+	if tlsConfig != nil {
+		// TLS on top, so that the server sees a *tls.Conn (Request.TLS:
+		// the cookie is Secure) and the limiter still counts it.
+		l = tls.NewListener(l, tlsConfig)
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(lim.Listen(ln)) }()
+	go func() { errc <- srv.Serve(l) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -338,6 +350,7 @@ type masterFlags struct {
 	nats         string // NATS server URL(s): nodes share a broker; empty: in-process
 	metricsAddr  string // where Prometheus scrapes; empty: no metrics
 	drainTimeout time.Duration
+	reach        reachFlags // HTTPS: --tls-cert/--tls-key or --acme (reach.go)
 }
 
 // DefaultDrainTimeout bounds a drain (SIGTERM) unless --drain-timeout says
@@ -360,6 +373,7 @@ func (f *masterFlags) register(fs *flag.FlagSet) {
 		"serve Prometheus metrics at http://`HOST:PORT`/metrics (default none). Unauthenticated: keep it on a private address (see docs/scale.md)")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", DefaultDrainTimeout,
 		"on SIGTERM, how long to drain (connections told to reconnect elsewhere, accepted events stored) before the rest is cut")
+	f.reach.register(fs)
 }
 
 // check refuses what the flags cannot mean; every error is a usage error.
@@ -373,7 +387,7 @@ func (f *masterFlags) check() error {
 	if f.drainTimeout <= 0 {
 		return usageErrorf("--drain-timeout %s: must be more than 0", f.drainTimeout)
 	}
-	return nil
+	return f.reach.check()
 }
 
 func (f *masterFlags) config(st store.Store, log *slog.Logger) master.Config {
@@ -390,8 +404,8 @@ type liveMaster struct {
 	dbPath string
 	br     broker.Broker // nil: the master's own in-process broker
 	m      *master.Master
-	ln     net.Listener
-	base   string // the URL people and clients use
+	reach  *reached // the listener, and how it is reached
+	base   string   // the URL people and clients use
 	log    *slog.Logger
 	drain  time.Duration
 	// metrics serves /metrics on its own listener (nil: none); it outlives
@@ -400,9 +414,9 @@ type liveMaster struct {
 }
 
 // startMaster is the master start-up of ferry serve and ferry up: it opens
-// the database, builds the master and binds its address (warning cmd's
-// user when that is reachable over plain HTTP). Close releases the
-// database once the master is done.
+// the database, builds the master and binds its address, over HTTPS when
+// the flags say so (warning cmd's user when it is reachable over plain
+// HTTP). Close releases the database once the master is done.
 func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *slog.Logger) (*liveMaster, error) {
 	if err := f.check(); err != nil {
 		return nil, err
@@ -434,13 +448,20 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 		_ = lm.Close()
 		return nil, err
 	}
-	ln, base, err := listener(f.addr)
+	folder, err := dataFolder(env, opened.path)
 	if err != nil {
 		_ = lm.Close()
 		return nil, err
 	}
-	warnPlainListener(env, cmd, ln.Addr())
-	lm.m, lm.ln, lm.base = m, ln, base
+	r, err := f.reach.listen(ctx, env, f.addr, folder, log)
+	if err != nil {
+		_ = lm.Close()
+		return nil, err
+	}
+	if !r.secure() {
+		warnPlainListener(env, cmd, r.ln.Addr())
+	}
+	lm.m, lm.reach, lm.base = m, r, r.base
 	return lm, nil
 }
 
@@ -490,12 +511,15 @@ func (lm *liveMaster) printDatabase(env Env) {
 
 // serve serves until ctx is done (see serveHTTP).
 func (lm *liveMaster) serve(ctx context.Context) error {
-	return serveHTTP(ctx, lm.ln, lm.m, lm.log, lm.drain)
+	return serveHTTP(ctx, lm.reach.ln, lm.reach.tlsConfig, lm.m, lm.log, lm.drain)
 }
 
 // Close releases the metrics listener, the broker and the database once
 // the master is done.
 func (lm *liveMaster) Close() error {
+	if lm.reach != nil {
+		lm.reach.Close()
+	}
 	if lm.metrics != nil {
 		_ = lm.metrics.Close()
 	}
@@ -517,7 +541,7 @@ func serveFlags() (*flag.FlagSet, *masterFlags, *string) {
 }
 
 // serveRepeatable are the serve flags that take several values.
-var serveRepeatable = map[string]bool{"trusted-proxy": true}
+var serveRepeatable = map[string]bool{"trusted-proxy": true, "acme": true}
 
 // serveSettings fills what args left unset from the environment and the
 // configuration file (see applySettings).
@@ -845,6 +869,9 @@ func up(ctx context.Context, env Env, mf *masterFlags, cf *clientFlags) error {
 		}
 	}()
 	cfg.MasterURL, cfg.Token = lm.base, secret
+	// Over TLS, it dials the listener on this machine and trusts only
+	// the certificate served, whatever name the URL has.
+	cfg.HTTPClient = lm.reach.localClient()
 	c, err := client.New(cfg)
 	if err != nil {
 		return err

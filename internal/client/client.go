@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -58,6 +59,10 @@ type Config struct {
 	MasterURL string
 	// Token is the client token, sent as Authorization: Bearer.
 	Token string
+	// HTTPClient dials the master; default http.DefaultClient. ferry up
+	// sets one that reaches its own TLS listener on loopback and trusts
+	// only the certificate it serves.
+	HTTPClient *http.Client
 	// Workspaces are the directories served (made absolute, symlinks
 	// resolved; each must exist).
 	Workspaces []string

@@ -199,6 +199,7 @@ func (c *Client) connectOnce(ctx context.Context) (time.Duration, error) {
 	defer cancel()
 	ws, resp, err := websocket.Dial(dialCtx, c.dialURL, &websocket.DialOptions{
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + c.cfg.Token}},
+		HTTPClient: c.cfg.HTTPClient,
 	})
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()

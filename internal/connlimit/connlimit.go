@@ -3,8 +3,9 @@
 // then sit idle cannot use up the process's file descriptors and keep the
 // real user out.
 //
-// Use it by wrapping the server's listener with Limiter.Listen and calling
-// Limiter.Install on the http.Server (it chains ConnState and ConnContext).
+// Use it by wrapping the server's listener with Limiter.Listen (under TLS,
+// if any: tls.NewListener(l.Listen(ln), cfg)) and calling Limiter.Install
+// on the http.Server (it chains ConnState and ConnContext).
 // Handlers call MarkAuthenticated(r.Context()) once a request on the
 // connection has presented a valid credential.
 //
@@ -33,6 +34,7 @@ package connlimit
 import (
 	"container/list"
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -258,7 +260,7 @@ func (l *Limiter) uncountLocked(c *Conn) {
 // ConnState is the http.Server hook that tells idle connections from busy
 // ones.
 func (l *Limiter) ConnState(nc net.Conn, state http.ConnState) {
-	c, ok := nc.(*Conn)
+	c, ok := unwrap(nc).(*Conn)
 	if !ok || c.l != l {
 		return
 	}
@@ -288,10 +290,20 @@ type ctxKey struct{}
 // ConnContext is the http.Server hook that lets MarkAuthenticated find a
 // request's connection.
 func (l *Limiter) ConnContext(ctx context.Context, nc net.Conn) context.Context {
-	if c, ok := nc.(*Conn); ok && c.l == l {
+	if c, ok := unwrap(nc).(*Conn); ok && c.l == l {
 		return context.WithValue(ctx, ctxKey{}, c)
 	}
 	return ctx
+}
+
+// unwrap is the connection under TLS: a server on TLS wraps the
+// limiter's listener (tls.NewListener(l.Listen(ln), cfg)), so that the
+// http.Server sees the *tls.Conn and sets Request.TLS.
+func unwrap(nc net.Conn) net.Conn {
+	if tc, ok := nc.(*tls.Conn); ok {
+		return tc.NetConn()
+	}
+	return nc
 }
 
 // Install sets srv's ConnState and ConnContext hooks, calling any that

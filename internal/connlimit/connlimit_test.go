@@ -3,6 +3,7 @@ package connlimit
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferry-dev/ferry/internal/certfile/certtest"
 )
 
 // server is a real http.Server on loopback behind a Limiter.
@@ -410,4 +413,56 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestUnderTLS: with TLS on top of the limiter's listener (so that the
+// server sets Request.TLS), connections are still told idle from busy and
+// marked authenticated.
+func TestUnderTLS(t *testing.T) {
+	ca := certtest.NewCA(t, "test CA")
+	leaf := ca.Issue(t, []string{"127.0.0.1"}, time.Time{}, time.Time{})
+	pair, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(Config{PerAddr: 4, Total: 4})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil {
+			http.Error(w, "no TLS", http.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("/auth", func(w http.ResponseWriter, r *http.Request) {
+		MarkAuthenticated(r.Context())
+		_, _ = io.WriteString(w, "ok")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	l.Install(srv)
+	go func() {
+		_ = srv.Serve(tls.NewListener(l.Listen(ln), &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}))
+	}()
+	t.Cleanup(func() { _ = srv.Close() })
+	s := &server{t: t, l: l, addr: ln.Addr().String()}
+	dial := func() *peer {
+		c, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return &peer{t: t, c: c, br: bufio.NewReader(c)}
+	}
+	idle := dial()
+	idle.get("/")
+	s.waitIdle(1)
+	authed := dial()
+	authed.get("/auth")
+	s.waitCount(1)
+	_ = idle.c.Close()
+	s.waitCount(0)
 }
