@@ -338,6 +338,7 @@ type masterFlags struct {
 	nats         string // NATS server URL(s): nodes share a broker; empty: in-process
 	metricsAddr  string // where Prometheus scrapes; empty: no metrics
 	drainTimeout time.Duration
+	tailscale    tailscaleFlags
 }
 
 // DefaultDrainTimeout bounds a drain (SIGTERM) unless --drain-timeout says
@@ -360,6 +361,7 @@ func (f *masterFlags) register(fs *flag.FlagSet) {
 		"serve Prometheus metrics at http://`HOST:PORT`/metrics (default none). Unauthenticated: keep it on a private address (see docs/scale.md)")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", DefaultDrainTimeout,
 		"on SIGTERM, how long to drain (connections told to reconnect elsewhere, accepted events stored) before the rest is cut")
+	f.tailscale.register(fs)
 }
 
 // check refuses what the flags cannot mean; every error is a usage error.
@@ -391,7 +393,10 @@ type liveMaster struct {
 	br     broker.Broker // nil: the master's own in-process broker
 	m      *master.Master
 	ln     net.Listener
-	base   string // the URL people and clients use
+	base   string       // the URL people and clients use
+	url    string       // the URL people use: the tailnet's, else base
+	tsLn   net.Listener // the tailnet's (nil: none; see tailscale.go)
+	tsStop func() error
 	log    *slog.Logger
 	drain  time.Duration
 	// metrics serves /metrics on its own listener (nil: none); it outlives
@@ -407,8 +412,13 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	tsLn, tsURL, tsStop, err := f.tailscale.start(ctx, env, log) // refused before anything listens
+	if err != nil {
+		return nil, err
+	}
 	opened, err := openStore(ctx, env, f.db, storeServe)
 	if err != nil {
+		_ = tsStop()
 		return nil, err
 	}
 	st := opened.Store
@@ -418,11 +428,12 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 		nb, err := connectNATS(ctx, f.nats, log)
 		if err != nil {
 			_ = st.Close()
+			_ = tsStop()
 			return nil, err
 		}
 		br, cfg.Broker = nb, nb
 	}
-	lm := &liveMaster{st: st, dbPath: opened.path, br: br, log: log, drain: f.drainTimeout}
+	lm := &liveMaster{st: st, dbPath: opened.path, br: br, log: log, drain: f.drainTimeout, tsStop: tsStop}
 	if f.metricsAddr != "" {
 		if err := lm.startMetrics(f.metricsAddr, &cfg); err != nil {
 			_ = lm.Close()
@@ -440,7 +451,10 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 		return nil, err
 	}
 	warnPlainListener(env, cmd, ln.Addr())
-	lm.m, lm.ln, lm.base = m, ln, base
+	lm.m, lm.ln, lm.base, lm.url, lm.tsLn = m, ln, base, base, tsLn
+	if tsLn != nil {
+		lm.url = tsURL
+	}
 	return lm, nil
 }
 
@@ -490,6 +504,7 @@ func (lm *liveMaster) printDatabase(env Env) {
 
 // serve serves until ctx is done (see serveHTTP).
 func (lm *liveMaster) serve(ctx context.Context) error {
+	defer serveTailnet(lm.tsLn, lm.m, lm.log, lm.drain)()
 	return serveHTTP(ctx, lm.ln, lm.m, lm.log, lm.drain)
 }
 
@@ -502,6 +517,7 @@ func (lm *liveMaster) Close() error {
 	if lm.br != nil {
 		_ = lm.br.Close()
 	}
+	_ = lm.tsStop()
 	return lm.st.Close()
 }
 
@@ -562,8 +578,11 @@ func serve(ctx context.Context, env Env, mf *masterFlags) error {
 	}
 	defer func() { _ = lm.Close() }()
 	fmt.Fprintf(env.Stdout, "ferry master listening on %s\n", lm.base)
+	if lm.url != lm.base {
+		fmt.Fprintf(env.Stdout, "and on your tailnet at %s\n", lm.url)
+	}
 	lm.printDatabase(env)
-	if err := printLogin(ctx, env, lm.st, lm.base); err != nil {
+	if err := printLogin(ctx, env, lm.st, lm.url); err != nil {
 		return err
 	}
 	return lm.serve(ctx)
@@ -870,12 +889,12 @@ func up(ctx context.Context, env Env, mf *masterFlags, cf *clientFlags) error {
 		shown[i] = w
 	}
 	available, notAvailable := agentLines(cfg.Adapters)
-	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", lm.base, strings.Join(shown, ", "), available)
+	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", lm.url, strings.Join(shown, ", "), available)
 	for _, l := range notAvailable {
 		fmt.Fprintln(env.Stdout, l)
 	}
 	lm.printDatabase(env)
-	if err := printLogin(ctx, env, lm.st, lm.base); err != nil {
+	if err := printLogin(ctx, env, lm.st, lm.url); err != nil {
 		return err
 	}
 	// A client that stops on a refusal takes the master down with it:

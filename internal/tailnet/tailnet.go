@@ -5,7 +5,7 @@
 // Guarantees:
 //   - Start returns only once the node is logged in and running, holds a
 //     certificate for its MagicDNS name, and listens on the tailnet (port
-//     443, TLS); the URL it returns is https://NAME.TAILNET.ts.net, the
+//     443; Node.TLSConfig serves the certificate); the URL it returns is https://NAME.TAILNET.ts.net, the
 //     name the tailnet gave the node. Nothing it opens accepts plain TCP
 //     on any address: the listener is inside the tailnet (tsnet's
 //     userspace network stack). The one socket on the machine's own
@@ -32,6 +32,7 @@ package tailnet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -133,8 +134,12 @@ type Config struct {
 // Node is ferry's node on the tailnet.
 type Node struct {
 	srv *tsnet.Server
-	// Listener accepts TLS connections from the tailnet on port 443.
+	// Listener accepts connections from the tailnet on port 443, before
+	// TLS: wrap it in TLSConfig outermost (tls.NewListener), after any
+	// other wrapper, so that an http.Server sees *tls.Conn (r.TLS).
 	Listener net.Listener
+	// TLSConfig serves the node's certificate (renewed by tsnet).
+	TLSConfig *tls.Config
 	// URL is https://NAME.TAILNET.ts.net (no trailing slash).
 	URL string
 	// Name is the node's DNS name, NAME.TAILNET.ts.net.
@@ -221,24 +226,44 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, &Error{Code: CodeCertificate, Reason: "could not get the HTTPS certificate of " + name +
 			" (is \"HTTPS Certificates\" enabled on the admin console's DNS page?)", Err: err}
 	}
-	n := &Node{srv: srv, Name: name, URL: "https://" + name, Public: cfg.Funnel}
+	n := &Node{srv: srv, Name: name, URL: "https://" + name, Public: cfg.Funnel,
+		// HTTP/1.1 only: the UI's WebSocket upgrades over it.
+		TLSConfig: &tls.Config{GetCertificate: lc.GetCertificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}}
+	var ln net.Listener
 	if cfg.Funnel {
-		n.Listener, err = srv.ListenFunnel("tcp", ":443")
+		ln, err = srv.ListenFunnel("tcp", ":443")
 		if err != nil {
 			return nil, &Error{Code: CodeFunnelRefused, Reason: "Funnel is not allowed for this node: allow it in the tailnet policy file " +
 				"(nodeAttrs \"funnel\", see tailscale.com/kb/1223/funnel), or drop --tailscale-funnel", Err: err}
 		}
 	} else {
-		n.Listener, err = srv.ListenTLS("tcp", ":443")
+		ln, err = srv.ListenTLS("tcp", ":443")
 		if err != nil {
 			return nil, &Error{Code: CodeHTTPSDisabled, Reason: httpsHowTo, Err: err}
 		}
 	}
+	n.Listener = plainListener{ln}
 	if err := tighten(cfg.Dir); err != nil {
 		_ = n.Listener.Close()
 		return nil, &Error{Code: CodeState, Reason: "make the state folder private", Err: err}
 	}
 	return n, nil
+}
+
+// plainListener hands out the connections under tsnet's TLS listener
+// (ListenTLS and ListenFunnel always wrap): no handshake has begun on
+// them, so the caller's own wrappers can go under TLS.
+type plainListener struct{ net.Listener }
+
+func (l plainListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := c.(*tls.Conn); ok {
+		return tc.NetConn(), nil
+	}
+	return c, nil
 }
 
 // httpsHowTo says how to give a tailnet what ferry needs for HTTPS.

@@ -2,6 +2,7 @@ package tailnet_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -56,7 +57,7 @@ func TestServesHTTPSOnTheTailnet(t *testing.T) {
 		t.Fatalf("a login URL was shown %d times with an auth key", logins)
 	}
 	go func() {
-		_ = http.Serve(n.Listener, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.Serve(tls.NewListener(n.Listener, n.TLSConfig), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "tls=%v host=%s", r.TLS != nil, r.Host)
 		}))
 	}()

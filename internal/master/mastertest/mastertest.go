@@ -43,12 +43,18 @@ func Login(ctx context.Context, loginURL string) (Browser, error) {
 // LoginWith is Login with extra headers on both requests (a User-Agent,
 // say).
 func LoginWith(ctx context.Context, loginURL string, extra http.Header) (Browser, error) {
+	return LoginVia(ctx, http.DefaultClient, loginURL, extra)
+}
+
+// LoginVia is LoginWith over client (one that dials a tailnet, say, or
+// trusts a test CA).
+func LoginVia(ctx context.Context, client *http.Client, loginURL string, extra http.Header) (Browser, error) {
 	u, err := url.Parse(loginURL)
 	if err != nil {
 		return Browser{}, fmt.Errorf("mastertest: login URL: %w", err)
 	}
 	b := Browser{Origin: u.Scheme + "://" + u.Host}
-	page, _, err := do(ctx, http.MethodGet, loginURL, withExtra(http.Header{"Accept": {"text/html"}, "Sec-Fetch-Site": {"none"}}, extra), nil)
+	page, _, err := do(ctx, client, http.MethodGet, loginURL, withExtra(http.Header{"Accept": {"text/html"}, "Sec-Fetch-Site": {"none"}}, extra), nil)
 	if err != nil {
 		return b, err
 	}
@@ -56,7 +62,7 @@ func LoginWith(ctx context.Context, loginURL string, extra http.Header) (Browser
 	if m == nil {
 		return b, errors.New("mastertest: the login page has no form")
 	}
-	page, cookies, err := do(ctx, http.MethodPost, b.Origin+"/login",
+	page, cookies, err := do(ctx, client, http.MethodPost, b.Origin+"/login",
 		withExtra(http.Header{"Origin": {b.Origin}, "Sec-Fetch-Site": {"same-origin"}, "Content-Type": {"application/x-www-form-urlencoded"}}, extra),
 		strings.NewReader(url.Values{"token": {m[1]}}.Encode()))
 	if err != nil {
@@ -93,13 +99,13 @@ func (b Browser) DialOptions() *websocket.DialOptions {
 
 // do sends a request and returns the body of its 200 answer and the
 // cookies it sets.
-func do(ctx context.Context, method, u string, h http.Header, body io.Reader) (string, []*http.Cookie, error) {
+func do(ctx context.Context, client *http.Client, method, u string, h http.Header, body io.Reader) (string, []*http.Cookie, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return "", nil, err
 	}
 	req.Header = h
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", nil, err
 	}

@@ -150,7 +150,7 @@ func (c *Control) HTTPClient(peer *tsnet.Server) *http.Client {
 			DialContext:     peer.Dial,
 			TLSClientConfig: &tls.Config{RootCAs: c.CA.Pool, MinVersion: tls.VersionTLS12},
 		},
-		Timeout:       30 * time.Second,
+		Timeout: 30 * time.Second,
 	}
 }
 
