@@ -39,7 +39,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -182,7 +181,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, &Error{Code: CodeState, Reason: "state folder " + cfg.Dir, Err: err}
 	}
-	if err := os.Chmod(cfg.Dir, 0o700); err != nil { // an older, looser folder
+	if err := os.Chmod(cfg.Dir, 0o700); err != nil { //nolint:gosec // a folder: its owner needs x; an older, looser one is tightened
 		return nil, &Error{Code: CodeState, Reason: "state folder " + cfg.Dir, Err: err}
 	}
 	srv := &tsnet.Server{
@@ -405,9 +404,15 @@ func debugf(log *slog.Logger, source string) func(string, ...any) {
 	}
 }
 
-// tighten makes the folders under dir 0700 and its files 0600.
+// tighten makes the folders under dir 0700 and its files 0600, never
+// following a link out of dir.
 func tighten(dir string) error {
-	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }()
+	return fs.WalkDir(root.FS(), ".", func(path string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // a temporary file tsnet renamed meanwhile
 		}
@@ -421,7 +426,7 @@ func tighten(dir string) error {
 		case !d.Type().IsRegular():
 			return nil // a socket or link: not tsnet's files
 		}
-		if err := os.Chmod(path, mode); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := root.Chmod(path, mode); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
