@@ -351,6 +351,7 @@ type masterFlags struct {
 	metricsAddr  string // where Prometheus scrapes; empty: no metrics
 	drainTimeout time.Duration
 	reach        reachFlags // HTTPS: --tls-cert/--tls-key or --acme (reach.go)
+	tailscale    tailscaleFlags
 }
 
 // DefaultDrainTimeout bounds a drain (SIGTERM) unless --drain-timeout says
@@ -374,6 +375,7 @@ func (f *masterFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", DefaultDrainTimeout,
 		"on SIGTERM, how long to drain (connections told to reconnect elsewhere, accepted events stored) before the rest is cut")
 	f.reach.register(fs)
+	f.tailscale.register(fs)
 }
 
 // check refuses what the flags cannot mean; every error is a usage error.
@@ -404,8 +406,11 @@ type liveMaster struct {
 	dbPath string
 	br     broker.Broker // nil: the master's own in-process broker
 	m      *master.Master
-	reach  *reached // the listener, and how it is reached
-	base   string   // the URL people and clients use
+	reach  *reached     // the listener, and how it is reached
+	base   string       // the URL ferry up's own client uses: --addr's
+	url    string       // the URL people use: the tailnet's, else base
+	tsLn   net.Listener // the tailnet's (nil: none; see tailscale.go)
+	tsStop func() error
 	log    *slog.Logger
 	drain  time.Duration
 	// metrics serves /metrics on its own listener (nil: none); it outlives
@@ -421,8 +426,13 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	tsLn, tsURL, tsStop, err := f.tailscale.start(ctx, env, log) // refused before anything listens
+	if err != nil {
+		return nil, err
+	}
 	opened, err := openStore(ctx, env, f.db, storeServe)
 	if err != nil {
+		_ = tsStop()
 		return nil, err
 	}
 	st := opened.Store
@@ -432,11 +442,12 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 		nb, err := connectNATS(ctx, f.nats, log)
 		if err != nil {
 			_ = st.Close()
+			_ = tsStop()
 			return nil, err
 		}
 		br, cfg.Broker = nb, nb
 	}
-	lm := &liveMaster{st: st, dbPath: opened.path, br: br, log: log, drain: f.drainTimeout}
+	lm := &liveMaster{st: st, dbPath: opened.path, br: br, log: log, drain: f.drainTimeout, tsStop: tsStop}
 	if f.metricsAddr != "" {
 		if err := lm.startMetrics(f.metricsAddr, &cfg); err != nil {
 			_ = lm.Close()
@@ -461,7 +472,10 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 	if !r.secure() {
 		warnPlainListener(env, cmd, r.ln.Addr())
 	}
-	lm.m, lm.reach, lm.base = m, r, r.base
+	lm.m, lm.reach, lm.base, lm.url, lm.tsLn = m, r, r.base, r.base, tsLn
+	if tsLn != nil {
+		lm.url = tsURL
+	}
 	return lm, nil
 }
 
@@ -511,6 +525,7 @@ func (lm *liveMaster) printDatabase(env Env) {
 
 // serve serves until ctx is done (see serveHTTP).
 func (lm *liveMaster) serve(ctx context.Context) error {
+	defer serveTailnet(lm.tsLn, lm.m, lm.log, lm.drain)()
 	return serveHTTP(ctx, lm.reach.ln, lm.reach.tlsConfig, lm.m, lm.log, lm.drain)
 }
 
@@ -526,6 +541,7 @@ func (lm *liveMaster) Close() error {
 	if lm.br != nil {
 		_ = lm.br.Close()
 	}
+	_ = lm.tsStop()
 	return lm.st.Close()
 }
 
@@ -586,8 +602,11 @@ func serve(ctx context.Context, env Env, mf *masterFlags) error {
 	}
 	defer func() { _ = lm.Close() }()
 	fmt.Fprintf(env.Stdout, "ferry master listening on %s\n", lm.base)
+	if lm.url != lm.base {
+		fmt.Fprintf(env.Stdout, "and on your tailnet at %s\n", lm.url)
+	}
 	lm.printDatabase(env)
-	if err := printLogin(ctx, env, lm.st, lm.base); err != nil {
+	if err := printLogin(ctx, env, lm.st, lm.url); err != nil {
 		return err
 	}
 	return lm.serve(ctx)
@@ -897,12 +916,12 @@ func up(ctx context.Context, env Env, mf *masterFlags, cf *clientFlags) error {
 		shown[i] = w
 	}
 	available, notAvailable := agentLines(cfg.Adapters)
-	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", lm.base, strings.Join(shown, ", "), available)
+	fmt.Fprintf(env.Stdout, "ferry is up on %s, serving %s\nagents: %s\n", lm.url, strings.Join(shown, ", "), available)
 	for _, l := range notAvailable {
 		fmt.Fprintln(env.Stdout, l)
 	}
 	lm.printDatabase(env)
-	if err := printLogin(ctx, env, lm.st, lm.base); err != nil {
+	if err := printLogin(ctx, env, lm.st, lm.url); err != nil {
 		return err
 	}
 	// A client that stops on a refusal takes the master down with it:

@@ -149,6 +149,16 @@ type upInstance struct {
 // extra until the test ends, and waits for its login URL.
 func startUp(t *testing.T, extra map[string]string, args ...string) *upInstance {
 	t.Helper()
+	return startUpFor(t, loopbackLogin, extra, args...)
+}
+
+// loopbackLogin is the login URL ferry up prints on its loopback --addr.
+var loopbackLogin = regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/login\?token=(ferry_login_\S+)`)
+
+// startUpFor is startUp waiting for a login URL loginRE matches (its
+// first group the base URL).
+func startUpFor(t *testing.T, loginRE *regexp.Regexp, extra map[string]string, args ...string) *upInstance {
+	t.Helper()
 	dir := t.TempDir()
 	env := map[string]string{"XDG_DATA_HOME": filepath.Join(dir, "data"), "XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir}
 	for k, v := range extra {
@@ -172,7 +182,6 @@ func startUp(t *testing.T, extra map[string]string, args ...string) *upInstance 
 			t.Error("up did not stop after cancel")
 		}
 	})
-	loginRE := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/login\?token=(ferry_login_\S+)`)
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if m := loginRE.FindStringSubmatch(u.out.String()); m != nil {
 			u.base, u.loginURL = m[1], m[0]
