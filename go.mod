@@ -27,6 +27,7 @@ require (
 	github.com/tiktoken-go/tokenizer v0.10.0
 	golang.org/x/image v0.48.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.46.0
 	golang.org/x/text v0.44.0
 	modernc.org/sqlite v1.62.0
 )

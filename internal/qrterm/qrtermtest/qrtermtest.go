@@ -27,6 +27,7 @@ const scale = 4
 func Decode(out string) (string, error) {
 	var rows []string
 	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSuffix(line, "\r") // a terminal's line ending
 		start := strings.Index(line, "\x1b[")
 		if start < 0 {
 			if rows != nil {

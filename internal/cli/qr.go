@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ferry-dev/ferry/internal/qrterm"
+	"golang.org/x/term"
+)
+
+// isTerminal reports whether w is a terminal: ferry up draws the login QR
+// code only there, so a log file or a pipe gets the URL alone.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// printQR draws url as a QR code, indented as the URL above it is, then a
+// blank line.
+func printQR(w io.Writer, url string) error {
+	if err := qrterm.Write(w, url, "    "); err != nil {
+		return fmt.Errorf("draw the login QR code: %w", err)
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
