@@ -444,6 +444,10 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 	}
 	warnPlainListener(env, cmd, ln.Addr())
 	lm.m, lm.ln, lm.base = m, ln, base
+	if err := m.SetPublicURL(base); err != nil { // login links from the UI point there
+		_ = lm.Close()
+		return nil, err
+	}
 	return lm, nil
 }
 

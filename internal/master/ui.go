@@ -226,6 +226,8 @@ func (m *Master) handleUI(c *conn, data []byte) {
 		m.deleteSession(c, msg)
 	case protocol.TypeUIFocus:
 		m.setFocus(c, msg)
+	case protocol.TypeLoginLinkCreate:
+		m.createLoginLink(c, msg)
 	case protocol.TypeError:
 		c.log.Info("UI reported an error", "parent", msg.ParentID, "payload", msg.Payload)
 	default: // the control.* types a UI may send
