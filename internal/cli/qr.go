@@ -5,8 +5,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/ferry-dev/ferry/internal/qrterm"
 	"golang.org/x/term"
+
+	"github.com/ferry-dev/ferry/internal/qrterm"
 )
 
 // isTerminal reports whether w is a terminal: ferry up draws the login QR
