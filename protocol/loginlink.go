@@ -18,7 +18,8 @@ func init() {
 
 // LoginLinkCreate is ui.login_link.create: the master issues a one-time
 // login token with a short life, seeing the machines the asking UI's token
-// sees (never more), and answers with master.login_link.
+// sees (never more), and answers with master.login_link. More than five
+// in a minute on one connection are refused with busy.
 type LoginLinkCreate struct{}
 
 // LoginLink is master.login_link, the answer to ui.login_link.create.

@@ -19,6 +19,15 @@ import (
 // that a photo of the screen is soon worth nothing.
 const LoginLinkTTL = 10 * time.Minute
 
+// loginLinkBurst links a minute is what one UI connection may ask for: a
+// person asks for one and perhaps a few more; a script that asks in a loop
+// would fill the store with login tokens (each is a row until it expires).
+const loginLinkBurst = 5
+
+// errLoginLinkBusy answers a UI over loginLinkBurst.
+var errLoginLinkBusy = &protocol.Error{Code: protocol.CodeBusy,
+	Message: "too many login links: at most 5 a minute from one page; use the last one, or wait a minute"}
+
 // loginLinkName is the name `ferry token list` shows for such a token,
 // followed by the ID of the UI token that asked for it.
 const loginLinkName = "login link from the UI (\"Open on your phone\") of token "
@@ -78,6 +87,10 @@ func (m *Master) loginBase(c *conn) string {
 // createLoginLink answers ui.login_link.create: a one-time login token,
 // valid LoginLinkTTL, that sees what the asking UI's token sees.
 func (m *Master) createLoginLink(c *conn, msg *protocol.Message) {
+	if !c.ui.takeLoginLink(time.Now()) {
+		c.sendError(msg.MessageID, "", errLoginLinkBusy)
+		return
+	}
 	base := m.loginBase(c)
 	if base == "" {
 		// A UI over a bearer token that sent no usable Host, with no
@@ -98,4 +111,23 @@ func (m *Master) createLoginLink(c *conn, msg *protocol.Message) {
 		ExpiresAt: tok.ExpiresAt.UTC().Format(time.RFC3339),
 		Loopback:  loopbackOrigin(base),
 	}))
+}
+
+// takeLoginLink reports whether the UI may have another login link at now
+// (at most loginLinkBurst in any minute), and counts it when it may.
+func (u *uiSide) takeLoginLink(now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	recent := u.links[:0]
+	for _, t := range u.links {
+		if now.Sub(t) < time.Minute {
+			recent = append(recent, t)
+		}
+	}
+	u.links = recent
+	if len(u.links) >= loginLinkBurst {
+		return false
+	}
+	u.links = append(u.links, now)
+	return true
 }

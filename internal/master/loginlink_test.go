@@ -84,6 +84,29 @@ func TestLoginLinkSignsAnotherDeviceIn(t *testing.T) {
 	if again := askLoginLink(t, ui); again.URL == link.URL {
 		t.Error("a second ask gave the same link")
 	}
+	// A page asking in a loop is stopped at five a minute, with nothing
+	// stored for the refused asks.
+	for range 3 {
+		askLoginLink(t, ui)
+	}
+	req := ui.send(protocol.New(protocol.TypeLoginLinkCreate, &protocol.LoginLinkCreate{}))
+	ui.expectError(req.MessageID, protocol.CodeBusy, "")
+	// Five issued, the first used up by the sign-in above.
+	if toks, _ = e.st.ListTokens(testCtx(t)); countKind(toks, store.TokenLogin) != 4 {
+		t.Errorf("%d login tokens left after 6 asks and one sign-in, want 4", countKind(toks, store.TokenLogin))
+	}
+	// Another page (connection) has its own allowance.
+	askLoginLink(t, e.dialUI("another page"))
+}
+
+func countKind(toks []store.Token, kind string) int {
+	n := 0
+	for _, tk := range toks {
+		if tk.Kind == kind {
+			n++
+		}
+	}
+	return n
 }
 
 // TestLoginLinkKeepsTheScope: a UI whose token sees one machine gets a

@@ -32,6 +32,7 @@ type uiSide struct {
 	mu        sync.Mutex
 	subs      map[string]*uiSub
 	unsubConn func()
+	links     []time.Time // when its recent login links were issued (loginlink.go)
 }
 
 // uiSub is one UI's subscription to one session's topic. While the missed
