@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os"
 
 	"golang.org/x/term"
@@ -18,10 +19,14 @@ func isTerminal(w io.Writer) bool {
 }
 
 // printQR draws url as a QR code, indented as the URL above it is, then a
-// blank line.
+// blank line; under a URL that names this computer, a line saying a phone
+// cannot open it.
 func printQR(w io.Writer, url string) error {
 	if err := qrterm.Write(w, url, "    "); err != nil {
 		return fmt.Errorf("draw the login QR code: %w", err)
+	}
+	if u, err := neturl.Parse(url); err == nil && isLoopbackHost(u.Hostname()) {
+		fmt.Fprintf(w, "    (%s is this computer: a phone cannot open it; to reach ferry from one, see docs/reach.md)\n", u.Host)
 	}
 	_, err := fmt.Fprintln(w)
 	return err

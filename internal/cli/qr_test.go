@@ -40,6 +40,9 @@ func TestTokenCreateQR(t *testing.T) {
 		if got != url {
 			t.Errorf("the QR code reads %q, the URL printed is %q", got, url)
 		}
+		if loopback := strings.Contains(out, "is this computer: a phone cannot open it"); loopback != (master == "") {
+			t.Errorf("--master %q: the loopback note is there: %v\n%s", master, loopback, out)
+		}
 	}
 	// Without --qr, no drawing: the output stays two lines a script reads.
 	out := ferryCmd(t, bin, "token", "create", "--kind", "login", "--db", db)
