@@ -167,6 +167,10 @@ func serviceSpec(env Env, f *serviceFlags, verb string, svcArgs []string) (servi
 		return spec, fmt.Errorf("ferry service install: find this ferry binary: %w", err)
 	}
 	spec.Binary = exe
+	if tmp := filepath.Clean(os.TempDir()) + string(filepath.Separator); strings.HasPrefix(exe, tmp) {
+		// go run builds into a temporary folder that is gone at the next boot.
+		fmt.Fprintf(env.Stderr, "warning: this ferry is %s, in a temporary folder; the service runs that file: install ferry somewhere lasting (go install) and run that one's service install\n", exe)
+	}
 	return spec, nil
 }
 
