@@ -2,9 +2,10 @@
 // the master at "/" (Config.UI of internal/master).
 //
 // The UI is static: one HTML page, a style sheet and plain ES modules
-// (static/js), plus three vendored libraries checked in with their licences
+// (static/js), plus four vendored libraries checked in with their licences
 // (static/vendor: marked for Markdown, DOMPurify to sanitise what marked
-// produces, highlight.js for code). There is no build step and nothing is
+// produces, highlight.js for code, qrcode-generator for "Open on your
+// phone"). There is no build step and nothing is
 // fetched from another origin, so `go run ./cmd/ferry up` serves the whole
 // UI on a fresh machine. The page talks to the master over the UI WebSocket
 // (/v1/ui) in the protocol of docs/protocol.md; see docs/ui.md for what it

@@ -103,6 +103,7 @@ func init() {
 		"token":   {"create, list or revoke the master's tokens", runToken},
 		"run":     {"run an agent on one prompt, headless (ferry's own by default)", runRun},
 		"undo":    {"put back the files a ferry run (or a session) changed", runUndo},
+		"service": {"run ferry up, serve or connect as a service that survives a reboot", runService},
 	}
 }
 

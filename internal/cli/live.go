@@ -241,6 +241,9 @@ func printLogin(ctx context.Context, env Env, st store.Store, base string) error
 		return fmt.Errorf("issue login token: %w", err)
 	}
 	fmt.Fprintf(env.Stdout, "Open this URL in a browser to log in (valid once, for %s):\n\n    %s/login?token=%s\n\n", loginTTL, base, secret)
+	if isTerminal(env.Stdout) { // a phone's camera reads it off the screen
+		return printQR(env.Stdout, base+"/login?token="+secret)
+	}
 	return nil
 }
 
@@ -475,6 +478,12 @@ func startMaster(ctx context.Context, env Env, cmd string, f *masterFlags, log *
 	lm.m, lm.reach, lm.base, lm.url, lm.tsLn = m, r, r.base, r.base, tsLn
 	if tsLn != nil {
 		lm.url = tsURL
+	}
+	// Login links from the UI point where people reach ferry: the
+	// tailnet's name, the certificate's or the domain's.
+	if err := m.SetPublicURL(lm.url); err != nil {
+		_ = lm.Close()
+		return nil, err
 	}
 	return lm, nil
 }
@@ -951,9 +960,10 @@ func runToken(ctx context.Context, env Env, args []string) error {
 	ttl := fs.Duration("ttl", 0, "for create: how long the token is valid (0: until revoked; login tokens: 15m)")
 	var machines stringList
 	fs.Var(&machines, "machine", "for create: let a ui or login token see only the machine `ID` (repeatable; default every machine)")
+	qr := fs.Bool("qr", false, "for create --kind login: also print the login URL as a QR code, for a phone's camera")
 	masterURL := fs.String("master", "", "for create --kind login: the master's `URL` the printed login URL points at (default http://"+DefaultAddr+", the default --addr of ferry up and ferry serve)")
 	if ok, err := parseFlags(fs, env, args,
-		"Usage: ferry token create [--kind client|ui|login] [--name NAME] [--ttl D] [--machine ID]... [--master URL] [--db DSN]",
+		"Usage: ferry token create [--kind client|ui|login] [--name NAME] [--ttl D] [--machine ID]... [--master URL] [--qr] [--db DSN]",
 		"       ferry token list [--db DSN]",
 		"       ferry token revoke [--db DSN] ID",
 		"\nManages the master's tokens. Secrets are printed once and stored hashed.",
@@ -1003,6 +1013,9 @@ func runToken(ctx context.Context, env Env, args []string) error {
 		if slices.Contains(machines, "") {
 			return usageErrorf("ferry token create: --machine needs a machine ID (see the UI's machine list)")
 		}
+		if *qr && *kind != store.TokenLogin {
+			return usageErrorf("ferry token create: --qr draws a login URL; a %s token has none (add --kind login)", *kind)
+		}
 		if *masterURL != "" && *kind != store.TokenLogin {
 			return usageErrorf("ferry token create: --master is where a login URL points; a %s token has none", *kind)
 		}
@@ -1045,6 +1058,11 @@ func runToken(ctx context.Context, env Env, args []string) error {
 			// The URL holds the secret, so it goes to stdout (stderr is
 			// redacted); the note says which master it is for.
 			fmt.Fprintf(env.Stdout, "%s/login?token=%s\n", base, secret)
+			if *qr {
+				if err := printQR(env.Stdout, base+"/login?token="+secret); err != nil {
+					return fmt.Errorf("ferry token create: %w", err)
+				}
+			}
 			fmt.Fprintf(env.Stderr, "the login URL above is for the master at %s (%s); it works once\n", base, which)
 		}
 		fmt.Fprintf(env.Stderr, "token %s (%s) created, %s; the secret above is shown only once\n", tok.ID, tok.Kind, scope(tok))

@@ -41,6 +41,7 @@ type conn struct {
 	role   protocol.Role
 	token  string          // ID of the token it authenticated with
 	scope  map[string]bool // UI: the machines its token may see (nil: all); fixed, as the token's
+	origin string          // UI: the origin it reached the master at (login links point there)
 	log    *slog.Logger
 	ctx    context.Context // done once the connection is finished
 	cancel context.CancelFunc

@@ -179,6 +179,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -287,11 +288,17 @@ type Config struct {
 	PresenceRefresh time.Duration
 	// Metrics receives the hub's measurements; nil: none are taken.
 	Metrics Metrics
+	// PublicURL is the master's URL as other devices reach it (the login
+	// URL the CLI prints: https://NAME.ts.net, an ACME name); login links
+	// a UI asks for (ui.login_link.create) point there. Empty or a
+	// loopback URL: they point at the origin the asking UI reached.
+	PublicURL string
 }
 
 // Master is the hub. Create it with New, serve Handler, stop it with Shutdown.
 type Master struct {
 	cfg       Config
+	publicURL atomic.Pointer[string] // Config.PublicURL, checked; SetPublicURL changes it
 	st        store.Store
 	br        broker.Broker
 	ownBroker bool
@@ -335,6 +342,10 @@ type Master struct {
 func New(ctx context.Context, cfg Config) (*Master, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("master: Config.Store is required")
+	}
+	pub, err := checkPublicURL(cfg.PublicURL)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
@@ -382,7 +393,7 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	if m.met == nil {
 		m.met = noMetrics{}
 	}
-	var err error
+	m.publicURL.Store(&pub)
 	if m.cookieName, err = newCookieName(ctx, cfg.Store); err != nil {
 		return nil, err
 	}
@@ -754,6 +765,9 @@ func (m *Master) serveConn(w http.ResponseWriter, r *http.Request, role protocol
 		_ = hw.conn.SetDeadline(time.Time{}) // the handshake is over
 	}
 	c := newConn(m, ws, hw.conn, role, tok)
+	if role == protocol.RoleUI {
+		c.origin = m.view(r).Origin()
+	}
 	if !m.register(c) {
 		_ = ws.Close(websocket.StatusGoingAway, "master shutting down")
 		return

@@ -32,6 +32,7 @@ type uiSide struct {
 	mu        sync.Mutex
 	subs      map[string]*uiSub
 	unsubConn func()
+	links     []time.Time // when its recent login links were issued (loginlink.go)
 }
 
 // uiSub is one UI's subscription to one session's topic. While the missed
@@ -226,6 +227,8 @@ func (m *Master) handleUI(c *conn, data []byte) {
 		m.deleteSession(c, msg)
 	case protocol.TypeUIFocus:
 		m.setFocus(c, msg)
+	case protocol.TypeLoginLinkCreate:
+		m.createLoginLink(c, msg)
 	case protocol.TypeError:
 		c.log.Info("UI reported an error", "parent", msg.ParentID, "payload", msg.Payload)
 	default: // the control.* types a UI may send

@@ -144,6 +144,14 @@ async function pass(browser, form) {
     await check(page, form, 'new session');
   });
 
+  await step(S('"Open on your phone": the login link as a QR code'), async () => {
+    await page.locator('#open-on-phone').click();
+    await page.locator('#phone-qr svg').waitFor();
+    await check(page, form, 'open on your phone');
+    await page.locator('#phone-close').click();
+    await page.locator('#phone-dialog').waitFor({ state: 'hidden' });
+  });
+
   const echoTitle = `Echo on a ${form}`;
   let echoHash = '';
   await step(S('a session: empty, idle after a reply and a failed turn, running, waiting'), async () => {

@@ -100,18 +100,31 @@ export async function shot(page, name) {
   await screenshot(page, name);
 }
 
-/** launch starts headless Chromium (cfg.chromium) as every script runs it. */
-export function launch() {
-  return chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+/**
+ * launch starts headless Chromium (cfg.chromium) as every script runs it;
+ * extra.args are added to its flags, extra.env to its environment. With
+ * extra.profile (a directory) it returns a persistent context on that
+ * profile instead of a browser: a browser's contexts are incognito, where
+ * Chromium installs no app.
+ */
+export function launch(extra = {}) {
+  const opts = {
+    executablePath: cfg.chromium,
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', ...(extra.args || [])],
+    ...(extra.env ? { env: { ...process.env, ...extra.env } } : {}),
+  };
+  if (extra.profile) return chromium.launchPersistentContext(extra.profile, { ...opts, ...extra.context });
+  return chromium.launch(opts);
 }
 
 /**
- * main launches Chromium, runs suite(browser), closes the browser, lists
+ * main launches Chromium (with launch's extra), runs suite(browser) (a
+ * persistent context with extra.profile), closes the browser, lists
  * the problems the pages showed, and exits: 1 when the suite threw or a
  * page had a problem, else 0.
  */
-export async function main(suite) {
-  const browser = await launch();
+export async function main(suite, extra = {}) {
+  const browser = await launch(extra);
   let code = 0;
   try {
     await suite(browser);

@@ -8,6 +8,7 @@ import { SessionState } from './session.js';
 import { SessionView } from './sessionview.js';
 import { WaitingBadge, waitingCount } from './badge.js';
 import { Notifier } from './notify.js';
+import { PhoneLink } from './phonelink.js';
 
 // LOGO is the app's icon (the favicon), beside the app's versioned modules.
 const LOGO = new URL('../favicon.svg', import.meta.url).href;
@@ -78,6 +79,7 @@ export class App {
       h('a', { class: 'brand', href: '#/', 'aria-label': 'ferry: home' },
         h('img', { class: 'logo', src: LOGO, alt: '', width: '22', height: '22', decoding: 'async' }), 'ferry'),
       h('span', { class: 'spacer' }),
+      (this.phoneLink = new PhoneLink(this)).button,
       this.connPill);
     clear(this.root).append(
       h('a', { class: 'skip', href: '#main', text: 'Skip to the content', onclick: (e) => { e.preventDefault(); this.main.focus(); } }),

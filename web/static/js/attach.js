@@ -179,6 +179,8 @@ const ICONS = {
   more: 'M6.5 12a1.5 1.5 0 1 1-3 0a1.5 1.5 0 1 1 3 0zM13.5 12a1.5 1.5 0 1 1-3 0a1.5 1.5 0 1 1 3 0zM20.5 12a1.5 1.5 0 1 1-3 0a1.5 1.5 0 1 1 3 0z',
   back: 'M15 5l-7 7l7 7',
   sliders: 'M4 7h10M18 7h2M4 17h4M12 17h8M16 5v4M10 15v4',
+  // The top bar's "Open on your phone".
+  phone: 'M8 3h8a1.5 1.5 0 0 1 1.5 1.5v15a1.5 1.5 0 0 1-1.5 1.5H8a1.5 1.5 0 0 1-1.5-1.5v-15A1.5 1.5 0 0 1 8 3zM11 18h2',
 };
 
 /** icon draws one of ICONS as an inline SVG (built as DOM, never as HTML). */
