@@ -106,7 +106,7 @@ func (m *Message) MarshalJSON() ([]byte, error) {
 // are; anything else goes through json.Marshal, so that escaping (HTML
 // characters, U+2028, invalid UTF-8) stays exactly encoding/json's.
 func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
+	for i := range len(s) {
 		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s) // a string always encodes
 			return append(b, q...)
