@@ -34,8 +34,9 @@ const (
 	maxMessage = 300
 )
 
-// tokenScopes is what a token needs, said where GitHub refuses one.
-const tokenScopes = "a fine-grained token needs the repository's \"Pull requests: read and write\" and \"Contents: read\" permissions; a classic token needs the \"repo\" scope (\"public_repo\" for a public repository)"
+// tokenScopes is what a token needs, said where GitHub refuses one (the
+// names of permissions, no credential).
+const tokenScopes = "a fine-grained token needs the repository's \"Pull requests: read and write\" and \"Contents: read\" permissions; a classic token needs the \"repo\" scope (\"public_repo\" for a public repository)" //nolint:gosec // G101: permission names, not a credential
 
 // GitHub is a client of GitHub's (or GitHub Enterprise Server's) REST API.
 type GitHub struct {

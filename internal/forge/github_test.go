@@ -56,7 +56,7 @@ func TestCreatePullRequest(t *testing.T) {
 		t.Fatalf("%d calls, want 1: %+v", len(calls), calls)
 	}
 	c := calls[0]
-	if c.Method != "POST" || c.Path != "/repos/octo/hello/pulls" || !c.TokenOK {
+	if c.Method != http.MethodPost || c.Path != "/repos/octo/hello/pulls" || !c.TokenOK {
 		t.Errorf("call %s %s token ok %v", c.Method, c.Path, c.TokenOK)
 	}
 	for h, want := range map[string]string{
@@ -108,7 +108,7 @@ func TestCreatePullRequestOddBranch(t *testing.T) {
 		t.Fatalf("again: %+v, %v", got, err)
 	}
 	last := s.Calls()[len(s.Calls())-1]
-	if last.Method != "GET" || !strings.Contains(last.RawQuery, "head=octo%3Aferry%2Fna%C3%AFve%231%25%26x%3Dy") {
+	if last.Method != http.MethodGet || !strings.Contains(last.RawQuery, "head=octo%3Aferry%2Fna%C3%AFve%231%25%26x%3Dy") {
 		t.Errorf("lookup %s ?%s", last.Method, last.RawQuery)
 	}
 }
@@ -150,7 +150,7 @@ func TestCreatePullRequestErrors(t *testing.T) {
 					t.Errorf("%q does not say %q", err, w)
 				}
 			}
-			if c.want == forge.ErrRateLimited && !fe.RetryAt.Equal(s.RateLimitReset()) {
+			if errors.Is(c.want, forge.ErrRateLimited) && !fe.RetryAt.Equal(s.RateLimitReset()) {
 				t.Errorf("RetryAt %v, want %v", fe.RetryAt, s.RateLimitReset())
 			}
 			noToken(t, "error", err.Error())
@@ -174,7 +174,7 @@ func TestCreatePullRequestExistsReturnsIt(t *testing.T) {
 		t.Errorf("got %+v, %v; want %+v named in the error", got, err, want)
 	}
 	calls := s.Calls()
-	if len(calls) != 2 || calls[1].Method != "GET" || calls[1].Path != "/repos/octo/hello/pulls" ||
+	if len(calls) != 2 || calls[1].Method != http.MethodGet || calls[1].Path != "/repos/octo/hello/pulls" ||
 		!strings.Contains(calls[1].RawQuery, "head=octo%3Aferry%2Ffix-parser") || !strings.Contains(calls[1].RawQuery, "state=open") {
 		t.Errorf("calls %+v", calls)
 	}
@@ -271,7 +271,7 @@ func TestCreatePullRequestBoundedBody(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte(`{"number":1,"html_url":"https://x/y","pad":"`))
 		chunk := bytes.Repeat([]byte("a"), 64<<10)
-		for i := 0; i < 64; i++ { // 4 MiB
+		for range 64 { // 4 MiB
 			if _, err := w.Write(chunk); err != nil {
 				return
 			}

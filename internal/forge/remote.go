@@ -207,9 +207,9 @@ func validSegment(s string) bool {
 	if s == "" || s == "." || s == ".." {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		b := s[i]
-		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '_' || b == '-') {
+	for _, b := range []byte(s) {
+		ok := 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '.' || b == '_' || b == '-'
+		if !ok {
 			return false
 		}
 	}
