@@ -545,10 +545,37 @@ func (r *Repo) gitWorktrees(ctx context.Context) (map[string]gitWorktree, error)
 }
 
 // Prune makes git forget worktrees whose folder is gone and drops their
-// records under root (their branches stay). It returns the names dropped.
+// records under root (their branches stay). A worktree in root's folder
+// with no record is what a Create cut short (a crash) left before it
+// returned, so no agent worked in it: Prune removes it (once a few
+// minutes old, so as not to race a Create under way), and its branch
+// when another branch holds its commit. It returns the names dropped.
 func (r *Repo) Prune(ctx context.Context, root string) ([]string, error) {
+	dir, err := r.checkRoot(root)
+	if err != nil {
+		return nil, err
+	}
 	unlock := r.lock()
 	defer unlock()
+	orphans, err := r.orphans(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range orphans {
+		if _, err := runLocked(ctx, gitCmd{dir: r.Top, args: []string{"worktree", "remove", "--force", "--force", g.path}}); err != nil {
+			return nil, err
+		}
+		_ = os.RemoveAll(g.path)
+		if g.branch == "refs/heads/"+BranchPrefix+filepath.Base(g.path) {
+			out, err := git(ctx, r.Top, "for-each-ref", "--format=%(refname)", "--contains", g.branch, "refs/heads/")
+			if err != nil {
+				return nil, err
+			}
+			if strings.Count(out, "\n") > 1 {
+				_, _ = runLocked(ctx, gitCmd{dir: r.Top, args: []string{"branch", "-D", strings.TrimPrefix(g.branch, "refs/heads/")}})
+			}
+		}
+	}
 	if res, err := runLocked(ctx, gitCmd{dir: r.Top, args: []string{"worktree", "prune"}}); err != nil {
 		return nil, err
 	} else if res.code != 0 {
@@ -567,7 +594,42 @@ func (r *Repo) Prune(ctx context.Context, root string) ([]string, error) {
 			gone = append(gone, wt.Name)
 		}
 	}
+	for _, g := range orphans {
+		gone = append(gone, filepath.Base(g.path))
+	}
+	slices.Sort(gone)
 	return gone, nil
+}
+
+// orphanAge is how old a worktree without a record must be for Prune to
+// take it for a crash's leftover.
+const orphanAge = 2 * time.Minute
+
+// orphans are the worktrees git lists in dir that have no record.
+func (r *Repo) orphans(ctx context.Context, dir string) ([]gitWorktree, error) {
+	live, err := r.gitWorktrees(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []gitWorktree
+	for _, g := range live {
+		name := filepath.Base(g.path)
+		if filepath.Dir(g.path) != dir || !ValidName(name) || seen[name] {
+			continue
+		}
+		seen[name] = true
+		if _, err := os.Lstat(recordPath(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		// A Create of another process may be between its worktree add
+		// and its record: leave young ones alone.
+		if fi, err := os.Stat(g.path); err == nil && time.Since(fi.ModTime()) < orphanAge {
+			continue
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }
 
 // Remove removes the worktree's folder and git's record of it, and its

@@ -770,6 +770,29 @@ func TestWorktreeRemoveAndPrune(t *testing.T) {
 	if list, _ := r.List(ctx(t), root); len(list) != 0 {
 		t.Fatalf("list after prune %+v", list)
 	}
+	// A Create cut short by a crash left a worktree without its record:
+	// Prune removes it and its branch (no agent worked there).
+	cut := create(t, r, root, worktree.Options{Name: "cut"})
+	if err := os.Remove(filepath.Join(root, r.ID, ".records", "cut.json")); err != nil {
+		t.Fatal(err)
+	}
+	// A young one may be another process's Create under way: kept.
+	if pruned, err = r.Prune(ctx(t), root); err != nil || len(pruned) != 0 {
+		t.Fatalf("pruned %v %v", pruned, err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(cut.Path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if pruned, err = r.Prune(ctx(t), root); err != nil || !slices.Equal(pruned, []string{"cut"}) {
+		t.Fatalf("pruned %v %v", pruned, err)
+	}
+	if _, err := os.Stat(cut.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s still there", cut.Path)
+	}
+	if out := run(t, dir, "branch", "--list", "ferry/cut"); out != "" {
+		t.Fatalf("branch left: %q", out)
+	}
 	// Its name is free again only once its branch is gone.
 	if again := create(t, r, root, worktree.Options{Title: "gone"}); again.Name != "gone-2" {
 		t.Fatalf("name %s", again.Name)
