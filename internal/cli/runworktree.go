@@ -65,7 +65,15 @@ func openRunWorktree(ctx context.Context, env Env, getenv func(string) string, r
 	fmt.Fprintf(env.Stderr, "ferry run: %s worktree %s (branch %s, from %s)\n", verb, wt.Path, wt.Branch, wt.Base)
 	if created {
 		if ran, err := wt.Setup(ctx, env.Stderr, setupTimeout); err != nil {
-			return fail(fmt.Errorf("%w; the worktree stays at %s", err, wt.Path))
+			// Reused later, a half set-up worktree would run the next
+			// turn without its setup: it goes, and the repository is as
+			// it was.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if rerr := wt.Remove(rctx, false); rerr != nil {
+				return fail(fmt.Errorf("%w; removing the worktree %s failed too: %w", err, wt.Path, rerr))
+			}
+			return fail(fmt.Errorf("%w; the new worktree was removed", err))
 		} else if ran {
 			fmt.Fprintf(env.Stderr, "ferry run: %s done\n", worktree.SetupScript)
 		}

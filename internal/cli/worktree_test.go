@@ -199,10 +199,53 @@ func TestRunWorktreeBadInput(t *testing.T) {
 			t.Fatalf("%v: exit %d, stderr %s", tc.args, out.code, out.stderr)
 		}
 	}
+	if checkoutHash(t, dir) != before || worktreeGit(t, dir, "branch", "--list", "ferry/*") != "" {
+		t.Fatal("a refused run changed the repository")
+	}
+	// A setup that fails: said, with its output, and the new worktree
+	// and branch are gone again.
+	setup := filepath.Join(dir, ".ferry", "setup")
+	if err := os.MkdirAll(filepath.Dir(setup), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, setup, "#!/bin/sh\necho installing\nexit 7\n")
+	if err := os.Chmod(setup, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	worktreeGit(t, dir, "add", ".ferry/setup")
+	worktreeGit(t, dir, "commit", "-q", "-m", "setup")
+	before = checkoutHash(t, dir)
+	out := ferryRun(t, srv, fake.Anthropic, dir, "", "--worktree", "set", "hi")
+	if out.code != ExitError || !strings.Contains(out.stderr, "installing\n") || !strings.Contains(out.stderr, "exit status 7") || !strings.Contains(out.stderr, "setup_failed") {
+		t.Fatalf("failing setup: exit %d, stderr %s", out.code, out.stderr)
+	}
+	if got := worktreeGit(t, dir, "worktree", "list"); strings.Count(got, "\n") != 1 {
+		t.Fatalf("worktrees left:\n%s", got)
+	}
 	if len(srv.ModelRequests()) != 0 {
 		t.Fatal("the model was called")
 	}
 	if checkoutHash(t, dir) != before || worktreeGit(t, dir, "branch", "--list", "ferry/*") != "" {
 		t.Fatal("the repository changed")
+	}
+}
+
+func TestWorktreeCommitMessage(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 50) // 100 bytes
+	for _, tc := range []struct{ prompt, answer, want string }{
+		{"Fix the bug\nin detail", "Fixed it.", "Fix the bug\n\nFixed it.\n"},
+		{"\n\n  Trim me  \n", "", "Trim me\n"},
+		{"", "", "ferry run\n"},
+		{long, "x", strings.Repeat("é", 34) + "…\n\nx\n"},
+		{"p", strings.Repeat("a", maxCommitBody+10), "p\n\n" + strings.Repeat("a", maxCommitBody) + "…\n"},
+	} {
+		got := commitMessage(tc.prompt, tc.answer)
+		if got != tc.want {
+			t.Errorf("commitMessage(%q, %q) = %q, want %q", tc.prompt, tc.answer, got, tc.want)
+		}
+		if subject, _, _ := strings.Cut(got, "\n"); len(subject) > maxCommitSubject {
+			t.Errorf("subject of %d bytes", len(subject))
+		}
 	}
 }
