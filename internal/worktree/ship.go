@@ -4,16 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/ferry-dev/ferry/internal/procgroup"
 )
 
 // Default identity of commits when git's config names none.
@@ -358,70 +352,57 @@ func pushReason(out, stderr string) string {
 	return strings.Join(why, "; ")
 }
 
-// SetupScript is the workspace's setup script, run in a new worktree.
-const SetupScript = ".ferry/setup"
-
-// DefaultSetupTimeout bounds Setup when timeout is 0.
-const DefaultSetupTimeout = 10 * time.Minute
-
-// Setup runs the worktree's .ferry/setup, if it has one (false when not),
-// in the worktree, with its output and errors streamed to out; bounded by
-// timeout, after which it is killed with everything it started. A
-// failure is setup_failed with the exit status.
-func (w *Worktree) Setup(ctx context.Context, out io.Writer, timeout time.Duration) (ran bool, err error) {
-	script := filepath.Join(w.Path, filepath.FromSlash(SetupScript))
-	fi, err := os.Stat(script)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
+// UpdateFromBase merges the base's new commits into the branch, in the
+// worktree, for an agent to resolve a conflict that Merge reported: the
+// worktree must have no uncommitted change (uncommitted_changes). On a
+// conflict the worktree is left mid-merge, with git's conflict markers in
+// the files, which merge_conflict names: resolve them, then Commit
+// (which concludes the merge), or AbortUpdate. Nothing else is touched.
+// It returns the branch's new commit when the merge went through.
+func (w *Worktree) UpdateFromBase(ctx context.Context) (string, error) {
+	if err := w.present(); err != nil {
+		return "", err
 	}
+	if d, err := dirty(ctx, w.Path); err != nil {
+		return "", err
+	} else if len(d) > 0 {
+		return "", &Error{Code: CodeUncommitted, Message: fmt.Sprintf("the worktree %s has uncommitted changes: commit them first", w.Name), Files: d}
+	}
+	_, behind, err := w.aheadBehind(ctx)
 	if err != nil {
-		return false, newError(CodeSetupFailed, "cannot read "+SetupScript, err)
+		return "", err
 	}
-	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-		return false, newError(CodeSetupFailed, fmt.Sprintf("%s is not an executable file: chmod +x it (and commit that)", SetupScript), nil)
+	if behind == 0 {
+		return "", newError(CodeNothingToMerge, fmt.Sprintf("%s has every commit of %s already", w.Branch, w.Base), nil)
 	}
-	if timeout <= 0 {
-		timeout = DefaultSetupTimeout
-	}
-	if out == nil {
-		out = io.Discard
-	}
-	cmd := exec.Command(script) //nolint:gosec // running the workspace's own setup script is the point
-	cmd.Dir = w.Path
-	cmd.Env = append(gitEnv(), "FERRY_WORKTREE="+w.Path, "FERRY_REPO="+w.Repo.Top, "FERRY_BRANCH="+w.Branch, "FERRY_BASE="+w.Base)
-	// The same writer for both: exec copies them through one pipe, in order.
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.WaitDelay = 2 * time.Second
-	g, err := procgroup.Start(cmd)
+	args := append(identity(ctx, w.Path), "merge", "--no-edit", "--no-verify", "--quiet", "-m", fmt.Sprintf("Merge branch '%s' into %s", w.Base, w.Branch), "refs/heads/"+w.Base)
+	res, err := runLocked(ctx, gitCmd{dir: w.Path, args: args})
 	if err != nil {
-		return true, newError(CodeSetupFailed, "cannot start "+SetupScript, err)
+		return "", err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case err = <-done:
-		g.KillTree()
-	case <-timer.C:
-		g.KillTree()
-		err = errors.Join(context.DeadlineExceeded, <-done)
-		return true, newError(CodeSetupFailed, fmt.Sprintf("%s ran longer than %s and was stopped: make it faster, or allow it longer", SetupScript, timeout), err)
-	case <-ctx.Done():
-		g.KillTree()
-		err = errors.Join(ctx.Err(), <-done)
-		return true, newError(CodeCancelled, SetupScript+" was stopped", err)
-	}
-	if err != nil {
-		status := err.Error()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			status = "exit status " + strconv.Itoa(ee.ExitCode())
-			if sig, ok := procgroup.ExitSignal(ee.ProcessState); ok {
-				status = "killed by " + sig.String()
-			}
+	if res.code != 0 {
+		out, gerr := git(ctx, w.Path, "diff", "--name-only", "-z", "--diff-filter=U")
+		if files := splitZ(out); gerr == nil && len(files) > 0 {
+			return "", &Error{Code: CodeMergeConflict, Message: fmt.Sprintf("merging %s into %s conflicts: resolve the marked files in the worktree, then commit (or abort)", w.Base, w.Branch), Files: files}
 		}
-		return true, newError(CodeSetupFailed, fmt.Sprintf("%s failed (%s): see its output, fix it, then create the worktree again", SetupScript, status), err)
+		return "", gitFailed([]string{"merge"}, res)
 	}
-	return true, nil
+	out, err := git(ctx, w.Path, "rev-parse", "HEAD")
+	return strings.TrimSpace(out), err
+}
+
+// AbortUpdate ends an UpdateFromBase left mid-merge, putting the worktree
+// back as it was before it.
+func (w *Worktree) AbortUpdate(ctx context.Context) error {
+	if err := w.present(); err != nil {
+		return err
+	}
+	res, err := runLocked(ctx, gitCmd{dir: w.Path, args: []string{"merge", "--abort"}})
+	if err != nil {
+		return err
+	}
+	if res.code != 0 {
+		return gitFailed([]string{"merge", "--abort"}, res)
+	}
+	return nil
 }

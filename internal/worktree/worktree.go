@@ -63,6 +63,7 @@ const (
 	CodeNotFound        = "worktree_not_found"
 	CodeMissing         = "worktree_missing"
 	CodeSetupFailed     = "setup_failed"
+	CodeTestFailed      = "test_failed"
 	CodeNothingToCommit = "nothing_to_commit"
 	CodeNothingToMerge  = "nothing_to_merge"
 	CodeUncommitted     = "uncommitted_changes"

@@ -815,3 +815,77 @@ func TestWorktreeCancelled(t *testing.T) {
 		t.Fatal("a cancelled Create changed the repository")
 	}
 }
+
+// TestWorktreeUpdateFromBase: after a merge_conflict, the base is merged
+// into the worktree for the agent to resolve; then the merge goes through.
+func TestWorktreeUpdateFromBase(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := open(t, dir)
+	wt := create(t, r, t.TempDir(), worktree.Options{Name: "u"})
+	_, err := wt.UpdateFromBase(ctx(t))
+	wantCode(t, err, worktree.CodeNothingToMerge)
+	commitIn(t, wt, "a.txt", "one\nTWO from the branch\nthree\n")
+	write(t, filepath.Join(dir, "a.txt"), "one\nTWO from main\nthree\n")
+	run(t, dir, "commit", "-q", "-am", "main edits")
+	_, err = wt.Merge(ctx(t), worktree.Squash, "")
+	wantCode(t, err, worktree.CodeMergeConflict)
+
+	before := state(t, dir)
+	branchBefore := run(t, dir, "rev-parse", "ferry/u")
+	_, err = wt.UpdateFromBase(ctx(t))
+	if e := wantCode(t, err, worktree.CodeMergeConflict); !slices.Equal(e.Files, []string{"a.txt"}) {
+		t.Fatalf("files %v", e.Files)
+	}
+	if b, _ := os.ReadFile(filepath.Join(wt.Path, "a.txt")); !strings.Contains(string(b), "<<<<<<<") {
+		t.Fatalf("no conflict markers: %q", b)
+	}
+	if state(t, dir) != before {
+		t.Fatal("the user's checkout changed")
+	}
+	// Abort puts it back; then again, resolved this time.
+	if err := wt.AbortUpdate(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if run(t, dir, "rev-parse", "ferry/u") != branchBefore || run(t, wt.Path, "status", "--porcelain") != "" {
+		t.Fatal("abort did not restore the worktree")
+	}
+	_, err = wt.UpdateFromBase(ctx(t))
+	wantCode(t, err, worktree.CodeMergeConflict)
+	write(t, filepath.Join(wt.Path, "a.txt"), "one\nTWO from both\nthree\n")
+	if _, err := wt.Commit(ctx(t), "resolve"); err != nil {
+		t.Fatal(err)
+	}
+	if parents := strings.Fields(run(t, wt.Path, "log", "-1", "--format=%P")); len(parents) != 2 {
+		t.Fatalf("the resolution is not a merge commit: %v", parents)
+	}
+	if _, err := wt.Merge(ctx(t), worktree.FastForward, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, dir, "show", "main:a.txt"); got != "one\nTWO from both\nthree\n" {
+		t.Fatalf("main's a.txt %q", got)
+	}
+}
+
+func TestWorktreeTestScript(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	write(t, filepath.Join(dir, ".ferry", "test"), "#!/bin/sh\ngrep -q four a.txt || { echo 'a.txt lacks four'; exit 1; }\necho ok\n")
+	if err := os.Chmod(filepath.Join(dir, ".ferry", "test"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, "add", ".ferry/test")
+	run(t, dir, "commit", "-q", "-m", "test")
+	r := open(t, dir)
+	wt := create(t, r, t.TempDir(), worktree.Options{Name: "t"})
+	var out bytes.Buffer
+	ran, err := wt.Test(ctx(t), &out, 0)
+	if e := wantCode(t, err, worktree.CodeTestFailed); !ran || !strings.Contains(e.Message, "exit status 1") || out.String() != "a.txt lacks four\n" {
+		t.Fatalf("ran=%v %q %q", ran, e.Message, out.String())
+	}
+	write(t, filepath.Join(wt.Path, "a.txt"), "four\n")
+	out.Reset()
+	if ran, err := wt.Test(ctx(t), &out, 0); !ran || err != nil || out.String() != "ok\n" {
+		t.Fatalf("ran=%v %v %q", ran, err, out.String())
+	}
+}
