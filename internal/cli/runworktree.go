@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -68,12 +69,7 @@ func openRunWorktree(ctx context.Context, env Env, getenv func(string) string, r
 			// Reused later, a half set-up worktree would run the next
 			// turn without its setup: it goes, and the repository is as
 			// it was.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			if rerr := wt.Remove(rctx, false); rerr != nil {
-				return fail(fmt.Errorf("%w; removing the worktree %s failed too: %w", err, wt.Path, rerr))
-			}
-			return fail(fmt.Errorf("%w; the new worktree was removed", err))
+			return fail(undoCreate(ctx, wt, err))
 		} else if ran {
 			fmt.Fprintf(env.Stderr, "ferry run: %s done\n", worktree.SetupScript)
 		}
@@ -83,7 +79,27 @@ func openRunWorktree(ctx context.Context, env Env, getenv func(string) string, r
 	if err != nil || strings.HasPrefix(rel, "..") {
 		rel = "."
 	}
-	return &runIsolation{wt: wt, root: filepath.Join(wt.Path, rel)}, nil
+	in := filepath.Join(wt.Path, rel)
+	if fi, err := os.Stat(in); err != nil || !fi.IsDir() {
+		err := usageErrorf("ferry run: --workspace %s: the folder %s is not in branch %s (is it untracked?): pick a folder the branch has", root, rel, wt.Branch)
+		if created {
+			err = undoCreate(ctx, wt, err)
+		}
+		return nil, err
+	}
+	return &runIsolation{wt: wt, root: in}, nil
+}
+
+// undoCreate removes a worktree ferry run has just made and cannot use
+// (its setup failed, …), with its branch, so that the repository is as
+// it was and the next run does not reuse it half made; it returns why.
+func undoCreate(ctx context.Context, wt *worktree.Worktree, why error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := wt.Remove(rctx, false); err != nil {
+		return fmt.Errorf("%w; removing the new worktree %s failed too: %w", why, wt.Path, err)
+	}
+	return fmt.Errorf("%w; the new worktree was removed", why)
 }
 
 // after commits what the turn changed (unless --no-commit or the turn

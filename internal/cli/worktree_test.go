@@ -181,6 +181,9 @@ func TestRunWorktreeBadInput(t *testing.T) {
 	t.Parallel()
 	dir := worktreeRepo(t)
 	srv := fake.New(t)
+	if err := os.Mkdir(filepath.Join(dir, "untracked"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	before := checkoutHash(t, dir)
 	for _, tc := range []struct {
 		dir  string
@@ -193,6 +196,7 @@ func TestRunWorktreeBadInput(t *testing.T) {
 		{dir, []string{"--base", "main", "hi"}, ExitUsage, "--worktree"},
 		{dir, []string{"--no-commit", "hi"}, ExitUsage, "--worktree"},
 		{dir, []string{"--worktree", "x", "--base", "nope", "hi"}, ExitError, "base_not_found"},
+		{filepath.Join(dir, "untracked"), []string{"--worktree", "x", "hi"}, ExitUsage, "not in branch ferry/x"},
 	} {
 		out := ferryRun(t, srv, fake.Anthropic, tc.dir, "", tc.args...)
 		if out.code != tc.code || !strings.Contains(out.stderr, tc.want) {
