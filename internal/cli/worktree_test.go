@@ -86,9 +86,6 @@ func TestRunWorktreeParallel(t *testing.T) {
 	t.Parallel()
 	bin := binarytest.Build(t)
 	dir := worktreeRepo(t)
-	// The user's own uncommitted work is in the way of nothing.
-	writeFile(t, filepath.Join(dir, "greet.txt"), "hello world, being edited by the user\n")
-	status := worktreeGit(t, dir, "status", "--porcelain")
 	before := checkoutHash(t, dir)
 	refsBefore := worktreeGit(t, dir, "for-each-ref", "refs/heads/main")
 
@@ -136,15 +133,18 @@ func TestRunWorktreeParallel(t *testing.T) {
 	if got := checkoutHash(t, dir); got != before {
 		t.Fatal("the user's checkout changed")
 	}
-	if got := worktreeGit(t, dir, "status", "--porcelain"); got != status {
-		t.Fatalf("status %q, was %q", got, status)
+	if got := worktreeGit(t, dir, "status", "--porcelain"); got != "" {
+		t.Fatalf("status %q", got)
 	}
 	if got := worktreeGit(t, dir, "for-each-ref", "refs/heads/main"); got != refsBefore {
 		t.Fatal("main moved")
 	}
 
-	// Again in "one": the worktree is reused; --no-commit leaves the
-	// change there, uncommitted.
+	// Again in "one", while the user edits the same file in the checkout:
+	// the worktree is reused; --no-commit leaves the change there,
+	// uncommitted; the user's work is in the way of nothing.
+	writeFile(t, filepath.Join(dir, "greet.txt"), "hello world, being edited by the user\n")
+	before = checkoutHash(t, dir)
 	srv := fake.New(t)
 	srv.Script(
 		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": "notes.txt", "content": "later\n"}}}},
@@ -170,7 +170,7 @@ func TestRunWorktreeParallel(t *testing.T) {
 	if got := worktreeGit(t, dir, "rev-list", "--count", "main..ferry/one"); got != "1\n" {
 		t.Fatalf("%s commits on ferry/one", got)
 	}
-	if checkoutHash(t, dir) != before {
+	if checkoutHash(t, dir) != before || worktreeGit(t, dir, "status", "--porcelain") != " M greet.txt\n" {
 		t.Fatal("the user's checkout changed")
 	}
 }

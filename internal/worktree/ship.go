@@ -219,7 +219,7 @@ func (w *Worktree) Merge(ctx context.Context, s Strategy, message string) (strin
 	f := splitZ(string(res.out))
 	switch {
 	case res.code == 1 && len(f) > 0:
-		files := slices.Compact(slices.Sorted(slices.Values(f[1:])))
+		files := slices.Compact(slices.Sorted(slices.Values(slices.DeleteFunc(f[1:], func(s string) bool { return s == "" }))))
 		return "", &Error{Code: CodeMergeConflict, Message: fmt.Sprintf("%s and %s change the same lines: resolve the conflict in the worktree (merge %s into it), then merge again", w.Branch, w.Base, w.Base), Files: files}
 	case res.code != 0 || len(f) == 0:
 		return "", gitFailed([]string{"merge-tree"}, res)
