@@ -26,6 +26,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/redact"
+	"github.com/ferry-dev/ferry/internal/worktree"
 	"github.com/ferry-dev/ferry/protocol"
 	"github.com/ferry-dev/ferry/protocol/fileref"
 )
@@ -62,6 +63,11 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	agentFlag := fs.String("agent", agentspec.Builtin, "the agent `SPEC` to run: builtin, echo, claude-code, acp:CMD or script:CMD (see docs/adapters.md)")
 	noHistory := fs.Bool("no-history", false, "keep no file history of the run (then ferry undo cannot undo it)")
 	historyMiB := fs.Int64("history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
+	wtName := fs.String("worktree", "", "run in the git worktree of branch ferry/`NAME` (made from --base if missing, reused if it exists), "+
+		"outside the user's checkout, and commit the turn's changes on that branch")
+	wtBase := fs.String("base", "", "with --worktree: the `BRANCH` a new worktree starts from (default: the workspace's current branch)")
+	noCommit := fs.Bool("no-commit", false, "with --worktree: leave the turn's changes uncommitted in the worktree")
+	setupTimeout := fs.Duration("setup-timeout", worktree.DefaultSetupTimeout, "with --worktree: how long a new worktree's .ferry/setup may run")
 	if ok, err := parseFlags(fs, env, args,
 		`Usage: ferry run [flags] "prompt"`,
 		"\nRuns ferry's agent (or the one --agent names) on one prompt in the workspace,",
@@ -82,6 +88,11 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		"\nEvery file change of the run is kept in its file history",
 		"($XDG_STATE_HOME/ferry/history/SESSION_ID); when the run changed files, a",
 		"line on standard error says how to undo them: ferry undo SESSION_ID.",
+		"\nWith --worktree NAME the turn runs in a git worktree of its own on branch",
+		"ferry/NAME, under $XDG_STATE_HOME/ferry/worktrees (see docs/worktrees.md):",
+		"the user's checkout is never touched. A new worktree runs the workspace's",
+		".ferry/setup first. When the turn changed files they are committed on",
+		"ferry/NAME (the prompt's first line, then the answer); --no-commit leaves them.",
 		"\nExit codes: 0 done, 1 the agent or its provider failed (or stopped at",
 		"--max-turns), 2 bad usage.",
 	); !ok {
@@ -118,6 +129,20 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	}
 	if *historyMiB < 1 {
 		return usageErr("--history-quota must be at least 1 (MiB), not %d", *historyMiB)
+	}
+	if *wtName == "" {
+		var only []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "base", "no-commit", "setup-timeout":
+				only = append(only, "--"+f.Name)
+			}
+		})
+		if len(only) > 0 {
+			return usageErr("%s only apply with --worktree NAME", strings.Join(only, ", "))
+		}
+	} else if !worktree.ValidName(*wtName) {
+		return usageErr("--worktree %q: use lower case letters, digits and '-', at most %d (e.g. %s)", *wtName, worktree.MaxName, worktree.Sanitize(*wtName))
 	}
 	if *maxTurns < 0 || *maxTurns > 10000 {
 		return usageErr("--max-turns must be between 1 and 10000")
@@ -174,6 +199,14 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
+	var iso *runIsolation
+	if *wtName != "" {
+		if iso, err = openRunWorktree(ctx, env, getenv, root, *wtName, *wtBase, *setupTimeout); err != nil {
+			return err
+		}
+		iso.noCommit, iso.prompt = *noCommit, firstNonEmpty(prompt, stdin)
+		root = iso.root
+	}
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelDebug
@@ -209,7 +242,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	scfg := adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode, History: hist.history(), Artifacts: *artifacts}
 
 	if spec.Kind != agentspec.Builtin {
-		return runAdapter(ctx, env, spec, logger, scfg, turn, out)
+		return iso.after(ctx, env, out, runAdapter(ctx, env, spec, logger, scfg, turn, out))
 	}
 	ad := builtin.New(builtin.Config{
 		Getenv:    getenv,
@@ -235,7 +268,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 
 	out.event(protocol.TypeTurnStarted, &protocol.TurnStarted{TurnID: turn.ID, InputType: turn.Request.InputType, Mode: *mode, Adapter: builtin.ID})
 	res, runErr := ag.Run(ctx, turn, out.emit)
-	return out.finish(res, runErr)
+	return iso.after(ctx, env, out, out.finish(res, runErr))
 }
 
 // runAdapter is ferry run with an adapter other than builtin: it opens a
@@ -406,6 +439,7 @@ type runOutput struct {
 	lastError  *protocol.AgentError // the turn's last agent.error
 	usage      *protocol.Usage      // the turn's last agent.usage (they are cumulative)
 	usages     int
+	final      string // the turn's final answer, once finished
 }
 
 // emit is the agent's Emit: stream-json lines, stderr notes in text mode.
@@ -549,6 +583,7 @@ type runError struct {
 func (o *runOutput) finish(res agent.Result, runErr error) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.final = res.Final
 	r := runResult{
 		Type: "result", Result: res.Final, StopReason: res.StopReason, NumTurns: res.NumTurns, SessionID: o.sessionID,
 		Structured: res.Structured, Denied: o.denied, DeniedAsks: o.deniedAsks,

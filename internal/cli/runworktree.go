@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/filehistory"
+	"github.com/ferry-dev/ferry/internal/runecut"
+	"github.com/ferry-dev/ferry/internal/worktree"
+)
+
+// Bounds of the commit message ferry run --worktree writes.
+const (
+	maxCommitSubject = 72
+	maxCommitBody    = 4 << 10
+)
+
+// runIsolation is ferry run --worktree: the worktree the turn runs in and
+// what to commit after it.
+type runIsolation struct {
+	wt       *worktree.Worktree
+	root     string // the workspace inside the worktree
+	noCommit bool
+	prompt   string
+}
+
+// openRunWorktree finds the worktree ferry/NAME of the repository root is
+// in, or makes it (from base, then running its .ferry/setup), and says
+// where it is on standard error.
+func openRunWorktree(ctx context.Context, env Env, getenv func(string) string, root, name, base string, setupTimeout time.Duration) (*runIsolation, error) {
+	fail := func(err error) (*runIsolation, error) {
+		return nil, fmt.Errorf("ferry run: --worktree %s: %w", name, err)
+	}
+	repo, err := worktree.Open(ctx, root)
+	if err != nil {
+		return fail(err)
+	}
+	state, err := filehistory.DefaultStateDir(getenv)
+	if err != nil {
+		return fail(err)
+	}
+	wtRoot := filepath.Join(state, "worktrees")
+	wt, err := repo.Find(ctx, wtRoot, name)
+	created := false
+	switch {
+	case worktree.HasCode(err, worktree.CodeNotFound):
+		if wt, err = repo.Create(ctx, worktree.Options{Name: name, Base: base, Root: wtRoot}); err != nil {
+			return fail(err)
+		}
+		created = true
+	case err != nil:
+		return fail(err)
+	case wt.Missing:
+		return fail(fmt.Errorf("its folder %s was removed; its branch %s is kept: delete the branch (git branch -D %s) or use another name", wt.Path, wt.Branch, wt.Branch))
+	case base != "" && base != wt.Base:
+		return nil, usageErrorf("ferry run: --worktree %s exists and started from %s, not --base %s: drop --base, or use another name", name, wt.Base, base)
+	}
+	verb := "reusing"
+	if created {
+		verb = "created"
+	}
+	fmt.Fprintf(env.Stderr, "ferry run: %s worktree %s (branch %s, from %s)\n", verb, wt.Path, wt.Branch, wt.Base)
+	if created {
+		if ran, err := wt.Setup(ctx, env.Stderr, setupTimeout); err != nil {
+			// Reused later, a half set-up worktree would run the next
+			// turn without its setup: it goes, and the repository is as
+			// it was.
+			return fail(undoCreate(ctx, wt, err))
+		} else if ran {
+			fmt.Fprintf(env.Stderr, "ferry run: %s done\n", worktree.SetupScript)
+		}
+	}
+	// The same folder of the repository, in the worktree.
+	rel, err := filepath.Rel(repo.Top, root)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		rel = "."
+	}
+	in := filepath.Join(wt.Path, rel)
+	if fi, err := os.Stat(in); err != nil || !fi.IsDir() {
+		err := usageErrorf("ferry run: --workspace %s: the folder %s is not in branch %s (is it untracked?): pick a folder the branch has", root, rel, wt.Branch)
+		if created {
+			err = undoCreate(ctx, wt, err)
+		}
+		return nil, err
+	}
+	return &runIsolation{wt: wt, root: in}, nil
+}
+
+// undoCreate removes a worktree ferry run has just made and cannot use
+// (its setup failed, …), with its branch, so that the repository is as
+// it was and the next run does not reuse it half made; it returns why.
+func undoCreate(ctx context.Context, wt *worktree.Worktree, why error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := wt.Remove(rctx, false); err != nil {
+		return fmt.Errorf("%w; removing the new worktree %s failed too: %w", why, wt.Path, err)
+	}
+	return fmt.Errorf("%w; the new worktree was removed", why)
+}
+
+// after commits what the turn changed (unless --no-commit or the turn
+// failed) and returns the run's error. A nil receiver (no --worktree)
+// returns runErr as it is.
+func (iso *runIsolation) after(ctx context.Context, env Env, out *runOutput, runErr error) error {
+	if iso == nil {
+		return runErr
+	}
+	wt := iso.wt
+	switch {
+	case runErr != nil:
+		fmt.Fprintf(env.Stderr, "ferry run: the turn failed; what it changed is left uncommitted in %s (branch %s)\n", wt.Path, wt.Branch)
+		return runErr
+	case iso.noCommit:
+		fmt.Fprintf(env.Stderr, "ferry run: --no-commit: changes left uncommitted in %s (branch %s)\n", wt.Path, wt.Branch)
+		return nil
+	}
+	out.mu.Lock()
+	final := out.final
+	out.mu.Unlock()
+	sha, err := wt.Commit(ctx, commitMessage(iso.prompt, final))
+	switch {
+	case worktree.HasCode(err, worktree.CodeNothingToCommit):
+		fmt.Fprintf(env.Stderr, "ferry run: no file changed; nothing committed on %s (%s)\n", wt.Branch, wt.Path)
+		return nil
+	case err != nil:
+		return fmt.Errorf("ferry run: commit on %s: %w", wt.Branch, err)
+	}
+	fmt.Fprintf(env.Stderr, "ferry run: committed %s on %s (%s)\n", sha[:min(len(sha), 12)], wt.Branch, wt.Path)
+	return nil
+}
+
+// commitMessage is the prompt's first line, cut to 72 bytes, then the
+// agent's answer as the body, cut.
+func commitMessage(prompt, answer string) string {
+	subject := ""
+	for _, l := range strings.Split(prompt, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			subject = l
+			break
+		}
+	}
+	if subject == "" {
+		subject = "ferry run"
+	}
+	if len(subject) > maxCommitSubject {
+		subject = runecut.Prefix(subject, maxCommitSubject-len("…")) + "…"
+	}
+	msg := subject + "\n"
+	if body := strings.TrimSpace(answer); body != "" {
+		msg += "\n" + runecut.Ellipsis(body, maxCommitBody) + "\n"
+	}
+	return msg
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
