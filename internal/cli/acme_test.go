@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/binarytest"
 	"github.com/ferry-dev/ferry/internal/certfile/certtest"
 	"github.com/ferry-dev/ferry/internal/cli"
+	"github.com/ferry-dev/ferry/internal/privatetest"
 )
 
 // pebbleInstall is how .ci/run installs pebble (and its DNS server).
@@ -173,28 +173,8 @@ func TestACMEPebble(t *testing.T) {
 	// The cache, beside the database: the account key and the
 	// certificate, private to the user.
 	cache := filepath.Join(data, "acme")
-	files := 0
-	err = filepath.WalkDir(cache, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		want := os.FileMode(0o600)
-		if d.IsDir() {
-			want = 0o700
-		} else {
-			files++
-		}
-		if fi.Mode().Perm() != want {
-			t.Errorf("%s: mode %04o, want %04o", path, fi.Mode().Perm(), want)
-		}
-		return nil
-	})
-	if err != nil || files < 2 {
-		t.Fatalf("the ACME cache %s: %v, %d files", cache, err, files)
+	if files := privatetest.Tree(t, cache); files < 2 {
+		t.Fatalf("the ACME cache %s: %d files, want the account key and a certificate", cache, files)
 	}
 
 	// Renewed before it expires (a third of its life left), no restart.

@@ -6,15 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/privatetest"
 	"github.com/ferry-dev/ferry/internal/tailnet"
 	"github.com/ferry-dev/ferry/internal/tailnet/tailnettest"
 )
@@ -73,35 +72,8 @@ func TestServesHTTPSOnTheTailnet(t *testing.T) {
 	if resp.TLS == nil || resp.TLS.PeerCertificates[0].DNSNames[0] != n.Name || string(body) != "tls=true host="+n.Name {
 		t.Fatalf("answer %q over %+v", body, resp.TLS)
 	}
-	checkPrivate(t, dir)
-}
-
-// checkPrivate fails unless every folder under dir is 0700 and every
-// file 0600.
-func checkPrivate(t *testing.T, dir string) {
-	t.Helper()
-	files := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		want := os.FileMode(0o600)
-		if d.IsDir() {
-			want = 0o700
-		} else {
-			files++
-		}
-		if fi.Mode().Perm() != want {
-			t.Errorf("%s: mode %04o, want %04o", path, fi.Mode().Perm(), want)
-		}
-		return nil
-	})
-	if err != nil || files == 0 {
-		t.Fatalf("walk %s: %v, %d files", dir, err, files)
+	if privatetest.Tree(t, dir) == 0 {
+		t.Fatalf("no state under %s", dir)
 	}
 }
 

@@ -19,14 +19,7 @@ package tailnettest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -35,6 +28,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferry-dev/ferry/internal/certfile/certtest"
 
 	"tailscale.com/envknob"
 	"tailscale.com/ipn/store/mem"
@@ -91,7 +86,7 @@ type Control struct {
 	// Server is testcontrol's server.
 	Server *testcontrol.Server
 	// CA signs the certificates SeedCert writes.
-	CA *CA
+	CA *certtest.CA
 }
 
 // StartControl starts a control server for t (stopped when t ends).
@@ -119,7 +114,7 @@ func StartControl(t testing.TB, o Options) *Control {
 	s.HTTPTestServer = httptest.NewUnstartedServer(s)
 	s.HTTPTestServer.Start()
 	t.Cleanup(s.HTTPTestServer.Close)
-	return &Control{URL: s.HTTPTestServer.URL, Server: s, CA: NewCA(t)}
+	return &Control{URL: s.HTTPTestServer.URL, Server: s, CA: certtest.NewCA(t, "ferry test tailnet CA")}
 }
 
 // Peer starts another node of the tailnet, in memory, logged in with
@@ -148,47 +143,10 @@ func (c *Control) HTTPClient(peer *tsnet.Server) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
 			DialContext:     peer.Dial,
-			TLSClientConfig: &tls.Config{RootCAs: c.CA.Pool, MinVersion: tls.VersionTLS12},
+			TLSClientConfig: &tls.Config{RootCAs: c.CA.Pool(), MinVersion: tls.VersionTLS12},
 		},
 		Timeout: 30 * time.Second,
 	}
-}
-
-// CA is a certificate authority of the test's own.
-type CA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	// Pool holds the CA's certificate, for clients.
-	Pool *x509.CertPool
-}
-
-// NewCA makes a CA valid for an hour.
-func NewCA(t testing.TB) *CA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "ferry test tailnet CA"},
-		NotBefore:             time.Now().Add(-time.Minute),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &CA{cert: cert, key: key, Pool: pool}
 }
 
 // SeedCert writes a certificate for name, signed by c's CA, where a tsnet
@@ -197,35 +155,15 @@ func NewCA(t testing.TB) *CA {
 // 0644, as tsnet does.
 func (c *Control) SeedCert(t testing.TB, dir, name string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: name},
-		DNSNames:     []string{name},
-		NotBefore:    time.Now().Add(-time.Minute),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.CA.cert, &key.PublicKey, c.CA.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	leaf := c.CA.Issue(t, []string{name}, time.Time{}, time.Time{})
 	certs := filepath.Join(dir, "certs")
 	if err := os.MkdirAll(certs, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(certs, name+".key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(certs, name+".key"), leaf.KeyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(certs, name+".crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil { //nolint:gosec // as tsnet writes it
+	if err := os.WriteFile(filepath.Join(certs, name+".crt"), leaf.CertPEM, 0o644); err != nil { //nolint:gosec // as tsnet writes it
 		t.Fatal(err)
 	}
 }
