@@ -8,7 +8,10 @@
 //
 //   - AppendEvents numbers a session's events 1, 2, 3, … with no gap and no
 //     reuse, atomically with the session's last_seq, and never stores one
-//     message_id twice: a duplicate is reported with the seq it already has.
+//     message_id twice in a session while the first is retained: a
+//     duplicate is reported with the seq it already has. Message IDs are
+//     per session: the same ID in another session is that session's own
+//     event.
 //     Once AppendEvents returns nil the events survive a crash.
 //   - Events returns retained events in seq order; Trim only drops the oldest.
 //   - An event stored with Deliver is undelivered from the moment it is

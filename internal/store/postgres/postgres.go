@@ -16,11 +16,10 @@
 //     transaction that numbers and inserts the batch, so appends to one
 //     session are serialized, across connections and master processes
 //     alike; appends to different sessions run in parallel.
-//   - Message IDs are unique across the store (a unique index). A message
-//     ID already stored in another session is reported as a Duplicate with
-//     Seq 0 and not stored again; two sessions racing for one message ID
-//     are resolved by retrying the loser's transaction. Dedup covers
-//     retained events: an event dropped by Trim no longer blocks its ID.
+//   - Message IDs are unique per session (a unique index on session_id,
+//     message_id), checked under the session's row lock; the same ID in
+//     another session is that session's own event. Dedup covers retained
+//     events: an event dropped by Trim no longer blocks its ID.
 //   - SettleInteraction and ConsumeToken are single conditional
 //     UPDATE/DELETE statements: the row lock makes exactly one caller win.
 //   - Durability is the server's: with PostgreSQL's defaults
@@ -160,15 +159,15 @@ func pgCode(err error) string {
 	return ""
 }
 
-// lostIDRace reports the errors after which an append is retried: another
-// session's transaction stored one of the batch's message IDs first (or two
-// such batches deadlocked on each other's IDs).
+// lostIDRace reports the errors after which an append is retried: a
+// deadlock, or (in a schema older than migration 15's, or a foreign
+// writer) another transaction stored one of the batch's message IDs first.
 func lostIDRace(err error) bool {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return false
 	}
-	return pe.Code == deadlockDetected || pe.Code == uniqueViolation && pe.ConstraintName == "events_message_id_key"
+	return pe.Code == deadlockDetected || pe.Code == uniqueViolation && (pe.ConstraintName == "events_message_id_key" || pe.ConstraintName == "events_session_message_key")
 }
 
 const (
@@ -223,7 +222,7 @@ func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Ev
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, sessionID)
-	b.Queue(`SELECT message_id, session_id, seq FROM events WHERE message_id = ANY($1)`, ids)
+	b.Queue(`SELECT message_id, session_id, seq FROM events WHERE session_id = $2 AND message_id = ANY($1)`, ids, sessionID)
 	open = true
 	last, known, err := readLockBatch(conn.SendBatch(ctx, b))
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -187,6 +187,10 @@ func TestUpgradeKeepsTokens(t *testing.T) { storetest.UpgradeKeepsTokens(t, sche
 // (migration 9) and reads back the same.
 func TestUpgradeKeepsSnapshots(t *testing.T) { storetest.UpgradeKeepsSnapshots(t, schema(t)) }
 
+// TestUpgradeKeepsEvents: message IDs become per session (migration 15)
+// with every stored event kept.
+func TestUpgradeKeepsEvents(t *testing.T) { storetest.UpgradeKeepsEvents(t, schema(t)) }
+
 // TestUploadsGoWithTheirSession: deleting a session deletes its uploads.
 func TestUploadsGoWithTheirSession(t *testing.T) { storetest.UploadsGoWithTheirSession(t, schema(t)) }
 
@@ -204,12 +208,13 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-// TestLostMessageIDRace makes the race deterministic: another transaction
-// has inserted message "x" into session s1 and not committed, so an append
-// of "x" to s2 passes its duplicate check, then blocks on the unique index.
-// When the other transaction commits, the append must retry and report a
-// duplicate, not fail.
-func TestLostMessageIDRace(t *testing.T) {
+// TestMessageIDRaceInSession makes the race deterministic: another
+// transaction has inserted message "x" into session s2 and not committed
+// (a writer that skipped the row lock), so an append of "x" to s2 waits
+// for it (the insert's key share lock on the session row), then checks
+// for duplicates in a fresh snapshot and reports one, not a failure. An
+// append of "x" to s1 meanwhile is s1's own event.
+func TestMessageIDRaceInSession(t *testing.T) {
 	dsn, schema := freshSchemaNamed(t)
 	app := "race_" + schema // to find the store's connection in pg_stat_activity
 	s := openAt(t, withParam(t, dsn, "application_name", app))
@@ -231,7 +236,7 @@ func TestLostMessageIDRace(t *testing.T) {
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
 	if _, err := tx.Exec(ctx, `INSERT INTO events (session_id, seq, message_id, type, data, created_at)
-		VALUES ('s1', 1, 'x', 't', '\x7b7d', now())`); err != nil {
+		VALUES ('s2', 1, 'x', 't', '\x7b7d', now())`); err != nil {
 		t.Fatal(err)
 	}
 
@@ -261,6 +266,9 @@ func TestLostMessageIDRace(t *testing.T) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+	if evs, err := s.AppendEvents(ctx, "s1", []store.Event{{MessageID: "x", Type: "t", Data: []byte("{}")}}); err != nil || evs[0].Duplicate || evs[0].Seq != 1 {
+		t.Fatalf("x appended to s1 while s2's is pending = %+v, %v; want stored at seq 1", evs, err)
+	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -268,15 +276,15 @@ func TestLostMessageIDRace(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("append that lost the race: %v", r.err)
 	}
-	if !r.evs[0].Duplicate || r.evs[0].Seq != 0 {
-		t.Fatalf("append that lost the race = %+v, want a duplicate with seq 0", r.evs[0])
+	if !r.evs[0].Duplicate || r.evs[0].Seq != 1 {
+		t.Fatalf("append that lost the race = %+v, want a duplicate of seq 1", r.evs[0])
 	}
 	got, err := s.Session(ctx, "s2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.LastSeq != 0 {
-		t.Fatalf("s2 last seq = %d after a duplicate, want 0", got.LastSeq)
+		t.Fatalf("s2 last seq = %d after a duplicate, want 0 (the other writer did not move it)", got.LastSeq)
 	}
 }
 

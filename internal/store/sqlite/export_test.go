@@ -44,3 +44,19 @@ func JournalSizeLimit(ctx context.Context, s *Store) (limit, bound int64, err er
 	err = s.w.QueryRowContext(ctx, `PRAGMA journal_size_limit`).Scan(&limit)
 	return limit, walBound, err
 }
+
+// SetMaxCachedIDs sets the dedup cache's bound for a test (not a parallel
+// one) and returns what restores it.
+func SetMaxCachedIDs(n int) (restore func()) {
+	old := maxCachedIDs
+	maxCachedIDs = n
+	return func() { maxCachedIDs = old }
+}
+
+// CachedIDs is how many message IDs the store's dedup cache holds, and for
+// how many sessions.
+func CachedIDs(s *Store) (ids, sessions int) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.ids.total, len(s.ids.sessions)
+}

@@ -43,10 +43,12 @@
 //     migrations/, recorded in schema_migrations); a file written by a
 //     newer ferry is refused rather than misread.
 //   - Times are kept to the microsecond, in UTC.
-//   - Message IDs are unique across the store. A message ID already stored
-//     in another session is reported as a Duplicate with Seq 0 and not
-//     stored again. Dedup covers retained events: an event dropped by Trim
-//     no longer blocks its message ID.
+//   - Message IDs are unique per session, found by a cache of each
+//     session's retained IDs (dedup.go) rather than an index: no page
+//     write per event for them. Dedup covers retained events: an event
+//     dropped by Trim no longer blocks its message ID. The cache holds at
+//     most maxCachedIDs IDs (about 9 MB) beyond the session appended to;
+//     a session it forgot is read again on its next append.
 package sqlite
 
 import (
@@ -123,7 +125,12 @@ type Store struct {
 
 	// The append path's statements, prepared once on the writer: parsing
 	// SQL is a third of an append's cost otherwise.
-	lastSeq, insertEvent, eventByID, moveSeq, touch *sql.Stmt
+	lastSeq, insertEvent, idAtSeq, moveSeq, touch *sql.Stmt
+
+	// writeMu is held across every append's and trim's transaction and
+	// the update of ids after it (dedup.go).
+	writeMu sync.Mutex
+	ids     *idCache
 
 	ck       *sql.DB // one connection: the checkpointer's
 	pageSize int64   // the file's page size, for the WAL's size
@@ -156,7 +163,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 
-	s := &Store{stopped: make(chan struct{})}
+	s := &Store{stopped: make(chan struct{}), ids: newIDCache()}
 	if err := s.open(ctx, abs); err != nil {
 		_ = s.closeDBs()
 		return nil, check.Wrap(ctx.Err(), "sqlite", "open "+path, err)
@@ -349,9 +356,8 @@ func (s *Store) prepare(ctx context.Context) error {
 		sql string
 	}{
 		{&s.lastSeq, `SELECT last_seq FROM sessions WHERE id = ?`},
-		{&s.insertEvent, `INSERT INTO events (session_id, seq, message_id, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (message_id) DO NOTHING`},
-		{&s.eventByID, `SELECT session_id, seq FROM events WHERE message_id = ?`},
+		{&s.insertEvent, `INSERT INTO events (session_id, seq, message_id, type, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`},
+		{&s.idAtSeq, `SELECT message_id FROM events WHERE session_id = ? AND seq = ?`},
 		// Two statements: SQLite rewrites the entries of every index on
 		// a column an UPDATE sets, changed or not, and updated_at has
 		// three; touch changes no row most of the time (ActivityStep).
@@ -392,7 +398,7 @@ func (s *Store) Close() error {
 // closeDBs closes the statements and handles that were opened.
 func (s *Store) closeDBs() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.lastSeq, s.insertEvent, s.eventByID, s.moveSeq, s.touch} {
+	for _, st := range []*sql.Stmt{s.lastSeq, s.insertEvent, s.idAtSeq, s.moveSeq, s.touch} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -428,7 +434,8 @@ func isConstraint(err error) bool {
 // --- events ---
 
 // appendEvents is AppendEvents' hot path (sqlbody.Hot): one BEGIN
-// IMMEDIATE transaction of prepared statements.
+// IMMEDIATE transaction of prepared statements, duplicates found in the
+// session's idCache.
 func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.Event) ([]store.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -438,6 +445,9 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 	// (busy_timeout bounds a wait for the lock all the same).
 	ctx = context.WithoutCancel(ctx)
 	out := make([]store.Event, len(evs))
+	var added []idEntry
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	err := sqlbody.Write(ctx, s.body, func(tx *sql.Tx) error {
 		var last int64
 		err := tx.StmtContext(ctx, s.lastSeq).QueryRowContext(ctx, sessionID).Scan(&last)
@@ -449,6 +459,10 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 		}
 		if len(evs) == 0 {
 			return nil
+		}
+		known, err := s.ids.load(ctx, tx, sessionID)
+		if err != nil {
+			return err
 		}
 		ins := tx.StmtContext(ctx, s.insertEvent)
 		next := last
@@ -465,17 +479,20 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 				out[i] = ev
 				continue
 			}
-			res, err := ins.ExecContext(ctx, sessionID, next+1, ev.MessageID, ev.Type, ev.Data, ev.CreatedAt.UnixMicro())
+			sum := s.ids.sum(ev.MessageID)
+			seq, dup, err := s.storedAt(ctx, tx, sessionID, known, sum, ev.MessageID)
 			if err != nil {
 				return err
 			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			if n == 1 {
+			if dup {
+				ev.Seq, ev.Duplicate = seq, true
+			} else {
+				if _, err := ins.ExecContext(ctx, sessionID, next+1, ev.MessageID, ev.Type, ev.Data, ev.CreatedAt.UnixMicro()); err != nil {
+					return err
+				}
 				next++
 				ev.Seq = uint64(next)
+				added = append(added, idEntry{sum, ev.Seq})
 				active = active || !ev.Quiet
 				// Prompts and turn starts only: no statement for the
 				// stream of other events.
@@ -483,22 +500,6 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 					if err := s.deliveries(ctx, tx, sessionID, ev); err != nil {
 						return err
 					}
-				}
-			} else {
-				// Stored before: keep its seq (0 when it belongs to
-				// another session).
-				var (
-					owner string
-					seq   int64
-				)
-				if err := tx.StmtContext(ctx, s.eventByID).QueryRowContext(ctx, ev.MessageID).Scan(&owner, &seq); err != nil {
-					return err
-				}
-				ev.Duplicate = true
-				if owner == sessionID {
-					ev.Seq = uint64(seq)
-				} else {
-					ev.Seq = 0
 				}
 			}
 			if inBatch != nil {
@@ -520,9 +521,30 @@ func (s *Store) appendEvents(ctx context.Context, sessionID string, evs []store.
 		return err
 	})
 	if err != nil {
+		s.ids.drop(sessionID)
 		return nil, err
 	}
+	s.ids.stored(sessionID, added)
 	return out, nil
+}
+
+// storedAt reports whether the session already holds messageID (whose
+// hash is sum), and at which seq: the cache's hit is confirmed against
+// the row it names.
+func (s *Store) storedAt(ctx context.Context, tx *sql.Tx, sessionID string, known *sessionIDs, sum uint64, messageID string) (uint64, bool, error) {
+	seq, ok := known.seqOf[sum]
+	if !ok {
+		return 0, false, nil
+	}
+	var id string
+	err := tx.StmtContext(ctx, s.idAtSeq).QueryRowContext(ctx, sessionID, seq).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return seq, id == messageID, nil
 }
 
 // deliveries records a new event stored with Deliver as undelivered, and
@@ -542,9 +564,12 @@ func (s *Store) deliveries(ctx context.Context, tx *sql.Tx, sessionID string, ev
 }
 
 // trim is Trim's hot path (sqlbody.Hot): last_seq and the delete in one
-// transaction.
+// transaction; the session's idCache entries go with the events.
 func (s *Store) trim(ctx context.Context, sessionID string, keep int) error {
-	return sqlbody.Write(ctx, s.body, func(tx *sql.Tx) error {
+	var through int64
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	err := sqlbody.Write(ctx, s.body, func(tx *sql.Tx) error {
 		var last int64
 		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, sessionID).Scan(&last)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -555,7 +580,33 @@ func (s *Store) trim(ctx context.Context, sessionID string, keep int) error {
 		}
 		// Retained seqs are a contiguous run ending at last_seq, so the
 		// newest keep are exactly those above last_seq - keep.
-		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq <= ?`, sessionID, last-int64(keep))
+		through = last - int64(keep)
+		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE session_id = ? AND seq <= ?`, sessionID, through)
 		return err
 	})
+	switch {
+	case err != nil:
+		s.ids.drop(sessionID)
+	case through > 0:
+		s.ids.trimmed(sessionID, uint64(through))
+	}
+	return err
+}
+
+// DeleteSession deletes the session (store.Store) and forgets its
+// message IDs.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.ids.drop(id)
+	return s.body.DeleteSession(ctx, id)
+}
+
+// DeleteUnprompted deletes the session while it is unprompted
+// (store.Store) and forgets its message IDs.
+func (s *Store) DeleteUnprompted(ctx context.Context, id string) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.ids.drop(id)
+	return s.body.DeleteUnprompted(ctx, id)
 }

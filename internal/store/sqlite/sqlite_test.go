@@ -142,6 +142,10 @@ func TestUpgradeKeepsTokens(t *testing.T) { storetest.UpgradeKeepsTokens(t, sche
 // (migration 9) and reads back the same.
 func TestUpgradeKeepsSnapshots(t *testing.T) { storetest.UpgradeKeepsSnapshots(t, schema(t)) }
 
+// TestUpgradeKeepsEvents: message IDs become per session (migration 15)
+// with every stored event kept.
+func TestUpgradeKeepsEvents(t *testing.T) { storetest.UpgradeKeepsEvents(t, schema(t)) }
+
 // TestUploadsGoWithTheirSession: deleting a session deletes its uploads.
 func TestUploadsGoWithTheirSession(t *testing.T) { storetest.UploadsGoWithTheirSession(t, schema(t)) }
 

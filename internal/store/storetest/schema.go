@@ -3,8 +3,10 @@ package storetest
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +144,63 @@ func UpgradeKeepsSnapshots(t *testing.T, sc Schema) {
 	}
 	if got, err := s.Session(t.Context(), "without"); err != nil || got.Snapshot != nil {
 		t.Fatalf("a session without a snapshot after the upgrade: %+v, %v", got.Snapshot, err)
+	}
+}
+
+// UpgradeKeepsEvents opens a database with events stored by the first
+// schema version: migration 15 (message IDs per session) keeps every
+// event, and duplicates are still found in the session that holds them.
+func UpgradeKeepsEvents(t *testing.T, sc Schema) {
+	v1, err := os.ReadFile(filepath.Join("migrations", "0001_init.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := []string{
+		string(v1),
+		sc.MigrationsTable,
+		"INSERT INTO schema_migrations VALUES (1, 'init', " + sc.Now + ")",
+	}
+	for _, sid := range []string{"s1", "s2"} {
+		qs = append(qs, "INSERT INTO sessions (id, machine_id, workspace_id, adapter, title, mode, state, epoch, created_at, updated_at, last_seq) "+
+			"VALUES ('"+sid+"', 'm1', 'w', 'claude', 'T', 'default', 'idle', 'e1', "+sc.Now+", "+sc.Now+", 0)")
+	}
+	stored := map[string][]string{"s1": {"a", "b", "c"}, "s2": {"d"}}
+	for sid, ids := range stored {
+		for i, id := range ids {
+			qs = append(qs, fmt.Sprintf("INSERT INTO events (session_id, seq, message_id, type, data, created_at) VALUES ('%s', %d, '%s', 'agent.text.delta', %s, %s)",
+				sid, i+1, id, sc.Bytes(hex.EncodeToString(event(id).Data)), sc.Now))
+		}
+		qs = append(qs, fmt.Sprintf("UPDATE sessions SET last_seq = %d WHERE id = '%s'", len(ids), sid))
+	}
+	for _, q := range qs {
+		sc.Exec(t, q)
+	}
+	s, err := sc.Open(t.Context())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer func() { _ = s.Close() }()
+	for sid, ids := range stored {
+		evs, err := s.Events(t.Context(), sid, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i, ev := range evs {
+			got = append(got, ev.MessageID)
+			if ev.Seq != uint64(i+1) || string(ev.Data) != string(event(ev.MessageID).Data) {
+				t.Fatalf("%s's event %d after the upgrade: seq %d, data %q", sid, i, ev.Seq, ev.Data)
+			}
+		}
+		if !slices.Equal(got, ids) {
+			t.Fatalf("%s's events after the upgrade = %v, want %v", sid, got, ids)
+		}
+	}
+	got, err := s.AppendEvents(t.Context(), "s1", []store.Event{event("b"), event("d")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got[0].Duplicate || got[0].Seq != 2 || got[1].Duplicate || got[1].Seq != 4 {
+		t.Fatalf("b and s2's d appended to s1 after the upgrade = %+v, want b a duplicate of 2 and d stored at 4", got)
 	}
 }

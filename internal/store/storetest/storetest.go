@@ -82,6 +82,7 @@ func Run(t *testing.T, open Opener, opts ...Option) {
 		{"EventsConcurrentCrossSessionDedup", testEventsConcurrentCrossSessionDedup},
 		{"EventsAfterAndLimit", testEventsAfterAndLimit},
 		{"EventsTrim", testEventsTrim},
+		{"EventsDedupAfterTrimAndDelete", testEventsDedupAfterTrimAndDelete},
 		{"EventsUnknownSession", testEventsUnknownSession},
 		{"Deliveries", testDeliveries},
 		{"Interactions", testInteractions},
@@ -619,17 +620,21 @@ func testEventsDedup(t *testing.T, s store.Store) {
 		t.Fatalf("stored %v with seqs %v, want a, b, c at 1..3", ids, seqs(stored))
 	}
 
-	// A message ID is unique in the whole store: in another session it is
-	// a duplicate with no seq there, and is not stored.
-	got = appendOK(t, s, "s2", event("b"), event("z"))
-	if !got[0].Duplicate || got[0].Seq != 0 {
-		t.Fatalf("a message ID of s1 appended to s2 = seq %d duplicate %v, want duplicate with seq 0", got[0].Seq, got[0].Duplicate)
+	// Message IDs are per session: in another session the same ID is that
+	// session's own event, and s1 is untouched.
+	got = appendOK(t, s, "s2", event("b"), event("z"), event("b"))
+	if got[0].Duplicate || got[0].Seq != 1 || got[1].Duplicate || got[1].Seq != 2 || !got[2].Duplicate || got[2].Seq != 1 {
+		t.Fatalf("b, z, b appended to s2 = %+v, want b=1, z=2, then b a duplicate of 1", got)
 	}
-	if got[1].Duplicate || got[1].Seq != 1 {
-		t.Fatalf("a new message after it = %+v, want seq 1", got[1])
+	if s2 := allEvents(t, s, "s2"); len(s2) != 2 || s2[0].MessageID != "b" || s2[1].MessageID != "z" {
+		t.Fatalf("s2 holds %+v, want b, z", s2)
 	}
-	if s2 := allEvents(t, s, "s2"); len(s2) != 1 || s2[0].MessageID != "z" {
-		t.Fatalf("s2 holds %+v, want only z", s2)
+	if s1 := allEvents(t, s, "s1"); len(s1) != 3 {
+		t.Fatalf("s1 holds %d events after s2's appends, want 3", len(s1))
+	}
+	got = appendOK(t, s, "s1", event("z"))
+	if got[0].Duplicate || got[0].Seq != 4 {
+		t.Fatalf("s2's z appended to s1 = %+v, want seq 4", got[0])
 	}
 }
 
@@ -748,16 +753,20 @@ func testEventsConcurrentCrossSessionDedup(t *testing.T, s store.Store) {
 	}
 	close(start)
 	wg.Wait()
-	stored := 0
+	stored := map[string]int{}
 	for i := range n {
 		mustNil(t, errs[i], "AppendEvents")
 		if !got[i].Duplicate {
-			stored++
+			stored[[]string{"s1", "s2"}[i%2]]++
+		}
+		if got[i].Seq != 1 {
+			t.Fatalf("append %d of one message ID got seq %d, want 1 (stored or duplicate)", i, got[i].Seq)
 		}
 	}
-	total := len(allEvents(t, s, "s1")) + len(allEvents(t, s, "s2"))
-	if stored != 1 || total != 1 {
-		t.Fatalf("one message ID appended concurrently to two sessions: reported stored %d times, %d rows; want 1 and 1", stored, total)
+	for _, sid := range []string{"s1", "s2"} {
+		if rows := len(allEvents(t, s, sid)); stored[sid] != 1 || rows != 1 {
+			t.Fatalf("one message ID appended concurrently, 8 times to %s: reported stored %d times, %d rows; want 1 and 1", sid, stored[sid], rows)
+		}
 	}
 }
 
@@ -783,6 +792,33 @@ func testEventsAfterAndLimit(t *testing.T, s store.Store) {
 		if got := seqs(evs); !slices.Equal(got, tc.want) {
 			t.Fatalf("Events(after %d, limit %d) = %v, want %v", tc.after, tc.limit, got, tc.want)
 		}
+	}
+}
+
+// testEventsDedupAfterTrimAndDelete: dedup covers exactly the retained
+// events, through trims and a session deleted and made again.
+func testEventsDedupAfterTrimAndDelete(t *testing.T, s store.Store) {
+	c := ctx(t)
+	newSession(t, s, "s1", "m1")
+	appendOK(t, s, "s1", events("e", 10)...)
+	mustNil(t, s.Trim(c, "s1", 4), "Trim 4")
+	retained := allEvents(t, s, "s1")
+	if len(retained) != 4 {
+		t.Fatalf("%d events retained, want 4", len(retained))
+	}
+	trimmed := events("e", 10)[2] // seq 3, trimmed
+	got := appendOK(t, s, "s1", event(retained[1].MessageID), trimmed)
+	if !got[0].Duplicate || got[0].Seq != retained[1].Seq {
+		t.Fatalf("a retained event sent again = %+v, want a duplicate of seq %d", got[0], retained[1].Seq)
+	}
+	if got[1].Duplicate || got[1].Seq != 11 {
+		t.Fatalf("a trimmed event's ID sent again = %+v, want stored at seq 11", got[1])
+	}
+	mustNil(t, s.DeleteSession(c, "s1"), "DeleteSession")
+	newSession(t, s, "s1", "m1")
+	got = appendOK(t, s, "s1", event(retained[1].MessageID))
+	if got[0].Duplicate || got[0].Seq != 1 {
+		t.Fatalf("an event of a deleted session sent to its namesake = %+v, want stored at seq 1", got[0])
 	}
 }
 
