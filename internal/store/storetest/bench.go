@@ -96,6 +96,52 @@ func BenchmarkAppend(b *testing.B, s store.Store, batch int, tail bool, snapshot
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/event")
 }
 
+// BenchmarkSteady measures what a session at its retention costs per event
+// (ns/event): s holds retain = 10,000 1 KB events, then batches of batch
+// are appended and, every trimEvery events, the oldest beyond retain
+// trimmed, as the master does.
+func BenchmarkSteady(b *testing.B, s store.Store, batch, trimEvery int) {
+	const retain = 10000
+	ctx := context.Background()
+	sid := fmt.Sprintf("steady-%d-%d", batch, trimEvery)
+	if err := s.CreateSession(ctx, store.Session{ID: sid, MachineID: "m", Epoch: "e"}); err != nil {
+		b.Fatal(err)
+	}
+	pad := strings.Repeat("x", 1024-80)
+	fill := func(evs []store.Event) {
+		for i := range evs {
+			id := randomID()
+			evs[i] = store.Event{MessageID: id, Type: "agent.text.delta",
+				Data: []byte(`{"type":"agent.text.delta","message_id":"` + id + `","payload":{"text":"` + pad + `"}}`)}
+		}
+	}
+	pre := make([]store.Event, 500)
+	for range retain / len(pre) {
+		fill(pre)
+		if _, err := s.AppendEvents(ctx, sid, pre); err != nil {
+			b.Fatal(err)
+		}
+	}
+	evs := make([]store.Event, batch)
+	untrimmed, n := 0, 0
+	b.SetBytes(int64(1024 * batch))
+	b.ResetTimer()
+	for b.Loop() {
+		fill(evs)
+		if _, err := s.AppendEvents(ctx, sid, evs); err != nil {
+			b.Fatal(err)
+		}
+		n += batch
+		if untrimmed += batch; untrimmed >= trimEvery {
+			if err := s.Trim(ctx, sid, retain); err != nil {
+				b.Fatal(err)
+			}
+			untrimmed = 0
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/event")
+}
+
 // Bench runs the store benchmarks on fresh stores from open: appends in
 // batches of 1 and 16, alone and while a reader tails them
 // (BenchmarkAppend), and the reads the master makes most (Session, Events
@@ -118,6 +164,14 @@ func Bench(b *testing.B, open func(b *testing.B) store.Store) {
 		b.ReportAllocs()
 		BenchmarkAppend(b, open(b), 3, false, 256<<10)
 	})
+	// The master's steady state in a long session: the default retention
+	// of 10,000 events held, batches of 3, a Trim every 32 or 256 events.
+	for _, every := range []int{32, 256} {
+		b.Run(fmt.Sprintf("Steady/batch=3,trim=%d", every), func(b *testing.B) {
+			b.ReportAllocs()
+			BenchmarkSteady(b, open(b), 3, every)
+		})
+	}
 	// withSession is a fresh store from open holding session "s".
 	withSession := func(b *testing.B) (store.Store, context.Context) {
 		s, ctx := open(b), context.Background()
