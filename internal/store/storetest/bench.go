@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/store"
 )
@@ -123,7 +124,8 @@ func BenchmarkSteady(b *testing.B, s store.Store, batch, trimEvery int) {
 		}
 	}
 	evs := make([]store.Event, batch)
-	untrimmed, n := 0, 0
+	untrimmed, n, trims := 0, 0, 0
+	var trimTime time.Duration
 	b.SetBytes(int64(1024 * batch))
 	b.ResetTimer()
 	for b.Loop() {
@@ -133,13 +135,20 @@ func BenchmarkSteady(b *testing.B, s store.Store, batch, trimEvery int) {
 		}
 		n += batch
 		if untrimmed += batch; untrimmed >= trimEvery {
+			start := time.Now()
 			if err := s.Trim(ctx, sid, retain); err != nil {
 				b.Fatal(err)
 			}
+			trimTime += time.Since(start)
 			untrimmed = 0
+			trims++
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/event")
+	if trims > 0 {
+		// How long a Trim holds the writer: the master's next batch waits.
+		b.ReportMetric(float64(trimTime.Microseconds())/float64(trims), "us/trim")
+	}
 }
 
 // Bench runs the store benchmarks on fresh stores from open: appends in
