@@ -23,6 +23,12 @@
 //     and the user's checkout as they were; a push_rejected after a merge
 //     leaves the base merged (Result.Merged); a forge error after a push
 //     leaves the branch pushed (Result.Pushed).
+//   - A pull request is checked before the first step: a remote on no
+//     forge ferry knows, and a token GitHub refuses (looked up with the
+//     branch's open pull request), fail with nothing done. Only a refusal
+//     of the pull request itself (a token that may read but not write,
+//     a rate limit) comes after the push. A pull request already open for
+//     the branch is returned (PRURL), not opened again.
 //   - Nothing happens before Options are checked: bad Options, or a
 //     missing commit message while the worktree has uncommitted changes,
 //     are refused with nothing touched.
@@ -180,12 +186,19 @@ func Ship(ctx context.Context, wt *worktree.Worktree, o Options) (Result, error)
 		return res, &worktree.Error{Code: worktree.CodeNothingToCommit,
 			Message: fmt.Sprintf("%s has no uncommitted change, and neither a merge nor a push was asked for: nothing to ship", wt.Branch)}
 	}
-	// A remote that is not there fails now, before the merge, rather
-	// than after it.
-	var remoteURL string
+	// A remote that is not there, a forge ferry does not know and a token
+	// the forge refuses fail now, before anything is done.
+	var pr *prPlan
 	if push {
-		if remoteURL, err = wt.Repo.RemoteURL(ctx, o.Remote); err != nil {
+		remoteURL, err := wt.Repo.RemoteURL(ctx, o.Remote)
+		if err != nil {
 			return res, err
+		}
+		if o.PullRequest {
+			if pr, err = planPullRequest(ctx, wt, o, remoteURL); err != nil {
+				return res, err
+			}
+			res.CompareURL = pr.compareURL
 		}
 	}
 
@@ -207,10 +220,10 @@ func Ship(ctx context.Context, wt *worktree.Worktree, o Options) (Result, error)
 		return res, err
 	}
 	res.Pushed, res.Remote = true, o.Remote
-	if !o.PullRequest {
+	if pr == nil {
 		return res, nil
 	}
-	err = pullRequest(ctx, wt, o, remoteURL, &res)
+	res.PRURL, err = pr.open(ctx)
 	return res, err
 }
 
@@ -237,18 +250,29 @@ func mergeMessage(wt *worktree.Worktree, strategy string, o Options) string {
 	return ""
 }
 
-// pullRequest fills res.CompareURL and, through the forge's API, res.PRURL.
-func pullRequest(ctx context.Context, wt *worktree.Worktree, o Options, remoteURL string, res *Result) error {
+// prPlan is a pull request checked before the ship's first step.
+type prPlan struct {
+	compareURL string
+	gh         *forge.GitHub // nil: no API call (no token, not GitHub)
+	pr         forge.PR
+	existing   string // the URL of the branch's open pull request
+}
+
+// planPullRequest reads the remote's forge and its compare URL and, with a
+// token on GitHub, checks the token by looking up the branch's open pull
+// request: a wrong one is forge_auth with nothing done yet.
+func planPullRequest(ctx context.Context, wt *worktree.Worktree, o Options, remoteURL string) (*prPlan, error) {
 	repo, err := o.Forge.ParseRemote(remoteURL)
 	if err != nil {
 		// The remote URL may hold credentials: it is not quoted.
-		return forgeError(fmt.Sprintf("the remote %q is on no forge ferry knows, so no pull request was opened: open one by hand (a self-hosted forge: name its host in the forge hosts)", o.Remote), err)
+		return nil, forgeError(fmt.Sprintf("the remote %q is on no forge ferry knows, so ferry cannot open a pull request: drop the pull request, or name a self-hosted forge's host in the forge hosts", o.Remote), err)
 	}
-	if res.CompareURL, err = repo.CompareURL(wt.Base, wt.Branch); err != nil {
-		return forgeError("cannot make the forge's compare page for "+wt.Branch, err)
+	plan := &prPlan{}
+	if plan.compareURL, err = repo.CompareURL(wt.Base, wt.Branch); err != nil {
+		return nil, forgeError("cannot make the forge's compare page for "+wt.Branch, err)
 	}
 	if o.Token == "" || repo.Kind != forge.KindGitHub {
-		return nil
+		return plan, nil
 	}
 	title, body := o.PRTitle, o.PRBody
 	if strings.TrimSpace(title) == "" {
@@ -261,31 +285,52 @@ func pullRequest(ctx context.Context, wt *worktree.Worktree, o Options, remoteUR
 	if strings.TrimSpace(title) == "" {
 		title = wt.Branch
 	}
-	gh := forge.GitHub{BaseURL: repo.APIURL(), Token: o.Token, TokenSource: o.TokenSource, HTTPClient: o.HTTPClient, Logger: o.Logger}
-	pr, err := gh.CreatePullRequest(ctx, forge.PR{Owner: repo.Owner, Repo: repo.Name, Title: title, Body: body, Head: wt.Branch, Base: wt.Base})
+	plan.gh = &forge.GitHub{BaseURL: repo.APIURL(), Token: o.Token, TokenSource: o.TokenSource, HTTPClient: o.HTTPClient, Logger: o.Logger}
+	plan.pr = forge.PR{Owner: repo.Owner, Repo: repo.Name, Title: title, Body: body, Head: wt.Branch, Base: wt.Base}
+	open, found, err := plan.gh.FindPullRequest(ctx, plan.pr)
+	if err != nil {
+		return nil, codedForge(err, "nothing was done")
+	}
+	if found {
+		plan.existing = open.URL
+	}
+	return plan, nil
+}
+
+// open opens the pull request (after the push), or returns the one
+// already open, which now shows the pushed commits.
+func (p *prPlan) open(ctx context.Context) (string, error) {
+	if p.gh == nil {
+		return "", nil
+	}
+	if p.existing != "" {
+		return p.existing, nil
+	}
+	pr, err := p.gh.CreatePullRequest(ctx, p.pr)
 	switch {
 	case err == nil, errors.Is(err, forge.ErrPullRequestExists) && pr.URL != "":
-		// An open one already shows the branch, now with the new push.
-		res.PRURL = pr.URL
-		return nil
-	case errors.Is(err, forge.ErrAuth):
-		return &worktree.Error{Code: CodeForgeAuth, Message: forgeMessage(err) + " (the branch was pushed: open the pull request by hand at the compare URL, or fix the token and ship again)", Err: err}
+		return pr.URL, nil
 	}
-	return forgeError(forgeMessage(err)+" (the branch was pushed: open the pull request by hand at the compare URL)", err)
+	return "", codedForge(err, "the branch was pushed: open the pull request by hand at the compare URL, or fix what is said and ship again")
+}
+
+// codedForge is a forge failure as forge_auth (the token) or forge_error,
+// saying what was done so far.
+func codedForge(err error, done string) error {
+	msg := "the forge's API failed"
+	var fe *forge.Error
+	if errors.As(err, &fe) {
+		msg = fe.Message
+	}
+	msg += " (" + done + ")"
+	if errors.Is(err, forge.ErrAuth) {
+		return &worktree.Error{Code: CodeForgeAuth, Message: msg, Err: err}
+	}
+	return forgeError(msg, err)
 }
 
 func forgeError(msg string, err error) error {
 	return &worktree.Error{Code: CodeForgeError, Message: msg, Err: err}
-}
-
-// forgeMessage is a forge error's message for people (the package forge
-// keeps it free of the token).
-func forgeMessage(err error) string {
-	var fe *forge.Error
-	if errors.As(err, &fe) {
-		return fe.Message
-	}
-	return "the forge's API failed"
 }
 
 // splitMessage is a commit message's subject and body.

@@ -409,6 +409,11 @@ func TestShipPullRequest(t *testing.T) {
 		if res.PRURL != srv.PullURL("acme", "widgets", n) {
 			t.Fatalf("result %+v, want the open pull request %d", res, n)
 		}
+		for _, c := range srv.Calls() {
+			if c.Method != http.MethodGet {
+				t.Fatalf("call %s %s: the open pull request was opened again", c.Method, c.Path)
+			}
+		}
 	})
 }
 
@@ -434,21 +439,58 @@ func checkPRCall(t *testing.T, srv *forgetest.Server, path string, want map[stri
 	}
 }
 
-// A wrong token: forge_auth after the push, which stays; the token is in
-// no error.
-func TestShipForgeErrors(t *testing.T) {
+// A token GitHub refuses, and a remote on no forge, fail before anything
+// is done; the token is in no error.
+func TestShipForgeRefusedFirst(t *testing.T) {
 	t.Parallel()
 	hosts := forge.Config{Hosts: map[string]forge.Kind{"127.0.0.1": forge.KindGitHub}}
 	for _, tc := range []struct {
-		name  string
-		fail  forgetest.Fail
-		token string
-		code  string
+		name, token string
+		remote      func(srv *forgetest.Server) string
+		code, says  string
 	}{
-		{"wrong token", forgetest.None, "ghp_wrong_token_4242", ship.CodeForgeAuth},
-		{"forbidden", forgetest.Forbidden, token, ship.CodeForgeAuth},
-		{"rate limited", forgetest.RateLimited, token, ship.CodeForgeError},
-		{"no head", forgetest.NoHead, token, ship.CodeForgeError},
+		{"wrong token", "ghp_wrong_token_4242", func(srv *forgetest.Server) string { return srv.URL + "/acme/widgets.git" }, ship.CodeForgeAuth, "nothing was done"},
+		{"token with a newline", token + "\n", func(srv *forgetest.Server) string { return srv.URL + "/acme/widgets.git" }, ship.CodeForgeAuth, "nothing was done"},
+		{"local remote", token, nil, ship.CodeForgeError, "no forge"},
+		{"unknown host", token, func(*forgetest.Server) string { return "https://git.example.org/acme/widgets.git" }, ship.CodeForgeError, "no forge"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := forgetest.New(t, token)
+			f := newFixture(t, "tok")
+			if tc.remote != nil {
+				f.onGitHub(t, tc.remote(srv))
+			}
+			write(t, filepath.Join(f.wt.Path, "a.txt"), "x\n")
+			before := f.state(t)
+			res, err := ship.Ship(context.Background(), f.wt, ship.Options{Message: "m", Strategy: "squash", PullRequest: true, Token: tc.token, Forge: hosts})
+			we := wantCode(t, err, tc.code)
+			if strings.Contains(err.Error(), tc.token) || strings.Contains(we.Message, f.bare) || !strings.Contains(we.Message, tc.says) {
+				t.Fatalf("message %q", we.Message)
+			}
+			if res != (ship.Result{Strategy: ship.StrategySquash}) {
+				t.Fatalf("result %+v after a refusal", res)
+			}
+			if f.state(t) != before || len(srv.Pulls()) != 0 {
+				t.Fatal("the repository or the remote changed, or a pull request was made")
+			}
+		})
+	}
+}
+
+// A refusal of the pull request itself comes after the push, which stays:
+// the result says so; the token is in no error.
+func TestShipForgeRefusedAfterPush(t *testing.T) {
+	t.Parallel()
+	hosts := forge.Config{Hosts: map[string]forge.Kind{"127.0.0.1": forge.KindGitHub}}
+	for _, tc := range []struct {
+		name string
+		fail forgetest.Fail
+		code string
+	}{
+		{"forbidden", forgetest.Forbidden, ship.CodeForgeAuth},
+		{"rate limited", forgetest.RateLimited, ship.CodeForgeError},
+		{"no head", forgetest.NoHead, ship.CodeForgeError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -458,11 +500,8 @@ func TestShipForgeErrors(t *testing.T) {
 			f.onGitHub(t, srv.URL+"/acme/widgets.git")
 			mainBefore := rev(t, f.dir, "main")
 			write(t, filepath.Join(f.wt.Path, "a.txt"), "x\n")
-			res, err := ship.Ship(context.Background(), f.wt, ship.Options{Message: "m", Strategy: "none", PullRequest: true, Token: tc.token, Forge: hosts})
+			res, err := ship.Ship(context.Background(), f.wt, ship.Options{Message: "m", Strategy: "none", PullRequest: true, Token: token, Forge: hosts})
 			we := wantCode(t, err, tc.code)
-			if strings.Contains(err.Error(), tc.token) {
-				t.Fatal("the token is in the error")
-			}
 			var fe *forge.Error
 			if !errors.As(err, &fe) {
 				t.Fatalf("no *forge.Error wrapped in %v", err)
@@ -480,14 +519,6 @@ func TestShipForgeErrors(t *testing.T) {
 				t.Fatalf("worktree left dirty:\n%s", st)
 			}
 		})
-	}
-	// A remote on no forge ferry knows: the push stays, forge_error.
-	f := newFixture(t, "local")
-	write(t, filepath.Join(f.wt.Path, "a.txt"), "x\n")
-	res, err := ship.Ship(context.Background(), f.wt, ship.Options{Message: "m", Strategy: "none", PullRequest: true, Token: token})
-	we := wantCode(t, err, ship.CodeForgeError)
-	if !res.Pushed || res.CompareURL != "" || strings.Contains(we.Message, f.bare) {
-		t.Fatalf("result %+v, message %q", res, we.Message)
 	}
 }
 
@@ -614,7 +645,7 @@ func TestShipPushRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(f.wt.Path, "a.txt"), "x\n")
-	res, err := ship.Ship(context.Background(), f.wt, ship.Options{Message: "m", Push: true, PullRequest: true, Token: token})
+	res, err := ship.Ship(context.Background(), f.wt, ship.Options{Message: "m", Push: true})
 	we := wantCode(t, err, worktree.CodePushRejected)
 	if !strings.Contains(we.Message, "branch protection") {
 		t.Fatalf("message %q lacks the remote's reason", we.Message)
