@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/ship"
 	"github.com/ferry-dev/ferry/internal/worktree"
 )
@@ -33,11 +32,10 @@ func openRunWorktree(ctx context.Context, env Env, getenv func(string) string, r
 	if err != nil {
 		return fail(err)
 	}
-	state, err := filehistory.DefaultStateDir(getenv)
+	wtRoot, err := worktreesRoot(getenv, "")
 	if err != nil {
 		return fail(err)
 	}
-	wtRoot := filepath.Join(state, "worktrees")
 	wt, err := repo.Find(ctx, wtRoot, name)
 	created := false
 	switch {
