@@ -93,6 +93,8 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		"the user's checkout is never touched. A new worktree runs the workspace's",
 		".ferry/setup first. When the turn changed files they are committed on",
 		"ferry/NAME (the prompt's first line, then the answer); --no-commit leaves them.",
+		"The json result then also has worktree, branch, base, worktree_path and",
+		"commit; ferry ship NAME merges, pushes or opens a pull request of the branch.",
 		"\nExit codes: 0 done, 1 the agent or its provider failed (or stopped at",
 		"--max-turns), 2 bad usage.",
 	); !ok {
