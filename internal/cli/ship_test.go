@@ -90,6 +90,11 @@ func TestShipBinary(t *testing.T) {
 	if st := worktreeGit(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("the checkout is dirty:\n%s", st)
 	}
+	// Shipped: removed without --force (its commits are not in main, but
+	// their change is).
+	if out := ferryBin(t, bin, env, "worktree", "remove", "a", "--workspace", dir); out.code != 0 {
+		t.Fatalf("remove a: exit %d\n%s", out.code, out.stderr)
+	}
 
 	// A --no-commit run, shipped with the proposed message and pushed,
 	// in json.

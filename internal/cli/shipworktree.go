@@ -151,8 +151,10 @@ func runWorktree(ctx context.Context, env Env, args []string) error {
 			c, err := wt.Counts(ctx)
 			if err == nil {
 				row.Added, row.Removed, row.Files, row.Ahead, row.Behind, row.Uncommitted = c.Added, c.Deleted, c.Files, c.Ahead, c.Behind, c.Uncommitted
-				row.Unshipped = c.Uncommitted || c.Ahead > 0
-			} else {
+				// Not merely ahead: commits a squash shipped are not unshipped.
+				row.Unshipped, err = wt.HasUnshipped(ctx)
+			}
+			if err != nil {
 				var we *worktree.Error
 				row.Error = err.Error()
 				if errors.As(err, &we) {

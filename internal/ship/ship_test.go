@@ -714,3 +714,32 @@ func TestProposeMessage(t *testing.T) {
 		}
 	}
 }
+
+// Shipping again what a squash shipped is nothing_to_merge, not an empty
+// commit on the base.
+func TestShipTwice(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "again")
+	write(t, filepath.Join(f.wt.Path, "a.txt"), "once\n")
+	// (A squash of one commit on an unmoved base with the same message in
+	// the same second is that very commit: another message tells them
+	// apart.)
+	if _, err := ship.Ship(context.Background(), f.wt, ship.Options{Message: "once", MergeMessage: "squashed once"}); err != nil {
+		t.Fatal(err)
+	}
+	before := f.state(t)
+	for _, s := range []string{"squash", "merge", "ff"} {
+		_, err := ship.Ship(context.Background(), f.wt, ship.Options{Strategy: s})
+		want := worktree.CodeNothingToMerge
+		if s == "ff" {
+			want = worktree.CodeNotFastForward // main has the squash commit the branch has not
+		}
+		wantCode(t, err, want)
+	}
+	if f.state(t) != before {
+		t.Fatal("shipping again changed the repository")
+	}
+	if u, err := f.wt.HasUnshipped(context.Background()); err != nil || u {
+		t.Fatalf("unshipped %v, %v after the squash", u, err)
+	}
+}
