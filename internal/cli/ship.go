@@ -140,7 +140,7 @@ func runShip(ctx context.Context, env Env, args []string) error {
 	state := fs.String("state", "", stateUsageWorktrees)
 	strategy := fs.String("strategy", ship.StrategySquash, "how the branch goes into its base: `STRATEGY` squash (one commit), ff (fast-forward), merge (a merge commit) or none (no merge)")
 	message := fs.String("message", "", "the commit `MESSAGE` of the worktree's uncommitted changes (required when there are any, unless --propose)")
-	propose := fs.Bool("propose", false, "commit the uncommitted changes with a message ferry proposes (from the prompts of the ferry run that left them, else the files changed)")
+	propose := fs.Bool("propose", false, "commit the uncommitted changes, if any, with a message ferry proposes (from the prompts of the ferry run that left them, else the files changed)")
 	push := fs.Bool("push", false, "push the branch (only it) to the remote")
 	remote := fs.String("remote", "", "the `REMOTE` to push to (default origin)")
 	pr := fs.Bool("pr", false, "open a pull request of the branch into its base (implies --push): through GitHub's API with a forge token, else print the forge's compare URL")
@@ -215,8 +215,16 @@ func runShip(ctx context.Context, env Env, args []string) error {
 		}
 		out.Branch, out.Base, out.Path = wt.Branch, wt.Base, wt.Path
 		if *propose {
-			if opts.Message, err = proposeMessage(ctx, wt); err != nil {
+			// Only for uncommitted changes: without any, the squash and
+			// the pull request are named after the branch's commits.
+			c, err := wt.Counts(ctx)
+			if err != nil {
 				return ship.Result{}, err
+			}
+			if c.Uncommitted {
+				if opts.Message, err = proposeMessage(ctx, wt); err != nil {
+					return ship.Result{}, err
+				}
 			}
 		}
 		res, err := ship.Ship(ctx, wt, opts)

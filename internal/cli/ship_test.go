@@ -412,3 +412,26 @@ func TestWorktreeCommand(t *testing.T) {
 		t.Fatalf("prune: exit %d, %q %s", out.code, out.stdout, out.stderr)
 	}
 }
+
+// TestShipProposeCommitted: --propose with nothing uncommitted proposes
+// nothing: the squash is named after the branch's commits, not after the
+// files; with uncommitted changes and no prompt kept, the files name it.
+func TestShipProposeCommitted(t *testing.T) {
+	t.Parallel()
+	f := newShipFixture(t)
+	f.worktree(t, "done", true, map[string]string{"greet.txt": "hello done\n"})
+	if out := f.ferry(t, nil, "ship", "--workspace", f.dir, "done", "--propose"); out.code != 0 {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	if got := worktreeGit(t, f.dir, "log", "-1", "--format=%B", "main"); got != "agent's done\n\n" {
+		t.Fatalf("squash message %q", got)
+	}
+	f.worktree(t, "loose", false, map[string]string{"a.txt": "a\n", "b.txt": "b\nb\n"})
+	out := f.ferry(t, nil, "ship", "--workspace", f.dir, "loose", "--propose", "--strategy", "none", "--output-format", "json")
+	if out.code != 0 {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	if got := worktreeGit(t, f.dir, "log", "-1", "--format=%B", "ferry/loose"); got != "Update a.txt and b.txt\n\n- a.txt (added, +1 -0)\n- b.txt (added, +2 -0)\n\n" {
+		t.Fatalf("proposed message %q", got)
+	}
+}
