@@ -484,6 +484,7 @@ func TestShipForgeRefusedFirst(t *testing.T) {
 		{"token with a newline", token + "\n", func(srv *forgetest.Server) string { return srv.URL + "/acme/widgets.git" }, ship.CodeForgeAuth, "nothing was done"},
 		{"local remote", token, nil, ship.CodeForgeError, "no forge"},
 		{"unknown host", token, func(*forgetest.Server) string { return "https://git.example.org/acme/widgets.git" }, ship.CodeForgeError, "no forge"},
+		{"credentials in the remote", token, func(*forgetest.Server) string { return "https://bob:hunter2secret@git.example.org/acme/widgets.git" }, ship.CodeForgeError, "no forge"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -496,7 +497,7 @@ func TestShipForgeRefusedFirst(t *testing.T) {
 			before := f.state(t)
 			res, err := ship.Ship(context.Background(), f.wt, ship.Options{Message: "m", Strategy: "squash", PullRequest: true, Token: tc.token, Forge: hosts})
 			we := wantCode(t, err, tc.code)
-			if strings.Contains(err.Error(), tc.token) || strings.Contains(we.Message, f.bare) || !strings.Contains(we.Message, tc.says) {
+			if strings.Contains(err.Error(), tc.token) || strings.Contains(err.Error(), "hunter2") || we.Err != nil && strings.Contains(we.Err.Error(), "hunter2") || strings.Contains(we.Message, f.bare) || !strings.Contains(we.Message, tc.says) {
 				t.Fatalf("message %q", we.Message)
 			}
 			if res != (ship.Result{Strategy: ship.StrategySquash}) {
