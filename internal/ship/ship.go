@@ -41,6 +41,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/runecut"
@@ -389,7 +390,7 @@ const (
 func ProposeMessage(prompts []string, finalAnswer string) string {
 	var lines []string
 	for _, p := range prompts {
-		if l := firstLine(p); l != "" {
+		if l := firstLine(printable(p)); l != "" {
 			lines = append(lines, l)
 		}
 	}
@@ -401,7 +402,7 @@ func ProposeMessage(prompts []string, finalAnswer string) string {
 		subject = runecut.Prefix(subject, MaxSubject-len("…")) + "…"
 	}
 	var body []string
-	if a := strings.TrimSpace(finalAnswer); a != "" {
+	if a := strings.TrimSpace(printable(finalAnswer)); a != "" {
 		body = append(body, a)
 	}
 	if len(lines) > 1 {
@@ -416,6 +417,21 @@ func ProposeMessage(prompts []string, finalAnswer string) string {
 		msg += "\n" + runecut.Ellipsis(strings.Join(body, "\n\n"), MaxBody) + "\n"
 	}
 	return msg
+}
+
+// printable is s as valid UTF-8 without control characters but newlines
+// and tabs (a terminal escape or a CR in a prompt has no place in a
+// commit message).
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 // firstLine is s's first non-blank line, trimmed.

@@ -705,6 +705,7 @@ func TestProposeMessage(t *testing.T) {
 		{[]string{"p"}, strings.Repeat("a", ship.MaxBody+10), "p\n\n" + strings.Repeat("a", ship.MaxBody) + "…\n"},
 		{[]string{"Add a flag", "", "  and test it\nplease"}, "Done.", "Add a flag\n\nDone.\n\nPrompts:\n- Add a flag\n- and test it\n"},
 		{[]string{"one", "two"}, "", "one\n\nPrompts:\n- one\n- two\n"},
+		{[]string{"Fix \x1b[31mred\x1b[0m\r\nnext"}, "done\x07\r\n\xff", "Fix [31mred[0m\n\ndone\n\ufffd\n"},
 	} {
 		got := ship.ProposeMessage(tc.prompts, tc.answer)
 		if got != tc.want {
