@@ -580,6 +580,13 @@ func TestShipRefused(t *testing.T) {
 		{"base dirty", baseDirty, ship.Options{Strategy: "squash"}, worktree.CodeBaseDirty, []string{"a.txt"}},
 		{"base dirty ff", baseDirty, ship.Options{Strategy: "ff"}, worktree.CodeBaseDirty, []string{"a.txt"}},
 		{"not fast-forward", mainMoved, ship.Options{Strategy: "ff"}, worktree.CodeNotFastForward, nil},
+		{"markers left", func(t *testing.T, f *fixture) {
+			t.Helper()
+			conflict(t, f)
+			if _, err := f.wt.UpdateFromBase(context.Background()); !worktree.HasCode(err, worktree.CodeMergeConflict) {
+				t.Fatalf("update: %v", err)
+			}
+		}, ship.Options{Message: "resolved?", Push: true}, worktree.CodeMergeConflict, []string{"a.txt"}},
 		{"missing folder", func(t *testing.T, f *fixture) {
 			t.Helper()
 			if err := os.RemoveAll(f.wt.Path); err != nil {

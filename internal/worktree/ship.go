@@ -53,7 +53,9 @@ func dirty(ctx context.Context, dir string) ([]string, error) {
 }
 
 // Commit commits everything in the worktree (new files too, ignored ones
-// not) with message; nothing_to_commit when nothing changed. The author
+// not) with message; nothing_to_commit when nothing changed, and
+// merge_conflict, naming them, while files an UpdateFromBase left still
+// have conflict markers. The author
 // is git's configured one, else ferry <ferry@localhost>. It returns the
 // commit's hash.
 func (w *Worktree) Commit(ctx context.Context, message string) (string, error) {
@@ -61,6 +63,9 @@ func (w *Worktree) Commit(ctx context.Context, message string) (string, error) {
 		return "", newError(CodeBadName, "the commit message is empty: give one", nil)
 	}
 	if err := w.present(); err != nil {
+		return "", err
+	}
+	if err := w.checkResolved(ctx); err != nil {
 		return "", err
 	}
 	if res, err := runLocked(ctx, gitCmd{dir: w.Path, args: []string{"add", "-A"}}); err != nil {

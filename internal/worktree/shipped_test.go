@@ -1,6 +1,8 @@
 package worktree_test
 
 import (
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,5 +51,41 @@ func TestWorktreeShippedTwice(t *testing.T) {
 				t.Fatalf("a new commit: unshipped %v, %v", u, err)
 			}
 		})
+	}
+}
+
+// TestWorktreeCommitRefusesMarkers: a commit while an update from the
+// base left files with git's conflict markers is refused, naming them,
+// with nothing changed (git add -A would have concluded the merge with
+// the markers in); once they are resolved it concludes the merge.
+func TestWorktreeCommitRefusesMarkers(t *testing.T) {
+	t.Parallel()
+	dir := newRepo(t)
+	r := open(t, dir)
+	wt := create(t, r, t.TempDir(), worktree.Options{Name: "markers"})
+	commitIn(t, wt, "a.txt", "one\nTWO from the branch\nthree\n")
+	commitIn(t, wt, "src/b.go", "package src // branch\n")
+	write(t, filepath.Join(dir, "a.txt"), "one\nTWO from main\nthree\n")
+	write(t, filepath.Join(dir, "src", "b.go"), "package src // main\n")
+	run(t, dir, "commit", "-q", "-am", "main edits")
+	_, err := wt.UpdateFromBase(ctx(t))
+	wantCode(t, err, worktree.CodeMergeConflict)
+	// The agent resolves b.go only, and makes a new file.
+	write(t, filepath.Join(wt.Path, "src", "b.go"), "package src // both\n")
+	write(t, filepath.Join(wt.Path, "new.txt"), "new\n")
+	before := state(t, dir) + state(t, wt.Path)
+	_, err = wt.Commit(ctx(t), "resolve")
+	if e := wantCode(t, err, worktree.CodeMergeConflict); !slices.Equal(e.Files, []string{"a.txt"}) {
+		t.Fatalf("files %v", e.Files)
+	}
+	if after := state(t, dir) + state(t, wt.Path); after != before {
+		t.Fatal("a refused commit changed something")
+	}
+	write(t, filepath.Join(wt.Path, "a.txt"), "one\nTWO from both\nthree\n")
+	if _, err := wt.Commit(ctx(t), "resolve"); err != nil {
+		t.Fatal(err)
+	}
+	if parents := strings.Fields(run(t, wt.Path, "log", "-1", "--format=%P")); len(parents) != 2 {
+		t.Fatalf("the resolution is not a merge commit: %v", parents)
 	}
 }
