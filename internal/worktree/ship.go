@@ -53,7 +53,9 @@ func dirty(ctx context.Context, dir string) ([]string, error) {
 }
 
 // Commit commits everything in the worktree (new files too, ignored ones
-// not) with message; nothing_to_commit when nothing changed. The author
+// not) with message; nothing_to_commit when nothing changed, and
+// merge_conflict, naming them, while files an UpdateFromBase left still
+// have conflict markers. The author
 // is git's configured one, else ferry <ferry@localhost>. It returns the
 // commit's hash.
 func (w *Worktree) Commit(ctx context.Context, message string) (string, error) {
@@ -61,6 +63,9 @@ func (w *Worktree) Commit(ctx context.Context, message string) (string, error) {
 		return "", newError(CodeBadName, "the commit message is empty: give one", nil)
 	}
 	if err := w.present(); err != nil {
+		return "", err
+	}
+	if err := w.checkResolved(ctx); err != nil {
 		return "", err
 	}
 	if res, err := runLocked(ctx, gitCmd{dir: w.Path, args: []string{"add", "-A"}}); err != nil {
@@ -112,7 +117,8 @@ func (w *Worktree) aheadBehind(ctx context.Context) (ahead, behind int, err erro
 }
 
 // HasUnshipped reports whether removing the worktree would lose work:
-// commits its base has not, or uncommitted changes.
+// uncommitted changes, or commits whose changes its base has not (commits
+// a squash merge brought into the base are shipped).
 func (w *Worktree) HasUnshipped(ctx context.Context) (bool, error) {
 	if w.present() == nil {
 		d, err := dirty(ctx, w.Path)
@@ -127,7 +133,36 @@ func (w *Worktree) HasUnshipped(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return strings.TrimSpace(out) != "0", nil
+	if strings.TrimSpace(out) == "0" {
+		return false, nil
+	}
+	// Commits a squash brought into the base stay "not in the base":
+	// what counts is whether merging them would change it.
+	if err := requireGit(ctx, 2, 38, "telling a squashed branch shipped"); err != nil {
+		// An older git cannot tell: unshipped, so nothing is lost.
+		return true, nil //nolint:nilerr // the answer errs on the safe side
+	}
+	in, err := w.inBase(ctx, "refs/heads/"+w.Base, "refs/heads/"+w.Branch)
+	return !in, err
+}
+
+// inBase reports whether merging head into base would leave base's tree
+// as it is: base has every change of head already (a squash of it, or
+// the same edits). A conflict is not.
+func (w *Worktree) inBase(ctx context.Context, base, head string) (bool, error) {
+	res, _, err := gitCmd{dir: w.Repo.Top, args: []string{"merge-tree", "--write-tree", "--no-messages", base, head}}.run(ctx)
+	if err != nil {
+		return false, wrapRun(err, []string{"merge-tree"})
+	}
+	if res.code != 0 {
+		return false, nil
+	}
+	baseTree, err := git(ctx, w.Repo.Top, "rev-parse", base+"^{tree}")
+	if err != nil {
+		return false, err
+	}
+	merged, _, _ := strings.Cut(strings.TrimSpace(string(res.out)), "\n")
+	return merged == strings.TrimSpace(baseTree), nil
 }
 
 // Strategy is how Merge brings the branch into its base.
@@ -225,6 +260,17 @@ func (w *Worktree) Merge(ctx context.Context, s Strategy, message string) (strin
 		return "", gitFailed([]string{"merge-tree"}, res)
 	}
 	tree := f[0]
+	if s != FastForward {
+		// A squash leaves the branch's commits out of the base: a second
+		// one would be an empty commit.
+		baseTree, err := git(ctx, r.Top, "rev-parse", old+"^{tree}")
+		if err != nil {
+			return "", err
+		}
+		if tree == strings.TrimSpace(baseTree) {
+			return "", newError(CodeNothingToMerge, fmt.Sprintf("%s has every change of %s already (shipped before?): nothing to merge", w.Base, w.Branch), nil)
+		}
+	}
 
 	var next string
 	switch s {
