@@ -53,8 +53,8 @@ func TestIsolatedSession(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	repo := gittest.NewRepo(t, map[string]string{
-		"README.md":   "# proj\n",
-		".gitignore":  "setup.log\n",
+		"README.md":    "# proj\n",
+		".gitignore":   "setup.log\n",
 		".ferry/setup": "#!/bin/sh\necho setting up\necho done > setup.log\n",
 		".ferry/test":  "#!/bin/sh\necho FAIL one\nexit 3\n",
 	})
