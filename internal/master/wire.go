@@ -179,7 +179,7 @@ type controlFrame struct {
 	// Isolation (JSON, "" for none) and Title make that open an isolated
 	// one that finds the session's worktree again.
 	Isolation, Title string
-	Msg    []byte // the wire message
+	Msg              []byte // the wire message
 }
 
 // encode writes the fields as uvarint-prefixed strings, then Msg: cheaper
