@@ -293,6 +293,11 @@ func TestIsolatedBadInput(t *testing.T) {
 	if err := fc.errorFor(ctx, ship.MessageID); err.Code != protocol.CodeWorktreeMissing {
 		t.Fatalf("ship of a removed worktree: %v", err)
 	}
+	pr := prompt("gone", "go on")
+	fc.send(pr)
+	if err := fc.errorFor(ctx, pr.MessageID); err.Code != protocol.CodeWorktreeMissing {
+		t.Fatalf("prompt to a removed worktree: %v", err)
+	}
 	// After a restart (which prunes) the re-open says so; nothing is remade.
 	e.stop()
 	e2 := m.startWith(t, repo, state, nil, builtinOn(srv), cfgOpt)
@@ -421,5 +426,43 @@ func TestIsolatedShip(t *testing.T) {
 	// step); the user's checkout and main are as they were.
 	if after := gittest.Checkout(t, repo); after != before || gittest.Run(t, repo, "rev-parse", "main") != mainHead {
 		t.Fatalf("the checkout changed:\n%s\n---\n%s", before, after)
+	}
+}
+
+// TestIsolatedReopen: after a restart of the client, a re-open of an
+// isolated session (the master sends the worktree's name) finds the same
+// worktree with its uncommitted change; setup does not run again.
+func TestIsolatedReopen(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	repo := gittest.NewRepo(t, map[string]string{"a.txt": "a\n", ".gitignore": "runs\n", ".ferry/setup": "#!/bin/sh\necho x >> runs\n"})
+	srv := fake.New(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	state := t.TempDir()
+	e := m.startOn(t, repo, state, builtinOn(srv))
+	fc, caps := m.accept(ctx)
+	o, oe := openIsolated(ctx, fc, caps.Workspaces[0].ID, "s", "Keep me", protocol.Isolation{})
+	if oe != nil {
+		t.Fatal(oe)
+	}
+	fc.until(ctx, isType(protocol.TypeWorktreeState))
+	matches, _ := filepath.Glob(filepath.Join(state, "worktrees", "*", o.Worktree.Name))
+	if len(matches) != 1 {
+		t.Fatalf("worktree: %v", matches)
+	}
+	gittest.Write(t, filepath.Join(matches[0], "a.txt"), "changed\n", 0o644)
+	e.stop()
+	m.startOn(t, repo, state, builtinOn(srv))
+	fc, _ = m.accept(ctx)
+	o2, oe := openIsolated(ctx, fc, caps.Workspaces[0].ID, "s", "Keep me", protocol.Isolation{Name: o.Worktree.Name})
+	if oe != nil {
+		t.Fatal(oe)
+	}
+	if w := o2.Worktree; w.Name != o.Worktree.Name || !w.Uncommitted || !w.Unshipped || w.Setup != protocol.SetupOK {
+		t.Fatalf("re-opened worktree %+v", w)
+	}
+	if runs, _ := os.ReadFile(filepath.Join(matches[0], "runs")); string(runs) != "x\n" {
+		t.Fatalf("setup ran %q", runs)
 	}
 }

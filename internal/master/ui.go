@@ -655,6 +655,10 @@ func (m *Master) prompt(c *conn, msg *protocol.Message) {
 		c.sendError(msg.MessageID, msg.SessionID, e)
 		return
 	}
+	if e := s.worktreeGone(); e != nil {
+		c.sendError(msg.MessageID, msg.SessionID, e)
+		return
+	}
 	m.whenOnline(s.machineID, func(caps *protocol.Capabilities, online bool) {
 		fail := func(e *protocol.Error) { c.sendError(msg.MessageID, s.id, e) }
 		if !online {
@@ -757,6 +761,9 @@ func composePrompt(msg *protocol.Message, files []protocol.ContextFile, caps *pr
 // first answer to an interaction settles it; later ones are refused.
 func (m *Master) forward(c *conn, msg *protocol.Message) {
 	s, e := m.uiSession(c, msg.SessionID)
+	if e == nil {
+		e = s.worktreeGone()
+	}
 	if e != nil {
 		c.sendError(msg.MessageID, msg.SessionID, e)
 		return

@@ -147,3 +147,16 @@ func (s *session) isolated() bool {
 	defer s.mu.Unlock()
 	return s.isolation != nil || s.worktree != nil
 }
+
+// worktreeGone refuses what needs an isolated session's worktree once it
+// is missing (removed by an archive, or by hand): re-opening the session
+// would make nothing again silently. The session stays readable.
+func (s *session) worktreeGone() *protocol.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.worktree; w != nil && w.Missing {
+		return &protocol.Error{Code: protocol.CodeWorktreeMissing, Field: "session_id",
+			Message: "the session's worktree is gone (archived, or its folder removed); its branch " + w.Branch + " may still hold the work: start a new session to go on"}
+	}
+	return nil
+}

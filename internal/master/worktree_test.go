@@ -157,4 +157,13 @@ func TestIsolatedSessionsOnMaster(t *testing.T) {
 	if l := find(ui, "", true); !slices.Contains(l, sid) {
 		t.Fatalf("archived list %v", l)
 	}
+	// Unarchived, it is readable, but nothing that needs the worktree
+	// goes to the client (which would make one again).
+	un := manage(ui, sid, protocol.TypeSessionArchive, &protocol.SessionArchive{})
+	changed(ui, un, protocol.ChangeUnarchived)
+	pr := manage(ui, sid, protocol.TypeUIPrompt, &protocol.UIPrompt{Segments: []protocol.PromptSegment{{Kind: protocol.SegmentText, Text: "go on"}}})
+	ui.expectError(pr.MessageID, protocol.CodeWorktreeMissing, "session_id")
+	st := manage(ui, sid, protocol.TypeWorktreeStatus, &protocol.WorktreeStatusRequest{})
+	ui.expectError(st.MessageID, protocol.CodeWorktreeMissing, "session_id")
+	subscribe(ui, sid, 0, "")
 }
