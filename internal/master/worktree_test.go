@@ -65,7 +65,7 @@ func TestIsolatedSessionsOnMaster(t *testing.T) {
 	}
 
 	// Opened: the worktree is in master.session and the lists.
-	req = start("ws1")
+	start("ws1")
 	open = c.next(protocol.TypeSessionOpen)
 	w := isolatedWorktree(true)
 	opened := protocol.New(protocol.TypeSessionOpened, &protocol.SessionOpened{Adapter: "echo", Mode: protocol.ModeDefault, Worktree: &w})
