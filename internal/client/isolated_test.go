@@ -540,7 +540,9 @@ func TestIsolatedRefusals(t *testing.T) {
 		fc.send(q)
 		return fc.errorFor(ctx, q.MessageID)
 	}
-	both := func() string { return gittest.State(t, repo) + gittest.State(t, wtDir) + gittest.Run(t, bare, "for-each-ref") + gittest.Run(t, hooked, "for-each-ref") }
+	both := func() string {
+		return gittest.State(t, repo) + gittest.State(t, wtDir) + gittest.Run(t, bare, "for-each-ref") + gittest.Run(t, hooked, "for-each-ref")
+	}
 
 	before := both()
 	if e := shipErr(&protocol.WorktreeShip{Strategy: "squash", Remote: "origin"}); e.Code != protocol.CodeNothingToMerge {
