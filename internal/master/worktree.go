@@ -131,6 +131,8 @@ func (m *Master) releaseWorktree(ctx context.Context, s *session, discard, delet
 			Message: "the session's machine did not remove the worktree in time; the session is kept"}
 	case <-ctx.Done():
 		return m.wireError(ctx.Err(), "remove worktree")
+	case <-m.sweepStop: // shutting down: the session is kept
+		return m.wireError(errClosing, "remove worktree")
 	}
 	s.mu.Lock()
 	if s.worktree != nil {
@@ -159,4 +161,20 @@ func (s *session) worktreeGone() *protocol.Error {
 			Message: "the session's worktree is gone (archived, or its folder removed); its branch " + w.Branch + " may still hold the work: start a new session to go on"}
 	}
 	return nil
+}
+
+// dropEmptyWorktree has the client remove the worktree (and branch) of an
+// isolated session deleted because it was never prompted: nothing of the
+// agent's is in it. It runs in the background; when the machine is
+// offline the worktree stays until removed by hand (ferry worktree
+// remove) — logged.
+func (m *Master) dropEmptyWorktree(s *session) {
+	if s == nil || !s.isolated() {
+		return
+	}
+	m.goBG(func() {
+		if e := m.releaseWorktree(m.ctx, s, true, true); e != nil {
+			m.log.Warn("the worktree of a deleted empty session stays on its machine", "session", s.id, "code", e.Code, "err", e.Message)
+		}
+	})
 }

@@ -166,4 +166,23 @@ func TestIsolatedSessionsOnMaster(t *testing.T) {
 	st := manage(ui, sid, protocol.TypeWorktreeStatus, &protocol.WorktreeStatusRequest{})
 	ui.expectError(st.MessageID, protocol.CodeWorktreeMissing, "session_id")
 	subscribe(ui, sid, 0, "")
+
+	// An untitled isolated session left unused (if_empty): deleted, and
+	// its worktree and branch removed on the client.
+	ui.send(protocol.New(protocol.TypeSessionStart, &protocol.SessionStart{MachineID: "m1", WorkspaceID: "ws1", Adapter: "echo",
+		Isolation: &protocol.Isolation{}}))
+	open = c.next(protocol.TypeSessionOpen)
+	w = isolatedWorktree(true) // setup made files: uncommitted, yet nothing of an agent's
+	opened = protocol.New(protocol.TypeSessionOpened, &protocol.SessionOpened{Adapter: "echo", Mode: protocol.ModeDefault, Worktree: &w})
+	opened.SessionID, opened.ParentID = open.SessionID, open.MessageID
+	c.emitMsg(opened)
+	ui.skip = append(ui.skip, protocol.TypeSessionOpened) // the replay of the subscription above
+	sid = ui.next(protocol.TypeSessionAnswer).SessionID
+	d = manage(ui, sid, protocol.TypeSessionDelete, &protocol.SessionDelete{IfEmpty: true})
+	changed(ui, d, protocol.ChangeDeleted)
+	rmMsg = c.next(protocol.TypeWorktreeRemove)
+	if rmMsg.SessionID != sid || rmMsg.Payload.(*protocol.WorktreeRemove).KeepBranch {
+		t.Fatalf("an empty session's worktree removal: %s", describe(rmMsg))
+	}
+	c.send(rmMsg.Reply(protocol.TypeWorktreeRemoved, &protocol.WorktreeRemoved{Branch: "ferry/fix-it"}))
 }
