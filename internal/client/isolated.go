@@ -565,9 +565,6 @@ func (c *Client) closeSession(s *session) {
 	if err := s.close(); err != nil {
 		c.log.Error("close session", "session", s.id, "err", err)
 	}
-	s.mu.Lock()
-	s.iso = nil
-	s.mu.Unlock()
 	s.sess = nil
 	c.removeSession(s)
 }
