@@ -178,6 +178,10 @@ func (s *session) isolate(ctx context.Context, p *protocol.SessionOpen) (iso *is
 		created = true
 		b = &binding{Session: s.id, Repo: repo.Top, Name: wt.Name, Base: wt.Base, Group: iso.Group, Setup: protocol.SetupNone}
 	}
+	if b.Setup == protocol.SetupRunning {
+		// The client stopped during the setup: it did not finish.
+		b.Setup = protocol.SetupFailed
+	}
 	iso, err = c.deriveWorkspace(ctx, s.ws, repo, wt)
 	if err == nil {
 		iso.b = *b
@@ -410,6 +414,9 @@ func (s *session) runSetup(ctx context.Context) {
 	iso.mu.Lock()
 	iso.b.Setup = protocol.SetupRunning
 	iso.mu.Unlock()
+	if err := iso.save(s.c); err != nil { // a restart then says it was cut short
+		s.c.log.Error("save worktree binding", "session", s.id, "err", err)
+	}
 	s.emitSetup(protocol.SetupRunning, nil, nil)
 	out := &setupOutput{s: s, last: time.Now()}
 	// A quiet script's last lines still show within setupFlush.

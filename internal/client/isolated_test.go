@@ -440,7 +440,8 @@ func TestIsolatedShip(t *testing.T) {
 
 // TestIsolatedReopen: after a restart of the client, a re-open of an
 // isolated session (the master sends the worktree's name) finds the same
-// worktree with its uncommitted change; setup does not run again.
+// worktree with its uncommitted change; setup does not run again, and a
+// setup the stop cut short is reported failed.
 func TestIsolatedReopen(t *testing.T) {
 	t.Parallel()
 	ctx := isoContext(t)
@@ -462,13 +463,23 @@ func TestIsolatedReopen(t *testing.T) {
 	}
 	gittest.Write(t, filepath.Join(matches[0], "a.txt"), "changed\n", 0o644)
 	e.stop()
+	// As if the client had stopped during the setup.
+	bindings, _ := filepath.Glob(filepath.Join(state, "isolated", "*.json"))
+	if len(bindings) != 1 {
+		t.Fatalf("bindings: %v", bindings)
+	}
+	data, err := os.ReadFile(bindings[0])
+	if err != nil || !strings.Contains(string(data), `"setup":"ok"`) {
+		t.Fatalf("binding %s: %v", data, err)
+	}
+	gittest.Write(t, bindings[0], strings.Replace(string(data), `"setup":"ok"`, `"setup":"running"`, 1), 0o600)
 	m.startOn(t, repo, state, builtinOn(srv))
 	fc, _ = m.accept(ctx)
 	o2, oe := openIsolated(ctx, fc, caps.Workspaces[0].ID, "s", "Keep me", protocol.Isolation{Name: o.Worktree.Name})
 	if oe != nil {
 		t.Fatal(oe)
 	}
-	if w := o2.Worktree; w.Name != o.Worktree.Name || !w.Uncommitted || !w.Unshipped || w.Setup != protocol.SetupOK {
+	if w := o2.Worktree; w.Name != o.Worktree.Name || !w.Uncommitted || !w.Unshipped || w.Setup != protocol.SetupFailed {
 		t.Fatalf("re-opened worktree %+v", w)
 	}
 	if runs, _ := os.ReadFile(filepath.Join(matches[0], "runs")); string(runs) != "x\n" {
