@@ -19,6 +19,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/attachment"
+	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/ignore"
 	"github.com/ferry-dev/ferry/internal/search"
 	"github.com/ferry-dev/ferry/internal/search/index"
@@ -129,6 +130,17 @@ type Config struct {
 	// the operator's network. Uploads (from the master) and data: URLs need
 	// no switch.
 	FetchAttachmentURLs bool
+	// ForgeToken is the GitHub token an isolated session's ship opens pull
+	// requests with (control.worktree.ship pull_request); "" gives the
+	// forge's compare URL only. It goes to the forge's API and nowhere
+	// else: no log line, no error, no message to the master carries it.
+	// ForgeTokenSource names where it came from (a flag or variable), for
+	// messages.
+	ForgeToken, ForgeTokenSource string
+	// Forge names self-hosted forge hosts (GitHub Enterprise, GitLab,
+	// Gitea); ForgeHTTPClient makes the forge's API calls (tests).
+	Forge           forge.Config
+	ForgeHTTPClient *http.Client
 }
 
 // handledMessages are the control.* types the client handles, as declared
@@ -152,6 +164,14 @@ var handledMessages = []string{
 	protocol.TypeHistoryUndo,
 	protocol.TypeHistoryRewind,
 	protocol.TypeHistoryList,
+	protocol.TypeWorktreeDiff,
+	protocol.TypeWorktreeStatus,
+	protocol.TypeWorktreePropose,
+	protocol.TypeWorktreeShip,
+	protocol.TypeWorktreeUpdate,
+	protocol.TypeWorktreeAbortUpdate,
+	protocol.TypeWorktreeTest,
+	protocol.TypeWorktreeRemove,
 }
 
 // workspace is one served folder.
@@ -328,6 +348,8 @@ func New(cfg Config) (_ *Client, err error) {
 		return nil, err
 	}
 	c.endCutTurnsSoon()
+	// A crash may have left git's worktree records and ours apart.
+	c.pruneWorktrees(c.stop)
 	if c.transcripts, err = transcript.Open(c.stop, filepath.Join(cfg.StateDir, "transcripts.db"), transcript.Options{MaxAge: stateMaxAge}); err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
@@ -387,9 +409,9 @@ func (c *Client) openWorkspaces() error {
 		// A folder's name may hold what a name people see may not
 		// (protocol.CheckName); it is shown with U+FFFD in their place.
 		name := protocol.VisibleName(filepath.Base(abs))
-		c.workspaces = append(c.workspaces, &workspace{Workspace: protocol.Workspace{
-			ID: hex.EncodeToString(sum[:])[:12], Name: name, Path: abs,
-		}})
+		w := &workspace{Workspace: protocol.Workspace{ID: hex.EncodeToString(sum[:])[:12], Name: name, Path: abs}}
+		gitInfo(c.stop, &w.Workspace)
+		c.workspaces = append(c.workspaces, w)
 	}
 	var sws []*search.Workspace
 	for _, w := range c.workspaces {
