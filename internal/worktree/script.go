@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/procgroup"
@@ -41,17 +42,60 @@ func (w *Worktree) Setup(ctx context.Context, out io.Writer, timeout time.Durati
 	return w.runScript(ctx, SetupScript, CodeSetupFailed, "fix it, then create the worktree again", out, timeout)
 }
 
-// Test runs the worktree's .ferry/test as Setup runs .ferry/setup
-// (DefaultTestTimeout when 0); a failure is test_failed with the exit
-// status.
+// Test runs the workspace's .ferry/test in the worktree as Setup runs
+// .ferry/setup (DefaultTestTimeout when 0); a failure is test_failed with
+// the exit status. The script is the one committed on the base branch,
+// never the worktree's: the agent edits the worktree, and a .ferry/test
+// it wrote would run as a command nobody allowed it (what the script
+// then runs, the worktree's tests, is the user's to judge).
 func (w *Worktree) Test(ctx context.Context, out io.Writer, timeout time.Duration) (ran bool, err error) {
 	if timeout <= 0 {
 		timeout = DefaultTestTimeout
 	}
-	return w.runScript(ctx, TestScript, CodeTestFailed, "the tests fail in this worktree", out, timeout)
+	if err := w.present(); err != nil {
+		return false, err
+	}
+	script, cleanup, err := w.baseScript(ctx, TestScript)
+	if err != nil || script == "" {
+		return false, err
+	}
+	defer cleanup()
+	return true, w.execScript(ctx, script, TestScript, CodeTestFailed, "the tests fail in this worktree", out, timeout)
 }
 
-// runScript runs the script rel of the worktree (see Setup).
+// baseScript copies the base branch's committed rel into a private
+// temporary file and returns its path ("" when the base has none) and
+// what removes it.
+func (w *Worktree) baseScript(ctx context.Context, rel string) (string, func(), error) {
+	ls, err := git(ctx, w.Path, "ls-tree", "-z", "refs/heads/"+w.Base, "--", rel)
+	if err != nil {
+		return "", nil, newError(CodeTestFailed, "cannot read "+rel+" of "+w.Base, err)
+	}
+	fields := strings.Fields(strings.TrimSuffix(ls, "\x00"))
+	if len(fields) < 3 {
+		return "", nil, nil // the base has no such script
+	}
+	if fields[0] != "100755" || fields[1] != "blob" {
+		return "", nil, newError(CodeTestFailed, fmt.Sprintf("%s on %s is not an executable file: chmod +x it and commit that on %s", rel, w.Base, w.Base), nil)
+	}
+	body, err := git(ctx, w.Path, "cat-file", "blob", fields[2])
+	if err != nil {
+		return "", nil, newError(CodeTestFailed, "cannot read "+rel+" of "+w.Base, err)
+	}
+	dir, err := os.MkdirTemp("", "ferry-script-")
+	if err != nil {
+		return "", nil, newError(CodeTestFailed, "cannot copy "+rel, err)
+	}
+	cleanup := func() { _ = os.RemoveAll(dir) }
+	path := filepath.Join(dir, filepath.Base(rel))
+	if err := os.WriteFile(path, []byte(body), 0o700); err != nil {
+		cleanup()
+		return "", nil, newError(CodeTestFailed, "cannot copy "+rel, err)
+	}
+	return path, cleanup, nil
+}
+
+// runScript runs the worktree's script rel (see Setup).
 func (w *Worktree) runScript(ctx context.Context, rel, code, hint string, out io.Writer, timeout time.Duration) (bool, error) {
 	if err := w.present(); err != nil {
 		return false, err
@@ -67,6 +111,11 @@ func (w *Worktree) runScript(ctx context.Context, rel, code, hint string, out io
 	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
 		return false, newError(code, fmt.Sprintf("%s is not an executable file: chmod +x it (and commit that)", rel), nil)
 	}
+	return true, w.execScript(ctx, script, rel, code, hint, out, timeout)
+}
+
+// execScript runs the file script (the workspace's rel) in the worktree.
+func (w *Worktree) execScript(ctx context.Context, script, rel, code, hint string, out io.Writer, timeout time.Duration) error {
 	if out == nil {
 		out = io.Discard
 	}
@@ -78,7 +127,7 @@ func (w *Worktree) runScript(ctx context.Context, rel, code, hint string, out io
 	cmd.WaitDelay = 2 * time.Second
 	g, err := procgroup.Start(cmd)
 	if err != nil {
-		return true, newError(code, "cannot start "+rel, err)
+		return newError(code, "cannot start "+rel, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -90,11 +139,11 @@ func (w *Worktree) runScript(ctx context.Context, rel, code, hint string, out io
 	case <-timer.C:
 		g.KillTree()
 		err = errors.Join(context.DeadlineExceeded, <-done)
-		return true, newError(code, fmt.Sprintf("%s ran longer than %s and was stopped: make it faster, or allow it longer", rel, timeout), err)
+		return newError(code, fmt.Sprintf("%s ran longer than %s and was stopped: make it faster, or allow it longer", rel, timeout), err)
 	case <-ctx.Done():
 		g.KillTree()
 		err = errors.Join(ctx.Err(), <-done)
-		return true, newError(CodeCancelled, rel+" was stopped", err)
+		return newError(CodeCancelled, rel+" was stopped", err)
 	}
 	if err != nil {
 		status := err.Error()
@@ -105,7 +154,7 @@ func (w *Worktree) runScript(ctx context.Context, rel, code, hint string, out io
 				status = "killed by " + sig.String()
 			}
 		}
-		return true, newError(code, fmt.Sprintf("%s failed (%s): see its output; %s", rel, status, hint), err)
+		return newError(code, fmt.Sprintf("%s failed (%s): see its output; %s", rel, status, hint), err)
 	}
-	return true, nil
+	return nil
 }

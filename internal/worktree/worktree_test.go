@@ -888,4 +888,32 @@ func TestWorktreeTestScript(t *testing.T) {
 	if ran, err := wt.Test(ctx(t), &out, 0); !ran || err != nil || out.String() != "ok\n" {
 		t.Fatalf("ran=%v %v %q", ran, err, out.String())
 	}
+
+	// The agent rewrites the worktree's .ferry/test (and commits it): the
+	// base's script runs all the same, never the agent's.
+	marker := filepath.Join(t.TempDir(), "ran")
+	write(t, filepath.Join(wt.Path, ".ferry", "test"), "#!/bin/sh\ntouch "+marker+"\necho agent\n")
+	run(t, wt.Path, "commit", "-q", "-am", "my own test")
+	out.Reset()
+	if ran, err := wt.Test(ctx(t), &out, 0); !ran || err != nil || out.String() != "ok\n" {
+		t.Fatalf("with the worktree's .ferry/test rewritten: ran=%v %v %q, want the base's script", ran, err, out.String())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the worktree's own .ferry/test ran")
+	}
+
+	// A base whose script is not executable is refused, saying so; a base
+	// without one runs nothing.
+	if err := os.Chmod(filepath.Join(dir, ".ferry", "test"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, "commit", "-q", "-am", "not executable")
+	if ran, err := wt.Test(ctx(t), &out, 0); ran || !strings.Contains(wantCode(t, err, worktree.CodeTestFailed).Message, "chmod +x") {
+		t.Fatalf("a base script that is not executable: ran=%v %v", ran, err)
+	}
+	run(t, dir, "rm", "-q", ".ferry/test")
+	run(t, dir, "commit", "-q", "-m", "no test")
+	if ran, err := wt.Test(ctx(t), &out, 0); ran || err != nil {
+		t.Fatalf("a base without .ferry/test: ran=%v %v, want nothing run", ran, err)
+	}
 }
