@@ -88,7 +88,7 @@ func (w *Worktree) baseScript(ctx context.Context, rel string) (string, func(), 
 	}
 	cleanup := func() { _ = os.RemoveAll(dir) }
 	path := filepath.Join(dir, filepath.Base(rel))
-	if err := os.WriteFile(path, []byte(body), 0o700); err != nil {
+	if err := os.WriteFile(path, []byte(body), 0o700); err != nil { //nolint:gosec // an executable script, in a 0700 folder of its own
 		cleanup()
 		return "", nil, newError(CodeTestFailed, "cannot copy "+rel, err)
 	}
