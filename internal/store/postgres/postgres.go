@@ -16,8 +16,8 @@
 //     transaction that numbers and inserts the batch, so appends to one
 //     session are serialized, across connections and master processes
 //     alike; appends to different sessions run in parallel.
-//   - Message IDs are unique per session (a unique index on session_id,
-//     message_id), checked under the session's row lock; the same ID in
+//   - Message IDs are unique per session (a unique index on message_id,
+//     session_id), checked under the session's row lock; the same ID in
 //     another session is that session's own event. Dedup covers retained
 //     events: an event dropped by Trim no longer blocks its ID.
 //   - SettleInteraction and ConsumeToken are single conditional
@@ -222,9 +222,13 @@ func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Ev
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, sessionID)
-	b.Queue(`SELECT message_id, session_id, seq FROM events WHERE session_id = $2 AND message_id = ANY($1)`, ids, sessionID)
+	// By message_id only, the index's leading column: with session_id in
+	// the WHERE, the planner may pick the primary key and read every row
+	// of the session (a fresh table has no statistics to warn it); rows of
+	// other sessions are skipped below.
+	b.Queue(`SELECT message_id, session_id, seq FROM events WHERE message_id = ANY($1)`, ids)
 	open = true
-	last, known, err := readLockBatch(conn.SendBatch(ctx, b))
+	last, known, err := readLockBatch(conn.SendBatch(ctx, b), sessionID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("session %s: %w", sessionID, store.ErrNotFound)
 	}
@@ -251,10 +255,7 @@ func (s *Store) appendOnce(ctx context.Context, sessionID string, evs []store.Ev
 		ev.CreatedAt = check.OrNow(ev.CreatedAt)
 		if st, ok := known[ev.MessageID]; ok {
 			ev.Duplicate = true
-			ev.Seq = 0
-			if st.session == sessionID {
-				ev.Seq = uint64(st.seq)
-			}
+			ev.Seq = uint64(st.seq)
 			out[i] = ev
 			continue
 		}
@@ -315,7 +316,7 @@ func queueDeliveries(b *pgx.Batch, sessionID string, deliver []int, ids []string
 
 // readLockBatch reads the first batch's results: the session's last seq
 // (pgx.ErrNoRows when it does not exist) and the stored message IDs.
-func readLockBatch(br pgx.BatchResults) (last int64, known map[string]stored, err error) {
+func readLockBatch(br pgx.BatchResults, sessionID string) (last int64, known map[string]stored, err error) {
 	defer func() {
 		if cerr := br.Close(); err == nil {
 			err = cerr
@@ -341,7 +342,9 @@ func readLockBatch(br pgx.BatchResults) (last int64, known map[string]stored, er
 		if err := rows.Scan(&id, &st.session, &st.seq); err != nil {
 			return 0, nil, err
 		}
-		known[id] = st
+		if st.session == sessionID { // the same ID in another session is not a duplicate here
+			known[id] = st
+		}
 	}
 	return last, known, rows.Err()
 }

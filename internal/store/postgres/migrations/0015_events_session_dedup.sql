@@ -5,4 +5,8 @@
 -- Numbered 15: another branch may take 14; the migrator applies whichever
 -- is missing.
 ALTER TABLE events DROP CONSTRAINT events_message_id_key;
-ALTER TABLE events ADD CONSTRAINT events_session_message_key UNIQUE (session_id, message_id);
+-- message_id first: the duplicate check's message_id = ANY(...) finds its
+-- rows through it as it did through the old index, whatever the planner
+-- knows of a new table; with session_id first it could scan the session's
+-- rows by the primary key instead.
+ALTER TABLE events ADD CONSTRAINT events_session_message_key UNIQUE (message_id, session_id);
