@@ -9,6 +9,8 @@
 import { h } from './util.js';
 import { message } from './conn.js';
 import { CODES } from './codes.js';
+import { confirmUnshipped } from './worktreeview.js';
+import { unshippedLoss } from './worktree.js';
 
 /** MAX_TITLE mirrors protocol.MaxTitleRunes. */
 export const MAX_TITLE = 200;
@@ -134,12 +136,26 @@ export class SessionActions {
     }
   }
 
-  async setArchived(archived) {
+  async setArchived(archived, extra = null) {
+    // An isolated session's unshipped work goes with its worktree: ask
+    // first, naming it (docs/worktrees.md, "Cleaning up").
+    const wt = this.info.worktree;
+    if (archived && !extra && wt?.unshipped) {
+      const ok = await confirmUnshipped(this.view.el, [this.info], 'Archive');
+      if (!ok) return;
+      extra = { discard: true, ...(ok.deleteBranch ? { delete_branch: true } : {}) };
+    }
     try {
-      const ans = await this.app.conn.request(message('ui.session.archive', { archived }, this.info.id));
+      const ans = await this.app.conn.request(message('ui.session.archive', { archived, ...(extra || {}) }, this.info.id), 60000);
       this.app.applyChange(ans.payload);
       this.app.announce(archived ? 'The session is archived.' : 'The session is back in the list.');
     } catch (err) {
+      // The list was behind: the master knows of unshipped work.
+      if (archived && !extra && err.code === 'unshipped_changes' && wt) {
+        this.info.worktree = { ...wt, unshipped: true };
+        this.setArchived(true);
+        return;
+      }
       this.app.toast(`Not ${archived ? 'archived' : 'unarchived'}: ${errorText(err)}`);
     }
   }
@@ -153,6 +169,7 @@ export class SessionActions {
         h('div', { class: 'dialog-head' }, h('h2', { id: 'delete-title', text: 'Delete this session?' })),
         h('p', {}, this.dialogName, ' and its whole history go for good: the conversation, the files uploaded to it and the download links of the files the agent handed over. The files in the workspace stay.'),
         h('p', { class: 'muted small', text: 'To keep it out of the way without losing it, archive it instead.' }),
+        this.wtNote = h('div', { class: 'wt-delete callout', hidden: true }),
         this.dialogErr,
         h('div', { class: 'q-actions' },
           h('button', { type: 'button', class: 'btn', id: 'delete-cancel', text: 'Cancel', onclick: () => this.dialog.close() }),
@@ -161,13 +178,40 @@ export class SessionActions {
     }
     this.dialogName.textContent = this.info.title || 'This untitled session';
     this.dialogErr.textContent = '';
+    this.drawWorktreeNote();
     this.dialog.showModal();
     this.dialog.querySelector('#delete-cancel').focus();
   }
 
+  /**
+   * drawWorktreeNote says, in the delete dialog of an isolated session,
+   * that its worktree goes and what unshipped work goes with it, with
+   * "Also delete the branch".
+   */
+  drawWorktreeNote() {
+    const wt = this.info.worktree;
+    this.wtNote.hidden = !wt;
+    if (!wt) return;
+    const box = h('input', { type: 'checkbox', id: 'delete-branch' });
+    const said = h('p');
+    const say = () => {
+      const l = unshippedLoss(wt, box.checked);
+      said.textContent = wt.unshipped
+        ? `Its worktree holds unshipped work: ${l.what}. Lost: ${l.lost}.`
+        : `Its worktree folder is removed; ${box.checked ? `the branch ${wt.branch} is deleted too` : `the branch ${wt.branch} stays`}.`;
+    };
+    box.addEventListener('change', say);
+    say();
+    this.wtNote.replaceChildren(said, h('div', { class: 'wt-check' }, box, h('label', { for: 'delete-branch', text: `Also delete the branch ${wt.branch}` })));
+  }
+
   async deleteNow() {
+    const wt = this.info.worktree;
+    const payload = {};
+    if (wt?.unshipped) payload.discard = true;
+    if (wt && this.wtNote.querySelector('#delete-branch')?.checked) payload.delete_branch = true;
     try {
-      const ans = await this.app.conn.request(message('ui.session.delete', {}, this.info.id));
+      const ans = await this.app.conn.request(message('ui.session.delete', payload, this.info.id), 60000);
       this.dialog.close();
       this.app.applyChange(ans.payload);
     } catch (err) {
