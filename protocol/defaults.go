@@ -21,6 +21,13 @@ func applyDefaults(payload any) {
 			n = min(*p.MaxResults, MaxResultsCap)
 		}
 		p.MaxResults = &n
+	case *WorktreeShip:
+		if p.Strategy == "" {
+			p.Strategy = DefaultShipStrategy
+		}
+		if p.Remote == "" {
+			p.Remote = DefaultShipRemote
+		}
 	case *TextDelta:
 		if p.Channel == "" {
 			p.Channel = "text"

@@ -87,6 +87,10 @@ func CleanTitle(title string) (string, *Error) {
 type SessionArchive struct {
 	// Archived is true to archive (the session leaves the default list and takes no prompt), false to unarchive.
 	Archived bool `json:"archived"`
+	// Discard archives an isolated session whose worktree has unshipped changes (else refused with unshipped_changes). Archiving an isolated session removes its worktree.
+	Discard bool `json:"discard,omitempty"`
+	// DeleteBranch also deletes the branch ferry/NAME when the worktree is removed (kept by default).
+	DeleteBranch bool `json:"delete_branch,omitempty"`
 }
 
 // SessionDelete is ui.session.delete (session_id in the envelope): delete
@@ -96,6 +100,10 @@ type SessionArchive struct {
 type SessionDelete struct {
 	// IfEmpty deletes the session only while it is empty: never prompted, untitled, and open in no other UI (of the same master node). A UI sends it when a person leaves a session they started and never used, so that it is not kept as clutter; a session that is not empty is kept and the answer is busy (field payload.if_empty).
 	IfEmpty bool `json:"if_empty,omitempty"`
+	// Discard deletes an isolated session whose worktree has unshipped changes (else refused with unshipped_changes). Deleting an isolated session removes its worktree.
+	Discard bool `json:"discard,omitempty"`
+	// DeleteBranch also deletes the branch ferry/NAME (kept by default).
+	DeleteBranch bool `json:"delete_branch,omitempty"`
 }
 
 // SessionChanged is master.session.changed, sent to every UI that may see

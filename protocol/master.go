@@ -15,6 +15,10 @@ type Workspace struct {
 	Name string `json:"name" jsonschema:"minLength=1,maxLength=256"`
 	// Path is the absolute path on the client's machine.
 	Path string `json:"path" jsonschema:"minLength=1,maxLength=4096"`
+	// Git is set when the workspace is in a git repository: a session there may be isolated (ui.session.start's isolation).
+	Git bool `json:"git,omitempty"`
+	// Branch is the repository's current branch (the default base of an isolated session); absent on a detached HEAD.
+	Branch string `json:"branch,omitempty" jsonschema:"maxLength=256"`
 }
 
 // MachineInfo names the machine a client runs on.
@@ -89,6 +93,8 @@ type SessionInfo struct {
 	Settings *Settings `json:"settings,omitempty"`
 	// Archived is true when a person archived the session: it is listed only with archived set, and takes no prompt.
 	Archived bool `json:"archived,omitempty"`
+	// Worktree is set for an isolated session: its worktree as its client last reported it (absent until the client first did).
+	Worktree *Worktree `json:"worktree,omitempty"`
 }
 
 // Fields of a session a search matches (SessionMatch.Field).
@@ -171,13 +177,15 @@ type SessionStart struct {
 	Title string `json:"title,omitempty" jsonschema:"maxLength=1024"`
 	// Mode to start in.
 	Mode string `json:"mode,omitempty" jsonschema:"enum=default,enum=plan,enum=review,default=default"`
+	// Isolation makes the session isolated: it runs in a git worktree of its own on a new branch (the workspace must be in a git repository: machine workspaces' git).
+	Isolation *Isolation `json:"isolation,omitempty"`
 }
 
 func (p *SessionStart) validate() *Error {
 	if _, e := CleanTitle(p.Title); e != nil {
 		return e
 	}
-	return nil
+	return p.Isolation.validate("payload.isolation")
 }
 
 // SessionAnswer is master.session: the session a ui.session.start opened.
@@ -251,6 +259,12 @@ type SessionOpen struct {
 	Model string `json:"model,omitempty" jsonschema:"maxLength=256"`
 	// Effort is the session's own thinking effort; absent: the provider's default.
 	Effort string `json:"effort,omitempty" jsonschema:"enum=off,enum=low,enum=medium,enum=high"`
+	// Isolation is set for an isolated session. On a re-open the master sends the name (and base, group) the client reported, so the client reuses that worktree.
+	Isolation *Isolation `json:"isolation,omitempty"`
+}
+
+func (p *SessionOpen) validate() *Error {
+	return p.Isolation.validate("payload.isolation")
 }
 
 // SessionOpened is session.opened, the client's answer to control.session.open.
@@ -261,6 +275,8 @@ type SessionOpened struct {
 	Mode string `json:"mode" jsonschema:"enum=default,enum=plan,enum=review"`
 	// Settings in force.
 	Settings *Settings `json:"settings,omitempty"`
+	// Worktree is set when the session is isolated.
+	Worktree *Worktree `json:"worktree,omitempty"`
 }
 
 // Ack is master.ack: every message the client sent on this connection up to
