@@ -56,6 +56,8 @@ export class App {
     this.found = null;
     this.listed = false;
     this.states = new Map(); // session id → SessionState
+    this.watching = new Set(); // sessions subscribed without a view (watch)
+    this.renderCompare = frameThrottle(() => this.compareDraw?.());
     this.view = null; // the SessionView shown
     this.errorHandlers = new Map(); // message_id → {fn, timer}
     this.signedOut = null;
@@ -250,6 +252,38 @@ export class App {
         break;
     }
     if (msg.session_id && this.view && msg.session_id === this.view.state.id) this.view.onMessage(msg);
+    else if (msg.session_id && this.watching.has(msg.session_id)) this.watchMessage(msg);
+  }
+
+  /**
+   * watch subscribes to session info's events without a view (the compare
+   * view adds up each copy's agent.usage), into the state a view of it
+   * would use; unwatchAll ends that, but for session keep (a view's own).
+   */
+  watch(info) {
+    if (this.watching.has(info.id) || this.view?.state.id === info.id) return;
+    let st = this.states.get(info.id);
+    if (!st) {
+      st = new SessionState(info);
+      this.states.set(info.id, st);
+    }
+    this.watching.add(info.id);
+    this.conn.request(message('ui.session.subscribe', st.subscribePayload(), info.id)).catch(() => this.watching.delete(info.id));
+  }
+
+  watchMessage(msg) {
+    const st = this.states.get(msg.session_id);
+    if (!st) return;
+    if (msg.type === 'master.subscribed') st.onSubscribed(msg.payload);
+    else if (st.accept(msg) === 'resync') this.conn.send(message('ui.session.subscribe', st.subscribePayload(), st.id));
+    this.renderCompare();
+  }
+
+  unwatchAll(keep = '') {
+    for (const id of this.watching) {
+      if (id !== keep && this.conn.state === 'open') this.conn.send(message('ui.session.unsubscribe', {}, id));
+    }
+    this.watching.clear();
   }
 
   /** refreshSessionsSoon refreshes the sessions list (the heartbeat's pace). */
@@ -394,6 +428,7 @@ export class App {
       return;
     }
     this.root.dataset.view = r.name;
+    this.unwatchAll(r.name === 'session' ? r.id : '');
     if (this.view && !(r.name === 'session' && this.view.state.id === r.id)) this.dropIfEmpty();
     if (r.name === 'session') {
       if (this.view && this.view.state.id === r.id) return;

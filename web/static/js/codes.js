@@ -66,6 +66,9 @@ export const CODES = {
   forge_auth: 'the forge refused the token',
   forge_error: 'the forge refused or failed the request',
   not_isolated: 'the session has no worktree of its own',
+  uncommitted_changes: 'the worktree has uncommitted changes; commit them first',
+  git_failed: 'git is missing, too old, or one of its steps failed',
+  machine_offline: 'the session\'s machine is offline; try again when it is back',
   // protocol/agent.go
   bad_request: 'the prompt cannot be used as it is',
   structured_output_invalid: 'the answer did not match the requested JSON schema',

@@ -6,10 +6,9 @@
 // control is a menu item, touch-sized on phones: nothing hides behind a
 // hover.
 
-import { h } from './util.js';
+import { h, clear } from './util.js';
 import { message } from './conn.js';
 import { CODES } from './codes.js';
-import { confirmUnshipped } from './worktreeview.js';
 import { unshippedLoss } from './worktree.js';
 
 /** MAX_TITLE mirrors protocol.MaxTitleRunes. */
@@ -38,6 +37,44 @@ export function cleanTitle(title) {
   if ([...t].length > MAX_TITLE) return { title: t, problem: `A title has at most ${MAX_TITLE} characters.` };
   if (BAD_TITLE.test(t)) return { title: t, problem: 'A title cannot hold control characters or invisible formatting (such as zero-width or right-to-left marks).' };
   return { title: t, problem: '' };
+}
+
+/**
+ * confirmUnshipped asks before archiving or deleting isolated sessions
+ * with unshipped work, naming for each what is lost, with "also delete
+ * the branch". It resolves {deleteBranch} when confirmed, null otherwise.
+ */
+export function confirmUnshipped(container, infos, verb) {
+  return new Promise((resolve) => {
+    const del = h('input', { type: 'checkbox', id: 'unshipped-branch' });
+    const list = h('ul', { class: 'wt-loss' });
+    const draw = () => {
+      clear(list);
+      for (const s of infos) {
+        const l = unshippedLoss(s.worktree, del.checked);
+        list.appendChild(h('li', {}, h('strong', { text: s.title || 'Untitled session' }), `: ${l.what}. Lost: ${l.lost}.`));
+      }
+    };
+    del.addEventListener('change', draw);
+    draw();
+    let answer = null;
+    const n = infos.length;
+    const d = h('dialog', { class: 'dialog', id: 'unshipped-dialog', 'aria-labelledby': 'unshipped-title' },
+      h('div', { class: 'dialog-head' }, h('h2', { id: 'unshipped-title', text: `${verb} ${n === 1 ? 'a session' : `${n} sessions`} with unshipped changes?` })),
+      h('p', { text: `${verb === 'Delete' ? 'Deleting' : 'Archiving'} removes the worktree folder${n === 1 ? '' : 's'}; what is not in the base branch is listed here.` }),
+      list,
+      h('div', { class: 'wt-check' }, del, h('label', { for: 'unshipped-branch', text: n === 1 ? 'Also delete the branch' : 'Also delete the branches' })),
+      h('div', { class: 'q-actions' },
+        h('button', { type: 'button', class: 'btn', id: 'unshipped-cancel', text: 'Cancel', onclick: () => d.close() }),
+        h('button', { type: 'button', class: 'btn danger', id: 'unshipped-confirm', text: `${verb} and discard`, onclick: () => { answer = { deleteBranch: del.checked }; d.close(); } })));
+    d.addEventListener('close', () => {
+      d.remove();
+      resolve(answer);
+    });
+    container.appendChild(d);
+    d.showModal();
+    d.querySelector('#unshipped-cancel').focus();
+  });
 }
 
 /** errorText is a refusal as a person reads it. */

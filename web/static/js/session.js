@@ -253,11 +253,15 @@ export class SessionState {
         this.runOutput('setup', p.state, p.output, p.exit_code);
         break;
       case 'session.worktree.tested':
+        // Stored and relayed to every subscriber: the asker's own reply
+        // (no seq) would show it twice.
+        if (typeof msg.seq !== 'number') break;
         this.runOutput('test', p.ran === false ? 'none' : p.passed ? 'ok' : 'failed', p.output, p.exit_code);
         if (this.info.worktree && p.ran !== false) this.info.worktree = { ...this.info.worktree, test: p.passed ? 'passed' : 'failed' };
         break;
       case 'session.worktree.shipped': {
         if (p.worktree) this.info.worktree = p.worktree;
+        if (typeof msg.seq !== 'number') break; // as tested
         const out = shipOutcome(p.result || {}, p.worktree || this.info.worktree);
         this.addNote('info', `Shipped: ${[...out.lines, ...out.links.map((l) => `${l.text}: ${l.href}`)].join(' ')}`);
         break;

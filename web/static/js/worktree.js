@@ -238,6 +238,9 @@ const SHIP_HELP = {
   not_isolated: 'This session works in the workspace itself: there is no branch to ship.',
   busy: 'The agent is working: wait for the turn to end (or stop it), then ship.',
   client_offline: 'The session\'s machine is offline: ship once it is back.',
+  machine_offline: 'The session\'s machine is offline: try again once it is back.',
+  uncommitted_changes: 'The branch has uncommitted changes: write a commit message so they are committed first.',
+  git_failed: 'git failed on the session\'s machine: the message says which step; check that git is installed there.',
   connection_lost: 'Not connected to the master: ship once the connection is back.',
 };
 

@@ -14,9 +14,10 @@ import { h, clear, formatCost, formatTokens, formatWhen } from './util.js';
 import { message } from './conn.js';
 import { renderDiff, onLayoutChange, diffLayout } from './diff.js';
 import { CODES } from './codes.js';
+import { confirmUnshipped } from './manage.js';
 import {
   branchLine, parsePatch, fileNote, removedOf, STRATEGIES, shipPayload, shipProblem, shipOutcome, shipHelp,
-  conflictPrompt, unshippedLoss, groupOf, usageOf,
+  conflictPrompt, groupOf, usageOf,
 } from './worktree.js';
 
 /** refusal is a refused request as a person reads it: the message, and what to do. */
@@ -314,44 +315,6 @@ export class ShipSheet {
 }
 
 /**
- * confirmUnshipped asks before archiving or deleting isolated sessions
- * with unshipped work, naming for each what is lost, with "also delete
- * the branch". It resolves {deleteBranch} when confirmed, null otherwise.
- */
-export function confirmUnshipped(container, infos, verb) {
-  return new Promise((resolve) => {
-    const del = h('input', { type: 'checkbox', id: 'unshipped-branch' });
-    const list = h('ul', { class: 'wt-loss' });
-    const draw = () => {
-      clear(list);
-      for (const s of infos) {
-        const l = unshippedLoss(s.worktree, del.checked);
-        list.appendChild(h('li', {}, h('strong', { text: s.title || 'Untitled session' }), `: ${l.what}. Lost: ${l.lost}.`));
-      }
-    };
-    del.addEventListener('change', draw);
-    draw();
-    let answer = null;
-    const n = infos.length;
-    const d = h('dialog', { class: 'dialog', id: 'unshipped-dialog', 'aria-labelledby': 'unshipped-title' },
-      h('div', { class: 'dialog-head' }, h('h2', { id: 'unshipped-title', text: `${verb} ${n === 1 ? 'a session' : `${n} sessions`} with unshipped changes?` })),
-      h('p', { text: `${verb === 'Delete' ? 'Deleting' : 'Archiving'} removes the worktree folder${n === 1 ? '' : 's'}; what is not in the base branch is listed here.` }),
-      list,
-      h('div', { class: 'wt-check' }, del, h('label', { for: 'unshipped-branch', text: n === 1 ? 'Also delete the branch' : 'Also delete the branches' })),
-      h('div', { class: 'q-actions' },
-        h('button', { type: 'button', class: 'btn', id: 'unshipped-cancel', text: 'Cancel', onclick: () => d.close() }),
-        h('button', { type: 'button', class: 'btn danger', id: 'unshipped-confirm', text: `${verb} and discard`, onclick: () => { answer = { deleteBranch: del.checked }; d.close(); } })));
-    d.addEventListener('close', () => {
-      d.remove();
-      resolve(answer);
-    });
-    container.appendChild(d);
-    d.showModal();
-    d.querySelector('#unshipped-cancel').focus();
-  });
-}
-
-/**
  * archiveSessions archives infos (isolated sessions), after the unshipped
  * confirmation when one has unshipped work (discard:true then); it
  * resolves the number archived.
@@ -394,6 +357,8 @@ export function showCompare(app, group, main) {
     if (!wrap.isConnected) return;
     const list = groupOf([...app.sessions, ...app.archived], group);
     const live = list.filter((s) => !s.archived);
+    // Each copy's tokens and cost add up from its agent.usage events.
+    for (const s of list) app.watch(s);
     clear(body);
     const title = list[0]?.title ? list[0].title.replace(/ \(\d of \d\)$/, '') : 'Best of N';
     body.append(h('h1', { id: 'compare-title', text: `Compare: ${title}` }),
