@@ -3,14 +3,23 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/internal/worktree"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -51,7 +60,11 @@ func gitRepo(t *testing.T, dir, name string, files map[string]string) string {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		mode := os.FileMode(0o644)
+		if strings.HasPrefix(rel, ".ferry/") {
+			mode = 0o755 // the workspace's setup and test scripts
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,4 +181,207 @@ func TestWorktreeUnits(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Log(out.String())
+}
+
+// checkout is what a test keeps of the user's checkout: every file's
+// hash (the .git folder aside) and git's status.
+type checkout struct {
+	files  map[string]string
+	status string
+}
+
+func readCheckout(t *testing.T, repo string) checkout {
+	t.Helper()
+	c := checkout{files: map[string]string{}}
+	err := filepath.WalkDir(repo, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repo, p)
+		sum := sha256.Sum256(b)
+		c.files[filepath.ToSlash(rel)] = hex.EncodeToString(sum[:])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.status = gitRun(t, repo, "status", "--porcelain=v1", "--untracked-files=all")
+	return c
+}
+
+// differs lists what differs between two checkouts, but for the paths in skip.
+func (c checkout) differs(o checkout, skip ...string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range skip {
+		seen[s] = true
+	}
+	for p, h := range c.files {
+		if !seen[p] && o.files[p] != h {
+			out = append(out, p)
+		}
+	}
+	for p := range o.files {
+		if _, ok := c.files[p]; !ok && !seen[p] {
+			out = append(out, p+" (new)")
+		}
+	}
+	if c.status != o.status {
+		out = append(out, fmt.Sprintf("git status: %q, was %q", o.status, c.status))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// greetModel answers every turn of ferry's agent the same way, whatever
+// the order the sessions ask in: read src/greet.txt, edit it, say so (the
+// step is the number of the agent's answers so far in the request).
+func greetModel(t *testing.T) *fake.Server {
+	srv := fake.New(t)
+	usage := llm.Usage{InputTokens: 1500, OutputTokens: 90}
+	srv.Route(func(r fake.Request) (fake.Reply, bool) {
+		if r.IsTitle() || r.CountTokens() || len(r.ToolNames()) == 0 {
+			return fake.Reply{}, false
+		}
+		step := 0
+		for _, m := range r.Messages() {
+			if m["role"] == "assistant" {
+				step++
+			}
+		}
+		switch step {
+		case 0:
+			return fake.Reply{Text: []string{"Reading the greeting."}, Usage: usage,
+				ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "src/greet.txt"}}}}, true
+		case 1:
+			return fake.Reply{Usage: usage, ToolCalls: []fake.ToolCall{{Name: "Edit",
+				Input: map[string]any{"file_path": "src/greet.txt", "old_string": "hello", "new_string": "hello, world", "artifact": false}}}}, true
+		default:
+			return fake.Reply{Text: []string{"The greeting now says hello, world."}, Usage: usage}, true
+		}
+	})
+	return srv
+}
+
+// TestBrowserWorktree: issue 34's phone test. In headless Chromium on a
+// 390×844 phone against a real `ferry up` on a real git repository (made
+// here with real git; ferry's agent on a fake model edits a file): the
+// new-session form offers "Isolated"; the session runs on its own branch
+// (its .ferry/setup output shown) and its edit stays out of the user's
+// checkout; the list shows the branch with +1 −1; Changes shows the diff;
+// Ship squash-merges it, and real git says the base branch has the change
+// while the user's own uncommitted and untracked work is as it was. Then
+// on a desktop, a best of 2 (the isolated choice remembered) and its
+// compare view: tests run in one copy, the other archived after the
+// unshipped confirmation, its worktree gone and its branch kept. axe
+// audits every new view; the screenshots go to -screenshots
+// (docs/screenshots/worktree-*.png). web/e2e/worktree.mjs.
+func TestBrowserWorktree(t *testing.T) {
+	node, chromium := browserDeps(t)
+	needGit(t)
+	dir := t.TempDir()
+	repo := gitRepo(t, dir, "project", map[string]string{
+		"README.md":     "# project\n",
+		"src/greet.txt": "hello\n",
+		"src/keep.txt":  "not touched\n",
+		".ferry/setup":  "#!/bin/sh\necho \"installing the project's tools\"\necho done\n",
+		".ferry/test":   "#!/bin/sh\ngrep -q 'hello, world' src/greet.txt && echo 'greeting ok'\n",
+	})
+	// The user's own work in progress: an uncommitted change and a new file.
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("# project\n\nmy notes, not committed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "todo.txt"), []byte("untracked\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := readCheckout(t, repo)
+	srv := greetModel(t)
+	env := upEnv(dir, srv.URL())
+	db := filepath.Join(dir, "ferry.db")
+	_, login := ferryUp(t, env, "--db", db, "--workspace", repo, "--agent", "builtin")
+	base := strings.SplitN(login, "/login", 2)[0]
+
+	var mu sync.Mutex
+	fail := func(w http.ResponseWriter, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		t.Error(msg)
+		http.Error(w, msg, http.StatusConflict)
+	}
+	ctl := http.NewServeMux()
+	// /untouched: the agent's edit is in its worktree, not in the checkout.
+	ctl.HandleFunc("POST /untouched", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if d := before.differs(readCheckout(t, repo)); len(d) > 0 {
+			fail(w, "the user's checkout changed before any ship: %v", d)
+			return
+		}
+		_, _ = w.Write([]byte("untouched"))
+	})
+	// /shipped?branch=B: main has the change in one squash commit; the
+	// checkout (on main) has it too, and the user's work is as it was.
+	ctl.HandleFunc("POST /shipped", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if got := gitRun(t, repo, "show", "main:src/greet.txt"); got != "hello, world\n" {
+			fail(w, "main's src/greet.txt is %q after the squash-merge", got)
+			return
+		}
+		if n := strings.TrimSpace(gitRun(t, repo, "rev-list", "--count", "main")); n != "2" {
+			fail(w, "main has %s commits, want 2 (one squash commit on the first)", n)
+			return
+		}
+		if parents := strings.Fields(gitRun(t, repo, "log", "-1", "--format=%P", "main")); len(parents) != 1 {
+			fail(w, "main's new commit has parents %v: not a squash", parents)
+			return
+		}
+		after := readCheckout(t, repo)
+		if d := before.differs(after, "src/greet.txt"); len(d) > 0 && !(len(d) == 1 && strings.HasPrefix(d[0], "git status")) {
+			fail(w, "the user's checkout changed beyond the merged file: %v", d)
+			return
+		}
+		if !strings.Contains(after.status, " M README.md") || !strings.Contains(after.status, "?? todo.txt") || strings.Contains(after.status, "greet") {
+			fail(w, "git status of the checkout after the ship: %q", after.status)
+			return
+		}
+		b, err := os.ReadFile(filepath.Join(repo, "README.md"))
+		if err != nil || !strings.Contains(string(b), "my notes, not committed") {
+			fail(w, "README.md lost the user's uncommitted change: %q %v", b, err)
+			return
+		}
+		branch := r.URL.Query().Get("branch")
+		if !strings.Contains(gitRun(t, repo, "branch", "--list", branch), branch) {
+			fail(w, "the branch %s is gone after shipping", branch)
+			return
+		}
+		_, _ = w.Write([]byte(gitRun(t, repo, "log", "--oneline", "main")))
+	})
+	// /archived?branch=B: the archived copy's worktree is gone, its branch kept.
+	ctl.HandleFunc("POST /archived", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		branch := r.URL.Query().Get("branch")
+		list := gitRun(t, repo, "worktree", "list", "--porcelain")
+		if strings.Contains(list, "refs/heads/"+branch+"\n") {
+			fail(w, "the archived session's worktree is still there: %s", list)
+			return
+		}
+		if !strings.Contains(gitRun(t, repo, "branch", "--list", branch), branch) {
+			fail(w, "the archived session's branch %s was deleted; it should stay unless asked", branch)
+			return
+		}
+		_, _ = w.Write([]byte(list))
+	})
+	runScriptWithin(t, 240*time.Second, node, "worktree.mjs", map[string]any{"base": base, "login": login,
+		"control": serveControl(t, ctl), "chromium": chromium, "screenshots": shotsDir(t, dir)})
 }
