@@ -145,6 +145,8 @@ type SessionSnapshot struct {
 	Commands []AgentCommand `json:"commands,omitempty" jsonschema:"maxItems=256"`
 	// Capabilities are what the session's agent really offers, as its last agent.capabilities said; absent: the adapter's declaration in session.capabilities holds.
 	Capabilities *AdapterCapability `json:"capabilities,omitempty"`
+	// Isolation is what an isolated session was started with (ui.session.start's isolation); session.worktree tells the worktree once its client made it.
+	Isolation *Isolation `json:"isolation,omitempty"`
 }
 
 // MachinesList is ui.machines.list: which machines may this UI use.
@@ -261,6 +263,8 @@ type SessionOpen struct {
 	Effort string `json:"effort,omitempty" jsonschema:"enum=off,enum=low,enum=medium,enum=high"`
 	// Isolation is set for an isolated session. On a re-open the master sends the name (and base, group) the client reported, so the client reuses that worktree.
 	Isolation *Isolation `json:"isolation,omitempty"`
+	// Title is the session's title when it opens, from which the client makes an isolated session's worktree name when isolation has none.
+	Title string `json:"title,omitempty" jsonschema:"maxLength=1024"`
 }
 
 func (p *SessionOpen) validate() *Error {

@@ -9,14 +9,8 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/filehistory"
-	"github.com/ferry-dev/ferry/internal/runecut"
+	"github.com/ferry-dev/ferry/internal/ship"
 	"github.com/ferry-dev/ferry/internal/worktree"
-)
-
-// Bounds of the commit message ferry run --worktree writes.
-const (
-	maxCommitSubject = 72
-	maxCommitBody    = 4 << 10
 )
 
 // runIsolation is ferry run --worktree: the worktree the turn runs in and
@@ -121,7 +115,7 @@ func (iso *runIsolation) after(ctx context.Context, env Env, out *runOutput, run
 	out.mu.Lock()
 	final := out.final
 	out.mu.Unlock()
-	sha, err := wt.Commit(ctx, commitMessage(iso.prompt, final))
+	sha, err := wt.Commit(ctx, ship.ProposeMessage([]string{iso.prompt}, final))
 	switch {
 	case worktree.HasCode(err, worktree.CodeNothingToCommit):
 		fmt.Fprintf(env.Stderr, "ferry run: no file changed; nothing committed on %s (%s)\n", wt.Branch, wt.Path)
@@ -131,29 +125,6 @@ func (iso *runIsolation) after(ctx context.Context, env Env, out *runOutput, run
 	}
 	fmt.Fprintf(env.Stderr, "ferry run: committed %s on %s (%s)\n", sha[:min(len(sha), 12)], wt.Branch, wt.Path)
 	return nil
-}
-
-// commitMessage is the prompt's first line, cut to 72 bytes, then the
-// agent's answer as the body, cut.
-func commitMessage(prompt, answer string) string {
-	subject := ""
-	for _, l := range strings.Split(prompt, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			subject = l
-			break
-		}
-	}
-	if subject == "" {
-		subject = "ferry run"
-	}
-	if len(subject) > maxCommitSubject {
-		subject = runecut.Prefix(subject, maxCommitSubject-len("…")) + "…"
-	}
-	msg := subject + "\n"
-	if body := strings.TrimSpace(answer); body != "" {
-		msg += "\n" + runecut.Ellipsis(body, maxCommitBody) + "\n"
-	}
-	return msg
 }
 
 func firstNonEmpty(s ...string) string {

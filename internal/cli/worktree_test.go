@@ -233,23 +233,3 @@ func TestRunWorktreeBadInput(t *testing.T) {
 		t.Fatal("the repository changed")
 	}
 }
-
-func TestWorktreeCommitMessage(t *testing.T) {
-	t.Parallel()
-	long := strings.Repeat("é", 50) // 100 bytes
-	for _, tc := range []struct{ prompt, answer, want string }{
-		{"Fix the bug\nin detail", "Fixed it.", "Fix the bug\n\nFixed it.\n"},
-		{"\n\n  Trim me  \n", "", "Trim me\n"},
-		{"", "", "ferry run\n"},
-		{long, "x", strings.Repeat("é", 34) + "…\n\nx\n"},
-		{"p", strings.Repeat("a", maxCommitBody+10), "p\n\n" + strings.Repeat("a", maxCommitBody) + "…\n"},
-	} {
-		got := commitMessage(tc.prompt, tc.answer)
-		if got != tc.want {
-			t.Errorf("commitMessage(%q, %q) = %q, want %q", tc.prompt, tc.answer, got, tc.want)
-		}
-		if subject, _, _ := strings.Cut(got, "\n"); len(subject) > maxCommitSubject {
-			t.Errorf("subject of %d bytes", len(subject))
-		}
-	}
-}

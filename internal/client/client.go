@@ -152,6 +152,14 @@ var handledMessages = []string{
 	protocol.TypeHistoryUndo,
 	protocol.TypeHistoryRewind,
 	protocol.TypeHistoryList,
+	protocol.TypeWorktreeDiff,
+	protocol.TypeWorktreeStatus,
+	protocol.TypeWorktreePropose,
+	protocol.TypeWorktreeShip,
+	protocol.TypeWorktreeUpdate,
+	protocol.TypeWorktreeAbortUpdate,
+	protocol.TypeWorktreeTest,
+	protocol.TypeWorktreeRemove,
 }
 
 // workspace is one served folder.
@@ -328,6 +336,8 @@ func New(cfg Config) (_ *Client, err error) {
 		return nil, err
 	}
 	c.endCutTurnsSoon()
+	// A crash may have left git's worktree records and ours apart.
+	c.pruneWorktrees(c.stop)
 	if c.transcripts, err = transcript.Open(c.stop, filepath.Join(cfg.StateDir, "transcripts.db"), transcript.Options{MaxAge: stateMaxAge}); err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
@@ -387,9 +397,9 @@ func (c *Client) openWorkspaces() error {
 		// A folder's name may hold what a name people see may not
 		// (protocol.CheckName); it is shown with U+FFFD in their place.
 		name := protocol.VisibleName(filepath.Base(abs))
-		c.workspaces = append(c.workspaces, &workspace{Workspace: protocol.Workspace{
-			ID: hex.EncodeToString(sum[:])[:12], Name: name, Path: abs,
-		}})
+		w := &workspace{Workspace: protocol.Workspace{ID: hex.EncodeToString(sum[:])[:12], Name: name, Path: abs}}
+		gitInfo(c.stop, &w.Workspace)
+		c.workspaces = append(c.workspaces, w)
 	}
 	var sws []*search.Workspace
 	for _, w := range c.workspaces {

@@ -339,6 +339,10 @@ func (c *Client) openArtifact(artifactID string, rec artifactRecord, log *slog.L
 			ws = w
 		}
 	}
+	if ws == nil && c.isolatedRoot(rec.Root) {
+		// An isolated session's artifact: its worktree is the workspace.
+		ws = &workspace{Workspace: protocol.Workspace{Path: rec.Root}}
+	}
 	if ws == nil {
 		return nil, fmt.Errorf("workspace %s is no longer served", rec.Root)
 	}

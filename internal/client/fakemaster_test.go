@@ -138,7 +138,11 @@ func (fc *fakeConn) read(ctx context.Context) {
 const binaryFrame = "binary"
 
 func kept(typ string) bool {
-	return strings.HasPrefix(typ, "agent.") || typ == protocol.TypeSessionOpened
+	switch typ {
+	case protocol.TypeSessionOpened, protocol.TypeWorktreeState, protocol.TypeWorktreeSetup, protocol.TypeWorktreeShipped, protocol.TypeWorktreeTested:
+		return true
+	}
+	return strings.HasPrefix(typ, "agent.")
 }
 
 func (fc *fakeConn) send(m *protocol.Message) {

@@ -75,6 +75,9 @@ type session struct {
 	// restores write through (history.go); set by the worker on open.
 	hist *filehistory.Journal
 	hfs  *vfs.Local
+	// iso is set for an isolated session (isolated.go): ws is then the
+	// workspace derived from its worktree. Set by the worker on open.
+	iso *isolated
 }
 
 // turn is the running turn of a session.
@@ -313,6 +316,13 @@ func (s *session) handle(m *protocol.Message) bool {
 		s.compact(m, p)
 	case *protocol.HistoryUndo, *protocol.HistoryRewind, *protocol.HistoryList:
 		s.handleHistory(m)
+	case *protocol.WorktreeDiffRequest, *protocol.WorktreeStatusRequest, *protocol.WorktreePropose, *protocol.WorktreeShip,
+		*protocol.WorktreeUpdate, *protocol.WorktreeAbortUpdate, *protocol.WorktreeTest, *protocol.WorktreeRemove:
+		s.handleWorktree(m)
+		s.c.mu.Lock()
+		dead := s.dead
+		s.c.mu.Unlock()
+		return !dead
 	}
 	return true
 }
@@ -333,6 +343,19 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		s.mu.Lock()
 		mode := s.mode
 		s.mu.Unlock()
+		if p.Isolation != nil {
+			iso, isNew, err := s.isolate(s.c.stop, p)
+			if err != nil {
+				s.c.refuse(nil, m, s.c.wireError("open the session's worktree", err))
+				s.c.removeSession(s)
+				return false
+			}
+			// From here on the session lives in its worktree.
+			iso.fresh = isNew
+			s.mu.Lock()
+			s.iso, s.ws = iso, iso.ws
+			s.mu.Unlock()
+		}
 		hist := s.openHistory()
 		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist, Transcripts: s.c.transcripts, Artifacts: true,
 			Commands: s.commandsChanged, Capabilities: s.capabilitiesChanged, Title: s.titleChanged})
@@ -345,6 +368,7 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		if err != nil {
 			_ = s.closeHistory()
 			s.failWith(m, "open session", err)
+			s.dropWorktree()
 			s.c.removeSession(s)
 			return false
 		}
@@ -355,8 +379,22 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 	s.mu.Lock()
 	mode, st := s.mode, s.settingsLocked()
 	s.mu.Unlock()
-	if err := s.c.emit(s.c.stop, m.Reply(protocol.TypeSessionOpened, &protocol.SessionOpened{Adapter: s.adapterID, Mode: mode, Settings: &st})); err != nil {
+	opened := &protocol.SessionOpened{Adapter: s.adapterID, Mode: mode, Settings: &st}
+	if s.iso != nil {
+		w := s.worktreeInfo(s.c.stop)
+		opened.Worktree = &w
+	}
+	if err := s.c.emit(s.c.stop, m.Reply(protocol.TypeSessionOpened, opened)); err != nil {
 		s.c.log.Error("session.opened", "session", s.id, "err", err)
+	}
+	if s.iso != nil {
+		// A new worktree's setup runs before anything queued behind the
+		// open (a prompt waits for it), its output streamed.
+		if s.iso.fresh {
+			s.iso.fresh = false
+			s.runSetup(s.c.stop)
+		}
+		s.sendStatus(s.c.stop, nil)
 	}
 	return true
 }
@@ -413,6 +451,7 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 	mode := s.mode
 	s.mu.Unlock()
 
+	s.rememberPrompt(p.PromptText)
 	started := m.Reply(protocol.TypeTurnStarted, &protocol.TurnStarted{TurnID: t.id, InputType: p.InputType, Mode: mode, Adapter: s.adapterID})
 	// Queued with its mark (a restart from here on ends the turn:
 	// cutturns.go) and the prompt's record (it never runs again:
@@ -515,6 +554,7 @@ func (s *session) runTurn(ctx context.Context, t *turn, at adapter.Turn) {
 	clear(s.waiting) // the turn's questions died with it
 	s.mu.Unlock()
 	close(t.finished)
+	s.turnEnded(res.Text)
 }
 
 // emitFor is the Emit of one turn: it checks what the adapter sends and
@@ -631,7 +671,11 @@ func (s *session) compact(m *protocol.Message, p *protocol.SessionCompact) {
 func (s *session) search(m *protocol.Message, p *protocol.FileSearch) {
 	s.mu.Lock()
 	if s.picker == nil {
-		s.picker = search.NewPicker(s.c.svc, s.ws.ID, s.deliver)
+		svc := s.c.svc
+		if s.iso != nil { // set under s.mu
+			svc = s.iso.svc // the worktree's own index
+		}
+		s.picker = search.NewPicker(svc, s.ws.ID, s.deliver)
 	}
 	picker := s.picker
 	s.searches[p] = m.MessageID
@@ -687,5 +731,6 @@ func (s *session) close() error {
 			err = fmt.Errorf("client: close session %s: %w", s.id, cerr)
 		}
 	}
+	s.iso.close()
 	return errors.Join(err, s.closeHistory())
 }

@@ -162,14 +162,49 @@ func (g GitHub) check(pr PR) error {
 	return nil
 }
 
-// findOpen looks up the open pull request of pr's head into its base.
-func (g GitHub) findOpen(ctx context.Context, pr PR) (PullRequest, bool) {
+// FindPullRequest looks up the open pull request of pr's head into its
+// base (one GET /repos/{o}/{r}/pulls; pr's Title and Body are not used):
+// found is false when there is none. A refusal is coded as for
+// CreatePullRequest, so a caller can check the token (forge_auth) and the
+// repository (forge_repo_not_found) before a step it cannot take back,
+// such as a push.
+func (g GitHub) FindPullRequest(ctx context.Context, pr PR) (_ PullRequest, found bool, _ error) {
+	if strings.TrimSpace(pr.Title) == "" {
+		pr.Title = "lookup" // check's rule for a new pull request
+	}
+	if err := g.check(pr); err != nil {
+		return PullRequest{}, false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout())
+	defer cancel()
+	status, hdr, data, err := g.do(ctx, http.MethodGet, "/repos/"+pr.Owner+"/"+pr.Repo+"/pulls", g.openQuery(pr), nil)
+	if err != nil {
+		return PullRequest{}, false, err
+	}
+	if status != http.StatusOK {
+		return PullRequest{}, false, g.failure(status, hdr, data, pr)
+	}
+	var list []pullJSON
+	if err := json.Unmarshal(data, &list); err != nil {
+		return PullRequest{}, false, &Error{Code: CodeForge, Status: status, Message: "GitHub answered the pull-request lookup with a body ferry cannot read", Err: err}
+	}
+	if len(list) == 0 || list[0].Number <= 0 || list[0].HTMLURL == "" {
+		return PullRequest{}, false, nil
+	}
+	return PullRequest{Number: list[0].Number, URL: list[0].HTMLURL}, true, nil
+}
+
+func (g GitHub) openQuery(pr PR) url.Values {
 	head := pr.Head
 	if !strings.Contains(head, ":") {
 		head = pr.Owner + ":" + head
 	}
-	q := url.Values{"head": {head}, "base": {pr.Base}, "state": {"open"}}
-	status, _, data, err := g.do(ctx, http.MethodGet, "/repos/"+pr.Owner+"/"+pr.Repo+"/pulls", q, nil)
+	return url.Values{"head": {head}, "base": {pr.Base}, "state": {"open"}}
+}
+
+// findOpen looks up the open pull request of pr's head into its base.
+func (g GitHub) findOpen(ctx context.Context, pr PR) (PullRequest, bool) {
+	status, _, data, err := g.do(ctx, http.MethodGet, "/repos/"+pr.Owner+"/"+pr.Repo+"/pulls", g.openQuery(pr), nil)
 	if err != nil || status != http.StatusOK {
 		return PullRequest{}, false
 	}

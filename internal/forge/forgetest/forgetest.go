@@ -11,6 +11,9 @@
 //     base ("A pull request already exists for owner:branch.").
 //   - GET /repos/{owner}/{repo}/pulls?head=owner:branch&base=&state=: the
 //     JSON array of matching pull requests.
+//   - The same under /api/v3 (GitHub Enterprise Server's API root), so a
+//     remote http://127.0.0.1:PORT/OWNER/REPO with the host named a GitHub
+//     one in forge.Config reaches it without an HTTP client of its own.
 //   - 401 {"message":"Bad credentials"} for a missing or wrong token
 //     (Authorization: Bearer TOKEN or token TOKEN); 404 {"message":"Not
 //     Found"} for anything else.
@@ -173,7 +176,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest", "status": "401"})
 		return
 	}
-	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	// GitHub Enterprise Server serves the same API under /api/v3.
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/api/v3"), "/"), "/")
 	if len(parts) != 4 || parts[0] != "repos" || parts[3] != "pulls" {
 		notFound(w)
 		return

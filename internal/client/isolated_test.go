@@ -1,0 +1,311 @@
+package client
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/adapter/builtin"
+	"github.com/ferry-dev/ferry/internal/adapter/echo"
+	"github.com/ferry-dev/ferry/internal/gittest"
+	"github.com/ferry-dev/ferry/internal/llm/fake"
+	"github.com/ferry-dev/ferry/internal/llm/provider"
+	"github.com/ferry-dev/ferry/internal/permission"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+func builtinOn(srv *fake.Server) envOpt {
+	f := fake.Anthropic
+	return withAdapters(builtin.New(builtin.Config{
+		Getenv:   func(string) string { return "" },
+		Provider: provider.Config{Provider: string(f), Model: "test-model", BaseURL: srv.BaseURL(f), APIKey: "k"},
+		Rules:    permission.Rules{Allow: []permission.Rule{{Tool: "Write"}, {Tool: "Edit"}, {Tool: "Bash"}}},
+	}), echo.New(echo.WithDelay(0)))
+}
+
+// openIsolated sends control.session.open with isolation and returns what
+// came back up to session.opened or the error.
+func openIsolated(ctx context.Context, fc *fakeConn, wsID, sid, title string, iso protocol.Isolation) (*protocol.SessionOpened, *protocol.Error) {
+	m := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: wsID, Adapter: builtin.ID, Isolation: &iso, Title: title})
+	m.SessionID = sid
+	fc.send(m)
+	msgs := fc.until(ctx, func(x *protocol.Message) bool {
+		return x.ParentID == m.MessageID && (x.Type == protocol.TypeSessionOpened || x.Type == protocol.TypeError)
+	})
+	last := msgs[len(msgs)-1]
+	if e, ok := last.Payload.(*protocol.Error); ok {
+		return nil, e
+	}
+	return last.Payload.(*protocol.SessionOpened), nil
+}
+
+// TestIsolatedSession: an isolated session through the client with
+// ferry's agent on the fake provider. Its worktree is made from the title
+// on branch ferry/NAME, .ferry/setup runs with its output streamed, the
+// agent's edit lands in the worktree only (the user's checkout byte for
+// byte as it was), the status, diff, proposal, test, file history and
+// `@` search all see the worktree, and a removal keeps the branch.
+func TestIsolatedSession(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	repo := gittest.NewRepo(t, map[string]string{
+		"README.md":    "# proj\n",
+		".gitignore":   "setup.log\n",
+		".ferry/setup": "#!/bin/sh\necho setting up\necho done > setup.log\n",
+		".ferry/test":  "#!/bin/sh\necho FAIL one\nexit 3\n",
+	})
+	before := gittest.Checkout(t, repo)
+	srv := fake.New(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	state := t.TempDir()
+	e := m.startOn(t, repo, state, builtinOn(srv))
+	fc, caps := m.accept(ctx)
+	ws := caps.Workspaces[0]
+	if !ws.Git || ws.Branch != "main" {
+		t.Fatalf("workspace git %v branch %q", ws.Git, ws.Branch)
+	}
+	if !slices.Contains(caps.Messages, protocol.TypeWorktreeShip) {
+		t.Fatalf("capabilities lack control.worktree.*: %v", caps.Messages)
+	}
+
+	opened, e1 := openIsolated(ctx, fc, ws.ID, "s1", "Fix the README!", protocol.Isolation{Group: "g-1"})
+	if e1 != nil {
+		t.Fatal(e1)
+	}
+	w := opened.Worktree
+	if w == nil || w.Name != "fix-the-readme" || w.Branch != "ferry/fix-the-readme" || w.Base != "main" || w.Group != "g-1" {
+		t.Fatalf("session.opened worktree %+v", w)
+	}
+	var setupOut strings.Builder
+	var final *protocol.WorktreeSetup
+	for _, x := range fc.until(ctx, isType(protocol.TypeWorktreeState)) {
+		if p, ok := x.Payload.(*protocol.WorktreeSetup); ok {
+			setupOut.WriteString(p.Output)
+			if p.State != protocol.SetupRunning {
+				final = p
+			}
+		}
+	}
+	if final == nil || final.State != protocol.SetupOK || !strings.Contains(final.Output, "setting up") || final.ExitCode == nil || *final.ExitCode != 0 {
+		t.Fatalf("setup: %+v", final)
+	}
+	wtPath := filepath.Join(state, "worktrees")
+	matches, _ := filepath.Glob(filepath.Join(wtPath, "*", "fix-the-readme"))
+	if len(matches) != 1 {
+		t.Fatalf("worktree folder: %v", matches)
+	}
+	wt := matches[0]
+	if _, err := os.Stat(filepath.Join(wt, "setup.log")); err != nil {
+		t.Fatalf("setup did not run in the worktree: %v", err)
+	}
+
+	// A turn edits README.md: in the worktree only.
+	srv.Script(
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "README.md"}}}},
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Edit", Input: map[string]any{"file_path": "README.md", "old_string": "# proj", "new_string": "# proj\n\nIsolated."}}}},
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Bash", Input: map[string]any{"command": "pwd > where.txt"}}}},
+		fake.Reply{Text: []string{"README edited."}},
+	)
+	fc.send(prompt("s1", "Add a line to the README\nplease"))
+	var st *protocol.Worktree
+	for _, x := range fc.until(ctx, isType(protocol.TypeWorktreeState)) {
+		if p, ok := x.Payload.(*protocol.WorktreeState); ok {
+			st = &p.Worktree
+		}
+		if p, ok := x.Payload.(*protocol.ToolFinished); ok && p.Status != "ok" {
+			t.Fatalf("tool %s failed: %+v", p.ToolName, p)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(wt, "README.md")); string(got) != "# proj\n\nIsolated.\n" {
+		t.Fatalf("worktree README %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(wt, "where.txt")); strings.TrimSpace(string(got)) != wt {
+		t.Fatalf("Bash ran in %q, want %q", got, wt)
+	}
+	if after := gittest.Checkout(t, repo); after != before {
+		t.Fatalf("the user's checkout changed:\n%s\n---\n%s", before, after)
+	}
+	if st.Files != 2 || st.Added != 3 || !st.Uncommitted || !st.Unshipped || st.Setup != protocol.SetupOK {
+		t.Fatalf("status after the turn: %+v", st)
+	}
+
+	// The Changes view, the branch diff and the proposal.
+	list := control("s1", protocol.TypeHistoryList, &protocol.HistoryList{})
+	fc.send(list)
+	ch := fc.until(ctx, func(x *protocol.Message) bool { return x.ParentID == list.MessageID })
+	if hc, ok := ch[len(ch)-1].Payload.(*protocol.HistoryChanges); !ok || len(hc.Files) != 1 || hc.Files[0].Path != "README.md" {
+		t.Fatalf("history: %+v", ch[len(ch)-1].Payload)
+	}
+	diff := control("s1", protocol.TypeWorktreeDiff, &protocol.WorktreeDiffRequest{})
+	fc.send(diff)
+	d := fc.until(ctx, func(x *protocol.Message) bool { return x.ParentID == diff.MessageID })
+	wd, ok := d[len(d)-1].Payload.(*protocol.WorktreeDiff)
+	if !ok || len(wd.Files) != 2 || wd.Files[0].Path != "README.md" || !strings.Contains(wd.Files[0].Patch, "+Isolated.") || wd.Counts.Files != 2 {
+		t.Fatalf("diff: %+v", d[len(d)-1].Payload)
+	}
+	prop := control("s1", protocol.TypeWorktreePropose, &protocol.WorktreePropose{})
+	fc.send(prop)
+	pr := fc.until(ctx, func(x *protocol.Message) bool { return x.ParentID == prop.MessageID })
+	if p, ok := pr[len(pr)-1].Payload.(*protocol.WorktreeProposal); !ok || !strings.HasPrefix(p.Message, "Add a line to the README") {
+		t.Fatalf("proposal: %+v", pr[len(pr)-1].Payload)
+	}
+
+	// `@` search sees the worktree's own files.
+	waitFor(ctx, t, "where.txt in the worktree's index", func() bool {
+		q := control("s1", protocol.TypeFileSearch, &protocol.FileSearch{QueryID: protocol.NewID(), Query: "where"})
+		fc.send(q)
+		r := fc.until(ctx, func(x *protocol.Message) bool { return x.ParentID == q.MessageID })
+		fcands, ok := r[len(r)-1].Payload.(*protocol.FileCandidates)
+		return ok && len(fcands.Candidates) > 0 && fcands.Candidates[0].Path == "where.txt"
+	})
+
+	// .ferry/test fails: stored as tested, the status says so.
+	test := control("s1", protocol.TypeWorktreeTest, &protocol.WorktreeTest{})
+	fc.send(test)
+	tm := fc.until(ctx, isType(protocol.TypeWorktreeState))
+	var tested *protocol.WorktreeTested
+	for _, x := range tm {
+		if p, ok := x.Payload.(*protocol.WorktreeTested); ok {
+			tested = p
+		}
+	}
+	st = &tm[len(tm)-1].Payload.(*protocol.WorktreeState).Worktree
+	if tested == nil || !tested.Ran || tested.Passed || tested.ExitCode == nil || *tested.ExitCode != 3 || !strings.Contains(tested.Output, "FAIL one") || st.Test != protocol.TestFailed {
+		t.Fatalf("tested %+v, status %+v", tested, st)
+	}
+
+	// Remove (as the master does before an archive), keeping the branch.
+	rm := control("s1", protocol.TypeWorktreeRemove, &protocol.WorktreeRemove{KeepBranch: true})
+	fc.send(rm)
+	rr := fc.until(ctx, func(x *protocol.Message) bool { return x.ParentID == rm.MessageID })
+	if p, ok := rr[len(rr)-1].Payload.(*protocol.WorktreeRemoved); !ok || !p.BranchKept || p.Branch != "ferry/fix-the-readme" {
+		t.Fatalf("removed: %+v", rr[len(rr)-1].Payload)
+	}
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Fatalf("the worktree folder is still there: %v", err)
+	}
+	if got := gittest.Branches(t, repo); !slices.Equal(got, []string{"ferry/fix-the-readme", "main"}) {
+		t.Fatalf("branches %v", got)
+	}
+	if got := gittest.Worktrees(t, repo); !slices.Equal(got, []string{"main"}) {
+		t.Fatalf("worktrees %v", got)
+	}
+	// The session is gone from the client; a re-open finds no worktree.
+	if _, e2 := openIsolated(ctx, fc, ws.ID, "s1", "", protocol.Isolation{Name: "fix-the-readme"}); e2 == nil || e2.Code != protocol.CodeBranchExists {
+		t.Fatalf("re-open after removal: %v", e2)
+	}
+	_ = e
+}
+
+// TestIsolatedBadInput: every refusal of an isolated open is coded and
+// leaves the repository (refs, status, worktrees, every byte) as it was;
+// a worktree folder removed by hand is reported missing, refused for a
+// ship, and a re-open after a restart answers worktree_missing.
+func TestIsolatedBadInput(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	repo := gittest.NewRepo(t, map[string]string{"a.txt": "a\n"})
+	detached := gittest.NewRepo(t, map[string]string{"b.txt": "b\n"})
+	gittest.Run(t, detached, "checkout", "-q", "--detach")
+	plain := newWorkspace(t)
+	gittest.Run(t, repo, "branch", "ferry/taken")
+	states := map[string]string{repo: gittest.State(t, repo), detached: gittest.State(t, detached)}
+	srv := fake.New(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	state := t.TempDir()
+	cfgOpt := func(c *Config) { c.Workspaces = []string{repo, detached, plain} }
+	e := m.startWith(t, repo, state, nil, builtinOn(srv), cfgOpt)
+	fc, caps := m.accept(ctx)
+	for _, w := range caps.Workspaces {
+		if w.Path == plain && w.Git {
+			t.Fatal("a plain folder announced as git")
+		}
+	}
+	wsOf := func(dir string) string {
+		for _, w := range caps.Workspaces {
+			if w.Path == dir {
+				return w.ID
+			}
+		}
+		t.Fatalf("no workspace %s", dir)
+		return ""
+	}
+	cases := []struct {
+		name, ws string
+		iso      protocol.Isolation
+		code     string
+	}{
+		{"not a repository", plain, protocol.Isolation{}, protocol.CodeNotGitRepository},
+		{"detached head", detached, protocol.Isolation{}, protocol.CodeDetachedHead},
+		{"missing base", repo, protocol.Isolation{Base: "nope"}, protocol.CodeBaseNotFound},
+		{"name taken", repo, protocol.Isolation{Name: "taken"}, protocol.CodeBranchExists},
+	}
+	for i, c := range cases {
+		_, err := openIsolated(ctx, fc, wsOf(c.ws), "bad-"+c.name, "t", c.iso)
+		if err == nil || err.Code != c.code {
+			t.Errorf("case %d %s: got %v, want %s", i, c.name, err, c.code)
+		}
+	}
+	for dir, want := range states {
+		if got := gittest.State(t, dir); got != want {
+			t.Errorf("%s changed:\n%s\n---\n%s", dir, want, got)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(state, "isolated")); len(entries) != 0 {
+		t.Errorf("bindings left behind: %d", len(entries))
+	}
+
+	// not_isolated.
+	e.open(ctx, fc, "plain", echo.ID)
+	q := control("plain", protocol.TypeWorktreeStatus, &protocol.WorktreeStatusRequest{})
+	fc.send(q)
+	if err := fc.errorFor(ctx, q.MessageID); err.Code != protocol.CodeNotIsolated {
+		t.Fatalf("status of a plain session: %v", err)
+	}
+
+	// A worktree removed by hand.
+	opened, oe := openIsolated(ctx, fc, wsOf(repo), "gone", "gone", protocol.Isolation{})
+	if oe != nil {
+		t.Fatal(oe)
+	}
+	fc.until(ctx, isType(protocol.TypeWorktreeState))
+	matches, _ := filepath.Glob(filepath.Join(state, "worktrees", "*", opened.Worktree.Name))
+	if len(matches) != 1 {
+		t.Fatalf("worktree folder: %v", matches)
+	}
+	if err := os.RemoveAll(matches[0]); err != nil {
+		t.Fatal(err)
+	}
+	q = control("gone", protocol.TypeWorktreeStatus, &protocol.WorktreeStatusRequest{})
+	fc.send(q)
+	r := fc.until(ctx, func(x *protocol.Message) bool { return x.ParentID == q.MessageID })
+	if p, ok := r[len(r)-1].Payload.(*protocol.WorktreeState); !ok || !p.Worktree.Missing {
+		t.Fatalf("status of a removed worktree: %+v", r[len(r)-1].Payload)
+	}
+	ship := control("gone", protocol.TypeWorktreeShip, &protocol.WorktreeShip{Message: "m", Strategy: "squash", Remote: "origin"})
+	fc.send(ship)
+	if err := fc.errorFor(ctx, ship.MessageID); err.Code != protocol.CodeWorktreeMissing {
+		t.Fatalf("ship of a removed worktree: %v", err)
+	}
+	// After a restart (which prunes) the re-open says so; nothing is remade.
+	e.stop()
+	e2 := m.startWith(t, repo, state, nil, builtinOn(srv), cfgOpt)
+	fc2, _ := m.accept(ctx)
+	if _, err := openIsolated(ctx, fc2, wsOf(repo), "gone", "", protocol.Isolation{Name: opened.Worktree.Name}); err == nil || err.Code != protocol.CodeWorktreeMissing {
+		t.Fatalf("re-open of a removed worktree: %v", err)
+	}
+	if _, err := os.Stat(matches[0]); !os.IsNotExist(err) {
+		t.Fatal("the worktree was made again")
+	}
+	if got := gittest.Branches(t, repo); !slices.Contains(got, "ferry/"+opened.Worktree.Name) {
+		t.Fatalf("the branch was not kept: %v", got)
+	}
+	_ = e2
+	_ = time.Second
+}
