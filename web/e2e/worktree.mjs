@@ -178,7 +178,7 @@ await main(async (browser) => {
 
   await step('desktop: Run tests in copy 1 passes; the compare view side by side', async () => {
     const card = desk.locator('.compare-card').nth(0);
-    await card.getByRole('button', { name: 'Run the tests of session 1' }).click();
+    await card.getByRole('button', { name: 'Run tests: session 1' }).click();
     await until('the test result', async () => /Tests\s*passed/.test((await card.locator('.compare-facts').innerText()).replace(/\n/g, ' ')), 60000);
     const boxes = await desk.locator('.compare-card').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().top));
     assert.ok(Math.abs(boxes[0] - boxes[1]) < 2, 'side by side on a desktop');
@@ -197,7 +197,7 @@ await main(async (browser) => {
   await step('desktop: "Archive the others" asks first, names what is lost, and keeps the branch', async () => {
     const other = desk.locator('.compare-card').nth(1);
     const otherBranch = (await other.locator('.compare-facts code').innerText()).trim();
-    await desk.locator('.compare-card').nth(0).getByRole('button', { name: 'Keep session 1, archive the others' }).click();
+    await desk.locator('.compare-card').nth(0).getByRole('button', { name: 'Archive the others: keep session 1' }).click();
     const d = desk.locator('#unshipped-dialog');
     await d.waitFor();
     assert.match(await d.innerText(), /uncommitted changes in its worktree \(1 file changed, \+1 −1\)/);

@@ -359,6 +359,8 @@ export function showCompare(app, group, main) {
     const live = list.filter((s) => !s.archived);
     // Each copy's tokens and cost add up from its agent.usage events.
     for (const s of list) app.watch(s);
+    // A redraw keeps the focus on the control that had it.
+    const had = body.contains(document.activeElement) ? document.activeElement.dataset.focus : '';
     clear(body);
     const title = list[0]?.title ? list[0].title.replace(/ \(\d of \d\)$/, '') : 'Best of N';
     body.append(h('h1', { id: 'compare-title', text: `Compare: ${title}` }),
@@ -391,13 +393,14 @@ export function showCompare(app, group, main) {
         b?.badges.length ? h('p', {}, b.badges.map((x) => h('span', { class: `badge wt-badge ${x.kind}`, text: x.text }))) : null,
         t?.output ? h('details', { class: 'wt-output' }, h('summary', { text: 'Test output' }), h('pre', { text: t.output })) : null,
         h('div', { class: 'compare-actions' },
-          h('button', { type: 'button', class: 'btn', text: 'Run tests', 'aria-label': `Run the tests of session ${i + 1}`, disabled: !!t?.running || !!s.archived, onclick: () => runTests(s) }),
-          h('button', { type: 'button', class: 'btn', text: 'Changes', 'aria-label': `Changes of session ${i + 1}`, onclick: () => changes(s) }),
-          h('button', { type: 'button', class: 'btn primary', text: 'Ship this one', 'aria-label': `Ship session ${i + 1}`, disabled: !!s.archived, onclick: () => ship(s) }),
-          others.length && !s.archived ? h('button', { type: 'button', class: 'btn', text: 'Archive the others', 'aria-label': `Keep session ${i + 1}, archive the others`, onclick: () => archiveOthers(others) }) : null));
+          h('button', { type: 'button', class: 'btn', text: 'Run tests', dataset: { focus: `${s.id}:test` }, 'aria-label': `Run tests: session ${i + 1}`, disabled: !!t?.running || !!s.archived, onclick: () => runTests(s) }),
+          h('button', { type: 'button', class: 'btn', text: 'Changes', dataset: { focus: `${s.id}:changes` }, 'aria-label': `Changes: session ${i + 1}`, onclick: () => changes(s) }),
+          h('button', { type: 'button', class: 'btn primary', text: 'Ship this one', dataset: { focus: `${s.id}:ship` }, 'aria-label': `Ship this one: session ${i + 1}`, disabled: !!s.archived, onclick: () => ship(s) }),
+          others.length && !s.archived ? h('button', { type: 'button', class: 'btn', text: 'Archive the others', dataset: { focus: `${s.id}:archive` }, 'aria-label': `Archive the others: keep session ${i + 1}`, onclick: () => archiveOthers(others) }) : null));
       cards.appendChild(card);
     });
     body.appendChild(cards);
+    if (had) body.querySelector(`[data-focus="${CSS.escape(had)}"]`)?.focus();
   };
   const runTests = async (s) => {
     tests.set(s.id, { running: true });
