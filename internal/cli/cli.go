@@ -93,17 +93,19 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"version": {"print the version and the protocol version", runVersion},
-		"help":    {"show help for ferry or one of its commands", runHelp},
-		"mcp":     {"serve the file tools to an MCP client over stdio", runMCP},
-		"search":  {"rank files by fuzzy match, as the @ picker does", runSearch},
-		"serve":   {"run the master that browsers and machines connect to", runServe},
-		"connect": {"run the daemon beside your workspaces, connected to a master", runConnect},
-		"up":      {"the quick start: master and client in one process", runUp},
-		"token":   {"create, list or revoke the master's tokens", runToken},
-		"run":     {"run an agent on one prompt, headless (ferry's own by default)", runRun},
-		"undo":    {"put back the files a ferry run (or a session) changed", runUndo},
-		"service": {"run ferry up, serve or connect as a service that survives a reboot", runService},
+		"version":  {"print the version and the protocol version", runVersion},
+		"help":     {"show help for ferry or one of its commands", runHelp},
+		"mcp":      {"serve the file tools to an MCP client over stdio", runMCP},
+		"search":   {"rank files by fuzzy match, as the @ picker does", runSearch},
+		"serve":    {"run the master that browsers and machines connect to", runServe},
+		"connect":  {"run the daemon beside your workspaces, connected to a master", runConnect},
+		"up":       {"the quick start: master and client in one process", runUp},
+		"token":    {"create, list or revoke the master's tokens", runToken},
+		"run":      {"run an agent on one prompt, headless (ferry's own by default)", runRun},
+		"undo":     {"put back the files a ferry run (or a session) changed", runUndo},
+		"service":  {"run ferry up, serve or connect as a service that survives a reboot", runService},
+		"ship":     {"commit, merge, push or open a pull request of a worktree's branch", runShip},
+		"worktree": {"list or remove the git worktrees of ferry run --worktree (or a client's)", runWorktree},
 	}
 }
 

@@ -40,34 +40,42 @@ const maxTokenFile = 4096
 
 // readTokenFile reads a token file: trimmed, not empty, one line.
 func readTokenFile(env Env, path string) (string, error) {
+	return readSecretFile(env, "--token-file", path, "put the secret 'ferry token create' printed in it")
+}
+
+// readSecretFile reads the file of a secret flag (--token-file,
+// --forge-token-file): trimmed, not empty, one line, with a warning when
+// other users may read it. Errors name the flag and the file, never what
+// it holds; emptyHint says what to put in an empty one.
+func readSecretFile(env Env, flagName, path, emptyHint string) (string, error) {
 	f, err := os.Open(path) //nolint:gosec // the user names the file
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
+		return "", fmt.Errorf("%s: %w", flagName, err)
 	}
 	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
+		return "", fmt.Errorf("%s: %w", flagName, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("--token-file %s: not a regular file", path)
+		return "", fmt.Errorf("%s %s: not a regular file", flagName, path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		fmt.Fprintf(env.Stderr, "warning: --token-file %s can be read by other users (mode %04o): run chmod 600 %s\n", path, perm, path)
+		fmt.Fprintf(env.Stderr, "warning: %s %s can be read by other users (mode %04o): run chmod 600 %s\n", flagName, path, perm, path)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
+		return "", fmt.Errorf("%s: %w", flagName, err)
 	}
 	if len(b) > maxTokenFile {
-		return "", fmt.Errorf("--token-file %s: too large to hold a token", path)
+		return "", fmt.Errorf("%s %s: too large to hold a token", flagName, path)
 	}
 	tok := strings.TrimSpace(string(b))
 	switch {
 	case tok == "":
-		return "", fmt.Errorf("--token-file %s is empty: put the secret 'ferry token create' printed in it", path)
+		return "", fmt.Errorf("%s %s is empty: %s", flagName, path, emptyHint)
 	case strings.ContainsAny(tok, " \t\r\n"):
-		return "", fmt.Errorf("--token-file %s: want one token on one line", path)
+		return "", fmt.Errorf("%s %s: want one token on one line", flagName, path)
 	}
 	return tok, nil
 }

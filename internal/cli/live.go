@@ -28,6 +28,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/client"
 	"github.com/ferry-dev/ferry/internal/connlimit"
 	"github.com/ferry-dev/ferry/internal/filehistory"
+	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/forwarded"
 	"github.com/ferry-dev/ferry/internal/master"
 	"github.com/ferry-dev/ferry/internal/metrics"
@@ -695,6 +696,9 @@ type clientFlags struct {
 	snapMaxFile, snapTotal int64
 	snapPerPath            int
 	fetchURLs              bool
+	// forgeTokenFile and forgeHosts: pull requests of isolated sessions.
+	forgeTokenFile string
+	forgeHosts     forgeHosts
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet, stateUsage string) {
@@ -710,6 +714,9 @@ func (f *clientFlags) register(fs *flag.FlagSet, stateUsage string) {
 	f.permTimeout = permissionTimeoutFlag(fs)
 	fs.BoolVar(&f.fetchURLs, "fetch-attachment-urls", false,
 		"fetch https URLs a prompt attaches (never from loopback or private addresses; see docs/attachments.md)")
+	fs.StringVar(&f.forgeTokenFile, "forge-token-file", "",
+		"a `FILE` holding the GitHub token isolated sessions open pull requests with (default $"+ForgeTokenVar+"); it goes to the forge only, never to the master")
+	fs.Var(&f.forgeHosts, "forge-host", "a self-hosted forge of isolated sessions' remotes, `KIND=HOST` (github for GitHub Enterprise, gitlab, gitea, bitbucket; repeatable)")
 }
 
 // check refuses what the flags cannot mean; every error is a usage error.
@@ -746,7 +753,12 @@ func (f *clientFlags) clientConfig(env Env, log *slog.Logger, historyTotal int64
 	if err != nil {
 		return client.Config{}, usageErrorf("%w", err)
 	}
+	token, source, err := forgeToken(env, f.forgeTokenFile)
+	if err != nil {
+		return client.Config{}, err
+	}
 	return client.Config{
+		ForgeToken: token, ForgeTokenSource: source, Forge: forge.Config{Hosts: f.forgeHosts},
 		Workspaces: workspaces, StateDir: state, MachineName: f.name, Logger: log, Adapters: ads,
 		PermissionTimeout: *f.permTimeout, HistoryQuota: f.historyMiB << 20, HistoryTotal: historyTotal,
 		SnapshotMaxFile: f.snapMaxFile, SnapshotsPerPath: f.snapPerPath, SnapshotTotal: f.snapTotal,

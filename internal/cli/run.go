@@ -226,6 +226,11 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	}
 	turn.Request.ConfigOverrides = o
 	out := &runOutput{env: env, format: *format, sessionID: sessionID, turnID: turn.ID, started: map[string]string{}, artifacts: *artifacts}
+	if iso != nil {
+		out.commit = func(final string, failed bool) (*runWorktreeResult, error) {
+			return iso.commit(ctx, env, final, failed)
+		}
+	}
 
 	var hist *runHistory
 	if !*noHistory {
@@ -242,7 +247,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	scfg := adapter.SessionConfig{SessionID: sessionID, Workspace: ws, Mode: *mode, History: hist.history(), Artifacts: *artifacts}
 
 	if spec.Kind != agentspec.Builtin {
-		return iso.after(ctx, env, out, runAdapter(ctx, env, spec, logger, scfg, turn, out))
+		return runAdapter(ctx, env, spec, logger, scfg, turn, out)
 	}
 	ad := builtin.New(builtin.Config{
 		Getenv:    getenv,
@@ -268,7 +273,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 
 	out.event(protocol.TypeTurnStarted, &protocol.TurnStarted{TurnID: turn.ID, InputType: turn.Request.InputType, Mode: *mode, Adapter: builtin.ID})
 	res, runErr := ag.Run(ctx, turn, out.emit)
-	return iso.after(ctx, env, out, out.finish(res, runErr))
+	return out.finish(res, runErr)
 }
 
 // runAdapter is ferry run with an adapter other than builtin: it opens a
@@ -440,6 +445,10 @@ type runOutput struct {
 	usage      *protocol.Usage      // the turn's last agent.usage (they are cumulative)
 	usages     int
 	final      string // the turn's final answer, once finished
+
+	// commit, with --worktree, commits the turn's changes (failed: it
+	// does not) before the result that names the commit is written.
+	commit func(final string, failed bool) (*runWorktreeResult, error)
 }
 
 // emit is the agent's Emit: stream-json lines, stderr notes in text mode.
@@ -564,6 +573,8 @@ type runResult struct {
 	// Artifacts are the files the agent handed to the user (--artifacts
 	// only; then always present, [] when none), on every stop reason.
 	Artifacts []llm.Artifact `json:"artifacts,omitzero"`
+	// With --worktree: worktree, branch, base, worktree_path and commit.
+	*runWorktreeResult
 }
 
 type runUsage struct {
@@ -630,6 +641,18 @@ func (o *runOutput) finish(res agent.Result, runErr error) error {
 		msg = r.Error.Message
 	}
 	r.IsError = r.Error != nil
+	if o.commit != nil {
+		wr, err := o.commit(res.Final, r.IsError)
+		r.runWorktreeResult = wr
+		if err != nil && r.Error == nil {
+			r.Error = &runError{Code: worktree.CodeGitFailed, Message: err.Error()}
+			var we *worktree.Error
+			if errors.As(err, &we) {
+				r.Error = &runError{Code: we.Code, Message: "commit on " + wr.Branch + ": " + we.Message}
+			}
+			r.IsError, msg = true, err.Error()
+		}
+	}
 
 	switch o.format {
 	case formatJSON:

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/ship"
 	"github.com/ferry-dev/ferry/internal/worktree"
 )
@@ -33,11 +32,10 @@ func openRunWorktree(ctx context.Context, env Env, getenv func(string) string, r
 	if err != nil {
 		return fail(err)
 	}
-	state, err := filehistory.DefaultStateDir(getenv)
+	wtRoot, err := worktreesRoot(getenv, "")
 	if err != nil {
 		return fail(err)
 	}
-	wtRoot := filepath.Join(state, "worktrees")
 	wt, err := repo.Find(ctx, wtRoot, name)
 	created := false
 	switch {
@@ -96,35 +94,54 @@ func undoCreate(ctx context.Context, wt *worktree.Worktree, why error) error {
 	return fmt.Errorf("%w; the new worktree was removed", why)
 }
 
-// after commits what the turn changed (unless --no-commit or the turn
-// failed) and returns the run's error. A nil receiver (no --worktree)
-// returns runErr as it is.
-func (iso *runIsolation) after(ctx context.Context, env Env, out *runOutput, runErr error) error {
+// runWorktreeResult is what ferry run --worktree adds to its json result.
+type runWorktreeResult struct {
+	Worktree string `json:"worktree"`
+	Branch   string `json:"branch"`
+	Base     string `json:"base"`
+	Path     string `json:"worktree_path"`
+	// Commit is the commit the turn's changes went into ("" when none
+	// was made: no change, --no-commit, a failed turn).
+	Commit string `json:"commit,omitempty"`
+}
+
+// commit commits what the turn changed (unless --no-commit or the turn
+// failed: then the prompt and answer are kept for the next commit's
+// message, see proposal) and says so on standard error. It runs before
+// the result is written, which carries the commit. A nil receiver (no
+// --worktree) does nothing.
+func (iso *runIsolation) commit(ctx context.Context, env Env, final string, failed bool) (*runWorktreeResult, error) {
 	if iso == nil {
-		return runErr
+		return nil, nil
 	}
 	wt := iso.wt
-	switch {
-	case runErr != nil:
-		fmt.Fprintf(env.Stderr, "ferry run: the turn failed; what it changed is left uncommitted in %s (branch %s)\n", wt.Path, wt.Branch)
-		return runErr
-	case iso.noCommit:
-		fmt.Fprintf(env.Stderr, "ferry run: --no-commit: changes left uncommitted in %s (branch %s)\n", wt.Path, wt.Branch)
-		return nil
+	r := &runWorktreeResult{Worktree: wt.Name, Branch: wt.Branch, Base: wt.Base, Path: wt.Path}
+	if failed || iso.noCommit {
+		if err := saveProposal(wt, iso.prompt, final); err != nil {
+			fmt.Fprintf(env.Stderr, "ferry run: cannot keep the prompt for the commit message: %v\n", err)
+		}
+		if failed {
+			fmt.Fprintf(env.Stderr, "ferry run: the turn failed; what it changed is left uncommitted in %s (branch %s)\n", wt.Path, wt.Branch)
+		} else {
+			fmt.Fprintf(env.Stderr, "ferry run: --no-commit: changes left uncommitted in %s (branch %s)\n", wt.Path, wt.Branch)
+		}
+		return r, nil
 	}
-	out.mu.Lock()
-	final := out.final
-	out.mu.Unlock()
-	sha, err := wt.Commit(ctx, ship.ProposeMessage([]string{iso.prompt}, final))
+	// Changes earlier runs left uncommitted go into this commit too: so
+	// do their prompts.
+	prompts, _ := loadProposal(wt)
+	sha, err := wt.Commit(ctx, ship.ProposeMessage(append(prompts.Prompts, iso.prompt), final))
 	switch {
 	case worktree.HasCode(err, worktree.CodeNothingToCommit):
 		fmt.Fprintf(env.Stderr, "ferry run: no file changed; nothing committed on %s (%s)\n", wt.Branch, wt.Path)
-		return nil
+		return r, nil
 	case err != nil:
-		return fmt.Errorf("ferry run: commit on %s: %w", wt.Branch, err)
+		return r, fmt.Errorf("commit on %s: %w", wt.Branch, err)
 	}
+	clearProposal(wt)
+	r.Commit = sha
 	fmt.Fprintf(env.Stderr, "ferry run: committed %s on %s (%s)\n", sha[:min(len(sha), 12)], wt.Branch, wt.Path)
-	return nil
+	return r, nil
 }
 
 func firstNonEmpty(s ...string) string {

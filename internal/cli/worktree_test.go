@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -231,5 +232,80 @@ func TestRunWorktreeBadInput(t *testing.T) {
 	}
 	if checkoutHash(t, dir) != before || worktreeGit(t, dir, "branch", "--list", "ferry/*") != "" {
 		t.Fatal("the repository changed")
+	}
+}
+
+// TestRunWorktreeJSON: ferry run --worktree's json result names the
+// worktree, its branch and base, and the commit the turn made (made
+// before the result is written); a --no-commit turn's prompt goes into
+// the next commit's message.
+func TestRunWorktreeJSON(t *testing.T) {
+	t.Parallel()
+	dir := worktreeRepo(t)
+	edit := func(srv *fake.Server, file, text string) {
+		srv.Script(
+			fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": file, "content": text}}}},
+			fake.Reply{Text: []string{"Wrote " + file + "."}},
+		)
+	}
+	result := func(out runOut) map[string]any {
+		t.Helper()
+		lines := strings.Split(strings.TrimSpace(out.stdout), "\n")
+		var r map[string]any
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil || r["type"] != "result" {
+			t.Fatalf("last line %q: %v", lines[len(lines)-1], err)
+		}
+		return r
+	}
+
+	srv := fake.New(t)
+	edit(srv, "a.txt", "a\n")
+	out := ferryRun(t, srv, fake.Anthropic, dir, "", "--worktree", "js", "--allow", "Write", "--output-format", "json", "--no-stdin", "write a")
+	if out.code != ExitOK {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	r := result(out)
+	head := strings.TrimSpace(worktreeGit(t, dir, "rev-parse", "ferry/js"))
+	if r["worktree"] != "js" || r["branch"] != "ferry/js" || r["base"] != "main" || r["commit"] != head || r["is_error"] != false {
+		t.Fatalf("result %v, ferry/js at %s", r, head)
+	}
+	path, _ := r["worktree_path"].(string)
+	if got := worktreeGit(t, path, "rev-parse", "--abbrev-ref", "HEAD"); got != "ferry/js\n" {
+		t.Fatalf("worktree_path %q is on %q", path, got)
+	}
+
+	// --no-commit (stream-json): no commit, the rest said.
+	srv = fake.New(t)
+	edit(srv, "b.txt", "b\n")
+	out = ferryRun(t, srv, fake.Anthropic, dir, "", "--worktree", "js", "--allow", "Write", "--output-format", "stream-json", "--no-commit", "--no-stdin", "write b")
+	r = result(out)
+	if _, ok := r["commit"]; ok || r["branch"] != "ferry/js" || r["worktree_path"] != path || out.code != ExitOK {
+		t.Fatalf("--no-commit result %v (exit %d)", r, out.code)
+	}
+	// The next commit takes b.txt too, and says so.
+	srv = fake.New(t)
+	edit(srv, "c.txt", "c\n")
+	out = ferryRun(t, srv, fake.Anthropic, dir, "", "--worktree", "js", "--allow", "Write", "--output-format", "json", "--no-stdin", "write c")
+	r = result(out)
+	head = strings.TrimSpace(worktreeGit(t, dir, "rev-parse", "ferry/js"))
+	if r["commit"] != head {
+		t.Fatalf("result %v, ferry/js at %s", r, head)
+	}
+	if got := worktreeGit(t, dir, "log", "-1", "--format=%B", head); got != "write b\n\nWrote c.txt.\n\nPrompts:\n- write b\n- write c\n\n" {
+		t.Fatalf("commit message %q", got)
+	}
+	if got := worktreeGit(t, dir, "show", "--name-only", "--format=", head); got != "b.txt\nc.txt\n" {
+		t.Fatalf("commit has %q", got)
+	}
+
+	// Without --worktree, none of these fields.
+	srv = fake.New(t)
+	srv.Script(fake.Reply{Text: []string{"hi"}})
+	out = ferryRun(t, srv, fake.Anthropic, t.TempDir(), "", "--output-format", "json", "--no-stdin", "hi")
+	r = result(out)
+	for _, k := range []string{"worktree", "branch", "base", "worktree_path", "commit"} {
+		if _, ok := r[k]; ok {
+			t.Fatalf("result without --worktree has %s: %v", k, r)
+		}
 	}
 }

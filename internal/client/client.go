@@ -19,6 +19,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/attachment"
+	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/ignore"
 	"github.com/ferry-dev/ferry/internal/search"
 	"github.com/ferry-dev/ferry/internal/search/index"
@@ -129,6 +130,17 @@ type Config struct {
 	// the operator's network. Uploads (from the master) and data: URLs need
 	// no switch.
 	FetchAttachmentURLs bool
+	// ForgeToken is the GitHub token an isolated session's ship opens pull
+	// requests with (control.worktree.ship pull_request); "" gives the
+	// forge's compare URL only. It goes to the forge's API and nowhere
+	// else: no log line, no error, no message to the master carries it.
+	// ForgeTokenSource names where it came from (a flag or variable), for
+	// messages.
+	ForgeToken, ForgeTokenSource string
+	// Forge names self-hosted forge hosts (GitHub Enterprise, GitLab,
+	// Gitea); ForgeHTTPClient makes the forge's API calls (tests).
+	Forge           forge.Config
+	ForgeHTTPClient *http.Client
 }
 
 // handledMessages are the control.* types the client handles, as declared

@@ -87,7 +87,13 @@ type isolated struct {
 }
 
 // worktreesRoot is where the client's worktrees live.
-func (c *Client) worktreesRoot() string { return filepath.Join(c.cfg.StateDir, "worktrees") }
+func (c *Client) worktreesRoot() string {
+	root := filepath.Join(c.cfg.StateDir, "worktrees")
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs // the git layer takes absolute roots only
+	}
+	return root
+}
 
 func (c *Client) bindingPath(sessionID string) string {
 	sum := sha256.Sum256([]byte(sessionID))

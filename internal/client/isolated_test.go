@@ -293,6 +293,11 @@ func TestIsolatedBadInput(t *testing.T) {
 	if err := fc.errorFor(ctx, ship.MessageID); err.Code != protocol.CodeWorktreeMissing {
 		t.Fatalf("ship of a removed worktree: %v", err)
 	}
+	pr := prompt("gone", "go on")
+	fc.send(pr)
+	if err := fc.errorFor(ctx, pr.MessageID); err.Code != protocol.CodeWorktreeMissing {
+		t.Fatalf("prompt to a removed worktree: %v", err)
+	}
 	// After a restart (which prunes) the re-open says so; nothing is remade.
 	e.stop()
 	e2 := m.startWith(t, repo, state, nil, builtinOn(srv), cfgOpt)
@@ -308,4 +313,156 @@ func TestIsolatedBadInput(t *testing.T) {
 	}
 	_ = e2
 	_ = time.Second
+}
+
+// TestIsolatedShip: ships through the client with the real git and a
+// local bare remote: a squash into the base (status then has nothing
+// unshipped), a conflicting second squash refused with
+// session.worktree.conflict and merge_conflict (the base untouched), an
+// update from the base left with markers and aborted, a push without a
+// merge, and base_dirty when the user's checkout has the file changed.
+func TestIsolatedShip(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	repo := gittest.NewRepo(t, map[string]string{"a.txt": "one\n"})
+	bare := filepath.Join(t.TempDir(), "origin.git")
+	gittest.Run(t, t.TempDir(), "init", "-q", "--bare", bare)
+	gittest.Run(t, repo, "remote", "add", "origin", bare)
+	srv := fake.New(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	state := t.TempDir()
+	m.startOn(t, repo, state, builtinOn(srv))
+	fc, caps := m.accept(ctx)
+	ws := caps.Workspaces[0].ID
+	open := func(sid string) string {
+		t.Helper()
+		o, e := openIsolated(ctx, fc, ws, sid, sid, protocol.Isolation{})
+		if e != nil {
+			t.Fatal(e)
+		}
+		fc.until(ctx, isType(protocol.TypeWorktreeState))
+		matches, _ := filepath.Glob(filepath.Join(state, "worktrees", "*", o.Worktree.Name))
+		if len(matches) != 1 {
+			t.Fatalf("worktree of %s: %v", sid, matches)
+		}
+		return matches[0]
+	}
+	ask := func(sid, typ string, payload any) []*protocol.Message {
+		t.Helper()
+		q := control(sid, typ, payload)
+		fc.send(q)
+		return fc.until(ctx, func(x *protocol.Message) bool {
+			return x.ParentID == q.MessageID && (x.Type != protocol.TypeWorktreeConflict)
+		})
+	}
+	last := func(ms []*protocol.Message) any { return ms[len(ms)-1].Payload }
+	b, c := open("b"), open("c")
+	gittest.Write(t, filepath.Join(b, "a.txt"), "one\nfrom b\n", 0o644)
+	gittest.Write(t, filepath.Join(c, "a.txt"), "one\nfrom c\n", 0o644)
+
+	shipped, ok := last(ask("b", protocol.TypeWorktreeShip, &protocol.WorktreeShip{Message: "b: a line", Strategy: "squash", Remote: "origin"})).(*protocol.WorktreeShipped)
+	if !ok || !shipped.Result.Merged || shipped.Result.Strategy != "squash" || shipped.Result.Commit == "" || shipped.Worktree.Unshipped {
+		t.Fatalf("ship b: %+v", shipped)
+	}
+	if got := gittest.Run(t, repo, "show", "main:a.txt"); got != "one\nfrom b\n" {
+		t.Fatalf("main's a.txt %q", got)
+	}
+	mainHead := gittest.Run(t, repo, "rev-parse", "main")
+
+	q := control("c", protocol.TypeWorktreeShip, &protocol.WorktreeShip{Message: "c: a line", Strategy: "squash", Remote: "origin"})
+	fc.send(q)
+	ms := fc.until(ctx, func(x *protocol.Message) bool { return x.ParentID == q.MessageID && x.Type == protocol.TypeError })
+	var conflict *protocol.WorktreeConflict
+	for _, x := range ms {
+		if p, ok := x.Payload.(*protocol.WorktreeConflict); ok && x.ParentID == q.MessageID {
+			conflict = p
+		}
+	}
+	if e := last(ms).(*protocol.Error); e.Code != protocol.CodeMergeConflict || conflict == nil || !slices.Equal(conflict.Files, []string{"a.txt"}) {
+		t.Fatalf("ship c: %v, conflict %+v", e, conflict)
+	}
+	if gittest.Run(t, repo, "rev-parse", "main") != mainHead {
+		t.Fatal("a refused merge moved main")
+	}
+
+	up := control("c", protocol.TypeWorktreeUpdate, &protocol.WorktreeUpdate{})
+	fc.send(up)
+	ms = fc.until(ctx, func(x *protocol.Message) bool { return x.ParentID == up.MessageID })
+	if p, ok := last(ms).(*protocol.WorktreeConflict); !ok || p.Code != protocol.CodeMergeConflict {
+		t.Fatalf("update c: %+v", last(ms))
+	}
+	if got, _ := os.ReadFile(filepath.Join(c, "a.txt")); !strings.Contains(string(got), "<<<<<<<") {
+		t.Fatalf("no conflict markers: %q", got)
+	}
+	if _, ok := last(ask("c", protocol.TypeWorktreeAbortUpdate, &protocol.WorktreeAbortUpdate{})).(*protocol.WorktreeState); !ok {
+		t.Fatal("abort_update did not answer the status")
+	}
+	if got, _ := os.ReadFile(filepath.Join(c, "a.txt")); string(got) != "one\nfrom c\n" {
+		t.Fatalf("abort left %q", got)
+	}
+
+	pushed, ok := last(ask("c", protocol.TypeWorktreeShip, &protocol.WorktreeShip{Message: "c: a line", Strategy: "none", Push: true, Remote: "origin"})).(*protocol.WorktreeShipped)
+	if !ok || pushed.Result.Merged || !pushed.Result.Pushed || pushed.Worktree.Unshipped {
+		t.Fatalf("push c: %+v", last(ask("c", protocol.TypeWorktreeStatus, &protocol.WorktreeStatusRequest{})))
+	}
+	if got := gittest.Branches(t, bare); !slices.Contains(got, "ferry/c") {
+		t.Fatalf("the remote's branches: %v", got)
+	}
+
+	// base_dirty: the user has a.txt changed in the checkout.
+	d := open("d")
+	gittest.Write(t, filepath.Join(d, "a.txt"), "one\nfrom b\nfrom d\n", 0o644)
+	gittest.Write(t, filepath.Join(repo, "a.txt"), "user's own\n", 0o644)
+	before := gittest.Checkout(t, repo)
+	mainHead = gittest.Run(t, repo, "rev-parse", "main")
+	q = control("d", protocol.TypeWorktreeShip, &protocol.WorktreeShip{Message: "d", Strategy: "ff", Remote: "origin"})
+	fc.send(q)
+	ms = fc.until(ctx, func(x *protocol.Message) bool { return x.ParentID == q.MessageID && x.Type == protocol.TypeError })
+	if e := last(ms).(*protocol.Error); e.Code != protocol.CodeBaseDirty {
+		t.Fatalf("ship d: %v", e)
+	}
+	// The refused ship committed d's change on its branch (its first
+	// step); the user's checkout and main are as they were.
+	if after := gittest.Checkout(t, repo); after != before || gittest.Run(t, repo, "rev-parse", "main") != mainHead {
+		t.Fatalf("the checkout changed:\n%s\n---\n%s", before, after)
+	}
+}
+
+// TestIsolatedReopen: after a restart of the client, a re-open of an
+// isolated session (the master sends the worktree's name) finds the same
+// worktree with its uncommitted change; setup does not run again.
+func TestIsolatedReopen(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	repo := gittest.NewRepo(t, map[string]string{"a.txt": "a\n", ".gitignore": "runs\n", ".ferry/setup": "#!/bin/sh\necho x >> runs\n"})
+	srv := fake.New(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	state := t.TempDir()
+	e := m.startOn(t, repo, state, builtinOn(srv))
+	fc, caps := m.accept(ctx)
+	o, oe := openIsolated(ctx, fc, caps.Workspaces[0].ID, "s", "Keep me", protocol.Isolation{})
+	if oe != nil {
+		t.Fatal(oe)
+	}
+	fc.until(ctx, isType(protocol.TypeWorktreeState))
+	matches, _ := filepath.Glob(filepath.Join(state, "worktrees", "*", o.Worktree.Name))
+	if len(matches) != 1 {
+		t.Fatalf("worktree: %v", matches)
+	}
+	gittest.Write(t, filepath.Join(matches[0], "a.txt"), "changed\n", 0o644)
+	e.stop()
+	m.startOn(t, repo, state, builtinOn(srv))
+	fc, _ = m.accept(ctx)
+	o2, oe := openIsolated(ctx, fc, caps.Workspaces[0].ID, "s", "Keep me", protocol.Isolation{Name: o.Worktree.Name})
+	if oe != nil {
+		t.Fatal(oe)
+	}
+	if w := o2.Worktree; w.Name != o.Worktree.Name || !w.Uncommitted || !w.Unshipped || w.Setup != protocol.SetupOK {
+		t.Fatalf("re-opened worktree %+v", w)
+	}
+	if runs, _ := os.ReadFile(filepath.Join(matches[0], "runs")); string(runs) != "x\n" {
+		t.Fatalf("setup ran %q", runs)
+	}
 }

@@ -425,6 +425,9 @@ func (s *session) prompt(m *protocol.Message, p *protocol.PromptRequest) {
 	if s.c.answeredAlready(nil, m) {
 		return
 	}
+	if s.iso != nil && !s.present(m) {
+		return // its worktree was removed by hand: worktree_missing
+	}
 	caps := s.capabilities()
 	if !slices.Contains(caps.InputTypes, p.InputType) {
 		s.fail(m, protocol.CodeUnsupported, "payload.input_type", "the adapter takes no such input")

@@ -119,7 +119,8 @@ func (m *Master) handleClient(c *conn, data []byte, read time.Time) {
 		return
 	}
 	switch msg.Type {
-	case protocol.TypeFileCandidates, protocol.TypeError, protocol.TypeHistoryChanges, protocol.TypeModels:
+	case protocol.TypeFileCandidates, protocol.TypeError, protocol.TypeHistoryChanges, protocol.TypeModels,
+		protocol.TypeWorktreeDiffAnswer, protocol.TypeWorktreeProposal, protocol.TypeWorktreeConflict, protocol.TypeWorktreeRemoved:
 		m.routeReply(c, msg, data)
 	case protocol.TypeArtifactMeta, protocol.TypeArtifactEnd:
 		m.routeArtifact(c, machine, msg, data)
@@ -312,7 +313,7 @@ func (m *Master) deliverFrame(c *conn, f *controlFrame) {
 		cl.opened[f.SessionID] = true
 	} else if !cl.opened[f.SessionID] {
 		open := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: f.Workspace, Adapter: f.Adapter, Mode: f.Mode,
-			PermissionTimeoutMS: f.permTimeout(), Model: f.Model, Effort: f.Effort})
+			PermissionTimeoutMS: f.permTimeout(), Model: f.Model, Effort: f.Effort, Isolation: f.isolation(), Title: f.Title})
 		open.SessionID = f.SessionID
 		b, err := protocol.Encode(open)
 		if err != nil || !c.tryEnqueue(b) {
@@ -321,6 +322,11 @@ func (m *Master) deliverFrame(c *conn, f *controlFrame) {
 		cl.opened[f.SessionID] = true
 	}
 	c.tryEnqueue(f.Msg)
+	if f.Type == protocol.TypeWorktreeRemove {
+		// The client closes the session with its worktree: the next
+		// message opens it again (a harmless repeat if it did not).
+		delete(cl.opened, f.SessionID)
+	}
 }
 
 // routeReply sends a client's direct answer (search candidates, or an

@@ -248,12 +248,33 @@ func (m *Master) retitled(s *session, title, source string) {
 // archiveSession handles ui.session.archive.
 func (m *Master) archiveSession(c *conn, msg *protocol.Message) {
 	fail := func(e *protocol.Error) { c.sendError(msg.MessageID, msg.SessionID, e) }
-	archived := msg.Payload.(*protocol.SessionArchive).Archived
+	p := msg.Payload.(*protocol.SessionArchive)
+	archived := p.Archived
 	s, e := m.uiSession(c, msg.SessionID)
 	if e != nil {
 		fail(e)
 		return
 	}
+	if archived && s.isolated() {
+		// The worktree goes first; the client's answer is waited for
+		// elsewhere, the UI's other messages go on meanwhile.
+		if !m.goBG(func() {
+			if e := m.releaseWorktree(c.ctx, s, p.Discard, p.DeleteBranch); e != nil {
+				fail(e)
+				return
+			}
+			m.finishArchive(c, msg, s, archived)
+		}) {
+			fail(m.wireError(errClosing, "archive session"))
+		}
+		return
+	}
+	m.finishArchive(c, msg, s, archived)
+}
+
+// finishArchive stores an archive or unarchive and tells every UI.
+func (m *Master) finishArchive(c *conn, msg *protocol.Message, s *session, archived bool) {
+	fail := func(e *protocol.Error) { c.sendError(msg.MessageID, msg.SessionID, e) }
 	if err := m.st.ArchiveSession(c.ctx, s.id, archived); err != nil {
 		fail(sessionError(m.wireError(err, "session")))
 		return
@@ -350,7 +371,20 @@ func (m *Master) deleteSession(c *conn, msg *protocol.Message) {
 		fail(errDeleteRunning)
 		return
 	}
-	if msg.Payload.(*protocol.SessionDelete).IfEmpty {
+	p := msg.Payload.(*protocol.SessionDelete)
+	if s.isolated() && !p.IfEmpty {
+		if !m.goBG(func() {
+			if e := m.releaseWorktree(c.ctx, s, p.Discard, p.DeleteBranch); e != nil {
+				fail(e)
+				return
+			}
+			m.finishDelete(c, msg, s, info)
+		}) {
+			fail(m.wireError(errClosing, "delete session"))
+		}
+		return
+	}
+	if p.IfEmpty {
 		if m.openElsewhere(c, s.id) {
 			fail(errNotEmpty)
 			return
@@ -367,6 +401,21 @@ func (m *Master) deleteSession(c *conn, msg *protocol.Message) {
 		fail(sessionError(m.wireError(err, "session")))
 		return
 	}
+	m.deleted(c, msg, s, info)
+}
+
+// finishDelete deletes an isolated session once its worktree is gone.
+func (m *Master) finishDelete(c *conn, msg *protocol.Message, s *session, info protocol.SessionInfo) {
+	if err := m.st.DeleteSession(c.ctx, s.id); err != nil {
+		c.sendError(msg.MessageID, msg.SessionID, sessionError(m.wireError(err, "session")))
+		return
+	}
+	info.Worktree = cloneWorktree(s.info().Worktree)
+	m.deleted(c, msg, s, info)
+}
+
+// deleted forgets a deleted session and tells every UI.
+func (m *Master) deleted(c *conn, msg *protocol.Message, s *session, info protocol.SessionInfo) {
 	m.forgetSession(s.id)
 	c.ui.unsubscribe(s.id)
 	m.tellChange(c, msg, protocol.ChangeDeleted, info)

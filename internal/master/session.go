@@ -122,6 +122,10 @@ type session struct {
 	// caps is what the session's agent really offers, as its last
 	// agent.capabilities said (nil: its adapter's declaration holds).
 	caps *protocol.AdapterCapability
+	// isolation is what an isolated session was started with; worktree
+	// its worktree as the client last reported it (worktree.go).
+	isolation *protocol.Isolation
+	worktree  *protocol.Worktree
 }
 
 type openInteraction struct {
@@ -199,6 +203,7 @@ func (m *Master) loadSession(ctx context.Context, id string) (*session, error) {
 			s.settings = snap.Session.Settings
 			s.commands = snap.Commands
 			s.caps = snap.Capabilities
+			s.isolation, s.worktree = snap.Isolation, snap.Session.Worktree
 			for _, t := range s.turns {
 				if !t.Done {
 					s.text[t.TurnID] = []byte(t.Text)
@@ -271,6 +276,7 @@ func (s *session) infoLocked() protocol.SessionInfo {
 		st := *s.settings
 		info.Settings = &st
 	}
+	info.Worktree = cloneWorktree(s.worktree)
 	return info
 }
 
@@ -319,6 +325,27 @@ func (s *session) openFields() (workspace, adapter, mode, permTimeout, model, ef
 	return s.row.WorkspaceID, s.row.Adapter, s.row.Mode, permTimeout, model, effort
 }
 
+// reopenIsolation is the isolation a control.session.open of the session
+// carries: the worktree the client made (its name, so that it is found
+// again), else what the session was started with; "" when it is not
+// isolated. title is the session's title (for a first open's name).
+func (s *session) reopenIsolation() (isolation, title string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	iso := s.isolation
+	if w := s.worktree; w != nil {
+		iso = &protocol.Isolation{Name: w.Name, Base: w.Base, Group: w.Group}
+	}
+	if iso == nil {
+		return "", ""
+	}
+	b, err := json.Marshal(iso)
+	if err != nil {
+		return "", ""
+	}
+	return string(b), s.row.Title
+}
+
 // snapshot returns the session's state and the seq it reflects.
 func (s *session) snapshot() (protocol.SessionSnapshot, uint64) {
 	s.mu.Lock()
@@ -346,6 +373,10 @@ func (s *session) captureLocked() (protocol.SessionSnapshot, map[int][]byte) {
 	if s.caps != nil {
 		c := *s.caps
 		snap.Capabilities = &c
+	}
+	if s.isolation != nil {
+		iso := *s.isolation
+		snap.Isolation = &iso
 	}
 	if snap.Turns == nil {
 		snap.Turns = []protocol.TurnSnapshot{}
@@ -838,6 +869,13 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 			st := *p.Settings
 			s.settings = &st
 		}
+		if p.Worktree != nil {
+			s.worktree = cloneWorktree(p.Worktree)
+		}
+	case *protocol.WorktreeState:
+		s.worktree, s.changed = cloneWorktree(&p.Worktree), true
+	case *protocol.WorktreeShipped:
+		s.worktree, s.changed = cloneWorktree(&p.Worktree), true
 	case *protocol.Settings:
 		st := *p
 		s.settings, s.changed = &st, true
@@ -853,7 +891,8 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 // were.
 func quiet(typ string) bool {
 	switch typ {
-	case protocol.TypeSessionOpened, protocol.TypeCommands, protocol.TypeAgentCapabilities, protocol.TypeAgentTitle:
+	case protocol.TypeSessionOpened, protocol.TypeCommands, protocol.TypeAgentCapabilities, protocol.TypeAgentTitle,
+		protocol.TypeWorktreeState, protocol.TypeWorktreeSetup:
 		return true
 	}
 	return false

@@ -22,7 +22,8 @@ import (
 func changesStatus(typ string) bool {
 	switch typ {
 	case protocol.TypeSessionOpened, protocol.TypeTurnStarted, protocol.TypeTextDone,
-		protocol.TypeInteractionRequest, protocol.TypeInteractionResolved:
+		protocol.TypeInteractionRequest, protocol.TypeInteractionResolved,
+		protocol.TypeWorktreeState, protocol.TypeWorktreeShipped:
 		return true
 	}
 	return false

@@ -283,6 +283,7 @@ func (m *Master) listSessions(c *conn, msg *protocol.Message) {
 	out := make([]protocol.SessionInfo, len(rows))
 	for i, r := range rows {
 		out[i] = sessionInfo(r)
+		out[i].Worktree = storedWorktree(r.Snapshot)
 		turns := storedTurns(r.Snapshot)
 		out[i].Preview = preview(turns)
 		if p.Query != "" {
@@ -410,8 +411,15 @@ func (m *Master) startSession(c *conn, msg *protocol.Message) {
 		fail(&protocol.Error{Code: protocol.CodeNotFound, Field: "payload.adapter", Message: "the machine has no such adapter"})
 		return
 	}
-	if !slices.ContainsFunc(caps.Workspaces, func(w protocol.Workspace) bool { return w.ID == p.WorkspaceID }) {
+	wi := slices.IndexFunc(caps.Workspaces, func(w protocol.Workspace) bool { return w.ID == p.WorkspaceID })
+	if wi < 0 {
 		fail(&protocol.Error{Code: protocol.CodeNotFound, Field: "payload.workspace_id", Message: "the machine has no such workspace"})
+		return
+	}
+	if p.Isolation != nil && !caps.Workspaces[wi].Git {
+		// Refused before a session exists: nothing is left behind.
+		fail(&protocol.Error{Code: protocol.CodeNotGitRepository, Field: "payload.isolation",
+			Message: "the workspace " + caps.Workspaces[wi].Name + " is not in a git repository: an isolated session needs one (git init, then commit)"})
 		return
 	}
 	if a := caps.Adapters[ai]; len(a.Modes) > 0 && !slices.Contains(a.Modes, mode) {
@@ -433,13 +441,16 @@ func (m *Master) startSession(c *conn, msg *protocol.Message) {
 	if title != "" {
 		row.TitleSource = store.TitleUser
 	}
-	open := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: p.WorkspaceID, Adapter: p.Adapter, Mode: mode})
+	open := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: p.WorkspaceID, Adapter: p.Adapter, Mode: mode,
+		Isolation: p.Isolation, Title: title})
 	open.SessionID = row.ID
 	if e := caps.Check(open, p.Adapter); e != nil {
 		fail(e)
 		return
 	}
-	if row.Snapshot, err = json.Marshal(newSession(m, row).snapshotLocked()); err != nil {
+	first := newSession(m, row)
+	first.isolation = p.Isolation // kept in the snapshot: every re-open asks for the worktree
+	if row.Snapshot, err = json.Marshal(first.snapshotLocked()); err != nil {
 		fail(m.wireError(err, "encode snapshot"))
 		return
 	}
@@ -475,6 +486,11 @@ func (m *Master) startSession(c *conn, msg *protocol.Message) {
 			return
 		}
 		if e, ok := r.Payload.(*protocol.Error); ok {
+			if p.Isolation != nil {
+				// The client made no worktree (a coded refusal: not a
+				// repository, a taken name, …): no session is left either.
+				m.dropFailedSession(s)
+			}
 			fail(e) // the client's own coded error, about our open
 			return
 		}
@@ -639,6 +655,10 @@ func (m *Master) prompt(c *conn, msg *protocol.Message) {
 		c.sendError(msg.MessageID, msg.SessionID, e)
 		return
 	}
+	if e := s.worktreeGone(); e != nil {
+		c.sendError(msg.MessageID, msg.SessionID, e)
+		return
+	}
 	m.whenOnline(s.machineID, func(caps *protocol.Capabilities, online bool) {
 		fail := func(e *protocol.Error) { c.sendError(msg.MessageID, s.id, e) }
 		if !online {
@@ -741,6 +761,9 @@ func composePrompt(msg *protocol.Message, files []protocol.ContextFile, caps *pr
 // first answer to an interaction settles it; later ones are refused.
 func (m *Master) forward(c *conn, msg *protocol.Message) {
 	s, e := m.uiSession(c, msg.SessionID)
+	if e == nil {
+		e = s.worktreeGone()
+	}
 	if e != nil {
 		c.sendError(msg.MessageID, msg.SessionID, e)
 		return
@@ -842,6 +865,8 @@ func controlFrameOf(s *session, msg *protocol.Message, replyTo string) (*control
 		return nil, err
 	}
 	ws, adapter, mode, permTimeout, model, effort := s.openFields()
+	iso, title := s.reopenIsolation()
 	return &controlFrame{ReplyTo: replyTo, SessionID: s.id, Type: msg.Type, MessageID: msg.MessageID,
-		Workspace: ws, Adapter: adapter, Mode: mode, PermTimeout: permTimeout, Model: model, Effort: effort, Msg: b}, nil
+		Workspace: ws, Adapter: adapter, Mode: mode, PermTimeout: permTimeout, Model: model, Effort: effort,
+		Isolation: iso, Title: title, Msg: b}, nil
 }

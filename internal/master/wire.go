@@ -176,7 +176,10 @@ type controlFrame struct {
 	// Stream is the request_id of a control.artifact.* message, which
 	// needs no open session on the client; "" for every other message.
 	Stream string
-	Msg    []byte // the wire message
+	// Isolation (JSON, "" for none) and Title make that open an isolated
+	// one that finds the session's worktree again.
+	Isolation, Title string
+	Msg              []byte // the wire message
 }
 
 // encode writes the fields as uvarint-prefixed strings, then Msg: cheaper
@@ -195,7 +198,7 @@ func (f *controlFrame) encode() []byte {
 }
 
 func (f *controlFrame) strings() []*string {
-	return []*string{&f.ReplyTo, &f.SessionID, &f.Type, &f.MessageID, &f.Workspace, &f.Adapter, &f.Mode, &f.Stream, &f.PermTimeout, &f.Model, &f.Effort}
+	return []*string{&f.ReplyTo, &f.SessionID, &f.Type, &f.MessageID, &f.Workspace, &f.Adapter, &f.Mode, &f.Stream, &f.PermTimeout, &f.Model, &f.Effort, &f.Isolation, &f.Title}
 }
 
 func decodeControlFrame(b []byte) (*controlFrame, error) {

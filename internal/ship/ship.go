@@ -84,8 +84,9 @@ type Options struct {
 	// "ff" (or "fast-forward"), "squash" or "merge"; "" is squash.
 	Strategy string
 	// MergeMessage is the squash or merge commit's message; default:
-	// Message for squash, "Merge branch 'ferry/NAME' into BASE" for merge
-	// (then Message as its body), the branch's name when there is none.
+	// Message for squash (without one, the branch's commit's message, or
+	// the oldest's subject and the list of all), "Merge branch
+	// 'ferry/NAME' into BASE" for merge (then Message as its body).
 	MergeMessage string
 	// Push pushes the branch (only it) to Remote ("origin" when empty).
 	Push   bool
@@ -106,8 +107,8 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger gets the forge's one line per request (no header, no token).
 	Logger *slog.Logger
-	// PRTitle and PRBody default to Message's subject and body (the
-	// branch's name when there is no Message).
+	// PRTitle and PRBody default to Message's subject and body (without
+	// one, as MergeMessage's squash default).
 	PRTitle, PRBody string
 }
 
@@ -208,7 +209,11 @@ func Ship(ctx context.Context, wt *worktree.Worktree, o Options) (Result, error)
 		}
 	}
 	if name != StrategyNone {
-		if res.MergeCommit, err = wt.Merge(ctx, strategy, mergeMessage(wt, name, o)); err != nil {
+		msg, err := mergeMessage(ctx, wt, name, o)
+		if err != nil {
+			return res, err
+		}
+		if res.MergeCommit, err = wt.Merge(ctx, strategy, msg); err != nil {
 			return res, err
 		}
 		res.Merged = true
@@ -229,25 +234,53 @@ func Ship(ctx context.Context, wt *worktree.Worktree, o Options) (Result, error)
 
 // mergeMessage is the squash or merge commit's message (see
 // Options.MergeMessage).
-func mergeMessage(wt *worktree.Worktree, strategy string, o Options) string {
+func mergeMessage(ctx context.Context, wt *worktree.Worktree, strategy string, o Options) (string, error) {
 	if m := strings.TrimSpace(o.MergeMessage); m != "" {
-		return o.MergeMessage
+		return o.MergeMessage, nil
 	}
 	msg := strings.TrimSpace(o.Message)
 	switch strategy {
 	case StrategySquash:
 		if msg != "" {
-			return msg + "\n"
+			return msg + "\n", nil
 		}
-		return fmt.Sprintf("Squashed branch '%s' into %s\n", wt.Branch, wt.Base)
+		subject, body, err := describe(ctx, wt)
+		if err != nil {
+			return "", err
+		}
+		if body != "" {
+			subject += "\n\n" + body
+		}
+		return subject + "\n", nil
 	case StrategyMerge:
 		m := fmt.Sprintf("Merge branch '%s' into %s\n", wt.Branch, wt.Base)
 		if msg != "" {
 			m += "\n" + msg + "\n"
 		}
-		return m
+		return m, nil
 	}
-	return ""
+	return "", nil
+}
+
+// describe is a subject and body for the branch's commits, when no
+// message says what they are: one commit's own message, or the oldest
+// one's subject with the list of every subject (as git's squash does).
+func describe(ctx context.Context, wt *worktree.Worktree) (subject, body string, err error) {
+	commits, err := wt.Commits(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	switch len(commits) {
+	case 0:
+		return fmt.Sprintf("Squashed branch '%s' into %s", wt.Branch, wt.Base), "", nil
+	case 1:
+		return commits[0].Subject, commits[0].Body, nil
+	}
+	var b strings.Builder
+	for _, c := range commits {
+		b.WriteString("- " + c.Subject + "\n")
+	}
+	return commits[0].Subject, runecut.Ellipsis(strings.TrimSpace(b.String()), MaxBody), nil
 }
 
 // prPlan is a pull request checked before the ship's first step.
@@ -277,13 +310,16 @@ func planPullRequest(ctx context.Context, wt *worktree.Worktree, o Options, remo
 	title, body := o.PRTitle, o.PRBody
 	if strings.TrimSpace(title) == "" {
 		subject, rest := splitMessage(o.Message)
+		if subject == "" {
+			// Nothing to commit: the branch's commits say what it is.
+			if subject, rest, err = describe(ctx, wt); err != nil {
+				return nil, err
+			}
+		}
 		title = subject
 		if strings.TrimSpace(body) == "" {
 			body = rest
 		}
-	}
-	if strings.TrimSpace(title) == "" {
-		title = wt.Branch
 	}
 	plan.gh = &forge.GitHub{BaseURL: repo.APIURL(), Token: o.Token, TokenSource: o.TokenSource, HTTPClient: o.HTTPClient, Logger: o.Logger}
 	plan.pr = forge.PR{Owner: repo.Owner, Repo: repo.Name, Title: title, Body: body, Head: wt.Branch, Base: wt.Base}

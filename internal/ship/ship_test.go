@@ -268,17 +268,32 @@ func TestShipCommittedBranch(t *testing.T) {
 	if got := run(t, f.dir, "log", "-1", "--format=%B", "main"); got != "Squash it\n\nall of it\n" {
 		t.Fatalf("squash message %q", got)
 	}
-	// Without a message either: the default names the branch.
-	f = newFixture(t, "dflt")
-	write(t, filepath.Join(f.wt.Path, "b.txt"), "BEE\n")
-	if _, err := f.wt.Commit(context.Background(), "by the agent"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ship.Ship(context.Background(), f.wt, ship.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if got := run(t, f.dir, "log", "-1", "--format=%s", "main"); got != "Squashed branch 'ferry/dflt' into main\n" {
-		t.Fatalf("default squash subject %q", got)
+	// Without a message either: one commit's message is the squash's;
+	// several give the oldest's subject and the list of all.
+	for _, tc := range []struct {
+		messages []string
+		want     string
+	}{
+		{[]string{"Fix the bug\n\nIt was off by one."}, "Fix the bug\n\nIt was off by one.\n"},
+		{[]string{"Add a flag", "Test the flag\n\nwith a body", "Document it"}, "Add a flag\n\n- Add a flag\n- Test the flag\n- Document it\n"},
+	} {
+		f := newFixture(t, "dflt")
+		for i, m := range tc.messages {
+			write(t, filepath.Join(f.wt.Path, "b.txt"), strings.Repeat("bee\n", i+2))
+			if _, err := f.wt.Commit(context.Background(), m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commits, err := f.wt.Commits(context.Background())
+		if err != nil || len(commits) != len(tc.messages) || commits[0].Hash != strings.TrimSpace(run(t, f.dir, "rev-list", "--reverse", "main..ferry/dflt"))[:40] {
+			t.Fatalf("commits %+v, %v", commits, err)
+		}
+		if _, err := ship.Ship(context.Background(), f.wt, ship.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := run(t, f.dir, "log", "-1", "--format=%B", "main"); got != tc.want+"\n" {
+			t.Fatalf("default squash message %q, want %q", got, tc.want)
+		}
 	}
 }
 
@@ -362,6 +377,22 @@ func TestShipPullRequest(t *testing.T) {
 		}
 		checkPRCall(t, srv, "/api/v3/repos/acme/widgets/pulls", map[string]any{
 			"title": "Title", "body": "Body", "head": "ferry/ghe", "base": "main", "draft": false})
+	})
+	t.Run("from the commits", func(t *testing.T) {
+		t.Parallel()
+		srv := forgetest.New(t, token)
+		f := newFixture(t, "made")
+		f.onGitHub(t, srv.URL+"/acme/widgets.git")
+		write(t, filepath.Join(f.wt.Path, "a.txt"), "made\n")
+		if _, err := f.wt.Commit(context.Background(), "Greet the user\n\nGreeted."); err != nil {
+			t.Fatal(err)
+		}
+		res, err := ship.Ship(context.Background(), f.wt, ship.Options{Strategy: "none", PullRequest: true, Token: token,
+			Forge: forge.Config{Hosts: map[string]forge.Kind{"127.0.0.1": forge.KindGitHub}}})
+		if err != nil || res.Commit != "" || res.PRURL == "" {
+			t.Fatalf("result %+v, %v", res, err)
+		}
+		checkPRCall(t, srv, "/api/v3/repos/acme/widgets/pulls", map[string]any{"title": "Greet the user", "body": "Greeted.", "head": "ferry/made", "base": "main"})
 	})
 	t.Run("no token", func(t *testing.T) {
 		t.Parallel()
