@@ -134,7 +134,7 @@ await main(async (browser) => {
     log(`main: ${await control(`/shipped?branch=${encodeURIComponent(branch)}`)}`);
     await sheet.getByRole('button', { name: 'Close' }).tap();
     // The conversation says so too (session.worktree.shipped, stored).
-    await page.locator('.note', { hasText: 'Shipped: ' }).waitFor();
+    await page.locator('div.note', { hasText: 'Shipped: ' }).waitFor();
   });
 
   let group = '';

@@ -45,7 +45,7 @@ export function branchInfo(wt, cls = '') {
 function sheetDialog(id, title, ...body) {
   const d = h('dialog', { class: 'dialog sheet wt-dialog', id, 'aria-labelledby': `${id}-title` });
   d.append(h('div', { class: 'dialog-head' }, h('h2', { id: `${id}-title`, text: title }),
-    h('button', { type: 'button', class: 'btn', text: 'Close', onclick: () => d.close() })), ...body);
+    h('button', { type: 'button', class: 'btn', text: 'Close', onclick: () => d.close() })), ...body.filter(Boolean));
   d.addEventListener('click', (e) => {
     // A click on the backdrop (outside the box) closes it.
     const r = d.getBoundingClientRect();
@@ -111,6 +111,8 @@ export class BranchChanges {
       : `No change against ${wt.base || 'the base'} yet.`;
     clear(this.index);
     clear(this.list);
+    // One file needs no index above it.
+    this.index.hidden = files.length < 2;
     files.forEach((f, i) => {
       const anchor = `wt-file-${i}`;
       this.index.appendChild(h('li', {},
@@ -164,15 +166,17 @@ export class ShipSheet {
     this.conflict = h('div', { class: 'wt-conflict callout', hidden: true });
     this.result = h('div', { class: 'wt-result', role: 'status' });
     this.shipBtn = h('button', { type: 'submit', class: 'btn primary', id: 'ship-go', text: 'Ship' });
-    this.form = h('form', { class: 'stack ship-form' },
+    // The choices give way to the result once shipped.
+    this.fields = h('div', { class: 'stack ship-fields' },
       h('label', { for: 'ship-message', text: 'Commit message' }), this.msg, this.msgStatus,
       h('fieldset', { class: 'wt-strategies' }, this.legend, this.radios),
       h('div', { class: 'wt-check' }, this.push, h('label', { for: 'ship-push', text: 'Push the branch' })),
       h('div', { class: 'wt-remote stack' }, h('label', { for: 'ship-remote', text: 'Remote (empty: origin)' }), this.remote),
-      h('div', { class: 'wt-check' }, this.pr, h('label', { for: 'ship-pr', text: 'Open a pull request (pushes the branch)' })),
-      this.error, this.conflict, this.result,
-      h('div', { class: 'q-actions' },
-        h('button', { type: 'button', class: 'btn', text: 'Cancel', onclick: () => this.dialog.close() }), this.shipBtn));
+      h('div', { class: 'wt-check' }, this.pr, h('label', { for: 'ship-pr', text: 'Open a pull request (pushes the branch)' })));
+    this.cancelBtn = h('button', { type: 'button', class: 'btn', text: 'Cancel', onclick: () => this.dialog.close() });
+    this.form = h('form', { class: 'stack ship-form' },
+      this.result, this.fields, this.error, this.conflict,
+      h('div', { class: 'q-actions' }, this.cancelBtn, this.shipBtn));
     this.form.addEventListener('submit', (e) => {
       e.preventDefault();
       this.ship();
@@ -206,8 +210,11 @@ export class ShipSheet {
     clear(this.error);
     clear(this.result);
     this.conflict.hidden = true;
+    this.fields.hidden = false;
+    this.shipBtn.hidden = false;
     this.shipBtn.disabled = false;
     this.shipBtn.textContent = 'Ship';
+    this.cancelBtn.textContent = 'Cancel';
     if (!this.dialog.open) this.dialog.showModal();
     this.msg.focus();
     if (this.msg.value.trim()) return;
@@ -250,7 +257,11 @@ export class ShipSheet {
         ...out.links.map((l) => h('p', {}, h('a', { href: l.href, target: '_blank', rel: 'noopener noreferrer', class: 'wt-link', text: l.text }))));
       this.app.announce(`Shipped. ${out.lines.join(' ')}`);
       this.msg.value = '';
-      this.shipBtn.textContent = 'Shipped';
+      this.fields.hidden = true;
+      this.shipBtn.hidden = true;
+      this.cancelBtn.textContent = 'Done';
+      this.summary.textContent = '';
+      this.cancelBtn.focus();
     } catch (err) {
       const r = refusal(err, wt);
       this.error.append(h('p', { dataset: { code: r.code }, text: `Not shipped: ${r.text}` }), r.help ? h('p', { class: 'small', text: r.help }) : null);
@@ -390,7 +401,8 @@ export function showCompare(app, group, main) {
           row('Commits', h('span', { title: b?.aheadBehindSaid || '', text: b ? `${b.aheadBehind}${wt.uncommitted ? ' + uncommitted' : ''}` : '—' })),
           row('Tests', testText, `test ${t?.passed === false || (!t && wt.test === 'failed') ? 'bad' : ''}`),
           row('Tokens', usage ? `${formatTokens(usage.tokens)}${usage.cost !== null ? ` · ${formatCost(usage.cost)}` : ''}` : 'open the session to count')),
-        b?.badges.length ? h('p', {}, b.badges.map((x) => h('span', { class: `badge wt-badge ${x.kind}`, text: x.text }))) : null,
+        // The facts say the tests; the badges say what else is wrong or done.
+        b?.badges.some((x) => !x.text.startsWith('tests')) ? h('p', {}, b.badges.filter((x) => !x.text.startsWith('tests')).map((x) => h('span', { class: `badge wt-badge ${x.kind}`, text: x.text }))) : null,
         t?.output ? h('details', { class: 'wt-output' }, h('summary', { text: 'Test output' }), h('pre', { text: t.output })) : null,
         h('div', { class: 'compare-actions' },
           h('button', { type: 'button', class: 'btn', text: 'Run tests', dataset: { focus: `${s.id}:test` }, 'aria-label': `Run tests: session ${i + 1}`, disabled: !!t?.running || !!s.archived, onclick: () => runTests(s) }),
