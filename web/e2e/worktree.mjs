@@ -200,7 +200,7 @@ await main(async (browser) => {
     await desk.locator('.compare-card').nth(0).getByRole('button', { name: 'Archive the others: keep session 1' }).click();
     const d = desk.locator('#unshipped-dialog');
     await d.waitFor();
-    assert.match(await d.innerText(), /uncommitted changes in its worktree \(1 file changed, \+1 −1\)/);
+    assert.match(await d.innerText(), /uncommitted changes in its worktree \(1 file changed, \+1 −1\)\. Lost: the uncommitted changes; the branch ferry\/greeting-contest-2-of-2 stays\./);
     assert.equal(await d.locator('#unshipped-branch').isChecked(), false, 'the branch stays unless asked');
     await shot(desk, 'worktree-archive-desktop');
     await d.locator('#unshipped-confirm').click();

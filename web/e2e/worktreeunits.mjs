@@ -224,11 +224,12 @@ check('the conflict prompt names every file, and the base', () => {
 
 check('what discarding unshipped work loses, with the branch and without', () => {
   const keep = unshippedLoss(WT, false);
-  assert.equal(keep.what, 'the uncommitted changes in its worktree and 2 commits not in main (2 files changed, +12 −3)');
-  assert.equal(keep.lost, 'the uncommitted changes (2 files changed, +12 −3); the branch ferry/fix-login keeps its commits');
-  const all = unshippedLoss(WT, true);
-  assert.match(all.lost, /and the branch ferry\/fix-login$/);
+  assert.equal(keep.what, 'uncommitted changes in its worktree and 2 commits not in main (2 files changed, +12 −3)');
+  assert.equal(keep.lost, 'the uncommitted changes; the branch ferry/fix-login keeps its 2 commits');
+  assert.equal(unshippedLoss(WT, true).lost, 'all of it, and the branch ferry/fix-login');
+  assert.equal(unshippedLoss({ ...WT, ahead: 0 }, false).lost, 'the uncommitted changes; the branch ferry/fix-login stays');
   const committed = unshippedLoss({ ...WT, uncommitted: false, ahead: 1 }, false);
+  assert.equal(committed.what, '1 commit not in main (2 files changed, +12 −3)');
   assert.equal(committed.lost, 'nothing for good: the branch ferry/fix-login keeps its 1 commit');
 });
 

@@ -269,14 +269,16 @@ export function conflictPrompt(files, base) {
  */
 export function unshippedLoss(wt, deleteBranch = false) {
   const parts = [];
-  if (wt.uncommitted) parts.push('the uncommitted changes in its worktree');
+  if (wt.uncommitted) parts.push('uncommitted changes in its worktree');
   if (wt.ahead) parts.push(`${plural(wt.ahead, 'commit')} not in ${wt.base || 'its base'}`);
   const size = `${plural(wt.files || 0, 'file')} changed, +${wt.added || 0} −${removedOf(wt)}`;
-  const what = parts.length ? parts.join(' and ') : 'its changes';
-  const lost = deleteBranch
-    ? `${what} (${size}) and the branch ${wt.branch}`
-    : wt.uncommitted ? `the uncommitted changes (${size}); the branch ${wt.branch} keeps its commits` : `nothing for good: the branch ${wt.branch} keeps its ${plural(wt.ahead || 0, 'commit')}`;
-  return { what: `${what} (${size})`, lost };
+  const what = `${parts.length ? parts.join(' and ') : 'changes not in its base'} (${size})`;
+  const keeps = wt.ahead ? `the branch ${wt.branch} keeps its ${plural(wt.ahead, 'commit')}` : `the branch ${wt.branch} stays`;
+  let lost;
+  if (deleteBranch) lost = `all of it, and the branch ${wt.branch}`;
+  else if (wt.uncommitted) lost = `the uncommitted changes; ${keeps}`;
+  else lost = `nothing for good: ${keeps}`;
+  return { what, lost };
 }
 
 /**
