@@ -245,7 +245,9 @@ func (c checkout) differs(o checkout, skip ...string) []string {
 
 // greetModel answers every turn of ferry's agent the same way, whatever
 // the order the sessions ask in: read src/greet.txt, edit it, say so (the
-// step is the number of the agent's answers so far in the request).
+// step is the number of the agent's answers so far in the request). A
+// turn asked to resolve merge conflicts reads the file and writes both
+// sides' intent into it.
 func greetModel(t *testing.T) *fake.Server {
 	srv := fake.New(t)
 	usage := llm.Usage{InputTokens: 1500, OutputTokens: 90}
@@ -253,19 +255,28 @@ func greetModel(t *testing.T) *fake.Server {
 		if r.IsTitle() || r.CountTokens() || len(r.ToolNames()) == 0 {
 			return fake.Reply{}, false
 		}
-		step := 0
+		step, resolve := 0, false
 		for _, m := range r.Messages() {
+			if b, _ := json.Marshal(m["content"]); m["role"] == "user" && strings.Contains(string(b), "Resolve the merge conflicts in: src/greet.txt") {
+				step, resolve = 0, true // count this turn's answers only
+			}
 			if m["role"] == "assistant" {
 				step++
 			}
 		}
-		switch step {
-		case 0:
-			return fake.Reply{Text: []string{"Reading the greeting."}, Usage: usage,
-				ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "src/greet.txt"}}}}, true
-		case 1:
+		read := fake.Reply{Text: []string{"Reading the greeting."}, Usage: usage,
+			ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "src/greet.txt"}}}}
+		switch {
+		case step == 0:
+			return read, true
+		case step == 1 && resolve:
+			return fake.Reply{Usage: usage, ToolCalls: []fake.ToolCall{{Name: "Write",
+				Input: map[string]any{"file_path": "src/greet.txt", "content": "hello there, world\n"}}}}, true
+		case step == 1:
 			return fake.Reply{Usage: usage, ToolCalls: []fake.ToolCall{{Name: "Edit",
 				Input: map[string]any{"file_path": "src/greet.txt", "old_string": "hello", "new_string": "hello, world", "artifact": false}}}}, true
+		case resolve:
+			return fake.Reply{Text: []string{"Resolved: the greeting keeps both sides."}, Usage: usage}, true
 		default:
 			return fake.Reply{Text: []string{"The greeting now says hello, world."}, Usage: usage}, true
 		}
@@ -382,6 +393,49 @@ func TestBrowserWorktree(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(list))
 	})
-	runScriptWithin(t, 240*time.Second, node, "worktree.mjs", map[string]any{"base": base, "login": login,
+	// /diverge: main moves on in the user's checkout (a commit of theirs
+	// to src/greet.txt), so that the next ship of a copy conflicts.
+	ctl.HandleFunc("POST /diverge", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := os.WriteFile(filepath.Join(repo, "src", "greet.txt"), []byte("hi there\n"), 0o644); err != nil {
+			fail(w, "%v", err)
+			return
+		}
+		gitRun(t, repo, "commit", "-q", "-m", "Greet differently", "--", "src/greet.txt")
+		_, _ = w.Write([]byte(gitRun(t, repo, "log", "--oneline", "main")))
+	})
+	// /resolved: main has the agent's resolution, squashed; the user's
+	// uncommitted and untracked work is still there.
+	ctl.HandleFunc("POST /resolved", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if got := gitRun(t, repo, "show", "main:src/greet.txt"); got != "hello there, world\n" {
+			fail(w, "main's src/greet.txt is %q after the resolved ship", got)
+			return
+		}
+		st := gitRun(t, repo, "status", "--porcelain=v1", "--untracked-files=all")
+		if st != before.status {
+			fail(w, "git status of the checkout after the resolved ship: %q, was %q", st, before.status)
+			return
+		}
+		_, _ = w.Write([]byte(gitRun(t, repo, "log", "--oneline", "main")))
+	})
+	// /deleted?branch=B: a deleted session's worktree and (asked) branch are gone.
+	ctl.HandleFunc("POST /deleted", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		branch := r.URL.Query().Get("branch")
+		if list := gitRun(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, "refs/heads/"+branch+"\n") {
+			fail(w, "the deleted session's worktree is still there: %s", list)
+			return
+		}
+		if b := gitRun(t, repo, "branch", "--list", branch); strings.TrimSpace(b) != "" {
+			fail(w, "the deleted session's branch %s is still there, though asked to go", branch)
+			return
+		}
+		_, _ = w.Write([]byte(gitRun(t, repo, "branch", "--list")))
+	})
+	runScriptWithin(t, 300*time.Second, node, "worktree.mjs", map[string]any{"base": base, "login": login,
 		"control": serveControl(t, ctl), "chromium": chromium, "screenshots": shotsDir(t, dir)})
 }

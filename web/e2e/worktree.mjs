@@ -29,11 +29,11 @@ async function sessionMenu(page, id) {
   return page.locator(`#session-menu #${id}`);
 }
 
-/** allowEdit answers the agent's question to edit src/greet.txt: allow once. */
-async function allowEdit(page) {
+/** allowEdit answers the agent's question to change src/greet.txt (tool: Edit or Write): allow once. */
+async function allowEdit(page, tool = 'Edit') {
   const card = page.locator('.interaction.open').first();
   await card.waitFor({ timeout: WAIT });
-  assert.match(await card.innerText(), /Edit/);
+  assert.match(await card.innerText(), new RegExp(`${tool}.*src/greet\\.txt`));
   await card.locator('button[data-value="allow_once"]').click();
   await card.waitFor({ state: 'detached', timeout: WAIT });
 }
@@ -188,8 +188,9 @@ await main(async (browser) => {
   await step('phone: the compare view is a row of cards to swipe through', async () => {
     await page.goto(`${cfg.base}/#/compare/${encodeURIComponent(group)}`);
     await page.locator('.compare-card').nth(1).waitFor();
-    const [a, b] = await page.locator('.compare-card').evaluateAll((els) => els.map((e) => e.getBoundingClientRect()));
-    assert.ok(Math.abs(a.top - b.top) < 2 && b.left > a.left, 'side by side, scrolled');
+    await until('both copies drawn with their facts', async () => (await page.locator('.compare-card .compare-facts').count()) === 2, WAIT);
+    const [a, b] = await page.locator('.compare-card').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().toJSON()));
+    assert.ok(Math.abs(a.top - b.top) < 2 && b.left > a.left, `side by side, scrolled: ${JSON.stringify([a, b])}`);
     assert.ok(b.left >= 390 * 0.8, 'the second card is off to the right, to swipe to');
     await shot(page, 'worktree-compare');
   });
@@ -206,6 +207,56 @@ await main(async (browser) => {
     await d.locator('#unshipped-confirm').click();
     await until('copy 2 archived', async () => /archived/.test(await desk.locator('.compare-card').nth(1).innerText()), 30000);
     log(`worktrees: ${await control(`/archived?branch=${encodeURIComponent(otherBranch)}`)}`);
+  });
+
+  await step('desktop: shipping a copy after main moved on conflicts; the agent is asked to resolve it', async () => {
+    log(`main moved on: ${await control('/diverge')}`);
+    const card = desk.locator('.compare-card').nth(0);
+    await card.getByRole('button', { name: 'Ship this one: session 1' }).click();
+    const sheet = desk.locator('#ship-sheet');
+    await sheet.waitFor();
+    await until('a proposed commit message', async () => (await desk.locator('#ship-message').inputValue()).trim().length > 0, WAIT);
+    await desk.locator('#ship-go').click();
+    const conflict = sheet.locator('.wt-conflict');
+    await conflict.waitFor({ timeout: 60000 });
+    await until('the refusal', async () => /Not shipped: /.test(await sheet.locator('.wt-error').innerText()), WAIT);
+    log(`refusal: ${await sheet.locator('.wt-error').innerText()}`);
+    assert.match(await sheet.locator('.wt-error').innerText(), /Ask the agent to resolve the conflict/);
+    assert.equal(await sheet.locator('.wt-error [data-code]').getAttribute('data-code'), 'merge_conflict');
+    assert.deepEqual(await conflict.locator('.wt-conflict-files li').allInnerTexts(), ['src/greet.txt']);
+    await shot(desk, 'worktree-conflict-desktop');
+    await desk.locator('#ship-resolve').click();
+    // The sheet closes on the session, whose agent got the prompt naming the file.
+    await desk.waitForURL(/#\/s\//);
+    await desk.locator('article.msg.user', { hasText: 'Resolve the merge conflicts in: src/greet.txt.' }).waitFor();
+    await allowEdit(desk, 'Write');
+    await turnDone(desk);
+  });
+
+  await step('desktop: the resolved copy ships: main has the resolution, the checkout its user\'s work', async () => {
+    await (await sessionMenu(desk, 'session-ship')).click();
+    const sheet = desk.locator('#ship-sheet');
+    await sheet.waitFor();
+    if (!(await desk.locator('#ship-message').inputValue()).trim()) await desk.locator('#ship-message').fill('Greet both ways');
+    await desk.locator('#ship-go').click();
+    await sheet.locator('.wt-ok').waitFor({ timeout: 60000 });
+    assert.match(await sheet.locator('.wt-result').innerText(), /Squash-merged into main/);
+    log(`main: ${await control('/resolved')}`);
+    await sheet.getByRole('button', { name: 'Done' }).click();
+  });
+
+  await step('desktop: Delete… of an isolated session says its worktree goes, and can take the branch', async () => {
+    const b = (await desk.locator('.head-branch .branch-name').innerText()).trim();
+    await (await sessionMenu(desk, 'session-delete')).click();
+    const d = desk.locator('#delete-dialog');
+    await d.waitFor();
+    assert.match(await d.locator('.wt-delete').innerText(), new RegExp(`worktree folder is removed; the branch ${b.replace('/', '\\/')} stays`));
+    await d.locator('label[for="delete-branch"]').click();
+    assert.match(await d.locator('.wt-delete').innerText(), /is deleted too/);
+    await audit(desk, 'desktop delete isolated');
+    await d.locator('#delete-confirm').click();
+    await desk.waitForURL((u) => !/#\/s\//.test(u.hash));
+    log(`branches: ${await control(`/deleted?branch=${encodeURIComponent(b)}`)}`);
   });
 
   await dctx.close();

@@ -186,11 +186,14 @@ export class ShipSheet {
     });
     this.dialog = sheetDialog('ship-sheet', 'Ship', this.summary, this.form);
     container.appendChild(this.dialog);
-    // The conflict files of a refused ship come as a reply of their own
-    // (session.worktree.conflict), before or after the error.
+    // A refused ship may answer twice: the conflict's files
+    // (session.worktree.conflict) and the error, in either order; the
+    // first settles the request, the other comes here.
     this.app.conn.addEventListener('message', (e) => {
       const m = e.detail;
-      if (m.type === 'session.worktree.conflict' && m.parent_id && m.parent_id === this.asked) this.showConflict(m.payload || {});
+      if (!m.parent_id || m.parent_id !== this.asked) return;
+      if (m.type === 'session.worktree.conflict') this.showConflict(m.payload || {});
+      else if (m.type === 'error') this.showRefusal(m.payload || {});
     });
   }
 
@@ -252,6 +255,12 @@ export class ShipSheet {
     this.asked = msg.message_id;
     try {
       const ans = await this.app.conn.request(msg, 120000);
+      if (ans.type === 'session.worktree.conflict') {
+        // The error follows (or came first and was shown).
+        this.showConflict(ans.payload || {});
+        if (!this.error.firstChild) this.showRefusal({ code: ans.payload?.code, message: CODES[ans.payload?.code] || 'refused' });
+        return;
+      }
       const out = shipOutcome(ans.payload?.result || {}, ans.payload?.worktree || wt);
       this.result.append(h('p', { class: 'wt-ok', text: 'Shipped.' }), ...out.lines.map((l) => h('p', { text: l })),
         ...out.links.map((l) => h('p', {}, h('a', { href: l.href, target: '_blank', rel: 'noopener noreferrer', class: 'wt-link', text: l.text }))));
@@ -263,11 +272,16 @@ export class ShipSheet {
       this.summary.textContent = '';
       this.cancelBtn.focus();
     } catch (err) {
-      const r = refusal(err, wt);
-      this.error.append(h('p', { dataset: { code: r.code }, text: `Not shipped: ${r.text}` }), r.help ? h('p', { class: 'small', text: r.help }) : null);
-      this.shipBtn.disabled = false;
-      this.shipBtn.textContent = 'Ship';
+      this.showRefusal(err);
     }
+  }
+
+  /** showRefusal says why the ship was refused and what to do (its latest word wins). */
+  showRefusal(err) {
+    const r = refusal(err, this.getWt() || {});
+    clear(this.error).append(h('p', { dataset: { code: r.code }, text: `Not shipped: ${r.text}` }), r.help ? h('p', { class: 'small', text: r.help }) : null);
+    this.shipBtn.disabled = false;
+    this.shipBtn.textContent = 'Ship';
   }
 
   /** showConflict lists a conflict's files and offers to ask the agent to resolve it. */
