@@ -175,7 +175,7 @@ export class ShipSheet {
       h('div', { class: 'wt-check' }, this.pr, h('label', { for: 'ship-pr', text: 'Open a pull request (pushes the branch)' })));
     this.cancelBtn = h('button', { type: 'button', class: 'btn', text: 'Cancel', onclick: () => this.dialog.close() });
     this.form = h('form', { class: 'stack ship-form' },
-      this.result, this.fields, this.error, this.conflict,
+      this.result, this.error, this.conflict, this.fields,
       h('div', { class: 'q-actions' }, this.cancelBtn, this.shipBtn));
     this.form.addEventListener('submit', (e) => {
       e.preventDefault();
@@ -280,6 +280,7 @@ export class ShipSheet {
   showRefusal(err) {
     const r = refusal(err, this.getWt() || {});
     clear(this.error).append(h('p', { dataset: { code: r.code }, text: `Not shipped: ${r.text}` }), r.help ? h('p', { class: 'small', text: r.help }) : null);
+    this.error.scrollIntoView({ block: 'nearest' });
     this.shipBtn.disabled = false;
     this.shipBtn.textContent = 'Ship';
   }
