@@ -308,6 +308,10 @@ func TestBrowserWorktree(t *testing.T) {
 		".ferry/setup":  "#!/bin/sh\necho \"installing the project's tools\"\necho done\n",
 		".ferry/test":   "#!/bin/sh\ngrep -q 'hello, world' src/greet.txt && echo 'greeting ok'\n",
 	})
+	// A remote to push to: a bare repository beside it.
+	bare := filepath.Join(dir, "remote.git")
+	gitRun(t, dir, "init", "-q", "--bare", bare)
+	gitRun(t, repo, "remote", "add", "origin", bare)
 	// The user's own work in progress: an uncommitted change and a new file.
 	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("# project\n\nmy notes, not committed\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -373,6 +377,12 @@ func TestBrowserWorktree(t *testing.T) {
 		branch := r.URL.Query().Get("branch")
 		if !strings.Contains(gitRun(t, repo, "branch", "--list", branch), branch) {
 			fail(w, "the branch %s is gone after shipping", branch)
+			return
+		}
+		// Pushed: the remote has the branch at the branch's commit.
+		local := gitRun(t, repo, "rev-parse", "refs/heads/"+branch)
+		if remote := gitRun(t, bare, "for-each-ref", "--format=%(objectname)", "refs/heads/"+branch); remote != local {
+			fail(w, "the remote has %s at %q, the repository at %q", branch, remote, local)
 			return
 		}
 		_, _ = w.Write([]byte(gitRun(t, repo, "log", "--oneline", "main")))

@@ -117,7 +117,7 @@ await main(async (browser) => {
     await d.getByRole('button', { name: 'Close' }).tap();
   });
 
-  await step('phone: Ship proposes a message and squash-merges into main', async () => {
+  await step('phone: Ship proposes a message, squash-merges into main and pushes the branch', async () => {
     await (await sessionMenu(page, 'session-ship')).tap();
     const sheet = page.locator('#ship-sheet');
     await sheet.waitFor();
@@ -126,10 +126,12 @@ await main(async (browser) => {
     assert.equal(await page.locator('#ship-squash').isChecked(), true, 'squash is the default');
     await shot(page, 'worktree-ship');
     await page.locator('#ship-message').fill('Greet the world\n\nThe greeting now says hello, world.');
+    await page.locator('label[for="ship-push"]').tap();
     await page.locator('#ship-go').tap();
     await sheet.locator('.wt-ok').waitFor({ timeout: 60000 });
     const res = await sheet.locator('.wt-result').innerText();
     assert.match(res, /Squash-merged into main/);
+    assert.match(res, new RegExp(`Pushed ${branch} to origin`));
     await shot(page, 'worktree-shipped');
     log(`main: ${await control(`/shipped?branch=${encodeURIComponent(branch)}`)}`);
     await sheet.getByRole('button', { name: 'Close' }).tap();
