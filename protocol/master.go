@@ -95,6 +95,21 @@ type SessionInfo struct {
 	Archived bool `json:"archived,omitempty"`
 	// Worktree is set for an isolated session: its worktree as its client last reported it (absent until the client first did).
 	Worktree *Worktree `json:"worktree,omitempty"`
+	// Usage is the session's tokens and cost over its turns that ended (each turn's last agent.usage); absent before the first.
+	Usage *UsageTotals `json:"usage,omitempty"`
+}
+
+// UsageTotals are a session's tokens and cost over its ended turns (the compare view of best-of-N).
+type UsageTotals struct {
+	// Turns counted (those that reported usage).
+	Turns int `json:"turns" jsonschema:"minimum=0"`
+	// InputTokens, OutputTokens, CacheReadTokens and CacheCreationTokens summed.
+	InputTokens         int64 `json:"input_tokens" jsonschema:"minimum=0"`
+	OutputTokens        int64 `json:"output_tokens" jsonschema:"minimum=0"`
+	CacheReadTokens     int64 `json:"cache_read_tokens,omitempty" jsonschema:"minimum=0"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens,omitempty" jsonschema:"minimum=0"`
+	// CostUSD summed (the turns whose agent reported a cost).
+	CostUSD float64 `json:"cost_usd,omitempty" jsonschema:"minimum=0"`
 }
 
 // Fields of a session a search matches (SessionMatch.Field).

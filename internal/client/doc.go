@@ -106,6 +106,16 @@
 //     every folder it creates 0700. A state directory the user made keeps
 //     its own mode; a file an older ferry left looser is tightened when
 //     opened.
+//   - An isolated session (control.session.open with isolation,
+//     isolated.go) runs in a git worktree of its own on branch ferry/NAME
+//     under StateDir/worktrees, never in the user's checkout: its
+//     workspace, search index, file history, artifacts and Bash folder
+//     are the worktree's. A refused isolated open (not a repository, a
+//     detached HEAD, a missing base, a taken name) is coded and leaves
+//     no branch, folder or binding. A worktree whose folder is gone is
+//     reported missing and never made again silently (worktree_missing).
+//     Git's and ferry's worktree records are pruned at every start. The
+//     forge token (Config.ForgeToken) goes to the forge's API only.
 //   - What sessions keep is bounded across sessions and over time
 //     (prune.go): at start and every PruneInterval, histories and
 //     transcripts not written for 90 days are dropped (so are the artifact

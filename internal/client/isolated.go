@@ -310,15 +310,14 @@ func (s *session) worktreeInfo(ctx context.Context) protocol.Worktree {
 	return w
 }
 
-// branchHead is the worktree's HEAD commit ("" when unreadable).
+// branchHead is the newest of the branch's own commits ("" when it has
+// none, or they cannot be read): what a ship marks as shipped.
 func branchHead(ctx context.Context, wt *worktree.Worktree) string {
-	cmd := exec.CommandContext(ctx, "git", "-C", wt.Path, "rev-parse", "--verify", "-q", "HEAD")
-	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
-	out, err := cmd.Output()
-	if err != nil {
+	commits, err := wt.Commits(ctx)
+	if err != nil || len(commits) == 0 {
 		return ""
 	}
-	return strings.TrimSpace(string(out))
+	return commits[len(commits)-1].Hash
 }
 
 // sendStatus emits session.worktree.status (stored), answering parent when
@@ -566,9 +565,6 @@ func (c *Client) closeSession(s *session) {
 	if err := s.close(); err != nil {
 		c.log.Error("close session", "session", s.id, "err", err)
 	}
-	s.mu.Lock()
-	s.iso = nil
-	s.mu.Unlock()
 	s.sess = nil
 	c.removeSession(s)
 }

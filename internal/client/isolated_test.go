@@ -11,6 +11,8 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter/builtin"
 	"github.com/ferry-dev/ferry/internal/adapter/echo"
+	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/forge/forgetest"
 	"github.com/ferry-dev/ferry/internal/gittest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
@@ -464,5 +466,165 @@ func TestIsolatedReopen(t *testing.T) {
 	}
 	if runs, _ := os.ReadFile(filepath.Join(matches[0], "runs")); string(runs) != "x\n" {
 		t.Fatalf("setup ran %q", runs)
+	}
+}
+
+// TestIsolatedRefusals: every code a ship, setup or open of the client
+// produces has a case, each leaving the user's repository (refs, status,
+// worktrees, every byte) and the remote as they were: push_rejected (a
+// pre-receive hook), remote_not_found, nothing_to_merge, not_fast_forward,
+// forge_auth (a wrong token, against the fake GitHub) and forge_error (a
+// remote on no forge), an untracked workspace folder (invalid_value).
+// Then a pull request opened with the right token (its URL returned,
+// the token never in a message), and a failing .ferry/setup: the
+// session opens with setup failed, its output and exit code kept, and
+// takes a prompt.
+func TestIsolatedRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const token = "ghp_rightToken0123456789abcdef"
+	gh := forgetest.New(t, token)
+	repo := gittest.NewRepo(t, map[string]string{"a.txt": "one\n", "sub/b.txt": "b\n"})
+	bare := filepath.Join(t.TempDir(), "origin.git")
+	gittest.Run(t, t.TempDir(), "init", "-q", "--bare", bare)
+	gittest.Run(t, repo, "remote", "add", "origin", bare)
+	gittest.Run(t, repo, "remote", "add", "gh", gh.URL+"/acme/widgets.git")
+	gittest.Run(t, repo, "config", "url."+bare+".pushInsteadOf", gh.URL+"/acme/widgets.git")
+	gittest.Run(t, repo, "remote", "add", "hooked", filepath.Join(t.TempDir(), "hooked.git"))
+	hooked := strings.TrimSpace(gittest.Run(t, repo, "remote", "get-url", "hooked"))
+	gittest.Run(t, t.TempDir(), "init", "-q", "--bare", hooked)
+	gittest.Write(t, filepath.Join(hooked, "hooks", "pre-receive"), "#!/bin/sh\necho 'ferry branches are not welcome here' >&2\nexit 1\n", 0o755)
+	untracked := filepath.Join(repo, "scratch")
+	gittest.Write(t, filepath.Join(untracked, "x.txt"), "x\n", 0o644)
+
+	srv := fake.New(t)
+	m := newFakeMaster(t)
+	m.autoAck.Store(true)
+	state := t.TempDir()
+	withForge := func(c *Config) {
+		c.Workspaces = []string{repo, untracked}
+		c.ForgeToken, c.ForgeTokenSource = "ghp_wrong_token_4242", "$FERRY_FORGE_TOKEN"
+		c.Forge = forge.Config{Hosts: map[string]forge.Kind{"127.0.0.1": forge.KindGitHub}}
+	}
+	e := m.startWith(t, repo, state, nil, builtinOn(srv), withForge)
+	fc, caps := m.accept(ctx)
+	wsOf := func(dir string) string {
+		for _, w := range caps.Workspaces {
+			if w.Path == dir {
+				return w.ID
+			}
+		}
+		t.Fatalf("no workspace %s", dir)
+		return ""
+	}
+	if _, oe := openIsolated(ctx, fc, wsOf(untracked), "u", "u", protocol.Isolation{}); oe == nil || oe.Code != protocol.CodeInvalidValue {
+		t.Fatalf("an untracked workspace folder: %v", oe)
+	}
+	if got := gittest.Branches(t, repo); !slices.Equal(got, []string{"main"}) {
+		t.Fatalf("branches after a refused open: %v", got)
+	}
+	o, oe := openIsolated(ctx, fc, wsOf(repo), "s", "refusals", protocol.Isolation{})
+	if oe != nil {
+		t.Fatal(oe)
+	}
+	fc.until(ctx, isType(protocol.TypeWorktreeState))
+	wt := filepath.Join(state, "worktrees")
+	matches, _ := filepath.Glob(filepath.Join(wt, "*", o.Worktree.Name))
+	if len(matches) != 1 {
+		t.Fatalf("worktree: %v", matches)
+	}
+	wtDir := matches[0]
+	shipErr := func(p *protocol.WorktreeShip) *protocol.Error {
+		t.Helper()
+		q := control("s", protocol.TypeWorktreeShip, p)
+		fc.send(q)
+		return fc.errorFor(ctx, q.MessageID)
+	}
+	both := func() string {
+		return gittest.State(t, repo) + gittest.State(t, wtDir) + gittest.Run(t, bare, "for-each-ref") + gittest.Run(t, hooked, "for-each-ref")
+	}
+
+	before := both()
+	if e := shipErr(&protocol.WorktreeShip{Strategy: "squash", Remote: "origin"}); e.Code != protocol.CodeNothingToMerge {
+		t.Fatalf("nothing to ship: %v", e)
+	}
+	if e := shipErr(&protocol.WorktreeShip{Strategy: "none", Push: true, Remote: "nope"}); e.Code != protocol.CodeRemoteNotFound {
+		t.Fatalf("unknown remote: %v", e)
+	}
+	if after := both(); after != before {
+		t.Fatalf("a refusal changed the repository:\n%s\n---\n%s", before, after)
+	}
+	// Committed work on the branch, the base moved on: no fast-forward.
+	gittest.Write(t, filepath.Join(wtDir, "c.txt"), "c\n", 0o644)
+	gittest.Run(t, wtDir, "add", "-A")
+	gittest.Run(t, wtDir, "commit", "-q", "-m", "c")
+	gittest.Write(t, filepath.Join(repo, "d.txt"), "d\n", 0o644)
+	gittest.Run(t, repo, "add", "-A")
+	gittest.Run(t, repo, "commit", "-q", "-m", "d")
+	before = both()
+	if e := shipErr(&protocol.WorktreeShip{Strategy: "ff", Remote: "origin"}); e.Code != protocol.CodeNotFastForward {
+		t.Fatalf("ff after the base moved: %v", e)
+	}
+	if e := shipErr(&protocol.WorktreeShip{Strategy: "none", Push: true, Remote: "hooked"}); e.Code != protocol.CodePushRejected || !strings.Contains(e.Message, "not welcome") {
+		t.Fatalf("a rejected push: %v", e)
+	}
+	if e := shipErr(&protocol.WorktreeShip{Strategy: "none", PullRequest: true, Remote: "gh"}); e.Code != protocol.CodeForgeAuth || strings.Contains(e.Message, "ghp_") {
+		t.Fatalf("a wrong forge token: %v", e)
+	}
+	if e := shipErr(&protocol.WorktreeShip{Strategy: "none", PullRequest: true, Remote: "origin"}); e.Code != protocol.CodeForgeError {
+		t.Fatalf("a remote on no forge: %v", e)
+	}
+	if after := both(); after != before {
+		t.Fatalf("a refusal changed the repository:\n%s\n---\n%s", before, after)
+	}
+	if len(gh.Pulls()) != 0 {
+		t.Fatal("a refused ship opened a pull request")
+	}
+
+	// The right token: the pull request is opened, its URL returned.
+	e.stop()
+	right := func(c *Config) { withForge(c); c.ForgeToken = token }
+	m.startWith(t, repo, state, nil, builtinOn(srv), right)
+	fc, _ = m.accept(ctx)
+	if _, oe := openIsolated(ctx, fc, wsOf(repo), "s", "", protocol.Isolation{Name: o.Worktree.Name}); oe != nil {
+		t.Fatal(oe)
+	}
+	q := control("s", protocol.TypeWorktreeShip, &protocol.WorktreeShip{Message: "c and more", Strategy: "none", PullRequest: true, Remote: "gh"})
+	fc.send(q)
+	ms := fc.until(ctx, func(x *protocol.Message) bool { return x.ParentID == q.MessageID })
+	sh, ok := ms[len(ms)-1].Payload.(*protocol.WorktreeShipped)
+	if !ok || !sh.Result.Pushed || sh.Result.PRURL != gh.PullURL("acme", "widgets", 1) || len(gh.Pulls()) != 1 {
+		t.Fatalf("pull request: %+v", ms[len(ms)-1].Payload)
+	}
+
+	// A failing setup: the session opens and says so.
+	gittest.Write(t, filepath.Join(repo, ".ferry", "setup"), "#!/bin/sh\necho installing\necho broken >&2\nexit 7\n", 0o755)
+	gittest.Run(t, repo, "add", "-A")
+	gittest.Run(t, repo, "commit", "-q", "-m", "setup")
+	if _, oe := openIsolated(ctx, fc, wsOf(repo), "f", "failing setup", protocol.Isolation{}); oe != nil {
+		t.Fatal(oe)
+	}
+	var final *protocol.WorktreeSetup
+	var st *protocol.Worktree
+	for _, x := range fc.until(ctx, isType(protocol.TypeWorktreeState)) {
+		switch p := x.Payload.(type) {
+		case *protocol.WorktreeSetup:
+			if p.State != protocol.SetupRunning {
+				final = p
+			}
+		case *protocol.WorktreeState:
+			st = &p.Worktree
+		}
+	}
+	if final == nil || final.State != protocol.SetupFailed || final.ExitCode == nil || *final.ExitCode != 7 ||
+		!strings.Contains(final.Output, "installing") || !strings.Contains(final.Output, "broken") || st.Setup != protocol.SetupFailed {
+		t.Fatalf("setup %+v, status %+v", final, st)
+	}
+	srv.Script(fake.Reply{Text: []string{"I will look at the setup."}})
+	fc.send(prompt("f", "why did setup fail?"))
+	for _, x := range fc.until(ctx, isType(protocol.TypeTextDone)) {
+		if p, ok := x.Payload.(*protocol.TextDone); ok && p.StopReason != protocol.StopEndTurn {
+			t.Fatalf("a prompt after a failed setup: %+v", p)
+		}
 	}
 }

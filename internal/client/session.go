@@ -552,12 +552,14 @@ func (s *session) runTurn(ctx context.Context, t *turn, at adapter.Turn) {
 	if err := s.c.emitEnd(s.c.drain, msg, s.id, t.id); err != nil {
 		s.c.log.Error("agent.text.done lost", "session", s.id, "turn", t.id, "err", err)
 	}
+	// While the turn still counts as ending (waitEnding), so that a ship
+	// or removal the user sends on seeing the done comes after it.
+	s.turnEnded(res.Text)
 	s.mu.Lock()
 	s.turn = nil
 	clear(s.waiting) // the turn's questions died with it
 	s.mu.Unlock()
 	close(t.finished)
-	s.turnEnded(res.Text)
 }
 
 // emitFor is the Emit of one turn: it checks what the adapter sends and

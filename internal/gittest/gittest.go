@@ -26,7 +26,7 @@ func Need(t testing.TB) {
 // Run runs git in dir with a clean environment and fails the test on error.
 func Run(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...) //nolint:gosec // tests run git as they ask
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+os.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -38,7 +38,7 @@ func Run(t testing.TB, dir string, args ...string) string {
 // Write writes a file, making its folders.
 func Write(t testing.TB, path, content string, mode os.FileMode) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
@@ -90,7 +90,7 @@ func Checkout(t testing.TB, dir string) string {
 		rel, _ := filepath.Rel(dir, p)
 		if d.IsDir() {
 			if rel == ".git" {
-				data, err := os.ReadFile(filepath.Join(p, "index"))
+				data, err := os.ReadFile(filepath.Join(p, "index")) //nolint:gosec // the test's own repository
 				if err != nil {
 					return err
 				}
@@ -100,7 +100,7 @@ func Checkout(t testing.TB, dir string) string {
 			}
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		data, err := os.ReadFile(p) //nolint:gosec // the test's own repository
 		if err != nil {
 			return err
 		}

@@ -339,6 +339,7 @@ func (m *Master) sweepEmptySessions() {
 		if m.openElsewhere(nil, r.ID) {
 			continue
 		}
+		live, _ := m.session(m.ctx, r.ID) // nil when unreadable: not isolated then
 		if err := m.st.DeleteUnprompted(m.ctx, r.ID); err != nil {
 			if !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrNotFound) {
 				m.log.Warn("deleting an empty session failed", "session", r.ID, "err", err)
@@ -346,6 +347,7 @@ func (m *Master) sweepEmptySessions() {
 			continue
 		}
 		m.log.Info("deleted a session never prompted", "session", r.ID, "created", r.CreatedAt)
+		m.dropEmptyWorktree(live)
 		m.forgetSession(r.ID)
 		m.publishChange(m.ctx, "", protocol.ChangeDeleted, sessionInfo(r))
 	}
@@ -400,6 +402,9 @@ func (m *Master) deleteSession(c *conn, msg *protocol.Message) {
 	if err != nil {
 		fail(sessionError(m.wireError(err, "session")))
 		return
+	}
+	if p.IfEmpty {
+		m.dropEmptyWorktree(s)
 	}
 	m.deleted(c, msg, s, info)
 }

@@ -153,7 +153,14 @@
 //     client knows whether it is busy and answers busy; the master routes
 //     that error to the UI that sent the prompt.
 //   - ui.session.start stores the session before the client opens it; if
-//     the client refuses, the session stays listed, idle and empty.
+//     the client refuses, the session stays listed, idle and empty — except
+//     an isolated one (worktree.go), which is deleted: a refused isolated
+//     start leaves nothing behind. An isolated session's isolation is kept
+//     in its snapshot and sent with every control.session.open (its
+//     worktree's name once known); archiving or deleting it refuses
+//     unshipped_changes without discard and machine_offline, else has the
+//     client remove the worktree first; once its worktree is missing,
+//     nothing that would make it again reaches the client.
 //   - Loaded session state stays in memory for the master's lifetime.
 //     With several nodes, each keeps its own copy of a session it loaded
 //     and folds in the events other nodes stored (read from the store)

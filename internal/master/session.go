@@ -126,6 +126,10 @@ type session struct {
 	// its worktree as the client last reported it (worktree.go).
 	isolation *protocol.Isolation
 	worktree  *protocol.Worktree
+	// usage sums the ended turns' last agent.usage; turnUsage holds the
+	// running turns' (usage.go).
+	usage     protocol.UsageTotals
+	turnUsage map[string]protocol.Usage
 }
 
 type openInteraction struct {
@@ -204,6 +208,9 @@ func (m *Master) loadSession(ctx context.Context, id string) (*session, error) {
 			s.commands = snap.Commands
 			s.caps = snap.Capabilities
 			s.isolation, s.worktree = snap.Isolation, snap.Session.Worktree
+			if u := snap.Session.Usage; u != nil {
+				s.usage = *u
+			}
 			for _, t := range s.turns {
 				if !t.Done {
 					s.text[t.TurnID] = []byte(t.Text)
@@ -277,6 +284,10 @@ func (s *session) infoLocked() protocol.SessionInfo {
 		info.Settings = &st
 	}
 	info.Worktree = cloneWorktree(s.worktree)
+	if s.usage.Turns > 0 {
+		u := s.usage
+		info.Usage = &u
+	}
 	return info
 }
 
@@ -845,6 +856,12 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 		delete(s.text, p.TurnID)
 		s.row.State, s.changed = protocol.SessionIdle, true
 		turnEnded = true
+		s.addTurnUsageLocked(p.TurnID)
+	case *protocol.Usage:
+		if s.turnUsage == nil {
+			s.turnUsage = map[string]protocol.Usage{}
+		}
+		s.turnUsage[p.TurnID] = *p // "so far in a turn": the last one counts
 	case *protocol.InteractionResolved:
 		s.removeOpenLocked(p.InteractionID)
 	case *protocol.PromptRefused:

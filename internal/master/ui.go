@@ -283,7 +283,7 @@ func (m *Master) listSessions(c *conn, msg *protocol.Message) {
 	out := make([]protocol.SessionInfo, len(rows))
 	for i, r := range rows {
 		out[i] = sessionInfo(r)
-		out[i].Worktree = storedWorktree(r.Snapshot)
+		out[i].Worktree, out[i].Usage = storedExtras(r.Snapshot)
 		turns := storedTurns(r.Snapshot)
 		out[i].Preview = preview(turns)
 		if p.Query != "" {

@@ -43,21 +43,22 @@ func (f *controlFrame) isolation() *protocol.Isolation {
 	return &iso
 }
 
-// storedWorktree is the worktree a stored snapshot holds (session lists
-// read the rows, not the live state).
-func storedWorktree(snapshot []byte) *protocol.Worktree {
+// storedExtras are the worktree and usage totals a stored snapshot holds
+// (session lists read the rows, not the live state).
+func storedExtras(snapshot []byte) (*protocol.Worktree, *protocol.UsageTotals) {
 	if len(snapshot) == 0 {
-		return nil
+		return nil, nil
 	}
 	var snap struct {
 		Session struct {
-			Worktree *protocol.Worktree `json:"worktree"`
+			Worktree *protocol.Worktree    `json:"worktree"`
+			Usage    *protocol.UsageTotals `json:"usage"`
 		} `json:"session"`
 	}
 	if json.Unmarshal(snapshot, &snap) != nil {
-		return nil
+		return nil, nil
 	}
-	return snap.Session.Worktree
+	return snap.Session.Worktree, snap.Session.Usage
 }
 
 // dropFailedSession deletes a session whose isolated open the client
@@ -131,6 +132,8 @@ func (m *Master) releaseWorktree(ctx context.Context, s *session, discard, delet
 			Message: "the session's machine did not remove the worktree in time; the session is kept"}
 	case <-ctx.Done():
 		return m.wireError(ctx.Err(), "remove worktree")
+	case <-m.sweepStop: // shutting down: the session is kept
+		return m.wireError(errClosing, "remove worktree")
 	}
 	s.mu.Lock()
 	if s.worktree != nil {
@@ -159,4 +162,37 @@ func (s *session) worktreeGone() *protocol.Error {
 			Message: "the session's worktree is gone (archived, or its folder removed); its branch " + w.Branch + " may still hold the work: start a new session to go on"}
 	}
 	return nil
+}
+
+// dropEmptyWorktree has the client remove the worktree (and branch) of an
+// isolated session deleted because it was never prompted: nothing of the
+// agent's is in it. It runs in the background; when the machine is
+// offline the worktree stays until removed by hand (ferry worktree
+// remove) — logged.
+func (m *Master) dropEmptyWorktree(s *session) {
+	if s == nil || !s.isolated() {
+		return
+	}
+	m.goBG(func() {
+		if e := m.releaseWorktree(m.ctx, s, true, true); e != nil {
+			m.log.Warn("the worktree of a deleted empty session stays on its machine", "session", s.id, "code", e.Code, "err", e.Message)
+		}
+	})
+}
+
+// addTurnUsageLocked adds an ended turn's last agent.usage to the
+// session's totals. A turn that a master restart cut between its usage
+// and its end is counted only if it reported usage again after.
+func (s *session) addTurnUsageLocked(turnID string) {
+	u, ok := s.turnUsage[turnID]
+	if !ok {
+		return
+	}
+	delete(s.turnUsage, turnID)
+	s.usage.Turns++
+	s.usage.InputTokens += u.InputTokens
+	s.usage.OutputTokens += u.OutputTokens
+	s.usage.CacheReadTokens += u.CacheReadTokens
+	s.usage.CacheCreationTokens += u.CacheCreationTokens
+	s.usage.CostUSD += u.CostUSD
 }

@@ -1,6 +1,8 @@
 package master_test
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -65,7 +67,7 @@ func TestIsolatedSessionsOnMaster(t *testing.T) {
 	}
 
 	// Opened: the worktree is in master.session and the lists.
-	req = start("ws1")
+	start("ws1")
 	open = c.next(protocol.TypeSessionOpen)
 	w := isolatedWorktree(true)
 	opened := protocol.New(protocol.TypeSessionOpened, &protocol.SessionOpened{Adapter: "echo", Mode: protocol.ModeDefault, Worktree: &w})
@@ -166,4 +168,68 @@ func TestIsolatedSessionsOnMaster(t *testing.T) {
 	st := manage(ui, sid, protocol.TypeWorktreeStatus, &protocol.WorktreeStatusRequest{})
 	ui.expectError(st.MessageID, protocol.CodeWorktreeMissing, "session_id")
 	subscribe(ui, sid, 0, "")
+
+	// An untitled isolated session left unused (if_empty): deleted, and
+	// its worktree and branch removed on the client.
+	ui.send(protocol.New(protocol.TypeSessionStart, &protocol.SessionStart{MachineID: "m1", WorkspaceID: "ws1", Adapter: "echo",
+		Isolation: &protocol.Isolation{}}))
+	open = c.next(protocol.TypeSessionOpen)
+	w = isolatedWorktree(true) // setup made files: uncommitted, yet nothing of an agent's
+	opened = protocol.New(protocol.TypeSessionOpened, &protocol.SessionOpened{Adapter: "echo", Mode: protocol.ModeDefault, Worktree: &w})
+	opened.SessionID, opened.ParentID = open.SessionID, open.MessageID
+	c.emitMsg(opened)
+	ui.skip = append(ui.skip, protocol.TypeSessionOpened) // the replay of the subscription above
+	sid = ui.next(protocol.TypeSessionAnswer).SessionID
+	d = manage(ui, sid, protocol.TypeSessionDelete, &protocol.SessionDelete{IfEmpty: true})
+	changed(ui, d, protocol.ChangeDeleted)
+	rmMsg = c.next(protocol.TypeWorktreeRemove)
+	if rmMsg.SessionID != sid || rmMsg.Payload.(*protocol.WorktreeRemove).KeepBranch {
+		t.Fatalf("an empty session's worktree removal: %s", describe(rmMsg))
+	}
+	c.send(rmMsg.Reply(protocol.TypeWorktreeRemoved, &protocol.WorktreeRemoved{Branch: "ferry/fix-it"}))
+}
+
+// TestSessionUsageTotals: SessionInfo.usage sums each ended turn's last
+// agent.usage (a turn reports its usage so far, so only the last counts),
+// in master.session.changed and in the lists, and survives a restart.
+func TestSessionUsageTotals(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, master.Config{})
+	ui := e.dialUI("ui")
+	c := e.connectClient(testCaps("m1"), ui)
+	info, _ := startSession(ui, c)
+	for i, u := range [][2]protocol.Usage{
+		{{InputTokens: 100, OutputTokens: 10, CostUSD: 0.01}, {InputTokens: 300, OutputTokens: 30, CostUSD: 0.03}},
+		{{InputTokens: 50, OutputTokens: 5}, {InputTokens: 200, OutputTokens: 20, CacheReadTokens: 7, CostUSD: 0.02}},
+	} {
+		turn := fmt.Sprintf("turn-%d", i)
+		req := prompt(ui, c, info.ID, "go")
+		turnStart(c, req, turn)
+		for _, x := range u {
+			x.TurnID = turn
+			c.waitAck(c.emit(info.ID, protocol.TypeUsage, &x).MessageID)
+		}
+		c.waitAck(c.emit(info.ID, protocol.TypeTextDone, &protocol.TextDone{TurnID: turn, StopReason: protocol.StopEndTurn}).MessageID)
+	}
+	want := protocol.UsageTotals{Turns: 2, InputTokens: 500, OutputTokens: 50, CacheReadTokens: 7, CostUSD: 0.05}
+	check := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			l := list(ui, "")
+			if len(l) == 1 && l[0].Usage != nil && l[0].Usage.Turns == want.Turns && l[0].Usage.InputTokens == want.InputTokens &&
+				l[0].Usage.OutputTokens == want.OutputTokens && l[0].Usage.CacheReadTokens == want.CacheReadTokens &&
+				math.Abs(l[0].Usage.CostUSD-want.CostUSD) < 1e-9 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: usage %+v, want %+v", what, l[0].Usage, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	check("listed")
+	e.restart()
+	ui = e.dialUI("ui2")
+	check("after a restart")
 }
