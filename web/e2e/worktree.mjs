@@ -181,7 +181,12 @@ await main(async (browser) => {
   await step('desktop: Run tests in copy 1 passes; the compare view side by side', async () => {
     const card = desk.locator('.compare-card').nth(0);
     await card.getByRole('button', { name: 'Run tests: session 1' }).click();
-    await until('the test result', async () => /Tests\s*passed/.test((await card.locator('.compare-facts').innerText()).replace(/\n/g, ' ')), 60000);
+    try {
+      await until('the test result', async () => /Tests\s*passed/.test((await card.locator('.compare-facts').innerText()).replace(/\n/g, ' ')), 60000);
+    } catch (e) {
+      log(`copy 1 says: ${await card.innerText()}`);
+      throw e;
+    }
     const boxes = await desk.locator('.compare-card').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().top));
     assert.ok(Math.abs(boxes[0] - boxes[1]) < 2, 'side by side on a desktop');
     await shot(desk, 'worktree-compare-desktop');

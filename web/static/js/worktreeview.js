@@ -383,7 +383,10 @@ export function showCompare(app, group, main) {
     if (!wrap.isConnected) return;
     const list = groupOf([...app.sessions, ...app.archived], group);
     const live = list.filter((s) => !s.archived);
-    // Each copy's tokens and cost add up from its agent.usage events.
+    // Subscribed to every copy: the master relays a stored answer (a
+    // test run, a ship) to the session's subscribers, and a copy without
+    // the master's usage totals (SessionInfo.usage) yet adds up its
+    // agent.usage events.
     for (const s of list) app.watch(s);
     // A redraw keeps the focus on the control that had it.
     const had = body.contains(document.activeElement) ? document.activeElement.dataset.focus : '';
