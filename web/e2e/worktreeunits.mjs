@@ -202,6 +202,8 @@ check('a ship\'s outcome: what was done, and the pull request or compare link', 
   assert.deepEqual(c.links, [{ href: 'https://example.com/compare/main...ferry/x', text: 'Open a pull request on the forge' }]);
   assert.deepEqual(shipOutcome({ strategy: 'none', merged: false, pushed: false }, WT).lines, ['Nothing to ship: the branch had nothing new.']);
   assert.deepEqual(shipOutcome({ strategy: 'ff', merged: true, pushed: false }, WT).lines, ['Fast-forwarded into main.']);
+  assert.deepEqual(shipOutcome({ commit: 'abcdef0123456789', strategy: 'squash', merged: true, merge_commit: 'abcdef0123456789', pushed: false }, WT).lines,
+    ['Squash-merged into main (abcdef0123).'], 'one commit, said once');
 });
 
 check('every ship error code of the protocol has a human line and says what to do', () => {

@@ -206,7 +206,8 @@ export function shipOutcome(r, wt) {
   const base = wt?.base || 'the base branch';
   const branch = wt?.branch || 'the branch';
   const lines = [];
-  if (r.commit) lines.push(`Committed ${r.commit.slice(0, 10)} on ${branch}.`);
+  // A commit the merge itself made is said once, with the merge.
+  if (r.commit && r.commit !== r.merge_commit) lines.push(`Committed ${r.commit.slice(0, 10)} on ${branch}.`);
   if (r.merged) {
     const how = { squash: 'Squash-merged', ff: 'Fast-forwarded', merge: 'Merged' }[r.strategy] || 'Merged';
     lines.push(`${how} into ${base}${r.merge_commit ? ` (${r.merge_commit.slice(0, 10)})` : ''}.`);
