@@ -446,6 +446,18 @@ func TestBrowserWorktree(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(gitRun(t, repo, "branch", "--list")))
 	})
+	// /models: the models the agent's turns asked the provider for.
+	ctl.HandleFunc("POST /models", func(w http.ResponseWriter, _ *http.Request) {
+		seen := map[string]bool{}
+		list := []string{}
+		for _, r := range srv.ModelRequests() {
+			if m := r.Model(); m != "" && !seen[m] {
+				seen[m] = true
+				list = append(list, m)
+			}
+		}
+		_ = json.NewEncoder(w).Encode(list)
+	})
 	runScriptWithin(t, 300*time.Second, node, "worktree.mjs", map[string]any{"base": base, "login": login,
 		"control": serveControl(t, ctl), "chromium": chromium, "screenshots": shotsDir(t, dir)})
 }

@@ -153,6 +153,8 @@ await main(async (browser) => {
     await desk.locator('#ns-title').fill('Greeting contest');
     await desk.locator('#ns-copies').selectOption('2');
     await desk.locator('#ns-copy-agent-2').waitFor();
+    // Copy 2 runs another model of the same agent.
+    await desk.locator('#ns-copy-model-2').fill('claude-3-5-haiku-20241022');
     await desk.locator('#ns-prompt').fill(PROMPT);
     await audit(desk, 'desktop new best of 2');
     await screenshot(desk, 'worktree-best-of-2-desktop');
@@ -176,6 +178,10 @@ await main(async (browser) => {
       await until(`copy ${i + 1}: 1 file, +1 −1`, async () => /Files\s*1\s*Lines\s*\+1\s*−1/.test((await facts(i).innerText()).replace(/\n/g, ' ')), WAIT);
       await until(`copy ${i + 1}: its tokens`, async () => /Tokens\s*[\d.]+k/.test((await facts(i).innerText()).replace(/\n/g, ' ')), WAIT);
     }
+    await until('copy 2 names its model', async () => /· claude-3-5-haiku-20241022$/.test((await desk.locator('.compare-card').nth(1).locator('h2').innerText()).trim()), WAIT);
+    const models = JSON.parse(await control('/models'));
+    log(`models asked: ${JSON.stringify(models)}`);
+    assert.ok(models.includes('claude-3-5-haiku-20241022'), 'copy 2 ran on its own model');
   });
 
   await step('desktop: Run tests in copy 1 passes; the compare view side by side', async () => {

@@ -402,6 +402,8 @@ export function showCompare(app, group, main) {
       const t = tests.get(s.id);
       const m = app.machines.find((x) => x.id === s.machine_id);
       const agentName = m?.adapters?.find((a) => a.id === s.adapter)?.name || s.adapter;
+      // The model in force: the copy's own events first (a pick from the form), else the list's.
+      const model = app.states.get(s.id)?.settings?.model || s.settings?.model || '';
       const testText = t?.running ? 'running…'
         : t?.error ? `not run: ${t.error}`
           : t && !t.ran ? 'no test command (.ferry/test)'
@@ -410,7 +412,7 @@ export function showCompare(app, group, main) {
       const row = (k, v, cls = '') => [h('dt', { text: k }), h('dd', { class: cls }, v)];
       const others = live.filter((x) => x.id !== s.id);
       const card = h('li', { class: 'compare-card', dataset: { session: s.id }, 'aria-labelledby': `cmp-${i}` },
-        h('h2', { id: `cmp-${i}`, class: 'compare-name' }, h('a', { href: `#/s/${encodeURIComponent(s.id)}`, text: `${i + 1}. ${agentName}${s.settings?.model ? ` · ${s.settings.model}` : ''}` })),
+        h('h2', { id: `cmp-${i}`, class: 'compare-name' }, h('a', { href: `#/s/${encodeURIComponent(s.id)}`, text: `${i + 1}. ${agentName}${model ? ` · ${model}` : ''}` })),
         h('p', { class: 'muted small', text: `${s.state === 'running' ? 'running' : s.waiting ? 'waiting for you' : 'idle'}${s.archived ? ' · archived' : ''} · ${formatWhen(s.updated_at)}` }),
         h('dl', { class: 'compare-facts' },
           row('Branch', h('code', { text: b?.branch || '—' })),
