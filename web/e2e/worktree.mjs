@@ -260,6 +260,11 @@ await main(async (browser) => {
 
   await step('desktop: Delete… of an isolated session says its worktree goes, and can take the branch', async () => {
     const b = (await desk.locator('.head-branch .branch-name').innerText()).trim();
+    // The menu leads back to the copies' compare view.
+    const cmp = await sessionMenu(desk, 'session-compare');
+    assert.equal((await cmp.innerText()).trim(), 'Compare the 2 copies');
+    assert.equal(await cmp.getAttribute('href'), `#/compare/${encodeURIComponent(group)}`);
+    await desk.keyboard.press('Escape');
     await (await sessionMenu(desk, 'session-delete')).click();
     const d = desk.locator('#delete-dialog');
     await d.waitFor();
