@@ -178,6 +178,10 @@ func (s *session) isolate(ctx context.Context, p *protocol.SessionOpen) (iso *is
 		created = true
 		b = &binding{Session: s.id, Repo: repo.Top, Name: wt.Name, Base: wt.Base, Group: iso.Group, Setup: protocol.SetupNone}
 	}
+	if b.Setup == protocol.SetupRunning {
+		// The client stopped during the setup: it did not finish.
+		b.Setup = protocol.SetupFailed
+	}
 	iso, err = c.deriveWorkspace(ctx, s.ws, repo, wt)
 	if err == nil {
 		iso.b = *b
@@ -355,16 +359,26 @@ func (o *setupOutput) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	o.tail = keepTail(append(o.tail, p...), protocol.MaxWorktreeOutput)
 	o.pending = keepTail(append(o.pending, p...), protocol.MaxWorktreeOutput)
-	flush := time.Since(o.last) >= setupFlush || len(o.pending) >= setupChunk
-	var chunk []byte
-	if flush {
-		chunk, o.pending, o.last = o.pending, nil, time.Now()
-	}
+	soon := len(o.pending) >= setupChunk
 	o.mu.Unlock()
-	if flush {
-		o.s.emitSetup(protocol.SetupRunning, chunk, nil)
+	if soon {
+		o.flush(0)
 	}
 	return len(p), nil
+}
+
+// flush sends the output not sent yet, if any, once age has passed since
+// the last send.
+func (o *setupOutput) flush(age time.Duration) {
+	o.mu.Lock()
+	if len(o.pending) == 0 || time.Since(o.last) < age {
+		o.mu.Unlock()
+		return
+	}
+	chunk := o.pending
+	o.pending, o.last = nil, time.Now()
+	o.mu.Unlock()
+	o.s.emitSetup(protocol.SetupRunning, chunk, nil)
 }
 
 // keepTail returns b's last n bytes, starting at a whole UTF-8 character.
@@ -400,9 +414,30 @@ func (s *session) runSetup(ctx context.Context) {
 	iso.mu.Lock()
 	iso.b.Setup = protocol.SetupRunning
 	iso.mu.Unlock()
+	if err := iso.save(s.c); err != nil { // a restart then says it was cut short
+		s.c.log.Error("save worktree binding", "session", s.id, "err", err)
+	}
 	s.emitSetup(protocol.SetupRunning, nil, nil)
 	out := &setupOutput{s: s, last: time.Now()}
+	// A quiet script's last lines still show within setupFlush.
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		tick := time.NewTicker(setupFlush / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				out.flush(setupFlush)
+			}
+		}
+	}()
 	_, err := iso.wt.Setup(ctx, out, SetupTimeout)
+	close(stop)
+	<-ticked
 	state, exit := protocol.SetupOK, exitCode(err)
 	if err != nil {
 		state = protocol.SetupFailed

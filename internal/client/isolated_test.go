@@ -20,6 +20,14 @@ import (
 	"github.com/ferry-dev/ferry/protocol"
 )
 
+// isoContext bounds a test of isolated sessions: each runs many git
+// steps, slow on a loaded machine under -race.
+func isoContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func builtinOn(srv *fake.Server) envOpt {
 	f := fake.Anthropic
 	return withAdapters(builtin.New(builtin.Config{
@@ -53,7 +61,7 @@ func openIsolated(ctx context.Context, fc *fakeConn, wsID, sid, title string, is
 // `@` search all see the worktree, and a removal keeps the branch.
 func TestIsolatedSession(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
+	ctx := isoContext(t)
 	repo := gittest.NewRepo(t, map[string]string{
 		"README.md":    "# proj\n",
 		".gitignore":   "setup.log\n",
@@ -210,7 +218,7 @@ func TestIsolatedSession(t *testing.T) {
 // ship, and a re-open after a restart answers worktree_missing.
 func TestIsolatedBadInput(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
+	ctx := isoContext(t)
 	repo := gittest.NewRepo(t, map[string]string{"a.txt": "a\n"})
 	detached := gittest.NewRepo(t, map[string]string{"b.txt": "b\n"})
 	gittest.Run(t, detached, "checkout", "-q", "--detach")
@@ -314,7 +322,6 @@ func TestIsolatedBadInput(t *testing.T) {
 		t.Fatalf("the branch was not kept: %v", got)
 	}
 	_ = e2
-	_ = time.Second
 }
 
 // TestIsolatedShip: ships through the client with the real git and a
@@ -325,7 +332,7 @@ func TestIsolatedBadInput(t *testing.T) {
 // merge, and base_dirty when the user's checkout has the file changed.
 func TestIsolatedShip(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
+	ctx := isoContext(t)
 	repo := gittest.NewRepo(t, map[string]string{"a.txt": "one\n"})
 	bare := filepath.Join(t.TempDir(), "origin.git")
 	gittest.Run(t, t.TempDir(), "init", "-q", "--bare", bare)
@@ -433,10 +440,11 @@ func TestIsolatedShip(t *testing.T) {
 
 // TestIsolatedReopen: after a restart of the client, a re-open of an
 // isolated session (the master sends the worktree's name) finds the same
-// worktree with its uncommitted change; setup does not run again.
+// worktree with its uncommitted change; setup does not run again, and a
+// setup the stop cut short is reported failed.
 func TestIsolatedReopen(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
+	ctx := isoContext(t)
 	repo := gittest.NewRepo(t, map[string]string{"a.txt": "a\n", ".gitignore": "runs\n", ".ferry/setup": "#!/bin/sh\necho x >> runs\n"})
 	srv := fake.New(t)
 	m := newFakeMaster(t)
@@ -455,13 +463,23 @@ func TestIsolatedReopen(t *testing.T) {
 	}
 	gittest.Write(t, filepath.Join(matches[0], "a.txt"), "changed\n", 0o644)
 	e.stop()
+	// As if the client had stopped during the setup.
+	bindings, _ := filepath.Glob(filepath.Join(state, "isolated", "*.json"))
+	if len(bindings) != 1 {
+		t.Fatalf("bindings: %v", bindings)
+	}
+	data, err := os.ReadFile(bindings[0])
+	if err != nil || !strings.Contains(string(data), `"setup":"ok"`) {
+		t.Fatalf("binding %s: %v", data, err)
+	}
+	gittest.Write(t, bindings[0], strings.Replace(string(data), `"setup":"ok"`, `"setup":"running"`, 1), 0o600)
 	m.startOn(t, repo, state, builtinOn(srv))
 	fc, _ = m.accept(ctx)
 	o2, oe := openIsolated(ctx, fc, caps.Workspaces[0].ID, "s", "Keep me", protocol.Isolation{Name: o.Worktree.Name})
 	if oe != nil {
 		t.Fatal(oe)
 	}
-	if w := o2.Worktree; w.Name != o.Worktree.Name || !w.Uncommitted || !w.Unshipped || w.Setup != protocol.SetupOK {
+	if w := o2.Worktree; w.Name != o.Worktree.Name || !w.Uncommitted || !w.Unshipped || w.Setup != protocol.SetupFailed {
 		t.Fatalf("re-opened worktree %+v", w)
 	}
 	if runs, _ := os.ReadFile(filepath.Join(matches[0], "runs")); string(runs) != "x\n" {
@@ -481,7 +499,7 @@ func TestIsolatedReopen(t *testing.T) {
 // takes a prompt.
 func TestIsolatedRefusals(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
+	ctx := isoContext(t)
 	const token = "ghp_rightToken0123456789abcdef"
 	gh := forgetest.New(t, token)
 	repo := gittest.NewRepo(t, map[string]string{"a.txt": "one\n", "sub/b.txt": "b\n"})
