@@ -2,13 +2,16 @@
 // router (#/ the lists, #/new a new session, #/s/<id> a session) and the
 // sign-in screen.
 
-import { h, clear, debounce, formatWhen, frameThrottle } from './util.js';
+import { h, clear, debounce, formatWhen, frameThrottle, uuid } from './util.js';
 import { Connection, message } from './conn.js';
 import { SessionState } from './session.js';
 import { SessionView } from './sessionview.js';
 import { WaitingBadge, waitingCount } from './badge.js';
 import { Notifier } from './notify.js';
 import { PhoneLink } from './phonelink.js';
+import { CODES } from './codes.js';
+import { branchInfo, showCompare } from './worktreeview.js';
+import { MAX_COPIES, isolatedChoice, rememberIsolated, startPayloads, workspaceKey } from './worktree.js';
 
 // LOGO is the app's icon (the favicon), beside the app's versioned modules.
 const LOGO = new URL('../favicon.svg', import.meta.url).href;
@@ -34,6 +37,8 @@ function parseRoute() {
   const params = new URLSearchParams(query || '');
   const m = /^\/s\/([^/]+)$/.exec(path);
   if (m) return { name: 'session', id: decodeURIComponent(m[1]) };
+  const g = /^\/compare\/([^/]+)$/.exec(path);
+  if (g) return { name: 'compare', group: decodeURIComponent(g[1]) };
   if (path === '/new') return { name: 'new', params };
   return { name: 'home' };
 }
@@ -51,6 +56,8 @@ export class App {
     this.found = null;
     this.listed = false;
     this.states = new Map(); // session id → SessionState
+    this.watching = new Set(); // sessions subscribed without a view (watch)
+    this.renderCompare = frameThrottle(() => this.compareDraw?.());
     this.view = null; // the SessionView shown
     this.errorHandlers = new Map(); // message_id → {fn, timer}
     this.signedOut = null;
@@ -197,7 +204,7 @@ export class App {
     }
     for (const s of [...this.sessions, ...this.archived]) {
       const st = this.states.get(s.id);
-      if (st) Object.assign(st.info, { title: s.title, archived: !!s.archived });
+      if (st) Object.assign(st.info, { title: s.title, archived: !!s.archived, worktree: s.worktree || st.info.worktree });
     }
     this.searchNow();
     this.sessionsChanged();
@@ -245,6 +252,38 @@ export class App {
         break;
     }
     if (msg.session_id && this.view && msg.session_id === this.view.state.id) this.view.onMessage(msg);
+    else if (msg.session_id && this.watching.has(msg.session_id)) this.watchMessage(msg);
+  }
+
+  /**
+   * watch subscribes to session info's events without a view (the compare
+   * view adds up each copy's agent.usage), into the state a view of it
+   * would use; unwatchAll ends that, but for session keep (a view's own).
+   */
+  watch(info) {
+    if (this.watching.has(info.id) || this.view?.state.id === info.id) return;
+    let st = this.states.get(info.id);
+    if (!st) {
+      st = new SessionState(info);
+      this.states.set(info.id, st);
+    }
+    this.watching.add(info.id);
+    this.conn.request(message('ui.session.subscribe', st.subscribePayload(), info.id)).catch(() => this.watching.delete(info.id));
+  }
+
+  watchMessage(msg) {
+    const st = this.states.get(msg.session_id);
+    if (!st) return;
+    if (msg.type === 'master.subscribed') st.onSubscribed(msg.payload);
+    else if (st.accept(msg) === 'resync') this.conn.send(message('ui.session.subscribe', st.subscribePayload(), st.id));
+    this.renderCompare();
+  }
+
+  unwatchAll(keep = '') {
+    for (const id of this.watching) {
+      if (id !== keep && this.conn.state === 'open') this.conn.send(message('ui.session.unsubscribe', {}, id));
+    }
+    this.watching.clear();
   }
 
   /** refreshSessionsSoon refreshes the sessions list (the heartbeat's pace). */
@@ -281,6 +320,12 @@ export class App {
       const i = this.sessions.findIndex((x) => x.id === session.id);
       if (i >= 0) this.sessions[i] = { ...this.sessions[i], ...session, waiting: session.waiting || 0 };
       else this.sessions.unshift(session);
+      // An isolated session's branch changed (session.worktree.status).
+      const st = this.states.get(session.id);
+      if (st && session.worktree) {
+        st.info.worktree = session.worktree;
+        if (this.view?.state === st) this.view.render();
+      }
       this.sessionsChanged();
       return;
     }
@@ -316,6 +361,7 @@ export class App {
     if (st) Object.assign(st.info, { title: session.title, archived: !!session.archived });
     this.searchNow();
     this.renderSidebar();
+    this.compareDraw?.();
     if (this.view?.state.id === session.id) this.view.render();
   }
 
@@ -367,6 +413,7 @@ export class App {
   /** sessionsChanged redraws the list and updates the title and badge. */
   sessionsChanged() {
     this.renderSidebar();
+    this.compareDraw?.();
     // Not in the sidebar's frame: a hidden tab draws no frames, and that
     // is when the title and the badge matter.
     this.badge.show(waitingCount(this.sessions));
@@ -381,6 +428,7 @@ export class App {
       return;
     }
     this.root.dataset.view = r.name;
+    this.unwatchAll(r.name === 'session' ? r.id : '');
     if (this.view && !(r.name === 'session' && this.view.state.id === r.id)) this.dropIfEmpty();
     if (r.name === 'session') {
       if (this.view && this.view.state.id === r.id) return;
@@ -404,6 +452,12 @@ export class App {
       return;
     }
     this.leaveSession();
+    this.compareDraw = null;
+    if (r.name === 'compare') {
+      this.compareDraw = showCompare(this, r.group, this.main);
+      this.renderSidebar();
+      return;
+    }
     this.showStart(r.name === 'new' ? r.params : null);
     this.renderSidebar();
   }
@@ -504,6 +558,25 @@ export class App {
     const agentHelp = h('ul', { id: 'ns-agent-help', class: 'agent-help small muted', hidden: true });
     agentSel.setAttribute('aria-describedby', 'ns-agent-help');
     const title = h('input', { id: 'ns-title', type: 'text', maxlength: '200', placeholder: 'e.g. fix the login bug', autocomplete: 'off' });
+    // Isolated sessions (docs/worktrees.md): offered in a git workspace
+    // only, remembered per workspace; a best of N starts N copies on one
+    // prompt, each on its own branch.
+    const iso = h('input', { id: 'ns-isolated', type: 'checkbox', role: 'switch', 'aria-describedby': 'ns-isolated-help' });
+    const baseIn = h('input', { id: 'ns-base', type: 'text', autocomplete: 'off', spellcheck: 'false', maxlength: '250' });
+    const copiesSel = h('select', { id: 'ns-copies' });
+    for (let n = 1; n <= MAX_COPIES; n++) copiesSel.appendChild(h('option', { value: String(n), text: n === 1 ? '1 session' : `${n} copies (best of ${n})` }));
+    const copiesBox = h('div', { class: 'ns-copies stack' });
+    const prompt = h('textarea', { id: 'ns-prompt', rows: '3', placeholder: 'The task every copy gets', 'aria-describedby': 'ns-prompt-help' });
+    const promptRow = h('div', { class: 'stack', hidden: true },
+      h('label', { for: 'ns-prompt', text: 'Prompt (sent to every copy)' }), prompt,
+      h('p', { id: 'ns-prompt-help', class: 'muted small', text: 'Each copy gets this prompt on its own branch; then compare them side by side.' }));
+    const isoOpts = h('div', { class: 'ns-iso-opts stack', hidden: true },
+      h('label', { for: 'ns-base', text: 'Base branch' }), baseIn,
+      h('label', { for: 'ns-copies', text: 'Run' }), copiesSel, copiesBox, promptRow);
+    const isoBox = h('div', { class: 'ns-iso stack', hidden: true },
+      h('div', { class: 'switch-row' }, iso, h('label', { for: 'ns-isolated', text: 'Isolated (own branch)' })),
+      h('p', { id: 'ns-isolated-help', class: 'muted small', text: 'The agent works in a worktree of its own on a new branch ferry/NAME: your checkout is not touched until you ship.' }),
+      isoOpts);
     const err = h('p', { class: 'form-error', role: 'alert' });
     const startBtn = h('button', { type: 'submit', class: 'btn primary', text: 'Start session' });
     const unreachable = h('p', { class: 'callout', id: 'ns-unreachable', role: 'status', hidden: true,
@@ -515,7 +588,7 @@ export class App {
       h('label', { for: 'ns-agent', text: 'Agent' }), agentSel, agentHelp,
       h('label', { for: 'ns-mode', text: 'Mode' }), modeSel,
       h('label', { for: 'ns-title', text: 'Title (optional)' }), title,
-      err, startBtn);
+      isoBox, err, startBtn);
     const none = h('div', { class: 'callout', hidden: true },
       h('p', { text: 'No machine is connected yet.' }),
       h('p', { class: 'small' }, 'Run ', h('code', { text: 'ferry up' }), ' on the machine with your code, or ', h('code', { text: 'ferry connect --master URL --token-file FILE' }), ' with a client token from ', h('code', { text: 'ferry token create' }), '.'));
@@ -566,7 +639,51 @@ export class App {
       const a = startable.find((x) => x.id === agentSel.value);
       fill(modeSel, (a?.modes?.length ? a.modes : ['default']).map((x) => ({ value: x, label: x })), modeSel.value || 'default');
       startBtn.disabled = !m || !online(m) || !a;
+      const w = m?.workspaces?.find((x) => x.id === wsSel.value);
+      isoBox.hidden = !w?.git;
+      const key = w ? workspaceKey(m.id, w.id) : '';
+      if (key !== isoKey) {
+        // Another workspace: its own remembered choice and current branch.
+        isoKey = key;
+        iso.checked = !!w?.git && isolatedChoice(localStorage, key);
+        baseIn.value = w?.branch || '';
+        baseIn.placeholder = w?.branch || 'the current branch';
+      }
+      drawCopies(startable);
     };
+    let isoKey = null;
+    const drawCopies = (startable) => {
+      isoOpts.hidden = !iso.checked || isoBox.hidden;
+      const n = isoOpts.hidden ? 1 : Number(copiesSel.value);
+      promptRow.hidden = n < 2;
+      firstModelRow.hidden = n < 2;
+      startBtn.textContent = n > 1 ? `Start ${n} sessions` : 'Start session';
+      // Copies 2..n each pick an agent and a model (default: the first's).
+      while (copiesBox.children.length > n - 1) copiesBox.lastChild.remove();
+      for (let i = copiesBox.children.length + 2; i <= n; i++) {
+        const sel = h('select', { id: `ns-copy-agent-${i}` });
+        const model = h('input', { id: `ns-copy-model-${i}`, type: 'text', autocomplete: 'off', spellcheck: 'false', maxlength: '200', placeholder: 'the agent’s default' });
+        copiesBox.appendChild(h('fieldset', { class: 'ns-copy', dataset: { copy: String(i) } },
+          h('legend', { text: `Copy ${i}` }),
+          h('label', { for: sel.id, text: 'Agent' }), sel,
+          h('label', { for: model.id, text: 'Model (optional)' }), model));
+      }
+      for (const fs of copiesBox.children) {
+        const sel = fs.querySelector('select');
+        const keep = sel.value || agentSel.value;
+        fill(sel, [{ value: '', label: 'Same as the first' }, ...startable.map((x) => ({ value: x.id, label: x.name === x.id ? x.id : `${x.name} (${x.id})` }))], keep === agentSel.value ? '' : keep);
+      }
+    };
+    // The first copy's model, when a best of N compares models.
+    const firstModel = h('input', { id: 'ns-copy-model-1', type: 'text', autocomplete: 'off', spellcheck: 'false', maxlength: '200', placeholder: 'the agent’s default' });
+    const firstModelRow = h('div', { class: 'stack ns-first-model', hidden: true }, h('label', { for: 'ns-copy-model-1', text: 'Model of the first (optional)' }), firstModel);
+    copiesSel.after(firstModelRow);
+    iso.addEventListener('change', () => {
+      rememberIsolated(localStorage, isoKey, iso.checked);
+      draw();
+    });
+    copiesSel.addEventListener('change', draw);
+    wsSel.addEventListener('change', draw);
     this.drawForm = () => {
       if (wrap.isConnected) draw();
     };
@@ -578,19 +695,46 @@ export class App {
       err.textContent = '';
       const payload = { machine_id: machineSel.value, workspace_id: wsSel.value, adapter: agentSel.value, mode: modeSel.value };
       if (title.value.trim()) payload.title = title.value.trim();
+      const isolated = !isoBox.hidden && iso.checked;
+      const n = isolated ? Number(copiesSel.value) : 1;
+      if (n > 1 && !prompt.value.trim()) {
+        err.textContent = 'Write the prompt every copy gets.';
+        prompt.focus();
+        return;
+      }
+      const copies = [...copiesBox.children].map((fs) => ({ adapter: fs.querySelector('select').value, model: fs.querySelector('input').value.trim() }));
+      const group = uuid();
+      const payloads = startPayloads(payload, isolated ? { base: baseIn.value.trim() } : null, n, copies, group);
+      const label = startBtn.textContent;
       startBtn.disabled = true;
       startBtn.textContent = 'Starting…';
+      const started = [];
       try {
-        const ans = await this.conn.request(message('ui.session.start', payload), 40000);
-        const info = ans.payload.session;
-        // Its status change (master.session.changed) may have listed it already.
-        this.sessions = [info, ...this.sessions.filter((x) => x.id !== info.id)];
-        location.hash = `#/s/${encodeURIComponent(info.id)}`;
+        for (const p of payloads) {
+          const ans = await this.conn.request(message('ui.session.start', p), 60000);
+          const info = ans.payload.session;
+          started.push(info);
+          // Its status change (master.session.changed) may have listed it already.
+          this.sessions = [info, ...this.sessions.filter((x) => x.id !== info.id)];
+        }
       } catch (ex) {
-        err.textContent = `The session did not start: ${ex.message}`;
+        err.textContent = `${started.length ? `${started.length} of ${payloads.length} sessions started; the next did not` : 'The session did not start'}: ${ex.message}${codeHelp(ex.code)}`;
         startBtn.disabled = false;
-        startBtn.textContent = 'Start session';
+        startBtn.textContent = label;
+        if (!started.length) return;
       }
+      if (n < 2) {
+        location.hash = `#/s/${encodeURIComponent(started[0].id)}`;
+        return;
+      }
+      // Best of N: each copy's model, then the same prompt to each.
+      const models = [firstModel.value.trim(), ...copies.map((c) => c.model)];
+      started.forEach((info, i) => {
+        const onErr = (e) => this.toast(`Copy ${i + 1}: ${e.message}`);
+        if (models[i]) this.control('control.session.settings', { model: models[i] }, info.id, onErr);
+        this.sendControl(message('ui.prompt', { segments: [{ kind: 'text', text: prompt.value.trim() }] }, info.id), onErr);
+      });
+      location.hash = `#/compare/${encodeURIComponent(group)}`;
     });
   }
 
@@ -689,6 +833,7 @@ export class App {
             dataset: { session: s.id },
           }, h('span', { class: 'session-name', text: sessionLabel(s) }),
           previewLine(s),
+          branchInfo(s.worktree),
           h('span', { class: 'session-sub small muted' }, sessionState(s), `${s.adapter} · ${formatWhen(s.updated_at)}`))));
         }
         if (!list.length) sl.appendChild(h('li', { class: 'muted small none', text: 'No sessions yet' }));
@@ -705,6 +850,12 @@ export class App {
     side.appendChild(ul);
     side.appendChild(this.notifier.el);
   }
+}
+
+/** codeHelp is what a start's refusal adds: what its code means (codes.js). */
+function codeHelp(code) {
+  const line = CODES[code];
+  return line ? ` (${line})` : '';
 }
 
 /**

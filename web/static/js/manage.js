@@ -6,9 +6,10 @@
 // control is a menu item, touch-sized on phones: nothing hides behind a
 // hover.
 
-import { h } from './util.js';
+import { h, clear } from './util.js';
 import { message } from './conn.js';
 import { CODES } from './codes.js';
+import { unshippedLoss } from './worktree.js';
 
 /** MAX_TITLE mirrors protocol.MaxTitleRunes. */
 export const MAX_TITLE = 200;
@@ -36,6 +37,44 @@ export function cleanTitle(title) {
   if ([...t].length > MAX_TITLE) return { title: t, problem: `A title has at most ${MAX_TITLE} characters.` };
   if (BAD_TITLE.test(t)) return { title: t, problem: 'A title cannot hold control characters or invisible formatting (such as zero-width or right-to-left marks).' };
   return { title: t, problem: '' };
+}
+
+/**
+ * confirmUnshipped asks before archiving or deleting isolated sessions
+ * with unshipped work, naming for each what is lost, with "also delete
+ * the branch". It resolves {deleteBranch} when confirmed, null otherwise.
+ */
+export function confirmUnshipped(container, infos, verb) {
+  return new Promise((resolve) => {
+    const del = h('input', { type: 'checkbox', id: 'unshipped-branch' });
+    const list = h('ul', { class: 'wt-loss' });
+    const draw = () => {
+      clear(list);
+      for (const s of infos) {
+        const l = unshippedLoss(s.worktree, del.checked);
+        list.appendChild(h('li', {}, h('strong', { text: s.title || 'Untitled session' }), `: ${l.what}. Lost: ${l.lost}.`));
+      }
+    };
+    del.addEventListener('change', draw);
+    draw();
+    let answer = null;
+    const n = infos.length;
+    const d = h('dialog', { class: 'dialog', id: 'unshipped-dialog', 'aria-labelledby': 'unshipped-title' },
+      h('div', { class: 'dialog-head' }, h('h2', { id: 'unshipped-title', text: `${verb} ${n === 1 ? 'a session' : `${n} sessions`} with unshipped changes?` })),
+      h('p', { text: `${verb === 'Delete' ? 'Deleting' : 'Archiving'} removes the worktree folder${n === 1 ? '' : 's'}; what is not in the base branch is listed here.` }),
+      list,
+      h('div', { class: 'wt-check' }, del, h('label', { for: 'unshipped-branch', text: n === 1 ? 'Also delete the branch' : 'Also delete the branches' })),
+      h('div', { class: 'q-actions' },
+        h('button', { type: 'button', class: 'btn', id: 'unshipped-cancel', text: 'Cancel', onclick: () => d.close() }),
+        h('button', { type: 'button', class: 'btn danger', id: 'unshipped-confirm', text: `${verb} and discard`, onclick: () => { answer = { deleteBranch: del.checked }; d.close(); } })));
+    d.addEventListener('close', () => {
+      d.remove();
+      resolve(answer);
+    });
+    container.appendChild(d);
+    d.showModal();
+    d.querySelector('#unshipped-cancel').focus();
+  });
 }
 
 /** errorText is a refusal as a person reads it. */
@@ -134,12 +173,26 @@ export class SessionActions {
     }
   }
 
-  async setArchived(archived) {
+  async setArchived(archived, extra = null) {
+    // An isolated session's unshipped work goes with its worktree: ask
+    // first, naming it (docs/worktrees.md, "Cleaning up").
+    const wt = this.info.worktree;
+    if (archived && !extra && wt?.unshipped) {
+      const ok = await confirmUnshipped(this.view.el, [this.info], 'Archive');
+      if (!ok) return;
+      extra = { discard: true, ...(ok.deleteBranch ? { delete_branch: true } : {}) };
+    }
     try {
-      const ans = await this.app.conn.request(message('ui.session.archive', { archived }, this.info.id));
+      const ans = await this.app.conn.request(message('ui.session.archive', { archived, ...(extra || {}) }, this.info.id), 60000);
       this.app.applyChange(ans.payload);
       this.app.announce(archived ? 'The session is archived.' : 'The session is back in the list.');
     } catch (err) {
+      // The list was behind: the master knows of unshipped work.
+      if (archived && !extra && err.code === 'unshipped_changes' && wt) {
+        this.info.worktree = { ...wt, unshipped: true };
+        this.setArchived(true);
+        return;
+      }
       this.app.toast(`Not ${archived ? 'archived' : 'unarchived'}: ${errorText(err)}`);
     }
   }
@@ -153,6 +206,7 @@ export class SessionActions {
         h('div', { class: 'dialog-head' }, h('h2', { id: 'delete-title', text: 'Delete this session?' })),
         h('p', {}, this.dialogName, ' and its whole history go for good: the conversation, the files uploaded to it and the download links of the files the agent handed over. The files in the workspace stay.'),
         h('p', { class: 'muted small', text: 'To keep it out of the way without losing it, archive it instead.' }),
+        this.wtNote = h('div', { class: 'wt-delete callout', hidden: true }),
         this.dialogErr,
         h('div', { class: 'q-actions' },
           h('button', { type: 'button', class: 'btn', id: 'delete-cancel', text: 'Cancel', onclick: () => this.dialog.close() }),
@@ -161,13 +215,40 @@ export class SessionActions {
     }
     this.dialogName.textContent = this.info.title || 'This untitled session';
     this.dialogErr.textContent = '';
+    this.drawWorktreeNote();
     this.dialog.showModal();
     this.dialog.querySelector('#delete-cancel').focus();
   }
 
+  /**
+   * drawWorktreeNote says, in the delete dialog of an isolated session,
+   * that its worktree goes and what unshipped work goes with it, with
+   * "Also delete the branch".
+   */
+  drawWorktreeNote() {
+    const wt = this.info.worktree;
+    this.wtNote.hidden = !wt;
+    if (!wt) return;
+    const box = h('input', { type: 'checkbox', id: 'delete-branch' });
+    const said = h('p');
+    const say = () => {
+      const l = unshippedLoss(wt, box.checked);
+      said.textContent = wt.unshipped
+        ? `Its worktree holds unshipped work: ${l.what}. Lost: ${l.lost}.`
+        : `Its worktree folder is removed; ${box.checked ? `the branch ${wt.branch} is deleted too` : `the branch ${wt.branch} stays`}.`;
+    };
+    box.addEventListener('change', say);
+    say();
+    this.wtNote.replaceChildren(said, h('div', { class: 'wt-check' }, box, h('label', { for: 'delete-branch', text: `Also delete the branch ${wt.branch}` })));
+  }
+
   async deleteNow() {
+    const wt = this.info.worktree;
+    const payload = {};
+    if (wt?.unshipped) payload.discard = true;
+    if (wt && this.wtNote.querySelector('#delete-branch')?.checked) payload.delete_branch = true;
     try {
-      const ans = await this.app.conn.request(message('ui.session.delete', {}, this.info.id));
+      const ans = await this.app.conn.request(message('ui.session.delete', payload, this.info.id), 60000);
       this.dialog.close();
       this.app.applyChange(ans.payload);
     } catch (err) {

@@ -17,6 +17,7 @@ import { timeoutLabel } from './timeoutsetting.js';
 import { applyRestored } from './restore.js';
 import { errorNote, codeLine } from './codes.js';
 import { recheckArtifacts } from './artifactmarker.js';
+import { shipOutcome } from './worktree.js';
 
 export const TURN_LABELS = {
   running: 'Running',
@@ -153,6 +154,26 @@ export class SessionState {
     return key;
   }
 
+  /**
+   * runOutput shows a script's run in the conversation (what: setup, the
+   * workspace's .ferry/setup; test, its .ferry/test): one item per run,
+   * updated in place from running to ok or failed.
+   */
+  runOutput(what, state, output, exitCode) {
+    const last = [...this.items].reverse().find((i) => i.kind === 'output' && i.what === what);
+    let item = last;
+    if (!item || (item.state !== 'running' && state === 'running') || (item.state !== 'running' && what === 'test')) {
+      item = { kind: 'output', key: `output-${++this.noteSeq}`, what, state: '', output: '', exitCode: null, v: 0 };
+      this.items.push(item);
+    }
+    item.state = state || 'running';
+    if (typeof output === 'string') item.output = output;
+    item.exitCode = typeof exitCode === 'number' ? exitCode : null;
+    item.v++;
+    this.touch(item.key);
+    return item;
+  }
+
   addArtifact(a) {
     if (this.artifacts.has(a.artifact_id)) return false;
     this.artifacts.set(a.artifact_id, { ...a });
@@ -220,8 +241,31 @@ export class SessionState {
       case 'session.opened':
         if (p.mode) this.mode = p.mode;
         if (p.settings) this.settings = p.settings;
+        if (p.worktree) this.info.worktree = p.worktree;
         this.touch();
         break;
+      // An isolated session's worktree (docs/worktrees.md).
+      case 'session.worktree.status':
+        if (p.worktree) this.info.worktree = p.worktree;
+        this.touch();
+        break;
+      case 'session.worktree.setup':
+        this.runOutput('setup', p.state, p.output, p.exit_code);
+        break;
+      case 'session.worktree.tested':
+        // Stored and relayed to every subscriber: the asker's own reply
+        // (no seq) would show it twice.
+        if (typeof msg.seq !== 'number') break;
+        this.runOutput('test', p.ran === false ? 'none' : p.passed ? 'ok' : 'failed', p.output, p.exit_code);
+        if (this.info.worktree && p.ran !== false) this.info.worktree = { ...this.info.worktree, test: p.passed ? 'passed' : 'failed' };
+        break;
+      case 'session.worktree.shipped': {
+        if (p.worktree) this.info.worktree = p.worktree;
+        if (typeof msg.seq !== 'number') break; // as tested
+        const out = shipOutcome(p.result || {}, p.worktree || this.info.worktree);
+        this.addNote('info', `Shipped: ${[...out.lines, ...out.links.map((l) => `${l.text}: ${l.href}`)].join(' ')}`);
+        break;
+      }
       case 'session.settings': {
         // The message carries every setting: say only what changed (a
         // model pick must not read as a new timeout).

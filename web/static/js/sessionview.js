@@ -18,6 +18,7 @@ import { HistoryUI } from './history.js';
 import { SessionActions } from './manage.js';
 import { Menu } from './menu.js';
 import { icon } from './attach.js';
+import { BranchChanges, ShipSheet, branchInfo } from './worktreeview.js';
 
 const STATUS_TEXT = {
   idle: 'Ready',
@@ -115,6 +116,12 @@ export class SessionView {
     this.compactBtn = item('Compact…', () => this.openCompact(), { 'aria-haspopup': 'dialog' });
     this.filesBtn = item('Files', () => this.openFiles(), { 'aria-haspopup': 'dialog' });
     this.changesBtn = item('Changes', () => this.history.open(), { 'aria-haspopup': 'dialog' });
+    // An isolated session's branch (worktreeview.js): its diff against the
+    // base, Ship, and the compare view of its best of N.
+    this.branchBtn = item('Changes', () => this.openBranch(), { 'aria-haspopup': 'dialog', id: 'session-branch-changes' });
+    this.shipBtn = item('Ship…', () => this.openShip(), { 'aria-haspopup': 'dialog', id: 'session-ship' });
+    this.compareBtn = h('a', { id: 'session-compare', href: '#/' });
+    this.branchRow = h('div', { class: 'head-branch' });
     this.usage = h('span', { class: 'usage-total' });
     this.metaUsage = h('span', { class: 'meta-usage' });
     this.actions = new SessionActions(this);
@@ -123,11 +130,11 @@ export class SessionView {
       button: { attrs: { id: 'session-menu-btn', class: 'btn icon menu-btn', 'aria-label': 'Session menu' }, children: [icon('more')] },
     });
     const [rename, archive, del] = this.actions.items;
-    this.menu.add(this.settingsItem, rename, this.filesBtn, this.changesBtn, this.compactBtn, archive, del);
+    this.menu.add(this.settingsItem, rename, this.filesBtn, this.branchBtn, this.shipBtn, this.compareBtn, this.changesBtn, this.compactBtn, archive, del);
     this.back = h('a', { class: 'btn icon session-back', href: '#/', 'aria-label': 'Back to the sessions' }, icon('back'));
     this.head = h('header', { class: 'session-head' },
       this.back,
-      h('div', { class: 'head-titles' }, this.title, this.actions.form, h('div', { class: 'head-sub' }, this.modeChip, this.meta)),
+      h('div', { class: 'head-titles' }, this.title, this.actions.form, h('div', { class: 'head-sub' }, this.modeChip, this.meta), this.branchRow),
       this.pill,
       this.menu.el);
     this.buildSettings();
@@ -269,6 +276,7 @@ export class SessionView {
     this.composer.setAttach(caps.attach);
     this.settings.update(this.adapter()?.settings);
     this.changesBtn.hidden = !this.history.available();
+    this.drawBranch();
     const n = s.artifacts.size;
     this.filesBtn.textContent = n ? `Files (${n})` : 'Files';
     const tot = s.totals();
@@ -625,7 +633,47 @@ export class SessionView {
     if (!this.settingsDialog.open) this.settingsDialog.showModal();
   }
 
+  /** drawBranch shows an isolated session's branch in the header and its menu items. */
+  drawBranch() {
+    const wt = this.state.info.worktree;
+    const key = JSON.stringify(wt || null);
+    if (this.branchRow.dataset.key !== key) {
+      this.branchRow.dataset.key = key;
+      clear(this.branchRow).append(branchInfo(wt) || '');
+    }
+    this.branchRow.hidden = !wt;
+    this.branchBtn.hidden = !wt;
+    this.shipBtn.hidden = !wt || !!this.state.info.archived;
+    // The file history's view is still there: its undo works in the worktree.
+    this.changesBtn.textContent = wt ? 'Edits (undo)' : 'Changes';
+    const group = wt?.group;
+    const n = group ? [...this.app.sessions, ...this.app.archived].filter((x) => x.worktree?.group === group).length : 0;
+    this.compareBtn.hidden = !group;
+    this.compareBtn.href = group ? `#/compare/${encodeURIComponent(group)}` : '#/';
+    this.compareBtn.textContent = `Compare the ${n || ''} copies`.replace('  ', ' ');
+  }
+
+  openBranch() {
+    this.branchView ||= new BranchChanges(this.app, this.state.id, () => this.state.info.worktree, this.el);
+    this.branchView.open();
+  }
+
+  openShip() {
+    if (this.state.running) {
+      this.app.toast('The agent is working: ship once the turn has ended (or stop it).');
+      return;
+    }
+    this.shipSheet ||= new ShipSheet({
+      app: this.app, id: this.state.id, getWt: () => this.state.info.worktree, container: this.el,
+      // The agent's prompt shows in the conversation at once.
+      onResolve: () => this.render(),
+    });
+    this.shipSheet.open();
+  }
+
   closeDialogs() {
+    this.branchView?.dialog.close();
+    this.shipSheet?.dialog.close();
     this.menu?.close(false);
     this.settingsDialog?.close();
     this.actions?.close();

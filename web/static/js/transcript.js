@@ -26,6 +26,26 @@ export function promptParts(parts) {
     : h('span', { class: 'chip file', title: p.file?.path || p.display }, h('span', { class: 'sr-only', text: 'file ' }), p.display)));
 }
 
+const RUN_NAMES = { setup: ['Setup', '.ferry/setup'], test: ['Tests', '.ferry/test'] };
+const RUN_STATES = { running: 'running…', ok: 'done', failed: 'failed', none: 'no script' };
+
+/**
+ * runOutput renders a worktree script's run (item: a SessionState output
+ * item): what ran, its state and exit status, and its output's tail.
+ */
+export function runOutput(item, open) {
+  const [name, file] = RUN_NAMES[item.what] || [item.what, ''];
+  let st = RUN_STATES[item.state] || item.state;
+  if (item.what === 'test' && item.state === 'ok') st = 'passed';
+  const exit = item.exitCode !== null && item.state !== 'running' ? ` (exit ${item.exitCode})` : '';
+  return h('details', { class: `run-output ${item.state}`, open, dataset: { what: item.what, state: item.state } },
+    h('summary', {},
+      item.state === 'running' ? h('span', { class: 'spinner', 'aria-hidden': 'true' }) : null,
+      h('span', { class: 'run-name', text: `${name} ` }), h('code', { text: file }),
+      h('span', { class: `run-state ${item.state}`, text: `: ${st}${exit}` })),
+    item.output ? h('pre', { class: 'run-text', tabindex: '0', 'aria-label': `${name} output`, text: item.output }) : h('p', { class: 'muted small', text: item.state === 'running' ? 'No output yet.' : 'No output.' }));
+}
+
 /** artifactCard renders an artifact with its download link. */
 export function artifactCard(a, ctx) {
   const link = ctx.artifactLink(a.artifact_id);
@@ -203,6 +223,15 @@ export class TranscriptView {
     const s = this.state;
     if (item.kind === 'note') {
       if (!node.li.firstChild) node.li.appendChild(h('div', { class: `note ${item.level}`, role: item.level === 'error' ? 'alert' : null, text: item.text }));
+      return;
+    }
+    if (item.kind === 'output') {
+      // A worktree's setup or test run: folded, open while it runs or
+      // when it failed, and kept as the user left it across updates.
+      const was = node.li.querySelector('details');
+      const open = was ? was.open : item.state === 'running' || item.state === 'failed';
+      clear(node.li);
+      node.li.appendChild(runOutput(item, open));
       return;
     }
     if (item.kind === 'prompt') {
