@@ -463,19 +463,12 @@ func (m *Master) startSession(c *conn, msg *protocol.Message) {
 		fail(m.wireError(err, "load session"))
 		return
 	}
-	replies := make(chan []byte, 1)
-	unsub, err := m.br.Subscribe(replyTopic(open.MessageID), func(b []byte) {
-		select {
-		case replies <- b:
-		default:
-		}
-	})
+	replies, unsub, err := m.askClient(s, open)
 	if err != nil {
 		fail(m.wireError(err, "subscribe to reply"))
 		return
 	}
 	defer unsub()
-	m.toClient(s, open, replyTopic(open.MessageID))
 	timer := time.NewTimer(openTimeout)
 	defer timer.Stop()
 	select {

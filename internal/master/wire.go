@@ -27,8 +27,8 @@ func machineTopic(id string) string { return "machine." + id }
 // candidates and the client's errors about that UI's messages.
 func connTopic(id string) string { return "conn." + id }
 
-// replyTopic carries the client's answer to one control.session.open to the
-// task waiting for it.
+// replyTopic carries the client's answer to one control message (an open,
+// a worktree's removal) to the task waiting for it (askClient).
 func replyTopic(msgID string) string { return "reply." + msgID }
 
 // artifactTopic carries one download's stream from the connection of the

@@ -100,18 +100,11 @@ func (m *Master) releaseWorktree(ctx context.Context, s *session, discard, delet
 	}
 	rm := protocol.New(protocol.TypeWorktreeRemove, &protocol.WorktreeRemove{KeepBranch: !deleteBranch})
 	rm.SessionID = s.id
-	replies := make(chan []byte, 1)
-	unsub, err := m.br.Subscribe(replyTopic(rm.MessageID), func(b []byte) {
-		select {
-		case replies <- b:
-		default:
-		}
-	})
+	replies, unsub, err := m.askClient(s, rm)
 	if err != nil {
 		return m.wireError(err, "subscribe to reply")
 	}
 	defer unsub()
-	m.toClient(s, rm, replyTopic(rm.MessageID))
 	timer := time.NewTimer(openTimeout)
 	defer timer.Stop()
 	select {
@@ -195,4 +188,23 @@ func (s *session) addTurnUsageLocked(turnID string) {
 	s.usage.CacheReadTokens += u.CacheReadTokens
 	s.usage.CacheCreationTokens += u.CacheCreationTokens
 	s.usage.CostUSD += u.CostUSD
+}
+
+// askClient sends msg (a control message of session s) to the session's
+// client and returns the channel its first reply arrives on, raw, and
+// what stops listening. Used by the waits that need the client's answer
+// before they answer the UI: a session's open, a worktree's removal.
+func (m *Master) askClient(s *session, msg *protocol.Message) (<-chan []byte, func(), error) {
+	replies := make(chan []byte, 1)
+	unsub, err := m.br.Subscribe(replyTopic(msg.MessageID), func(b []byte) {
+		select {
+		case replies <- b:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	m.toClient(s, msg, replyTopic(msg.MessageID))
+	return replies, unsub, nil
 }
