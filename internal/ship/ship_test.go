@@ -2,11 +2,8 @@ package ship_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/forge/forgetest"
+	"github.com/ferry-dev/ferry/internal/gittest"
 	"github.com/ferry-dev/ferry/internal/ship"
 	"github.com/ferry-dev/ferry/internal/worktree"
 )
@@ -116,44 +114,9 @@ func (f *fixture) state(t *testing.T) string {
 	b.WriteString(run(t, f.wt.Path, "status", "--porcelain=v1", "--untracked-files=all"))
 	b.WriteString(run(t, f.dir, "worktree", "list", "--porcelain"))
 	b.WriteString(run(t, f.bare, "for-each-ref", "--format=%(refname) %(objectname)"))
-	b.WriteString(hashTree(t, f.dir))
-	b.WriteString(hashTree(t, f.wt.Path))
+	b.WriteString(gittest.Checkout(t, f.dir))
+	b.WriteString(gittest.Checkout(t, f.wt.Path))
 	return b.String()
-}
-
-func hashTree(t *testing.T, dir string) string {
-	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == ".git" {
-			if b, err := os.ReadFile(filepath.Join(p, "index")); err == nil {
-				sum := sha256.Sum256(b)
-				lines = append(lines, ".git/index "+hex.EncodeToString(sum[:]))
-			}
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(b)
-		lines = append(lines, rel+" "+hex.EncodeToString(sum[:]))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(lines, "\n") + "\n"
 }
 
 func wantCode(t *testing.T, err error, code string) *worktree.Error {
@@ -659,7 +622,7 @@ func TestShipConflictAfterCommit(t *testing.T) {
 	f := newFixture(t, "late")
 	write(t, filepath.Join(f.dir, "a.txt"), "the user's\n")
 	run(t, f.dir, "commit", "-q", "-am", "user edits a")
-	mainBefore, checkout := rev(t, f.dir, "main"), hashTree(t, f.dir)
+	mainBefore, checkout := rev(t, f.dir, "main"), gittest.Checkout(t, f.dir)
 	write(t, filepath.Join(f.wt.Path, "a.txt"), "the agent's\n")
 	res, err := ship.Ship(context.Background(), f.wt, ship.Options{Message: "agent's a", Push: true})
 	we := wantCode(t, err, worktree.CodeMergeConflict)
@@ -669,7 +632,7 @@ func TestShipConflictAfterCommit(t *testing.T) {
 	if res.Commit == "" || res.Commit != rev(t, f.dir, "ferry/late") || res.Merged || res.Pushed {
 		t.Fatalf("result so far %+v", res)
 	}
-	if rev(t, f.dir, "main") != mainBefore || hashTree(t, f.dir) != checkout || run(t, f.bare, "for-each-ref") != "" {
+	if rev(t, f.dir, "main") != mainBefore || gittest.Checkout(t, f.dir) != checkout || run(t, f.bare, "for-each-ref") != "" {
 		t.Fatal("main, the user's checkout or the remote changed")
 	}
 }

@@ -3,10 +3,7 @@ package worktree_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/gittest"
 	"github.com/ferry-dev/ferry/internal/worktree"
 )
 
@@ -79,43 +77,8 @@ func state(t *testing.T, dir string) string {
 	b.WriteString(run(t, dir, "worktree", "list", "--porcelain"))
 	head, _ := gitOut(dir, "symbolic-ref", "-q", "HEAD")
 	b.WriteString(head)
-	b.WriteString(hashTree(t, dir))
+	b.WriteString(gittest.Checkout(t, dir))
 	return b.String()
-}
-
-// hashTree hashes every file under dir (.git/index included, the rest of
-// .git not).
-func hashTree(t *testing.T, dir string) string {
-	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if d.IsDir() && rel == ".git" {
-			b, err := os.ReadFile(filepath.Join(p, "index"))
-			if err == nil {
-				sum := sha256.Sum256(b)
-				lines = append(lines, ".git/index "+hex.EncodeToString(sum[:]))
-			}
-			return fs.SkipDir
-		}
-		if d.IsDir() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(b)
-		lines = append(lines, rel+" "+hex.EncodeToString(sum[:]))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(lines, "\n") + "\n"
 }
 
 func wantCode(t *testing.T, err error, code string) *worktree.Error {
@@ -212,7 +175,7 @@ func TestWorktreeCreate(t *testing.T) {
 	dir := newRepo(t)
 	root := t.TempDir()
 	r := open(t, dir)
-	checkout := hashTree(t, dir)
+	checkout := gittest.Checkout(t, dir)
 
 	wt := create(t, r, root, worktree.Options{Title: "Fix the Bug"})
 	if wt.Name != "fix-the-bug" || wt.Branch != "ferry/fix-the-bug" || wt.Base != "main" {
@@ -267,7 +230,7 @@ func TestWorktreeCreate(t *testing.T) {
 	}
 	// The user's checkout is the same bytes as before (the new branches
 	// and worktrees aside).
-	if hashTree(t, dir) != checkout {
+	if gittest.Checkout(t, dir) != checkout {
 		t.Fatal("the user's checkout changed")
 	}
 
@@ -331,7 +294,7 @@ func TestWorktreeCreateConcurrent(t *testing.T) {
 	if c := strings.Count(out, "branch refs/heads/ferry/same-title"); c != n {
 		t.Fatalf("%d ferry worktrees in git's list:\n%s", c, out)
 	}
-	if !strings.Contains(before, hashTree(t, dir)) {
+	if !strings.Contains(before, gittest.Checkout(t, dir)) {
 		t.Fatal("the user's checkout changed")
 	}
 }
@@ -620,7 +583,7 @@ func TestWorktreeMergeNoCheckout(t *testing.T) {
 	wt := create(t, r, t.TempDir(), worktree.Options{Name: "rel", Base: "release"})
 	commitIn(t, wt, "a.txt", "release change\n")
 	write(t, filepath.Join(dir, "a.txt"), "dirty in the user's checkout of main\n")
-	before := hashTree(t, dir)
+	before := gittest.Checkout(t, dir)
 	mainBefore := run(t, dir, "rev-parse", "main")
 	head, err := wt.Merge(ctx(t), worktree.Squash, "squashed")
 	if err != nil {
@@ -632,7 +595,7 @@ func TestWorktreeMergeNoCheckout(t *testing.T) {
 	if got := run(t, dir, "show", "release:a.txt"); got != "release change\n" {
 		t.Fatalf("release's a.txt %q", got)
 	}
-	if hashTree(t, dir) != before || run(t, dir, "rev-parse", "main") != mainBefore {
+	if gittest.Checkout(t, dir) != before || run(t, dir, "rev-parse", "main") != mainBefore {
 		t.Fatal("the user's checkout changed")
 	}
 	// Fast-forward when the base moved on is refused.
@@ -658,7 +621,7 @@ func TestWorktreeMergeConflict(t *testing.T) {
 	write(t, filepath.Join(dir, "a.txt"), "one\nTWO from main\nthree\n")
 	run(t, dir, "commit", "-q", "-am", "main edits")
 	before := state(t, dir)
-	wtBefore := hashTree(t, wt.Path)
+	wtBefore := gittest.Checkout(t, wt.Path)
 	branchBefore := run(t, dir, "rev-parse", "ferry/c")
 	for _, s := range []worktree.Strategy{worktree.Squash, worktree.MergeCommit} {
 		_, err := wt.Merge(ctx(t), s, "")
@@ -666,7 +629,7 @@ func TestWorktreeMergeConflict(t *testing.T) {
 			t.Fatalf("conflict files %v", e.Files)
 		}
 	}
-	if state(t, dir) != before || hashTree(t, wt.Path) != wtBefore || run(t, dir, "rev-parse", "ferry/c") != branchBefore {
+	if state(t, dir) != before || gittest.Checkout(t, wt.Path) != wtBefore || run(t, dir, "rev-parse", "ferry/c") != branchBefore {
 		t.Fatal("a conflicting merge changed something")
 	}
 }
