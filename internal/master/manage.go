@@ -325,18 +325,28 @@ const maxSweptSessions = 100
 // has open, and tells every UI: a session opened and left is not kept as
 // clutter. DeleteUnprompted checks again as it deletes, so a first prompt
 // racing the sweep keeps its session. (A UI of another node that has such
-// a session open and idle for that long sees it deleted.)
+// a session open and idle for that long sees it deleted.) For
+// Config.ReopenGrace after the node starts, only sessions created since
+// are swept: the UIs that had the older ones open are still reconnecting.
 func (m *Master) sweepEmptySessions() {
 	if m.cfg.EmptySessionAge < 0 {
 		return
 	}
-	rows, err := m.st.UnpromptedSessions(m.ctx, time.Now().Add(-m.cfg.EmptySessionAge), maxSweptSessions)
+	cutoff := time.Now().Add(-m.cfg.EmptySessionAge)
+	var spareBefore time.Time // zero: spare none
+	if time.Since(m.started) < m.cfg.ReopenGrace {
+		if m.started.After(cutoff) {
+			return // nothing created since is old enough yet
+		}
+		spareBefore = m.started
+	}
+	rows, err := m.st.UnpromptedSessions(m.ctx, cutoff, maxSweptSessions)
 	if err != nil {
 		m.log.Warn("listing empty sessions failed; trying again later", "err", err)
 		return
 	}
 	for _, r := range rows {
-		if m.openElsewhere(nil, r.ID) {
+		if r.CreatedAt.Before(spareBefore) || m.openElsewhere(nil, r.ID) {
 			continue
 		}
 		live, _ := m.session(m.ctx, r.ID) // nil when unreadable: not isolated then

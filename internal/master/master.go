@@ -208,6 +208,9 @@ const (
 	DefaultOfflineGrace = 5 * time.Second
 	// DefaultEmptySessionAge is Config.EmptySessionAge's default.
 	DefaultEmptySessionAge = time.Hour
+	// DefaultReopenGrace is Config.ReopenGrace's default: well past the
+	// web UI's longest reconnect backoff (10 s).
+	DefaultReopenGrace = time.Minute
 )
 
 // HandshakeTimeout bounds a WebSocket handshake from the hijack to the
@@ -241,6 +244,10 @@ type Config struct {
 	// before the jobs sweep deletes it (sessions opened and left are not
 	// kept as clutter); default 1h, negative: never.
 	EmptySessionAge time.Duration
+	// ReopenGrace is how long after this node starts the sweep spares the
+	// sessions created before it started: a UI that had one open when the
+	// master stopped has not reconnected and reopened it yet; default 1m.
+	ReopenGrace time.Duration
 	// Logger receives the master's log; nil: discard.
 	Logger *slog.Logger
 	// UI is served at / when not nil; else a minimal status page.
@@ -327,7 +334,8 @@ type Master struct {
 	clients     map[string]*conn // local client connection per machine
 	sessions    map[string]*sessionEntry
 
-	node         string // Config.NodeID
+	node         string    // Config.NodeID
+	started      time.Time // when New returned, for Config.ReopenGrace
 	presence     presence
 	stopPresence func()
 	stopChanges  func()
@@ -369,6 +377,9 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 	if cfg.EmptySessionAge == 0 {
 		cfg.EmptySessionAge = DefaultEmptySessionAge
 	}
+	if cfg.ReopenGrace <= 0 {
+		cfg.ReopenGrace = DefaultReopenGrace
+	}
 	if cfg.DownloadTTL <= 0 {
 		cfg.DownloadTTL = DefaultDownloadTTL
 	}
@@ -387,6 +398,7 @@ func New(ctx context.Context, cfg Config) (*Master, error) {
 		br:       cfg.Broker,
 		log:      cfg.Logger,
 		node:     cfg.NodeID,
+		started:  time.Now(),
 		met:      cfg.Metrics,
 		conns:    map[*conn]struct{}{},
 		nconns:   map[protocol.Role]int{},

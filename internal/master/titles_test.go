@@ -208,10 +208,12 @@ func TestSessionsListPreviewAndMatch(t *testing.T) {
 // it with ui.session.delete if_empty, which keeps a session that was
 // prompted, named, or is open in another UI; the jobs sweep deletes the
 // sessions never prompted nor named past Config.EmptySessionAge, but not
-// one a UI has open.
+// one a UI has open, nor, for Config.ReopenGrace after a restart, one
+// created before it (its UI is still reconnecting).
 func TestEmptySessionsNotKept(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, master.Config{RevokeCheck: 50 * time.Millisecond, EmptySessionAge: -1})
+	const grace = 3 * time.Second
+	e := newEnv(t, master.Config{RevokeCheck: 50 * time.Millisecond, EmptySessionAge: -1, ReopenGrace: grace})
 	ui := e.dialUI("ui")
 	other := e.dialUI("other")
 	c := e.connectClient(testCaps("m1"), ui)
@@ -220,6 +222,7 @@ func TestEmptySessionsNotKept(t *testing.T) {
 	used := startUntitled(ui, c)
 	named, _ := startSession(ui, c)
 	watched := startUntitled(ui, c)
+	pending := startUntitled(ui, c) // open in no UI: swept after the grace
 	finishTurn(t, ui, c, used.ID, "hello", "hi")
 	other.skip = append(other.skip, protocol.TypeSessionChanged)
 	subscribe(other, watched.ID, 0, "")
@@ -254,37 +257,54 @@ func TestEmptySessionsNotKept(t *testing.T) {
 	for _, s := range list(ui, "") {
 		ids = append(ids, s.ID)
 	}
-	if slices.Contains(ids, empty.ID) || len(ids) != 3 {
-		t.Fatalf("after the deletes the list is %v; want used, named and watched", ids)
+	if slices.Contains(ids, empty.ID) || len(ids) != 4 {
+		t.Fatalf("after the deletes the list is %v; want used, named, watched and pending", ids)
 	}
 
-	// The sweep: a master that keeps empty sessions a moment only.
+	// The sweep: a master that keeps empty sessions a moment only. Until
+	// the grace ends it deletes only what was created since it started.
 	e.cfg.EmptySessionAge = time.Millisecond
 	e.restart()
+	restarted := time.Now()
 	ui = e.dialUI("ui2")
 	other = e.dialUI("other2")
 	other.skip = append(other.skip, protocol.TypeSessionChanged, protocol.TypeMachineStatus)
 	c.reconnect(ui)
 	subscribe(other, watched.ID, 0, "")
-	left := startUntitled(ui, c)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ids = ids[:0]
-		for _, s := range list(ui, "") {
-			ids = append(ids, s.ID)
+	swept := func(id string) []string {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ids := []string{}
+			for _, s := range list(ui, "") {
+				ids = append(ids, s.ID)
+			}
+			if !slices.Contains(ids, id) {
+				return ids
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the sweep did not delete the session left empty: %v", ids)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if !slices.Contains(ids, left.ID) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the sweep did not delete the session left empty: %v", ids)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	ids = swept(startUntitled(ui, c).ID)
+	if time.Since(restarted) < grace {
+		for _, id := range []string{used.ID, named.ID, watched.ID, pending.ID} {
+			if !slices.Contains(ids, id) {
+				t.Errorf("within the grace the sweep deleted %s; list %v", id, ids)
+			}
+		}
+	}
+	time.Sleep(time.Until(restarted.Add(grace)))
+	ids = swept(startUntitled(ui, c).ID)
 	for _, id := range []string{used.ID, named.ID, watched.ID} {
 		if !slices.Contains(ids, id) {
 			t.Errorf("the sweep deleted %s (prompted, named or open); list %v", id, ids)
 		}
+	}
+	if slices.Contains(ids, pending.ID) {
+		t.Errorf("after the grace the sweep kept %s, open in no UI; list %v", pending.ID, ids)
 	}
 }
 
