@@ -6,6 +6,8 @@
 //	hang    reads stdin and never answers
 //	exit    writes to stderr and exits 2 at once
 //	raw     a hand-written server listing odd tools, with junk on stdout
+//	stubborn  the go-sdk server that stays (ignoring SIGTERM) once its
+//	        stdin closed
 package main
 
 import (
@@ -14,7 +16,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -33,6 +37,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, "testserver:", err)
 			os.Exit(1)
 		}
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP)
+		_ = mcptest.Server(mcptest.Options{Crash: true}).Run(context.Background(), &mcp.StdioTransport{})
+		fmt.Fprintln(os.Stderr, "testserver: stdin closed; staying")
+		select {}
 	case "hang":
 		fmt.Fprintln(os.Stderr, "testserver: hanging")
 		sc := bufio.NewScanner(os.Stdin)
