@@ -114,11 +114,15 @@ type Set struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	servers []*server
-	tools   []tools.Tool
+	// mu guards tools and closed.
+	mu     sync.Mutex
+	tools  []tools.Tool
+	closed bool
 	// httpTransport serves every HTTP server of the Set; Close closes its
 	// idle connections.
 	httpTransport *http.Transport
-	// watchers are the goroutines that notice a server's end.
+	// watchers are the goroutines that notice a server's end or re-list
+	// its tools.
 	watchers  sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -133,6 +137,9 @@ type server struct {
 	down    string     // why it is not (or no longer) connected; "" when up
 	notes   []string   // tools left out
 	tools   []*mcpTool
+	// relisting is set while its tools are listed again; again asks for
+	// one more listing after it (a change came meanwhile).
+	relisting, again bool
 }
 
 // Connect connects every server at once and returns the Set; a server that
@@ -167,7 +174,9 @@ func Connect(ctx context.Context, servers []Server, opts Options) *Set {
 		}()
 	}
 	wg.Wait()
+	s.mu.Lock()
 	s.tools = nameTools(s.servers)
+	s.mu.Unlock()
 	return s
 }
 
@@ -218,7 +227,10 @@ func (s *Set) connect(ctx context.Context, srv *server) {
 			MaxRetries: 2,
 		}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "ferry"}, &mcp.ClientOptions{Logger: log})
+	client := mcp.NewClient(&mcp.Implementation{Name: "ferry"}, &mcp.ClientOptions{
+		Logger:                 log,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.toolsChanged(srv) },
+	})
 	cs, err := client.Connect(ctx, transport, nil)
 	var sc *stdioConn
 	if stdio != nil {
@@ -307,6 +319,73 @@ func (s *Set) watch(srv *server, cs *mcp.ClientSession, sc *stdioConn) {
 	s.log.Warn("mcp: server ended", "mcp_server", srv.cfg.Name, "why", why)
 }
 
+// toolsChanged lists srv's tools again (its server said they changed) in a
+// goroutine of its own: the SDK calls this on its reading goroutine, which
+// the listing needs. Changes that come while a listing runs are coalesced
+// into one more listing.
+func (s *Set) toolsChanged(srv *server) {
+	srv.mu.Lock()
+	if srv.relisting {
+		srv.again = true
+		srv.mu.Unlock()
+		return
+	}
+	srv.relisting = true
+	srv.mu.Unlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.watchers.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.watchers.Done()
+		for s.relist(srv) {
+		}
+	}()
+}
+
+// relist lists srv's tools once and renames every server's tools; it
+// reports whether another listing was asked for meanwhile.
+func (s *Set) relist(srv *server) bool {
+	srv.mu.Lock()
+	cs, down := srv.session, srv.down
+	srv.mu.Unlock()
+	if cs != nil && down == "" {
+		ctx, cancel := context.WithTimeout(s.ctx, s.opts.ConnectTimeout)
+		var list []*mcp.Tool
+		var err error
+		for t, e := range cs.Tools(ctx, nil) {
+			if e != nil {
+				err = e
+				break
+			}
+			list = append(list, t)
+		}
+		cancel()
+		if err != nil {
+			s.log.Warn("mcp: listing changed tools failed; keeping the old list", "mcp_server", srv.cfg.Name, "err", err)
+		} else {
+			made, notes := makeTools(s, srv, list)
+			srv.mu.Lock()
+			srv.tools, srv.notes = made, notes
+			srv.mu.Unlock()
+			s.mu.Lock()
+			s.tools = nameTools(s.servers)
+			s.mu.Unlock()
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.again && s.ctx.Err() == nil {
+		srv.again = false
+		return true
+	}
+	srv.relisting, srv.again = false, false
+	return false
+}
+
 // exited records that srv's process ended (unless it was already down)
 // and returns why it is down. Call it once sc's process ended.
 func (srv *server) exited(sc *stdioConn) string {
@@ -345,6 +424,8 @@ func (s *Set) Tools() []tools.Tool {
 	if s == nil {
 		return nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return slices.Clone(s.tools)
 }
 
@@ -383,6 +464,9 @@ func (s *Set) Close() error {
 		return nil
 	}
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true // no new watcher
+		s.mu.Unlock()
 		s.cancel() // calls in flight return first
 		var wg sync.WaitGroup
 		for _, srv := range s.servers {

@@ -234,3 +234,37 @@ func TestEnvCwdExpand(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 }
+
+// TestToolListChanged: a server that adds a tool mid-session (and says so)
+// has it offered by the next Tools, named as the others; tools handed out
+// before keep working.
+func TestToolListChanged(t *testing.T) {
+	for _, mode := range []string{"stdio", "http"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := stdio(t, "s")
+			if mode == "http" {
+				ts, _ := httpServer(t)
+				srv = Server{Name: "s", URL: ts.URL}
+			}
+			s := connect(t, []Server{srv}, Options{})
+			before := len(s.Tools())
+			echo := tool(t, s, "mcp__s__echo")
+			if res, err := run(t, s, "mcp__s__grow", nil); err != nil || text(res) != "grew" {
+				t.Fatalf("grow: %v, %v", res, err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for len(s.Tools()) == before && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if res, err := run(t, s, "mcp__s__grown", nil); err != nil || text(res) != "grown ok" {
+				t.Fatalf("grown: %v, %v", res, err)
+			}
+			if st := status(t, s, "s"); st.Tools != before+1 {
+				t.Errorf("status %+v, want %d tools", st, before+1)
+			}
+			if res, err := echo.Run(context.Background(), &tools.Env{}, json.RawMessage(`{"text":"old"}`)); err != nil || text(res) != "echo: old" {
+				t.Errorf("a tool from before: %v, %v", res, err)
+			}
+		})
+	}
+}

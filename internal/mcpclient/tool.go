@@ -101,7 +101,8 @@ func objectSchema(v any) (json.RawMessage, error) {
 	return raw, nil
 }
 
-// nameTools names every connected server's tools and returns them all:
+// nameTools names every connected server's tools and returns them all
+// (copies, named; srv.mu of each is taken):
 // servers in order, each one's tools by their own name, so that the same
 // configuration always gives the same names.
 func nameTools(servers []*server) []tools.Tool {
@@ -110,9 +111,10 @@ func nameTools(servers []*server) []tools.Tool {
 	for _, srv := range servers {
 		srv.mu.Lock()
 		for _, t := range srv.tools {
-			t.name = toolName(srv.cfg.Name, t.remote, used)
-			used[t.name] = true
-			out = append(out, t)
+			c := *t // a tool handed out keeps its name
+			c.name = toolName(srv.cfg.Name, t.remote, used)
+			used[c.name] = true
+			out = append(out, &c)
 		}
 		srv.mu.Unlock()
 	}

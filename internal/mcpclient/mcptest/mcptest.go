@@ -91,6 +91,12 @@ func Server(o Options) *mcp.Server {
 		wd, _ := os.Getwd()
 		return text(fmt.Sprintf("%s=%s\ncwd=%s", name, os.Getenv(name), wd)), nil
 	})
+	add("grow", "Adds the tool grown (the server tells its clients the list changed).", ``, false, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
+		add("grown", "Added by grow.", ``, true, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
+			return text("grown ok"), nil
+		})
+		return text("grew"), nil
+	})
 	if o.Crash {
 		add("crash", "Exits the server.", ``, false, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
 			fmt.Fprintln(os.Stderr, "testserver: crashing on purpose")
