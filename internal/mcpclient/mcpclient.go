@@ -241,13 +241,15 @@ func (s *Set) connect(ctx context.Context, srv *server) {
 		switch {
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			msg = fmt.Sprintf("did not finish connecting within %s", s.opts.ConnectTimeout)
-		case sc != nil && processEnded(sc):
-			msg = "exited: " + sc.why()
 		default:
 			msg = fmt.Sprintf("%s: %v", what, err)
 		}
-		if sc != nil && !strings.HasPrefix(msg, "exited: ") {
-			if tail := stderrTail(sc.p.StderrTail()); tail != "" {
+		if sc != nil {
+			// A server that timed out is closed by the SDK, and may exit
+			// on its closed stdin: the timeout is the news then.
+			if why, ok := sc.ended(endWait); ok && ctx.Err() == nil {
+				msg = why
+			} else if tail := stderrTail(sc.p.StderrTail()); tail != "" {
 				msg += "; stderr: " + tail
 			}
 		}
@@ -282,18 +284,10 @@ func (s *Set) connect(ctx context.Context, srv *server) {
 	go s.watch(srv, cs, sc)
 }
 
-// processEnded reports whether a stdio server's process ended, waiting a
-// little: a failed handshake may be seen before the exit is.
-func processEnded(sc *stdioConn) bool {
-	t := time.NewTimer(200 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-sc.p.Exited():
-		return true
-	case <-t.C:
-		return false
-	}
-}
+// endWait is how long a failed read or call waits to learn whether its
+// stdio server ended, and why: the pipe is often seen closed before the
+// exit is.
+const endWait = 200 * time.Millisecond
 
 // watch marks srv down once its session ends without Close.
 func (s *Set) watch(srv *server, cs *mcp.ClientSession, sc *stdioConn) {
@@ -302,20 +296,16 @@ func (s *Set) watch(srv *server, cs *mcp.ClientSession, sc *stdioConn) {
 	if s.ctx.Err() != nil {
 		return // closing
 	}
-	why := "disconnected: the connection closed"
+	why := "was disconnected: the connection closed"
 	if sc != nil {
-		// The pipes close after the exit; the status is known by now or
-		// very soon.
-		processEnded(sc)
-		why = srv.exited(sc)
-		_ = sc.Close() // kill what it left
-	} else {
-		srv.mu.Lock()
-		if srv.down == "" {
-			srv.down = why
+		if w, ok := sc.ended(endWait); ok {
+			why = w
+		} else {
+			why = "was disconnected: its output closed"
 		}
-		srv.mu.Unlock()
+		_ = sc.Close() // kill what it left
 	}
+	why = srv.markDown(why)
 	s.log.Warn("mcp: server ended", "mcp_server", srv.cfg.Name, "why", why)
 }
 
@@ -386,13 +376,13 @@ func (s *Set) relist(srv *server) bool {
 	return false
 }
 
-// exited records that srv's process ended (unless it was already down)
-// and returns why it is down. Call it once sc's process ended.
-func (srv *server) exited(sc *stdioConn) string {
+// markDown records why srv is down, unless it already was, and returns
+// why it is down.
+func (srv *server) markDown(why string) string {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.down == "" {
-		srv.down = "exited: " + sc.why()
+		srv.down = why
 	}
 	return srv.down
 }
@@ -438,10 +428,8 @@ func (s *Set) Status() []ServerStatus {
 	for _, srv := range s.servers {
 		srv.mu.Lock()
 		if srv.down == "" && srv.stdio != nil {
-			select {
-			case <-srv.stdio.p.Exited(): // before its watcher saw it
-				srv.down = "exited: " + srv.stdio.why()
-			default:
+			if why, ok := srv.stdio.ended(0); ok { // before its watcher saw it
+				srv.down = why
 			}
 		}
 		st := ServerStatus{Name: srv.cfg.Name, OK: srv.down == "" && srv.session != nil, Tools: len(srv.tools)}
@@ -473,7 +461,7 @@ func (s *Set) Close() error {
 			srv.mu.Lock()
 			cs, sc := srv.session, srv.stdio
 			if srv.down == "" {
-				srv.down = "closed"
+				srv.down = "was closed with the session"
 			}
 			srv.mu.Unlock()
 			if cs == nil {

@@ -48,7 +48,7 @@ type stdioTransport struct {
 }
 
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &stdioConn{in: make(chan []byte), closed: make(chan struct{}), eof: make(chan struct{})}
+	c := &stdioConn{in: make(chan []byte), closed: make(chan struct{}), eof: make(chan struct{}), tooLong: make(chan struct{})}
 	o := t.opts
 	o.MaxLine = maxMessage
 	o.Drain = pipeDrain
@@ -83,6 +83,7 @@ type stdioConn struct {
 	eof       chan struct{}
 	eofOnce   sync.Once
 	eofErr    error // valid once eof is closed
+	tooLong   chan struct{}
 	// skipped counts stdout lines that were no JSON-RPC message.
 	mu      sync.Mutex
 	skipped int
@@ -94,6 +95,7 @@ type stdioConn struct {
 // since the call it answered can no longer be told.
 func (c *stdioConn) line(l childproc.Line) bool {
 	if l.Err != nil {
+		close(c.tooLong)
 		c.end(errTooLong)
 		return false
 	}
@@ -160,34 +162,57 @@ func (c *stdioConn) Close() error {
 
 func (c *stdioConn) SessionID() string { return "" }
 
-// why tells why the server's session ended: its exit status or the read
-// error, and the last of its stderr. Call it once Exited is closed.
-func (c *stdioConn) why() string {
+// ended reports whether the server ended its side of the session (its
+// process exited, or it sent a message over maxMessage), waiting up to
+// wait for that to show (a failed read or call is often seen first), and
+// says why, with the last of its stderr: "exited: exit status 3; stderr:
+// …" or "was disconnected: it sent a message over 16 MB".
+func (c *stdioConn) ended(wait time.Duration) (string, bool) {
+	tooLong, exited := c.endedNow()
+	if !tooLong && !exited && wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-c.tooLong:
+			tooLong = true
+		case <-c.p.Exited():
+			exited = true
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	var msg string
-	select {
-	case <-c.eof:
-		if errors.Is(c.eofErr, errTooLong) {
-			msg = c.eofErr.Error()
+	switch {
+	case tooLong:
+		msg = "was disconnected: it " + errTooLong.Error()
+	case exited:
+		<-c.p.Done() // stderr read to its end (at most pipeDrain)
+		msg = "exited: exit status 0"
+		if err := c.p.Err(); err != nil {
+			msg = "exited: " + err.Error()
 		}
 	default:
-	}
-	if msg == "" {
-		select {
-		case <-c.p.Exited():
-			<-c.p.Done() // stderr read to its end (at most pipeDrain)
-			if err := c.p.Err(); err != nil {
-				msg = err.Error()
-			} else {
-				msg = "exit status 0"
-			}
-		default:
-			msg = "its output closed"
-		}
+		return "", false
 	}
 	if tail := stderrTail(c.p.StderrTail()); tail != "" {
 		msg += "; stderr: " + tail
 	}
-	return msg
+	return msg, true
+}
+
+// endedNow reports, without waiting, whether a message over maxMessage
+// came and whether the process exited.
+func (c *stdioConn) endedNow() (tooLong, exited bool) {
+	select {
+	case <-c.tooLong:
+		return true, false
+	default:
+	}
+	select {
+	case <-c.p.Exited():
+		return false, true
+	default:
+		return false, false
+	}
 }
 
 // stderrTail joins the last kept stderr lines, at most stderrShown bytes

@@ -268,3 +268,19 @@ func TestToolListChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestOverlongMessage: a stdio server that sends a message over the
+// SDK's 16 MB frame bound is disconnected with an error saying so (the
+// call it answered can no longer be told), and killed.
+func TestOverlongMessage(t *testing.T) {
+	s := connect(t, []Server{stdio(t, "big")}, Options{})
+	_, err := run(t, s, "mcp__big__huge", map[string]any{"bytes": 17 << 20})
+	wantCode(t, err, tools.CodeMCP, "MCP server big was disconnected: it sent a message over 16 MB")
+	if st := status(t, s, "big"); st.OK || !strings.Contains(st.Err, "over 16 MB") {
+		t.Errorf("status %+v", st)
+	}
+	pid := s.servers[0].stdio.p.Pid()
+	if alive(pid) {
+		t.Errorf("server %d still runs", pid)
+	}
+}

@@ -224,18 +224,20 @@ func (t *mcpTool) callError(ctx, callCtx context.Context, err error) error {
 		return &tools.Error{Code: tools.CodeTimeout, Err: err, Message: fmt.Sprintf(
 			"MCP tool %s on server %s did not answer within %s; the call was cancelled.", t.remote, t.srv.cfg.Name, t.set.opts.CallTimeout)}
 	}
+	if t.set.ctx.Err() != nil {
+		return t.downError("was closed with the session")
+	}
 	// A server that died answers the call with a closed connection before
 	// its watcher has said why: wait for that.
 	t.srv.mu.Lock()
 	sc := t.srv.stdio
 	t.srv.mu.Unlock()
-	if sc != nil && processEnded(sc) {
-		e := t.downError(t.srv.exited(sc))
-		e.Err = err
-		return e
-	}
-	if t.set.ctx.Err() != nil {
-		return t.downError("was disconnected (the session's MCP servers were closed)")
+	if sc != nil {
+		if why, ok := sc.ended(endWait); ok {
+			e := t.downError(t.srv.markDown(why))
+			e.Err = err
+			return e
+		}
 	}
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {
