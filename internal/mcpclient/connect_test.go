@@ -299,6 +299,11 @@ func TestOddTools(t *testing.T) {
 	if again := names(); strings.Join(again, ",") != strings.Join(first, ",") {
 		t.Errorf("names changed between connects:\n%v\n%v", first, again)
 	}
+	// A server without the tools capability is connected with none.
+	s := connect(t, []Server{stdio(t, "none", "raw", "notools")}, Options{})
+	if st := status(t, s, "none"); !st.OK || st.Tools != 0 || st.Err != "the server offers no tools" {
+		t.Errorf("status %+v", st)
+	}
 }
 
 // TestFerryMCP: ferry's own `ferry mcp` as a stdio server: its file tools

@@ -268,15 +268,24 @@ func (s *Set) connect(ctx context.Context, srv *server) {
 		fail("could not connect", err)
 		return
 	}
-	var list []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			fail("could not list its tools", err)
-			return
+	var (
+		list  []*mcp.Tool
+		notes []string
+	)
+	if init := cs.InitializeResult(); init != nil && init.Capabilities != nil && init.Capabilities.Tools == nil {
+		// Prompts or resources only: connected, with nothing to offer.
+		notes = append(notes, "the server offers no tools")
+	} else {
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				fail("could not list its tools", err)
+				return
+			}
+			list = append(list, t)
 		}
-		list = append(list, t)
 	}
-	made, notes := makeTools(s, srv, list)
+	made, dropped := makeTools(s, srv, list)
+	notes = append(notes, dropped...)
 	srv.mu.Lock()
 	srv.session, srv.stdio, srv.tools, srv.notes = cs, sc, made, notes
 	srv.mu.Unlock()

@@ -6,6 +6,7 @@
 //	hang    reads stdin and never answers
 //	exit    writes to stderr and exits 2 at once
 //	raw     a hand-written server listing odd tools, with junk on stdout
+//	        ("raw notools": one that offers no tools)
 //	stubborn  the go-sdk server that stays (ignoring SIGTERM) once its
 //	        stdin closed
 package main
@@ -78,6 +79,10 @@ func raw() {
 		{"name": long, "inputSchema": obj},
 		{"name": long + "y", "inputSchema": obj},
 	}
+	caps := map[string]any{"tools": map[string]any{}}
+	if len(os.Args) > 2 && os.Args[2] == "notools" {
+		caps = map[string]any{"resources": map[string]any{}}
+	}
 	for sc.Scan() {
 		var req struct {
 			ID     json.RawMessage `json:"id"`
@@ -91,7 +96,7 @@ func raw() {
 		case "initialize":
 			resp["result"] = map[string]any{
 				"protocolVersion": "2025-06-18",
-				"capabilities":    map[string]any{"tools": map[string]any{}},
+				"capabilities":    caps,
 				"serverInfo":      map[string]any{"name": "raw", "version": "1"},
 			}
 		case "tools/list":
