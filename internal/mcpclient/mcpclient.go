@@ -11,8 +11,9 @@
 //     others are used.
 //   - A stdio server runs in a session and process group of its own
 //     (childproc, procgroup): its stdin is closed, then its whole tree is
-//     killed, when the Set closes. Env adds to ferry's environment; Cwd
-//     (relative to Options.Workspace, or that when empty) is its folder.
+//     killed, when the Set closes. Env adds to ferry's environment (a PATH
+//     there is where the command is looked up); Cwd (relative to
+//     Options.Workspace, or that when empty) is its folder.
 //   - Tool names are mcp__NAME__TOOL with both parts reduced to
 //     [A-Za-z0-9_-], at most 64 characters; an over-long or colliding name
 //     gets a suffix hashed from the server's and tool's own names, so the
@@ -216,7 +217,8 @@ func (s *Set) connect(ctx context.Context, srv *server) {
 		stdio     *stdioTransport
 	)
 	if srv.cfg.Command != "" {
-		stdio = &stdioTransport{argv: append([]string{srv.cfg.Command}, srv.cfg.Args...), opts: s.procOptions(srv.cfg), log: log}
+		o := s.procOptions(srv.cfg)
+		stdio = &stdioTransport{argv: append([]string{commandPath(srv.cfg, o.Dir)}, srv.cfg.Args...), opts: o, log: log}
 		transport = stdio
 	} else {
 		transport = &mcp.StreamableClientTransport{
@@ -415,6 +417,29 @@ func (s *Set) procOptions(cfg Server) childproc.Options {
 		env = append(env, k+"="+cfg.Env[k]) // exec keeps the last of a duplicate
 	}
 	return childproc.Options{Dir: dir, Env: env}
+}
+
+// commandPath is cfg's command, looked up in the PATH of its Env when that
+// sets one (as a shell started with that environment would), else as exec
+// looks it up (ferry's PATH; a relative path with a slash from dir).
+func commandPath(cfg Server, dir string) string {
+	path, ok := cfg.Env["PATH"]
+	if !ok || strings.ContainsRune(cfg.Command, filepath.Separator) {
+		return cfg.Command
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		p := filepath.Join(d, cfg.Command)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return cfg.Command // exec's error names it
 }
 
 // Tools returns the tools of every connected server, mcp__NAME__TOOL,
