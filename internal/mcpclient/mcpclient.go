@@ -6,9 +6,8 @@
 //
 //   - Connect never fails as a whole: every server is connected at once,
 //     each within Options.ConnectTimeout, and one that cannot be started,
-//     reached or initialised, or that lists no valid tools, is reported by
-//     Status (with the last of its stderr for a stdio server) while the
-//     others are used.
+//     reached, initialised or listed is reported by Status (with the last
+//     of its stderr for a stdio server) while the others are used.
 //   - A stdio server runs in a session and process group of its own
 //     (childproc, procgroup): its stdin is closed, then its whole tree is
 //     killed, when the Set closes. Env adds to ferry's environment (a PATH
@@ -19,7 +18,8 @@
 //     gets a suffix hashed from the server's and tool's own names, so the
 //     same configuration always gives the same names.
 //   - A tool whose inputSchema is not an object schema is left out, with a
-//     note in its server's Status.
+//     note in its server's Status. A server that says its tools changed is
+//     listed again; the next Tools has the new list.
 //   - A call is bounded by Options.CallTimeout and by its ctx (ending
 //     either cancels the request on the server, as MCP does). Its result
 //     reaches the model through Read's gates: text over the token gate is
@@ -27,9 +27,11 @@
 //     re-encoded as Read's are. Errors the model sees are *tools.Error
 //     with tools.CodeMCP (a tool's isError, a refused call, a server that
 //     exited) or tools.CodeTimeout.
-//   - A server that exits or drops its connection mid-session marks its
-//     tools failed ("MCP server X exited: …") and its Status; the other
-//     servers keep working.
+//   - A server that exits or drops its connection mid-session (or sends a
+//     message over the SDK's 16 MB bound, which ends it) marks its tools
+//     failed ("MCP server X exited: …") and its Status; the other servers
+//     keep working. A stdout line of a stdio server that is no JSON-RPC
+//     message is skipped.
 //   - Close ends every session, kills every stdio server's tree and
 //     returns once no goroutine of the Set is left.
 package mcpclient
