@@ -19,7 +19,10 @@
 //     arrive: agent_message_chunk → agent.text.delta, agent_thought_chunk →
 //     agent.text.delta on the thinking channel, tool_call / tool_call_update
 //     → agent.tool.started, agent.tool.updated (title changes) and
-//     agent.tool.finished, plan → a "Plan" tool call whose output is the
+//     agent.tool.finished (a call announced pending without its input, as
+//     opencode does, starts once an update brings the input, or when it
+//     runs, is asked about or ends without one, so the event carries the
+//     real input), plan → a "Plan" tool call whose output is the
 //     checklist, current_mode_update → agent.mode.changed; the prompt's
 //     usage → agent.usage.
 //   - An update belongs to the turn whose session/prompt is outstanding

@@ -721,6 +721,7 @@ func (s *session) endTurn(ts *turnState, res adapter.Result) {
 	}
 	for id, st := range ts.tools {
 		if !st.finished {
+			s.startTool(ts, runecut.Prefix(id, 256), st)
 			st.finished = true
 			s.emit(ts, protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: ts.id, ToolUseID: runecut.Prefix(id, 256), ToolName: st.name, Status: status, Output: out})
 		}
