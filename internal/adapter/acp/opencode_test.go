@@ -99,6 +99,32 @@ func opencodeEnv(home, cfg string) []string {
 	}
 }
 
+// preinstallPluginTypes marks opencode's config directory dir as having
+// its plugin package installed: opencode npm-installs @opencode-ai/plugin
+// (with a TUI library) into every config directory it loads, from
+// registry.npmjs.org, unless node_modules exists and package-lock.json
+// lists every dependency package.json names. Nothing here loads a plugin.
+func preinstallPluginTypes(t *testing.T, dir string) {
+	t.Helper()
+	deps := map[string]any{"dependencies": map[string]string{"@opencode-ai/plugin": "1.18.33"}}
+	files := map[string]any{
+		"package.json":      deps,
+		"package-lock.json": map[string]any{"lockfileVersion": 3, "packages": map[string]any{"": deps}},
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range files {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // opencodeSession opens `opencode acp` through ferry's ACP adapter (the
 // adapter spec acp:opencode acp) on a fresh workspace, its model calls
 // going to a new fake server whose replies the test scripts.
@@ -108,6 +134,12 @@ func opencodeSession(t *testing.T) (*session, *fake.Server) {
 	srv := fake.New(t)
 	srv.SetModels(fake.Model{ID: opencodeModel})
 	home := t.TempDir()
+	preinstallPluginTypes(t, filepath.Join(home, ".config", "opencode"))
+	t.Cleanup(func() { // after Close (cleanups run last first)
+		if got, _ := os.ReadDir(filepath.Join(home, ".config", "opencode", "node_modules")); len(got) > 0 {
+			t.Errorf("opencode installed %d packages from npm: the test reached the network", len(got))
+		}
+	})
 	cfg := filepath.Join(home, "opencode.json")
 	b, err := json.Marshal(opencodeConfig(srv))
 	if err != nil {
