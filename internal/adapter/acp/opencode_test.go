@@ -413,3 +413,38 @@ func withMarker(marker string) []int {
 	}
 	return out
 }
+
+// opencode reads files itself and, as configured, without asking: a
+// prompt's rule denying the read cannot stop it beforehand. ferry sees the
+// read complete, stops the turn and says so (agent.error, stop reason
+// error); the session goes on. The file's text still reaches the model:
+// opencode's next model call goes out as the read completes, before
+// ferry's session/cancel arrives (3 runs of 3).
+func TestOpencodeReadARuleDeniesStopsTheTurn(t *testing.T) {
+	t.Parallel()
+	s, srv := opencodeSession(t)
+	file := filepath.Join(s.ws, "secret.txt")
+	writeFile(t, s.ws, "secret.txt", "the secret word is pelican\n")
+	srv.Script(
+		fake.Reply{Text: []string{"Reading."}, ToolCalls: []fake.ToolCall{{ID: "call_secret", Name: "read", Input: map[string]any{"filePath": file}}}},
+		// opencode's next call, racing ferry's session/cancel.
+		fake.Reply{Text: []string{"The word is pelican."}},
+	)
+	rec := newRecorder()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := s.Run(ctx, withOverrides("what is the secret word?", &protocol.ConfigOverrides{DeniedTools: []string{"Read(secret.txt)"}}), rec.emit)
+	if err != nil || res.StopReason != protocol.StopError {
+		t.Fatalf("Run = %+v, %v; want stop reason error (events %v)", res, err, rec.Types())
+	}
+	if errs := rec.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Message, "Read on secret.txt") {
+		t.Fatalf("agent.error = %+v", errs)
+	}
+	srv.Route(func(r fake.Request) (fake.Reply, bool) {
+		return fake.Reply{Text: []string{"Still here."}}, len(r.ToolNames()) > 0
+	})
+	_, res, err = run(t, s, turn("are you there?"))
+	if err != nil || !strings.Contains(res.Text, "Still here.") {
+		t.Fatalf("Run after the stop = %+v, %v", res, err)
+	}
+}

@@ -121,6 +121,9 @@ type turnState struct {
 	text      strings.Builder
 	truncated bool
 	cancelled bool // guarded by session.mu
+	// unheld: a call a deny rule covers completed without ferry's say
+	// (stopUnheld); the turn ends with stop reason error. Dispatcher-owned.
+	unheld bool
 }
 
 // ask is an open permission request.
@@ -696,6 +699,9 @@ func (s *session) finishTurn(ts *turnState, m *message) {
 			s.emit(ts, protocol.TypeUsage, &protocol.Usage{TurnID: ts.id, InputTokens: max(u.InputTokens, 0), OutputTokens: max(u.OutputTokens, 0),
 				CacheReadTokens: max(u.CachedReadTokens, 0), CacheCreationTokens: max(u.CachedWriteTokens, 0)})
 		}
+	}
+	if ts.unheld {
+		res.StopReason = protocol.StopError
 	}
 	s.endTurn(ts, res)
 }

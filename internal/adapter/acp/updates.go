@@ -205,6 +205,9 @@ func (s *session) onToolCall(ts *turnState, u *sessionUpdate) {
 	fin.Output, fin.Diff = s.toolOutput(st)
 	fin.Images = toolImages(st.content)
 	s.emit(ts, protocol.TypeToolFinished, fin)
+	if status == "completed" {
+		s.stopUnheld(ts, u.ToolCallID)
+	}
 	if status == "completed" && st.kind == "edit" {
 		for _, l := range st.locations {
 			s.handOver(ts, u.ToolCallID, l)
