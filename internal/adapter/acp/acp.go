@@ -42,10 +42,12 @@
 //     request a deny rule covers (Read for reads, Write or Edit for
 //     writes) is refused with code 15, a permission request a deny rule
 //     covers is rejected and one allow rules cover allowed once, neither
-//     asked. json_schema and max_turns fail the prompt with one
-//     agent.error code unsupported naming the key (output_format is
-//     rendered by ferry); a rule that does not parse with bad_request
-//     naming it.
+//     asked. A call a deny rule covers that completes anyway (the agent
+//     ran it with its own tools, unasked) ends the turn: session/cancel,
+//     agent.error, stop reason error. json_schema and max_turns fail the
+//     prompt with one agent.error code unsupported naming the key
+//     (output_format is rendered by ferry); a rule that does not parse
+//     with bad_request naming it.
 //   - Attached files (context_files) go as the agent's promptCapabilities
 //     allow (attach.go): images as image blocks, text and PDFs as embedded
 //     resources, text inline without embeddedContext. A file the agent

@@ -48,10 +48,9 @@ func opencodeBinary(t *testing.T) string {
 // opencodeConfig is opencode's configuration for a test: one provider, an
 // OpenAI-compatible one whose baseURL is the fake server (loopback), its
 // one model as the model and the small (title) model; no other provider,
-// no update check, no sharing, no LSP or formatter downloads, no web
-// fetch. Edits ask for permission (so the user's answer decides), bash
-// runs without asking.
-func opencodeConfig(srv *fake.Server) map[string]any {
+// no update check, no sharing, no LSP or formatter downloads; perms as
+// its permissions (webfetch denied in each: no network).
+func opencodeConfig(srv *fake.Server, perms map[string]any) map[string]any {
 	return map[string]any{
 		"$schema":           "https://opencode.ai/config.json",
 		"model":             opencodeProvider + "/" + opencodeModel,
@@ -71,9 +70,14 @@ func opencodeConfig(srv *fake.Server) map[string]any {
 		"lsp":        false,
 		"formatter":  false,
 		"snapshot":   false,
-		"permission": map[string]any{"edit": "ask", "bash": "allow", "webfetch": "deny"},
+		"permission": perms,
 	}
 }
+
+// opencodePermissions are the tests' opencode permissions unless a test
+// says otherwise: edits ask (the user's answer decides), reads and bash
+// run unasked.
+var opencodePermissions = map[string]any{"edit": "ask", "bash": "allow", "webfetch": "deny"}
 
 // opencodeEnv is the environment of an opencode whose every file (config,
 // data, cache, state) lives under home, with its config file cfg and
@@ -130,6 +134,12 @@ func preinstallPluginTypes(t *testing.T, dir string) {
 // going to a new fake server whose replies the test scripts.
 func opencodeSession(t *testing.T) (*session, *fake.Server) {
 	t.Helper()
+	return opencodeSessionWith(t, opencodePermissions)
+}
+
+// opencodeSessionWith is opencodeSession with opencode's permissions perms.
+func opencodeSessionWith(t *testing.T, perms map[string]any) (*session, *fake.Server) {
+	t.Helper()
 	bin := opencodeBinary(t)
 	srv := fake.New(t)
 	srv.SetModels(fake.Model{ID: opencodeModel})
@@ -141,7 +151,7 @@ func opencodeSession(t *testing.T) (*session, *fake.Server) {
 		}
 	})
 	cfg := filepath.Join(home, "opencode.json")
-	b, err := json.Marshal(opencodeConfig(srv))
+	b, err := json.Marshal(opencodeConfig(srv, perms))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,5 +456,35 @@ func TestOpencodeReadARuleDeniesStopsTheTurn(t *testing.T) {
 	_, res, err = run(t, s, turn("are you there?"))
 	if err != nil || !strings.Contains(res.Text, "Still here.") {
 		t.Fatalf("Run after the stop = %+v, %v", res, err)
+	}
+}
+
+// Set to ask before reads, opencode is held to a prompt's rule: its
+// permission request reaches ferry, which rejects it without asking the
+// user; the file's text never reaches the model.
+func TestOpencodeAskingIsHeldToARule(t *testing.T) {
+	t.Parallel()
+	s, srv := opencodeSessionWith(t, map[string]any{"read": "ask", "edit": "ask", "bash": "ask", "webfetch": "deny"})
+	file := filepath.Join(s.ws, "secret.txt")
+	writeFile(t, s.ws, "secret.txt", "the secret word is pelican\n")
+	srv.Script(fake.Reply{Text: []string{"Reading."}, ToolCalls: []fake.ToolCall{{ID: "call_secret", Name: "read", Input: map[string]any{"filePath": file}}}})
+	rec := newRecorder()
+	answerAll(s, rec, protocol.AllowOnce) // nobody should be asked
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := s.Run(ctx, withOverrides("what is the secret word?", &protocol.ConfigOverrides{DeniedTools: []string{"Read(secret.txt)"}}), rec.emit)
+	if err != nil || res.StopReason != protocol.StopEndTurn || len(rec.Errors()) > 0 {
+		t.Fatalf("Run = %+v, %v, %+v (events %v)", res, err, rec.Errors(), rec.Types())
+	}
+	if n := rec.Count(protocol.TypeInteractionRequest); n != 0 {
+		t.Errorf("the user was asked %d times", n)
+	}
+	if _, fin := toolEvents(rec, "call_secret"); fin == nil || fin.Status != protocol.ToolError || strings.Contains(fin.Output, "pelican") {
+		t.Errorf("the read finished as %+v", fin)
+	}
+	for _, r := range srv.Requests() {
+		if strings.Contains(string(r.Raw), "pelican") {
+			t.Fatal("the secret reached the model")
+		}
 	}
 }
