@@ -59,9 +59,10 @@
 //     offers (default mode, no compaction, text attachments); each session
 //     reports, once initialize and session/new answered and again when its
 //     commands change (SessionConfig.Capabilities), the modes its agent
-//     has, compaction when it lists a compact command, and the attachment
-//     kinds its promptCapabilities take. Every mode reported switches;
-//     compaction reported runs.
+//     has (ACP modes, else the values of a config option of category mode,
+//     switched with session/set_config_option), compaction when it lists a
+//     compact command, and the attachment kinds its promptCapabilities
+//     take. Every mode reported switches; compaction reported runs.
 //   - Cancel sends session/cancel, answers every open permission request
 //     with outcome cancelled, and returns within cancelWait. The agent then
 //     has killAfter to answer the prompt; if it does not, its process group

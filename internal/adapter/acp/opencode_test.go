@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -486,5 +487,43 @@ func TestOpencodeAskingIsHeldToARule(t *testing.T) {
 		if strings.Contains(string(r.Raw), "pelican") {
 			t.Fatal("the secret reached the model")
 		}
+	}
+}
+
+// opencode offers its modes (build, plan) as a config option, not as ACP
+// modes: the session reports plan, and both modes switch
+// (session/set_config_option). In plan mode opencode's write does not
+// happen, and nobody is asked.
+func TestOpencodeModes(t *testing.T) {
+	t.Parallel()
+	s, srv := opencodeSession(t)
+	if c := s.capability(); !slices.Equal(c.Modes, []string{protocol.ModeDefault, protocol.ModePlan}) {
+		t.Fatalf("opencode's session reports modes %v, want default and plan", c.Modes)
+	}
+	for _, m := range []string{protocol.ModePlan, protocol.ModeDefault, protocol.ModePlan} {
+		if err := s.SetMode(m, nil); err != nil {
+			t.Fatalf("SetMode(%s): %v", m, err)
+		}
+	}
+	file := filepath.Join(s.ws, "keep.txt")
+	writeFile(t, s.ws, "keep.txt", "keep me\n")
+	srv.Route(func(r fake.Request) (fake.Reply, bool) {
+		if openAIToolResult(r, "call_plan_write") == "" {
+			return fake.Reply{Text: []string{"Writing."}, ToolCalls: []fake.ToolCall{{ID: "call_plan_write", Name: "write", Input: map[string]any{"filePath": file, "content": "gone\n"}}}}, true
+		}
+		return fake.Reply{Text: []string{"Done."}}, true
+	})
+	rec := newRecorder()
+	answerAll(s, rec, protocol.AllowOnce) // nobody should be asked
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := s.Run(ctx, turn("overwrite keep.txt"), rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if n := rec.Count(protocol.TypeInteractionRequest); n != 0 {
+		t.Errorf("the user was asked %d times in plan mode", n)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "keep me\n" {
+		t.Fatalf("keep.txt = %q in plan mode", b)
 	}
 }

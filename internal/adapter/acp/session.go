@@ -75,6 +75,10 @@ type session struct {
 	sid   atomic.Pointer[string]
 	init  initializeResult
 	modes *modeState
+	// modeConfig is the id of the config option that is the agent's mode
+	// selector, when its modes come as one (opencode) rather than as ACP
+	// modes: switched with session/set_config_option. Set by handshake.
+	modeConfig string
 
 	mu        sync.Mutex
 	mode      string // ferry's mode in force
@@ -184,9 +188,12 @@ func (s *session) handshake(ctx context.Context, mode string) error {
 	}
 	s.sid.Store(&ns.SessionID)
 	s.modes = ns.Modes
-	if ns.Modes != nil {
+	if ns.Modes == nil {
+		s.modeConfig, s.modes = modeOption(ns.ConfigOptions)
+	}
+	if s.modes != nil {
 		s.mu.Lock()
-		s.agentMode = ns.Modes.CurrentModeID
+		s.agentMode = s.modes.CurrentModeID
 		s.mu.Unlock()
 	}
 	if mode != "" && mode != protocol.ModeDefault {
@@ -823,7 +830,8 @@ func selectedOutcome(optionID string) acpsdk.RequestPermissionResponse {
 }
 
 // SetMode switches the agent's mode with session/set_mode (to the mode the
-// agent advertises under the same name) and enforces it on ferry's side.
+// agent advertises under the same name; session/set_config_option when its
+// modes are a config option) and enforces it on ferry's side.
 func (s *session) SetMode(mode string, config json.RawMessage) error {
 	switch mode {
 	case protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview:
@@ -848,9 +856,14 @@ func (s *session) SetMode(mode string, config json.RawMessage) error {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, setModeTimeout)
 	defer cancel()
-	if _, err := s.call(ctx, acpsdk.AgentMethodSessionSetMode, acpsdk.SetSessionModeRequest{
-		SessionId: acpsdk.SessionId(s.sessionID()), ModeId: acpsdk.SessionModeId(id)}); err != nil {
-		s.log.Warn("acp: session/set_mode failed", "mode", id, "err", err)
+	method, params := acpsdk.AgentMethodSessionSetMode, any(acpsdk.SetSessionModeRequest{
+		SessionId: acpsdk.SessionId(s.sessionID()), ModeId: acpsdk.SessionModeId(id)})
+	if s.modeConfig != "" {
+		method, params = acpsdk.AgentMethodSessionSetConfigOption, acpsdk.SetSessionConfigOptionValueId{
+			SessionId: acpsdk.SessionId(s.sessionID()), ConfigId: acpsdk.SessionConfigId(s.modeConfig), Value: acpsdk.SessionConfigValueId(id)}
+	}
+	if _, err := s.call(ctx, method, params); err != nil {
+		s.log.Warn("acp: switching the agent's mode failed", "method", method, "mode", id, "err", err)
 		return &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.mode",
 			Message: fmt.Sprintf("the ACP agent did not switch to %s mode", mode)}
 	}

@@ -90,7 +90,16 @@ func (s *session) onUpdate(u *sessionUpdate) {
 			s.onTitle(*u.Title)
 		}
 		return
-	case "user_message_chunk", "config_option_update":
+	case "config_option_update":
+		// The agent's own switch of its mode selector, when it has one.
+		for _, o := range u.ConfigOptions {
+			var cur string
+			if s.modeConfig != "" && o.ID == s.modeConfig && json.Unmarshal(o.CurrentValue, &cur) == nil {
+				s.onModeUpdate(ts, cur)
+			}
+		}
+		return
+	case "user_message_chunk":
 		return
 	}
 	if ts == nil {
