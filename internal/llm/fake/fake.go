@@ -34,9 +34,9 @@
 //     llm.TitleSystem, OpencodeTitleSystem or ClaudeCodeTitleSystem, and
 //     its lack of tools, which no turn has) never takes a reply of the
 //     script: it takes the next reply scripted with Title set, else it is
-//     answered with DefaultTitle; Claude Code's gets the title as the JSON object
-//     {"title": …} it asks for. Tests of whole sessions need not script
-//     the extra request; ModelRequests leaves title requests out
+//     answered with DefaultTitle; Claude Code's gets the title as the JSON
+//     object {"title": …} it asks for. Tests of whole sessions need not
+//     script the extra request; ModelRequests leaves title requests out
 //     (TitleRequests has them).
 //   - Close (also run by t.Cleanup) ends held and delayed streams at once.
 //   - HEAD or GET / answers 200 (Claude Code checks reachability so); any
