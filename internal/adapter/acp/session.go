@@ -29,6 +29,9 @@ import (
 // errAgentGone is returned once the agent's output has ended.
 var errAgentGone = errors.New("acp: the agent process has exited")
 
+// errDetached is an event of a turn whose Run has returned (detach).
+var errDetached = errors.New("acp: the turn's Run has returned")
+
 // session is one agent process with one ACP session.
 //
 // One goroutine, the dispatcher, handles everything the agent sends, in
@@ -128,6 +131,12 @@ type turnState struct {
 	// unheld: a call a deny rule covers completed without ferry's say
 	// (stopUnheld); the turn ends with stop reason error. Dispatcher-owned.
 	unheld bool
+
+	// emitMu is held around each event of the turn; detached (guarded by
+	// it) is set once Run returned before the agent answered a cancelled
+	// prompt: no event of the turn may follow Run's return.
+	emitMu   sync.Mutex
+	detached bool
 }
 
 // ask is an open permission request.
@@ -631,6 +640,7 @@ func (s *session) cancelTurn(ctx context.Context, ts *turnState) (adapter.Result
 		return res, fmt.Errorf("acp: %w", ctx.Err())
 	case <-t.C:
 	}
+	s.detach(ts)
 	s.mu.Lock()
 	if !s.closed { // Close waits for reapers: none may start after it
 		s.wg.Add(1)
@@ -638,6 +648,30 @@ func (s *session) cancelTurn(ctx context.Context, ts *turnState) (adapter.Result
 	}
 	s.mu.Unlock()
 	return adapter.Result{Text: ts.textSoFar(), StopReason: protocol.StopCancelled}, fmt.Errorf("acp: %w", ctx.Err())
+}
+
+// detachWait bounds how long detach waits for the dispatcher.
+const detachWait = 100 * time.Millisecond
+
+// detach is Run returning before the agent answered ts's cancelled
+// prompt: the calls ts left open are finished cancelled (on the
+// dispatcher, which owns them, when it gets to it within detachWait), and
+// from then on nothing of ts is emitted. The turn stays the agent's until
+// it answers (its updates are still ts's, and dropped).
+func (s *session) detach(ts *turnState) {
+	ctx, cancel := context.WithTimeout(s.ctx, detachWait)
+	defer cancel()
+	done := make(chan struct{})
+	if s.do(ctx, func() { s.finishOpenTools(ts, protocol.ToolCancelled, "cancelled"); close(done) }) == nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		case <-s.dispatchDone:
+		}
+	}
+	ts.emitMu.Lock()
+	ts.detached = true
+	ts.emitMu.Unlock()
 }
 
 // reap kills the agent when a cancelled prompt stays unanswered.
@@ -732,13 +766,7 @@ func (s *session) endTurn(ts *turnState, res adapter.Result) {
 	if res.StopReason == protocol.StopCancelled {
 		status, out = protocol.ToolCancelled, "cancelled"
 	}
-	for id, st := range ts.tools {
-		if !st.finished {
-			s.startTool(ts, runecut.Prefix(id, 256), st)
-			st.finished = true
-			s.emit(ts, protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: ts.id, ToolUseID: runecut.Prefix(id, 256), ToolName: st.name, Status: status, Output: out})
-		}
-	}
+	s.finishOpenTools(ts, status, out)
 	res.Text = ts.textSoFar()
 	res.Artifacts = ts.artifacts
 	ts.res = res
@@ -757,6 +785,18 @@ func (s *session) endTurn(ts *turnState, res adapter.Result) {
 	s.release()
 }
 
+// finishOpenTools ends ts's open tool calls with status and output.
+// Dispatcher only.
+func (s *session) finishOpenTools(ts *turnState, status, out string) {
+	for id, st := range ts.tools {
+		if !st.finished {
+			s.startTool(ts, runecut.Prefix(id, 256), st)
+			st.finished = true
+			s.emit(ts, protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: ts.id, ToolUseID: runecut.Prefix(id, 256), ToolName: st.name, Status: status, Output: out})
+		}
+	}
+}
+
 // emit sends an event of ts. Once the turn's ctx is done (cancel), a
 // closing event still gets a short, bounded chance.
 func (s *session) emit(ts *turnState, typ string, payload any) {
@@ -771,11 +811,21 @@ func (s *session) tryEmit(ts *turnState, typ string, payload any) error {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 100*time.Millisecond)
 		defer cancel()
 	}
-	err := ts.emit(ctx, typ, payload)
+	err := ts.send(ctx, typ, payload)
 	if err != nil {
 		s.log.Debug("acp: event not delivered", "type", typ, "err", err)
 	}
 	return err
+}
+
+// send is ts's emit, refused once ts is detached.
+func (ts *turnState) send(ctx context.Context, typ string, payload any) error {
+	ts.emitMu.Lock()
+	defer ts.emitMu.Unlock()
+	if ts.detached {
+		return errDetached
+	}
+	return ts.emit(ctx, typ, payload)
 }
 
 // Answer delivers the user's answer to an open permission request.
