@@ -64,6 +64,11 @@ func opencodeConfig(srv *fake.Server, perms map[string]any) map[string]any {
 			"models": map[string]any{opencodeModel: map[string]any{
 				"name": "Fake model", "tool_call": true,
 				"limit": map[string]any{"context": 200000, "output": 8192},
+				// It takes images and PDFs: opencode drops attachments a
+				// model does not declare, though its ACP promptCapabilities
+				// offer them whatever the model.
+				"attachment": true,
+				"modalities": map[string]any{"input": []string{"text", "image", "pdf"}, "output": []string{"text"}},
 			}},
 		}},
 		"autoupdate": false,
@@ -141,6 +146,17 @@ func opencodeSession(t *testing.T) (*session, *fake.Server) {
 // opencodeSessionWith is opencodeSession with opencode's permissions perms.
 func opencodeSessionWith(t *testing.T, perms map[string]any) (*session, *fake.Server) {
 	t.Helper()
+	a, srv := opencodeAdapter(t, perms)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := adaptertest.Open(t, ctx, a, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: t.TempDir()}})
+	return s.(*session), srv
+}
+
+// opencodeAdapter is the adapter of `opencode acp` with permissions perms,
+// its model calls going to a new fake server.
+func opencodeAdapter(t *testing.T, perms map[string]any) (*Adapter, *fake.Server) {
+	t.Helper()
 	bin := opencodeBinary(t)
 	srv := fake.New(t)
 	srv.SetModels(fake.Model{ID: opencodeModel})
@@ -169,10 +185,7 @@ func opencodeSessionWith(t *testing.T, perms map[string]any) (*session, *fake.Se
 			t.Logf("adapter log:\n%s", logs.String())
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s := adaptertest.Open(t, ctx, a, adapter.SessionConfig{SessionID: protocol.NewID(), Workspace: protocol.Workspace{ID: "w", Name: "w", Path: t.TempDir()}})
-	return s.(*session), srv
+	return a, srv
 }
 
 // openAIToolResult returns the content of r's tool message answering call
