@@ -64,9 +64,12 @@
 //     compact command, and the attachment kinds its promptCapabilities
 //     take. Every mode reported switches; compaction reported runs.
 //   - Cancel sends session/cancel, answers every open permission request
-//     with outcome cancelled, and returns within cancelWait. The agent then
-//     has killAfter to answer the prompt; if it does not, its process group
-//     is killed and the session reports that the agent stopped.
+//     with outcome cancelled, and returns within cancelWait (plus
+//     detachWait when the agent has not answered: the turn's open calls
+//     are finished cancelled first). Nothing of the turn is emitted after
+//     Run returned. The agent then has killAfter to answer the prompt; if
+//     it does not, its process group is killed and the session reports
+//     that the agent stopped.
 //   - fs/read_text_file and fs/write_text_file are confined to the
 //     workspace (vfs) and keep the file tools' contract: a write of an
 //     existing file needs a full earlier read of it in this session and is
