@@ -44,8 +44,9 @@
 //     covers is rejected and one allow rules cover allowed once, neither
 //     asked. A call a deny rule covers that completes anyway (the agent
 //     ran it with its own tools, unasked) ends the turn: session/cancel,
-//     agent.error, stop reason error. json_schema and max_turns fail the
-//     prompt with one agent.error code unsupported naming the key
+//     agent.error, stop reason error; so does a writing or executing call
+//     that completes in a mode that refuses it. json_schema and max_turns
+//     fail the prompt with one agent.error code unsupported naming the key
 //     (output_format is rendered by ferry); a rule that does not parse
 //     with bad_request naming it.
 //   - Attached files (context_files) go as the agent's promptCapabilities

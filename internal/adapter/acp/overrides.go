@@ -201,20 +201,37 @@ func (s *session) deniedCall(calls []permission.Call) (permission.Call, bool) {
 	return permission.Call{}, false
 }
 
-// stopUnheld ends the turn when a call that a deny rule of the prompt
-// covers has completed: the agent ran it without a permission request or
-// an fs request ferry could refuse (opencode reads and edits files itself
-// and asks only what its own config says), so the rule was not held. The
-// agent gets session/cancel; the turn ends with an agent.error and stop
-// reason error (finishTurn). Dispatcher only.
+// stopUnheld ends the turn when a call ferry would have refused has
+// completed: one that a deny rule of the prompt covers, or a writing or
+// executing call (kind edit, delete, move, execute) the mode refuses. The
+// agent ran it without a permission request or an fs request ferry could
+// refuse (opencode reads and edits files itself and asks only what its own
+// config says), so the rule or mode was not held. The agent gets
+// session/cancel; the turn ends with an agent.error and stop reason error
+// (finishTurn). Dispatcher only.
 func (s *session) stopUnheld(ts *turnState, id string) {
-	if ts.unheld || s.rules == nil {
+	if ts.unheld {
 		return
 	}
-	calls, _ := s.ruleCalls(knownCall(ts, sessionUpdate{ToolCallID: id}))
+	tc := knownCall(ts, sessionUpdate{ToolCallID: id})
+	calls, _ := s.ruleCalls(tc)
 	c, denied := s.deniedCall(calls)
+	why := "which a permission rule of this prompt denies"
 	if !denied {
-		return
+		switch deref(tc.Kind) {
+		case "edit", "delete", "move", "execute":
+		default:
+			return
+		}
+		mc := modeCall(tc)
+		if mc.Tool == "Bash" {
+			mc.Dir = s.ws
+		}
+		mode := s.currentMode()
+		if ok, _ := permission.ModeAllows(mode, mc); ok {
+			return
+		}
+		c, why = calls[0], "which ferry refuses in "+mode+" mode"
 	}
 	ts.unheld = true
 	what := c.Tool
@@ -223,10 +240,10 @@ func (s *session) stopUnheld(ts *turnState, id string) {
 	} else if c.Command != "" {
 		what += " " + strconv.Quote(runecut.Prefix(c.Command, 200))
 	}
-	s.log.Warn("acp: the agent ran a call a rule of the prompt denies without asking; stopping the turn", "call", runecut.Prefix(id, 256), "tool", c.Tool)
+	s.log.Warn("acp: the agent ran a call ferry refuses without asking; stopping the turn", "call", runecut.Prefix(id, 256), "tool", c.Tool, "why", why)
 	s.emit(ts, protocol.TypeAgentError, &protocol.AgentError{TurnID: ts.id, Code: protocol.AgentCodeAgentError,
-		Message: "the ACP agent ran " + what + " by itself, which a permission rule of this prompt denies; " +
-			"ferry cannot hold this agent to the rule (set the agent to ask before such calls) and stopped the turn"})
+		Message: "the ACP agent ran " + what + " by itself, " + why + "; " +
+			"ferry cannot hold this agent to it (set the agent to ask before such calls) and stopped the turn"})
 	s.notify(acpsdk.AgentMethodSessionCancel, acpsdk.CancelNotification{SessionId: acpsdk.SessionId(s.sessionID())})
 	s.cancelAsks(ts)
 }

@@ -298,3 +298,38 @@ func TestDeniedCallTheAgentRanItselfStopsTheTurn(t *testing.T) {
 		t.Fatalf("the next prompt, without the rule: %+v, %v, %+v", res, err, rec2.Errors())
 	}
 }
+
+// The same holds for the mode: a writing call that completes in plan mode
+// (the agent edited with its own tools, unasked) ends the turn with an
+// agent.error naming the mode; a read in plan mode goes on.
+func TestWriteTheAgentRanItselfInPlanModeStopsTheTurn(t *testing.T) {
+	t.Parallel()
+	modes := map[string]any{"modes": map[string]any{"currentModeId": "build", "availableModes": []any{
+		map[string]any{"id": "build", "name": "build"}, map[string]any{"id": "plan", "name": "plan"}}}}
+	p := newPeer(t, acppeer.Script{Session: modes})
+	a := filepath.Join(p.ws, "a.go")
+	call := func(id, kind, path string) step {
+		return step{Update: map[string]any{"sessionUpdate": "tool_call", "toolCallId": id, "title": kind, "kind": kind, "status": "completed",
+			"locations": []any{map[string]any{"path": path}}, "rawInput": map[string]any{"filePath": path}}}
+	}
+	p.setScript(t, acppeer.Script{Session: modes, Turns: [][]step{{
+		call("call_read", "read", a),
+		call("call_edit", "edit", a),
+		{WaitCancel: true},
+		{Respond: map[string]any{"stopReason": "cancelled"}},
+	}}})
+	s := p.open(t, "")
+	if err := s.SetMode(protocol.ModePlan, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	rec := newRecorder()
+	res, err := s.Run(ctx, turn("plan it"), rec.emit)
+	if err != nil || res.StopReason != protocol.StopError {
+		t.Fatalf("Run = %+v, %v; want stop reason error (events %v)", res, err, rec.Types())
+	}
+	if errs := rec.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Message, "Edit on a.go") || !strings.Contains(errs[0].Message, "plan mode") {
+		t.Fatalf("agent.error = %+v, want one naming Edit on a.go and plan mode", errs)
+	}
+}
