@@ -19,7 +19,10 @@
 //     arrive: agent_message_chunk → agent.text.delta, agent_thought_chunk →
 //     agent.text.delta on the thinking channel, tool_call / tool_call_update
 //     → agent.tool.started, agent.tool.updated (title changes) and
-//     agent.tool.finished, plan → a "Plan" tool call whose output is the
+//     agent.tool.finished (a call announced pending without its input, as
+//     opencode does, starts once an update brings the input, or when it
+//     runs, is asked about or ends without one, so the event carries the
+//     real input), plan → a "Plan" tool call whose output is the
 //     checklist, current_mode_update → agent.mode.changed; the prompt's
 //     usage → agent.usage.
 //   - An update belongs to the turn whose session/prompt is outstanding
@@ -39,10 +42,13 @@
 //     request a deny rule covers (Read for reads, Write or Edit for
 //     writes) is refused with code 15, a permission request a deny rule
 //     covers is rejected and one allow rules cover allowed once, neither
-//     asked. json_schema and max_turns fail the prompt with one
-//     agent.error code unsupported naming the key (output_format is
-//     rendered by ferry); a rule that does not parse with bad_request
-//     naming it.
+//     asked. A call a deny rule covers that completes anyway (the agent
+//     ran it with its own tools, unasked) ends the turn: session/cancel,
+//     agent.error, stop reason error; so does a writing or executing call
+//     that completes in a mode that refuses it. json_schema and max_turns
+//     fail the prompt with one agent.error code unsupported naming the key
+//     (output_format is rendered by ferry); a rule that does not parse
+//     with bad_request naming it.
 //   - Attached files (context_files) go as the agent's promptCapabilities
 //     allow (attach.go): images as image blocks, text and PDFs as embedded
 //     resources, text inline without embeddedContext. A file the agent
@@ -54,13 +60,17 @@
 //     offers (default mode, no compaction, text attachments); each session
 //     reports, once initialize and session/new answered and again when its
 //     commands change (SessionConfig.Capabilities), the modes its agent
-//     has, compaction when it lists a compact command, and the attachment
-//     kinds its promptCapabilities take. Every mode reported switches;
-//     compaction reported runs.
+//     has (ACP modes, else the values of a config option of category mode,
+//     switched with session/set_config_option), compaction when it lists a
+//     compact command, and the attachment kinds its promptCapabilities
+//     take. Every mode reported switches; compaction reported runs.
 //   - Cancel sends session/cancel, answers every open permission request
-//     with outcome cancelled, and returns within cancelWait. The agent then
-//     has killAfter to answer the prompt; if it does not, its process group
-//     is killed and the session reports that the agent stopped.
+//     with outcome cancelled, and returns within cancelWait (plus
+//     detachWait when the agent has not answered: the turn's open calls
+//     are finished cancelled first). Nothing of the turn is emitted after
+//     Run returned. The agent then has killAfter to answer the prompt; if
+//     it does not, its process group is killed and the session reports
+//     that the agent stopped.
 //   - fs/read_text_file and fs/write_text_file are confined to the
 //     workspace (vfs) and keep the file tools' contract: a write of an
 //     existing file needs a full earlier read of it in this session and is

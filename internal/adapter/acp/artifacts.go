@@ -39,7 +39,7 @@ func (s *session) handOver(ts *turnState, callID, name string) {
 		ts.handed[key] = true
 	}
 	ts.artifacts = append(ts.artifacts, f)
-	if err := adapter.EmitArtifact(ts.ctx, ts.emit, ts.id, f); err != nil {
+	if err := adapter.EmitArtifact(ts.ctx, ts.send, ts.id, f); err != nil {
 		s.log.Warn("acp: agent.artifact not delivered", "path", f.Path(), "err", err)
 	}
 }

@@ -113,3 +113,54 @@ func TestCapabilitiesOfAPlainAgent(t *testing.T) {
 		t.Fatalf("SetMode(default) = %v", err)
 	}
 }
+
+// TestModesFromConfigOptions: an agent that offers its modes as a session
+// config option of category mode (opencode: configOptions, no modes) has
+// them reported and switched like ACP modes: with session/set_config_option
+// on that option. Its own switch (config_option_update) is followed like a
+// current_mode_update.
+func TestModesFromConfigOptions(t *testing.T) {
+	t.Parallel()
+	options := func(current string) []any {
+		return []any{
+			map[string]any{"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "fake/m",
+				"options": []any{map[string]any{"value": "fake/m", "name": "M"}}},
+			map[string]any{"id": "mode", "name": "Session Mode", "category": "mode", "type": "select", "currentValue": current,
+				"options": []any{map[string]any{"value": "build", "name": "build"}, map[string]any{"value": "plan", "name": "plan"}}},
+		}
+	}
+	p := newPeer(t, acppeer.Script{Session: map[string]any{"configOptions": options("build")}, Turns: [][]step{
+		{{Update: map[string]any{"sessionUpdate": "config_option_update", "configOptions": options("plan")}}, {Text: "planning"}},
+	}})
+	var l capsLog
+	s := p.openWithCaps(t, &l)
+	if c := l.last(t); !slices.Equal(c.Modes, []string{protocol.ModeDefault, protocol.ModePlan}) {
+		t.Fatalf("reported modes %v, want default and plan", c.Modes)
+	}
+	for _, m := range []string{protocol.ModePlan, protocol.ModeDefault} {
+		if err := s.SetMode(m, nil); err != nil {
+			t.Fatalf("SetMode(%s): %v", m, err)
+		}
+	}
+	var values []any
+	for _, params := range p.receivedMethod(t, "session/set_config_option") {
+		if params["configId"] != "mode" || params["sessionId"] != acppeer.SessionID {
+			t.Errorf("session/set_config_option %v", params)
+		}
+		values = append(values, params["value"])
+	}
+	if !slices.Equal(values, []any{"plan", "build"}) {
+		t.Fatalf("set the mode option to %v, want plan then build", values)
+	}
+	rec, _, err := run(t, s, turn("make a plan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changed []string
+	for _, e := range rec.OfType(protocol.TypeModeChanged) {
+		changed = append(changed, e.(*protocol.ModeChanged).Mode)
+	}
+	if !slices.Equal(changed, []string{protocol.ModePlan}) || s.currentMode() != protocol.ModePlan {
+		t.Fatalf("mode changes %v, mode now %s; want the agent's switch to plan followed", changed, s.currentMode())
+	}
+}

@@ -100,6 +100,26 @@ func TestConformance(t *testing.T) {
 // (FERRY_TEST_ACP_AGENT) against the fake Anthropic server.
 func TestConformanceRealAgent(t *testing.T) {
 	a, srv := realAdapter(t)
+	f := realConformanceFixture(t, "acp (claude-code-acp)", a, srv)
+	adaptertest.CheckTable(t, f.Name, adaptertest.Run(t, f))
+}
+
+// TestConformanceOpencode runs the suite on the real opencode
+// (FERRY_TEST_OPENCODE, `opencode acp`) against the fake OpenAI-format
+// server: the second independent ACP implementation ferry is proven
+// against.
+func TestConformanceOpencode(t *testing.T) {
+	a, srv := opencodeAdapter(t, opencodePermissions)
+	f := realConformanceFixture(t, "acp (opencode)", a, srv)
+	adaptertest.CheckTable(t, f.Name, adaptertest.Run(t, f))
+}
+
+// realConformanceFixture is the suite's fixture for a real ACP agent a
+// whose model is srv: a side request (a title: no tools) gets "side", a
+// prompt saying "hang on" a held stream, any other "done"; the effects
+// are read from what the model got.
+func realConformanceFixture(t *testing.T, name string, a *Adapter, srv *fake.Server) adaptertest.Fixture {
+	t.Helper()
 	srv.Route(func(r fake.Request) (fake.Reply, bool) {
 		if len(r.ToolNames()) == 0 {
 			return fake.Reply{Text: []string{"side"}}, true
@@ -127,8 +147,8 @@ func TestConformanceRealAgent(t *testing.T) {
 	}
 	proof := maps.Clone(conformanceProof)
 	proof[protocol.InputSlashCommand] = "TestConformance" // the scripted peer shows what ferry sends
-	f := adaptertest.Fixture{
-		Name:    "acp (claude-code-acp)",
+	return adaptertest.Fixture{
+		Name:    name,
 		Adapter: a,
 		Answer:  "hello there",
 		Hang:    "hang on",
@@ -163,5 +183,4 @@ func TestConformanceRealAgent(t *testing.T) {
 		ProvedBy:      proof,
 		SlashProvedBy: slashProof,
 	}
-	adaptertest.CheckTable(t, f.Name, adaptertest.Run(t, f))
 }

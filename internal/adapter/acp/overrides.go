@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/permission"
+	"github.com/ferry-dev/ferry/internal/runecut"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -135,9 +139,12 @@ func (s *session) ruleCalls(tc sessionUpdate) (calls []permission.Call, sure boo
 		FilePath     string `json:"file_path"`
 		NotebookPath string `json:"notebook_path"`
 		Path         string `json:"path"`
+		// opencode's tools name it filePath, its permission requests
+		// filepath (keys match without regard to case).
+		FilePathCamel string `json:"filePath"`
 	}
 	_ = json.Unmarshal(tc.RawInput, &in) // a malformed input names no path
-	paths := []string{in.FilePath, in.NotebookPath, in.Path}
+	paths := []string{in.FilePath, in.NotebookPath, in.Path, in.FilePathCamel}
 	for _, l := range tc.Locations[:min(len(tc.Locations), maxLocations)] {
 		paths = append(paths, l.Path)
 	}
@@ -168,10 +175,8 @@ func (s *session) ruleDecision(tc sessionUpdate) permission.Decision {
 		return permission.Ask
 	}
 	calls, sure := s.ruleCalls(tc)
-	for _, c := range calls {
-		if s.rules.Decide(c) == permission.Deny {
-			return permission.Deny
-		}
+	if _, denied := s.deniedCall(calls); denied {
+		return permission.Deny
 	}
 	if !sure {
 		return permission.Ask
@@ -183,6 +188,64 @@ func (s *session) ruleDecision(tc sessionUpdate) permission.Decision {
 		}
 	}
 	return permission.Allow
+}
+
+// deniedCall returns the first of calls a deny rule of the prompt
+// matches.
+func (s *session) deniedCall(calls []permission.Call) (permission.Call, bool) {
+	for _, c := range calls {
+		if s.rules != nil && s.rules.Decide(c) == permission.Deny {
+			return c, true
+		}
+	}
+	return permission.Call{}, false
+}
+
+// stopUnheld ends the turn when a call ferry would have refused has
+// completed: one that a deny rule of the prompt covers, or a writing or
+// executing call (kind edit, delete, move, execute) the mode refuses. The
+// agent ran it without a permission request or an fs request ferry could
+// refuse (opencode reads and edits files itself and asks only what its own
+// config says), so the rule or mode was not held. The agent gets
+// session/cancel; the turn ends with an agent.error and stop reason error
+// (finishTurn). Dispatcher only.
+func (s *session) stopUnheld(ts *turnState, id string) {
+	if ts.unheld {
+		return
+	}
+	tc := knownCall(ts, sessionUpdate{ToolCallID: id})
+	calls, _ := s.ruleCalls(tc)
+	c, denied := s.deniedCall(calls)
+	why := "which a permission rule of this prompt denies"
+	if !denied {
+		switch deref(tc.Kind) {
+		case "edit", "delete", "move", "execute":
+		default:
+			return
+		}
+		mc := modeCall(tc)
+		if mc.Tool == "Bash" {
+			mc.Dir = s.ws
+		}
+		mode := s.currentMode()
+		if ok, _ := permission.ModeAllows(mode, mc); ok {
+			return
+		}
+		c, why = calls[0], "which ferry refuses in "+mode+" mode"
+	}
+	ts.unheld = true
+	what := c.Tool
+	if c.Path != "" {
+		what += " on " + s.shown(c.Path)
+	} else if c.Command != "" {
+		what += " " + strconv.Quote(runecut.Prefix(c.Command, 200))
+	}
+	s.log.Warn("acp: the agent ran a call ferry refuses without asking; stopping the turn", "call", runecut.Prefix(id, 256), "tool", c.Tool, "why", why)
+	s.emit(ts, protocol.TypeAgentError, &protocol.AgentError{TurnID: ts.id, Code: protocol.AgentCodeAgentError,
+		Message: "the ACP agent ran " + what + " by itself, " + why + "; " +
+			"ferry cannot hold this agent to it (set the agent to ask before such calls) and stopped the turn"})
+	s.notify(acpsdk.AgentMethodSessionCancel, acpsdk.CancelNotification{SessionId: acpsdk.SessionId(s.sessionID())})
+	s.cancelAsks(ts)
 }
 
 // knownCall completes a permission request's tool call with what the

@@ -242,3 +242,94 @@ func TestUnsupportedOverridesFailThePrompt(t *testing.T) {
 		}
 	}
 }
+
+// An agent that runs a call a rule of the prompt denies without asking
+// ferry (opencode reads and edits files itself, and asks only what its own
+// config says) cannot be held to the rule beforehand. A denied call that
+// completes is proof that it was not held: ferry ends the turn (session/
+// cancel) with an agent.error naming the rule's tool and the path, and stop
+// reason error. A denied call that failed (ferry refused its fs request)
+// and an allowed one go on as before, and the next prompt without the rule
+// is not stopped.
+func TestDeniedCallTheAgentRanItselfStopsTheTurn(t *testing.T) {
+	t.Parallel()
+	p := newPeer(t, acppeer.Script{})
+	writeFile(t, p.ws, "secret.txt", "top secret\n")
+	writeFile(t, p.ws, "ok.txt", "fine\n")
+	secret, ok := filepath.Join(p.ws, "secret.txt"), filepath.Join(p.ws, "ok.txt")
+	call := func(id, status, path string) step {
+		return step{Update: map[string]any{"sessionUpdate": "tool_call", "toolCallId": id, "title": "read", "kind": "read", "status": status,
+			"locations": []any{map[string]any{"path": path}}, "rawInput": map[string]any{"filePath": path}}}
+	}
+	p.setScript(t, acppeer.Script{Turns: [][]step{
+		{
+			call("call_ok", "completed", ok),
+			call("call_refused", "failed", secret),
+			{Update: map[string]any{"sessionUpdate": "tool_call", "toolCallId": "call_itself", "title": "read", "kind": "read", "status": "pending", "rawInput": map[string]any{}}},
+			// Only its input names the path, as opencode's filePath.
+			{Update: map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "call_itself", "status": "in_progress",
+				"rawInput": map[string]any{"filePath": secret}}},
+			{Update: map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "call_itself", "status": "completed",
+				"content": []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "top secret"}}}}},
+			{WaitCancel: true},
+			{Respond: map[string]any{"stopReason": "cancelled"}},
+		},
+		{call("call_later", "completed", secret), {Respond: map[string]any{"stopReason": "end_turn"}}},
+	}})
+	s := p.open(t, "")
+	o := &protocol.ConfigOverrides{DeniedTools: []string{"Read(secret.txt)"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	rec := newRecorder()
+	res, err := s.Run(ctx, withOverrides("read the secret", o), rec.emit)
+	if err != nil || res.StopReason != protocol.StopError {
+		t.Fatalf("Run = %+v, %v; want stop reason error (events %v)", res, err, rec.Types())
+	}
+	errs := rec.Errors()
+	if len(errs) != 1 || errs[0].Code != protocol.AgentCodeAgentError || !strings.Contains(errs[0].Message, "Read") ||
+		!strings.Contains(errs[0].Message, "secret.txt") || strings.Contains(errs[0].Message, p.ws) {
+		t.Fatalf("agent.error = %+v, want one naming Read and secret.txt (and no absolute path)", errs)
+	}
+	if n := len(p.receivedMethod(t, "session/cancel")); n != 1 {
+		t.Errorf("%d session/cancel, want 1", n)
+	}
+	rec2, res, err := run(t, s, turn("read it again"))
+	if err != nil || res.StopReason != protocol.StopEndTurn || len(rec2.Errors()) > 0 {
+		t.Fatalf("the next prompt, without the rule: %+v, %v, %+v", res, err, rec2.Errors())
+	}
+}
+
+// The same holds for the mode: a writing call that completes in plan mode
+// (the agent edited with its own tools, unasked) ends the turn with an
+// agent.error naming the mode; a read in plan mode goes on.
+func TestWriteTheAgentRanItselfInPlanModeStopsTheTurn(t *testing.T) {
+	t.Parallel()
+	modes := map[string]any{"modes": map[string]any{"currentModeId": "build", "availableModes": []any{
+		map[string]any{"id": "build", "name": "build"}, map[string]any{"id": "plan", "name": "plan"}}}}
+	p := newPeer(t, acppeer.Script{Session: modes})
+	a := filepath.Join(p.ws, "a.go")
+	call := func(id, kind, path string) step {
+		return step{Update: map[string]any{"sessionUpdate": "tool_call", "toolCallId": id, "title": kind, "kind": kind, "status": "completed",
+			"locations": []any{map[string]any{"path": path}}, "rawInput": map[string]any{"filePath": path}}}
+	}
+	p.setScript(t, acppeer.Script{Session: modes, Turns: [][]step{{
+		call("call_read", "read", a),
+		call("call_edit", "edit", a),
+		{WaitCancel: true},
+		{Respond: map[string]any{"stopReason": "cancelled"}},
+	}}})
+	s := p.open(t, "")
+	if err := s.SetMode(protocol.ModePlan, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	rec := newRecorder()
+	res, err := s.Run(ctx, turn("plan it"), rec.emit)
+	if err != nil || res.StopReason != protocol.StopError {
+		t.Fatalf("Run = %+v, %v; want stop reason error (events %v)", res, err, rec.Types())
+	}
+	if errs := rec.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Message, "Edit on a.go") || !strings.Contains(errs[0].Message, "plan mode") {
+		t.Fatalf("agent.error = %+v, want one naming Edit on a.go and plan mode", errs)
+	}
+}

@@ -29,6 +29,9 @@ import (
 // errAgentGone is returned once the agent's output has ended.
 var errAgentGone = errors.New("acp: the agent process has exited")
 
+// errDetached is an event of a turn whose Run has returned (detach).
+var errDetached = errors.New("acp: the turn's Run has returned")
+
 // session is one agent process with one ACP session.
 //
 // One goroutine, the dispatcher, handles everything the agent sends, in
@@ -75,6 +78,10 @@ type session struct {
 	sid   atomic.Pointer[string]
 	init  initializeResult
 	modes *modeState
+	// modeConfig is the id of the config option that is the agent's mode
+	// selector, when its modes come as one (opencode) rather than as ACP
+	// modes: switched with session/set_config_option. Set by handshake.
+	modeConfig string
 
 	mu        sync.Mutex
 	mode      string // ferry's mode in force
@@ -121,6 +128,15 @@ type turnState struct {
 	text      strings.Builder
 	truncated bool
 	cancelled bool // guarded by session.mu
+	// unheld: a call a deny rule covers completed without ferry's say
+	// (stopUnheld); the turn ends with stop reason error. Dispatcher-owned.
+	unheld bool
+
+	// emitMu is held around each event of the turn; detached (guarded by
+	// it) is set once Run returned before the agent answered a cancelled
+	// prompt: no event of the turn may follow Run's return.
+	emitMu   sync.Mutex
+	detached bool
 }
 
 // ask is an open permission request.
@@ -181,9 +197,12 @@ func (s *session) handshake(ctx context.Context, mode string) error {
 	}
 	s.sid.Store(&ns.SessionID)
 	s.modes = ns.Modes
-	if ns.Modes != nil {
+	if ns.Modes == nil {
+		s.modeConfig, s.modes = modeOption(ns.ConfigOptions)
+	}
+	if s.modes != nil {
 		s.mu.Lock()
-		s.agentMode = ns.Modes.CurrentModeID
+		s.agentMode = s.modes.CurrentModeID
 		s.mu.Unlock()
 	}
 	if mode != "" && mode != protocol.ModeDefault {
@@ -621,6 +640,7 @@ func (s *session) cancelTurn(ctx context.Context, ts *turnState) (adapter.Result
 		return res, fmt.Errorf("acp: %w", ctx.Err())
 	case <-t.C:
 	}
+	s.detach(ts)
 	s.mu.Lock()
 	if !s.closed { // Close waits for reapers: none may start after it
 		s.wg.Add(1)
@@ -628,6 +648,30 @@ func (s *session) cancelTurn(ctx context.Context, ts *turnState) (adapter.Result
 	}
 	s.mu.Unlock()
 	return adapter.Result{Text: ts.textSoFar(), StopReason: protocol.StopCancelled}, fmt.Errorf("acp: %w", ctx.Err())
+}
+
+// detachWait bounds how long detach waits for the dispatcher.
+const detachWait = 100 * time.Millisecond
+
+// detach is Run returning before the agent answered ts's cancelled
+// prompt: the calls ts left open are finished cancelled (on the
+// dispatcher, which owns them, when it gets to it within detachWait), and
+// from then on nothing of ts is emitted. The turn stays the agent's until
+// it answers (its updates are still ts's, and dropped).
+func (s *session) detach(ts *turnState) {
+	ctx, cancel := context.WithTimeout(s.ctx, detachWait)
+	defer cancel()
+	done := make(chan struct{})
+	if s.do(ctx, func() { s.finishOpenTools(ts, protocol.ToolCancelled, "cancelled"); close(done) }) == nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+		case <-s.dispatchDone:
+		}
+	}
+	ts.emitMu.Lock()
+	ts.detached = true
+	ts.emitMu.Unlock()
 }
 
 // reap kills the agent when a cancelled prompt stays unanswered.
@@ -697,6 +741,9 @@ func (s *session) finishTurn(ts *turnState, m *message) {
 				CacheReadTokens: max(u.CachedReadTokens, 0), CacheCreationTokens: max(u.CachedWriteTokens, 0)})
 		}
 	}
+	if ts.unheld {
+		res.StopReason = protocol.StopError
+	}
 	s.endTurn(ts, res)
 }
 
@@ -719,12 +766,7 @@ func (s *session) endTurn(ts *turnState, res adapter.Result) {
 	if res.StopReason == protocol.StopCancelled {
 		status, out = protocol.ToolCancelled, "cancelled"
 	}
-	for id, st := range ts.tools {
-		if !st.finished {
-			st.finished = true
-			s.emit(ts, protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: ts.id, ToolUseID: runecut.Prefix(id, 256), ToolName: st.name, Status: status, Output: out})
-		}
-	}
+	s.finishOpenTools(ts, status, out)
 	res.Text = ts.textSoFar()
 	res.Artifacts = ts.artifacts
 	ts.res = res
@@ -743,6 +785,18 @@ func (s *session) endTurn(ts *turnState, res adapter.Result) {
 	s.release()
 }
 
+// finishOpenTools ends ts's open tool calls with status and output.
+// Dispatcher only.
+func (s *session) finishOpenTools(ts *turnState, status, out string) {
+	for id, st := range ts.tools {
+		if !st.finished {
+			s.startTool(ts, runecut.Prefix(id, 256), st)
+			st.finished = true
+			s.emit(ts, protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: ts.id, ToolUseID: runecut.Prefix(id, 256), ToolName: st.name, Status: status, Output: out})
+		}
+	}
+}
+
 // emit sends an event of ts. Once the turn's ctx is done (cancel), a
 // closing event still gets a short, bounded chance.
 func (s *session) emit(ts *turnState, typ string, payload any) {
@@ -757,11 +811,21 @@ func (s *session) tryEmit(ts *turnState, typ string, payload any) error {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 100*time.Millisecond)
 		defer cancel()
 	}
-	err := ts.emit(ctx, typ, payload)
+	err := ts.send(ctx, typ, payload)
 	if err != nil {
 		s.log.Debug("acp: event not delivered", "type", typ, "err", err)
 	}
 	return err
+}
+
+// send is ts's emit, refused once ts is detached.
+func (ts *turnState) send(ctx context.Context, typ string, payload any) error {
+	ts.emitMu.Lock()
+	defer ts.emitMu.Unlock()
+	if ts.detached {
+		return errDetached
+	}
+	return ts.emit(ctx, typ, payload)
 }
 
 // Answer delivers the user's answer to an open permission request.
@@ -816,7 +880,8 @@ func selectedOutcome(optionID string) acpsdk.RequestPermissionResponse {
 }
 
 // SetMode switches the agent's mode with session/set_mode (to the mode the
-// agent advertises under the same name) and enforces it on ferry's side.
+// agent advertises under the same name; session/set_config_option when its
+// modes are a config option) and enforces it on ferry's side.
 func (s *session) SetMode(mode string, config json.RawMessage) error {
 	switch mode {
 	case protocol.ModeDefault, protocol.ModePlan, protocol.ModeReview:
@@ -841,9 +906,14 @@ func (s *session) SetMode(mode string, config json.RawMessage) error {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, setModeTimeout)
 	defer cancel()
-	if _, err := s.call(ctx, acpsdk.AgentMethodSessionSetMode, acpsdk.SetSessionModeRequest{
-		SessionId: acpsdk.SessionId(s.sessionID()), ModeId: acpsdk.SessionModeId(id)}); err != nil {
-		s.log.Warn("acp: session/set_mode failed", "mode", id, "err", err)
+	method, params := acpsdk.AgentMethodSessionSetMode, any(acpsdk.SetSessionModeRequest{
+		SessionId: acpsdk.SessionId(s.sessionID()), ModeId: acpsdk.SessionModeId(id)})
+	if s.modeConfig != "" {
+		method, params = acpsdk.AgentMethodSessionSetConfigOption, acpsdk.SetSessionConfigOptionValueId{
+			SessionId: acpsdk.SessionId(s.sessionID()), ConfigId: acpsdk.SessionConfigId(s.modeConfig), Value: acpsdk.SessionConfigValueId(id)}
+	}
+	if _, err := s.call(ctx, method, params); err != nil {
+		s.log.Warn("acp: switching the agent's mode failed", "method", method, "mode", id, "err", err)
 		return &protocol.Error{Code: protocol.CodeUnsupported, Field: "payload.mode",
 			Message: fmt.Sprintf("the ACP agent did not switch to %s mode", mode)}
 	}

@@ -42,6 +42,9 @@ type toolState struct {
 	kind      string
 	rawInput  json.RawMessage
 	locations []string
+	// started: agent.tool.started was emitted (it waits for the input of
+	// a call announced without one).
+	started bool
 }
 
 // onUpdate handles one session/update. Session bookkeeping (commands,
@@ -87,7 +90,16 @@ func (s *session) onUpdate(u *sessionUpdate) {
 			s.onTitle(*u.Title)
 		}
 		return
-	case "user_message_chunk", "config_option_update":
+	case "config_option_update":
+		// The agent's own switch of its mode selector, when it has one.
+		for _, o := range u.ConfigOptions {
+			var cur string
+			if s.modeConfig != "" && o.ID == s.modeConfig && json.Unmarshal(o.CurrentValue, &cur) == nil {
+				s.onModeUpdate(ts, cur)
+			}
+		}
+		return
+	case "user_message_chunk":
 		return
 	}
 	if ts == nil {
@@ -159,20 +171,26 @@ func (s *session) onToolCall(ts *turnState, u *sessionUpdate) {
 	if st == nil {
 		st = &toolState{name: toolName(deref(u.Kind))}
 		ts.tools[u.ToolCallID] = st
-		s.emit(ts, protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: ts.id, ToolUseID: id, ToolName: st.name, Input: toolInput(u.RawInput)})
 	}
 	if k := deref(u.Kind); k != "" {
 		st.kind = k
 	}
-	if len(u.RawInput) > 0 && string(u.RawInput) != "null" {
+	if inputGiven(u.RawInput) {
 		st.rawInput = u.RawInput
+	}
+	status := deref(u.Status)
+	// A pending call without its input is announced only: opencode sends
+	// rawInput {} first and the input in a later update. The event waits
+	// for the input, or for the call to run or end without one.
+	if !st.started && (st.rawInput != nil || status != "" && status != "pending") {
+		s.startTool(ts, id, st)
 	}
 	for _, l := range u.Locations[:min(len(u.Locations), maxLocations)] {
 		if len(st.locations) < maxLocations && l.Path != "" && !slices.Contains(st.locations, l.Path) {
 			st.locations = append(st.locations, l.Path)
 		}
 	}
-	if st.finished {
+	if st.finished || !st.started {
 		return
 	}
 	if t := deref(u.Title); t != "" && t != st.title {
@@ -185,7 +203,6 @@ func (s *session) onToolCall(ts *turnState, u *sessionUpdate) {
 	if len(u.RawOutput) > 0 && string(u.RawOutput) != "null" {
 		st.rawOutput = u.RawOutput
 	}
-	status := deref(u.Status)
 	if status != "completed" && status != "failed" {
 		return
 	}
@@ -197,11 +214,35 @@ func (s *session) onToolCall(ts *turnState, u *sessionUpdate) {
 	fin.Output, fin.Diff = s.toolOutput(st)
 	fin.Images = toolImages(st.content)
 	s.emit(ts, protocol.TypeToolFinished, fin)
+	if status == "completed" {
+		s.stopUnheld(ts, u.ToolCallID)
+	}
 	if status == "completed" && st.kind == "edit" {
 		for _, l := range st.locations {
 			s.handOver(ts, u.ToolCallID, l)
 		}
 	}
+}
+
+// startTool emits a call's agent.tool.started, once, with the input known
+// so far.
+func (s *session) startTool(ts *turnState, id string, st *toolState) {
+	if st.started {
+		return
+	}
+	st.started = true
+	s.emit(ts, protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: ts.id, ToolUseID: id, ToolName: st.name, Input: toolInput(st.rawInput)})
+}
+
+// inputGiven reports whether raw is a call's input: not absent, null or
+// the empty object an agent sends before it knows the input.
+func inputGiven(raw json.RawMessage) bool {
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" {
+		return false
+	}
+	var m map[string]json.RawMessage
+	return json.Unmarshal([]byte(t), &m) != nil || len(m) > 0
 }
 
 // toolName names a call by its ACP kind: ACP gives calls a kind and a
@@ -475,8 +516,16 @@ func (s *session) onPermission(m *message) {
 		title = "The agent asks for permission"
 	}
 	name := toolName(deref(tc.Kind))
-	if st := ts.tools[tc.ToolCallID]; st != nil && deref(tc.Kind) == "" {
-		name = st.name
+	if st := ts.tools[tc.ToolCallID]; st != nil {
+		if deref(tc.Kind) == "" {
+			name = st.name
+		}
+		if !st.started { // the interaction names a call already shown
+			if st.rawInput == nil && inputGiven(tc.RawInput) {
+				st.rawInput = tc.RawInput
+			}
+			s.startTool(ts, runecut.Prefix(tc.ToolCallID, 256), st)
+		}
 	}
 	st := &toolState{content: tc.Content}
 	msg, diff := s.toolOutput(st)

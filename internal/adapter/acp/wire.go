@@ -42,8 +42,48 @@ type authMethod struct {
 
 // newSessionResult is the answer to session/new.
 type newSessionResult struct {
-	SessionID string     `json:"sessionId"`
-	Modes     *modeState `json:"modes"`
+	SessionID     string         `json:"sessionId"`
+	Modes         *modeState     `json:"modes"`
+	ConfigOptions []configOption `json:"configOptions"`
+}
+
+// configOption is one of a session's config options (ACP's
+// configOptions, SessionConfigOption) as far as ferry reads them: the
+// mode selector, a select option of category mode.
+type configOption struct {
+	ID           string          `json:"id"`
+	Category     string          `json:"category"`
+	Type         string          `json:"type"`
+	CurrentValue json.RawMessage `json:"currentValue"`
+	Options      []configValue   `json:"options"`
+}
+
+// configValue is a select option's value, or a group of values.
+type configValue struct {
+	Value   string        `json:"value"`
+	Name    string        `json:"name"`
+	Options []configValue `json:"options"`
+}
+
+// modeOption finds the mode selector among opts: its id and its values as
+// modes, the current one current (nil when there is none).
+func modeOption(opts []configOption) (id string, modes *modeState) {
+	for _, o := range opts {
+		var cur string
+		if o.Category != "mode" || o.Type != "select" || o.ID == "" || json.Unmarshal(o.CurrentValue, &cur) != nil {
+			continue
+		}
+		ms := &modeState{CurrentModeID: cur}
+		for _, v := range o.Options {
+			for _, v := range append([]configValue{v}, v.Options...) {
+				if v.Value != "" {
+					ms.AvailableModes = append(ms.AvailableModes, agentMode{ID: v.Value, Name: v.Name})
+				}
+			}
+		}
+		return o.ID, ms
+	}
+	return "", nil
 }
 
 type modeState struct {
@@ -106,6 +146,8 @@ type sessionUpdate struct {
 	} `json:"availableCommands"`
 	// current_mode_update
 	CurrentModeID string `json:"currentModeId"`
+	// config_option_update: every option with its current value
+	ConfigOptions []configOption `json:"configOptions"`
 	// usage_update (unstable): context tokens in use
 	Used *int64 `json:"used"`
 }

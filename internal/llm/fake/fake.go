@@ -29,14 +29,14 @@
 //     conversion bug in a provider shows up as a failed call, not a pass.
 //   - A model request with no reply left fails the test (t.Errorf) and is
 //     answered with a 500 that tells the SDK not to retry.
-//   - A title request (Request.IsTitle: ferry's agent or Claude Code
-//     asking for a session title, recognised by its system prompt,
-//     llm.TitleSystem or ClaudeCodeTitleSystem, and its lack of tools,
-//     which no turn has) never takes a reply of the script: it takes the
-//     next reply scripted with Title set, else it is answered with
-//     DefaultTitle; Claude Code's gets the title as the JSON object
-//     {"title": …} it asks for. Tests of whole sessions need not script
-//     the extra request; ModelRequests leaves title requests out
+//   - A title request (Request.IsTitle: ferry's agent, opencode or Claude
+//     Code asking for a session title, recognised by its system prompt,
+//     llm.TitleSystem, OpencodeTitleSystem or ClaudeCodeTitleSystem, and
+//     its lack of tools, which no turn has) never takes a reply of the
+//     script: it takes the next reply scripted with Title set, else it is
+//     answered with DefaultTitle; Claude Code's gets the title as the JSON
+//     object {"title": …} it asks for. Tests of whole sessions need not
+//     script the extra request; ModelRequests leaves title requests out
 //     (TitleRequests has them).
 //   - Close (also run by t.Cleanup) ends held and delayed streams at once.
 //   - HEAD or GET / answers 200 (Claude Code checks reachability so); any
@@ -199,14 +199,16 @@ func (r Request) Stream() bool { b, _ := r.Body["stream"].(bool); return b }
 func (r Request) Model() string { s, _ := r.Body["model"].(string); return s }
 
 // IsTitle reports whether the request asks for a session title: ferry's
-// agent's (its system prompt holds llm.TitleSystem) or Claude Code's
-// (IsClaudeCodeTitle), system prompts no turn sends, with no tools offered.
+// agent's (its system prompt holds llm.TitleSystem), opencode's
+// (OpencodeTitleSystem) or Claude Code's (IsClaudeCodeTitle), system
+// prompts no turn sends, with no tools offered.
 func (r Request) IsTitle() bool {
 	if r.Format == "" || r.CountTokens() || r.ListModels() || len(r.ToolNames()) > 0 {
 		return false
 	}
 	sys := r.System()
-	return strings.Contains(sys, llm.TitleSystem) || r.Format == Anthropic && strings.Contains(sys, ClaudeCodeTitleSystem)
+	return strings.Contains(sys, llm.TitleSystem) || strings.Contains(sys, OpencodeTitleSystem) ||
+		r.Format == Anthropic && strings.Contains(sys, ClaudeCodeTitleSystem)
 }
 
 // IsClaudeCodeTitle reports whether the request is Claude Code asking its
@@ -784,6 +786,11 @@ func openAIErrorType(status int) (typ, code string) {
 	}
 	return "server_error", "server_error"
 }
+
+// OpencodeTitleSystem opens the system prompt with which opencode
+// (1.18.33) asks its small model for a session title, in whatever format
+// its provider speaks; it wants the title as plain text.
+const OpencodeTitleSystem = "You are a title generator. You output ONLY a thread title."
 
 // ClaudeCodeTitleSystem opens the system prompt with which Claude Code
 // (2.1.332) asks its model to name a session: for its

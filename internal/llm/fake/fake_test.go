@@ -535,3 +535,46 @@ func TestClaudeCodeTitleRequests(t *testing.T) {
 		t.Fatalf("%d title requests, %d model requests, %d pending; want 3, 0, 1 (the turn's reply)", n, m, p)
 	}
 }
+
+// TestOpencodeTitleRequests: opencode's title request (its system prompt
+// opens with fake.OpencodeTitleSystem, no tools), in the OpenAI format of
+// an openai-compatible provider and in Anthropic's, is a title request: it
+// takes the reply scripted with Title, else DefaultTitle, and leaves the
+// script's turn replies alone, so a test can script a turn without
+// knowing whether opencode's title request comes first.
+func TestOpencodeTitleRequests(t *testing.T) {
+	srv := fake.New(t)
+	srv.Script(fake.Reply{Text: []string{"turn one"}}, fake.Reply{Title: true, Text: []string{"Scripted title"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	system := fake.OpencodeTitleSystem + "\n\n<task>\nGenerate a brief title that would help the user find this conversation later.\n</task>\n"
+	oc := openai.NewClient(ooption.WithAPIKey("k"), ooption.WithBaseURL(srv.BaseURL(fake.OpenAI)))
+	open := func() string {
+		t.Helper()
+		cc, err := oc.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "fake-model",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system),
+				openai.UserMessage("Generate a title for this conversation:\n"), openai.UserMessage("change the colour")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cc.Choices[0].Message.Content
+	}
+	ac := anthropic.NewClient(aoption.WithoutEnvironmentDefaults(), aoption.WithAPIKey("k"), aoption.WithBaseURL(srv.URL()))
+	anth := func() string {
+		t.Helper()
+		msg, err := ac.Messages.New(ctx, anthropic.MessageNewParams{Model: "m", MaxTokens: 40, System: []anthropic.TextBlockParam{{Text: system}},
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("change the colour"))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg.Content[0].Text
+	}
+	got := []string{open(), anth()}
+	want := []string{"Scripted title", fake.DefaultTitle}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("answers %q, want %q", got, want)
+	}
+	if n, m, p := len(srv.TitleRequests()), len(srv.ModelRequests()), srv.Pending(); n != 2 || m != 0 || p != 1 {
+		t.Fatalf("%d title requests, %d model requests, %d pending; want 2, 0, 1 (the turn's reply)", n, m, p)
+	}
+}

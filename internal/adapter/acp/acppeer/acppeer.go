@@ -8,8 +8,8 @@
 // the log file EnvLog names, so a test can check what ferry sent.
 //
 // The peer answers initialize and session/new (with Script.Init and
-// Script.Session merged over defaults), session/set_mode (an error when
-// Script.SetModeError), and runs Script.Turns[i] for the i-th session/prompt.
+// Script.Session merged over defaults), session/set_mode and
+// session/set_config_option (an error when Script.SetModeError), and runs Script.Turns[i] for the i-th session/prompt.
 // A turn without a respond step is answered end_turn at its end.
 package acppeer
 
@@ -187,7 +187,7 @@ func (p *peer) receive(line string) {
 		}, p.script.Init))
 	case m.Method == "session/new":
 		p.result(m.ID, merge(map[string]any{"sessionId": SessionID}, p.script.Session))
-	case m.Method == "session/set_mode":
+	case m.Method == "session/set_mode" || m.Method == "session/set_config_option":
 		if p.script.SetModeError {
 			p.write(mustLine(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32602, "message": "no such mode"}}))
 			return
