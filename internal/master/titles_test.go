@@ -261,9 +261,10 @@ func TestEmptySessionsNotKept(t *testing.T) {
 		t.Fatalf("after the deletes the list is %v; want used, named, watched and pending", ids)
 	}
 
-	// The sweep: a master that keeps empty sessions a moment only. Until
-	// the grace ends it deletes only what was created since it started.
-	e.cfg.EmptySessionAge = time.Millisecond
+	// The sweep: a master that keeps empty sessions a second only (long
+	// enough for a start to be answered first). Until the grace ends it
+	// deletes only what was created since it started.
+	e.cfg.EmptySessionAge = time.Second
 	e.restart()
 	restarted := time.Now()
 	ui = e.dialUI("ui2")
