@@ -49,6 +49,9 @@ const (
 	// CodeHardLinked: the file has other hard links, which may lead out of
 	// the workspace; Write and Edit refuse it rather than write through.
 	CodeHardLinked = 19
+	// CodeEditor: the editor the session's files or terminals are lent by
+	// (ferry acp) failed a read, a write or a command.
+	CodeEditor = 20
 	// CodeInternal: the tool failed for a reason of its own (logged, not shown).
 	CodeInternal = 99
 )
