@@ -86,6 +86,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/artifact"
+	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
@@ -148,6 +149,13 @@ type Config struct {
 	// prompt is cancelled because ferry is stopping (the builtin adapter
 	// sets the adapter seam's; nil: only ErrStopping).
 	StopCause error
+	// Editor returns what the editor attached to the session lends it now
+	// (ferry acp: editorlink.Registry.Get of the session); nil lends
+	// nothing. It is asked at each tool call and turn start, never kept:
+	// Read, Write and Edit then take text from the editor's buffers
+	// (internal/vfs/overlay), Bash runs in its terminal, and its MCP
+	// servers' tools are offered (editor.go).
+	Editor func() editorlink.Lent
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -170,6 +178,7 @@ type Agent struct {
 	onCompact func([]llm.Message)
 	onStep    func(Snapshot)
 	stopCause error // Config.StopCause
+	editor    func() editorlink.Lent
 	log       *slog.Logger
 
 	mu        sync.Mutex
@@ -240,6 +249,7 @@ func New(cfg Config) (*Agent, error) {
 		onCompact: cfg.OnCompact,
 		onStep:    cfg.OnStep,
 		stopCause: cfg.StopCause,
+		editor:    cfg.Editor,
 		log:       log,
 		mode:      mode,
 		rules:     rules,

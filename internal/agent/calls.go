@@ -171,6 +171,7 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 			}
 		}
 	}
+	t.a.lend(ctx, &env, tool.Name())
 	res, err := tools.Invoke(ctx, &env, tool, use.ToolUseID, raw)
 	if ctx.Err() != nil {
 		return finish{}, fmt.Errorf("agent: %s: %w", tool.Name(), ctx.Err())
