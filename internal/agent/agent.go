@@ -181,6 +181,8 @@ type Agent struct {
 	editor    func() editorlink.Lent
 	log       *slog.Logger
 
+	mcp mcpState // the editor's MCP servers (editor.go)
+
 	mu        sync.Mutex
 	mode      string
 	model     string // the session's own model ("" : the provider's)
@@ -390,8 +392,10 @@ func (a *Agent) Answer(interactionID string, resp *protocol.InteractionResponse)
 	return nil
 }
 
-// Close releases the workspace. A running turn should be cancelled first.
+// Close releases the workspace and stops the editor's MCP servers it
+// connected. A running turn should be cancelled first.
 func (a *Agent) Close() error {
+	a.closeMCP()
 	if err := a.fs.Close(); err != nil {
 		return fmt.Errorf("agent: close: %w", err)
 	}

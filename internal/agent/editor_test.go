@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/agent"
+	"github.com/ferry-dev/ferry/internal/binarytest"
 	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/mcpclient"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/protocol"
@@ -359,5 +361,155 @@ func waitFor(t *testing.T, ch <-chan struct{}, what string) {
 	case <-ch:
 	case <-time.After(10 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// swappable is a Config.Editor whose lent set the test changes between
+// turns.
+type swappable struct {
+	mu   sync.Mutex
+	lent editorlink.Lent
+}
+
+func (s *swappable) get() editorlink.Lent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lent
+}
+
+func (s *swappable) set(l editorlink.Lent) {
+	s.mu.Lock()
+	s.lent = l
+	s.mu.Unlock()
+}
+
+func hasTool(req llm.Request, name string) bool {
+	for _, s := range req.Tools {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func toolNames(req llm.Request) []string {
+	var out []string
+	for _, s := range req.Tools {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func mcpErrors(rec *recorder) []*protocol.AgentError {
+	var out []*protocol.AgentError
+	for _, p := range rec.of(protocol.TypeAgentError) {
+		if e := p.(*protocol.AgentError); e.Code == protocol.AgentCodeMCPServerFailed {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestEditorMCPServers drives the editor's MCP servers with ferry's own
+// `ferry mcp` as a real stdio server: its tools are offered to the model
+// and a call's result reaches it; a deny rule naming the tool refuses it;
+// plan mode refuses a tool that is not read-only; a server that cannot
+// start is reported once and the turn goes on; a changed list is
+// reconnected at the next turn.
+func TestEditorMCPServers(t *testing.T) {
+	bin := binarytest.Build(t)
+	mcpWS := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mcpWS, "hello.txt"), []byte("hello from the MCP server\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ferry := mcpclient.Server{Name: "ferry", Command: bin, Args: []string{"mcp", "--workspace", mcpWS, "--no-history"}}
+	broken := mcpclient.Server{Name: "broken", Command: filepath.Join(t.TempDir(), "no-such-server")}
+	ed := &swappable{lent: editorlink.Lent{MCPServers: []mcpclient.Server{ferry, broken}}}
+	rules := &permission.Rules{}
+	for _, s := range []string{"mcp__ferry__Read"} {
+		r, err := permission.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules.Allow = append(rules.Allow, r)
+	}
+	deny, err := permission.Parse("mcp__ferry__Write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules.Deny = append(rules.Deny, deny)
+	p := newMem(
+		// Turn 1: a read (allowed) and a write (denied by the rule).
+		step{tools: []llm.Block{
+			toolCall("m1", "mcp__ferry__Read", map[string]any{"file_path": filepath.Join(mcpWS, "hello.txt")}),
+			toolCall("m2", "mcp__ferry__Write", map[string]any{"file_path": filepath.Join(mcpWS, "new.txt"), "content": "x"}),
+		}},
+		step{text: []string{"Read it."}},
+		// Turn 2: same servers, nothing new to report.
+		step{text: []string{"Still here."}},
+		// Turn 3, plan mode: Edit is not read-only.
+		step{tools: []llm.Block{toolCall("m3", "mcp__ferry__Edit", map[string]any{"file_path": filepath.Join(mcpWS, "hello.txt"), "old_string": "hello", "new_string": "bye"})}},
+		step{text: []string{"Refused."}},
+		// Turn 4: the editor lends no server any more.
+		step{text: []string{"Gone."}},
+	)
+	a, _ := newAgent(t, p, func(c *agent.Config) {
+		c.Editor = ed.get
+		c.Rules = rules
+	})
+	ctx := testCtx(t)
+
+	rec := newRecorder()
+	res, err := a.Run(ctx, textTurn("read it"), rec.emit)
+	if err != nil || res.StopReason != agent.StopEndTurn {
+		t.Fatalf("turn 1: %+v, %v", res, err)
+	}
+	reqs := p.requests()
+	if !hasTool(reqs[0], "mcp__ferry__Read") || !hasTool(reqs[0], "Read") {
+		t.Fatalf("tools offered: %v", toolNames(reqs[0]))
+	}
+	results := lastToolResults(reqs[1])
+	if len(results) != 2 || results[0].IsError || !strings.Contains(resultText(results[0]), "hello from the MCP server") {
+		t.Fatalf("the MCP Read's result did not reach the model: %+v", results)
+	}
+	if !results[1].IsError || !strings.Contains(resultText(results[1]), "Denied by the user's permission rules") {
+		t.Fatalf("denied MCP Write: %s", resultText(results[1]))
+	}
+	if _, err := os.Stat(filepath.Join(mcpWS, "new.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the denied write happened: %v", err)
+	}
+	errs := mcpErrors(rec)
+	if len(errs) != 1 || !strings.Contains(errs[0].Message, `"broken"`) || errs[0].TurnID == "" {
+		t.Fatalf("broken server reports: %+v", errs)
+	}
+
+	rec = newRecorder()
+	if res, err := a.Run(ctx, textTurn("again"), rec.emit); err != nil || res.Final != "Still here." {
+		t.Fatalf("turn 2: %+v, %v", res, err)
+	}
+	if errs := mcpErrors(rec); len(errs) != 0 {
+		t.Fatalf("reported again: %+v", errs)
+	}
+
+	if err := a.SetMode(protocol.ModePlan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(ctx, textTurn("edit it"), newRecorder().emit); err != nil {
+		t.Fatal(err)
+	}
+	r := lastToolResults(p.requests()[4])[0]
+	if !r.IsError || !strings.Contains(resultText(r), "plan mode") {
+		t.Fatalf("plan mode let an MCP Edit through: %s", resultText(r))
+	}
+	if b, _ := os.ReadFile(filepath.Join(mcpWS, "hello.txt")); !strings.HasPrefix(string(b), "hello") {
+		t.Fatalf("file edited in plan mode: %q", b)
+	}
+
+	ed.set(editorlink.Lent{})
+	if _, err := a.Run(ctx, textTurn("bye"), newRecorder().emit); err != nil {
+		t.Fatal(err)
+	}
+	if last := p.requests()[5]; hasTool(last, "mcp__ferry__Read") || !hasTool(last, "Read") {
+		t.Fatalf("tools after the editor dropped its servers: %v", toolNames(last))
 	}
 }
