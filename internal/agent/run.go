@@ -58,10 +58,10 @@ type turnRun struct {
 	col      *artifact.Collector // this prompt's artifacts
 	// tools and specs are what the model may call in this prompt: the
 	// agent's own, plus the tools of the editor's MCP servers (editor.go).
-	tools map[string]tools.Tool
-	specs []llm.ToolSpec
-	model    string              // the model and effort the turn started with
-	effort   string
+	tools  map[string]tools.Tool
+	specs  []llm.ToolSpec
+	model  string // the model and effort the turn started with
+	effort string
 
 	text    strings.Builder // everything streamed
 	usage   llm.Usage
