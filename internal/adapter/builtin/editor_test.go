@@ -20,7 +20,7 @@ import (
 type bufferFiles struct{ text string }
 
 func (b bufferFiles) ReadTextFile(context.Context, string) (string, error) { return b.text, nil }
-func (bufferFiles) WriteTextFile(context.Context, string, string) error   { return nil }
+func (bufferFiles) WriteTextFile(context.Context, string, string) error    { return nil }
 
 // TestEditorRegistryBySession: Config.Editor lends a session what was
 // registered for its id, asked at the call (registered after Open), and
