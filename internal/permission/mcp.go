@@ -14,12 +14,11 @@ func IsMCPTool(name string) bool {
 	if !ok || rest == "" {
 		return false
 	}
-	for _, r := range rest {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
+	return strings.IndexFunc(rest, func(r rune) bool { return !mcpNameRune(r) }) < 0
+}
+
+func mcpNameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
 }
 
 // mcpCovers reports whether a rule naming ruleTool (a tool, or a server:
