@@ -76,7 +76,7 @@ func (t *turnRun) offerMCP(ctx context.Context) {
 	}
 	set, failures := t.a.mcpSet(ctx, t.a.editor().MCPServers)
 	for _, f := range failures {
-		ev := &protocol.AgentError{TurnID: t.id, Code: protocol.AgentCodeMCPServerFailed, Retryable: true,
+		ev := &protocol.AgentError{TurnID: t.id, Code: protocol.AgentCodeMCPServerFailed,
 			Message: runecut.Ellipsis(fmt.Sprintf("MCP server %q is not available; its tools are not offered: %s", f.Name, f.Err), maxMCPError)}
 		if err := t.emit(ctx, protocol.TypeAgentError, ev); err != nil {
 			t.a.log.Warn("agent.error not sent", "turn", t.id, "err", err)

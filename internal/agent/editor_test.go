@@ -213,7 +213,7 @@ func (e *execTerminal) Run(ctx context.Context, c editorlink.Command) (string, b
 	e.mu.Unlock()
 	cmd := exec.Command(c.Command, c.Args...) //nolint:gosec // the test's own commands
 	cmd.Dir = c.Cwd
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=the-editor-s-own") // the editor's environment
 	for k, v := range c.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -247,7 +247,7 @@ func (e *execTerminal) Run(ctx context.Context, c editorlink.Command) (string, b
 // a denied command never reaches the terminal.
 func TestBashInTheEditorTerminal(t *testing.T) {
 	t.Parallel()
-	command := "echo out; echo err >&2; pwd; exit 3"
+	command := "echo out; echo err >&2; pwd; echo \"key=$ANTHROPIC_API_KEY\"; exit 3"
 	script := func() *memProvider {
 		return newMem(
 			step{tools: []llm.Block{toolCall("b1", "Bash", map[string]any{"command": command})}},
@@ -274,14 +274,14 @@ func TestBashInTheEditorTerminal(t *testing.T) {
 	// The two runs are in two workspaces: compare with each one's path.
 	want = strings.ReplaceAll(want, canonical(t, b.Workspace()), "WS")
 	got = strings.ReplaceAll(got, canonical(t, dir), "WS")
-	if got != want || !strings.Contains(got, "Exit code: 3") {
+	if got != want || !strings.Contains(got, "Exit code: 3") || !strings.Contains(got, "key=\n") {
 		t.Fatalf("through the terminal:\n%s\nlocally:\n%s", got, want)
 	}
 	term.mu.Lock()
 	cmds := term.cmds
 	term.mu.Unlock()
 	if len(cmds) != 1 || cmds[0].Cwd != a.Workspace() || cmds[0].Args[len(cmds[0].Args)-1] != command ||
-		cmds[0].OutputByteLimit != tools.BashMaxOutput || cmds[0].Env["GIT_TERMINAL_PROMPT"] != "0" {
+		cmds[0].OutputByteLimit != tools.BashMaxOutput || cmds[0].Env["GIT_TERMINAL_PROMPT"] != "0" || cmds[0].Env["ANTHROPIC_API_KEY"] != "" {
 		t.Fatalf("terminal commands %+v", cmds)
 	}
 	if r := lastToolResults(lent.requests()[2])[0]; !r.IsError || !strings.Contains(resultText(r), "Denied") {

@@ -48,7 +48,12 @@ type ShellRun struct {
 // timeout, cancel and result text as a local run (bash.go), but the
 // editor's terminal runs it and shows it to the user.
 func runShell(ctx context.Context, sh Shell, dir, command string, timeout time.Duration) (*Result, error) {
-	extra := make(map[string]string, len(bashExtraEnv))
+	extra := make(map[string]string, len(bashExtraEnv)+len(bashSecretEnv))
+	for _, k := range bashSecretEnv {
+		// The terminal's environment is the editor's: ferry can only
+		// blank the secrets a local run leaves out, not unset them.
+		extra[k] = ""
+	}
 	for _, kv := range bashExtraEnv {
 		k, v, _ := strings.Cut(kv, "=")
 		extra[k] = v
