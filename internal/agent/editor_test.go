@@ -452,6 +452,8 @@ func TestEditorMCPServers(t *testing.T) {
 		step{text: []string{"Refused."}},
 		// Turn 4: the editor lends no server any more.
 		step{text: []string{"Gone."}},
+		// Turn 5: it lends ferry's again.
+		step{text: []string{"Back."}},
 	)
 	a, _ := newAgent(t, p, func(c *agent.Config) {
 		c.Editor = ed.get
@@ -511,5 +513,49 @@ func TestEditorMCPServers(t *testing.T) {
 	}
 	if last := p.requests()[5]; hasTool(last, "mcp__ferry__Read") || !hasTool(last, "Read") {
 		t.Fatalf("tools after the editor dropped its servers: %v", toolNames(last))
+	}
+	waitNoProcess(t, mcpWS, "the dropped server")
+
+	ed.set(editorlink.Lent{MCPServers: []mcpclient.Server{ferry}})
+	if _, err := a.Run(ctx, textTurn("back"), newRecorder().emit); err != nil {
+		t.Fatal(err)
+	}
+	if last := p.requests()[6]; !hasTool(last, "mcp__ferry__Read") {
+		t.Fatalf("tools after the editor lent the server again: %v", toolNames(last))
+	}
+	if n := processesWith(t, mcpWS); n != 1 {
+		t.Fatalf("%d server processes running, want 1", n)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitNoProcess(t, mcpWS, "the server after the session closed")
+}
+
+// processesWith counts the processes whose command line holds s (Linux's
+// /proc; elsewhere the test skips).
+func processesWith(t *testing.T, s string) int {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil || len(dirs) == 0 {
+		t.Skip("no /proc to find the MCP server's process in")
+	}
+	n := 0
+	for _, d := range dirs {
+		if b, err := os.ReadFile(d); err == nil && bytes.Contains(b, []byte(s)) {
+			n++
+		}
+	}
+	return n
+}
+
+func waitNoProcess(t *testing.T, s, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for processesWith(t, s) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still runs", what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
