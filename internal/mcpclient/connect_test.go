@@ -73,6 +73,12 @@ func TestHTTP(t *testing.T) {
 // answer, refuse the connection or are misconfigured are each reported
 // in Status with why, within ConnectTimeout, and the good servers work.
 func TestConnectFailures(t *testing.T) {
+	// None, and a nil Set, are fine.
+	empty := Connect(context.Background(), nil, Options{})
+	var nilSet *Set
+	if len(empty.Tools()) != 0 || len(empty.Status()) != 0 || empty.Close() != nil || nilSet.Tools() != nil || nilSet.Close() != nil {
+		t.Fatal("an empty Set is not empty")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

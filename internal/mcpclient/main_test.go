@@ -72,7 +72,7 @@ func tool(t *testing.T, s *Set, name string) tools.Tool {
 	return nil
 }
 
-// run calls a tool with input.
+// run calls a tool with input, as the agent does.
 func run(t *testing.T, s *Set, name string, input any) (*tools.Result, error) {
 	t.Helper()
 	raw, err := json.Marshal(input)
@@ -81,7 +81,8 @@ func run(t *testing.T, s *Set, name string, input any) (*tools.Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return tool(t, s, name).Run(ctx, &tools.Env{}, raw)
+	// Through the one invocation point the agent uses.
+	return tools.Invoke(ctx, &tools.Env{}, tool(t, s, name), "toolu_test", raw)
 }
 
 // text is the joined text of a result.

@@ -6,19 +6,20 @@
 //
 //   - Connect never fails as a whole: every server is connected at once,
 //     each within Options.ConnectTimeout, and one that cannot be started,
-//     reached or initialised, or that lists no valid tools, is reported by
-//     Status (with the last of its stderr for a stdio server) while the
-//     others are used.
+//     reached, initialised or listed is reported by Status (with the last
+//     of its stderr for a stdio server) while the others are used.
 //   - A stdio server runs in a session and process group of its own
 //     (childproc, procgroup): its stdin is closed, then its whole tree is
-//     killed, when the Set closes. Env adds to ferry's environment; Cwd
-//     (relative to Options.Workspace, or that when empty) is its folder.
+//     killed, when the Set closes. Env adds to ferry's environment (a PATH
+//     there is where the command is looked up); Cwd (relative to
+//     Options.Workspace, or that when empty) is its folder.
 //   - Tool names are mcp__NAME__TOOL with both parts reduced to
 //     [A-Za-z0-9_-], at most 64 characters; an over-long or colliding name
 //     gets a suffix hashed from the server's and tool's own names, so the
 //     same configuration always gives the same names.
 //   - A tool whose inputSchema is not an object schema is left out, with a
-//     note in its server's Status.
+//     note in its server's Status. A server that says its tools changed is
+//     listed again; the next Tools has the new list.
 //   - A call is bounded by Options.CallTimeout and by its ctx (ending
 //     either cancels the request on the server, as MCP does). Its result
 //     reaches the model through Read's gates: text over the token gate is
@@ -26,9 +27,11 @@
 //     re-encoded as Read's are. Errors the model sees are *tools.Error
 //     with tools.CodeMCP (a tool's isError, a refused call, a server that
 //     exited) or tools.CodeTimeout.
-//   - A server that exits or drops its connection mid-session marks its
-//     tools failed ("MCP server X exited: …") and its Status; the other
-//     servers keep working.
+//   - A server that exits or drops its connection mid-session (or sends a
+//     message over the SDK's 16 MB bound, which ends it) marks its tools
+//     failed ("MCP server X exited: …") and its Status; the other servers
+//     keep working. A stdout line of a stdio server that is no JSON-RPC
+//     message is skipped.
 //   - Close ends every session, kills every stdio server's tree and
 //     returns once no goroutine of the Set is left.
 package mcpclient
@@ -216,7 +219,8 @@ func (s *Set) connect(ctx context.Context, srv *server) {
 		stdio     *stdioTransport
 	)
 	if srv.cfg.Command != "" {
-		stdio = &stdioTransport{argv: append([]string{srv.cfg.Command}, srv.cfg.Args...), opts: s.procOptions(srv.cfg), log: log}
+		o := s.procOptions(srv.cfg)
+		stdio = &stdioTransport{argv: append([]string{commandPath(srv.cfg, o.Dir)}, srv.cfg.Args...), opts: o, log: log}
 		transport = stdio
 	} else {
 		transport = &mcp.StreamableClientTransport{
@@ -415,6 +419,29 @@ func (s *Set) procOptions(cfg Server) childproc.Options {
 		env = append(env, k+"="+cfg.Env[k]) // exec keeps the last of a duplicate
 	}
 	return childproc.Options{Dir: dir, Env: env}
+}
+
+// commandPath is cfg's command, looked up in the PATH of its Env when that
+// sets one (as a shell started with that environment would), else as exec
+// looks it up (ferry's PATH; a relative path with a slash from dir).
+func commandPath(cfg Server, dir string) string {
+	path, ok := cfg.Env["PATH"]
+	if !ok || strings.ContainsRune(cfg.Command, filepath.Separator) {
+		return cfg.Command
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		p := filepath.Join(d, cfg.Command)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return cfg.Command // exec's error names it
 }
 
 // Tools returns the tools of every connected server, mcp__NAME__TOOL,

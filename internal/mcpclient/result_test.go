@@ -137,3 +137,27 @@ func TestExpand(t *testing.T) {
 		}
 	}
 }
+
+// FuzzExpand: expansion never panics; text without "${" is kept as it is,
+// and a successful expansion leaves no reference behind when the values
+// hold none.
+func FuzzExpand(f *testing.F) {
+	for _, s := range []string{"plain", "${A}", "${A:-d}", "x${B}y${C:-}", "${", "${}", "$${A}}", "${A:-${B}}"} {
+		f.Add(s)
+	}
+	getenv := func(k string) string {
+		if k == "A" {
+			return "va"
+		}
+		return ""
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out, err := expand(s, getenv)
+		if !strings.Contains(s, "${") && (err != nil || out != s) {
+			t.Fatalf("%q: %q, %v", s, out, err)
+		}
+		if err == nil && strings.Count(out, "${") > strings.Count(s, "${") {
+			t.Fatalf("%q expanded to more references: %q", s, out)
+		}
+	})
+}

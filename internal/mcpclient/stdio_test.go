@@ -226,6 +226,16 @@ func TestEnvCwdExpand(t *testing.T) {
 	if err != nil || text(res) != "MCPCLIENT_FROM_FERRY=inherited\ncwd="+ws {
 		t.Fatalf("b: %q, %v", text(res), err)
 	}
+	// A command found on the PATH its Env sets.
+	bin := t.TempDir()
+	if err := os.Symlink(testServer, filepath.Join(bin, "mcp-test-server")); err != nil {
+		t.Fatal(err)
+	}
+	d := Server{Name: "d", Command: "mcp-test-server", Env: map[string]string{"PATH": bin}}
+	s = connect(t, []Server{d}, Options{})
+	if res, err := run(t, s, "mcp__d__env", map[string]any{"name": "PATH"}); err != nil || !strings.HasPrefix(text(res), "PATH="+bin+"\n") {
+		t.Fatalf("d: %v, %v (status %+v)", res, err, s.Status())
+	}
 	// An unset variable without a default: that server is not started.
 	c := stdio(t, "c")
 	c.Args = []string{"${NOPE}"}

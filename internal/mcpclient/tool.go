@@ -32,6 +32,8 @@ const (
 	maxErrorText = 4 << 10
 )
 
+var _ tools.Tool = (*mcpTool)(nil)
+
 // mcpTool is one server tool as a tools.Tool.
 type mcpTool struct {
 	set      *Set

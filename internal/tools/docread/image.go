@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/draw"
@@ -126,7 +128,68 @@ func decodeImage(format string, r io.Reader) (image.Image, error) {
 // name is only for the messages of read and encode errors. Refusals are
 // ErrImageFileTooLarge, *TooManyPixelsError, *CorruptImageError and
 // ErrImageNotShrinkable.
+//
+// A PNG whose ancillary chunks (colour profile, text, EXIF) have a wrong
+// checksum is shown without them, as libpng and browsers show it (Go's
+// decoder refuses it): such files are common, the pixels are intact.
 func PrepareImage(ctx context.Context, name string, r io.ReaderAt, size int64, format string, maxDim int) (*PreparedImage, error) {
+	p, err := prepareImage(ctx, name, r, size, format, maxDim)
+	var corrupt *CorruptImageError
+	var fe png.FormatError
+	if format == "png" && errors.As(err, &corrupt) && errors.As(corrupt.Err, &fe) && fe == "invalid checksum" {
+		if fixed := repairPNG(r, size); fixed != nil {
+			p, err = prepareImage(ctx, name, bytes.NewReader(fixed), int64(len(fixed)), format, maxDim)
+			if err == nil {
+				p.Reencoded = true // not the file's bytes
+			}
+		}
+	}
+	return p, err
+}
+
+// repairPNG returns the PNG in r without its ancillary chunks whose CRC is
+// wrong, or nil when none is (or a critical chunk's is, or the chunks do
+// not parse).
+func repairPNG(r io.ReaderAt, size int64) []byte {
+	if size > MaxImageFileBytes || size < 8 {
+		return nil
+	}
+	data := make([]byte, size)
+	if _, err := r.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil
+	}
+	out := append([]byte(nil), data[:8]...)
+	dropped := false
+	for rest := data[8:]; ; {
+		if len(rest) < 12 {
+			return nil
+		}
+		n := binary.BigEndian.Uint32(rest[:4])
+		if uint64(n) > uint64(len(rest)-12) {
+			return nil
+		}
+		chunk := rest[:12+n]
+		typ := chunk[4:8]
+		if crc32.ChecksumIEEE(chunk[4:8+n]) != binary.BigEndian.Uint32(chunk[8+n:]) {
+			if typ[0]&0x20 == 0 { // critical: the image itself is damaged
+				return nil
+			}
+			dropped = true
+		} else {
+			out = append(out, chunk...)
+		}
+		if string(typ) == "IEND" {
+			break
+		}
+		rest = rest[12+n:]
+	}
+	if !dropped {
+		return nil
+	}
+	return out
+}
+
+func prepareImage(ctx context.Context, name string, r io.ReaderAt, size int64, format string, maxDim int) (*PreparedImage, error) {
 	if size > MaxImageFileBytes {
 		return nil, ErrImageFileTooLarge
 	}

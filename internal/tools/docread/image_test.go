@@ -6,6 +6,7 @@ import (
 	"errors"
 	"image"
 	"image/color"
+	"image/png"
 	"testing"
 )
 
@@ -94,5 +95,37 @@ func TestPrepareImageRefusals(t *testing.T) {
 	var corrupt *CorruptImageError
 	if !errors.As(err, &corrupt) || corrupt.Err == nil {
 		t.Fatalf("corrupt image: %v", err)
+	}
+}
+
+// A PNG whose ancillary chunk has a wrong CRC (the MCP reference server's
+// logo has such an iCCP chunk) is shown without that chunk, as libpng
+// shows it; a wrong CRC on the pixel data is still a corrupt image.
+func TestPrepareImageBadAncillaryCRC(t *testing.T) {
+	t.Parallel()
+	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	img.Set(1, 1, color.RGBA{200, 10, 10, 255})
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	good := b.Bytes()
+	// After the signature (8) and IHDR (25): a tEXt chunk with a bad CRC.
+	text := []byte{0, 0, 0, 5, 't', 'E', 'X', 't', 'a', 0, 'b', 'c', 'd', 1, 2, 3, 4}
+	bad := append(append(append([]byte(nil), good[:33]...), text...), good[33:]...)
+	p, err := PrepareImage(context.Background(), "x.png", bytes.NewReader(bad), int64(len(bad)), "png", 2000)
+	if err != nil {
+		t.Fatalf("bad ancillary CRC: %v", err)
+	}
+	if !bytes.Equal(p.Data, good) || p.W != 3 || p.H != 2 || !p.Reencoded {
+		t.Errorf("got %d bytes %d×%d (reencoded %v), want the PNG without the chunk", len(p.Data), p.W, p.H, p.Reencoded)
+	}
+	// The IDAT's CRC broken: refused.
+	broken := append([]byte(nil), good...)
+	broken[len(broken)-12-1]++ // the last byte of IDAT's CRC, before IEND
+	_, err = PrepareImage(context.Background(), "y.png", bytes.NewReader(broken), int64(len(broken)), "png", 2000)
+	var corrupt *CorruptImageError
+	if !errors.As(err, &corrupt) {
+		t.Fatalf("bad IDAT CRC: %v", err)
 	}
 }

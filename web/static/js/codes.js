@@ -25,6 +25,7 @@ export const TOOL_CODES = {
   17: ['bad pattern', 'an invalid glob or regular expression'],
   18: ['timed out', 'the command ran past its time limit and was stopped'],
   19: ['hard linked', 'the file has other hard links and is left untouched'],
+  20: ['MCP', 'an MCP server\'s tool reported an error, or its server is unreachable or exited'],
   99: ['internal', 'the tool failed for a reason of its own (see the log)'],
 };
 
