@@ -559,3 +559,64 @@ func waitNoProcess(t *testing.T, s, what string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestEditorWriteKeepsArtifactsAndHistory: a Write through the editor is
+// still an artifact and still recorded in the file history, with the
+// editor's text as the old content.
+func TestEditorWriteKeepsArtifactsAndHistory(t *testing.T) {
+	t.Parallel()
+	files := newFakeFiles()
+	hist := &history{}
+	p := newMem(
+		step{tools: []llm.Block{toolCall("r1", "Read", map[string]any{"file_path": "report.md"})}},
+		step{tools: []llm.Block{toolCall("w1", "Write", map[string]any{"file_path": "report.md", "content": "# Report\n\nDone.\n"})}},
+		step{text: []string{"Done."}},
+	)
+	a, dir := newAgent(t, p, func(c *agent.Config) {
+		lending(editorlink.Lent{Files: files})(c)
+		c.Artifacts = true
+		c.History = hist
+		c.Rules = &permission.Rules{Allow: []permission.Rule{{Tool: "Write"}}}
+	})
+	path := filepath.Join(canonical(t, dir), "report.md")
+	if err := os.WriteFile(path, []byte("# Report\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files.buffers[path] = "# Report\n\nTBD (unsaved)\n"
+	rec := newRecorder()
+	res, err := a.Run(testCtx(t), textTurn("write the report"), rec.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := lastToolResults(p.requests()[2])[0]; r.IsError {
+		t.Fatalf("Write: %s", resultText(r))
+	}
+	if !contains(files.log(), "write "+path) {
+		t.Fatalf("the write did not go to the editor: %q", files.log())
+	}
+	if len(res.Artifacts) != 1 || res.Artifacts[0].Path() != "report.md" {
+		t.Fatalf("artifacts %+v", res.Artifacts)
+	}
+	if hist.old() != "# Report\n\nTBD (unsaved)\n" {
+		t.Fatalf("history kept %q, want the editor's text", hist.old())
+	}
+}
+
+// history is a tools.FileHistory that keeps the last old content.
+type history struct {
+	mu   sync.Mutex
+	last string
+}
+
+func (h *history) Track(_ context.Context, _ string, old []byte, _ bool) error {
+	h.mu.Lock()
+	h.last = string(old)
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *history) old() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
