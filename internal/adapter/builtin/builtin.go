@@ -107,6 +107,9 @@ type Config struct {
 	// ("ferry up", "ferry connect"; "" is ferry connect): messages that say
 	// what to set name it, so the user restarts the right thing.
 	HostCommand string
+	// Editor holds what an editor attached to a session lends its agent
+	// (ferry acp: files, terminals, MCP servers); nil: nothing is lent.
+	Editor *editorlink.Registry
 }
 
 // Adapter opens sessions of ferry's agent.
