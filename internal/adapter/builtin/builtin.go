@@ -97,10 +97,6 @@ type Config struct {
 	// Artifacts): on for sessions driven from the UI, off by default for
 	// ferry run (--artifacts).
 	Artifacts bool
-	// Editor holds what the editors attached to sessions lend them (ferry
-	// acp registers them by session id); nil lends nothing. Each session's
-	// agent asks it at every tool call and turn start (agent.Config.Editor).
-	Editor *editorlink.Registry
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 	// HostCommand is the command the user ran to start this client
