@@ -65,6 +65,16 @@
 //     subagents; a sub-run would get its own collector (artifact.Fork).
 //   - Failures reach peers as coded errors (*Error, agent.error) with safe
 //     messages; internal text goes to the log only.
+//   - What an editor lends the session (Config.Editor, ferry acp) is
+//     asked at every tool call and turn start, never kept: Read, Write
+//     and Edit then read and write text through the editor's buffers
+//     after ferry's own path checks (internal/vfs/overlay; a refused path
+//     never reaches the editor), Bash runs in its terminal with the same
+//     result text, and the tools of its MCP servers are offered for the
+//     turn, under the same modes and rules (mcp__SERVER__TOOL). Those
+//     servers are connected once per list (again when it changes), a
+//     failed one is reported once (agent.error mcp_server_failed) and the
+//     turn goes on; Close stops them.
 //   - Restarts: Config.OnStep gets a Snapshot (history, turn-open flag,
 //     read state) each time a step ends, before the next one starts;
 //     Restore continues from one, repaired so the provider accepts it
