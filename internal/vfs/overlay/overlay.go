@@ -22,7 +22,8 @@
 //     editor changes the stamp as a write on disk would, so the tools'
 //     read-before-write checks see it.
 //   - WriteFile holds vfs.LockPath of the file (as vfs.Local does), refuses
-//     what Local refuses (directories, hard links, read-only files), runs
+//     what Local refuses (directories, hard links, read-only files) and a
+//     path that resolves elsewhere than it did (a link swapped in), runs
 //     WriteOptions.Check against the editor's current text, writes through
 //     the editor, and then stats the disk for the new stamp. A new file the
 //     editor did not create on disk is reported (tools.CodeEditor); a new
@@ -150,6 +151,16 @@ func (o *FS) WriteFile(name string, data []byte, opts vfs.WriteOptions) (vfs.Inf
 		if err := opts.Check(cur, exists); err != nil {
 			return vfs.Info{}, err
 		}
+	}
+	// The editor follows links as it writes: a path that resolves
+	// elsewhere now (a component replaced by a link since Resolve) is
+	// refused, not written through. Checked last, right before the write.
+	again, err := o.base.Resolve(name)
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	if again != p {
+		return vfs.Info{}, tools.Errorf(tools.CodeStale, "%s was moved or replaced by a link while this call ran. Read it again, then redo the change.", name)
 	}
 	if err := o.files.WriteTextFile(o.ctx, p, string(data)); err != nil {
 		return vfs.Info{}, o.editorError("write", p, err)

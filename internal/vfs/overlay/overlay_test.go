@@ -345,3 +345,55 @@ func TestWriteCheckSeesTheBuffer(t *testing.T) {
 		t.Fatalf("disk %q buffer %q", b, ed.buffers[p])
 	}
 }
+
+// swapEditor replaces the workspace's directory "d" by a link to outside
+// at its first read: the race a write through the editor must catch.
+type swapEditor struct {
+	*editor
+	dir, outside string
+	once         sync.Once
+}
+
+func (s *swapEditor) ReadTextFile(ctx context.Context, path string) (string, error) {
+	text, err := s.editor.ReadTextFile(ctx, path)
+	s.once.Do(func() {
+		_ = os.Rename(s.dir, s.dir+".old")
+		_ = os.Symlink(s.outside, s.dir)
+	})
+	return text, err
+}
+
+// TestWriteRefusesALinkSwappedIn: a directory replaced by a link to
+// outside the workspace between the path's check and the write is
+// refused; nothing is written outside.
+func TestWriteRefusesALinkSwappedIn(t *testing.T) {
+	ws, outside := canonicalTemp(t), canonicalTemp(t)
+	dir := filepath.Join(ws, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{dir, outside} {
+		if err := os.WriteFile(filepath.Join(d, "f.txt"), []byte("old\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ed := &swapEditor{editor: newEditor(), dir: dir, outside: outside}
+	l, err := vfs.NewLocal(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	fsys := overlay.New(context.Background(), l, ed)
+	_, err = fsys.WriteFile("d/f.txt", []byte("new\n"), vfs.WriteOptions{})
+	if err == nil {
+		t.Fatal("the write went through a swapped-in link")
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "f.txt")); string(b) != "old\n" {
+		t.Fatalf("outside file %q", b)
+	}
+	for _, a := range ed.paths() {
+		if strings.HasPrefix(a, "write ") {
+			t.Fatalf("the editor was asked to %s", a)
+		}
+	}
+}
