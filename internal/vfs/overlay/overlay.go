@@ -21,9 +21,13 @@
 //     text's length and Device a hash of the text: an unsaved change in the
 //     editor changes the stamp as a write on disk would, so the tools'
 //     read-before-write checks see it.
+//   - Text the editor read, or a write it is about to make, for a path that
+//     now resolves elsewhere than when it was checked (a link swapped in)
+//     is refused. The instant between that check and the editor's own
+//     open cannot be closed: the editor follows links, and cannot be
+//     pinned to a directory as Local's os.Root is.
 //   - WriteFile holds vfs.LockPath of the file (as vfs.Local does), refuses
-//     what Local refuses (directories, hard links, read-only files) and a
-//     path that resolves elsewhere than it did (a link swapped in), runs
+//     what Local refuses (directories, hard links, read-only files), runs
 //     WriteOptions.Check against the editor's current text, writes through
 //     the editor, and then stats the disk for the new stamp. A new file the
 //     editor did not create on disk is reported (tools.CodeEditor); a new
@@ -152,15 +156,9 @@ func (o *FS) WriteFile(name string, data []byte, opts vfs.WriteOptions) (vfs.Inf
 			return vfs.Info{}, err
 		}
 	}
-	// The editor follows links as it writes: a path that resolves
-	// elsewhere now (a component replaced by a link since Resolve) is
-	// refused, not written through. Checked last, right before the write.
-	again, err := o.base.Resolve(name)
-	if err != nil {
+	// The editor follows links as it writes: checked last, right before.
+	if err := o.samePath(name, p); err != nil {
 		return vfs.Info{}, err
-	}
-	if again != p {
-		return vfs.Info{}, tools.Errorf(tools.CodeStale, "%s was moved or replaced by a link while this call ran. Read it again, then redo the change.", name)
 	}
 	if err := o.files.WriteTextFile(o.ctx, p, string(data)); err != nil {
 		return vfs.Info{}, o.editorError("write", p, err)
@@ -257,6 +255,11 @@ func (o *FS) lookup(info vfs.Info, f vfs.File) (entry, error) {
 		s, err := o.files.ReadTextFile(o.ctx, info.Path)
 		switch {
 		case err == nil:
+			// The editor followed links as it read: text from a path that
+			// a swapped-in link redirected is never served.
+			if err := o.samePath(info.Path, info.Path); err != nil {
+				return entry{}, err
+			}
 			e = entry{text: s, editor: true}
 		case errors.Is(err, fs.ErrNotExist) && o.ctx.Err() == nil:
 			// Not the editor's to serve: the disk has it.
@@ -265,6 +268,23 @@ func (o *FS) lookup(info vfs.Info, f vfs.File) (entry, error) {
 		}
 	}
 	return e, nil
+}
+
+// samePath refuses name when it no longer resolves to p, its canonical
+// path when it was checked: a component replaced by a link since would
+// lead the editor, which follows links, elsewhere (outside: the base's
+// ErrOutside; inside: code 3). A swap in the instant between this check
+// and the editor's own open remains possible: unlike Local's os.Root,
+// the editor cannot be pinned to the directory ferry checked.
+func (o *FS) samePath(name, p string) error {
+	again, err := o.base.Resolve(name)
+	if err != nil {
+		return err
+	}
+	if again != p {
+		return tools.Errorf(tools.CodeStale, "%s was moved or replaced by a link while this call ran. Read it again, then redo the change.", name)
+	}
+	return nil
 }
 
 // editorError is the tools' error for a failed editor request: the call's

@@ -397,3 +397,31 @@ func TestWriteRefusesALinkSwappedIn(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRefusesALinkSwappedIn: text the editor read through a link
+// swapped in after the check is not served.
+func TestReadRefusesALinkSwappedIn(t *testing.T) {
+	ws, outside := canonicalTemp(t), canonicalTemp(t)
+	dir := filepath.Join(ws, "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f.txt"), []byte("inside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "f.txt"), []byte("secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The swap happens inside the read: the editor reads the old path's
+	// text here, but the check after it sees the link.
+	ed := &swapEditor{editor: newEditor(), dir: dir, outside: outside}
+	l, err := vfs.NewLocal(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	fsys := overlay.New(context.Background(), l, ed)
+	if _, err := fsys.Open("d/f.txt"); !errors.Is(err, vfs.ErrOutside) {
+		t.Fatalf("Open after the swap: %v, want ErrOutside", err)
+	}
+}
