@@ -65,6 +65,16 @@
 //     subagents; a sub-run would get its own collector (artifact.Fork).
 //   - Failures reach peers as coded errors (*Error, agent.error) with safe
 //     messages; internal text goes to the log only.
+//   - What an editor lends the session (Config.Editor, ferry acp) is
+//     asked at every tool call and turn start, never kept: Read, Write
+//     and Edit then read and write text through the editor's buffers
+//     after ferry's own path checks (internal/vfs/overlay; a refused path
+//     never reaches the editor), Bash runs in its terminal with the same
+//     result text, and the tools of its MCP servers are offered for the
+//     turn, under the same modes and rules (mcp__SERVER__TOOL). Those
+//     servers are connected once per list (again when it changes), a
+//     failed one is reported once (agent.error mcp_server_failed) and the
+//     turn goes on; Close stops them.
 //   - Restarts: Config.OnStep gets a Snapshot (history, turn-open flag,
 //     read state) each time a step ends, before the next one starts;
 //     Restore continues from one, repaired so the provider accepts it
@@ -86,6 +96,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/artifact"
+	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
@@ -148,6 +159,13 @@ type Config struct {
 	// prompt is cancelled because ferry is stopping (the builtin adapter
 	// sets the adapter seam's; nil: only ErrStopping).
 	StopCause error
+	// Editor returns what the editor attached to the session lends it now
+	// (ferry acp: editorlink.Registry.Get of the session); nil lends
+	// nothing. It is asked at each tool call and turn start, never kept:
+	// Read, Write and Edit then take text from the editor's buffers
+	// (internal/vfs/overlay), Bash runs in its terminal, and its MCP
+	// servers' tools are offered (editor.go).
+	Editor func() editorlink.Lent
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -170,7 +188,10 @@ type Agent struct {
 	onCompact func([]llm.Message)
 	onStep    func(Snapshot)
 	stopCause error // Config.StopCause
+	editor    func() editorlink.Lent
 	log       *slog.Logger
+
+	mcp mcpState // the editor's MCP servers (editor.go)
 
 	mu        sync.Mutex
 	mode      string
@@ -240,6 +261,7 @@ func New(cfg Config) (*Agent, error) {
 		onCompact: cfg.OnCompact,
 		onStep:    cfg.OnStep,
 		stopCause: cfg.StopCause,
+		editor:    cfg.Editor,
 		log:       log,
 		mode:      mode,
 		rules:     rules,
@@ -380,8 +402,10 @@ func (a *Agent) Answer(interactionID string, resp *protocol.InteractionResponse)
 	return nil
 }
 
-// Close releases the workspace. A running turn should be cancelled first.
+// Close releases the workspace and stops the editor's MCP servers it
+// connected. A running turn should be cancelled first.
 func (a *Agent) Close() error {
+	a.closeMCP()
 	if err := a.fs.Close(); err != nil {
 		return fmt.Errorf("agent: close: %w", err)
 	}

@@ -102,9 +102,13 @@ func (t *turnRun) runTool(ctx context.Context, use llm.Block) (llm.Block, error)
 // rules), raw as the model sent it (for the tool, which names what is wrong
 // with it).
 func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw json.RawMessage) (finish, error) {
-	tool, ok := t.a.tools[use.ToolName]
+	tool, ok := t.tools[use.ToolName]
 	if !ok {
-		return failed(tools.Errorf(tools.CodeInvalidInput, "There is no tool named %q. Use one of: %s.", use.ToolName, strings.Join(t.a.ToolNames(), ", "))), nil
+		names := make([]string, len(t.specs))
+		for i, s := range t.specs {
+			names[i] = s.Name
+		}
+		return failed(tools.Errorf(tools.CodeInvalidInput, "There is no tool named %q. Use one of: %s.", use.ToolName, strings.Join(names, ", "))), nil
 	}
 	var fields map[string]any
 	_ = json.Unmarshal(input, &fields) // objectInput made it an object
@@ -171,6 +175,7 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 			}
 		}
 	}
+	t.a.lend(ctx, &env, tool.Name())
 	res, err := tools.Invoke(ctx, &env, tool, use.ToolUseID, raw)
 	if ctx.Err() != nil {
 		return finish{}, fmt.Errorf("agent: %s: %w", tool.Name(), ctx.Err())

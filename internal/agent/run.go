@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/permission"
+	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -55,8 +56,12 @@ type turnRun struct {
 	maxTurns int
 	schema   *outputSchema
 	col      *artifact.Collector // this prompt's artifacts
-	model    string              // the model and effort the turn started with
-	effort   string
+	// tools and specs are what the model may call in this prompt: the
+	// agent's own, plus the tools of the editor's MCP servers (editor.go).
+	tools  map[string]tools.Tool
+	specs  []llm.ToolSpec
+	model  string // the model and effort the turn started with
+	effort string
 
 	text    strings.Builder // everything streamed
 	usage   llm.Usage
@@ -90,7 +95,7 @@ func (a *Agent) runWith(ctx context.Context, turn Turn, emit Emit, col *artifact
 		a.checkpoint()
 	}()
 	ctx = artifact.WithCollector(ctx, col)
-	t := &turnRun{a: a, id: turn.ID, emit: emit, maxTurns: a.maxTurns, col: col}
+	t := &turnRun{a: a, id: turn.ID, emit: emit, maxTurns: a.maxTurns, col: col, tools: a.tools, specs: a.specs}
 	t.model, t.effort = a.Model()
 	res, err := t.run(ctx, turn)
 	res.Text = t.text.String()
@@ -139,6 +144,7 @@ func (t *turnRun) run(ctx context.Context, turn Turn) (Result, error) {
 	if err := t.applyOverrides(req.ConfigOverrides); err != nil {
 		return Result{}, err
 	}
+	t.offerMCP(ctx)
 	attached, err := attachmentBlocks(ctx, turn.Attachments, t.a.env.Limits.MaxImageDimension)
 	if err != nil {
 		return Result{}, err
@@ -254,7 +260,7 @@ func (t *turnRun) loop(ctx context.Context) (Result, error) {
 
 // call makes one model call, streaming its deltas, and reports usage.
 func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
-	req := llm.Request{System: t.a.systemPrompt(t.a.Mode()), Messages: t.a.History(), Tools: t.a.specs, MaxTokens: t.a.maxTok,
+	req := llm.Request{System: t.a.systemPrompt(t.a.Mode()), Messages: t.a.History(), Tools: t.specs, MaxTokens: t.a.maxTok,
 		Model: t.model, Effort: t.effort}
 	var partial strings.Builder
 	resp, err := t.a.provider.Stream(ctx, req, func(ev llm.Event) error {

@@ -24,6 +24,9 @@ import (
 type Files interface {
 	// ReadTextFile returns the file's text as the editor sees it: its
 	// unsaved buffer when the file is open there, else the file on disk.
+	// An error wrapping fs.ErrNotExist says the editor has no such file
+	// (ACP's resource-not-found): ferry then reads its disk; any other
+	// error is reported to the agent (internal/vfs/overlay).
 	ReadTextFile(ctx context.Context, path string) (string, error)
 	// WriteTextFile replaces the file's text through the editor.
 	WriteTextFile(ctx context.Context, path, content string) error

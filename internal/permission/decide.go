@@ -90,6 +90,9 @@ func (r *Rules) Decide(c Call) Decision {
 	if r != nil {
 		rs = *r
 	}
+	if IsMCPTool(c.Tool) {
+		return rs.decideMCP(c)
+	}
 	m := rs.matcher()
 	if c.Tool == "Bash" {
 		d := rs.decideCommand(c)
@@ -485,6 +488,9 @@ func RulesFor(c Call) []Rule {
 	if c.Tool == "Bash" {
 		return commandRulesFor(c.Command)
 	}
+	if IsMCPTool(c.Tool) {
+		return []Rule{{Tool: c.Tool}}
+	}
 	if !isPathTool(c.Tool) {
 		return nil
 	}
@@ -510,7 +516,7 @@ func RulesFor(c Call) []Rule {
 // path's links cannot be resolved: no rule allows such a path.
 func (r *Rules) RulesFor(c Call) []Rule {
 	rules := RulesFor(c)
-	if c.Tool == "Bash" || len(rules) == 0 {
+	if c.Tool == "Bash" || IsMCPTool(c.Tool) || len(rules) == 0 {
 		return rules
 	}
 	var rs Rules

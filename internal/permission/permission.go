@@ -49,6 +49,11 @@
 //     names, `..` or `~` in path patterns, Bash patterns of more than one
 //     command, a trailing ` *` meant as a wildcard. Its errors are *Error
 //     with a Code.
+//   - MCP tools (mcp__SERVER__TOOL, offered from an editor's MCP servers)
+//     are matched by name: a rule names the tool, or its server
+//     (mcp__SERVER) to cover all its tools, and takes no pattern. With no
+//     rule they ask, even one its server marks read-only (a hint ferry
+//     cannot check); the modes take that hint like a tool's ReadOnly.
 //   - Plan mode runs read-only tools only; review mode adds Bash commands
 //     that are read-only git commands (ReadOnlyGit), run in a repository
 //     whose own configuration cannot make git start a program
@@ -255,6 +260,12 @@ func balanced(p string) string {
 func parseTool(src, tool, pattern string, parens bool) (Rule, error) {
 	if tool == "" {
 		return Rule{}, ruleErr(CodeEmptyTool, src, "no tool name; write Tool or Tool(pattern), e.g. Read(src/**) or Bash(git diff:*)")
+	}
+	if IsMCPTool(tool) {
+		if parens {
+			return Rule{}, ruleErr(CodeBadPattern, src, "MCP tools take no pattern; write %s alone to match every call", tool)
+		}
+		return Rule{Tool: tool}, nil
 	}
 	known := false
 	for _, t := range KnownTools() {

@@ -47,6 +47,9 @@ const (
 //     at most BashMaxOutput bytes of it (head and tail, the middle elided
 //     with a marker saying how much); Env.Progress, when set, gets all of
 //     it, in order.
+//   - With Env.Shell (an editor's terminal, ferry acp) the same command
+//     runs there instead, with the same timeout, cancel and result text;
+//     the output is what the terminal kept (its end), capped the same way.
 //   - A non-zero exit is a normal result whose text ends with the exit
 //     code. An empty command is CodeInvalidInput; a timeout is CodeTimeout
 //     naming the limit; a cancelled call returns the context's error.
@@ -103,6 +106,9 @@ func (Bash) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 		return nil, err
 	}
 	dir := env.FS.Roots()[0]
+	if env.Shell != nil {
+		return runShell(ctx, env.Shell, dir, in.Command, timeout)
+	}
 
 	out, err := runBash(ctx, dir, in.Command, timeout, env.Progress)
 	if err != nil {

@@ -52,6 +52,9 @@ const (
 	// CodeMCP: an MCP server's tool reported an error, or its server could
 	// not be reached, refused the call or exited.
 	CodeMCP = 20
+	// CodeEditor: the editor the session's files or terminals are lent by
+	// (ferry acp) failed a read, a write or a command.
+	CodeEditor = 21
 	// CodeInternal: the tool failed for a reason of its own (logged, not shown).
 	CodeInternal = 99
 )

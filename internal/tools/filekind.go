@@ -56,3 +56,16 @@ func kindName(k fileKind, format string) string {
 	}
 	return "text file"
 }
+
+// EditorText reports whether a file with this head (its first bytes, up to
+// 8 KiB) and name is plain UTF-8 text, the one kind an editor lent to the
+// session (ferry acp) serves: not a PDF, image, notebook, binary file, nor
+// text in another encoding (UTF-16, a byte order mark), which ferry keeps
+// reading and writing on its own disk.
+func EditorText(head []byte, name string) bool {
+	if len(head) > sniffBytes {
+		head = head[:sniffBytes]
+	}
+	k, _ := classifyFile(head, name)
+	return k == kindText && detectEncoding(head) == encUTF8
+}

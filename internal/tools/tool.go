@@ -59,6 +59,10 @@ type Env struct {
 	// of it, uncapped, and never split a UTF-8 sequence). It is called from
 	// the goroutine reading the output, so a slow hook slows the command.
 	Progress func(delta string)
+	// Shell, when set, runs Bash's commands instead of a local child
+	// process: the terminal of the editor the session is attached to
+	// (ferry acp). Nil runs them locally.
+	Shell Shell
 	// Hidden, when set, reports whether Glob and Grep leave out the file or
 	// directory at path (absolute; a link's own path for a link): the
 	// permission rules deny reading it, so a search of the directory

@@ -512,6 +512,10 @@ func (l *Local) WriteFile(name string, data []byte, opts WriteOptions) (Info, er
 	return l.writeAtomic(name, t, data, opts, cur)
 }
 
+// Writable is the check WriteFile makes of an existing file's mode (see
+// writable), for another FS that writes the files Local serves.
+func Writable(name string, fi fs.FileInfo) error { return writable(name, fi) }
+
 // writable refuses a file the user could not write in place: never a file
 // without any write bit (even for root, which the kernel would let through),
 // and for other users the owner/group/other bit that applies to them. The

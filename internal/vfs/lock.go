@@ -41,3 +41,10 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 		k.mu.Unlock()
 	}
 }
+
+// LockPath takes the process-wide write lock of the canonical path p, the
+// one Local.WriteFile holds from its first stat to the rename, and returns
+// its unlock function. Another FS that writes files Local also writes (an
+// editor overlay) takes it so its writers and Local's serialise. Do not
+// call Local.WriteFile on p while holding it.
+func LockPath(p string) (unlock func()) { return writeLocks.lock(p) }

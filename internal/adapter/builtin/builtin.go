@@ -28,6 +28,10 @@
 // the user are sent as agent.artifact events while the turn runs and listed
 // in the turn's adapter.Result.Artifacts (docs/artifacts.md).
 //
+// With Config.Editor (ferry acp) a session's agent uses what the editor
+// attached to it lends: its files' text, its terminals and its MCP
+// servers (agent.Config.Editor, docs/tools.md "Lent by an editor").
+//
 // With SessionConfig.Transcripts (the client's transcripts.db) every step
 // of a session's conversation is saved as it ends, and Open continues a
 // session that has a saved transcript, after any restart (docs/agent.md,
@@ -48,6 +52,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/agent"
+	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -98,6 +103,9 @@ type Config struct {
 	// ("ferry up", "ferry connect"; "" is ferry connect): messages that say
 	// what to set name it, so the user restarts the right thing.
 	HostCommand string
+	// Editor holds what an editor attached to a session lends its agent
+	// (ferry acp: files, terminals, MCP servers); nil: nothing is lent.
+	Editor *editorlink.Registry
 }
 
 // Adapter opens sessions of ferry's agent.
@@ -219,12 +227,25 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*Agent, error) {
 		Artifacts:          a.cfg.Artifacts,
 		OnStep:             keeper(cfg, a.cfg.Logger),
 		StopCause:          adapter.ErrStopping, // the client's cause when ferry stops
+		Editor:             lender(a.cfg.Editor, cfg.SessionID),
 		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
 	}
 	return &Agent{ag}, nil
+}
+
+// lender is what the editor of session id lends, asked anew each time;
+// nil when no registry is configured.
+func lender(reg *editorlink.Registry, id string) func() editorlink.Lent {
+	if reg == nil {
+		return nil
+	}
+	return func() editorlink.Lent {
+		l, _ := reg.Get(id)
+		return l
+	}
 }
 
 // Agent is ferry's agent driven through the adapter seam's Turn and Emit

@@ -26,6 +26,7 @@ export const TOOL_CODES = {
   18: ['timed out', 'the command ran past its time limit and was stopped'],
   19: ['hard linked', 'the file has other hard links and is left untouched'],
   20: ['MCP', 'an MCP server\'s tool reported an error, or its server is unreachable or exited'],
+  21: ['editor', 'the editor lending its files or terminals failed the request'],
   99: ['internal', 'the tool failed for a reason of its own (see the log)'],
 };
 
@@ -89,6 +90,7 @@ export const CODES = {
   agent_unavailable: 'the agent could not be started',
   agent_auth_required: 'the agent wants you to log in',
   session_not_resumed: 'the agent could not resume the earlier conversation and starts a new one',
+  mcp_server_failed: 'an MCP server the editor lent could not be connected; the turn goes on without its tools',
   agent_failed: 'the agent failed without saying why',
   compaction_failed: 'the agent could not compact the session',
   restarted: 'ferry on the session\'s machine (ferry up or ferry connect) stopped during the turn, which ended there; the machine itself need not have restarted',
