@@ -1,6 +1,7 @@
 package acpagent_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -336,4 +337,64 @@ func TestModesAndModelOptions(t *testing.T) {
 func isCode(err error, code int) bool {
 	var re *acp.RequestError
 	return errors.As(err, &re) && re.Code == code
+}
+
+func TestLoadAfterRestartContinuesTheConversation(t *testing.T) {
+	m := newModel(t)
+	dir := workspace(t)
+	home := t.TempDir()
+	m.srv.Script(say("Noted: 42."))
+	e := newEditor(t, dir, home, m.args()...)
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(dir)
+	e.mustPrompt(s.SessionId, "Remember the number 42", acp.StopReasonEndTurn)
+	_ = e.in.Close()
+	if err := e.exit.wait(t); err != nil {
+		t.Fatalf("the first ferry acp exited with %v", err)
+	}
+
+	m.srv.Script(say("It was 42."))
+	e2 := newEditor(t, dir, home, m.args()...)
+	e2.initialize(acp.ClientCapabilities{})
+	if _, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: s.SessionId, Cwd: dir, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	// The replay came before the answer.
+	agent, user := e2.text(s.SessionId)
+	if !strings.Contains(user, "Remember the number 42") || !strings.Contains(agent, "Noted: 42.") {
+		t.Fatalf("the replay shows user %q, agent %q", user, agent)
+	}
+	e2.mustPrompt(s.SessionId, "Which number?", acp.StopReasonEndTurn)
+	reqs := m.srv.ModelRequests()
+	last := reqs[len(reqs)-1]
+	var sent strings.Builder
+	for _, msg := range last.Messages() {
+		b, _ := json.Marshal(msg)
+		sent.Write(b)
+	}
+	if !strings.Contains(sent.String(), "Remember the number 42") || !strings.Contains(sent.String(), "Noted: 42.") {
+		t.Errorf("after the restart the model was sent %s, without the earlier conversation", sent.String())
+	}
+	if agent, _ := e2.text(s.SessionId); !strings.Contains(agent, "It was 42.") {
+		t.Errorf("the new answer is missing: %q", agent)
+	}
+}
+
+func TestWorkspaceInUseByAnotherFerryACP(t *testing.T) {
+	dir := workspace(t)
+	home := t.TempDir()
+	e := newEditor(t, dir, home, "--agent", "echo")
+	e.initialize(acp.ClientCapabilities{})
+	e.newSession(dir)
+	e2 := newEditor(t, dir, home, "--agent", "echo")
+	e2.initialize(acp.ClientCapabilities{})
+	_, err := e2.conn.NewSession(e2.ctx(), acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
+	pid := strconv.Itoa(e.cmd.Process.Pid)
+	var re *acp.RequestError
+	if !errors.As(err, &re) || re.Code != -32000 || !strings.Contains(re.Message, "pid "+pid) {
+		t.Fatalf("session/new on a workspace another ferry acp serves: %v, want -32000 naming pid %s", err, pid)
+	}
+	// The refusal is no exit: another workspace still works.
+	other := workspace(t)
+	e2.newSession(other)
 }
