@@ -1,8 +1,13 @@
 package acpagent_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"image"
+	"image/color"
+	pngenc "image/png"
 	"os"
 	"path/filepath"
 	"slices"
@@ -397,4 +402,43 @@ func TestWorkspaceInUseByAnotherFerryACP(t *testing.T) {
 	// The refusal is no exit: another workspace still works.
 	other := workspace(t)
 	e2.newSession(other)
+}
+
+// A prompt of every content block ferry takes reaches the model: the
+// linked workspace file as a file reference, the embedded text in the
+// prompt, the image as an attachment uploaded to the master.
+func TestPromptContentBlocks(t *testing.T) {
+	m := newModel(t)
+	dir := workspace(t)
+	m.srv.Script(say("Seen."))
+	e := newEditor(t, dir, t.TempDir(), m.args()...)
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(dir)
+	var png bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{R: 255, A: 255})
+	if err := pngenc.Encode(&png, img); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{
+		acp.TextBlock("Compare "),
+		acp.ResourceLinkBlock("greet.txt", "file://"+filepath.Join(dir, "greet.txt")),
+		acp.TextBlock(" with the notes and the picture."),
+		acp.ResourceBlock(acp.EmbeddedResourceResource{TextResourceContents: &acp.TextResourceContents{Uri: "file:///elsewhere/notes.md", Text: "NOTES-7Q2"}}),
+		acp.ImageBlock(base64.StdEncoding.EncodeToString(png.Bytes()), "image/png"),
+	}})
+	if err != nil || r.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt: %v %+v", err, r)
+	}
+	reqs := m.srv.ModelRequests()
+	b, _ := json.Marshal(reqs[len(reqs)-1].Messages())
+	sent := string(b)
+	for _, want := range []string{"Compare ", "greet.txt", "NOTES-7Q2", `"type":"image"`} {
+		if !strings.Contains(sent, want) {
+			t.Errorf("the model was not sent %s: %s", want, sent)
+		}
+	}
+	if _, err := e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.AudioBlock("AAAA", "audio/wav")}}); !isCode(err, -32602) {
+		t.Errorf("an audio prompt: %v, want -32602", err)
+	}
 }
