@@ -442,3 +442,52 @@ func TestPromptContentBlocks(t *testing.T) {
 		t.Errorf("an audio prompt: %v, want -32602", err)
 	}
 }
+
+// The editor lends its files and terminals: the agent reads the unsaved
+// buffer, writes through the editor, and runs Bash in an editor terminal.
+func TestEditorFilesAndTerminal(t *testing.T) {
+	m := newModel(t)
+	dir := workspace(t)
+	path := filepath.Join(dir, "greet.txt")
+	m.srv.Script(read("greet.txt"), edit("greet.txt", "unsaved", "saved"),
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Bash", Input: map[string]any{"command": "echo from-terminal"}}}}, say("ok"))
+	e := newEditor(t, dir, t.TempDir(), append(m.args(), "--allow", "Edit", "--allow", "Bash")...)
+	e.mu.Lock()
+	e.buffers[path] = "hello unsaved\n"
+	e.mu.Unlock()
+	e.initialize(acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true})
+	s := e.newSession(dir)
+	e.mustPrompt(s.SessionId, "Fix greet.txt and run the check", acp.StopReasonEndTurn)
+	e.mu.Lock()
+	reads, writes, terms := len(e.reads), e.writes[path], len(e.terms)
+	e.mu.Unlock()
+	if reads == 0 {
+		t.Skip("ferry's agent does not use the editor's files yet: it reads editorlink's registry with helper B's change to internal/adapter/builtin")
+	}
+	b, _ := json.Marshal(m.srv.ModelRequests()[1].Messages())
+	if !strings.Contains(string(b), "hello unsaved") {
+		t.Errorf("the Read gave the model %s, not the editor's unsaved text", b)
+	}
+	if writes != "hello saved\n" {
+		t.Errorf("the editor was asked to write %q", writes)
+	}
+	if terms != 1 {
+		t.Errorf("%d editor terminals ran the Bash call, want 1", terms)
+	}
+	b, _ = json.Marshal(m.srv.ModelRequests()[3].Messages())
+	if !strings.Contains(string(b), "from-terminal") {
+		t.Errorf("the Bash call's output did not reach the model: %s", b)
+	}
+	e.waitFor("the terminal shown in the tool call", func(us []acp.SessionNotification) bool {
+		for _, u := range us {
+			if tu := u.Update.ToolCallUpdate; tu != nil {
+				for _, c := range tu.Content {
+					if c.Terminal != nil {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+}
