@@ -71,6 +71,9 @@ func TestEditAskedAllowDenyAlways(t *testing.T) {
 		{"deny", acp.PermissionOptionKindRejectOnce, 1, 1, "hello world\n", acp.ToolCallStatusFailed},
 		// Allowed always on the first edit: the second is not asked.
 		{"always", acp.PermissionOptionKindAllowAlways, 2, 1, "hello acp\n", acp.ToolCallStatusCompleted},
+		// Denied always on the first edit: ferry acp denies the second
+		// itself.
+		{"never", acp.PermissionOptionKindRejectAlways, 2, 1, "hello world\n", acp.ToolCallStatusFailed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newModel(t)
