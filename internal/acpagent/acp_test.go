@@ -206,6 +206,12 @@ func TestBadInputGetsCodedErrors(t *testing.T) {
 			t.Errorf("%s: answered %+v, want code %d", c.name, m, c.code)
 		}
 	}
+	// A line over 10 MiB would end the SDK's reader (and the process):
+	// it is refused alone.
+	r.send(`{"jsonrpc":"2.0","id":12,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 10<<20) + `"}}`)
+	if m := r.next(); m.Error == nil || m.Error.Code != -32600 {
+		t.Errorf("a line over 10 MiB: answered %+v, want -32600", m)
+	}
 	// An older client gets ferry's version: it decides whether to go on.
 	r.send(`{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":0}}`)
 	if m := r.next(); m.Error != nil || !strings.Contains(string(m.Result), `"protocolVersion":1`) {
