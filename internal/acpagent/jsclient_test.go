@@ -1,0 +1,608 @@
+package acpagent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/agent/agenttest"
+	"github.com/ferry-dev/ferry/internal/binarytest"
+	"github.com/ferry-dev/ferry/internal/llm/fake"
+)
+
+// ACP clients written elsewhere, from npm (testdata/js, pinned in its
+// package-lock.json), drive the real ferry binary's `ferry acp` against the
+// scripted model: acpx, a headless client, and the official TypeScript SDK's
+// client side (testdata/js/client.mjs runs a JSON plan of ACP calls with it
+// and prints what came back).
+
+const jsInstall = "npm ci --prefix internal/acpagent/testdata/js, then set FERRY_TEST_ACP_JS to that directory " +
+	"(.ci/run's step \"real ACP clients from npm\"); set FERRY_REQUIRE_ACP_JS=1 to fail instead of skipping"
+
+// jsClients returns the directory of the installed npm clients, or skips
+// (fails when FERRY_REQUIRE_ACP_JS is set) naming the install step.
+func jsClients(t *testing.T) string {
+	t.Helper()
+	missing := func(why string) {
+		t.Helper()
+		if os.Getenv("FERRY_REQUIRE_ACP_JS") != "" {
+			t.Fatalf("%s: %s", why, jsInstall)
+		}
+		t.Skipf("%s: %s", why, jsInstall)
+	}
+	dir := os.Getenv("FERRY_TEST_ACP_JS")
+	if dir == "" {
+		missing("FERRY_TEST_ACP_JS is not set")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		missing("no node on PATH")
+	}
+	for _, p := range []string{"node_modules/.bin/acpx", "node_modules/@agentclientprotocol/sdk/package.json"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			missing(fmt.Sprintf("%s is not installed in %s", p, dir))
+		}
+	}
+	return dir
+}
+
+// ferryEnv is the environment of a `ferry acp` process: its state (and the
+// clients' homes) in tmp, a key for the fake provider.
+func ferryEnv(tmp string) []string {
+	return append(os.Environ(),
+		"ANTHROPIC_API_KEY=test-key",
+		"XDG_STATE_HOME="+filepath.Join(tmp, "state"),
+		"XDG_CONFIG_HOME="+filepath.Join(tmp, "config"),
+		"HOME="+filepath.Join(tmp, "home"),
+	)
+}
+
+// ferryACP is the command line of `ferry acp` talking to srv.
+func ferryACP(bin string, srv *fake.Server, extra ...string) []string {
+	return append([]string{bin, "acp", "--provider", "anthropic", "--model", "test-model",
+		"--base-url", srv.BaseURL(fake.Anthropic)}, extra...)
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRealACPClients(t *testing.T) {
+	js := jsClients(t)
+	bin := binarytest.Build(t)
+	t.Run("acpx", func(t *testing.T) { t.Parallel(); testACPXEditsFile(t, js, bin) })
+	t.Run("sdk/permissions", func(t *testing.T) { t.Parallel(); testSDKPermissions(t, js, bin) })
+	t.Run("sdk/cancel", func(t *testing.T) { t.Parallel(); testSDKCancel(t, js, bin) })
+	t.Run("sdk/modes", func(t *testing.T) { t.Parallel(); testSDKModes(t, js, bin) })
+	t.Run("sdk/fs", func(t *testing.T) { t.Parallel(); testSDKEditorFiles(t, js, bin) })
+	t.Run("sdk/load", func(t *testing.T) { t.Parallel(); testSDKLoad(t, js, bin) })
+	t.Run("sdk/mcp", func(t *testing.T) { t.Parallel(); testSDKMCPServer(t, js, bin) })
+}
+
+// testACPXEditsFile: acpx runs a one-shot prompt through `ferry acp` (its
+// --agent names a custom agent command); the scripted model reads and edits
+// main.go. acpx offers its own fs and terminal, so the edit goes through it.
+func testACPXEditsFile(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "main.go"), "package main\n\nfunc main() { println(\"hello\") }\n")
+	srv.Script(
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "main.go"}}}},
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Edit", Input: map[string]any{"file_path": "main.go", "old_string": `"hello"`, "new_string": `"hello, ferry"`}}}},
+		fake.Reply{Text: []string{"Greeting ", "updated."}},
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(js, "node_modules/.bin/acpx"),
+		"--agent", strings.Join(ferryACP(bin, srv), " "), "--cwd", ws, "--approve-all", "--format", "json",
+		"exec", "update the greeting")
+	cmd.Dir = ws
+	cmd.Env = ferryEnv(tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("acpx: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "main.go")); !strings.Contains(string(got), `println("hello, ferry")`) {
+		t.Fatalf("main.go after the turn: %q\nacpx said:\n%s\n%s", got, stdout.String(), stderr.String())
+	}
+	// acpx's json format is the JSON-RPC traffic, one message a line.
+	var text strings.Builder
+	var kinds []string
+	stop := ""
+	for line := range strings.Lines(stdout.String()) {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Update struct {
+					SessionUpdate string `json:"sessionUpdate"`
+					Kind          string `json:"kind"`
+					Content       struct {
+						Text string `json:"text"`
+					} `json:"content"`
+				} `json:"update"`
+			} `json:"params"`
+			Result struct {
+				StopReason string `json:"stopReason"`
+			} `json:"result"`
+		}
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		switch u := m.Params.Update; {
+		case m.Method == "session/update" && u.SessionUpdate == "agent_message_chunk":
+			text.WriteString(u.Content.Text)
+		case m.Method == "session/update" && u.SessionUpdate == "tool_call":
+			kinds = append(kinds, u.Kind)
+		case m.Result.StopReason != "":
+			stop = m.Result.StopReason
+		}
+	}
+	if text.String() != "Greeting updated." || stop != "end_turn" || !slices.Contains(kinds, "read") || !slices.Contains(kinds, "edit") {
+		t.Fatalf("acpx saw text %q, stop %q, tool kinds %v:\n%s", text.String(), stop, kinds, stdout.String())
+	}
+	if reqs := srv.ModelRequests(); len(reqs) != 3 || !strings.Contains(agenttest.LastUserText(reqs[0]), "update the greeting") {
+		t.Fatalf("the model got %d requests", len(reqs))
+	}
+}
+
+// plan is what client.mjs runs.
+type plan struct {
+	Agent []string          `json:"agent"`
+	Cwd   string            `json:"cwd"`
+	Env   map[string]string `json:"env,omitempty"`
+	Steps []step            `json:"steps"`
+}
+
+type step map[string]any
+
+type update struct {
+	SessionID string         `json:"sessionId"`
+	Update    map[string]any `json:"update"`
+}
+
+// kind is the update's sessionUpdate.
+func (u update) kind() string { s, _ := u.Update["sessionUpdate"].(string); return s }
+
+type stepResult struct {
+	Op     string          `json:"op"`
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    *int   `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Ms          int      `json:"ms"`
+	CancelMs    int      `json:"cancelMs"`
+	Updates     []update `json:"updates"`
+	Permissions []struct {
+		Request struct {
+			ToolCall map[string]any `json:"toolCall"`
+			Options  []struct {
+				OptionID string `json:"optionId"`
+				Kind     string `json:"kind"`
+			} `json:"options"`
+		} `json:"request"`
+		Answer string `json:"answer"`
+	} `json:"permissions"`
+	Reads  []map[string]any `json:"reads"`
+	Writes []map[string]any `json:"writes"`
+}
+
+// stopReason is a prompt step's stopReason.
+func (r stepResult) stopReason() string {
+	var res struct {
+		StopReason string `json:"stopReason"`
+	}
+	_ = json.Unmarshal(r.Result, &res)
+	return res.StopReason
+}
+
+// text joins the step's chunks of kind (agent_message_chunk, ...).
+func (r stepResult) text(kind string) string {
+	var b strings.Builder
+	for _, u := range r.Updates {
+		if u.kind() == kind {
+			c, _ := u.Update["content"].(map[string]any)
+			s, _ := c["text"].(string)
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+// toolCalls returns the step's tool_call updates.
+func (r stepResult) toolCalls() []map[string]any {
+	var out []map[string]any
+	for _, u := range r.Updates {
+		if u.kind() == "tool_call" {
+			out = append(out, u.Update)
+		}
+	}
+	return out
+}
+
+type planResult struct {
+	Steps []stepResult `json:"steps"`
+	Exits []struct {
+		Code   *int   `json:"code"`
+		Signal string `json:"signal"`
+	} `json:"exits"`
+	raw string
+}
+
+// runPlan runs p with client.mjs and returns what it printed; every step
+// must have run (ok or not: a step's error is the test's to judge).
+func runPlan(t *testing.T, js string, env []string, p plan) planResult {
+	t.Helper()
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(js, "client.mjs"), file) //nolint:gosec // the test's own script
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("client.mjs: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	res := planResult{raw: stdout.String()}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("client.mjs printed %q: %v\nstderr:\n%s", stdout.String(), err, stderr.String())
+	}
+	if len(res.Steps) != len(p.Steps) {
+		t.Fatalf("client.mjs ran %d of %d steps (stopped at a failed one):\n%s\nstderr:\n%s", len(res.Steps), len(p.Steps), stdout.String(), stderr.String())
+	}
+	for i, s := range res.Steps {
+		if s.Op == "prompt" || s.Op == "load" {
+			continue // judged by the test
+		}
+		if !s.OK {
+			t.Fatalf("step %d (%s) failed: %+v\nstderr:\n%s", i, s.Op, s.Error, stderr.String())
+		}
+	}
+	for _, e := range res.Exits {
+		if e.Code == nil || *e.Code != 0 {
+			t.Errorf("ferry acp exited with %v %q, want 0 once its stdin closed\nstderr:\n%s", e.Code, e.Signal, stderr.String())
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("client.mjs output:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		}
+	})
+	return res
+}
+
+func write(path, content string) fake.Reply {
+	return fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": path, "content": content}}}}
+}
+
+func text(s string) fake.Reply { return fake.Reply{Text: []string{s}} }
+
+// testSDKPermissions: session/request_permission answered allow, deny and
+// always; after always the same call is not asked again.
+func testSDKPermissions(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv.Script(
+		write("allowed.txt", "allowed\n"), text("wrote allowed"),
+		write("denied.txt", "denied\n"), text("could not write"),
+		write("always/one.txt", "one\n"), text("wrote one"),
+		write("always/two.txt", "two\n"), text("wrote two"),
+	)
+	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
+		{"op": "spawn"},
+		{"op": "initialize"},
+		{"op": "new"},
+		{"op": "prompt", "text": "write allowed.txt", "answers": []string{"allow_once"}},
+		{"op": "prompt", "text": "write denied.txt", "answers": []string{"reject_once"}},
+		{"op": "prompt", "text": "write always/one.txt", "answers": []string{"allow_always"}},
+		{"op": "prompt", "text": "write always/two.txt"},
+		{"op": "close"},
+	}})
+	var init struct {
+		ProtocolVersion   int `json:"protocolVersion"`
+		AgentCapabilities struct {
+			LoadSession bool `json:"loadSession"`
+		} `json:"agentCapabilities"`
+		AgentInfo struct {
+			Name string `json:"name"`
+		} `json:"agentInfo"`
+	}
+	if err := json.Unmarshal(res.Steps[1].Result, &init); err != nil || init.ProtocolVersion != 1 || !init.AgentCapabilities.LoadSession || init.AgentInfo.Name != "ferry" {
+		t.Errorf("initialize answered %s (%v)", res.Steps[1].Result, err)
+	}
+	for i, want := range []struct {
+		asked  int
+		text   string
+		file   string
+		exists bool
+	}{
+		{1, "wrote allowed", "allowed.txt", true},
+		{1, "could not write", "denied.txt", false},
+		{1, "wrote one", "always/one.txt", true},
+		{0, "wrote two", "always/two.txt", true},
+	} {
+		r := res.Steps[3+i]
+		if !r.OK || r.stopReason() != "end_turn" || r.text("agent_message_chunk") != want.text {
+			t.Errorf("prompt %d: ok %v %+v stop %q text %q", i, r.OK, r.Error, r.stopReason(), r.text("agent_message_chunk"))
+		}
+		if len(r.Permissions) != want.asked {
+			t.Errorf("prompt %d (%s): asked %d times, want %d", i, want.file, len(r.Permissions), want.asked)
+		}
+		for _, p := range r.Permissions {
+			var kinds []string
+			for _, o := range p.Request.Options {
+				kinds = append(kinds, o.Kind)
+			}
+			if k, _ := p.Request.ToolCall["kind"].(string); k != "edit" || !slices.Contains(kinds, "allow_once") || !slices.Contains(kinds, "allow_always") || !slices.Contains(kinds, "reject_once") {
+				t.Errorf("prompt %d: permission asked for %v with options %v", i, p.Request.ToolCall, kinds)
+			}
+		}
+		calls := r.toolCalls()
+		if len(calls) != 1 || calls[0]["kind"] != "edit" {
+			t.Errorf("prompt %d: tool calls %v, want one of kind edit", i, calls)
+		}
+		_, err := os.Stat(filepath.Join(ws, want.file))
+		if exists := err == nil; exists != want.exists {
+			t.Errorf("prompt %d: %s exists %v, want %v", i, want.file, exists, want.exists)
+		}
+	}
+	reqs := srv.ModelRequests()
+	if len(reqs) != 8 {
+		t.Fatalf("the model got %d requests, want 8", len(reqs))
+	}
+	if tr := agenttest.ToolResults(reqs[3]); len(tr) != 1 || !tr[0].IsError {
+		t.Errorf("the denied Write's result: %+v, want an error", tr)
+	}
+}
+
+// testSDKCancel: session/cancel ends a turn within 2 s, whether the model
+// is streaming or a tool (ferry's own Bash: the client offers no terminal,
+// --allow Bash so no question) is running; the session goes on after.
+func testSDKCancel(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	pidFile := filepath.Join(ws, "sleep.pid")
+	srv.Script(
+		fake.Reply{Text: []string{"thinking it over"}, Hold: true},
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Bash", Input: map[string]any{"command": "sleep 30 & echo $! > sleep.pid; wait"}}}},
+		text("still here"),
+	)
+	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv, "--allow", "Bash"), Cwd: ws, Steps: []step{
+		{"op": "spawn"},
+		{"op": "initialize"},
+		{"op": "new"},
+		{"op": "prompt", "text": "take your time", "cancelOn": "agent_message_chunk"},
+		{"op": "prompt", "text": "run a long command", "cancelWhenFile": pidFile},
+		{"op": "prompt", "text": "are you there?"},
+		{"op": "close"},
+	}})
+	for _, i := range []int{3, 4} {
+		r := res.Steps[i]
+		if !r.OK || r.stopReason() != "cancelled" || r.CancelMs <= 0 || r.CancelMs > 2000 {
+			t.Errorf("prompt %d: ok %v %+v stop %q, %d ms after session/cancel; want cancelled within 2000 ms", i, r.OK, r.Error, r.stopReason(), r.CancelMs)
+		}
+	}
+	if r := res.Steps[5]; r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "still here" {
+		t.Errorf("after the cancels: stop %q text %q", r.stopReason(), r.text("agent_message_chunk"))
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	if _, err := os.Stat("/proc/" + pid); err == nil {
+		if st, _ := os.ReadFile("/proc/" + pid + "/stat"); !strings.Contains(string(st), ") Z ") {
+			t.Errorf("sleep %s survived the cancel", pid)
+		}
+	}
+}
+
+// testSDKModes: the session's modes are default, plan and review; in plan
+// mode (session/set_mode) a Write is refused without writing.
+func testSDKModes(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv.Script(write("plan.txt", "no\n"), text("refused in plan mode"))
+	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
+		{"op": "spawn"},
+		{"op": "initialize"},
+		{"op": "new"},
+		{"op": "set_mode", "modeId": "plan"},
+		{"op": "prompt", "text": "write plan.txt", "answers": []string{"allow_once"}},
+		{"op": "close"},
+	}})
+	var sess struct {
+		Modes struct {
+			CurrentModeID  string `json:"currentModeId"`
+			AvailableModes []struct {
+				ID string `json:"id"`
+			} `json:"availableModes"`
+		} `json:"modes"`
+		ConfigOptions []struct {
+			ID string `json:"id"`
+		} `json:"configOptions"`
+	}
+	if err := json.Unmarshal(res.Steps[2].Result, &sess); err != nil {
+		t.Fatal(err)
+	}
+	var modes, options []string
+	for _, m := range sess.Modes.AvailableModes {
+		modes = append(modes, m.ID)
+	}
+	for _, o := range sess.ConfigOptions {
+		options = append(options, o.ID)
+	}
+	if sess.Modes.CurrentModeID != "default" || !slices.Equal(modes, []string{"default", "plan", "review"}) || !slices.Contains(options, "mode") || !slices.Contains(options, "model") {
+		t.Errorf("session/new answered modes %q current %q, config options %q", modes, sess.Modes.CurrentModeID, options)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "plan.txt")); err == nil {
+		t.Error("plan.txt was written in plan mode")
+	}
+	if r := res.Steps[4]; r.stopReason() != "end_turn" || len(r.Permissions) != 0 {
+		t.Errorf("the plan-mode prompt: stop %q, %d permissions asked (want none: the mode refuses first)", r.stopReason(), len(r.Permissions))
+	}
+	reqs := srv.ModelRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model got %d requests, want 2", len(reqs))
+	}
+	if tr := agenttest.ToolResults(reqs[1]); len(tr) != 1 || !tr[0].IsError || !strings.Contains(strings.ToLower(tr[0].Text), "plan") {
+		t.Errorf("the Write in plan mode got %+v, want an error naming plan mode", tr)
+	}
+}
+
+// testSDKEditorFiles: with fs offered, the agent reads the editor's unsaved
+// buffer (not the disk) through fs/read_text_file, and its Write reaches the
+// editor as fs/write_text_file (the client keeps it in its buffer: the disk
+// is not written by ferry).
+func testSDKEditorFiles(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	notes := filepath.Join(ws, "notes.txt")
+	writeFile(t, notes, "saved on disk\n")
+	srv.Script(
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "notes.txt"}}}},
+		write("out.txt", "written through the editor\n"),
+		text("done"),
+	)
+	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
+		{"op": "spawn"},
+		{"op": "initialize", "fs": true},
+		{"op": "new"},
+		{"op": "buffer", "path": notes, "text": "unsaved in the editor\n"},
+		{"op": "prompt", "text": "copy my notes", "answers": []string{"allow_once"}},
+		{"op": "close"},
+	}})
+	r := res.Steps[4]
+	if r.stopReason() != "end_turn" {
+		t.Errorf("prompt: ok %v %+v stop %q", r.OK, r.Error, r.stopReason())
+	}
+	if len(r.Reads) == 0 || r.Reads[0]["path"] != notes {
+		t.Errorf("fs/read_text_file calls %v, want one for %s", r.Reads, notes)
+	}
+	out := filepath.Join(ws, "out.txt")
+	if len(r.Writes) != 1 || r.Writes[0]["path"] != out || r.Writes[0]["content"] != "written through the editor\n" {
+		t.Errorf("fs/write_text_file calls %v, want one for %s", r.Writes, out)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("out.txt is on disk: ferry wrote it itself instead of through the editor")
+	}
+	reqs := srv.ModelRequests()
+	if len(reqs) != 3 {
+		t.Fatalf("the model got %d requests, want 3", len(reqs))
+	}
+	if tr := agenttest.ToolResults(reqs[1]); len(tr) != 1 || !strings.Contains(tr[0].Text, "unsaved in the editor") || strings.Contains(tr[0].Text, "saved on disk") {
+		t.Errorf("the Read gave the model %+v, want the editor's buffer", tr)
+	}
+}
+
+// testSDKLoad: session/load in a second `ferry acp` process replays the
+// conversation and continues it: the model is sent the first prompt again.
+func testSDKLoad(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv.Script(text("Noted: heron."), text("It was heron."))
+	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
+		{"op": "spawn"},
+		{"op": "initialize"},
+		{"op": "new"},
+		{"op": "prompt", "text": "the codeword is heron"},
+		{"op": "close"},
+		{"op": "spawn"},
+		{"op": "initialize"},
+		{"op": "load"},
+		{"op": "prompt", "text": "what was the codeword?"},
+		{"op": "close"},
+	}})
+	if r := res.Steps[3]; r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "Noted: heron." {
+		t.Errorf("first prompt: %+v stop %q text %q", r.Error, r.stopReason(), r.text("agent_message_chunk"))
+	}
+	load := res.Steps[7]
+	if !load.OK {
+		t.Fatalf("session/load failed: %+v", load.Error)
+	}
+	if !strings.Contains(load.text("user_message_chunk"), "the codeword is heron") || !strings.Contains(load.text("agent_message_chunk"), "Noted: heron.") {
+		t.Errorf("session/load replayed user %q agent %q", load.text("user_message_chunk"), load.text("agent_message_chunk"))
+	}
+	if r := res.Steps[8]; r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "It was heron." {
+		t.Errorf("prompt after load: %+v stop %q text %q", r.Error, r.stopReason(), r.text("agent_message_chunk"))
+	}
+	reqs := srv.ModelRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model got %d requests, want 2", len(reqs))
+	}
+	if texts := agenttest.UserTexts(reqs[1]); len(texts) < 2 || !strings.Contains(texts[0], "the codeword is heron") || !strings.Contains(texts[len(texts)-1], "what was the codeword?") {
+		t.Errorf("after the restart the model was sent %q", texts)
+	}
+}
+
+// testSDKMCPServer: an MCP server the client passes in session/new (ferry
+// mcp over stdio, serving another directory) is connected and its tool
+// offered; the model calls it and gets its answer.
+func testSDKMCPServer(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	other := filepath.Join(tmp, "elsewhere")
+	writeFile(t, filepath.Join(other, "secret.txt"), "only the MCP server can read this\n")
+	srv.Script(
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "mcp__notes__Read", Input: map[string]any{"file_path": "secret.txt"}}}},
+		text("read it"),
+	)
+	mcpServer := map[string]any{"name": "notes", "command": bin, "args": []string{"mcp", "--workspace", other, "--no-history"}, "env": []any{}}
+	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
+		{"op": "spawn"},
+		{"op": "initialize"},
+		{"op": "new", "mcpServers": []any{mcpServer}},
+		{"op": "prompt", "text": "read the secret", "answers": []string{"allow_once"}},
+		{"op": "close"},
+	}})
+	if r := res.Steps[3]; r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "read it" {
+		t.Errorf("prompt: %+v stop %q text %q", r.Error, r.stopReason(), r.text("agent_message_chunk"))
+	}
+	reqs := srv.ModelRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model got %d requests, want 2", len(reqs))
+	}
+	if names := reqs[0].ToolNames(); !slices.Contains(names, "mcp__notes__Read") {
+		t.Errorf("the model was offered %q, want mcp__notes__Read among them", names)
+	}
+	if tr := agenttest.ToolResults(reqs[1]); len(tr) != 1 || tr[0].IsError || !strings.Contains(tr[0].Text, "only the MCP server can read this") {
+		t.Errorf("the MCP tool gave the model %+v", tr)
+	}
+}

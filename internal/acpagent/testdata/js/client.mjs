@@ -1,0 +1,221 @@
+// An ACP client built on the official TypeScript SDK (@agentclientprotocol/sdk,
+// pinned in package.json), driven by a JSON plan so that the Go tests decide
+// what to do and assert what happened (../../jsclient_test.go).
+//
+// Usage: node client.mjs PLAN.json
+//
+// The plan: {"agent": ["/path/to/ferry", "acp", ...], "cwd": DIR, "env": {...},
+//            "steps": [STEP, ...]}
+// Steps (each answered by one entry of the printed "steps" list):
+//   {"op": "spawn"}                start the agent process (a fresh one each time)
+//   {"op": "initialize", "fs": true, "terminal": false, "protocolVersion": 1}
+//   {"op": "new", "cwd": DIR, "mcpServers": [...]}
+//   {"op": "load", "cwd": DIR, "sessionId": ID|"" (the last session), "mcpServers": [...]}
+//   {"op": "prompt", "text": "...", "answers": ["allow_once", "reject_once", "allow_always",
+//    "cancelled"], "cancelOn": "agent_message_chunk"|"tool_call", "cancelWhenFile": PATH}
+//                                 cancelOn: session/cancel at the first update of that kind;
+//                                 cancelWhenFile: once PATH exists (cancelMs: from cancel to answer)
+//   {"op": "set_mode", "modeId": "plan"}
+//   {"op": "set_config_option", "configId": "model", "value": "..."}
+//   {"op": "buffer", "path": ABS, "text": "..."}   an unsaved editor buffer fs/read_text_file serves
+//   {"op": "close"}                end the agent's stdin and wait for it to exit
+// Permission requests take the next of the prompt's "answers" (an option of that kind, or the
+// cancelled outcome); one with no answer left is recorded as unexpected and rejected once.
+// fs/write_text_file is recorded, not written to disk: the test can tell the agent did not
+// write the file itself.
+//
+// Output (stdout, one JSON document): {"steps": [{op, ok, result | error: {code, message},
+// ms, updates: [session/update params], permissions: [{request, answer}], reads: [params],
+// writes: [params], cancelMs}], "exit": {code, signal} of each closed process}.
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const out = { steps: [], exits: [] };
+const buffers = new Map();
+let agent = null; // {child, conn, exited}
+let sessionId = "";
+let current = null; // the step result being filled
+let onUpdate = null; // the running prompt's cancel trigger
+
+function startAgent() {
+  const child = spawn(plan.agent[0], plan.agent.slice(1), {
+    cwd: plan.cwd,
+    env: { ...process.env, ...(plan.env ?? {}) },
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const exited = new Promise((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal })),
+  );
+  child.stdin.on("error", () => {}); // a dead agent is reported by its exit
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const app = acp
+    .client({ name: "ferry-test-client" })
+    .onNotification(acp.methods.client.session.update, ({ params }) => {
+      current?.updates.push(params);
+      onUpdate?.(params);
+    })
+    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+      const want = current?.answers?.shift();
+      let outcome;
+      if (want === "cancelled") {
+        outcome = { outcome: "cancelled" };
+      } else {
+        const kind = want ?? "reject_once";
+        const opt = params.options.find((o) => o.kind === kind);
+        outcome = opt
+          ? { outcome: "selected", optionId: opt.optionId }
+          : { outcome: "cancelled" };
+      }
+      current?.permissions.push({ request: params, answer: want ?? "unexpected", outcome });
+      return { outcome };
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+      current?.reads.push(params);
+      if (buffers.has(params.path)) {
+        let text = buffers.get(params.path);
+        if (params.line != null || params.limit != null) {
+          const lines = text.split("\n");
+          const start = Math.max((params.line ?? 1) - 1, 0);
+          text = lines.slice(start, params.limit != null ? start + params.limit : undefined).join("\n");
+        }
+        return { content: text };
+      }
+      try {
+        return { content: readFileSync(params.path, "utf8") };
+      } catch (e) {
+        throw acp.RequestError.resourceNotFound(params.path);
+      }
+    })
+    .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+      current?.writes.push(params);
+      buffers.set(params.path, params.content);
+      return {};
+    });
+  const conn = app.connect(stream);
+  return { child, conn, exited };
+}
+
+async function run(step) {
+  const ctx = agent?.conn.agent;
+  switch (step.op) {
+    case "spawn":
+      agent = startAgent();
+      return { pid: agent.child.pid };
+    case "initialize":
+      return ctx.request(acp.methods.agent.initialize, {
+        protocolVersion: step.protocolVersion ?? acp.PROTOCOL_VERSION,
+        clientCapabilities: {
+          fs: { readTextFile: !!step.fs, writeTextFile: !!step.fs },
+          terminal: !!step.terminal,
+        },
+        clientInfo: { name: "ferry-test-client", version: "1.0.0" },
+      });
+    case "new": {
+      const res = await ctx.request(acp.methods.agent.session.new, {
+        cwd: step.cwd ?? plan.cwd,
+        mcpServers: step.mcpServers ?? [],
+      });
+      sessionId = res.sessionId;
+      return res;
+    }
+    case "load": {
+      const id = step.sessionId || sessionId;
+      const res = await ctx.request(acp.methods.agent.session.load, {
+        sessionId: id,
+        cwd: step.cwd ?? plan.cwd,
+        mcpServers: step.mcpServers ?? [],
+      });
+      sessionId = id;
+      return res ?? {};
+    }
+    case "prompt": {
+      let cancelAt = 0;
+      const cancel = () => {
+        if (!cancelAt) {
+          cancelAt = performance.now();
+          ctx.notify(acp.methods.agent.session.cancel, { sessionId });
+        }
+      };
+      if (step.cancelOn) {
+        onUpdate = (u) => {
+          if (u.update.sessionUpdate === step.cancelOn) cancel();
+        };
+      }
+      let poll = null;
+      if (step.cancelWhenFile) {
+        poll = setInterval(() => existsSync(step.cancelWhenFile) && cancel(), 20);
+      }
+      try {
+        const res = await ctx.request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: step.prompt ?? [{ type: "text", text: step.text }],
+        });
+        if (cancelAt) current.cancelMs = Math.round(performance.now() - cancelAt);
+        return res;
+      } finally {
+        onUpdate = null;
+        clearInterval(poll);
+      }
+    }
+    case "set_mode":
+      return (await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: step.modeId })) ?? {};
+    case "set_config_option":
+      return ctx.request(acp.methods.agent.session.setConfigOption, {
+        sessionId,
+        configId: step.configId,
+        value: step.value,
+      });
+    case "buffer":
+      buffers.set(step.path, step.text);
+      return {};
+    case "close": {
+      agent.child.stdin.end();
+      const timeout = new Promise((resolve) => setTimeout(() => resolve(null), step.waitMs ?? 10000));
+      const exit = await Promise.race([agent.exited, timeout]);
+      if (exit === null) {
+        agent.child.kill("SIGKILL");
+        throw new Error(`the agent did not exit within ${step.waitMs ?? 10000} ms of its stdin closing`);
+      }
+      agent.conn.close();
+      agent = null;
+      out.exits.push(exit);
+      return exit;
+    }
+    default:
+      throw new Error(`unknown op ${step.op}`);
+  }
+}
+
+for (const step of plan.steps) {
+  current = {
+    op: step.op,
+    ok: true,
+    updates: [],
+    permissions: [],
+    reads: [],
+    writes: [],
+    answers: [...(step.answers ?? [])],
+  };
+  const t0 = performance.now();
+  try {
+    current.result = await run(step);
+  } catch (e) {
+    current.ok = false;
+    current.error = { code: e?.code ?? null, message: String(e?.message ?? e), data: e?.data ?? null };
+  }
+  current.ms = Math.round(performance.now() - t0);
+  delete current.answers;
+  out.steps.push(current);
+  if (!current.ok && step.op !== "prompt" && !step.mayFail) break; // later steps need this one
+}
+if (agent) {
+  agent.child.stdin.end();
+  const exit = await Promise.race([agent.exited, new Promise((r) => setTimeout(() => r(null), 10000))]);
+  if (exit === null) agent.child.kill("SIGKILL");
+  out.exits.push(exit ?? { code: null, signal: "SIGKILL (did not exit)" });
+}
+process.stdout.write(JSON.stringify(out) + "\n");
+process.exit(0);
