@@ -105,6 +105,7 @@ func init() {
 		"undo":     {"put back the files a ferry run (or a session) changed", runUndo},
 		"service":  {"run ferry up, serve or connect as a service that survives a reboot", runService},
 		"ship":     {"commit, merge, push or open a pull request of a worktree's branch", runShip},
+		"acp":      {"serve ferry's agent to an editor over ACP (Zed, JetBrains, Neovim, acpx) on stdio", runACP},
 		"worktree": {"list or remove the git worktrees of ferry run --worktree (or a client's)", runWorktree},
 	}
 }

@@ -269,11 +269,15 @@ func agentSpecs(env Env, values []string) ([]agentspec.Spec, error) {
 // that is not found) is still offered, disabled: its capability says what
 // to do and to restart cmd, the command the user ran ("ferry up" or "ferry
 // connect"); agentLines says so at start.
-func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, cmd string) ([]adapter.Adapter, error) {
+func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, cmd string, tune ...func(*builtin.Config)) ([]adapter.Adapter, error) {
+	// Sessions driven from the UI hand files to the user (artifacts),
+	// and are named by the model after their first answer (titles).
+	bc := builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true, Titles: true}
+	for _, t := range tune {
+		t(&bc)
+	}
 	ads, err := agentspec.BuildAll(specs, agentspec.Options{
-		// Sessions driven from the UI hand files to the user (artifacts),
-		// and are named by the model after their first answer (titles).
-		Builtin:     builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true, Titles: true},
+		Builtin:     bc,
 		Getenv:      env.Getenv,
 		StateDir:    stateDir,
 		Logger:      log,
@@ -699,6 +703,9 @@ type clientFlags struct {
 	// forgeTokenFile and forgeHosts: pull requests of isolated sessions.
 	forgeTokenFile string
 	forgeHosts     forgeHosts
+	// tune changes ferry's own agent's configuration (ferry acp: rules,
+	// provider, the editor's registry).
+	tune []func(*builtin.Config)
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet, stateUsage string) {
@@ -749,7 +756,7 @@ func (f *clientFlags) clientConfig(env Env, log *slog.Logger, historyTotal int64
 	if err != nil {
 		return client.Config{}, err
 	}
-	ads, err := liveAdapters(env, log, specs, state, cmd)
+	ads, err := liveAdapters(env, log, specs, state, cmd, f.tune...)
 	if err != nil {
 		return client.Config{}, usageErrorf("%w", err)
 	}
@@ -883,52 +890,13 @@ func sayStopped(ctx context.Context, env Env, cmd, where string) {
 // up is serve and connect in one process: the master from startMaster, the
 // client from clientConfig, with a token that lives as long as the process.
 func up(ctx context.Context, env Env, mf *masterFlags, cf *clientFlags) error {
-	historyTotal, err := cf.check()
-	if err != nil {
-		return err
-	}
 	log := newLogger(env, mf.verbose)
-	cfg, err := cf.clientConfig(env, log, historyTotal, "ferry up")
+	sys, err := startUp(ctx, env, mf, cf, "ferry up", log)
 	if err != nil {
 		return err
 	}
-	lm, err := startMaster(ctx, env, "ferry up", mf, log)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = lm.Close() }()
-	// The in-process client authenticates like any other, with a token that
-	// lives as long as this process (see uptoken.go for what a crash leaves).
-	secret, tok, err := auth.Issue(ctx, lm.st, store.TokenClient, upTokenName, 0)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err := lm.st.RevokeToken(context.Background(), tok.ID); err == nil || errors.Is(err, store.ErrNotFound) {
-			forgetUpToken(cfg.StateDir, tok.ID)
-		}
-	}()
-	cfg.MasterURL, cfg.Token = lm.base, secret
-	// Over TLS, it dials the listener on this machine and trusts only
-	// the certificate served, whatever name the URL has.
-	cfg.HTTPClient = lm.reach.localClient()
-	c, err := client.New(cfg)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = c.Close() }()
-	// client.New holds the state directory's lock: no other process serves
-	// this machine, so what an earlier up left owning it can be taken back.
-	revoked, err := reclaim(ctx, lm.st, cfg.StateDir, c.Machine().ID, tok)
-	if err != nil {
-		if errors.Is(err, errMachineTaken) {
-			return machineTakenError{err}
-		}
-		return fmt.Errorf("take over the machine: %w", err)
-	}
-	if len(revoked) > 0 {
-		log.Info("revoked the client token of an earlier ferry up that did not stop cleanly", "tokens", strings.Join(revoked, ","), "machine", c.Machine().ID)
-	}
+	defer sys.Close()
+	cfg, lm := sys.cfg, sys.lm
 	shown := make([]string, len(cfg.Workspaces))
 	for i, w := range cfg.Workspaces {
 		if abs, err := filepath.Abs(w); err == nil {
@@ -945,19 +913,101 @@ func up(ctx context.Context, env Env, mf *masterFlags, cf *clientFlags) error {
 	if err := printLogin(ctx, env, lm.st, lm.url); err != nil {
 		return err
 	}
-	// A client that stops on a refusal takes the master down with it:
-	// up without its machine is not what was asked for.
+	return sys.run(ctx)
+}
+
+// upSystem is a master and a client for this machine in one process
+// (ferry up, ferry acp), bound but not serving yet.
+type upSystem struct {
+	lm  *liveMaster
+	c   *client.Client
+	cfg client.Config
+	// closers run in order by Close: the client, its token, the master.
+	closers []func()
+}
+
+// startUp starts what up runs: the master from startMaster, the client
+// from clientConfig, with a client token that lives as long as the
+// process; cmd is the command the user ran. Close releases it all.
+func startUp(ctx context.Context, env Env, mf *masterFlags, cf *clientFlags, cmd string, log *slog.Logger) (_ *upSystem, err error) {
+	historyTotal, err := cf.check()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := cf.clientConfig(env, log, historyTotal, cmd)
+	if err != nil {
+		return nil, err
+	}
+	lm, err := startMaster(ctx, env, cmd, mf, log)
+	if err != nil {
+		return nil, err
+	}
+	sys := &upSystem{lm: lm}
+	defer func() {
+		if err != nil {
+			sys.Close()
+		}
+	}()
+	sys.closers = append(sys.closers, func() { _ = lm.Close() })
+	// The in-process client authenticates like any other, with a token that
+	// lives as long as this process (see uptoken.go for what a crash leaves).
+	secret, tok, err := auth.Issue(ctx, lm.st, store.TokenClient, upTokenName, 0)
+	if err != nil {
+		return nil, err
+	}
+	sys.closers = append([]func(){func() {
+		if err := lm.st.RevokeToken(context.Background(), tok.ID); err == nil || errors.Is(err, store.ErrNotFound) {
+			forgetUpToken(cfg.StateDir, tok.ID)
+		}
+	}}, sys.closers...)
+	cfg.MasterURL, cfg.Token = lm.base, secret
+	// Over TLS, it dials the listener on this machine and trusts only
+	// the certificate served, whatever name the URL has.
+	cfg.HTTPClient = lm.reach.localClient()
+	c, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sys.closers = append([]func(){func() { _ = c.Close() }}, sys.closers...)
+	// client.New holds the state directory's lock: no other process serves
+	// this machine, so what an earlier up left owning it can be taken back.
+	revoked, err := reclaim(ctx, lm.st, cfg.StateDir, c.Machine().ID, tok)
+	if err != nil {
+		if errors.Is(err, errMachineTaken) {
+			return nil, machineTakenError{err}
+		}
+		return nil, fmt.Errorf("take over the machine: %w", err)
+	}
+	if len(revoked) > 0 {
+		log.Info("revoked the client token of an earlier "+cmd+" that did not stop cleanly", "tokens", strings.Join(revoked, ","), "machine", c.Machine().ID)
+	}
+	sys.c, sys.cfg = c, cfg
+	return sys, nil
+}
+
+// Close stops the client, revokes its token and closes the master.
+func (u *upSystem) Close() {
+	for _, c := range u.closers {
+		c()
+	}
+	u.closers = nil
+}
+
+// run serves the master and runs the client until ctx is done. A client
+// that stops on a refusal takes the master down with it: up without its
+// machine is not what was asked for.
+func (u *upSystem) run(ctx context.Context) error {
 	srvCtx, stopSrv := context.WithCancel(ctx)
 	defer stopSrv()
 	clientDone := make(chan error, 1)
 	go func() {
-		err := runClient(ctx, c)
+		err := runClient(ctx, u.c)
 		if err != nil {
 			stopSrv()
 		}
 		clientDone <- err
 	}()
-	err = lm.serve(srvCtx)
+	err := u.lm.serve(srvCtx)
 	if cErr := <-clientDone; cErr != nil {
 		err = cErr
 	}

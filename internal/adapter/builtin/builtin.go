@@ -48,6 +48,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/agent"
+	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/permission"
@@ -98,6 +99,9 @@ type Config struct {
 	// ("ferry up", "ferry connect"; "" is ferry connect): messages that say
 	// what to set name it, so the user restarts the right thing.
 	HostCommand string
+	// Editor holds what an editor attached to a session lends its agent
+	// (ferry acp: files, terminals, MCP servers); nil: nothing is lent.
+	Editor *editorlink.Registry
 }
 
 // Adapter opens sessions of ferry's agent.
