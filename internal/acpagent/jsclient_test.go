@@ -53,21 +53,14 @@ func jsClients(t *testing.T) string {
 	return dir
 }
 
-// ferryEnv is the environment of a `ferry acp` process: its state (and the
-// clients' homes) in tmp, a key for the fake provider.
-func ferryEnv(tmp string) []string {
-	return append(os.Environ(),
-		"ANTHROPIC_API_KEY=test-key",
-		"XDG_STATE_HOME="+filepath.Join(tmp, "state"),
-		"XDG_CONFIG_HOME="+filepath.Join(tmp, "config"),
-		"HOME="+filepath.Join(tmp, "home"),
-	)
-}
+// ferryEnv is the environment of a `ferry acp` process and its client:
+// their state and homes in tmp, a key for the scripted model.
+func ferryEnv(tmp string) []string { return testEnv(filepath.Join(tmp, "home")) }
 
 // ferryACP is the command line of `ferry acp` talking to srv.
 func ferryACP(bin string, srv *fake.Server, extra ...string) []string {
-	return append([]string{bin, "acp", "--provider", "anthropic", "--model", "test-model",
-		"--base-url", srv.BaseURL(fake.Anthropic)}, extra...)
+	m := model{srv: srv}
+	return append(append([]string{bin, "acp"}, m.args()...), extra...)
 }
 
 func writeFile(t *testing.T, path, text string) {
@@ -301,10 +294,17 @@ func write(path, content string) fake.Reply {
 	return fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": path, "content": content}}}}
 }
 
+func bash(command string) fake.Reply {
+	return fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Bash", Input: map[string]any{"command": command}}}}
+}
+
 func text(s string) fake.Reply { return fake.Reply{Text: []string{s}} }
 
 // testSDKPermissions: session/request_permission answered allow, deny and
-// always; after always the same call is not asked again.
+// always; after always the same call is not asked again (ferry's "always"
+// rule for a file is its exact path, for a command its command name: the
+// always steps use Bash, which ferry runs itself as the client offers no
+// terminal).
 func testSDKPermissions(t *testing.T, js, bin string) {
 	srv := fake.New(t)
 	tmp := t.TempDir()
@@ -313,8 +313,8 @@ func testSDKPermissions(t *testing.T, js, bin string) {
 	srv.Script(
 		write("allowed.txt", "allowed\n"), text("wrote allowed"),
 		write("denied.txt", "denied\n"), text("could not write"),
-		write("always/one.txt", "one\n"), text("wrote one"),
-		write("always/two.txt", "two\n"), text("wrote two"),
+		bash("touch one.txt"), text("touched one"),
+		bash("touch two.txt"), text("touched two"),
 	)
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
 		{"op": "spawn"},
@@ -322,8 +322,8 @@ func testSDKPermissions(t *testing.T, js, bin string) {
 		{"op": "new"},
 		{"op": "prompt", "text": "write allowed.txt", "answers": []string{"allow_once"}},
 		{"op": "prompt", "text": "write denied.txt", "answers": []string{"reject_once"}},
-		{"op": "prompt", "text": "write always/one.txt", "answers": []string{"allow_always"}},
-		{"op": "prompt", "text": "write always/two.txt"},
+		{"op": "prompt", "text": "touch one.txt", "answers": []string{"allow_always"}},
+		{"op": "prompt", "text": "touch two.txt"},
 		{"op": "close"},
 	}})
 	var init struct {
@@ -340,14 +340,15 @@ func testSDKPermissions(t *testing.T, js, bin string) {
 	}
 	for i, want := range []struct {
 		asked  int
+		kind   string
 		text   string
 		file   string
 		exists bool
 	}{
-		{1, "wrote allowed", "allowed.txt", true},
-		{1, "could not write", "denied.txt", false},
-		{1, "wrote one", "always/one.txt", true},
-		{0, "wrote two", "always/two.txt", true},
+		{1, "edit", "wrote allowed", "allowed.txt", true},
+		{1, "edit", "could not write", "denied.txt", false},
+		{1, "execute", "touched one", "one.txt", true},
+		{0, "execute", "touched two", "two.txt", true},
 	} {
 		r := res.Steps[3+i]
 		if !r.OK || r.stopReason() != "end_turn" || r.text("agent_message_chunk") != want.text {
@@ -361,13 +362,13 @@ func testSDKPermissions(t *testing.T, js, bin string) {
 			for _, o := range p.Request.Options {
 				kinds = append(kinds, o.Kind)
 			}
-			if k, _ := p.Request.ToolCall["kind"].(string); k != "edit" || !slices.Contains(kinds, "allow_once") || !slices.Contains(kinds, "allow_always") || !slices.Contains(kinds, "reject_once") {
+			if k, _ := p.Request.ToolCall["kind"].(string); k != want.kind || !slices.Contains(kinds, "allow_once") || !slices.Contains(kinds, "allow_always") || !slices.Contains(kinds, "reject_once") {
 				t.Errorf("prompt %d: permission asked for %v with options %v", i, p.Request.ToolCall, kinds)
 			}
 		}
 		calls := r.toolCalls()
-		if len(calls) != 1 || calls[0]["kind"] != "edit" {
-			t.Errorf("prompt %d: tool calls %v, want one of kind edit", i, calls)
+		if len(calls) != 1 || calls[0]["kind"] != want.kind {
+			t.Errorf("prompt %d: tool calls %v, want one of kind %s", i, calls, want.kind)
 		}
 		_, err := os.Stat(filepath.Join(ws, want.file))
 		if exists := err == nil; exists != want.exists {
