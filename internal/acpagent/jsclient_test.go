@@ -385,8 +385,10 @@ func testSDKPermissions(t *testing.T, js, bin string) {
 }
 
 // testSDKCancel: session/cancel ends a turn within 2 s, whether the model
-// is streaming or a tool (ferry's own Bash: the client offers no terminal,
-// --allow Bash so no question) is running; the session goes on after.
+// is streaming, a tool (ferry's own Bash: the client offers no terminal,
+// --allow Bash so no question) is running, or a permission is being asked
+// (the client cancels and answers the question cancelled, as ACP says);
+// the session goes on after.
 func testSDKCancel(t *testing.T, js, bin string) {
 	srv := fake.New(t)
 	tmp := t.TempDir()
@@ -396,6 +398,7 @@ func testSDKCancel(t *testing.T, js, bin string) {
 	srv.Script(
 		fake.Reply{Text: []string{"thinking it over"}, Hold: true},
 		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Bash", Input: map[string]any{"command": "sleep 30 & echo $! > sleep.pid; wait"}}}},
+		write("never.txt", "no\n"),
 		text("still here"),
 	)
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv, "--allow", "Bash"), Cwd: ws, Steps: []step{
@@ -404,16 +407,24 @@ func testSDKCancel(t *testing.T, js, bin string) {
 		{"op": "new"},
 		{"op": "prompt", "text": "take your time", "cancelOn": "agent_message_chunk"},
 		{"op": "prompt", "text": "run a long command", "cancelWhenFile": pidFile},
+		{"op": "prompt", "text": "write never.txt", "answers": []string{"cancel"}},
 		{"op": "prompt", "text": "are you there?"},
 		{"op": "close"},
 	}})
-	for _, i := range []int{3, 4} {
+	for _, i := range []int{3, 4, 5} {
 		r := res.Steps[i]
+		t.Logf("prompt %d: %s %d ms after session/cancel", i, r.stopReason(), r.CancelMs)
 		if !r.OK || r.stopReason() != "cancelled" || r.CancelMs <= 0 || r.CancelMs > 2000 {
 			t.Errorf("prompt %d: ok %v %+v stop %q, %d ms after session/cancel; want cancelled within 2000 ms", i, r.OK, r.Error, r.stopReason(), r.CancelMs)
 		}
 	}
-	if r := res.Steps[5]; r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "still here" {
+	if r := res.Steps[5]; len(r.Permissions) != 1 {
+		t.Errorf("write never.txt: asked %d times, want once", len(r.Permissions))
+	}
+	if _, err := os.Stat(filepath.Join(ws, "never.txt")); err == nil {
+		t.Error("never.txt was written though the turn was cancelled while asking")
+	}
+	if r := res.Steps[6]; r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "still here" {
 		t.Errorf("after the cancels: stop %q text %q", r.stopReason(), r.text("agent_message_chunk"))
 	}
 	b, err := os.ReadFile(pidFile)
@@ -429,19 +440,24 @@ func testSDKCancel(t *testing.T, js, bin string) {
 }
 
 // testSDKModes: the session's modes are default, plan and review; in plan
-// mode (session/set_mode) a Write is refused without writing.
+// mode (session/set_mode) a Write is refused without writing; the mode and
+// the model are session config options (set_config_option): back to default
+// a write is asked again, and the next model request names the new model.
 func testSDKModes(t *testing.T, js, bin string) {
 	srv := fake.New(t)
 	tmp := t.TempDir()
 	ws := filepath.Join(tmp, "ws")
 	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
-	srv.Script(write("plan.txt", "no\n"), text("refused in plan mode"))
+	srv.Script(write("plan.txt", "no\n"), text("refused in plan mode"), write("default.txt", "yes\n"), text("written"))
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
 		{"op": "spawn"},
 		{"op": "initialize"},
 		{"op": "new"},
 		{"op": "set_mode", "modeId": "plan"},
 		{"op": "prompt", "text": "write plan.txt", "answers": []string{"allow_once"}},
+		{"op": "set_config_option", "configId": "mode", "value": "default"},
+		{"op": "set_config_option", "configId": "model", "value": "claude-sonnet-4-5"},
+		{"op": "prompt", "text": "write default.txt", "answers": []string{"allow_once"}},
 		{"op": "close"},
 	}})
 	var sess struct {
@@ -474,12 +490,35 @@ func testSDKModes(t *testing.T, js, bin string) {
 	if r := res.Steps[4]; r.stopReason() != "end_turn" || len(r.Permissions) != 0 {
 		t.Errorf("the plan-mode prompt: stop %q, %d permissions asked (want none: the mode refuses first)", r.stopReason(), len(r.Permissions))
 	}
+	var opts struct {
+		ConfigOptions []struct {
+			ID           string `json:"id"`
+			CurrentValue string `json:"currentValue"`
+		} `json:"configOptions"`
+	}
+	if err := json.Unmarshal(res.Steps[6].Result, &opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range opts.ConfigOptions {
+		if want := map[string]string{"mode": "default", "model": "claude-sonnet-4-5"}[o.ID]; want != "" && o.CurrentValue != want {
+			t.Errorf("after set_config_option, %s is %q, want %q", o.ID, o.CurrentValue, want)
+		}
+	}
+	if r := res.Steps[7]; r.stopReason() != "end_turn" || len(r.Permissions) != 1 {
+		t.Errorf("back in default mode: stop %q, %d permissions asked (want 1)", r.stopReason(), len(r.Permissions))
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "default.txt")); err != nil || string(b) != "yes\n" {
+		t.Errorf("default.txt: %q, %v", b, err)
+	}
 	reqs := srv.ModelRequests()
-	if len(reqs) != 2 {
-		t.Fatalf("the model got %d requests, want 2", len(reqs))
+	if len(reqs) != 4 {
+		t.Fatalf("the model got %d requests, want 4", len(reqs))
 	}
 	if tr := agenttest.ToolResults(reqs[1]); len(tr) != 1 || !tr[0].IsError || !strings.Contains(strings.ToLower(tr[0].Text), "plan") {
 		t.Errorf("the Write in plan mode got %+v, want an error naming plan mode", tr)
+	}
+	if m := reqs[2].Model(); m != "claude-sonnet-4-5" {
+		t.Errorf("after set_config_option model, the model asked is %q", m)
 	}
 }
 

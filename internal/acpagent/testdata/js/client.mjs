@@ -19,8 +19,8 @@
 //   {"op": "set_config_option", "configId": "model", "value": "..."}
 //   {"op": "buffer", "path": ABS, "text": "..."}   an unsaved editor buffer fs/read_text_file serves
 //   {"op": "close"}                end the agent's stdin and wait for it to exit
-// Permission requests take the next of the prompt's "answers" (an option of that kind, or the
-// cancelled outcome); one with no answer left is recorded as unexpected and rejected once.
+// Permission requests take the next of the prompt's "answers" (an option of that kind, the
+// cancelled outcome, or "cancel": session/cancel, then the cancelled outcome); one with no answer left is recorded as unexpected and rejected once.
 // fs/write_text_file is recorded, not written to disk: the test can tell the agent did not
 // write the file itself.
 //
@@ -41,6 +41,7 @@ let current = null; // the step result being filled
 let onUpdate = null; // the running prompt's cancel trigger
 
 function startAgent() {
+  let conn = null;
   const child = spawn(plan.agent[0], plan.agent.slice(1), {
     cwd: plan.cwd,
     env: { ...process.env, ...(plan.env ?? {}) },
@@ -60,7 +61,13 @@ function startAgent() {
     .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
       const want = current?.answers?.shift();
       let outcome;
-      if (want === "cancelled") {
+      if (want === "cancel") {
+        // The user stops the turn while asked: ACP has the client send
+        // session/cancel and answer its open questions cancelled.
+        current.cancelAt = performance.now();
+        conn.agent.notify(acp.methods.agent.session.cancel, { sessionId: params.sessionId });
+        outcome = { outcome: "cancelled" };
+      } else if (want === "cancelled") {
         outcome = { outcome: "cancelled" };
       } else {
         const kind = want ?? "reject_once";
@@ -94,7 +101,7 @@ function startAgent() {
       buffers.set(params.path, params.content);
       return {};
     });
-  const conn = app.connect(stream);
+  conn = app.connect(stream);
   return { child, conn, exited };
 }
 
@@ -153,6 +160,7 @@ async function run(step) {
           sessionId,
           prompt: step.prompt ?? [{ type: "text", text: step.text }],
         });
+        cancelAt ||= current.cancelAt ?? 0;
         if (cancelAt) current.cancelMs = Math.round(performance.now() - cancelAt);
         return res;
       } finally {
@@ -208,6 +216,7 @@ for (const step of plan.steps) {
   }
   current.ms = Math.round(performance.now() - t0);
   delete current.answers;
+  delete current.cancelAt;
   out.steps.push(current);
   if (!current.ok && step.op !== "prompt" && !step.mayFail) break; // later steps need this one
 }
