@@ -3,8 +3,12 @@ package acpagent_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	pngenc "image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,6 +87,7 @@ func TestRealACPClients(t *testing.T) {
 	t.Run("sdk/fs", func(t *testing.T) { t.Parallel(); testSDKEditorFiles(t, js, bin) })
 	t.Run("sdk/load", func(t *testing.T) { t.Parallel(); testSDKLoad(t, js, bin) })
 	t.Run("sdk/mcp", func(t *testing.T) { t.Parallel(); testSDKMCPServer(t, js, bin) })
+	t.Run("sdk/content", func(t *testing.T) { t.Parallel(); testSDKPromptContent(t, js, bin) })
 }
 
 // testACPXEditsFile: acpx runs a one-shot prompt through `ferry acp` (its
@@ -644,5 +649,62 @@ func testSDKMCPServer(t *testing.T, js, bin string) {
 	}
 	if tr := agenttest.ToolResults(reqs[1]); len(tr) != 1 || tr[0].IsError || !strings.Contains(tr[0].Text, "only the MCP server can read this") {
 		t.Errorf("the MCP tool gave the model %+v", tr)
+	}
+}
+
+// testSDKPromptContent: a prompt of text, a resource link to a workspace
+// file, an embedded text resource and an image, as the SDK sends them,
+// reaches the model: the embedded text in the prompt, the linked file
+// named, the image as an image block with its bytes.
+func testSDKPromptContent(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "notes.txt"), "the linked file's text\n")
+	var png bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(1, 1, color.RGBA{R: 255, A: 255})
+	if err := pngenc.Encode(&png, img); err != nil {
+		t.Fatal(err)
+	}
+	data := base64.StdEncoding.EncodeToString(png.Bytes())
+	srv.Script(text("seen"))
+	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
+		{"op": "spawn"},
+		{"op": "initialize"},
+		{"op": "new"},
+		{"op": "prompt", "prompt": []any{
+			map[string]any{"type": "text", "text": "look at these: "},
+			map[string]any{"type": "resource_link", "uri": "file://" + filepath.Join(ws, "notes.txt"), "name": "notes.txt"},
+			map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///elsewhere/snippet.txt", "mimeType": "text/plain", "text": "an embedded snippet"}},
+			map[string]any{"type": "image", "mimeType": "image/png", "data": data},
+		}},
+		{"op": "close"},
+	}})
+	if r := res.Steps[3]; r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "seen" {
+		t.Fatalf("prompt: %+v stop %q text %q", r.Error, r.stopReason(), r.text("agent_message_chunk"))
+	}
+	reqs := srv.ModelRequests()
+	if len(reqs) != 1 {
+		t.Fatalf("the model got %d requests, want 1", len(reqs))
+	}
+	var texts []string
+	gotImage := false
+	for _, b := range reqs[0].UserBlocks() {
+		switch b.Type {
+		case "text":
+			texts = append(texts, b.Text)
+		case "image":
+			gotImage = gotImage || b.MediaType == "image/png" && b.Data == data
+		}
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"look at these", "an embedded snippet", "notes.txt"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the model's prompt lacks %q:\n%s", want, all)
+		}
+	}
+	if !gotImage {
+		t.Errorf("the model got no image/png block with the image's bytes; blocks: %+v", reqs[0].UserBlocks())
 	}
 }
