@@ -81,6 +81,7 @@ func TestRealACPClients(t *testing.T) {
 	js := jsClients(t)
 	bin := binarytest.Build(t)
 	t.Run("acpx", func(t *testing.T) { t.Parallel(); testACPXEditsFile(t, js, bin) })
+	t.Run("acpx/sessions", func(t *testing.T) { t.Parallel(); testACPXSession(t, js, bin) })
 	t.Run("sdk/permissions", func(t *testing.T) { t.Parallel(); testSDKPermissions(t, js, bin) })
 	t.Run("sdk/cancel", func(t *testing.T) { t.Parallel(); testSDKCancel(t, js, bin) })
 	t.Run("sdk/modes", func(t *testing.T) { t.Parallel(); testSDKModes(t, js, bin) })
@@ -155,6 +156,50 @@ func testACPXEditsFile(t *testing.T, js, bin string) {
 	}
 	if reqs := srv.ModelRequests(); len(reqs) != 3 || !strings.Contains(agenttest.LastUserText(reqs[0]), "update the greeting") {
 		t.Fatalf("the model got %d requests", len(reqs))
+	}
+}
+
+// acpx runs acpx with args in ws, returning its stdout.
+func acpx(t *testing.T, js, tmp, ws string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(js, "node_modules/.bin/acpx"), args...) //nolint:gosec // the pinned acpx
+	cmd.Dir = ws
+	cmd.Env = ferryEnv(tmp)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("acpx %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// testACPXSession: acpx's persistent session (sessions new, then prompts
+// through its queue owner, which ends when idle) continues a conversation
+// across ferry acp processes: the second prompt's model request holds the
+// first prompt.
+func testACPXSession(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv.Script(text("Noted: heron."), text("It was heron."))
+	base := []string{"--agent", strings.Join(ferryACP(bin, srv), " "), "--cwd", ws, "--approve-all", "--ttl", "1"}
+	acpx(t, js, tmp, ws, append(base, "sessions", "new")...)
+	out1 := acpx(t, js, tmp, ws, append(base, "--format", "json", "prompt", "the codeword is heron")...)
+	time.Sleep(2 * time.Second) // past the queue owner's ttl: the next prompt starts a new ferry acp
+	out2 := acpx(t, js, tmp, ws, append(base, "--format", "json", "prompt", "what was the codeword?")...)
+	acpx(t, js, tmp, ws, append(base, "sessions", "close")...)
+	if !strings.Contains(out1, "Noted: heron.") || !strings.Contains(out2, `"method":"session/load"`) || !strings.Contains(out2, "It was heron.") {
+		t.Errorf("acpx's prompts: want the first turn's text, then session/load in a new process and the second turn's text\nfirst:\n%s\nsecond:\n%s", out1, out2)
+	}
+	reqs := srv.ModelRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model got %d requests, want 2", len(reqs))
+	}
+	if texts := agenttest.UserTexts(reqs[1]); len(texts) < 2 || !strings.Contains(texts[0], "the codeword is heron") {
+		t.Errorf("the second prompt's model request holds %q, want the first prompt too", texts)
 	}
 }
 
