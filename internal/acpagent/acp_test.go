@@ -1,9 +1,14 @@
 package acpagent_test
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -170,4 +175,226 @@ func TestCancelEndsTheTurnWithinTwoSeconds(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("the cancelled turn never ended")
 	}
+}
+
+func TestBadInputGetsCodedErrors(t *testing.T) {
+	dir := workspace(t)
+	r := newRaw(t, dir, t.TempDir(), "--agent", "echo")
+	for _, c := range []struct {
+		name, line string
+		code       int
+	}{
+		{"before initialize", `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"` + dir + `","mcpServers":[]}}`, -32600},
+		{"not JSON", `{"jsonrpc":"2.0","id":2,"method":`, -32700},
+		{"not an object", `[1,2,3]`, -32600},
+		{"no jsonrpc", `{"id":3,"method":"initialize","params":{"protocolVersion":1}}`, -32600},
+		{"neither request nor response", `{"jsonrpc":"2.0","params":{}}`, -32600},
+		{"unknown method", `{"jsonrpc":"2.0","id":4,"method":"session/fly","params":{}}`, -32601},
+		{"bad params", `{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"one"}}`, -32602},
+	} {
+		r.send(c.line)
+		m := r.next()
+		if m.Error == nil || m.Error.Code != c.code {
+			t.Errorf("%s: answered %+v, want code %d", c.name, m, c.code)
+		}
+	}
+	// An older client gets ferry's version: it decides whether to go on.
+	r.send(`{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":0}}`)
+	if m := r.next(); m.Error != nil || !strings.Contains(string(m.Result), `"protocolVersion":1`) {
+		t.Errorf("initialize with version 0 answered %+v %s", m.Error, m.Result)
+	}
+	for _, c := range []struct {
+		name, line string
+		code       int
+	}{
+		{"unknown session", `{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"nope","prompt":[{"type":"text","text":"hi"}]}}`, -32602},
+		{"load of an unknown session", `{"jsonrpc":"2.0","id":8,"method":"session/load","params":{"sessionId":"nope","cwd":"` + dir + `","mcpServers":[]}}`, -32002},
+		{"relative cwd", `{"jsonrpc":"2.0","id":9,"method":"session/new","params":{"cwd":"rel/dir","mcpServers":[]}}`, -32602},
+		{"cwd not a directory", `{"jsonrpc":"2.0","id":10,"method":"session/new","params":{"cwd":"` + filepath.Join(dir, "greet.txt") + `","mcpServers":[]}}`, -32602},
+	} {
+		r.send(c.line)
+		m := r.next()
+		if m.Error == nil || m.Error.Code != c.code {
+			t.Errorf("%s: answered %+v, want code %d", c.name, m, c.code)
+		}
+	}
+	// Still serving after all that.
+	r.send(`{"jsonrpc":"2.0","id":11,"method":"session/new","params":{"cwd":"` + dir + `","mcpServers":[]}}`)
+	if m := r.next(); m.Error != nil || !strings.Contains(string(m.Result), "sessionId") {
+		t.Fatalf("session/new after bad input answered %+v %s", m.Error, m.Result)
+	}
+	_ = r.in.Close()
+	if err := r.exit.wait(t); err != nil {
+		t.Errorf("ferry acp exited with %v when its input ended, want 0", err)
+	}
+}
+
+// A client that goes away mid-turn: the turn is cancelled, nothing of it
+// keeps running, and ferry acp exits 0.
+func TestClientGoneMidTurn(t *testing.T) {
+	m := newModel(t)
+	dir := workspace(t)
+	pidFile := filepath.Join(dir, "pid")
+	m.srv.Script(fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Bash", Input: map[string]any{"command": "echo $$ > pid; exec sleep 300"}}}}, say("unreached"))
+	e := newEditor(t, dir, t.TempDir(), append(m.args(), "--allow", "Bash")...)
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(dir)
+	go func() { _, _ = e.prompt(s.SessionId, "Sleep") }()
+	var pid int
+	deadline := time.Now().Add(wait)
+	for pid == 0 && time.Now().Before(deadline) {
+		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if pid == 0 {
+		t.Fatalf("the command never ran; updates: %s", e.dump())
+	}
+	start := time.Now()
+	_ = e.in.Close()
+	if err := e.exit.wait(t); err != nil {
+		t.Errorf("ferry acp exited with %v, want 0", err)
+	}
+	t.Logf("exited %s after its input closed", time.Since(start))
+	if err := syscall.Kill(pid, 0); err == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Errorf("the turn's command (pid %d) still runs after ferry acp exited", pid)
+	}
+}
+
+func TestModesAndModelOptions(t *testing.T) {
+	m := newModel(t)
+	dir := workspace(t)
+	e := newEditor(t, dir, t.TempDir(), m.args()...)
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(dir)
+	if s.Modes == nil || s.Modes.CurrentModeId != "default" || len(s.Modes.AvailableModes) != 3 {
+		t.Fatalf("session/new's modes: %+v", s.Modes)
+	}
+	var modelOpt *acp.SessionConfigOptionSelect
+	for _, o := range s.ConfigOptions {
+		if o.Select != nil && o.Select.Id == "model" {
+			modelOpt = o.Select
+		}
+	}
+	if modelOpt == nil || modelOpt.Options.Ungrouped == nil {
+		t.Fatalf("no model option: %+v", s.ConfigOptions)
+	}
+	var listed []string
+	for _, o := range *modelOpt.Options.Ungrouped {
+		listed = append(listed, string(o.Value))
+	}
+	for _, m := range fake.DefaultModels {
+		if !slices.Contains(listed, m.ID) {
+			t.Fatalf("the model option lists %v, without the provider's %s", listed, m.ID)
+		}
+	}
+	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "plan"}); err != nil {
+		t.Fatalf("set_mode plan: %v", err)
+	}
+	e.waitFor("current_mode_update plan", func(us []acp.SessionNotification) bool {
+		for _, u := range us {
+			if c := u.Update.CurrentModeUpdate; c != nil && c.CurrentModeId == "plan" {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: s.SessionId, ModeId: "yolo"}); !isCode(err, -32602) {
+		t.Errorf("set_mode yolo: %v, want -32602", err)
+	}
+	want := fake.DefaultModels[1].ID
+	r, err := e.conn.SetSessionConfigOption(e.ctx(), acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{
+		SessionId: s.SessionId, ConfigId: "model", Value: acp.SessionConfigValueId(want)}})
+	if err != nil {
+		t.Fatalf("set model: %v", err)
+	}
+	var cur string
+	for _, o := range r.ConfigOptions {
+		if o.Select != nil && o.Select.Id == "model" {
+			cur = string(o.Select.CurrentValue)
+		}
+		if o.Select != nil && o.Select.Id == "mode" && o.Select.CurrentValue != "plan" {
+			t.Errorf("the mode option says %s after set_mode plan", o.Select.CurrentValue)
+		}
+	}
+	if cur != want {
+		t.Errorf("the model option is %q after setting %q", cur, want)
+	}
+	if _, err := e.conn.SetSessionConfigOption(e.ctx(), acp.SetSessionConfigOptionRequest{ValueId: &acp.SetSessionConfigOptionValueId{
+		SessionId: s.SessionId, ConfigId: "model", Value: "no-such-model"}}); !isCode(err, -32602) {
+		t.Errorf("set model no-such-model: %v, want -32602", err)
+	}
+	m.srv.Script(say("planned"))
+	e.mustPrompt(s.SessionId, "Plan it", acp.StopReasonEndTurn)
+	reqs := m.srv.ModelRequests()
+	if len(reqs) == 0 || reqs[len(reqs)-1].Model() != want {
+		t.Errorf("the model was called with %q, want %q", reqs[len(reqs)-1].Model(), want)
+	}
+}
+
+func isCode(err error, code int) bool {
+	var re *acp.RequestError
+	return errors.As(err, &re) && re.Code == code
+}
+
+func TestLoadAfterRestartContinuesTheConversation(t *testing.T) {
+	m := newModel(t)
+	dir := workspace(t)
+	home := t.TempDir()
+	m.srv.Script(say("Noted: 42."))
+	e := newEditor(t, dir, home, m.args()...)
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(dir)
+	e.mustPrompt(s.SessionId, "Remember the number 42", acp.StopReasonEndTurn)
+	_ = e.in.Close()
+	if err := e.exit.wait(t); err != nil {
+		t.Fatalf("the first ferry acp exited with %v", err)
+	}
+
+	m.srv.Script(say("It was 42."))
+	e2 := newEditor(t, dir, home, m.args()...)
+	e2.initialize(acp.ClientCapabilities{})
+	if _, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: s.SessionId, Cwd: dir, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	// The replay came before the answer.
+	agent, user := e2.text(s.SessionId)
+	if !strings.Contains(user, "Remember the number 42") || !strings.Contains(agent, "Noted: 42.") {
+		t.Fatalf("the replay shows user %q, agent %q", user, agent)
+	}
+	e2.mustPrompt(s.SessionId, "Which number?", acp.StopReasonEndTurn)
+	reqs := m.srv.ModelRequests()
+	last := reqs[len(reqs)-1]
+	var sent strings.Builder
+	for _, msg := range last.Messages() {
+		b, _ := json.Marshal(msg)
+		sent.Write(b)
+	}
+	if !strings.Contains(sent.String(), "Remember the number 42") || !strings.Contains(sent.String(), "Noted: 42.") {
+		t.Errorf("after the restart the model was sent %s, without the earlier conversation", sent.String())
+	}
+	if agent, _ := e2.text(s.SessionId); !strings.Contains(agent, "It was 42.") {
+		t.Errorf("the new answer is missing: %q", agent)
+	}
+}
+
+func TestWorkspaceInUseByAnotherFerryACP(t *testing.T) {
+	dir := workspace(t)
+	home := t.TempDir()
+	e := newEditor(t, dir, home, "--agent", "echo")
+	e.initialize(acp.ClientCapabilities{})
+	e.newSession(dir)
+	e2 := newEditor(t, dir, home, "--agent", "echo")
+	e2.initialize(acp.ClientCapabilities{})
+	_, err := e2.conn.NewSession(e2.ctx(), acp.NewSessionRequest{Cwd: dir, McpServers: []acp.McpServer{}})
+	pid := strconv.Itoa(e.cmd.Process.Pid)
+	var re *acp.RequestError
+	if !errors.As(err, &re) || re.Code != -32000 || !strings.Contains(re.Message, "pid "+pid) {
+		t.Fatalf("session/new on a workspace another ferry acp serves: %v, want -32000 naming pid %s", err, pid)
+	}
+	// The refusal is no exit: another workspace still works.
+	other := workspace(t)
+	e2.newSession(other)
 }

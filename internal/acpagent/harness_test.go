@@ -37,7 +37,7 @@ type editor struct {
 	conn *acp.ClientSideConnection
 	in   io.WriteCloser
 	logs *syncBuffer
-	exit chan error
+	exit *exited
 
 	mu       sync.Mutex
 	updates  []acp.SessionNotification
@@ -75,6 +75,24 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// exited is a process's end: done is closed once err is set.
+type exited struct {
+	done chan struct{}
+	err  error
+}
+
+// wait waits for the process to end and returns how it did.
+func (x *exited) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-x.done:
+		return x.err
+	case <-time.After(wait):
+		t.Fatal("ferry acp did not exit")
+	}
+	return nil
+}
+
 // model is the scripted model ferry's agent calls.
 type model struct {
 	srv *fake.Server
@@ -105,7 +123,7 @@ func (m *model) args() []string {
 }
 
 // startFerry starts `ferry acp args...` in dir with home as its home.
-func startFerry(t *testing.T, dir, home string, args ...string) (*exec.Cmd, io.WriteCloser, io.Reader, *syncBuffer, chan error) {
+func startFerry(t *testing.T, dir, home string, args ...string) (*exec.Cmd, io.WriteCloser, io.Reader, *syncBuffer, *exited) {
 	t.Helper()
 	bin := binarytest.Build(t)
 	cmd := exec.Command(bin, append([]string{"acp"}, args...)...) //nolint:gosec // the binary just built
@@ -124,15 +142,15 @@ func startFerry(t *testing.T, dir, home string, args ...string) (*exec.Cmd, io.W
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exit := make(chan error, 1)
-	go func() { exit <- cmd.Wait() }()
+	exit := &exited{done: make(chan struct{})}
+	go func() { exit.err = cmd.Wait(); close(exit.done) }()
 	t.Cleanup(func() {
 		_ = in.Close()
 		select {
-		case <-exit:
+		case <-exit.done:
 		case <-time.After(wait):
 			_ = cmd.Process.Kill()
-			<-exit
+			<-exit.done
 		}
 		if t.Failed() {
 			t.Logf("ferry acp's log:\n%s", logs.String())
@@ -404,7 +422,7 @@ type rawPeer struct {
 	t    *testing.T
 	in   io.WriteCloser
 	out  *bufio.Scanner
-	exit chan error
+	exit *exited
 	logs *syncBuffer
 }
 
