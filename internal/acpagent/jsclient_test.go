@@ -244,6 +244,9 @@ type stepResult struct {
 	} `json:"permissions"`
 	Reads  []map[string]any `json:"reads"`
 	Writes []map[string]any `json:"writes"`
+	// SchemaErrors: what ACP's schema (the SDK's zod schemas) refuses in
+	// the step's answer and updates.
+	SchemaErrors []string `json:"schemaErrors"`
 }
 
 // stopReason is a prompt step's stopReason.
@@ -317,6 +320,9 @@ func runPlan(t *testing.T, js string, env []string, p plan) planResult {
 		t.Fatalf("client.mjs ran %d of %d steps (stopped at a failed one):\n%s\nstderr:\n%s", len(res.Steps), len(p.Steps), stdout.String(), stderr.String())
 	}
 	for i, s := range res.Steps {
+		for _, e := range s.SchemaErrors {
+			t.Errorf("step %d (%s): not ACP: %s", i, s.Op, e)
+		}
 		if s.Op == "prompt" || s.Op == "load" {
 			continue // judged by the test
 		}

@@ -26,11 +26,31 @@
 //
 // Output (stdout, one JSON document): {"steps": [{op, ok, result | error: {code, message},
 // ms, updates: [session/update params], permissions: [{request, answer}], reads: [params],
-// writes: [params], cancelMs}], "exit": {code, signal} of each closed process}.
+// writes: [params], cancelMs, cancelRequests: [$/cancel_request params], schemaErrors: [what ACP's schema refuses in the answer and
+// the updates]}], "exits": [{code, signal} of each closed process]}.
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
+// The SDK's generated zod schemas of ACP v1 (not exported by the package:
+// imported by path) check what ferry sends against the schema.
+import * as schema from "./node_modules/@agentclientprotocol/sdk/dist/v1/schema/zod.gen.js";
+
+// The schema of each op's answer.
+const resultSchemas = {
+  initialize: schema.zInitializeResponse,
+  new: schema.zNewSessionResponse,
+  load: schema.zLoadSessionResponse,
+  prompt: schema.zPromptResponse,
+  set_mode: schema.zSetSessionModeResponse,
+  set_config_option: schema.zSetSessionConfigOptionResponse,
+};
+
+// invalid returns what the schema finds wrong with value, or null.
+function invalid(zschema, value) {
+  const r = zschema.safeParse(value);
+  return r.success ? null : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+}
 
 const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const out = { steps: [], exits: [] };
@@ -51,13 +71,32 @@ function startAgent() {
     child.on("exit", (code, signal) => resolve({ code, signal })),
   );
   child.stdin.on("error", () => {}); // a dead agent is reported by its exit
-  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const wire = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  // Updates are recorded as they come off the wire, before the connection
+  // dispatches them: the SDK runs a notification's handlers after awaits
+  // but settles a response at once, so a handler may see an update after
+  // the answer that followed it on the wire.
+  const tap = new TransformStream({
+    transform(msg, controller) {
+      if (msg && typeof msg === "object" && !("id" in msg)) {
+        if (msg.method === acp.methods.client.session.update) {
+          const bad = invalid(schema.zSessionNotification, msg.params);
+          if (bad) current?.schemaErrors.push(`session/update ${JSON.stringify(msg.params).slice(0, 500)}: ${bad}`);
+          current?.updates.push(msg.params);
+          onUpdate?.(msg.params);
+        } else if (msg.method === acp.methods.protocol.cancelRequest) {
+          current?.cancelRequests.push(msg.params); // the agent withdrew one of its requests
+        } else {
+          current?.schemaErrors.push(`unexpected notification ${msg.method}`);
+        }
+      }
+      controller.enqueue(msg);
+    },
+  });
+  const stream = { writable: wire.writable, readable: wire.readable.pipeThrough(tap) };
   const app = acp
     .client({ name: "ferry-test-client" })
-    .onNotification(acp.methods.client.session.update, ({ params }) => {
-      current?.updates.push(params);
-      onUpdate?.(params);
-    })
+    .onNotification(acp.methods.client.session.update, () => {}) // recorded by the tap
     .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
       const want = current?.answers?.shift();
       let outcome;
@@ -205,11 +244,15 @@ for (const step of plan.steps) {
     permissions: [],
     reads: [],
     writes: [],
+    schemaErrors: [],
+    cancelRequests: [],
     answers: [...(step.answers ?? [])],
   };
   const t0 = performance.now();
   try {
     current.result = await run(step);
+    const bad = resultSchemas[step.op] && invalid(resultSchemas[step.op], current.result);
+    if (bad) current.schemaErrors.push(`${step.op} answer: ${bad}`);
   } catch (e) {
     current.ok = false;
     current.error = { code: e?.code ?? null, message: String(e?.message ?? e), data: e?.data ?? null };
