@@ -89,6 +89,7 @@ func TestRealACPClients(t *testing.T) {
 	t.Run("sdk/load", func(t *testing.T) { t.Parallel(); testSDKLoad(t, js, bin) })
 	t.Run("sdk/mcp", func(t *testing.T) { t.Parallel(); testSDKMCPServer(t, js, bin) })
 	t.Run("sdk/content", func(t *testing.T) { t.Parallel(); testSDKPromptContent(t, js, bin) })
+	t.Run("sdk/terminal", func(t *testing.T) { t.Parallel(); testSDKTerminal(t, js, bin) })
 }
 
 // testACPXEditsFile: acpx runs a one-shot prompt through `ferry acp` (its
@@ -242,8 +243,15 @@ type stepResult struct {
 		} `json:"request"`
 		Answer string `json:"answer"`
 	} `json:"permissions"`
-	Reads  []map[string]any `json:"reads"`
-	Writes []map[string]any `json:"writes"`
+	Reads     []map[string]any `json:"reads"`
+	Writes    []map[string]any `json:"writes"`
+	Terminals []map[string]any `json:"terminals"`
+	// Kills and Releases are the terminal/kill and terminal/release
+	// calls, with whether the command still ran.
+	Kills, Releases []struct {
+		TerminalID string `json:"terminalId"`
+		Running    bool   `json:"running"`
+	}
 	// SchemaErrors: what ACP's schema (the SDK's zod schemas) refuses in
 	// the step's answer and updates.
 	SchemaErrors []string `json:"schemaErrors"`
@@ -757,5 +765,66 @@ func testSDKPromptContent(t *testing.T, js, bin string) {
 	}
 	if !gotImage {
 		t.Errorf("the model got no image/png block with the image's bytes; blocks: %+v", reqs[0].UserBlocks())
+	}
+}
+
+// testSDKTerminal: with a terminal offered, Bash runs in the client's
+// terminal (terminal/create, a real process the client starts): its output
+// reaches the model and the editor is shown the terminal in the tool call;
+// a cancel while it runs ends the turn within 2 s and the command with it.
+func testSDKTerminal(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	pidFile := filepath.Join(ws, "term.pid")
+	srv.Script(
+		bash("echo made by the editor terminal"), text("ran it"),
+		bash("sleep 30 & echo $! > term.pid; wait"),
+	)
+	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
+		{"op": "spawn"},
+		{"op": "initialize", "terminal": true},
+		{"op": "new"},
+		{"op": "prompt", "text": "run echo", "answers": []string{"allow_once"}},
+		{"op": "prompt", "text": "run sleep", "answers": []string{"allow_once"}, "cancelWhenFile": pidFile},
+		{"op": "close"},
+	}})
+	r := res.Steps[3]
+	if r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "ran it" {
+		t.Errorf("echo prompt: %+v stop %q text %q", r.Error, r.stopReason(), r.text("agent_message_chunk"))
+	}
+	if len(r.Terminals) != 1 || !strings.Contains(fmt.Sprint(r.Terminals[0]), "echo made by the editor terminal") {
+		t.Errorf("terminal/create calls %v, want one running the echo", r.Terminals)
+	}
+	shown := false
+	for _, u := range r.Updates {
+		if u.kind() == "tool_call_update" || u.kind() == "tool_call" {
+			shown = shown || strings.Contains(fmt.Sprint(u.Update["content"]), "terminalId:term-1")
+		}
+	}
+	if !shown {
+		t.Errorf("no tool call update shows terminal term-1: %v", r.Updates)
+	}
+	reqs := srv.ModelRequests()
+	if len(reqs) != 3 {
+		t.Fatalf("the model got %d requests, want 3", len(reqs))
+	}
+	if tr := agenttest.ToolResults(reqs[1]); len(tr) != 1 || tr[0].IsError || !strings.Contains(tr[0].Text, "made by the editor terminal") {
+		t.Errorf("the Bash in the editor's terminal gave the model %+v", tr)
+	}
+	r = res.Steps[4]
+	t.Logf("sleep prompt: %s %d ms after session/cancel", r.stopReason(), r.CancelMs)
+	if r.stopReason() != "cancelled" || r.CancelMs <= 0 || r.CancelMs > 2000 {
+		t.Errorf("sleep prompt: %+v stop %q, %d ms after session/cancel; want cancelled within 2000 ms", r.Error, r.stopReason(), r.CancelMs)
+	}
+	// ferry ends the command it started in the editor's terminal: a kill
+	// or a release while it still ran, before the turn's answer.
+	stopped := false
+	for _, k := range append(r.Kills, r.Releases...) {
+		stopped = stopped || k.TerminalID == "term-2" && k.Running
+	}
+	if !stopped {
+		t.Errorf("the cancelled turn left its terminal command running: kills %+v releases %+v", r.Kills, r.Releases)
 	}
 }

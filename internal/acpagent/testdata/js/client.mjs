@@ -22,11 +22,12 @@
 // Permission requests take the next of the prompt's "answers" (an option of that kind, the
 // cancelled outcome, or "cancel": session/cancel, then the cancelled outcome); one with no answer left is recorded as unexpected and rejected once.
 // fs/write_text_file is recorded, not written to disk: the test can tell the agent did not
-// write the file itself.
+// write the file itself. terminal/* run real processes (each in its own process group).
 //
 // Output (stdout, one JSON document): {"steps": [{op, ok, result | error: {code, message},
 // ms, updates: [session/update params], permissions: [{request, answer}], reads: [params],
-// writes: [params], cancelMs, cancelRequests: [$/cancel_request params], schemaErrors: [what ACP's schema refuses in the answer and
+// writes: [params], terminals: [terminal/create params], kills and releases: [{terminalId,
+// running}], cancelMs, cancelRequests: [$/cancel_request params], schemaErrors: [what ACP's schema refuses in the answer and
 // the updates]}], "exits": [{code, signal} of each closed process]}.
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -59,6 +60,23 @@ let agent = null; // {child, conn, exited}
 let sessionId = "";
 let current = null; // the step result being filled
 let onUpdate = null; // the running prompt's cancel trigger
+
+const terminals = new Map();
+let terminalSeq = 0;
+
+function terminal(id) {
+  const t = terminals.get(id);
+  if (!t) throw acp.RequestError.invalidParams({ terminalId: id }, `no terminal ${id}`);
+  return t;
+}
+
+function killGroup(t) {
+  if (t.exit === null && t.proc.pid) {
+    try {
+      process.kill(-t.proc.pid, "SIGKILL");
+    } catch {}
+  }
+}
 
 function startAgent() {
   let conn = null;
@@ -138,6 +156,61 @@ function startAgent() {
     .onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
       current?.writes.push(params);
       buffers.set(params.path, params.content);
+      return {};
+    })
+    // Terminals are real processes, as an editor runs them.
+    .onRequest(acp.methods.client.terminal.create, ({ params }) => {
+      current?.terminals.push(params);
+      const env = { ...process.env };
+      for (const v of params.env ?? []) env[v.name] = v.value;
+      const proc = spawn(params.command, params.args ?? [], {
+        cwd: params.cwd ?? plan.cwd,
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true, // its own process group, killed whole
+      });
+      const t = { proc, output: "", truncated: false, exit: null, limit: params.outputByteLimit ?? null };
+      const add = (chunk) => {
+        t.output += chunk.toString("utf8");
+        if (t.limit != null && Buffer.byteLength(t.output) > t.limit) {
+          t.output = Buffer.from(t.output).subarray(-t.limit).toString("utf8");
+          t.truncated = true;
+        }
+      };
+      proc.stdout.on("data", add);
+      proc.stderr.on("data", add);
+      t.exited = new Promise((resolve) =>
+        proc.on("close", (code, signal) => {
+          t.exit = { exitCode: code, signal };
+          resolve(t.exit);
+        }),
+      );
+      proc.on("error", (e) => {
+        add(String(e));
+        t.exit = { exitCode: 127, signal: null };
+      });
+      const id = `term-${++terminalSeq}`;
+      terminals.set(id, t);
+      return { terminalId: id };
+    })
+    .onRequest(acp.methods.client.terminal.output, ({ params }) => {
+      const t = terminal(params.terminalId);
+      return { output: t.output, truncated: t.truncated, exitStatus: t.exit };
+    })
+    .onRequest(acp.methods.client.terminal.waitForExit, async ({ params }) => {
+      return await terminal(params.terminalId).exited;
+    })
+    .onRequest(acp.methods.client.terminal.kill, ({ params }) => {
+      const t = terminal(params.terminalId);
+      current?.kills.push({ terminalId: params.terminalId, running: t.exit === null });
+      killGroup(t);
+      return {};
+    })
+    .onRequest(acp.methods.client.terminal.release, ({ params }) => {
+      const t = terminal(params.terminalId);
+      current?.releases.push({ terminalId: params.terminalId, running: t.exit === null });
+      killGroup(t);
+      terminals.delete(params.terminalId);
       return {};
     });
   conn = app.connect(stream);
@@ -246,6 +319,9 @@ for (const step of plan.steps) {
     writes: [],
     schemaErrors: [],
     cancelRequests: [],
+    terminals: [],
+    kills: [],
+    releases: [],
     answers: [...(step.answers ?? [])],
   };
   const t0 = performance.now();
@@ -269,5 +345,6 @@ if (agent) {
   if (exit === null) agent.child.kill("SIGKILL");
   out.exits.push(exit ?? { code: null, signal: "SIGKILL (did not exit)" });
 }
+for (const t of terminals.values()) killGroup(t); // nothing left running
 process.stdout.write(JSON.stringify(out) + "\n");
 process.exit(0);
