@@ -364,8 +364,9 @@ func bash(command string) fake.Reply {
 
 func text(s string) fake.Reply { return fake.Reply{Text: []string{s}} }
 
-// testSDKPermissions: session/request_permission answered allow, deny and
-// always; after always the same call is not asked again (ferry's "always"
+// testSDKPermissions: session/request_permission answered allow, deny,
+// always and always deny; after either always the same call is not asked
+// again (ferry's "always"
 // rule for a file is its exact path, for a command its command name: the
 // always steps use Bash, which ferry runs itself as the client offers no
 // terminal).
@@ -379,6 +380,8 @@ func testSDKPermissions(t *testing.T, js, bin string) {
 		write("denied.txt", "denied\n"), text("could not write"),
 		bash("touch one.txt"), text("touched one"),
 		bash("touch two.txt"), text("touched two"),
+		bash("cp README three.txt"), text("refused three"),
+		bash("cp README three.txt"), text("refused again"),
 	)
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
 		{"op": "spawn"},
@@ -388,6 +391,8 @@ func testSDKPermissions(t *testing.T, js, bin string) {
 		{"op": "prompt", "text": "write denied.txt", "answers": []string{"reject_once"}},
 		{"op": "prompt", "text": "touch one.txt", "answers": []string{"allow_always"}},
 		{"op": "prompt", "text": "touch two.txt"},
+		{"op": "prompt", "text": "copy to three.txt", "answers": []string{"reject_always"}},
+		{"op": "prompt", "text": "copy to three.txt again"},
 		{"op": "close"},
 	}})
 	var init struct {
@@ -413,6 +418,8 @@ func testSDKPermissions(t *testing.T, js, bin string) {
 		{1, "edit", "could not write", "denied.txt", false},
 		{1, "execute", "touched one", "one.txt", true},
 		{0, "execute", "touched two", "two.txt", true},
+		{1, "execute", "refused three", "three.txt", false},
+		{0, "execute", "refused again", "three.txt", false},
 	} {
 		r := res.Steps[3+i]
 		if !r.OK || r.stopReason() != "end_turn" || r.text("agent_message_chunk") != want.text {
@@ -440,11 +447,13 @@ func testSDKPermissions(t *testing.T, js, bin string) {
 		}
 	}
 	reqs := srv.ModelRequests()
-	if len(reqs) != 8 {
-		t.Fatalf("the model got %d requests, want 8", len(reqs))
+	if len(reqs) != 12 {
+		t.Fatalf("the model got %d requests, want 12", len(reqs))
 	}
-	if tr := agenttest.ToolResults(reqs[3]); len(tr) != 1 || !tr[0].IsError {
-		t.Errorf("the denied Write's result: %+v, want an error", tr)
+	for _, i := range []int{3, 9, 11} {
+		if tr := agenttest.ToolResults(reqs[i]); len(tr) != 1 || !tr[0].IsError {
+			t.Errorf("model request %d: the denied call's result is %+v, want an error", i, tr)
+		}
 	}
 }
 
