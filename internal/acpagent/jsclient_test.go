@@ -90,6 +90,7 @@ func TestRealACPClients(t *testing.T) {
 	t.Run("sdk/mcp", func(t *testing.T) { t.Parallel(); testSDKMCPServer(t, js, bin) })
 	t.Run("sdk/content", func(t *testing.T) { t.Parallel(); testSDKPromptContent(t, js, bin) })
 	t.Run("sdk/terminal", func(t *testing.T) { t.Parallel(); testSDKTerminal(t, js, bin) })
+	t.Run("sdk/bad", func(t *testing.T) { t.Parallel(); testSDKBadInput(t, js, bin) })
 }
 
 // testACPXEditsFile: acpx runs a one-shot prompt through `ferry acp` (its
@@ -229,6 +230,7 @@ type stepResult struct {
 	Error  *struct {
 		Code    *int   `json:"code"`
 		Message string `json:"message"`
+		Data    any    `json:"data"`
 	} `json:"error"`
 	Ms          int      `json:"ms"`
 	CancelMs    int      `json:"cancelMs"`
@@ -331,7 +333,7 @@ func runPlan(t *testing.T, js string, env []string, p plan) planResult {
 		for _, e := range s.SchemaErrors {
 			t.Errorf("step %d (%s): not ACP: %s", i, s.Op, e)
 		}
-		if s.Op == "prompt" || s.Op == "load" {
+		if s.Op == "prompt" || s.Op == "load" || p.Steps[i]["mayFail"] == true {
 			continue // judged by the test
 		}
 		if !s.OK {
@@ -835,5 +837,56 @@ func testSDKTerminal(t *testing.T, js, bin string) {
 	}
 	if !stopped {
 		t.Errorf("the cancelled turn left its terminal command running: kills %+v releases %+v", r.Kills, r.Releases)
+	}
+}
+
+// testSDKBadInput: what the SDK client can be made to send wrong gets a
+// JSON-RPC error with a proper code and ferry acp goes on: a request
+// before initialize, an older protocol version (answered with ferry's),
+// session/load and session/prompt of a session that does not exist.
+func testSDKBadInput(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv.Script(text("still fine"))
+	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
+		{"op": "spawn"},
+		{"op": "new", "mayFail": true},
+		{"op": "initialize", "protocolVersion": 0},
+		{"op": "load", "sessionId": "no-such-session"},
+		{"op": "prompt", "sessionId": "no-such-session", "text": "hello?"},
+		{"op": "new"},
+		{"op": "prompt", "text": "hello"},
+		{"op": "close"},
+	}})
+	code := func(i int) int {
+		r := res.Steps[i]
+		if r.OK || r.Error == nil || r.Error.Code == nil {
+			t.Errorf("step %d (%s) succeeded or failed with no code: %s %+v", i, r.Op, r.Result, r.Error)
+			return 0
+		}
+		t.Logf("step %d (%s): %d %s", i, r.Op, *r.Error.Code, r.Error.Message)
+		return *r.Error.Code
+	}
+	if c := code(1); c != -32600 {
+		t.Errorf("session/new before initialize: code %d, want -32600", c)
+	}
+	var init struct {
+		ProtocolVersion int `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(res.Steps[2].Result, &init); err != nil || init.ProtocolVersion != 1 {
+		t.Errorf("initialize with version 0 answered %s (%v), want protocolVersion 1", res.Steps[2].Result, err)
+	}
+	for _, i := range []int{3, 4} {
+		if c := code(i); c != -32602 && c != -32002 {
+			t.Errorf("step %d (%s) of an unknown session: code %d, want -32602 or -32002", i, res.Steps[i].Op, c)
+		}
+		if r := res.Steps[i]; r.Error != nil && !strings.Contains(r.Error.Message+fmt.Sprint(r.Error.Data), "no-such-session") {
+			t.Errorf("step %d (%s): the error %+v does not name the session", i, r.Op, r.Error)
+		}
+	}
+	if r := res.Steps[6]; r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "still fine" {
+		t.Errorf("after the bad requests: %+v stop %q text %q", r.Error, r.stopReason(), r.text("agent_message_chunk"))
 	}
 }

@@ -11,7 +11,8 @@
 //   {"op": "initialize", "fs": true, "terminal": false, "protocolVersion": 1}
 //   {"op": "new", "cwd": DIR, "mcpServers": [...]}
 //   {"op": "load", "cwd": DIR, "sessionId": ID|"" (the last session), "mcpServers": [...]}
-//   {"op": "prompt", "text": "...", "answers": ["allow_once", "reject_once", "allow_always",
+//   {"op": "prompt", "text": "..." | "prompt": [ContentBlock...], "sessionId": ID (default: the
+//    last session), "answers": ["allow_once", "reject_once", "allow_always",
 //    "cancelled"], "cancelOn": "agent_message_chunk"|"tool_call", "cancelWhenFile": PATH}
 //                                 cancelOn: session/cancel at the first update of that kind;
 //                                 cancelWhenFile: once PATH exists (cancelMs: from cancel to answer)
@@ -19,6 +20,7 @@
 //   {"op": "set_config_option", "configId": "model", "value": "..."}
 //   {"op": "buffer", "path": ABS, "text": "..."}   an unsaved editor buffer fs/read_text_file serves
 //   {"op": "close"}                end the agent's stdin and wait for it to exit
+// A step that fails ends the plan, but for prompt and load steps and those with "mayFail".
 // Permission requests take the next of the prompt's "answers" (an option of that kind, the
 // cancelled outcome, or "cancel": session/cancel, then the cancelled outcome); one with no answer left is recorded as unexpected and rejected once.
 // fs/write_text_file is recorded, not written to disk: the test can tell the agent did not
@@ -269,7 +271,7 @@ async function run(step) {
       }
       try {
         const res = await ctx.request(acp.methods.agent.session.prompt, {
-          sessionId,
+          sessionId: step.sessionId || sessionId,
           prompt: step.prompt ?? [{ type: "text", text: step.text }],
         });
         cancelAt ||= current.cancelAt ?? 0;
@@ -337,7 +339,7 @@ for (const step of plan.steps) {
   delete current.answers;
   delete current.cancelAt;
   out.steps.push(current);
-  if (!current.ok && step.op !== "prompt" && !step.mayFail) break; // later steps need this one
+  if (!current.ok && step.op !== "prompt" && step.op !== "load" && !step.mayFail) break; // later steps need this one
 }
 if (agent) {
   agent.child.stdin.end();
