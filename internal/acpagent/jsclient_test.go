@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -254,6 +255,9 @@ type stepResult struct {
 		TerminalID string `json:"terminalId"`
 		Running    bool   `json:"running"`
 	}
+	// Wire is what came from the agent during the step, in order: its
+	// method (session/update:KIND) or "response".
+	Wire []string `json:"wire"`
 	// SchemaErrors: what ACP's schema (the SDK's zod schemas) refuses in
 	// the step's answer and updates.
 	SchemaErrors []string `json:"schemaErrors"`
@@ -301,6 +305,12 @@ type planResult struct {
 	raw string
 }
 
+// turnUpdates are the updates of a turn's own progress.
+var turnUpdates = map[string]bool{
+	"session/update:agent_message_chunk": true, "session/update:agent_thought_chunk": true,
+	"session/update:tool_call": true, "session/update:tool_call_update": true, "session/update:plan": true,
+}
+
 // runPlan runs p with client.mjs and returns what it printed; every step
 // must have run (ok or not: a step's error is the test's to judge).
 func runPlan(t *testing.T, js string, env []string, p plan) planResult {
@@ -332,6 +342,16 @@ func runPlan(t *testing.T, js string, env []string, p plan) planResult {
 	for i, s := range res.Steps {
 		for _, e := range s.SchemaErrors {
 			t.Errorf("step %d (%s): not ACP: %s", i, s.Op, e)
+		}
+		if s.Op == "prompt" {
+			// A turn's updates come before its answer (a title may follow).
+			if at := slices.Index(s.Wire, "response"); at >= 0 {
+				for _, w := range s.Wire[at+1:] {
+					if turnUpdates[w] {
+						t.Errorf("step %d (prompt): %s after the answer: %q", i, w, s.Wire)
+					}
+				}
+			}
 		}
 		if s.Op == "prompt" || s.Op == "load" || p.Steps[i]["mayFail"] == true {
 			continue // judged by the test
@@ -439,6 +459,13 @@ func testSDKPermissions(t *testing.T, js, bin string) {
 				t.Errorf("prompt %d: permission asked for %v with options %v", i, p.Request.ToolCall, kinds)
 			}
 		}
+		if want.asked > 0 {
+			// The editor learns of the tool call before it is asked about it.
+			call, ask := slices.Index(r.Wire, "session/update:tool_call"), slices.Index(r.Wire, "session/request_permission")
+			if call < 0 || ask < 0 || call > ask {
+				t.Errorf("prompt %d: the agent sent %q; want the tool_call before session/request_permission", i, r.Wire)
+			}
+		}
 		calls := r.toolCalls()
 		if len(calls) != 1 || calls[0]["kind"] != want.kind {
 			t.Errorf("prompt %d: tool calls %v, want one of kind %s", i, calls, want.kind)
@@ -506,11 +533,12 @@ func testSDKCancel(t *testing.T, js, bin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := strings.TrimSpace(string(b))
-	if _, err := os.Stat("/proc/" + pid); err == nil {
-		if st, _ := os.ReadFile("/proc/" + pid + "/stat"); !strings.Contains(string(st), ") Z ") {
-			t.Errorf("sleep %s survived the cancel", pid)
-		}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("sleep.pid: %q", b)
+	}
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+		t.Errorf("sleep %d survived the cancel", pid)
 	}
 }
 

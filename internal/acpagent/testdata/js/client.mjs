@@ -15,7 +15,7 @@
 //    last session), "answers": ["allow_once", "reject_once", "allow_always",
 //    "cancelled"], "cancelOn": "agent_message_chunk"|"tool_call", "cancelWhenFile": PATH}
 //                                 cancelOn: session/cancel at the first update of that kind;
-//                                 cancelWhenFile: once PATH exists (cancelMs: from cancel to answer)
+//                                 cancelWhenFile: once PATH holds a line (cancelMs: from cancel to answer)
 //   {"op": "set_mode", "modeId": "plan"}
 //   {"op": "set_config_option", "configId": "model", "value": "..."}
 //   {"op": "buffer", "path": ABS, "text": "..."}   an unsaved editor buffer fs/read_text_file serves
@@ -28,11 +28,12 @@
 //
 // Output (stdout, one JSON document): {"steps": [{op, ok, result | error: {code, message},
 // ms, updates: [session/update params], permissions: [{request, answer}], reads: [params],
-// writes: [params], terminals: [terminal/create params], kills and releases: [{terminalId,
+// writes: [params], wire: [what came from the agent, in order: method (session/update:KIND)
+// or "response"], terminals: [terminal/create params], kills and releases: [{terminalId,
 // running}], cancelMs, cancelRequests: [$/cancel_request params], schemaErrors: [what ACP's schema refuses in the answer and
 // the updates]}], "exits": [{code, signal} of each closed process]}.
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 // The SDK's generated zod schemas of ACP v1 (not exported by the package:
@@ -98,6 +99,10 @@ function startAgent() {
   // the answer that followed it on the wire.
   const tap = new TransformStream({
     transform(msg, controller) {
+      if (msg && typeof msg === "object") {
+        const u = msg.method === acp.methods.client.session.update ? `:${msg.params?.update?.sessionUpdate}` : "";
+        current?.wire.push(msg.method ? msg.method + u : "response");
+      }
       if (msg && typeof msg === "object" && !("id" in msg)) {
         if (msg.method === acp.methods.client.session.update) {
           const bad = invalid(schema.zSessionNotification, msg.params);
@@ -267,7 +272,12 @@ async function run(step) {
       }
       let poll = null;
       if (step.cancelWhenFile) {
-        poll = setInterval(() => existsSync(step.cancelWhenFile) && cancel(), 20);
+        // Once the file holds a whole line (a command wrote it: it runs).
+        poll = setInterval(() => {
+          try {
+            if (readFileSync(step.cancelWhenFile, "utf8").endsWith("\n")) cancel();
+          } catch {}
+        }, 20);
       }
       try {
         const res = await ctx.request(acp.methods.agent.session.prompt, {
@@ -324,6 +334,7 @@ for (const step of plan.steps) {
     terminals: [],
     kills: [],
     releases: [],
+    wire: [],
     answers: [...(step.answers ?? [])],
   };
   const t0 = performance.now();
