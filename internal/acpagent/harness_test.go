@@ -39,16 +39,17 @@ type editor struct {
 	logs *syncBuffer
 	exit *exited
 
-	mu       sync.Mutex
-	updates  []acp.SessionNotification
-	asked    []acp.RequestPermissionRequest
-	answer   func(acp.RequestPermissionRequest) acp.RequestPermissionResponse
-	buffers  map[string]string // unsaved text by absolute path
-	reads    []string
-	writes   map[string]string
-	terms    map[string]*term
-	nextTerm int
-	changed  chan struct{}
+	mu        sync.Mutex
+	updates   []acp.SessionNotification
+	asked     []acp.RequestPermissionRequest
+	withdrawn int // questions withdrawn before an answer
+	answer    func(acp.RequestPermissionRequest) acp.RequestPermissionResponse
+	buffers   map[string]string // unsaved text by absolute path
+	reads     []string
+	writes    map[string]string
+	terms     map[string]*term
+	nextTerm  int
+	changed   chan struct{}
 }
 
 type term struct {
@@ -287,6 +288,9 @@ func (e *editor) RequestPermission(ctx context.Context, p acp.RequestPermissionR
 	if answer == nil {
 		// Nobody answers here: wait until the question is withdrawn.
 		<-ctx.Done()
+		e.mu.Lock()
+		e.withdrawn++
+		e.mu.Unlock()
 		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}, nil
 	}
 	return answer(p), nil

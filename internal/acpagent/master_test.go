@@ -1,0 +1,241 @@
+package acpagent_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/coder/websocket"
+
+	"github.com/ferry-dev/ferry/internal/adapter"
+	"github.com/ferry-dev/ferry/internal/adapter/builtin"
+	"github.com/ferry-dev/ferry/internal/auth"
+	"github.com/ferry-dev/ferry/internal/client"
+	"github.com/ferry-dev/ferry/internal/llm/fake"
+	"github.com/ferry-dev/ferry/internal/llm/provider"
+	"github.com/ferry-dev/ferry/internal/master"
+	"github.com/ferry-dev/ferry/internal/store"
+	"github.com/ferry-dev/ferry/internal/store/sqlite"
+	"github.com/ferry-dev/ferry/protocol"
+)
+
+// remote is a real master on loopback with a real client (ferry's agent on
+// the scripted model) serving one workspace, as ferry acp --master sees it.
+type remote struct {
+	url, uiToken, workspace string
+}
+
+func startRemote(t *testing.T, m *model) *remote {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ferry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := master.New(ctx, master.Config{Store: st, Retention: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: ms.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	r := &remote{url: "http://" + ln.Addr().String(), workspace: workspace(t)}
+	if r.uiToken, _, err = auth.Issue(ctx, st, store.TokenUI, "test ui", 0); err != nil {
+		t.Fatal(err)
+	}
+	secret, _, err := auth.Issue(ctx, st, store.TokenClient, "test client", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := builtin.New(builtin.Config{
+		Getenv:   func(k string) string { return map[string]string{"ANTHROPIC_API_KEY": "test-key"}[k] },
+		Provider: provider.Config{Provider: "anthropic", Model: "test-model", BaseURL: m.srv.BaseURL(fake.Anthropic)},
+	})
+	c, err := client.New(client.Config{MasterURL: r.url, Token: secret, Workspaces: []string{r.workspace},
+		StateDir: filepath.Join(t.TempDir(), "client"), MachineName: "far-machine", Adapters: []adapter.Adapter{ad},
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = c.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = c.Close()
+		sctx, scancel := context.WithTimeout(context.Background(), wait)
+		defer scancel()
+		_ = ms.Shutdown(sctx)
+		_ = srv.Shutdown(sctx)
+		_ = st.Close()
+	})
+	return r
+}
+
+// uiPeer is a web UI's WebSocket to the master.
+type uiPeer struct {
+	t    *testing.T
+	conn *websocket.Conn
+	in   chan *protocol.Message
+}
+
+func (r *remote) ui(t *testing.T) *uiPeer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.url, "http")+"/v1/ui", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + r.uiToken}}})
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadLimit(protocol.MaxMessageBytes)
+	u := &uiPeer{t: t, conn: conn, in: make(chan *protocol.Message, 10000)}
+	go func() {
+		for {
+			_, data, err := conn.Read(context.Background())
+			if err != nil {
+				return
+			}
+			if m, err := protocol.DecodeRelayed(data); err == nil {
+				u.in <- m
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = conn.Close(websocket.StatusNormalClosure, "") })
+	return u
+}
+
+func (u *uiPeer) send(m *protocol.Message) {
+	u.t.Helper()
+	data, err := protocol.Encode(m)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	if err := u.conn.Write(context.Background(), websocket.MessageText, data); err != nil {
+		u.t.Fatal(err)
+	}
+}
+
+// until reads the UI's messages until stop says so.
+func (u *uiPeer) until(what string, stop func(*protocol.Message) bool) {
+	u.t.Helper()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case m := <-u.in:
+			if stop(m) {
+				return
+			}
+		case <-timer.C:
+			u.t.Fatalf("the UI saw no %s within %s", what, wait)
+		}
+	}
+}
+
+// An editor (ferry acp --master) and a web UI share one session: the
+// editor's prompt shows in the UI, the UI answers its permission and the
+// editor sees it resolved, and a prompt from the UI streams to the editor.
+func TestMasterSharedWithAUI(t *testing.T) {
+	m := newModel(t)
+	r := startRemote(t, m)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(r.uiToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEditor(t, r.workspace, t.TempDir(), "--master", r.url, "--token-file", tokenFile, "--machine", "far-machine")
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(r.workspace)
+	sid := string(s.SessionId)
+
+	u := r.ui(t)
+	sub := protocol.New(protocol.TypeSessionSubscribe, &protocol.SessionSubscribe{})
+	sub.SessionID = sid
+	u.send(sub)
+
+	// The editor's prompt; the editor leaves the permission open and the
+	// UI answers it.
+	m.srv.Script(read("greet.txt"), edit("greet.txt", "world", "ferry"), say("Edited."))
+	done := make(chan error, 1)
+	go func() {
+		r, err := e.prompt(s.SessionId, "Edit greet.txt from the editor")
+		if err == nil && r.StopReason != acp.StopReasonEndTurn {
+			err = &acp.RequestError{Message: "ended " + string(r.StopReason)}
+		}
+		done <- err
+	}()
+	sawPrompt := false
+	u.until("the permission request", func(msg *protocol.Message) bool {
+		switch p := msg.Payload.(type) {
+		case *protocol.PromptRequest:
+			sawPrompt = sawPrompt || strings.Contains(p.PromptText, "Edit greet.txt from the editor")
+		case *protocol.InteractionRequest:
+			// Wait until the editor was asked too: the UI's answer must
+			// withdraw an open question.
+			e.waitFor("the editor's question", func([]acp.SessionNotification) bool {
+				return len(e.asked) > 0 // waitFor holds e.mu
+			})
+			a := protocol.New(protocol.TypeInteractionResponse, &protocol.InteractionResponse{
+				InteractionID: p.InteractionID, SelectedValue: protocol.Single(protocol.AllowOnce)})
+			a.SessionID = sid
+			u.send(a)
+			return true
+		}
+		return false
+	})
+	if !sawPrompt {
+		t.Error("the UI never saw the editor's prompt")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the editor's prompt: %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the editor's turn never ended")
+	}
+	e.mu.Lock()
+	withdrawn := e.withdrawn
+	e.mu.Unlock()
+	if withdrawn != 1 {
+		t.Errorf("the editor's question was withdrawn %d times, want 1", withdrawn)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.workspace, "greet.txt")); string(b) != "hello ferry\n" {
+		t.Errorf("greet.txt holds %q after the UI allowed the edit", b)
+	}
+	_, finals := toolCalls(e.updates)
+	q := e.asked[0].ToolCall.ToolCallId
+	if f := finals[q]; f == nil || *f.Status != acp.ToolCallStatusCompleted {
+		t.Errorf("the edit the UI allowed ends %+v in the editor", f)
+	}
+
+	// A prompt from the UI (the phone) reaches the editor.
+	m.srv.Script(say("Answered the phone."))
+	pr := protocol.New(protocol.TypeUIPrompt, &protocol.UIPrompt{Segments: []protocol.PromptSegment{{Kind: protocol.SegmentText, Text: "Hello from the phone"}}})
+	pr.SessionID = sid
+	u.send(pr)
+	e.waitFor("the phone's prompt and its answer", func(us []acp.SessionNotification) bool {
+		var user, agent string
+		for _, n := range us {
+			if c := n.Update.UserMessageChunk; c != nil && c.Content.Text != nil {
+				user += c.Content.Text.Text
+			}
+			if c := n.Update.AgentMessageChunk; c != nil && c.Content.Text != nil {
+				agent += c.Content.Text.Text
+			}
+		}
+		return strings.Contains(user, "Hello from the phone") && strings.Contains(agent, "Answered the phone.")
+	})
+}
