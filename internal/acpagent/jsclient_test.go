@@ -83,6 +83,7 @@ func TestRealACPClients(t *testing.T) {
 	bin := binarytest.Build(t)
 	t.Run("acpx", func(t *testing.T) { t.Parallel(); testACPXEditsFile(t, js, bin) })
 	t.Run("acpx/sessions", func(t *testing.T) { t.Parallel(); testACPXSession(t, js, bin) })
+	t.Run("acpx/config", func(t *testing.T) { t.Parallel(); testACPXConfig(t, js, bin) })
 	t.Run("sdk/permissions", func(t *testing.T) { t.Parallel(); testSDKPermissions(t, js, bin) })
 	t.Run("sdk/cancel", func(t *testing.T) { t.Parallel(); testSDKCancel(t, js, bin) })
 	t.Run("sdk/modes", func(t *testing.T) { t.Parallel(); testSDKModes(t, js, bin) })
@@ -203,6 +204,31 @@ func testACPXSession(t *testing.T, js, bin string) {
 	}
 	if texts := agenttest.UserTexts(reqs[1]); len(texts) < 2 || !strings.Contains(texts[0], "the codeword is heron") {
 		t.Errorf("the second prompt's model request holds %q, want the first prompt too", texts)
+	}
+}
+
+// testACPXConfig: ferry named in acpx's config file, as docs/acp.md sets it
+// up ({"agents": {"ferry": {"command": …, "args": ["acp", …]}}} in
+// ~/.acpx/config.json), runs as `acpx ferry exec`; acpx's text output shows
+// the turn.
+func testACPXConfig(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	cmd := ferryACP(bin, srv)
+	cfg, err := json.Marshal(map[string]any{"agents": map[string]any{"ferry": map[string]any{"command": cmd[0], "args": cmd[1:]}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(tmp, "home", ".acpx", "config.json"), string(cfg))
+	srv.Script(write("hello.txt", "hello from acpx\n"), text("Wrote hello.txt."))
+	out := acpx(t, js, tmp, ws, "--cwd", ws, "--approve-all", "ferry", "exec", "write hello.txt")
+	if b, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(b) != "hello from acpx\n" {
+		t.Errorf("hello.txt: %q, %v", b, err)
+	}
+	if !strings.Contains(out, "Wrote hello.txt.") || !strings.Contains(out, "end_turn") || !strings.Contains(out, "hello.txt") {
+		t.Errorf("acpx's output does not show the turn:\n%s", out)
 	}
 }
 
