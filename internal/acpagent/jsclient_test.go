@@ -897,7 +897,8 @@ func testSDKTerminal(t *testing.T, js, bin string) {
 // testSDKBadInput: what the SDK client can be made to send wrong gets a
 // JSON-RPC error with a proper code and ferry acp goes on: a request
 // before initialize, an older protocol version (answered with ferry's),
-// session/load and session/prompt of a session that does not exist.
+// session/load and session/prompt of a session that does not exist, a
+// method ferry does not offer (session/list) and an unknown extension.
 func testSDKBadInput(t *testing.T, js, bin string) {
 	srv := fake.New(t)
 	tmp := t.TempDir()
@@ -910,6 +911,8 @@ func testSDKBadInput(t *testing.T, js, bin string) {
 		{"op": "initialize", "protocolVersion": 0},
 		{"op": "load", "sessionId": "no-such-session"},
 		{"op": "prompt", "sessionId": "no-such-session", "text": "hello?"},
+		{"op": "raw", "method": "session/list", "params": map[string]any{}, "mayFail": true},
+		{"op": "raw", "method": "_ferry/nothing", "params": map[string]any{}, "mayFail": true},
 		{"op": "new"},
 		{"op": "prompt", "text": "hello"},
 		{"op": "close"},
@@ -940,7 +943,12 @@ func testSDKBadInput(t *testing.T, js, bin string) {
 			t.Errorf("step %d (%s): the error %+v does not name the session", i, r.Op, r.Error)
 		}
 	}
-	if r := res.Steps[6]; r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "still fine" {
+	for _, i := range []int{5, 6} {
+		if c := code(i); c != -32601 {
+			t.Errorf("step %d (%s): code %d, want -32601 (method not found)", i, res.Steps[i].Op, c)
+		}
+	}
+	if r := res.Steps[8]; r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "still fine" {
 		t.Errorf("after the bad requests: %+v stop %q text %q", r.Error, r.stopReason(), r.text("agent_message_chunk"))
 	}
 }

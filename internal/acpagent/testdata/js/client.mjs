@@ -18,6 +18,7 @@
 //                                 cancelWhenFile: once PATH holds a line (cancelMs: from cancel to answer)
 //   {"op": "set_mode", "modeId": "plan"}
 //   {"op": "set_config_option", "configId": "model", "value": "..."}
+//   {"op": "raw", "method": "...", "params": {...}}   any request
 //   {"op": "buffer", "path": ABS, "text": "..."}   an unsaved editor buffer fs/read_text_file serves
 //   {"op": "close"}                end the agent's stdin and wait for it to exit
 // A step that fails ends the plan, but for prompt and load steps and those with "mayFail".
@@ -300,6 +301,8 @@ async function run(step) {
         configId: step.configId,
         value: step.value,
       });
+    case "raw": // any request, as a client of another ACP version might send it
+      return (await ctx.request(step.method, step.params ?? {})) ?? {};
     case "buffer":
       buffers.set(step.path, step.text);
       return {};
