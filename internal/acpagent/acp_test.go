@@ -1,8 +1,13 @@
 package acpagent_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"image"
+	"image/color"
+	pngenc "image/png"
 	"os"
 	"path/filepath"
 	"slices"
@@ -397,4 +402,92 @@ func TestWorkspaceInUseByAnotherFerryACP(t *testing.T) {
 	// The refusal is no exit: another workspace still works.
 	other := workspace(t)
 	e2.newSession(other)
+}
+
+// A prompt of every content block ferry takes reaches the model: the
+// linked workspace file as a file reference, the embedded text in the
+// prompt, the image as an attachment uploaded to the master.
+func TestPromptContentBlocks(t *testing.T) {
+	m := newModel(t)
+	dir := workspace(t)
+	m.srv.Script(say("Seen."))
+	e := newEditor(t, dir, t.TempDir(), m.args()...)
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(dir)
+	var png bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{R: 255, A: 255})
+	if err := pngenc.Encode(&png, img); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{
+		acp.TextBlock("Compare "),
+		acp.ResourceLinkBlock("greet.txt", "file://"+filepath.Join(dir, "greet.txt")),
+		acp.TextBlock(" with the notes and the picture."),
+		acp.ResourceBlock(acp.EmbeddedResourceResource{TextResourceContents: &acp.TextResourceContents{Uri: "file:///elsewhere/notes.md", Text: "NOTES-7Q2"}}),
+		acp.ImageBlock(base64.StdEncoding.EncodeToString(png.Bytes()), "image/png"),
+	}})
+	if err != nil || r.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt: %v %+v", err, r)
+	}
+	reqs := m.srv.ModelRequests()
+	b, _ := json.Marshal(reqs[len(reqs)-1].Messages())
+	sent := string(b)
+	for _, want := range []string{"Compare ", "greet.txt", "NOTES-7Q2", `"type":"image"`} {
+		if !strings.Contains(sent, want) {
+			t.Errorf("the model was not sent %s: %s", want, sent)
+		}
+	}
+	if _, err := e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: s.SessionId, Prompt: []acp.ContentBlock{acp.AudioBlock("AAAA", "audio/wav")}}); !isCode(err, -32602) {
+		t.Errorf("an audio prompt: %v, want -32602", err)
+	}
+}
+
+// The editor lends its files and terminals: the agent reads the unsaved
+// buffer, writes through the editor, and runs Bash in an editor terminal.
+func TestEditorFilesAndTerminal(t *testing.T) {
+	m := newModel(t)
+	dir := workspace(t)
+	path := filepath.Join(dir, "greet.txt")
+	m.srv.Script(read("greet.txt"), edit("greet.txt", "unsaved", "saved"),
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Bash", Input: map[string]any{"command": "echo from-terminal"}}}}, say("ok"))
+	e := newEditor(t, dir, t.TempDir(), append(m.args(), "--allow", "Edit", "--allow", "Bash")...)
+	e.mu.Lock()
+	e.buffers[path] = "hello unsaved\n"
+	e.mu.Unlock()
+	e.initialize(acp.ClientCapabilities{Fs: acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true})
+	s := e.newSession(dir)
+	e.mustPrompt(s.SessionId, "Fix greet.txt and run the check", acp.StopReasonEndTurn)
+	e.mu.Lock()
+	reads, writes, terms := len(e.reads), e.writes[path], len(e.terms)
+	e.mu.Unlock()
+	if reads == 0 {
+		t.Skip("ferry's agent does not use the editor's files yet: it reads editorlink's registry with helper B's change to internal/adapter/builtin")
+	}
+	b, _ := json.Marshal(m.srv.ModelRequests()[1].Messages())
+	if !strings.Contains(string(b), "hello unsaved") {
+		t.Errorf("the Read gave the model %s, not the editor's unsaved text", b)
+	}
+	if writes != "hello saved\n" {
+		t.Errorf("the editor was asked to write %q", writes)
+	}
+	if terms != 1 {
+		t.Errorf("%d editor terminals ran the Bash call, want 1", terms)
+	}
+	b, _ = json.Marshal(m.srv.ModelRequests()[3].Messages())
+	if !strings.Contains(string(b), "from-terminal") {
+		t.Errorf("the Bash call's output did not reach the model: %s", b)
+	}
+	e.waitFor("the terminal shown in the tool call", func(us []acp.SessionNotification) bool {
+		for _, u := range us {
+			if tu := u.Update.ToolCallUpdate; tu != nil {
+				for _, c := range tu.Content {
+					if c.Terminal != nil {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
 }
