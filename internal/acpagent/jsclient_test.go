@@ -93,6 +93,7 @@ func TestRealACPClients(t *testing.T) {
 	t.Run("sdk/content", func(t *testing.T) { t.Parallel(); testSDKPromptContent(t, js, bin) })
 	t.Run("sdk/terminal", func(t *testing.T) { t.Parallel(); testSDKTerminal(t, js, bin) })
 	t.Run("sdk/bad", func(t *testing.T) { t.Parallel(); testSDKBadInput(t, js, bin) })
+	t.Run("sdk/active", func(t *testing.T) { t.Parallel(); testSDKActiveSession(t, js, bin) })
 }
 
 // testACPXEditsFile: acpx runs a one-shot prompt through `ferry acp` (its
@@ -950,5 +951,32 @@ func testSDKBadInput(t *testing.T, js, bin string) {
 	}
 	if r := res.Steps[8]; r.stopReason() != "end_turn" || r.text("agent_message_chunk") != "still fine" {
 		t.Errorf("after the bad requests: %+v stop %q text %q", r.Error, r.stopReason(), r.text("agent_message_chunk"))
+	}
+}
+
+// testSDKActiveSession: the SDK's own session helper (buildSession,
+// withSession, prompt, readText), as an editor built on the SDK drives a
+// session, gets the turn's whole text and its stop reason.
+func testSDKActiveSession(t *testing.T, js, bin string) {
+	srv := fake.New(t)
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv.Script(fake.Reply{Thinking: []string{"hmm"}, Text: []string{"Hello ", "from ", "ferry."}})
+	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
+		{"op": "spawn"},
+		{"op": "initialize"},
+		{"op": "active", "text": "say hello"},
+		{"op": "close"},
+	}})
+	var got struct {
+		StopReason string `json:"stopReason"`
+		Text       string `json:"text"`
+	}
+	if err := json.Unmarshal(res.Steps[2].Result, &got); err != nil || got.StopReason != "end_turn" || got.Text != "Hello from ferry." {
+		t.Errorf("the SDK's session helper got %s (%v), want end_turn and the whole text", res.Steps[2].Result, err)
+	}
+	if th := res.Steps[2].text("agent_thought_chunk"); th != "hmm" {
+		t.Errorf("thinking shown as %q, want agent_thought_chunk %q", th, "hmm")
 	}
 }

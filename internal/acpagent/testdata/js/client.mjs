@@ -18,6 +18,7 @@
 //                                 cancelWhenFile: once PATH holds a line (cancelMs: from cancel to answer)
 //   {"op": "set_mode", "modeId": "plan"}
 //   {"op": "set_config_option", "configId": "model", "value": "..."}
+//   {"op": "active", "text": "..."}   session/new and a prompt through the SDK's ActiveSession
 //   {"op": "raw", "method": "...", "params": {...}}   any request
 //   {"op": "buffer", "path": ABS, "text": "..."}   an unsaved editor buffer fs/read_text_file serves
 //   {"op": "close"}                end the agent's stdin and wait for it to exit
@@ -301,6 +302,16 @@ async function run(step) {
         configId: step.configId,
         value: step.value,
       });
+    case "active": {
+      // The SDK's own session helper, as an editor built on it drives a
+      // session: buildSession().withSession(), prompt, readText.
+      return await ctx.buildSession(step.cwd ?? plan.cwd).withSession(async (session) => {
+        sessionId = session.sessionId;
+        const reply = session.readText();
+        const res = await session.prompt(step.text);
+        return { sessionId: session.sessionId, modes: session.modes, stopReason: res.stopReason, text: await reply };
+      });
+    }
     case "raw": // any request, as a client of another ACP version might send it
       return (await ctx.request(step.method, step.params ?? {})) ?? {};
     case "buffer":
