@@ -98,7 +98,8 @@ func TestRealACPClients(t *testing.T) {
 
 // testACPXEditsFile: acpx runs a one-shot prompt through `ferry acp` (its
 // --agent names a custom agent command); the scripted model reads and edits
-// main.go. acpx offers its own fs and terminal, so the edit goes through it.
+// main.go. acpx offers its own fs and terminal, so the read and the edit go
+// through it (fs/read_text_file, fs/write_text_file).
 func testACPXEditsFile(t *testing.T, js, bin string) {
 	srv := fake.New(t)
 	tmp := t.TempDir()
@@ -158,6 +159,12 @@ func testACPXEditsFile(t *testing.T, js, bin string) {
 	}
 	if text.String() != "Greeting updated." || stop != "end_turn" || !slices.Contains(kinds, "read") || !slices.Contains(kinds, "edit") {
 		t.Fatalf("acpx saw text %q, stop %q, tool kinds %v:\n%s", text.String(), stop, kinds, stdout.String())
+	}
+	// acpx offers fs: ferry's Read and Edit went through it.
+	for _, m := range []string{`"method":"fs/read_text_file"`, `"method":"fs/write_text_file"`} {
+		if !strings.Contains(stdout.String(), m) {
+			t.Errorf("acpx was not asked %s:\n%s", m, stdout.String())
+		}
 	}
 	if reqs := srv.ModelRequests(); len(reqs) != 3 || !strings.Contains(agenttest.LastUserText(reqs[0]), "update the greeting") {
 		t.Fatalf("the model got %d requests", len(reqs))
