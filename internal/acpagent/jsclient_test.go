@@ -78,6 +78,16 @@ func writeFile(t *testing.T, path, text string) {
 	}
 }
 
+// jsWorkspace starts a scripted model and makes a workspace (ws, holding a
+// README) in the test's directory tmp.
+func jsWorkspace(t *testing.T) (srv *fake.Server, tmp, ws string) {
+	t.Helper()
+	srv, tmp = fake.New(t), t.TempDir()
+	ws = filepath.Join(tmp, "ws")
+	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	return srv, tmp, ws
+}
+
 func TestRealACPClients(t *testing.T) {
 	js := jsClients(t)
 	bin := binarytest.Build(t)
@@ -101,35 +111,23 @@ func TestRealACPClients(t *testing.T) {
 // main.go. acpx offers its own fs and terminal, so the read and the edit go
 // through it (fs/read_text_file, fs/write_text_file).
 func testACPXEditsFile(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
+	srv, tmp, ws := jsWorkspace(t)
 	writeFile(t, filepath.Join(ws, "main.go"), "package main\n\nfunc main() { println(\"hello\") }\n")
 	srv.Script(
-		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "main.go"}}}},
-		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Edit", Input: map[string]any{"file_path": "main.go", "old_string": `"hello"`, "new_string": `"hello, ferry"`}}}},
+		read("main.go"),
+		edit("main.go", `"hello"`, `"hello, ferry"`),
 		fake.Reply{Text: []string{"Greeting ", "updated."}},
 	)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(js, "node_modules/.bin/acpx"),
-		"--agent", strings.Join(ferryACP(bin, srv), " "), "--cwd", ws, "--approve-all", "--format", "json",
+	out := acpx(t, js, tmp, ws, "--agent", strings.Join(ferryACP(bin, srv), " "), "--cwd", ws, "--approve-all", "--format", "json",
 		"exec", "update the greeting")
-	cmd.Dir = ws
-	cmd.Env = ferryEnv(tmp)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("acpx: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
 	if got, _ := os.ReadFile(filepath.Join(ws, "main.go")); !strings.Contains(string(got), `println("hello, ferry")`) {
-		t.Fatalf("main.go after the turn: %q\nacpx said:\n%s\n%s", got, stdout.String(), stderr.String())
+		t.Fatalf("main.go after the turn: %q\nacpx said:\n%s", got, out)
 	}
 	// acpx's json format is the JSON-RPC traffic, one message a line.
 	var text strings.Builder
 	var kinds []string
 	stop := ""
-	for line := range strings.Lines(stdout.String()) {
+	for line := range strings.Lines(out) {
 		var m struct {
 			Method string `json:"method"`
 			Params struct {
@@ -158,12 +156,12 @@ func testACPXEditsFile(t *testing.T, js, bin string) {
 		}
 	}
 	if text.String() != "Greeting updated." || stop != "end_turn" || !slices.Contains(kinds, "read") || !slices.Contains(kinds, "edit") {
-		t.Fatalf("acpx saw text %q, stop %q, tool kinds %v:\n%s", text.String(), stop, kinds, stdout.String())
+		t.Fatalf("acpx saw text %q, stop %q, tool kinds %v:\n%s", text.String(), stop, kinds, out)
 	}
 	// acpx offers fs: ferry's Read and Edit went through it.
 	for _, m := range []string{`"method":"fs/read_text_file"`, `"method":"fs/write_text_file"`} {
-		if !strings.Contains(stdout.String(), m) {
-			t.Errorf("acpx was not asked %s:\n%s", m, stdout.String())
+		if !strings.Contains(out, m) {
+			t.Errorf("acpx was not asked %s:\n%s", m, out)
 		}
 	}
 	if reqs := srv.ModelRequests(); len(reqs) != 3 || !strings.Contains(agenttest.LastUserText(reqs[0]), "update the greeting") {
@@ -192,11 +190,8 @@ func acpx(t *testing.T, js, tmp, ws string, args ...string) string {
 // across ferry acp processes: the second prompt's model request holds the
 // first prompt.
 func testACPXSession(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
-	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
-	srv.Script(text("Noted: heron."), text("It was heron."))
+	srv, tmp, ws := jsWorkspace(t)
+	srv.Script(say("Noted: heron."), say("It was heron."))
 	base := []string{"--agent", strings.Join(ferryACP(bin, srv), " "), "--cwd", ws, "--approve-all", "--ttl", "1"}
 	acpx(t, js, tmp, ws, append(base, "sessions", "new")...)
 	out1 := acpx(t, js, tmp, ws, append(base, "--format", "json", "prompt", "the codeword is heron")...)
@@ -220,17 +215,14 @@ func testACPXSession(t *testing.T, js, bin string) {
 // ~/.acpx/config.json), runs as `acpx ferry exec`; acpx's text output shows
 // the turn.
 func testACPXConfig(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
-	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv, tmp, ws := jsWorkspace(t)
 	cmd := ferryACP(bin, srv)
 	cfg, err := json.Marshal(map[string]any{"agents": map[string]any{"ferry": map[string]any{"command": cmd[0], "args": cmd[1:]}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(tmp, "home", ".acpx", "config.json"), string(cfg))
-	srv.Script(write("hello.txt", "hello from acpx\n"), text("Wrote hello.txt."))
+	srv.Script(write("hello.txt", "hello from acpx\n"), say("Wrote hello.txt."))
 	out := acpx(t, js, tmp, ws, "--cwd", ws, "--approve-all", "ferry", "exec", "write hello.txt")
 	if b, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(b) != "hello from acpx\n" {
 		t.Errorf("hello.txt: %q, %v", b, err)
@@ -418,8 +410,6 @@ func bash(command string) fake.Reply {
 	return fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Bash", Input: map[string]any{"command": command}}}}
 }
 
-func text(s string) fake.Reply { return fake.Reply{Text: []string{s}} }
-
 // testSDKPermissions: session/request_permission answered allow, deny,
 // always and always deny; after either always the same call is not asked
 // again (ferry's "always"
@@ -427,17 +417,14 @@ func text(s string) fake.Reply { return fake.Reply{Text: []string{s}} }
 // always steps use Bash, which ferry runs itself as the client offers no
 // terminal).
 func testSDKPermissions(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
-	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv, tmp, ws := jsWorkspace(t)
 	srv.Script(
-		write("allowed.txt", "allowed\n"), text("wrote allowed"),
-		write("denied.txt", "denied\n"), text("could not write"),
-		bash("touch one.txt"), text("touched one"),
-		bash("touch two.txt"), text("touched two"),
-		bash("cp README three.txt"), text("refused three"),
-		bash("cp README three.txt"), text("refused again"),
+		write("allowed.txt", "allowed\n"), say("wrote allowed"),
+		write("denied.txt", "denied\n"), say("could not write"),
+		bash("touch one.txt"), say("touched one"),
+		bash("touch two.txt"), say("touched two"),
+		bash("cp README three.txt"), say("refused three"),
+		bash("cp README three.txt"), say("refused again"),
 	)
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
 		{"op": "spawn"},
@@ -526,16 +513,13 @@ func testSDKPermissions(t *testing.T, js, bin string) {
 // (the client cancels and answers the question cancelled, as ACP says);
 // the session goes on after.
 func testSDKCancel(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
-	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv, tmp, ws := jsWorkspace(t)
 	pidFile := filepath.Join(ws, "sleep.pid")
 	srv.Script(
 		fake.Reply{Text: []string{"thinking it over"}, Hold: true},
 		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Bash", Input: map[string]any{"command": "sleep 30 & echo $! > sleep.pid; wait"}}}},
 		write("never.txt", "no\n"),
-		text("still here"),
+		say("still here"),
 	)
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv, "--allow", "Bash"), Cwd: ws, Steps: []step{
 		{"op": "spawn"},
@@ -581,11 +565,8 @@ func testSDKCancel(t *testing.T, js, bin string) {
 // the model are session config options (set_config_option): back to default
 // a write is asked again, and the next model request names the new model.
 func testSDKModes(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
-	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
-	srv.Script(write("plan.txt", "no\n"), text("refused in plan mode"), write("default.txt", "yes\n"), text("written"))
+	srv, tmp, ws := jsWorkspace(t)
+	srv.Script(write("plan.txt", "no\n"), say("refused in plan mode"), write("default.txt", "yes\n"), say("written"))
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
 		{"op": "spawn"},
 		{"op": "initialize"},
@@ -664,15 +645,13 @@ func testSDKModes(t *testing.T, js, bin string) {
 // editor as fs/write_text_file (the client keeps it in its buffer: the disk
 // is not written by ferry).
 func testSDKEditorFiles(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
+	srv, tmp, ws := jsWorkspace(t)
 	notes := filepath.Join(ws, "notes.txt")
 	writeFile(t, notes, "saved on disk\n")
 	srv.Script(
-		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Read", Input: map[string]any{"file_path": "notes.txt"}}}},
+		read("notes.txt"),
 		write("out.txt", "written through the editor\n"),
-		text("done"),
+		say("done"),
 	)
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
 		{"op": "spawn"},
@@ -708,11 +687,8 @@ func testSDKEditorFiles(t *testing.T, js, bin string) {
 // testSDKLoad: session/load in a second `ferry acp` process replays the
 // conversation and continues it: the model is sent the first prompt again.
 func testSDKLoad(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
-	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
-	srv.Script(text("Noted: heron."), text("It was heron."))
+	srv, tmp, ws := jsWorkspace(t)
+	srv.Script(say("Noted: heron."), say("It was heron."))
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
 		{"op": "spawn"},
 		{"op": "initialize"},
@@ -751,15 +727,12 @@ func testSDKLoad(t *testing.T, js, bin string) {
 // mcp over stdio, serving another directory) is connected and its tool
 // offered; the model calls it and gets its answer.
 func testSDKMCPServer(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
-	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv, tmp, ws := jsWorkspace(t)
 	other := filepath.Join(tmp, "elsewhere")
 	writeFile(t, filepath.Join(other, "secret.txt"), "only the MCP server can read this\n")
 	srv.Script(
 		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "mcp__notes__Read", Input: map[string]any{"file_path": "secret.txt"}}}},
-		text("read it"),
+		say("read it"),
 	)
 	mcpServer := map[string]any{"name": "notes", "command": bin, "args": []string{"mcp", "--workspace", other, "--no-history"}, "env": []any{}}
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
@@ -789,9 +762,7 @@ func testSDKMCPServer(t *testing.T, js, bin string) {
 // reaches the model: the embedded text in the prompt, the linked file
 // named, the image as an image block with its bytes.
 func testSDKPromptContent(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
+	srv, tmp, ws := jsWorkspace(t)
 	writeFile(t, filepath.Join(ws, "notes.txt"), "the linked file's text\n")
 	var png bytes.Buffer
 	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
@@ -800,7 +771,7 @@ func testSDKPromptContent(t *testing.T, js, bin string) {
 		t.Fatal(err)
 	}
 	data := base64.StdEncoding.EncodeToString(png.Bytes())
-	srv.Script(text("seen"))
+	srv.Script(say("seen"))
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
 		{"op": "spawn"},
 		{"op": "initialize"},
@@ -846,13 +817,10 @@ func testSDKPromptContent(t *testing.T, js, bin string) {
 // reaches the model and the editor is shown the terminal in the tool call;
 // a cancel while it runs ends the turn within 2 s and the command with it.
 func testSDKTerminal(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
-	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv, tmp, ws := jsWorkspace(t)
 	pidFile := filepath.Join(ws, "term.pid")
 	srv.Script(
-		bash("echo made by the editor terminal"), text("ran it"),
+		bash("echo made by the editor terminal"), say("ran it"),
 		bash("sleep 30 & echo $! > term.pid; wait"),
 	)
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
@@ -908,11 +876,8 @@ func testSDKTerminal(t *testing.T, js, bin string) {
 // session/load and session/prompt of a session that does not exist, a
 // method ferry does not offer (session/list) and an unknown extension.
 func testSDKBadInput(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
-	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
-	srv.Script(text("still fine"))
+	srv, tmp, ws := jsWorkspace(t)
+	srv.Script(say("still fine"))
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
 		{"op": "spawn"},
 		{"op": "new", "mayFail": true},
@@ -965,10 +930,7 @@ func testSDKBadInput(t *testing.T, js, bin string) {
 // withSession, prompt, readText), as an editor built on the SDK drives a
 // session, gets the turn's whole text and its stop reason.
 func testSDKActiveSession(t *testing.T, js, bin string) {
-	srv := fake.New(t)
-	tmp := t.TempDir()
-	ws := filepath.Join(tmp, "ws")
-	writeFile(t, filepath.Join(ws, "README"), "a workspace\n")
+	srv, tmp, ws := jsWorkspace(t)
 	srv.Script(fake.Reply{Thinking: []string{"hmm"}, Text: []string{"Hello ", "from ", "ferry."}})
 	res := runPlan(t, js, ferryEnv(tmp), plan{Agent: ferryACP(bin, srv), Cwd: ws, Steps: []step{
 		{"op": "spawn"},
