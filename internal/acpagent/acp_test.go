@@ -71,6 +71,9 @@ func TestEditAskedAllowDenyAlways(t *testing.T) {
 		{"deny", acp.PermissionOptionKindRejectOnce, 1, 1, "hello world\n", acp.ToolCallStatusFailed},
 		// Allowed always on the first edit: the second is not asked.
 		{"always", acp.PermissionOptionKindAllowAlways, 2, 1, "hello acp\n", acp.ToolCallStatusCompleted},
+		// Denied always on the first edit: ferry acp denies the second
+		// itself.
+		{"never", acp.PermissionOptionKindRejectAlways, 2, 1, "hello world\n", acp.ToolCallStatusFailed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newModel(t)
@@ -202,6 +205,12 @@ func TestBadInputGetsCodedErrors(t *testing.T) {
 		if m.Error == nil || m.Error.Code != c.code {
 			t.Errorf("%s: answered %+v, want code %d", c.name, m, c.code)
 		}
+	}
+	// A line over 10 MiB would end the SDK's reader (and the process):
+	// it is refused alone.
+	r.send(`{"jsonrpc":"2.0","id":12,"method":"initialize","params":{"pad":"` + strings.Repeat("x", 10<<20) + `"}}`)
+	if m := r.next(); m.Error == nil || m.Error.Code != -32600 {
+		t.Errorf("a line over 10 MiB: answered %+v, want -32600", m)
 	}
 	// An older client gets ferry's version: it decides whether to go on.
 	r.send(`{"jsonrpc":"2.0","id":6,"method":"initialize","params":{"protocolVersion":0}}`)

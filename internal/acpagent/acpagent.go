@@ -222,8 +222,8 @@ func (a *Agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.Init
 	}, nil
 }
 
-// Authenticate: ferry needs none from the editor (the master's token is
-// ferry acp's own).
+// Authenticate succeeds: ferry needs no login from the editor (the
+// master's token is ferry acp's own).
 func (a *Agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
 	if err := a.ready(); err != nil {
 		return acp.AuthenticateResponse{}, err
@@ -231,8 +231,8 @@ func (a *Agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.Auth
 	return acp.AuthenticateResponse{}, nil
 }
 
-// ListSessions, ResumeSession and CloseSession are not offered (no
-// sessionCapabilities): method not found.
+// ListSessions is not offered (no sessionCapabilities), nor are
+// ResumeSession and CloseSession: method not found.
 func (a *Agent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
 	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
 }

@@ -239,3 +239,32 @@ func TestMasterSharedWithAUI(t *testing.T) {
 		return strings.Contains(user, "Hello from the phone") && strings.Contains(agent, "Answered the phone.")
 	})
 }
+
+// With --master the session's agent runs elsewhere: ferry acp answers
+// what --deny and --allow decide itself, and asks the editor the rest.
+func TestMasterRulesAnsweredByTheFace(t *testing.T) {
+	m := newModel(t)
+	r := startRemote(t, m)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(r.uiToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEditor(t, r.workspace, t.TempDir(), "--master", r.url, "--token-file", tokenFile, "--deny", "Edit(greet.txt)", "--allow", "Write")
+	e.setAnswer(choose(acp.PermissionOptionKindAllowOnce))
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(r.workspace)
+	m.srv.Script(read("greet.txt"), edit("greet.txt", "world", "ferry"),
+		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Write", Input: map[string]any{"file_path": "new.txt", "content": "x\n"}}}}, say("Done."))
+	e.mustPrompt(s.SessionId, "Edit and write", acp.StopReasonEndTurn)
+	if b, _ := os.ReadFile(filepath.Join(r.workspace, "greet.txt")); string(b) != "hello world\n" {
+		t.Errorf("greet.txt holds %q despite --deny", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.workspace, "new.txt")); string(b) != "x\n" {
+		t.Errorf("new.txt holds %q despite --allow Write", b)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.asked) != 0 {
+		t.Errorf("the editor was asked %d times; the rules decide both calls", len(e.asked))
+	}
+}

@@ -59,7 +59,7 @@ func dialUI(ctx context.Context, t Target) (*uiConn, error) {
 	conn.SetReadLimit(protocol.MaxMessageBytes)
 	u := &uiConn{conn: conn, base: base, http: hc, waiters: map[string]chan *protocol.Message{},
 		subs: map[string]*session{}, done: make(chan struct{})}
-	go u.read()
+	go u.read() //nolint:gosec // the connection outlives the request that dialled it; close ends it
 	return u, nil
 }
 
