@@ -91,7 +91,7 @@ func jsWorkspace(t *testing.T) (srv *fake.Server, tmp, ws string) {
 func TestRealACPClients(t *testing.T) {
 	js := jsClients(t)
 	bin := binarytest.Build(t)
-	t.Run("acpx", func(t *testing.T) { t.Parallel(); testACPXEditsFile(t, js, bin) })
+	t.Run("acpx/exec", func(t *testing.T) { t.Parallel(); testACPXEditsFile(t, js, bin) })
 	t.Run("acpx/sessions", func(t *testing.T) { t.Parallel(); testACPXSession(t, js, bin) })
 	t.Run("acpx/config", func(t *testing.T) { t.Parallel(); testACPXConfig(t, js, bin) })
 	t.Run("sdk/permissions", func(t *testing.T) { t.Parallel(); testSDKPermissions(t, js, bin) })
@@ -195,7 +195,17 @@ func testACPXSession(t *testing.T, js, bin string) {
 	base := []string{"--agent", strings.Join(ferryACP(bin, srv), " "), "--cwd", ws, "--approve-all", "--ttl", "1"}
 	acpx(t, js, tmp, ws, append(base, "sessions", "new")...)
 	out1 := acpx(t, js, tmp, ws, append(base, "--format", "json", "prompt", "the codeword is heron")...)
-	time.Sleep(2 * time.Second) // past the queue owner's ttl: the next prompt starts a new ferry acp
+	// Wait out the queue owner's ttl (acpx status: no pid), so that the
+	// next prompt starts a new ferry acp.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		st := acpx(t, js, tmp, ws, append(base, "status")...)
+		if strings.Contains(st, "pid: -") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("acpx's queue owner still runs 30 s past its ttl:\n%s", st)
+		}
+	}
 	out2 := acpx(t, js, tmp, ws, append(base, "--format", "json", "prompt", "what was the codeword?")...)
 	acpx(t, js, tmp, ws, append(base, "sessions", "close")...)
 	if !strings.Contains(out1, "Noted: heron.") || !strings.Contains(out2, `"method":"session/load"`) || !strings.Contains(out2, "It was heron.") {
