@@ -471,7 +471,7 @@ func TestEditorFilesAndTerminal(t *testing.T) {
 	reads, writes, terms := len(e.reads), e.writes[path], len(e.terms)
 	e.mu.Unlock()
 	if reads == 0 {
-		t.Skip("ferry's agent does not use the editor's files yet: it reads editorlink's registry with helper B's change to internal/adapter/builtin")
+		t.Fatal("the agent never read through the editor's fs/read_text_file")
 	}
 	b, _ := json.Marshal(m.srv.ModelRequests()[1].Messages())
 	if !strings.Contains(string(b), "hello unsaved") {
