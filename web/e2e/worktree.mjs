@@ -202,7 +202,12 @@ await main(async (browser) => {
     await page.goto(`${cfg.base}/#/compare/${encodeURIComponent(group)}`);
     await page.locator('.compare-card').nth(1).waitFor();
     await until('both copies drawn with their facts', async () => (await page.locator('.compare-card .compare-facts').count()) === 2, WAIT);
-    const [a, b] = await page.locator('.compare-card').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().toJSON()));
+    // A late event can redraw the cards: measure them once both are laid out.
+    let a, b;
+    await until('both cards laid out', async () => {
+      [a, b] = await page.locator('.compare-card').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().toJSON()));
+      return a?.width > 0 && b?.width > 0;
+    }, WAIT);
     assert.ok(Math.abs(a.top - b.top) < 2 && b.left > a.left, `side by side, scrolled: ${JSON.stringify([a, b])}`);
     assert.ok(b.left >= 390 * 0.8, 'the second card is off to the right, to swipe to');
     await shot(page, 'worktree-compare');
