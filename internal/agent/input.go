@@ -233,6 +233,18 @@ const slashNames = "/compact, /cost, /clear, /mode, /help"
 // slashHelp lists the commands of input_type slash_command.
 const slashHelp = "Commands: /compact [instruction], /cost, /clear, /mode default|plan|review, /help."
 
+// SlashCommands are the commands of input_type slash_command, as
+// agent.commands lists them (the UI's and an ACP editor's menu).
+func SlashCommands() []protocol.AgentCommand {
+	return []protocol.AgentCommand{
+		{Name: "compact", Description: "Summarise the conversation to free context", Hint: "what to keep (optional)"},
+		{Name: "cost", Description: "Show the session's tokens and estimated cost"},
+		{Name: "clear", Description: "Forget the conversation; the next prompt starts afresh"},
+		{Name: "mode", Description: "Show or switch the mode", Hint: "default|plan|review"},
+		{Name: "help", Description: "List the commands"},
+	}
+}
+
 // slash runs a slash command: no model call except /compact's summary.
 func (t *turnRun) slash(ctx context.Context, line string) (Result, error) {
 	line = strings.TrimSpace(line)

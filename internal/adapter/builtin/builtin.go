@@ -277,6 +277,10 @@ func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.
 	if a.cfg.Titles {
 		s.onTitle = cfg.Title
 	}
+	if cfg.Commands != nil {
+		// Said once: the agent's commands never change.
+		cfg.Commands(agent.SlashCommands())
+	}
 	return s, nil
 }
 

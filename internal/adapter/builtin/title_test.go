@@ -160,3 +160,28 @@ func waitUntil(t *testing.T, cond func() bool, msg string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSlashCommandsAdvertised: Open tells the session's commands
+// (agent.commands), so a UI's or an editor's menu lists ferry's slash
+// commands, and each is one the agent runs.
+func TestSlashCommandsAdvertised(t *testing.T) {
+	srv := fake.New(t)
+	var got []protocol.AgentCommand
+	cfg := builtin.Config{
+		Getenv:   func(string) string { return "" },
+		Provider: provider.Config{Provider: string(fake.Anthropic), Model: "test-model", BaseURL: srv.BaseURL(fake.Anthropic), APIKey: titleKey},
+	}
+	s, err := builtin.New(cfg).Open(context.Background(), adapter.SessionConfig{SessionID: protocol.NewID(),
+		Workspace: protocol.Workspace{ID: "w", Name: "w", Path: t.TempDir()}, Commands: func(c []protocol.AgentCommand) { got = c }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "compact,cost,clear,mode,help" {
+		t.Fatalf("Open advertised %v, want ferry's five slash commands", names)
+	}
+}
