@@ -286,6 +286,19 @@ func TestModesAndModelOptions(t *testing.T) {
 	if s.Modes == nil || s.Modes.CurrentModeId != "default" || len(s.Modes.AvailableModes) != 3 {
 		t.Fatalf("session/new's modes: %+v", s.Modes)
 	}
+	// ferry's slash commands reach the editor's menu.
+	e.waitFor("available_commands_update with /compact", func(us []acp.SessionNotification) bool {
+		for _, u := range us {
+			if c := u.Update.AvailableCommandsUpdate; c != nil {
+				for _, cmd := range c.AvailableCommands {
+					if cmd.Name == "compact" {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
 	var modelOpt *acp.SessionConfigOptionSelect
 	for _, o := range s.ConfigOptions {
 		if o.Select != nil && o.Select.Id == "model" {

@@ -372,7 +372,12 @@ func (e *testEnv) open(ctx context.Context, fc *fakeConn, sessionID, adapterID s
 	m := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: e.c.Workspaces()[0].ID, Adapter: adapterID})
 	m.SessionID = sessionID
 	fc.send(m)
-	got := fc.expect(ctx, protocol.TypeSessionOpened)
+	// The agent may tell its commands (agent.commands) while it opens.
+	seen := fc.until(ctx, func(m *protocol.Message) bool { return m.Type != protocol.TypeCommands })
+	got := seen[len(seen)-1]
+	if got.Type != protocol.TypeSessionOpened {
+		e.t.Fatalf("got %s (%+v), want session.opened", got.Type, got.Payload)
+	}
 	if got.ParentID != m.MessageID || got.SessionID != sessionID {
 		e.t.Fatalf("session.opened %+v answers %s", got, m.MessageID)
 	}
