@@ -24,7 +24,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/auth"
 	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
-	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/store"
 	"github.com/ferry-dev/ferry/internal/version"
 	"github.com/ferry-dev/ferry/protocol"
@@ -76,20 +75,9 @@ func runACP(ctx context.Context, env Env, args []string) error {
 	default:
 		return usageErr("--mode must be default, plan or review, not %q", *mode)
 	}
-	var rules permission.Rules
-	for _, s := range allow {
-		r, err := permission.Parse(s)
-		if err != nil {
-			return usageErr("--allow %q: %w", s, err)
-		}
-		rules.Allow = append(rules.Allow, r)
-	}
-	for _, s := range deny {
-		r, err := permission.Parse(s)
-		if err != nil {
-			return usageErr("--deny %q: %w", s, err)
-		}
-		rules.Deny = append(rules.Deny, r)
+	rules, err := parseRuleFlags(allow, deny)
+	if err != nil {
+		return usageErr("%w", err)
 	}
 	logEnv := env
 	if *logFile != "" {

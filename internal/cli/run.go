@@ -149,20 +149,9 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	if *maxTurns < 0 || *maxTurns > 10000 {
 		return usageErr("--max-turns must be between 1 and 10000")
 	}
-	var rules permission.Rules
-	for _, s := range allow {
-		r, err := permission.Parse(s)
-		if err != nil {
-			return usageErr("--allow %q: %w", s, err)
-		}
-		rules.Allow = append(rules.Allow, r)
-	}
-	for _, s := range deny {
-		r, err := permission.Parse(s)
-		if err != nil {
-			return usageErr("--deny %q: %w", s, err)
-		}
-		rules.Deny = append(rules.Deny, r)
+	rules, err := parseRuleFlags(allow, deny)
+	if err != nil {
+		return usageErr("%w", err)
 	}
 	var schema json.RawMessage
 	if *schemaFile != "" {
@@ -716,4 +705,25 @@ func firstLine(s string) string {
 		s = s[:300] + "…"
 	}
 	return s
+}
+
+// parseRuleFlags parses the --allow and --deny flags of ferry run and
+// ferry acp; the error names the flag and the rule.
+func parseRuleFlags(allow, deny []string) (permission.Rules, error) {
+	var rules permission.Rules
+	for _, s := range allow {
+		r, err := permission.Parse(s)
+		if err != nil {
+			return rules, fmt.Errorf("--allow %q: %w", s, err)
+		}
+		rules.Allow = append(rules.Allow, r)
+	}
+	for _, s := range deny {
+		r, err := permission.Parse(s)
+		if err != nil {
+			return rules, fmt.Errorf("--deny %q: %w", s, err)
+		}
+		rules.Deny = append(rules.Deny, r)
+	}
+	return rules, nil
 }
