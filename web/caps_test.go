@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/ferry-dev/ferry/internal/exectest"
 )
 
 // TestBrowserCapabilities: in a real browser against a real `ferry up`,
@@ -21,9 +23,7 @@ func TestBrowserCapabilities(t *testing.T) {
 	dir := t.TempDir()
 	ws := project(t, dir, map[string]string{"README.md": "# caps\n"})
 	script := filepath.Join(dir, "plain.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\necho 'plain answer'\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, script, "#!/bin/sh\ncat >/dev/null\necho 'plain answer'\n")
 	acpBin := filepath.Join(dir, "acppeer")
 	build := exec.Command("go", "build", "-o", acpBin, "github.com/ferry-dev/ferry/internal/adapter/acp/acppeer/cmd/acppeer")
 	if out, err := build.CombinedOutput(); err != nil {

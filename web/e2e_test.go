@@ -24,6 +24,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ferry-dev/ferry/internal/cli"
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 )
@@ -481,9 +482,7 @@ func TestBrowserFiles(t *testing.T) {
 	// in the workspace's before/after snapshot and hands it over.
 	agent := filepath.Join(dir, "make-chart.sh")
 	sh := fmt.Sprintf("#!/bin/sh\ncat >/dev/null\nmkdir -p out\ncat %q > out/chart.bin\necho 'Made out/chart.bin for you.'\n", expected)
-	if err := os.WriteFile(agent, []byte(sh), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, agent, sh)
 	pic := testPNG(t, 160, 96)
 	if err := os.WriteFile(filepath.Join(ws, "pic.png"), pic, 0o644); err != nil {
 		t.Fatal(err)

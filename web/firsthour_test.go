@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 )
 
@@ -35,9 +36,7 @@ func TestBrowserFirstHour(t *testing.T) {
 		"*fail*) echo 'partial output'; echo 'boom' >&2; exit 3;;\n" +
 		"*slow*) echo 'started'; sleep 60;;\n" +
 		"*) printf 'line one\\nline two\\n  indented *not emphasis*\\n';;\nesac\n"
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, script, body)
 	srv := fake.New(t)
 	srv.Script(
 		// The Write asks (default mode), is allowed and hands the file over.

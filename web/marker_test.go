@@ -2,10 +2,11 @@ package web_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ferry-dev/ferry/internal/exectest"
 )
 
 // TestBrowserArtifactChanged: in a real browser against a real ferry up
@@ -21,9 +22,7 @@ func TestBrowserArtifactChanged(t *testing.T) {
 			dir := t.TempDir()
 			ws := project(t, dir, nil)
 			agent := filepath.Join(dir, "report.sh")
-			if err := os.WriteFile(agent, []byte("#!/bin/sh\nread -r what\nmkdir -p out\nprintf 'report %s\\n' \"$what\" > out/report.txt\necho written\n"), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			exectest.WriteScript(t, agent, "#!/bin/sh\nread -r what\nmkdir -p out\nprintf 'report %s\\n' \"$what\" > out/report.txt\necho written\n")
 			args := []string{"--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "script:" + agent}
 			if !snapshots {
 				args = append(args, "--snapshot-total", "0")

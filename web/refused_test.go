@@ -1,9 +1,10 @@
 package web_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ferry-dev/ferry/internal/exectest"
 )
 
 // TestBrowserPromptNotRun: in a real browser against a real `ferry up`,
@@ -18,9 +19,7 @@ func TestBrowserPromptNotRun(t *testing.T) {
 	dir := t.TempDir()
 	ws := project(t, dir, map[string]string{"README.md": "# refused\n"})
 	script := filepath.Join(dir, "slow.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\ncat >/dev/null\nsleep 4\necho 'slow answer'\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, script, "#!/bin/sh\ncat >/dev/null\nsleep 4\necho 'slow answer'\n")
 	base, login := ferryUp(t, upEnv(dir, ""), "--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "script:"+script)
 	runScript(t, node, "refused.mjs", map[string]any{"base": base, "login": login, "chromium": chromium,
 		"script": "script:slow.sh", "screenshots": shotsDir(t, dir)})

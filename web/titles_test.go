@@ -1,9 +1,10 @@
 package web_test
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ferry-dev/ferry/internal/exectest"
 )
 
 // TestBrowserTitles: in a real browser against a real ferry up, on a phone
@@ -16,9 +17,7 @@ func TestBrowserTitles(t *testing.T) {
 	dir := t.TempDir()
 	ws := project(t, dir, nil)
 	agent := filepath.Join(dir, "zebra.sh")
-	if err := os.WriteFile(agent, []byte("#!/bin/sh\nread -r what\necho \"the zebra report is ready\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, agent, "#!/bin/sh\nread -r what\necho \"the zebra report is ready\"\n")
 	base, login := ferryUp(t, upEnv(dir, ""), "--db", filepath.Join(dir, "ferry.db"), "--workspace", ws, "--agent", "script:"+agent)
 	runScript(t, node, "titles.mjs", map[string]any{"base": base, "login": login, "chromium": chromium,
 		"agent": "script:zebra.sh", "screenshots": shotsDir(t, dir)})

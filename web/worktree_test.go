@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/internal/worktree"
@@ -60,11 +61,11 @@ func gitRepo(t *testing.T, dir, name string, files map[string]string) string {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		mode := os.FileMode(0o644)
-		if strings.HasPrefix(rel, ".ferry/") {
-			mode = 0o755 // the workspace's setup and test scripts
+		if strings.HasPrefix(rel, ".ferry/") { // the workspace's setup and test scripts
+			exectest.WriteScript(t, p, content)
+			continue
 		}
-		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/agent"
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/protocol"
@@ -38,9 +39,7 @@ func TestReviewModeReadsTheWorkspaceRepository(t *testing.T) {
 		}
 		if hostile {
 			script := filepath.Join(t.TempDir(), "evil.sh")
-			if err := os.WriteFile(script, []byte("#!/bin/sh\ntouch '"+marker+"'\n"), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			exectest.WriteScript(t, script, "#!/bin/sh\ntouch '"+marker+"'\n")
 			if out, err := exec.Command("git", "-C", dir, "config", "core.fsmonitor", script).CombinedOutput(); err != nil {
 				t.Fatalf("git config: %v %s", err, out)
 			}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/binarytest"
+	"github.com/ferry-dev/ferry/internal/exectest"
 
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 )
@@ -27,9 +28,7 @@ import (
 func agentScript(t *testing.T, body string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "agent.sh")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, path, "#!/bin/sh\n"+body)
 	return path
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ferry-dev/ferry/internal/cli"
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/master/mastertest"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -339,9 +340,7 @@ func TestUpScriptAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := filepath.Join(t.TempDir(), "lines.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf 'prompt: %s\\n' \"$(cat)\"\nfor f in \"$@\"; do printf '%s has %s line(s)\\n' \"$f\" \"$(wc -l < \"$f\" | tr -d ' ')\"; done\n"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, script, "#!/bin/sh\nprintf 'prompt: %s\\n' \"$(cat)\"\nfor f in \"$@\"; do printf '%s has %s line(s)\\n' \"$f\" \"$(wc -l < \"$f\" | tr -d ' ')\"; done\n")
 	u := startUp(t, nil, "--workspace", workspace, "--agent", "echo", "--agent", "script:"+script)
 	c := u.dial(t, u.login(t))
 	m := c.machine()
@@ -395,9 +394,7 @@ func TestUpScriptAgent(t *testing.T) {
 func TestUpOffersClaudeCodeWhenInstalled(t *testing.T) {
 	t.Parallel()
 	bin := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte("#!/bin/sh\nexit 1\n"), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, filepath.Join(bin, "claude"), "#!/bin/sh\nexit 1\n")
 	u := startUp(t, map[string]string{"PATH": "relative/dir" + string(os.PathListSeparator) + bin}, "--workspace", t.TempDir())
 	m := u.dial(t, u.login(t)).machine()
 	var ids []string

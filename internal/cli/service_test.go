@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ferry-dev/ferry/internal/exectest"
 )
 
 // serviceEnv is a home, a config folder and a PATH for ferry service; bin
@@ -35,9 +37,7 @@ func newServiceEnv(t *testing.T) *serviceEnv {
 func (e *serviceEnv) fakeManager(t *testing.T, name string, code int) {
 	t.Helper()
 	script := "#!/bin/sh\necho \"$*\" >> '" + e.calls + "'\nexit " + string(rune('0'+code)) + "\n"
-	if err := os.WriteFile(filepath.Join(e.bin, name), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, filepath.Join(e.bin, name), script)
 }
 
 func (e *serviceEnv) callLog(t *testing.T) string {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/binarytest"
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/forge/forgetest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/internal/worktree"
@@ -229,10 +230,7 @@ func TestShipBadInput(t *testing.T) {
 	tokFile := filepath.Join(t.TempDir(), "empty")
 	writeFile(t, tokFile, "\n")
 	hook := filepath.Join(f.bare, "hooks", "pre-receive")
-	writeFile(t, hook, "#!/bin/sh\necho 'no pushes today' >&2\nexit 1\n")
-	if err := os.Chmod(hook, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, hook, "#!/bin/sh\necho 'no pushes today' >&2\nexit 1\n")
 	// The user's checkout moves on and has an edit the conflict's merge
 	// would touch... after the first cases; see below.
 	before := f.snapshot(t, dirty, conflict, clean)

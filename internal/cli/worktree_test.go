@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/binarytest"
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 )
 
@@ -213,10 +214,7 @@ func TestRunWorktreeBadInput(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(setup), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, setup, "#!/bin/sh\necho installing\nexit 7\n")
-	if err := os.Chmod(setup, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, setup, "#!/bin/sh\necho installing\nexit 7\n")
 	worktreeGit(t, dir, "add", ".ferry/setup")
 	worktreeGit(t, dir, "commit", "-q", "-m", "setup")
 	before = checkoutHash(t, dir)

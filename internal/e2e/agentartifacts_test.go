@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/adapter/acp"
 	"github.com/ferry-dev/ferry/internal/adapter/claudecode"
 	"github.com/ferry-dev/ferry/internal/adapter/script"
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/protocol"
 )
@@ -93,9 +94,7 @@ func TestScriptAgentArtifactsDownload(t *testing.T) {
 	s := newSystem(t, 10000)
 	s.workspace = t.TempDir()
 	sh := filepath.Join(t.TempDir(), "report.sh")
-	if err := os.WriteFile(sh, []byte("#!/bin/sh\nmkdir -p out && printf 'region,total\\nnorth,12\\n' > out/sales.csv && echo written\n"), 0o700); err != nil { //nolint:gosec // a script the test runs
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, sh, "#!/bin/sh\nmkdir -p out && printf 'region,total\\nnorth,12\\n' > out/sales.csv && echo written\n")
 	ad, err := script.New(script.Config{Command: []string{sh}, Name: "report", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/ferry-dev/ferry/internal/exectest"
 )
 
 // Need skips the test when git is not installed.
@@ -40,6 +42,13 @@ func Write(t testing.TB, path, content string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		t.Fatal(err)
+	}
+	if mode&0o111 != 0 { // a hook or script a test runs: see exectest
+		exectest.WriteScript(t, path, content)
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
 	if err := os.WriteFile(path, []byte(content), mode); err != nil {
 		t.Fatal(err)

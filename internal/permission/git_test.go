@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/permission"
 )
 
@@ -75,9 +76,7 @@ func writeFile(t *testing.T, p, content string) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, p, content)
 }
 
 func review(dir, cmd string) (bool, string) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/service"
 )
 
@@ -67,9 +68,7 @@ func TestServiceSystemdVerify(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "ferry")
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, bin, "#!/bin/sh\n")
 	s := spec(service.Systemd, "up", "--addr", "127.0.0.1:7860", "--workspace", dir+"/a b")
 	s.Binary, s.Home = bin, dir
 	p, err := service.Make(s)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/forge/forgetest"
 	"github.com/ferry-dev/ferry/internal/gittest"
@@ -642,10 +643,7 @@ func TestShipPushRejected(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "rej")
 	hook := filepath.Join(f.bare, "hooks", "pre-receive")
-	write(t, hook, "#!/bin/sh\necho 'branch protection: no ferry branches' >&2\nexit 1\n")
-	if err := os.Chmod(hook, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, hook, "#!/bin/sh\necho 'branch protection: no ferry branches' >&2\nexit 1\n")
 	write(t, filepath.Join(f.wt.Path, "a.txt"), "x\n")
 	res, err := ship.Ship(context.Background(), f.wt, ship.Options{Message: "m", Push: true})
 	we := wantCode(t, err, worktree.CodePushRejected)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"unicode/utf8"
 )
@@ -568,6 +569,16 @@ func (l *Local) writeAtomic(name string, t target, data []byte, opts WriteOption
 		createPerm = 0o600 // set exactly below, once the content is there
 	}
 	sweepDir(t.root, dir) // leftovers of writers killed mid-way
+	// An executable must not be open for writing in a child this process
+	// forks meanwhile: that child holds the fd until its exec, and running
+	// the new file then fails with "text file busy" (a script the agent
+	// writes and its next Bash runs). Forks wait while the file is open.
+	unlockFork := func() {}
+	if perm&0o111 != 0 || (old != nil && old.Mode()&0o111 != 0) {
+		syscall.ForkLock.RLock()
+		unlockFork = sync.OnceFunc(syscall.ForkLock.RUnlock)
+	}
+	defer unlockFork()
 	tmp, f, release, err := createTemp(t.root, dir, filepath.Base(t.rel), createPerm)
 	if err != nil {
 		return Info{}, l.mapErr(name, err)
@@ -577,6 +588,7 @@ func (l *Local) writeAtomic(name string, t target, data []byte, opts WriteOption
 		if f != nil {
 			f.Close()
 		}
+		unlockFork()
 		if !renamed {
 			_ = t.root.r.Remove(tmp) // best effort; the name says what it is
 		}
@@ -597,6 +609,7 @@ func (l *Local) writeAtomic(name string, t target, data []byte, opts WriteOption
 	}
 	err = f.Close()
 	f = nil
+	unlockFork()
 	if err != nil {
 		return Info{}, l.mapErr(name, err)
 	}

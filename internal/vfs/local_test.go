@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -354,5 +355,42 @@ func TestLocalFailedWriteLeavesTarget(t *testing.T) {
 	ents, _ := os.ReadDir(ws)
 	if len(ents) != 3 {
 		t.Errorf("the workspace holds %v, want only linked, other, single", ents)
+	}
+}
+
+// A script written while other goroutines fork runs at once: without
+// holding forks off while it is open, some forked child holds its write
+// fd and running it fails with "text file busy". Replacing a script's
+// content (its mode kept) is covered the same way.
+func TestLocalWriteExecutableWhileForking(t *testing.T) {
+	ws := canonicalTemp(t)
+	l := newLocal(t, ws)
+	stop := make(chan struct{})
+	done := make(chan struct{}, 2)
+	for range 2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = exec.Command("/bin/sh", "-c", ":").Run()
+			}
+		}()
+	}
+	defer func() { close(stop); <-done; <-done }()
+	for i := range 200 {
+		name := filepath.Join(ws, "run.sh")
+		if i%2 == 0 {
+			name = filepath.Join(ws, "new"+strconv.Itoa(i)+".sh")
+		}
+		if _, err := l.WriteFile(name, []byte("#!/bin/sh\nexit 0\n"), vfs.WriteOptions{Perm: 0o755}); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(name).CombinedOutput(); err != nil {
+			t.Fatalf("write %d: %v %s", i, err, out)
+		}
 	}
 }

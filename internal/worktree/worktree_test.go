@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/gittest"
 	"github.com/ferry-dev/ferry/internal/worktree"
 )
@@ -446,10 +447,7 @@ func TestWorktreeSetup(t *testing.T) {
 	if ran, err := wt.Setup(ctx(t), nil, 0); ran || err != nil {
 		t.Fatalf("no script: ran=%v %v", ran, err)
 	}
-	write(t, filepath.Join(dir, ".ferry", "setup"), "#!/bin/sh\necho setting up in \"$PWD\"\necho to stderr >&2\nexit ${SETUP_EXIT:-0}\n")
-	if err := os.Chmod(filepath.Join(dir, ".ferry", "setup"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	gittest.Write(t, filepath.Join(dir, ".ferry", "setup"), "#!/bin/sh\necho setting up in \"$PWD\"\necho to stderr >&2\nexit ${SETUP_EXIT:-0}\n", 0o755)
 	run(t, dir, "add", ".ferry/setup")
 	run(t, dir, "commit", "-q", "-m", "setup")
 	wt = create(t, r, root, worktree.Options{Name: "withsetup"})
@@ -652,10 +650,7 @@ func TestWorktreePush(t *testing.T) {
 	// A hook that refuses: push_rejected with its reason; nothing local
 	// changes.
 	hook := filepath.Join(bare, "hooks", "pre-receive")
-	write(t, hook, "#!/bin/sh\necho 'branch pushes are closed today' >&2\nexit 1\n")
-	if err := os.Chmod(hook, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, hook, "#!/bin/sh\necho 'branch pushes are closed today' >&2\nexit 1\n")
 	commitIn(t, wt, "a.txt", "pushed again\n")
 	before := state(t, dir)
 	remoteBefore := run(t, bare, "rev-parse", "ferry/p")
@@ -833,10 +828,7 @@ func TestWorktreeUpdateFromBase(t *testing.T) {
 func TestWorktreeTestScript(t *testing.T) {
 	t.Parallel()
 	dir := newRepo(t)
-	write(t, filepath.Join(dir, ".ferry", "test"), "#!/bin/sh\ngrep -q four a.txt || { echo 'a.txt lacks four'; exit 1; }\necho ok\n")
-	if err := os.Chmod(filepath.Join(dir, ".ferry", "test"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	gittest.Write(t, filepath.Join(dir, ".ferry", "test"), "#!/bin/sh\ngrep -q four a.txt || { echo 'a.txt lacks four'; exit 1; }\necho ok\n", 0o755)
 	run(t, dir, "add", ".ferry/test")
 	run(t, dir, "commit", "-q", "-m", "test")
 	r := open(t, dir)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/protocol"
@@ -409,9 +410,7 @@ func TestRealCancelMidTurn(t *testing.T) {
 		// refuses a command that starts with a foreground sleep of 25 s
 		// or more ("Blocked: standalone sleep …", use Monitor instead).
 		const marker = "sleep 37.25"
-		if err := os.WriteFile(filepath.Join(e.ws, "wait.sh"), []byte("#!/bin/sh\n"+marker+"\n"), 0o700); err != nil {
-			t.Fatal(err)
-		}
+		exectest.WriteScript(t, filepath.Join(e.ws, "wait.sh"), "#!/bin/sh\n"+marker+"\n")
 		e.script.add(call("toolu_s1", "Bash", map[string]any{"command": "./wait.sh", "description": "wait"}), say("after the cancel"))
 		s := e.open(t, e.adapter(), protocol.ModeDefault)
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)

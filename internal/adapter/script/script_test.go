@@ -17,6 +17,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/adapter"
 	"github.com/ferry-dev/ferry/internal/adapter/adaptertest"
+	"github.com/ferry-dev/ferry/internal/exectest"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -63,9 +64,7 @@ func testCtx(t *testing.T) context.Context {
 func writeScript(t *testing.T, body string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "agent.sh")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	exectest.WriteScript(t, path, "#!/bin/sh\n"+body)
 	return path
 }
 
