@@ -29,5 +29,6 @@ func Invoke(ctx context.Context, env *Env, t Tool, toolUseID string, input json.
 	if res == nil {
 		res = &Result{}
 	}
+	addDiagnostics(ctx, env, res)
 	return res, nil
 }

@@ -63,6 +63,12 @@ type Env struct {
 	// process: the terminal of the editor the session is attached to
 	// (ferry acp). Nil runs them locally.
 	Shell Shell
+	// Diagnostics, when set, is asked after a tool changed a text file
+	// (Result.Changed with a Path): the language server's errors in that
+	// file now, as text for the model ("" when there are none), which
+	// Invoke appends to the result (diagnostics.go). It bounds its own
+	// wait; an error only leaves the diagnostics out. Nil asks nobody.
+	Diagnostics func(ctx context.Context, path string) (string, error)
 	// Hidden, when set, reports whether Glob and Grep leave out the file or
 	// directory at path (absolute; a link's own path for a link): the
 	// permission rules deny reading it, so a search of the directory
