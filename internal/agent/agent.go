@@ -114,8 +114,12 @@ type Config struct {
 	Provider llm.Provider
 	// Workspace is the directory the tools work in (confined to it).
 	Workspace string
-	// Tools the model may call; nil means tools.AllTools().
+	// Tools the model may call; nil means tools.AllTools() and the Task
+	// tool (sub-agents, task.go).
 	Tools []tools.Tool
+	// TaskMaxTurns bounds the model calls of one Task sub-agent
+	// (DefaultTaskMaxTurns when 0).
+	TaskMaxTurns int
 	// Mode to start in: default, plan or review ("" is default).
 	Mode string
 	// Rules are the session's permission rules; nil means none (read-only
@@ -193,6 +197,11 @@ type Agent struct {
 
 	mcp mcpState // the editor's MCP servers (editor.go)
 
+	// parent is the session's agent when this one is a sub-agent of its
+	// Task tool (task.go): the mode, pending questions and rules are its.
+	parent  *Agent
+	taskMax int // Config.TaskMaxTurns
+
 	mu        sync.Mutex
 	mode      string
 	model     string // the session's own model ("" : the provider's)
@@ -230,11 +239,15 @@ func New(cfg Config) (*Agent, error) {
 		log = slog.Default()
 	}
 	ts := cfg.Tools
+	withTask := ts == nil
 	if ts == nil {
 		ts = tools.AllTools()
 	}
 	if cfg.Artifacts {
 		ts = artifact.Decorate(ts, artifact.Config{Logger: log})
+	}
+	if withTask {
+		ts = append(slices.Clone(ts), taskTool{})
 	}
 	limits := cfg.Limits
 	if limits == (tools.Limits{}) {
@@ -269,6 +282,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if a.maxTurns <= 0 {
 		a.maxTurns = DefaultMaxTurns
+	}
+	if a.taskMax = cfg.TaskMaxTurns; a.taskMax <= 0 {
+		a.taskMax = DefaultTaskMaxTurns
 	}
 	for _, t := range ts {
 		a.tools[t.Name()] = t
@@ -307,8 +323,11 @@ func (a *Agent) ToolNames() []string {
 	return names
 }
 
-// Mode is the mode in force.
+// Mode is the mode in force (a sub-agent's is its session's).
 func (a *Agent) Mode() string {
+	if a.parent != nil {
+		return a.parent.Mode()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.mode
