@@ -1,6 +1,7 @@
 // Package agent is ferry's own agent runtime: one Agent is one session, a
 // conversation with a model provider (llm.Provider) that calls ferry's
-// tools (Read, Write, Edit, Glob, Grep, Bash) in a workspace.
+// tools (Read, Write, Edit, Glob, Grep, Bash, …, and Task, which runs
+// sub-agents) in a workspace.
 //
 // What it guarantees:
 //
@@ -61,8 +62,20 @@
 //     sent to the model), one agent.artifact event per file follows the
 //     agent.tool.finished of the call that made it, and Result.Artifacts
 //     has all of the prompt's on every exit path: end_turn, max_turns,
-//     refusal, error, cancelled and slash commands. ferry's agent has no
-//     subagents; a sub-run would get its own collector (artifact.Fork).
+//     refusal, error, cancelled and slash commands. A Task sub-agent's
+//     files are registered in its own collector (artifact.Fork), sent
+//     with its calls' events and then added to the prompt's, under the
+//     Task call.
+//   - Sub-agents (Task, task.go): a fresh history and read state, the
+//     prompt's model and rules and the session's mode; read-only as in
+//     review mode unless the rules allow a call (default mode only); asks
+//     reach the user as the session's interaction requests naming the
+//     sub-agent's call; no nested Task; at most Config.TaskMaxTurns model
+//     calls. Consecutive Task calls of one model message run at the same
+//     time, results in call order, and a cancel stops them all. Their
+//     tool events carry parent_tool_use_id (the Task call), their text is
+//     not streamed, their usage counts in the prompt's and the session's
+//     (agent.usage), and the main agent gets only each final answer.
 //   - Failures reach peers as coded errors (*Error, agent.error) with safe
 //     messages; internal text goes to the log only.
 //   - What an editor lends the session (Config.Editor, ferry acp) is
