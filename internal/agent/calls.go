@@ -82,10 +82,23 @@ type finish struct {
 // runTool runs one call: mode, rules, asking, the call itself, events. It
 // returns ctx's error only when the call was cancelled.
 func (t *turnRun) runTool(ctx context.Context, use llm.Block) (llm.Block, error) {
-	input := objectInput(use.Input)
-	if err := t.emit(ctx, protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: t.id, ToolUseID: use.ToolUseID, ToolName: use.ToolName, Input: input}); err != nil {
-		return errorResult(use.ToolUseID, cancelledText), fmt.Errorf("agent: emit tool.started: %w", err)
+	if err := t.startTool(ctx, use); err != nil {
+		return errorResult(use.ToolUseID, cancelledText), err
 	}
+	return t.runStarted(ctx, use)
+}
+
+// startTool tells the UI the call starts (agent.tool.started).
+func (t *turnRun) startTool(ctx context.Context, use llm.Block) error {
+	if err := t.emit(ctx, protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: t.id, ToolUseID: use.ToolUseID, ToolName: use.ToolName, Input: objectInput(use.Input)}); err != nil {
+		return fmt.Errorf("agent: emit tool.started: %w", err)
+	}
+	return nil
+}
+
+// runStarted is runTool after startTool.
+func (t *turnRun) runStarted(ctx context.Context, use llm.Block) (llm.Block, error) {
+	input := objectInput(use.Input)
 	mark := t.col.Len()
 	f, err := t.decideAndInvoke(ctx, use, input, use.Input)
 	if err != nil {

@@ -266,16 +266,25 @@ const subModeSection = "Mode: default, as a sub-agent. You may read and search, 
 
 // parallel runs calls, Task calls all, at the same time and returns their
 // results in call order; on cancel every sub-agent stops at once (they
-// share ctx) and the error is ctx's.
+// share ctx) and the error is ctx's. The calls are announced in call
+// order first, so the UI lists them as the model asked for them.
 func (t *turnRun) parallel(ctx context.Context, uses []llm.Block) ([]llm.Block, error) {
 	results := make([]llm.Block, len(uses))
 	errs := make([]error, len(uses))
+	for i, u := range uses {
+		if errs[i] = t.startTool(ctx, u); errs[i] != nil {
+			for j, v := range uses {
+				results[j] = errorResult(v.ToolUseID, cancelledText)
+			}
+			return results, errs[i]
+		}
+	}
 	var wg sync.WaitGroup
 	for i, u := range uses {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = t.runTool(ctx, u)
+			results[i], errs[i] = t.runStarted(ctx, u)
 		}()
 	}
 	wg.Wait()
