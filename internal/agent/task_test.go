@@ -402,3 +402,44 @@ func TestTaskNoNestingBoundedTurnsBadInput(t *testing.T) {
 		t.Fatalf("bounded sub-agent's result %q", resultText(k3))
 	}
 }
+
+// TestTaskSubAgentArtifacts: a file a sub-agent hands to the user (its
+// rules allow the Write) comes as an agent.artifact naming the
+// sub-agent's call, and belongs to the prompt's result and to the
+// message of the Task call.
+func TestTaskSubAgentArtifacts(t *testing.T) {
+	t.Parallel()
+	const prompt = "write report.md"
+	r := &router{
+		main: newMem(step{tools: []llm.Block{task("k", "Write the report", prompt)}}, step{text: []string{"ok"}}),
+		subs: map[string]*memProvider{prompt: newMem(
+			step{tools: []llm.Block{toolCall("w", "Write", map[string]any{"file_path": "report.md", "content": "# Report\n"})}},
+			step{text: []string{"wrote report.md"}},
+		)},
+	}
+	a, _ := newAgent(t, r, func(c *agent.Config) {
+		c.Artifacts = true
+		c.Rules = &permission.Rules{Allow: []permission.Rule{{Tool: "Write"}}}
+	})
+	rec := newRecorder()
+	res, err := a.Run(testCtx(t), textTurn("go"), rec.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Artifacts) != 1 || res.Artifacts[0].Path() != "report.md" || res.Artifacts[0].ToolUseID() != "w" {
+		t.Fatalf("result artifacts %+v", res.Artifacts)
+	}
+	evs := rec.of(protocol.TypeArtifact)
+	if len(evs) != 1 || evs[0].(*protocol.Artifact).ToolUseID != "w" {
+		t.Fatalf("artifact events %+v", evs)
+	}
+	var onTask int
+	for _, m := range a.History() {
+		if m.Role == llm.RoleAssistant && slices.ContainsFunc(m.Content, func(b llm.Block) bool { return b.ToolUseID == "k" }) {
+			onTask = len(m.Artifacts)
+		}
+	}
+	if onTask != 1 {
+		t.Fatalf("%d artifacts on the Task call's message, want 1", onTask)
+	}
+}
