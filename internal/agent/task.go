@@ -115,14 +115,18 @@ func (a *Agent) host() *Agent {
 	return a
 }
 
-// isTask reports whether use calls this prompt's Task tool (the calls
-// runTools runs side by side).
+// isTask reports whether use calls this prompt's Task tool and the rules
+// allow it without asking: the calls runTools runs side by side (an answer
+// to a question may change the prompt's rules, which the calls beside it
+// read).
 func (t *turnRun) isTask(use llm.Block) bool {
 	if use.ToolName != TaskToolName || t.parent != nil {
 		return false
 	}
-	_, ok := t.tools[TaskToolName].(taskTool)
-	return ok
+	if _, ok := t.tools[TaskToolName].(taskTool); !ok {
+		return false
+	}
+	return t.rules.Decide(permission.Call{Tool: TaskToolName, ReadOnly: true}) == permission.Allow
 }
 
 // runTask runs one sub-agent for the Task call id: a fresh history and

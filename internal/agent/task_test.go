@@ -443,3 +443,54 @@ func TestTaskSubAgentArtifacts(t *testing.T) {
 		t.Fatalf("%d artifacts on the Task call's message, want 1", onTask)
 	}
 }
+
+// TestTaskAskedRunsOneAtATime: Task calls the rules ask about are asked
+// and run one by one (an answer may change the rules the next call
+// reads), and still run when allowed.
+func TestTaskAskedRunsOneAtATime(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	running, most := 0, 0
+	r := &router{
+		main: newMem(step{tools: []llm.Block{task("k1", "one", "ONE"), task("k2", "two", "TWO")}}, step{text: []string{"ok"}}),
+		subs: map[string]*memProvider{"ONE": newMem(step{text: []string{"1"}}), "TWO": newMem(step{text: []string{"2"}})},
+	}
+	r.hook = func(context.Context, string, llm.Request) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+	}
+	a, _ := newAgent(t, r, func(c *agent.Config) {
+		c.Rules = &permission.Rules{Ask: []permission.Rule{{Tool: agent.TaskToolName}}}
+	})
+	rec := newRecorder()
+	ctx := testCtx(t)
+	go func() {
+		for {
+			select {
+			case ir := <-rec.asks:
+				_ = a.Answer(ir.InteractionID, &protocol.InteractionResponse{SelectedValue: protocol.Single(protocol.AllowOnce)})
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if _, err := a.Run(ctx, textTurn("go"), rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.of(protocol.TypeInteractionRequest)); n != 2 {
+		t.Fatalf("asked %d times, want 2", n)
+	}
+	rs := lastToolResults(r.main.requests()[1])
+	if len(rs) != 2 || resultText(rs[0]) != "1" || resultText(rs[1]) != "2" {
+		t.Fatalf("results %+v", rs)
+	}
+	if most != 1 {
+		t.Fatalf("%d model calls at once, want the asked Task calls one at a time", most)
+	}
+}
