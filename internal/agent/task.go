@@ -186,18 +186,19 @@ func (t *turnRun) runTask(ctx context.Context, id string, in taskInput) (*tools.
 
 // subTools are the tools a sub-agent has: every tool of the prompt but
 // Task (a nested call is refused by Task itself), and the ones it is
-// offered: read-only tools and Bash always, a write tool only in default
-// mode when the rules have an allow rule for it (subRefusal decides each
-// call anyway).
+// offered: read-only tools, Bash (not in plan mode), a write tool only
+// in default mode when the rules have an allow rule for it (subRefusal
+// decides each call anyway).
 func (t *turnRun) subTools(rules permission.Rules) (map[string]tools.Tool, []llm.ToolSpec) {
-	writes := t.a.Mode() == protocol.ModeDefault
+	mode := t.a.Mode()
+	writes := mode == protocol.ModeDefault
 	var specs []llm.ToolSpec
 	for _, s := range t.specs {
 		tool := t.tools[s.Name]
 		if s.Name == TaskToolName || tool == nil {
 			continue
 		}
-		if tool.ReadOnly() || s.Name == "Bash" || writes && allowsTool(rules, s.Name) {
+		if tool.ReadOnly() || s.Name == "Bash" && mode != protocol.ModePlan || writes && allowsTool(rules, s.Name) {
 			specs = append(specs, s)
 		}
 	}
