@@ -143,6 +143,8 @@ type ToolStarted struct {
 	ToolName string `json:"tool_name" jsonschema:"minLength=1,maxLength=256"`
 	// Input is the tool's arguments as the agent gave them.
 	Input json.RawMessage `json:"input,omitempty" jsonschema:"type=object"`
+	// ParentToolUseID is set on the tool calls of a sub-agent (ferry's Task tool, a Claude Code sub-agent): the tool_use_id of the Task call it works for, so a UI can fold them under it.
+	ParentToolUseID string `json:"parent_tool_use_id,omitempty" jsonschema:"maxLength=256"`
 }
 
 // ToolUpdated is agent.tool.updated: progress of a running tool (streamed
@@ -156,6 +158,8 @@ type ToolUpdated struct {
 	OutputDelta string `json:"output_delta,omitempty"`
 	// Status is a short progress line.
 	Status string `json:"status,omitempty" jsonschema:"maxLength=1024"`
+	// ParentToolUseID is set on the tool calls of a sub-agent (ferry's Task tool, a Claude Code sub-agent): the tool_use_id of the Task call it works for, so a UI can fold them under it.
+	ParentToolUseID string `json:"parent_tool_use_id,omitempty" jsonschema:"maxLength=256"`
 }
 
 // ToolFinished is agent.tool.finished: a tool call's result.
@@ -176,6 +180,8 @@ type ToolFinished struct {
 	Diff *FileDiff `json:"diff,omitempty"`
 	// Images are what the tool answered as images (a Read of a PNG), for the UI to show inline; the output still says what each was. At most 4, each at most 1 MiB of base64; one too large is left out.
 	Images []ToolImage `json:"images,omitempty" jsonschema:"maxItems=4"`
+	// ParentToolUseID is set on the tool calls of a sub-agent (ferry's Task tool, a Claude Code sub-agent): the tool_use_id of the Task call it works for, so a UI can fold them under it.
+	ParentToolUseID string `json:"parent_tool_use_id,omitempty" jsonschema:"maxLength=256"`
 }
 
 // Limits of agent.tool.finished's images.

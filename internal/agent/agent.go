@@ -1,6 +1,7 @@
 // Package agent is ferry's own agent runtime: one Agent is one session, a
 // conversation with a model provider (llm.Provider) that calls ferry's
-// tools (Read, Write, Edit, Glob, Grep, Bash) in a workspace.
+// tools (Read, Write, Edit, Glob, Grep, Bash, …, and Task, which runs
+// sub-agents) in a workspace.
 //
 // What it guarantees:
 //
@@ -61,8 +62,20 @@
 //     sent to the model), one agent.artifact event per file follows the
 //     agent.tool.finished of the call that made it, and Result.Artifacts
 //     has all of the prompt's on every exit path: end_turn, max_turns,
-//     refusal, error, cancelled and slash commands. ferry's agent has no
-//     subagents; a sub-run would get its own collector (artifact.Fork).
+//     refusal, error, cancelled and slash commands. A Task sub-agent's
+//     files are registered in its own collector (artifact.Fork), sent
+//     with its calls' events and then added to the prompt's, under the
+//     Task call.
+//   - Sub-agents (Task, task.go): a fresh history and read state, the
+//     prompt's model and rules and the session's mode; read-only as in
+//     review mode unless the rules allow a call (default mode only); asks
+//     reach the user as the session's interaction requests naming the
+//     sub-agent's call; no nested Task; at most Config.TaskMaxTurns model
+//     calls. Consecutive Task calls of one model message run at the same
+//     time, results in call order, and a cancel stops them all. Their
+//     tool events carry parent_tool_use_id (the Task call), their text is
+//     not streamed, their usage counts in the prompt's and the session's
+//     (agent.usage), and the main agent gets only each final answer.
 //   - Failures reach peers as coded errors (*Error, agent.error) with safe
 //     messages; internal text goes to the log only.
 //   - What an editor lends the session (Config.Editor, ferry acp) is
@@ -114,8 +127,12 @@ type Config struct {
 	Provider llm.Provider
 	// Workspace is the directory the tools work in (confined to it).
 	Workspace string
-	// Tools the model may call; nil means tools.AllTools().
+	// Tools the model may call; nil means tools.AllTools() and the Task
+	// tool (sub-agents, task.go).
 	Tools []tools.Tool
+	// TaskMaxTurns bounds the model calls of one Task sub-agent
+	// (DefaultTaskMaxTurns when 0).
+	TaskMaxTurns int
 	// Mode to start in: default, plan or review ("" is default).
 	Mode string
 	// Rules are the session's permission rules; nil means none (read-only
@@ -193,6 +210,11 @@ type Agent struct {
 
 	mcp mcpState // the editor's MCP servers (editor.go)
 
+	// parent is the session's agent when this one is a sub-agent of its
+	// Task tool (task.go): the mode, pending questions and rules are its.
+	parent  *Agent
+	taskMax int // Config.TaskMaxTurns
+
 	mu        sync.Mutex
 	mode      string
 	model     string // the session's own model ("" : the provider's)
@@ -230,11 +252,15 @@ func New(cfg Config) (*Agent, error) {
 		log = slog.Default()
 	}
 	ts := cfg.Tools
+	withTask := ts == nil
 	if ts == nil {
 		ts = tools.AllTools()
 	}
 	if cfg.Artifacts {
 		ts = artifact.Decorate(ts, artifact.Config{Logger: log})
+	}
+	if withTask {
+		ts = append(slices.Clone(ts), taskTool{})
 	}
 	limits := cfg.Limits
 	if limits == (tools.Limits{}) {
@@ -269,6 +295,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if a.maxTurns <= 0 {
 		a.maxTurns = DefaultMaxTurns
+	}
+	if a.taskMax = cfg.TaskMaxTurns; a.taskMax <= 0 {
+		a.taskMax = DefaultTaskMaxTurns
 	}
 	for _, t := range ts {
 		a.tools[t.Name()] = t
@@ -307,8 +336,11 @@ func (a *Agent) ToolNames() []string {
 	return names
 }
 
-// Mode is the mode in force.
+// Mode is the mode in force (a sub-agent's is its session's).
 func (a *Agent) Mode() string {
+	if a.parent != nil {
+		return a.parent.Mode()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.mode

@@ -30,26 +30,40 @@ const maxEventOutput = 64 << 10
 // computed diff, instead of before the call.
 var approvingTools = map[string]bool{"Write": true, "Edit": true}
 
-// runTools runs the calls in order and returns one tool_result per call.
-// On cancel it returns ctx's error with a result for every call (the
-// remaining ones "cancelled").
+// runTools runs the calls in order and returns one tool_result per call;
+// consecutive Task calls run at the same time (parallel), their results
+// kept in call order. On cancel it returns ctx's error with a result for
+// every call (the remaining ones "cancelled").
 func (t *turnRun) runTools(ctx context.Context, uses []llm.Block) ([]llm.Block, error) {
 	results := make([]llm.Block, 0, len(uses))
-	for i, u := range uses {
+	for i := 0; i < len(uses); {
 		if ctx.Err() != nil {
 			for _, rest := range uses[i:] {
 				results = append(results, errorResult(rest.ToolUseID, cancelledText))
 			}
 			return results, fmt.Errorf("agent: tool calls: %w", ctx.Err())
 		}
-		r, err := t.runTool(ctx, u)
-		results = append(results, r)
+		j := i + 1
+		for t.isTask(uses[i]) && j < len(uses) && t.isTask(uses[j]) {
+			j++
+		}
+		var err error
+		if j-i > 1 {
+			var rs []llm.Block
+			rs, err = t.parallel(ctx, uses[i:j])
+			results = append(results, rs...)
+		} else {
+			var r llm.Block
+			r, err = t.runTool(ctx, uses[i])
+			results = append(results, r)
+		}
 		if err != nil {
-			for _, rest := range uses[i+1:] {
+			for _, rest := range uses[j:] {
 				results = append(results, errorResult(rest.ToolUseID, cancelledText))
 			}
 			return results, err
 		}
+		i = j
 	}
 	return results, nil
 }
@@ -68,10 +82,23 @@ type finish struct {
 // runTool runs one call: mode, rules, asking, the call itself, events. It
 // returns ctx's error only when the call was cancelled.
 func (t *turnRun) runTool(ctx context.Context, use llm.Block) (llm.Block, error) {
-	input := objectInput(use.Input)
-	if err := t.emit(ctx, protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: t.id, ToolUseID: use.ToolUseID, ToolName: use.ToolName, Input: input}); err != nil {
-		return errorResult(use.ToolUseID, cancelledText), fmt.Errorf("agent: emit tool.started: %w", err)
+	if err := t.startTool(ctx, use); err != nil {
+		return errorResult(use.ToolUseID, cancelledText), err
 	}
+	return t.runStarted(ctx, use)
+}
+
+// startTool tells the UI the call starts (agent.tool.started).
+func (t *turnRun) startTool(ctx context.Context, use llm.Block) error {
+	if err := t.emit(ctx, protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: t.id, ToolUseID: use.ToolUseID, ToolName: use.ToolName, Input: objectInput(use.Input)}); err != nil {
+		return fmt.Errorf("agent: emit tool.started: %w", err)
+	}
+	return nil
+}
+
+// runStarted is runTool after startTool.
+func (t *turnRun) runStarted(ctx context.Context, use llm.Block) (llm.Block, error) {
+	input := objectInput(use.Input)
 	mark := t.col.Len()
 	f, err := t.decideAndInvoke(ctx, use, input, use.Input)
 	if err != nil {
@@ -121,6 +148,9 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 		mode := t.a.Mode()
 		if ok, reason := permission.ModeAllows(mode, call); !ok {
 			return fmt.Sprintf("Refused: the session is in %s mode (%s). Do not retry this call; continue within the mode's limits or tell the user what you would do.", mode, reason)
+		}
+		if t.parent != nil {
+			return t.subRefusal(call)
 		}
 		return ""
 	}
@@ -176,7 +206,7 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 		}
 	}
 	t.a.lend(ctx, &env, tool.Name())
-	res, err := tools.Invoke(ctx, &env, tool, use.ToolUseID, raw)
+	res, err := tools.Invoke(withTurn(ctx, t), &env, tool, use.ToolUseID, raw)
 	if ctx.Err() != nil {
 		return finish{}, fmt.Errorf("agent: %s: %w", tool.Name(), ctx.Err())
 	}
@@ -272,13 +302,15 @@ func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage,
 	always := t.rules.RulesFor(call) // through a link: the target's rule too
 	id := protocol.NewID()
 	ch := make(chan *protocol.InteractionResponse, 1)
-	t.a.mu.Lock()
-	t.a.pending[id] = ch
-	t.a.mu.Unlock()
+	// A sub-agent asks through the session's agent: Answer finds it there.
+	h := t.a.host()
+	h.mu.Lock()
+	h.pending[id] = ch
+	h.mu.Unlock()
 	defer func() {
-		t.a.mu.Lock()
-		delete(t.a.pending, id)
-		t.a.mu.Unlock()
+		h.mu.Lock()
+		delete(h.pending, id)
+		h.mu.Unlock()
 	}()
 	req := &protocol.InteractionRequest{
 		InteractionID: id,
@@ -315,12 +347,12 @@ func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage,
 		vals := r.SelectedValue.Values
 		switch {
 		case slices.Contains(vals, protocol.AllowAlways) && len(always) > 0:
-			t.a.mu.Lock()
+			h.mu.Lock()
 			for _, rule := range always {
 				t.rules.Add(permission.Allow, rule)
-				t.a.rules.Add(permission.Allow, rule)
+				h.rules.Add(permission.Allow, rule)
 			}
-			t.a.mu.Unlock()
+			h.mu.Unlock()
 			return true, "", nil
 		case slices.Contains(vals, protocol.AllowOnce):
 			return true, "", nil

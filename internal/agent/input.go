@@ -43,6 +43,9 @@ var modeSections = map[string]string{
 
 // systemPrompt is the system prompt for a call in mode.
 func (a *Agent) systemPrompt(mode string) string {
+	if a.parent != nil && mode == protocol.ModeDefault {
+		return a.system + "\n\n" + subModeSection
+	}
 	return a.system + "\n\n" + modeSections[mode]
 }
 

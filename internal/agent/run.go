@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
@@ -63,7 +64,11 @@ type turnRun struct {
 	model  string // the model and effort the turn started with
 	effort string
 
+	// parent is the prompt whose Task call runs this sub-agent (task.go).
+	parent *turnRun
+
 	text    strings.Builder // everything streamed
+	acct    sync.Mutex      // usage and cost: sub-agents add to them side by side
 	usage   llm.Usage
 	cost    float64
 	hasCost bool
@@ -95,7 +100,7 @@ func (a *Agent) runWith(ctx context.Context, turn Turn, emit Emit, col *artifact
 		a.checkpoint()
 	}()
 	ctx = artifact.WithCollector(ctx, col)
-	t := &turnRun{a: a, id: turn.ID, emit: emit, maxTurns: a.maxTurns, col: col, tools: a.tools, specs: a.specs}
+	t := &turnRun{a: a, id: turn.ID, emit: serialEmit(emit), maxTurns: a.maxTurns, col: col, tools: a.tools, specs: a.specs}
 	t.model, t.effort = a.Model()
 	res, err := t.run(ctx, turn)
 	res.Text = t.text.String()
@@ -292,8 +297,24 @@ func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
 		return nil, fmt.Errorf("agent: model call: %w", err)
 	}
 	t.calls++
-	c, ok := t.a.addUsage(t.model, resp.Usage)
-	t.usage = t.usage.Add(resp.Usage)
+	if err := t.account(ctx, resp.Usage); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// account adds one model call's usage to the session's and the prompt's
+// and reports the prompt's total (agent.usage); a sub-agent's calls count
+// in the prompt that called Task. The lock is held over the event, so
+// totals reach the UI in the order they grew.
+func (t *turnRun) account(ctx context.Context, use llm.Usage) error {
+	if t.parent != nil {
+		return t.parent.account(ctx, use)
+	}
+	t.acct.Lock()
+	defer t.acct.Unlock()
+	c, ok := t.a.addUsage(t.model, use)
+	t.usage = t.usage.Add(use)
 	if ok {
 		t.cost += c
 		t.hasCost = true
@@ -304,9 +325,20 @@ func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
 		u.CostUSD = t.cost
 	}
 	if err := t.emit(ctx, protocol.TypeUsage, u); err != nil {
-		return nil, fmt.Errorf("agent: emit usage: %w", err)
+		return fmt.Errorf("agent: emit usage: %w", err)
 	}
-	return resp, nil
+	return nil
+}
+
+// serialEmit makes emit safe for the prompt's concurrent callers (the
+// sub-agents of Task calls run side by side): one event at a time.
+func serialEmit(emit Emit) Emit {
+	var mu sync.Mutex
+	return func(ctx context.Context, typ string, payload any) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return emit(ctx, typ, payload)
+	}
 }
 
 // cancelledNote ends the text of a model answer a cancel cut.

@@ -51,9 +51,9 @@
 //     cannot silently bypass artifacts.
 //
 // ferry has no browser screenshot tool, so there is no screenshot decorator
-// (spec §5's ArtifactAwareBrowserTool); and ferry's agent has no subagents
-// yet. When one comes, Fork gives its run a collector of its own, whose
-// Artifacts go into the sub-run's result (spec §10's first item).
+// (spec §5's ArtifactAwareBrowserTool). A sub-agent of ferry's agent (its
+// Task tool) runs with a collector of its own from Fork, whose Artifacts
+// the Task call then hands to its prompt (spec §10's first item).
 package artifact
 
 import (

@@ -83,7 +83,7 @@ type Config struct {
 	// Rules every session starts with (each session gets its own copy;
 	// "allow always" adds to that copy only).
 	Rules permission.Rules
-	// Tools of each session (nil: tools.AllTools()).
+	// Tools of each session (nil: tools.AllTools() and the agent's Task).
 	Tools []tools.Tool
 	// MaxTurns per prompt (0: agent.DefaultMaxTurns).
 	MaxTurns int
@@ -150,6 +150,9 @@ func (a *Adapter) Capability() protocol.AdapterCapability {
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.Name()
+	}
+	if a.cfg.Tools == nil {
+		names = append(names, agent.TaskToolName) // the agent adds it (sub-agents)
 	}
 	return protocol.AdapterCapability{
 		ID:           ID,

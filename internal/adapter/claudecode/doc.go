@@ -48,8 +48,8 @@
 //     refused it — or cancelled, with the diff Claude Code reports for Edit
 //     and Write, and the images of its content, as a Read of a PNG has them,
 //     where protocol.AppendToolImage lets the event carry them); the result line agent.usage, with the turn's cost from
-//     the CLI's total_cost_usd. A subagent's tool calls are shown, its text
-//     is not. An automatic compaction is reported as agent.compaction.done.
+//     the CLI's total_cost_usd. A subagent's tool calls are shown, with
+//     parent_tool_use_id naming its Task call; its text is not. An automatic compaction is reported as agent.compaction.done.
 //   - Artifacts (SessionConfig.Artifacts on): each Write, Edit, MultiEdit
 //     or NotebookEdit call whose tool_result is not an error hands over the
 //     file it names, registered from disk (artifact.Register), as

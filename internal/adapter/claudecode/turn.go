@@ -65,6 +65,7 @@ type turn struct {
 	compact    *compactMetadata
 	compactErr string
 
+	parents   map[string]string // tool_use id → the Task call of the subagent that made it
 	paths     map[string]string // tool_use id → the file a recorded call names (artifacts on)
 	artifacts []artifact.File   // the files handed over, for the result
 }
@@ -74,7 +75,7 @@ func newTurn(s *session, id string, ctx context.Context, emit adapter.Emit, want
 		emit = nil
 	}
 	return &turn{s: s, id: id, ctx: ctx, emit: emit, log: s.log.With("turn", id), wantStructured: wantStructured,
-		streamed: map[string]uint8{}, open: map[string]string{}, paths: map[string]string{}}
+		streamed: map[string]uint8{}, open: map[string]string{}, parents: map[string]string{}, paths: map[string]string{}}
 }
 
 // send emits one event. While the turn is being cancelled what the CLI
@@ -186,10 +187,16 @@ func (t *turn) streamEvent(e *streamLine) {
 }
 
 // chat takes a whole message: its tool calls (assistant) and tool results
-// (user); text and thinking only when they did not stream as deltas.
+// (user); text and thinking only when they did not stream as deltas. A
+// subagent's calls go out too, naming its Task call (parent_tool_use_id);
+// its text does not.
 func (t *turn) chat(typ string, c *chatLine) {
 	t.s.noteClaudeID(c.SessionID)
 	sub := isSub(c.ParentToolUseID)
+	parent := ""
+	if sub {
+		parent = runecut.Ellipsis(*c.ParentToolUseID, 256)
+	}
 	if typ == typeAssistant {
 		if c.isError() {
 			// The provider's error text stays in the log; the result line
@@ -217,7 +224,7 @@ func (t *turn) chat(typ string, c *chatLine) {
 					t.textDelta(b.Thinking, "thinking")
 				}
 			case "tool_use":
-				t.toolStarted(b)
+				t.toolStarted(b, parent)
 			}
 		}
 		return
@@ -267,7 +274,7 @@ func (t *turn) textDelta(s, channel string) {
 	}
 }
 
-func (t *turn) toolStarted(b *contentBlock) {
+func (t *turn) toolStarted(b *contentBlock, parent string) {
 	if b.ID == "" || b.Name == "" {
 		return
 	}
@@ -275,8 +282,12 @@ func (t *turn) toolStarted(b *contentBlock) {
 		t.openOrder = append(t.openOrder, b.ID)
 	}
 	t.open[b.ID] = b.Name
+	if parent != "" {
+		t.parents[b.ID] = parent
+	}
 	t.notePath(b)
-	t.send(protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: t.id, ToolUseID: runecut.Ellipsis(b.ID, 256), ToolName: runecut.Ellipsis(b.Name, 256), Input: eventInput(b.Input)})
+	t.send(protocol.TypeToolStarted, &protocol.ToolStarted{TurnID: t.id, ToolUseID: runecut.Ellipsis(b.ID, 256), ToolName: runecut.Ellipsis(b.Name, 256),
+		Input: eventInput(b.Input), ParentToolUseID: parent})
 }
 
 func (t *turn) toolFinished(b *contentBlock, tur *toolUseResult) {
@@ -305,7 +316,8 @@ func (t *turn) toolFinished(b *contentBlock, tur *toolUseResult) {
 		status = protocol.ToolError
 	}
 	fin := &protocol.ToolFinished{TurnID: t.id, ToolUseID: runecut.Ellipsis(b.ToolUseID, 256), ToolName: runecut.Ellipsis(name, 256), Status: status,
-		Output: runecut.Ellipsis(string(b.Content.text), maxEventOutput), Images: b.Content.images}
+		Output: runecut.Ellipsis(string(b.Content.text), maxEventOutput), Images: b.Content.images, ParentToolUseID: t.parents[b.ToolUseID]}
+	delete(t.parents, b.ToolUseID)
 	if status == protocol.ToolOK && tur != nil {
 		fin.Diff = t.s.resultDiff(tur)
 	}
@@ -317,10 +329,12 @@ func (t *turn) toolFinished(b *contentBlock, tur *toolUseResult) {
 // finishOpen ends the tool calls that got no result.
 func (t *turn) finishOpen(status, output string) {
 	for _, id := range t.openOrder {
-		t.send(protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: t.id, ToolUseID: runecut.Ellipsis(id, 256), ToolName: runecut.Ellipsis(t.open[id], 256), Status: status, Output: output})
+		t.send(protocol.TypeToolFinished, &protocol.ToolFinished{TurnID: t.id, ToolUseID: runecut.Ellipsis(id, 256), ToolName: runecut.Ellipsis(t.open[id], 256), Status: status, Output: output,
+			ParentToolUseID: t.parents[id]})
 	}
 	t.openOrder = nil
 	clear(t.open)
+	clear(t.parents)
 }
 
 func (t *turn) control(r *controlRequestLine) {

@@ -105,7 +105,7 @@ export class HistoryUI {
     const t = this.turnOf(tool);
     tool.undoing = true;
     tool.undoError = '';
-    if (t) this.state.bumpBlock(t, 'tool', tool.id);
+    if (t) this.state.bumpTool(t, tool);
     this.view.render();
     try {
       const ans = await this.request('control.history.undo', { tool_use_id: tool.id });
@@ -115,7 +115,7 @@ export class HistoryUI {
       this.view.app.announce(tool.undoError);
     }
     tool.undoing = false;
-    if (t) this.state.bumpBlock(t, 'tool', tool.id);
+    if (t) this.state.bumpTool(t, tool);
     this.view.render();
     if (this.dialog?.open) this.fill();
   }

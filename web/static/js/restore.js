@@ -32,7 +32,7 @@ export function applyRestored(s, msg) {
   const mark = (t, tool) => {
     tool.undone = true;
     tool.undoError = '';
-    s.bumpBlock(t, 'tool', tool.id);
+    s.bumpTool(t, tool);
   };
   let from = false;
   for (const t of s.turns.values()) {

@@ -314,29 +314,29 @@ export class SessionState {
       }
       case 'agent.tool.started': {
         const t = this.turn(p.turn_id);
-        const tool = { id: p.tool_use_id, name: p.tool_name, input: p.input || {}, status: 'running', output: '', statusLine: '', diff: null, errorCode: 0 };
-        t.tools.set(tool.id, tool);
-        t.blocks.push({ kind: 'tool', id: tool.id, v: 1 });
-        this.touch(t.key);
+        const tool = this.tool(t, p.tool_use_id, p.tool_name, p.parent_tool_use_id);
+        tool.name = p.tool_name;
+        tool.input = p.input || {};
+        this.bumpTool(t, tool);
         break;
       }
       case 'agent.tool.updated': {
         const t = this.turn(p.turn_id);
-        const tool = this.tool(t, p.tool_use_id, '');
+        const tool = this.tool(t, p.tool_use_id, '', p.parent_tool_use_id);
         if (p.output_delta) tool.output += p.output_delta;
         if (p.status) tool.statusLine = p.status;
-        this.bumpBlock(t, 'tool', tool.id);
+        this.bumpTool(t, tool);
         break;
       }
       case 'agent.tool.finished': {
         const t = this.turn(p.turn_id);
-        const tool = this.tool(t, p.tool_use_id, p.tool_name);
+        const tool = this.tool(t, p.tool_use_id, p.tool_name, p.parent_tool_use_id);
         tool.status = p.status;
         if (typeof p.output === 'string') tool.output = p.output;
         tool.diff = p.diff || null;
         tool.errorCode = p.error_code || 0;
         tool.images = Array.isArray(p.images) ? p.images : [];
-        this.bumpBlock(t, 'tool', tool.id);
+        this.bumpTool(t, tool);
         break;
       }
       case 'agent.usage': {
@@ -420,7 +420,7 @@ export class SessionState {
         for (const tool of t.tools.values()) {
           if (tool.status === 'running') {
             tool.status = t.state === 'cancelled' ? 'cancelled' : 'unfinished';
-            this.bumpBlock(t, 'tool', tool.id);
+            this.bumpTool(t, tool);
           }
         }
         if (this.current === p.turn_id) this.current = '';
@@ -433,14 +433,29 @@ export class SessionState {
     }
   }
 
-  tool(t, id, name) {
+  /**
+   * tool returns the call id of turn t, made when it is new: a block of
+   * the turn, or, for a sub-agent's call (parent: the Task call's id,
+   * parent_tool_use_id), a step of its Task call, which has no block of
+   * its own and is shown folded under the call.
+   */
+  tool(t, id, name, parent = '') {
     let tool = t.tools.get(id);
     if (!tool) {
-      tool = { id, name: name || 'tool', input: {}, status: 'running', output: '', statusLine: '', diff: null, errorCode: 0 };
+      tool = { id, name: name || 'tool', input: {}, status: 'running', output: '', statusLine: '', diff: null, errorCode: 0, parent: parent || '', steps: [] };
       t.tools.set(id, tool);
-      t.blocks.push({ kind: 'tool', id, v: 0 });
+      if (tool.parent) {
+        this.tool(t, tool.parent, 'Task').steps.push(id);
+      } else {
+        t.blocks.push({ kind: 'tool', id, v: 0 });
+      }
     }
     return tool;
+  }
+
+  /** bumpTool re-renders the block a call shows in: its own, or its Task call's. */
+  bumpTool(t, tool) {
+    this.bumpBlock(t, 'tool', tool.parent || tool.id);
   }
 
   bumpBlock(t, kind, id) {

@@ -122,7 +122,30 @@ function openImage(url, label) {
   dlg.showModal();
 }
 
-function renderTool(tool, ctx) {
+/**
+ * renderSteps renders a Task call's sub-agent steps (its calls, which name
+ * the Task call as parent_tool_use_id), folded under the call with their
+ * count; open says whether the fold is open, openSteps which steps are.
+ */
+function renderSteps(tool, t, ctx, open, openSteps) {
+  const steps = tool.steps.map((id) => t.tools.get(id)).filter(Boolean);
+  const running = steps.filter((s) => s.status === 'running').length;
+  const label = `${steps.length} step${steps.length === 1 ? '' : 's'}${running ? ` · ${running} running` : ''}`;
+  return h('details', { class: 'task-steps', open },
+    h('summary', { 'aria-label': `Sub-agent: ${label}` }, h('span', { class: 'task-steps-label small', text: label })),
+    h('ol', { class: 'task-step-list', 'aria-label': 'Sub-agent steps' }, steps.map((s) => {
+      const box = renderTool(s, ctx, t);
+      if (openSteps.has(s.id)) box.querySelector('details').open = true;
+      return h('li', {}, box);
+    })));
+}
+
+/** stepsOpenByDefault: a phone folds a sub-agent's steps, a wide screen shows them. */
+function stepsOpenByDefault() {
+  return typeof window.matchMedia === 'function' && window.matchMedia('(min-width: 900px)').matches;
+}
+
+function renderTool(tool, ctx, t = null, fold = { open: stepsOpenByDefault(), steps: new Set() }) {
   const what = toolSummary(tool.input);
   const path = toolPath(tool.input, ctx?.workspacePath?.());
   const stats = tool.diff ? diffStats(tool.diff) : null;
@@ -141,7 +164,8 @@ function renderTool(tool, ctx) {
   if (tool.output) body.appendChild(h('div', {}, h('div', { class: 'muted small', text: tool.status === 'running' ? 'Output so far' : 'Output' }), renderOutput(tool.errorCode ? namedToolOutput(tool.output) : tool.output)));
   if (tool.errorCode) body.appendChild(h('p', { class: 'small', title: toolErrorCode(tool.errorCode), text: toolErrorText(tool.errorCode) }));
   const details = h('details', { class: 'tool-details' }, summary, body);
-  const box = h('div', { class: `tool status-${tool.status}`, dataset: { tool: tool.name } }, details);
+  const box = h('div', { class: `tool status-${tool.status}`, dataset: { tool: tool.name, toolId: tool.id } }, details);
+  if (t && tool.steps?.length) box.appendChild(renderSteps(tool, t, ctx, fold.open, fold.steps));
   const imgs = toolImages(tool, what);
   if (imgs) box.appendChild(imgs);
   if (tool.diff) box.appendChild(renderDiff(tool.diff));
@@ -310,9 +334,12 @@ export class TranscriptView {
       case 'tool': {
         const tool = t.tools.get(b.id);
         const open = el.querySelector('details.tool-details')?.open;
+        // A Task call's fold and the steps open in it stay as the user left them.
+        const fold = el.querySelector('details.task-steps');
+        const steps = new Set([...el.querySelectorAll('.task-step-list details.tool-details[open]')].map((d) => d.closest('.tool')?.dataset.toolId));
         clear(el);
         if (tool) {
-          const box = renderTool(tool, this.ctx);
+          const box = renderTool(tool, this.ctx, t, { open: fold ? fold.open : stepsOpenByDefault(), steps });
           if (open) box.querySelector('details').open = true;
           el.appendChild(box);
         }
