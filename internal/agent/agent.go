@@ -166,6 +166,21 @@ type Config struct {
 	// (internal/vfs/overlay), Bash runs in its terminal, and its MCP
 	// servers' tools are offered (editor.go).
 	Editor func() editorlink.Lent
+	// UserInstructions is the user's own instruction file
+	// ($XDG_CONFIG_HOME/ferry/AGENTS.md; "": none), put in the system
+	// prompt before the project's AGENTS.md files (instructions.go).
+	UserInstructions string
+	// UserCommands is the user's folder of custom slash commands
+	// ($XDG_CONFIG_HOME/ferry/commands; "": none); the workspace's
+	// .ferry/commands wins on a name clash (commands.go).
+	UserCommands string
+	// OnInstructions, when set, gets the instruction files in the system
+	// prompt whenever their set changes after New (Refresh);
+	// Instructions has the list at any time.
+	OnInstructions func([]protocol.InstructionFile)
+	// OnCommands, when set, gets the session's slash commands (Commands)
+	// whenever the custom ones change after New (Refresh).
+	OnCommands func([]protocol.AgentCommand)
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -193,6 +208,16 @@ type Agent struct {
 
 	mcp mcpState // the editor's MCP servers (editor.go)
 
+	// Instructions and custom commands (instructions.go, commands.go):
+	// where they are looked for, and the callbacks of Refresh, which
+	// refreshMu keeps to one at a time.
+	instrSources   []instructionSource
+	instrRepo      string
+	userCommands   string
+	onInstructions func([]protocol.InstructionFile)
+	onCommands     func([]protocol.AgentCommand)
+	refreshMu      sync.Mutex
+
 	mu        sync.Mutex
 	mode      string
 	model     string // the session's own model ("" : the provider's)
@@ -207,6 +232,8 @@ type Agent struct {
 	busy      bool
 	turnOpen  bool // a prompt runs (Snapshot.TurnOpen)
 	pending   map[string]chan *protocol.InteractionResponse
+	instr     instructions // the instructions in the system prompt
+	cmds      commandSet   // the custom commands
 }
 
 // New opens an Agent on cfg.Workspace.
@@ -266,7 +293,10 @@ func New(cfg Config) (*Agent, error) {
 		mode:      mode,
 		rules:     rules,
 		pending:   map[string]chan *protocol.InteractionResponse{},
+
+		userCommands: cfg.UserCommands,
 	}
+	a.instrSources, a.instrRepo = instructionSources(a.root, cfg.UserInstructions)
 	if a.maxTurns <= 0 {
 		a.maxTurns = DefaultMaxTurns
 	}
@@ -277,6 +307,8 @@ func New(cfg Config) (*Agent, error) {
 	if a.system == "" {
 		a.system = DefaultSystemPrompt(a.root, a.ToolNames())
 	}
+	a.Refresh() // no callbacks yet: the caller asks Instructions and Commands
+	a.onInstructions, a.onCommands = cfg.OnInstructions, cfg.OnCommands
 	_, a.priced = llm.PriceOf(cfg.Provider.Model())
 	a.env = tools.Env{
 		FS:      fsys,

@@ -42,8 +42,15 @@ var modeSections = map[string]string{
 }
 
 // systemPrompt is the system prompt for a call in mode.
+// The project instructions (AGENTS.md) come between the two.
 func (a *Agent) systemPrompt(mode string) string {
-	return a.system + "\n\n" + modeSections[mode]
+	a.mu.Lock()
+	instr := a.instr.text
+	a.mu.Unlock()
+	if instr != "" {
+		instr += "\n\n"
+	}
+	return a.system + "\n\n" + instr + modeSections[mode]
 }
 
 // FramePipedStdin frames text that arrived on standard input so the model
@@ -281,6 +288,13 @@ func (t *turnRun) slash(ctx context.Context, line string) (Result, error) {
 		reply = "Mode: " + arg + "."
 	case "/help":
 		reply = slashHelp
+		if cmds := t.a.Commands()[len(SlashCommands()):]; len(cmds) > 0 {
+			names := make([]string, len(cmds))
+			for i, c := range cmds {
+				names[i] = "/" + c.Name
+			}
+			reply += " Custom commands (.ferry/commands): " + strings.Join(names, ", ") + "."
+		}
 	default:
 		reply = fmt.Sprintf("Unknown command %s. %s", shorten(name, 64), slashHelp)
 	}

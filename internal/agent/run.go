@@ -129,6 +129,21 @@ func (t *turnRun) run(ctx context.Context, turn Turn) (Result, error) {
 	if inputType == "" {
 		inputType = protocol.InputText
 	}
+	// The instructions and commands as they are now: a changed AGENTS.md
+	// is in this turn's system prompt.
+	t.a.Refresh()
+	text, files := turn.Prompt.FileList()
+	if inputType == protocol.InputSlashCommand {
+		if c, args, ok := t.a.custom(text); ok {
+			// A custom command is a prompt: its file's text, with the
+			// arguments, runs as if the user had typed it.
+			expanded, err := c.expand(args)
+			if err != nil {
+				return Result{}, err
+			}
+			inputType, text = protocol.InputText, expanded
+		}
+	}
 	if inputType == protocol.InputSlashCommand {
 		// ferry's commands run here, without model turns, tools or files:
 		// a setting they cannot use is refused, never dropped.
@@ -149,7 +164,6 @@ func (t *turnRun) run(ctx context.Context, turn Turn) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	text, files := turn.Prompt.FileList()
 	t.a.markTurn(turn.ID)
 	content := append([]llm.Block{{Type: llm.BlockText, Text: t.userText(inputType, text, files)}}, attached...)
 	t.a.push(llm.Message{Role: llm.RoleUser, Content: content})
