@@ -5,7 +5,7 @@
 // holds, and unsubscribes on unmount (its state is kept: coming back
 // resumes from there).
 
-import { h, clear, formatCost, formatTokens, frameThrottle, settingRow, shorten, uuid } from './util.js';
+import { h, clear, formatBytes, formatCost, formatTokens, frameThrottle, settingRow, shorten, uuid } from './util.js';
 import { message } from './conn.js';
 import { TranscriptView, artifactCard } from './transcript.js';
 import { Composer, COMMANDS } from './composer.js';
@@ -19,6 +19,22 @@ import { SessionActions } from './manage.js';
 import { Menu } from './menu.js';
 import { icon } from './attach.js';
 import { BranchChanges, ShipSheet, branchInfo } from './worktreeview.js';
+
+/**
+ * instructionPath is an instruction file's path as the settings sheet
+ * shows it: relative to the workspace when the file is in it or in a
+ * folder above it, in full otherwise (the user's own file).
+ */
+export function instructionPath(path, root) {
+  const r = String(root || '').replace(/\/+$/, '');
+  if (!r) return path;
+  const dir = path.slice(0, path.lastIndexOf('/'));
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  if (path.startsWith(`${r}/`)) return path.slice(r.length + 1);
+  if (r !== dir && !r.startsWith(`${dir}/`)) return path;
+  const up = r.slice(dir.length).split('/').filter(Boolean).length;
+  return `${'../'.repeat(up)}${name}`;
+}
 
 const STATUS_TEXT = {
   idle: 'Ready',
@@ -290,6 +306,28 @@ export class SessionView {
     this.actions.draw();
     this.composer.stopBtn.textContent = this.stopping ? 'Stopping…' : 'Stop';
     if (this.filesDialog?.open) this.fillFiles();
+    this.drawInstructions();
+  }
+
+  /**
+   * drawInstructions lists the instruction files in the agent's system
+   * prompt (agent.instructions) in the settings sheet: a file in the
+   * workspace or a folder above it by its short path ("AGENTS.md",
+   * "../CLAUDE.md"), others in full, with its size and whether it was cut.
+   */
+  drawInstructions() {
+    const files = this.state.instructions || [];
+    const root = this.machine()?.workspaces?.find((w) => w.id === this.state.info.workspace_id)?.path || '';
+    const key = JSON.stringify([files, root]);
+    if (this.instructionsRow.dataset.key === key) return;
+    this.instructionsRow.dataset.key = key;
+    this.instructionsRow.hidden = !files.length;
+    clear(this.instructionsRow).append(
+      h('h3', { id: 'instructions-title', class: 'setting-title', text: 'Instructions' }),
+      h('p', { class: 'muted small', text: "In the agent's system prompt, outermost first; edits count from the next turn." }),
+      h('ul', { class: 'instruction-files' }, ...files.map((f) => h('li', { title: f.path },
+        h('code', { text: instructionPath(f.path, root) }),
+        h('span', { class: 'muted small', text: ` · ${formatBytes(f.bytes)}${f.truncated ? ' · cut to fit' : ''}` })))));
   }
 
   search(query, onError) {
@@ -619,6 +657,7 @@ export class SessionView {
         this.modelSetting.el,
         this.timeoutSetting.el,
         this.usageRow,
+        this.instructionsRow = h('section', { class: 'setting-instructions', id: 'session-instructions', 'aria-labelledby': 'instructions-title', hidden: true }),
         this.settings.el));
     this.settingsDialog.addEventListener('click', (e) => {
       // A click on the backdrop (outside the sheet's box) closes it.
