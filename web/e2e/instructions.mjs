@@ -51,6 +51,7 @@ await main(async (browser) => {
     assert.match(await opt.innerText(), /<file>/);
     await page.locator('.popup .opt', { hasText: '/deploy' }).waitFor();
     assert.equal(await page.locator('.popup .opt', { hasText: 'bad name' }).count(), 0, 'a bad file name is offered');
+    await opt.scrollIntoViewIfNeeded(); // after ferry's own commands
     await shot(page, 'phone-custom-command');
     await opt.tap();
     await page.waitForFunction(() => document.getElementById('prompt').innerText === '/review ');
