@@ -33,6 +33,20 @@
 //     files is refused with code unsupported naming the field, never run
 //     without them. Referenced files travel as a list after the text
 //     (fileref's FileList form).
+//   - Project instructions (instructions.go): the user's AGENTS.md
+//     (Config.UserInstructions) and the AGENTS.md, else CLAUDE.md, of each
+//     folder from the repository root down to the workspace are in the
+//     system prompt, outermost first under their paths, MaxInstructionBytes
+//     in all (a cut file says where); the workspace's is read through the
+//     workspace FS, a parent's must resolve inside the repository. They
+//     are read again at each turn start (Refresh), and Instructions names
+//     them (agent.instructions).
+//   - Custom commands (commands.go): the Markdown files of .ferry/commands
+//     and Config.UserCommands are slash commands ($ARGUMENTS, $1..$9) that
+//     run as text prompts; ferry's own names win, invalid names are
+//     skipped, a file over MaxCommandBytes is refused with bad_request.
+//     Commands lists them after ferry's own; they are rescanned with the
+//     instructions.
 //   - Attached files (Turn.Attachments) follow the text in the prompt's
 //     user message: images as image blocks (prepared as Read prepares
 //     them, PrepareAttachments), PDFs as document blocks, text as a text

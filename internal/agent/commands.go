@@ -58,7 +58,7 @@ func (a *Agent) loadCommands() commandSet {
 		}
 		a.addCommands(&set, ents, func(name string) (io.ReadCloser, string, error) {
 			p := filepath.Join(a.userCommands, name)
-			f, err := os.Open(p)
+			f, _, err := openRegular(p, p) // the user's own folder
 			return f, p, err
 		})
 	}

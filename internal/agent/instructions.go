@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/ferry-dev/ferry/internal/runecut"
 	"github.com/ferry-dev/ferry/protocol"
@@ -127,6 +128,7 @@ func (a *Agent) readInstructionFile(src instructionSource, name string) (loadedF
 		}
 		r, size = f, f.Info().Stamp.Size
 	} else {
+		open := path
 		if !src.user {
 			real, err := filepath.EvalSymlinks(path)
 			if err != nil {
@@ -135,15 +137,9 @@ func (a *Agent) readInstructionFile(src instructionSource, name string) (loadedF
 			if _, ok := within(real, a.instrRepo); !ok {
 				return loadedFile{}, fmt.Errorf("%s resolves to %s, outside the repository %s", path, real, a.instrRepo)
 			}
+			open = real // the path checked, not the link again
 		}
-		fi, err := os.Stat(path)
-		if err != nil {
-			return loadedFile{}, err
-		}
-		if !fi.Mode().IsRegular() {
-			return loadedFile{}, fmt.Errorf("%s is not a regular file", path)
-		}
-		f, err := os.Open(path)
+		f, fi, err := openRegular(open, path)
 		if err != nil {
 			return loadedFile{}, err
 		}
@@ -207,4 +203,24 @@ func (a *Agent) Instructions() []protocol.InstructionFile {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return slices.Clone(a.instr.files)
+}
+
+// openRegular opens a file outside the workspace FS (the user's, or one
+// checked to be inside the repository) for reading: non-blocking, then
+// checked on the descriptor, so a FIFO or device never holds a turn up.
+// shown names it in the error.
+func openRegular(path, shown string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) //nolint:gosec // the caller checked where it leads
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", shown)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
 }

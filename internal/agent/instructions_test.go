@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/agent"
@@ -209,5 +210,35 @@ func TestInstructionsSymlinks(t *testing.T) {
 		if tc.want == "" && len(a.Instructions()) != 0 {
 			t.Fatalf("workspace %s: Instructions %+v", tc.ws, a.Instructions())
 		}
+	}
+}
+
+// TestInstructionsFIFO: a FIFO in the place of an AGENTS.md (the user's, a
+// parent's, the workspace's) or of a command file is left out at once and
+// never holds the turn up.
+func TestInstructionsFIFO(t *testing.T) {
+	t.Parallel()
+	top := canon(t, t.TempDir())
+	repo := filepath.Join(top, "repo")
+	ws := filepath.Join(repo, "ws")
+	put(t, filepath.Join(repo, ".git", "HEAD"), "x")
+	put(t, filepath.Join(ws, "CLAUDE.md"), "WS-CLAUDE")
+	user := filepath.Join(top, "user", "AGENTS.md")
+	put(t, filepath.Join(top, "user", "commands", "ok.md"), "fine")
+	for _, p := range []string{filepath.Join(repo, "AGENTS.md"), filepath.Join(ws, "AGENTS.md"), user, filepath.Join(top, "user", "commands", "pipe.md")} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Skipf("no FIFOs here: %v", err)
+		}
+	}
+	p := newMem(step{text: []string{"ok"}})
+	a, _ := newAgent(t, p, func(c *agent.Config) {
+		c.Workspace, c.UserInstructions, c.UserCommands = ws, user, filepath.Join(top, "user", "commands")
+	})
+	sys := systemOf(t, a, p)
+	if len(a.Instructions()) != 0 || strings.Contains(sys, "WS-CLAUDE") {
+		t.Fatalf("Instructions %+v, system prompt %q", a.Instructions(), sys)
+	}
+	if names := commandNames(a.Commands()[len(agent.SlashCommands()):]); !slices.Equal(names, []string{"ok"}) {
+		t.Fatalf("custom commands %v", names)
 	}
 }

@@ -70,7 +70,7 @@ type session struct {
 	// agent.instructions (commands.go). Guarded by mu.
 	instructions     []protocol.InstructionFile
 	instructionsSent bool
-	titleSent    string // the last agent.title sent
+	titleSent        string // the last agent.title sent
 	// caps is the session's own capability, as its agent last reported
 	// it and agent.capabilities sent it (nil: the adapter's declaration
 	// holds; see capabilities). Guarded by mu.

@@ -32,6 +32,12 @@
 // attached to it lends: its files' text, its terminals and its MCP
 // servers (agent.Config.Editor, docs/tools.md "Lent by an editor").
 //
+// Instruction files and custom commands come from the workspace and the
+// user's $XDG_CONFIG_HOME/ferry (AGENTS.md, commands/): an open session
+// reports them through SessionConfig.Instructions and Commands when it
+// opens and whenever they change (its agent looks at every turn start and
+// every watchEvery), until Close.
+//
 // With SessionConfig.Transcripts (the client's transcripts.db) every step
 // of a session's conversation is saved as it ends, and Open continues a
 // session that has a saved transcript, after any restart (docs/agent.md,
