@@ -42,15 +42,20 @@ var modeSections = map[string]string{
 }
 
 // systemPrompt is the system prompt for a call in mode.
-// The project instructions (AGENTS.md) come between the two.
-func (a *Agent) systemPrompt(mode string) string {
-	a.mu.Lock()
-	instr := a.instr.text
-	a.mu.Unlock()
+// The project instructions (instr, the text a turn started with) come
+// between the two.
+func (a *Agent) systemPrompt(mode, instr string) string {
 	if instr != "" {
 		instr += "\n\n"
 	}
 	return a.system + "\n\n" + instr + modeSections[mode]
+}
+
+// instructionText is the instructions' text in force (the last Refresh).
+func (a *Agent) instructionText() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.instr.text
 }
 
 // FramePipedStdin frames text that arrived on standard input so the model

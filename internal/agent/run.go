@@ -62,6 +62,7 @@ type turnRun struct {
 	specs  []llm.ToolSpec
 	model  string // the model and effort the turn started with
 	effort string
+	instr  string // the project instructions the turn started with
 
 	text    strings.Builder // everything streamed
 	usage   llm.Usage
@@ -132,6 +133,9 @@ func (t *turnRun) run(ctx context.Context, turn Turn) (Result, error) {
 	// The instructions and commands as they are now: a changed AGENTS.md
 	// is in this turn's system prompt.
 	t.a.Refresh()
+	// Kept for the whole turn: a refresh beside it (the adapter's watch)
+	// changes the next turn's prompt, not this one's between two calls.
+	t.instr = t.a.instructionText()
 	text, files := turn.Prompt.FileList()
 	if inputType == protocol.InputSlashCommand {
 		if c, args, ok := t.a.custom(text); ok {
@@ -274,7 +278,7 @@ func (t *turnRun) loop(ctx context.Context) (Result, error) {
 
 // call makes one model call, streaming its deltas, and reports usage.
 func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
-	req := llm.Request{System: t.a.systemPrompt(t.a.Mode()), Messages: t.a.History(), Tools: t.specs, MaxTokens: t.a.maxTok,
+	req := llm.Request{System: t.a.systemPrompt(t.a.Mode(), t.instr), Messages: t.a.History(), Tools: t.specs, MaxTokens: t.a.maxTok,
 		Model: t.model, Effort: t.effort}
 	var partial strings.Builder
 	resp, err := t.a.provider.Stream(ctx, req, func(ev llm.Event) error {
