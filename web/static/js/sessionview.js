@@ -5,7 +5,7 @@
 // holds, and unsubscribes on unmount (its state is kept: coming back
 // resumes from there).
 
-import { h, clear, formatBytes, formatCost, formatTokens, frameThrottle, settingRow, shorten, uuid } from './util.js';
+import { h, clear, formatBytes, formatCost, formatTokens, frameThrottle, instructionPath, settingRow, shorten, uuid } from './util.js';
 import { message } from './conn.js';
 import { TranscriptView, artifactCard } from './transcript.js';
 import { Composer, COMMANDS } from './composer.js';
@@ -19,22 +19,6 @@ import { SessionActions } from './manage.js';
 import { Menu } from './menu.js';
 import { icon } from './attach.js';
 import { BranchChanges, ShipSheet, branchInfo } from './worktreeview.js';
-
-/**
- * instructionPath is an instruction file's path as the settings sheet
- * shows it: relative to the workspace when the file is in it or in a
- * folder above it, in full otherwise (the user's own file).
- */
-export function instructionPath(path, root) {
-  const r = String(root || '').replace(/\/+$/, '');
-  if (!r) return path;
-  const dir = path.slice(0, path.lastIndexOf('/'));
-  const name = path.slice(path.lastIndexOf('/') + 1);
-  if (path.startsWith(`${r}/`)) return path.slice(r.length + 1);
-  if (r !== dir && !r.startsWith(`${dir}/`)) return path;
-  const up = r.slice(dir.length).split('/').filter(Boolean).length;
-  return `${'../'.repeat(up)}${name}`;
-}
 
 const STATUS_TEXT = {
   idle: 'Ready',
