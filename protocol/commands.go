@@ -38,6 +38,12 @@ const MaxCommands = 256
 
 var commandName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_:.-]*$`)
 
+// ValidCommandName reports whether name can be an AgentCommand's name:
+// at most 64 bytes of the pattern its schema states.
+func ValidCommandName(name string) bool {
+	return len(name) <= 64 && commandName.MatchString(name)
+}
+
 // CleanCommands is what of an agent's report agent.commands can carry:
 // commands with a valid name (at most 64 bytes), each name once, the
 // descriptions and hints cut to their bounds, at most MaxCommands.
@@ -45,7 +51,7 @@ func CleanCommands(in []AgentCommand) []AgentCommand {
 	out := make([]AgentCommand, 0, min(len(in), MaxCommands))
 	seen := map[string]bool{}
 	for _, c := range in {
-		if len(c.Name) > 64 || !commandName.MatchString(c.Name) || seen[c.Name] {
+		if !ValidCommandName(c.Name) || seen[c.Name] {
 			continue
 		}
 		seen[c.Name] = true

@@ -158,6 +158,8 @@ type SessionSnapshot struct {
 	Artifacts []Artifact `json:"artifacts,omitempty" jsonschema:"maxItems=100000"`
 	// Commands are the agent's own slash commands, as its last agent.commands said.
 	Commands []AgentCommand `json:"commands,omitempty" jsonschema:"maxItems=256"`
+	// Instructions are the instruction files in the agent's system prompt, as its last agent.instructions said.
+	Instructions []InstructionFile `json:"instructions,omitempty" jsonschema:"maxItems=64"`
 	// Capabilities are what the session's agent really offers, as its last agent.capabilities said; absent: the adapter's declaration in session.capabilities holds.
 	Capabilities *AdapterCapability `json:"capabilities,omitempty"`
 	// Isolation is what an isolated session was started with (ui.session.start's isolation); session.worktree tells the worktree once its client made it.

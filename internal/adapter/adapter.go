@@ -72,6 +72,12 @@ type SessionConfig struct {
 	// available_commands_update, Claude Code's init), in or out of a turn;
 	// the client sends them as agent.commands. It must not block long.
 	Commands func([]protocol.AgentCommand)
+	// Instructions, when set, is called with the instruction files in the
+	// agent's system prompt (AGENTS.md and the like) when the session
+	// opens and whenever their set changes; the client sends them as
+	// agent.instructions. Adapters that do not know their agent's files
+	// never call it. It must not block long.
+	Instructions func([]protocol.InstructionFile)
 	// Capabilities, when set, is called with the session's own capability
 	// once its agent has said what it really offers (during Open, before
 	// Open returns, and again whenever that changes: an ACP agent's modes,

@@ -34,6 +34,20 @@
 //     files is refused with code unsupported naming the field, never run
 //     without them. Referenced files travel as a list after the text
 //     (fileref's FileList form).
+//   - Project instructions (instructions.go): the user's AGENTS.md
+//     (Config.UserInstructions) and the AGENTS.md, else CLAUDE.md, of each
+//     folder from the repository root down to the workspace are in the
+//     system prompt, outermost first under their paths, MaxInstructionBytes
+//     in all (a cut file says where); the workspace's is read through the
+//     workspace FS, a parent's must resolve inside the repository. They
+//     are read again at each turn start (Refresh), and Instructions names
+//     them (agent.instructions).
+//   - Custom commands (commands.go): the Markdown files of .ferry/commands
+//     and Config.UserCommands are slash commands ($ARGUMENTS, $1..$9) that
+//     run as text prompts; ferry's own names win, invalid names are
+//     skipped, a file over MaxCommandBytes is refused with bad_request.
+//     Commands lists them after ferry's own; they are rescanned with the
+//     instructions.
 //   - Attached files (Turn.Attachments) follow the text in the prompt's
 //     user message: images as image blocks (prepared as Read prepares
 //     them, PrepareAttachments), PDFs as document blocks, text as a text
@@ -183,6 +197,21 @@ type Config struct {
 	// (internal/vfs/overlay), Bash runs in its terminal, and its MCP
 	// servers' tools are offered (editor.go).
 	Editor func() editorlink.Lent
+	// UserInstructions is the user's own instruction file
+	// ($XDG_CONFIG_HOME/ferry/AGENTS.md; "": none), put in the system
+	// prompt before the project's AGENTS.md files (instructions.go).
+	UserInstructions string
+	// UserCommands is the user's folder of custom slash commands
+	// ($XDG_CONFIG_HOME/ferry/commands; "": none); the workspace's
+	// .ferry/commands wins on a name clash (commands.go).
+	UserCommands string
+	// OnInstructions, when set, gets the instruction files in the system
+	// prompt whenever their set changes after New (Refresh);
+	// Instructions has the list at any time.
+	OnInstructions func([]protocol.InstructionFile)
+	// OnCommands, when set, gets the session's slash commands (Commands)
+	// whenever the custom ones change after New (Refresh).
+	OnCommands func([]protocol.AgentCommand)
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -214,6 +243,15 @@ type Agent struct {
 	// Task tool (task.go): the mode, pending questions and rules are its.
 	parent  *Agent
 	taskMax int // Config.TaskMaxTurns
+	// Instructions and custom commands (instructions.go, commands.go):
+	// where they are looked for, and the callbacks of Refresh, which
+	// refreshMu keeps to one at a time.
+	instrSources   []instructionSource
+	instrRepo      string
+	userCommands   string
+	onInstructions func([]protocol.InstructionFile)
+	onCommands     func([]protocol.AgentCommand)
+	refreshMu      sync.Mutex
 
 	mu        sync.Mutex
 	mode      string
@@ -229,6 +267,8 @@ type Agent struct {
 	busy      bool
 	turnOpen  bool // a prompt runs (Snapshot.TurnOpen)
 	pending   map[string]chan *protocol.InteractionResponse
+	instr     instructions // the instructions in the system prompt
+	cmds      commandSet   // the custom commands
 }
 
 // New opens an Agent on cfg.Workspace.
@@ -292,7 +332,10 @@ func New(cfg Config) (*Agent, error) {
 		mode:      mode,
 		rules:     rules,
 		pending:   map[string]chan *protocol.InteractionResponse{},
+
+		userCommands: cfg.UserCommands,
 	}
+	a.instrSources, a.instrRepo = instructionSources(a.root, cfg.UserInstructions)
 	if a.maxTurns <= 0 {
 		a.maxTurns = DefaultMaxTurns
 	}
@@ -306,6 +349,8 @@ func New(cfg Config) (*Agent, error) {
 	if a.system == "" {
 		a.system = DefaultSystemPrompt(a.root, a.ToolNames())
 	}
+	a.Refresh() // no callbacks yet: the caller asks Instructions and Commands
+	a.onInstructions, a.onCommands = cfg.OnInstructions, cfg.OnCommands
 	_, a.priced = llm.PriceOf(cfg.Provider.Model())
 	a.env = tools.Env{
 		FS:      fsys,

@@ -42,11 +42,24 @@ var modeSections = map[string]string{
 }
 
 // systemPrompt is the system prompt for a call in mode.
-func (a *Agent) systemPrompt(mode string) string {
-	if a.parent != nil && mode == protocol.ModeDefault {
-		return a.system + "\n\n" + subModeSection
+// The project instructions (instr, the text a turn started with) come
+// between the two.
+func (a *Agent) systemPrompt(mode, instr string) string {
+	if instr != "" {
+		instr += "\n\n"
 	}
-	return a.system + "\n\n" + modeSections[mode]
+	section := modeSections[mode]
+	if a.parent != nil && mode == protocol.ModeDefault {
+		section = subModeSection
+	}
+	return a.system + "\n\n" + instr + section
+}
+
+// instructionText is the instructions' text in force (the last Refresh).
+func (a *Agent) instructionText() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.instr.text
 }
 
 // FramePipedStdin frames text that arrived on standard input so the model
@@ -284,6 +297,13 @@ func (t *turnRun) slash(ctx context.Context, line string) (Result, error) {
 		reply = "Mode: " + arg + "."
 	case "/help":
 		reply = slashHelp
+		if cmds := t.a.Commands()[len(SlashCommands()):]; len(cmds) > 0 {
+			names := make([]string, len(cmds))
+			for i, c := range cmds {
+				names[i] = "/" + c.Name
+			}
+			reply += " Custom commands (.ferry/commands): " + strings.Join(names, ", ") + "."
+		}
 	default:
 		reply = fmt.Sprintf("Unknown command %s. %s", shorten(name, 64), slashHelp)
 	}

@@ -63,6 +63,7 @@ type turnRun struct {
 	specs  []llm.ToolSpec
 	model  string // the model and effort the turn started with
 	effort string
+	instr  string // the project instructions the turn started with
 
 	// parent is the prompt whose Task call runs this sub-agent (task.go).
 	parent *turnRun
@@ -134,6 +135,24 @@ func (t *turnRun) run(ctx context.Context, turn Turn) (Result, error) {
 	if inputType == "" {
 		inputType = protocol.InputText
 	}
+	// The instructions and commands as they are now: a changed AGENTS.md
+	// is in this turn's system prompt.
+	t.a.Refresh()
+	// Kept for the whole turn: a refresh beside it (the adapter's watch)
+	// changes the next turn's prompt, not this one's between two calls.
+	t.instr = t.a.instructionText()
+	text, files := turn.Prompt.FileList()
+	if inputType == protocol.InputSlashCommand {
+		if c, args, ok := t.a.custom(text); ok {
+			// A custom command is a prompt: its file's text, with the
+			// arguments, runs as if the user had typed it.
+			expanded, err := c.expand(args)
+			if err != nil {
+				return Result{}, err
+			}
+			inputType, text = protocol.InputText, expanded
+		}
+	}
 	if inputType == protocol.InputSlashCommand {
 		// ferry's commands run here, without model turns, tools or files:
 		// a setting they cannot use is refused, never dropped.
@@ -154,7 +173,6 @@ func (t *turnRun) run(ctx context.Context, turn Turn) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	text, files := turn.Prompt.FileList()
 	t.a.markTurn(turn.ID)
 	content := append([]llm.Block{{Type: llm.BlockText, Text: t.userText(inputType, text, files)}}, attached...)
 	t.a.push(llm.Message{Role: llm.RoleUser, Content: content})
@@ -265,7 +283,7 @@ func (t *turnRun) loop(ctx context.Context) (Result, error) {
 
 // call makes one model call, streaming its deltas, and reports usage.
 func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
-	req := llm.Request{System: t.a.systemPrompt(t.a.Mode()), Messages: t.a.History(), Tools: t.specs, MaxTokens: t.a.maxTok,
+	req := llm.Request{System: t.a.systemPrompt(t.a.Mode(), t.instr), Messages: t.a.History(), Tools: t.specs, MaxTokens: t.a.maxTok,
 		Model: t.model, Effort: t.effort}
 	var partial strings.Builder
 	resp, err := t.a.provider.Stream(ctx, req, func(ev llm.Event) error {

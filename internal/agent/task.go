@@ -146,7 +146,8 @@ func (t *turnRun) runTask(ctx context.Context, id string, in taskInput) (*tools.
 		parent: a, // its mode, questions and rules are the session's (host)
 	}
 	st := &turnRun{a: sub, id: t.id, parent: t, emit: t.subEmit(id), maxTurns: sub.maxTurns,
-		rules: cloneRules(&t.rules), model: t.model, effort: t.effort}
+		rules: cloneRules(&t.rules), model: t.model, effort: t.effort,
+		instr: t.instr} // the project's instructions hold for its sub-agents too
 	st.tools, st.specs = t.subTools(st.rules)
 	names := make([]string, len(st.specs))
 	for i, s := range st.specs {

@@ -26,6 +26,28 @@ func (s *session) commandsChanged(cmds []protocol.AgentCommand) {
 	}
 }
 
+// instructionsChanged sends the instruction files in the agent's system
+// prompt as agent.instructions (adapter.SessionConfig.Instructions), at
+// most MaxInstructionFiles, when they differ from the last list sent.
+func (s *session) instructionsChanged(files []protocol.InstructionFile) {
+	files = slices.Clone(files[:min(len(files), protocol.MaxInstructionFiles)])
+	if files == nil {
+		files = []protocol.InstructionFile{}
+	}
+	s.mu.Lock()
+	same := s.instructionsSent && slices.Equal(s.instructions, files)
+	s.instructions, s.instructionsSent = files, true
+	s.mu.Unlock()
+	if same {
+		return
+	}
+	m := protocol.New(protocol.TypeInstructions, &protocol.AgentInstructions{Files: files})
+	m.SessionID = s.id
+	if err := s.c.emit(s.c.stop, m); err != nil {
+		s.c.log.Warn("agent.instructions not sent", "session", s.id, "err", err)
+	}
+}
+
 // capabilities is the session's capability in force: what its agent
 // reported (agent.capabilities), else its adapter's declaration.
 func (s *session) capabilities() protocol.AdapterCapability {

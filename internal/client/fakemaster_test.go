@@ -372,8 +372,11 @@ func (e *testEnv) open(ctx context.Context, fc *fakeConn, sessionID, adapterID s
 	m := protocol.New(protocol.TypeSessionOpen, &protocol.SessionOpen{WorkspaceID: e.c.Workspaces()[0].ID, Adapter: adapterID})
 	m.SessionID = sessionID
 	fc.send(m)
-	// The agent may tell its commands (agent.commands) while it opens.
-	seen := fc.until(ctx, func(m *protocol.Message) bool { return m.Type != protocol.TypeCommands })
+	// The agent may tell its commands (agent.commands) and instruction
+	// files (agent.instructions) while it opens.
+	seen := fc.until(ctx, func(m *protocol.Message) bool {
+		return m.Type != protocol.TypeCommands && m.Type != protocol.TypeInstructions
+	})
 	got := seen[len(seen)-1]
 	if got.Type != protocol.TypeSessionOpened {
 		e.t.Fatalf("got %s (%+v), want session.opened", got.Type, got.Payload)

@@ -66,7 +66,11 @@ type session struct {
 	// (commands.go). Guarded by mu.
 	commands     []protocol.AgentCommand
 	commandsSent bool
-	titleSent    string // the last agent.title sent
+	// instructions are the instruction files last sent as
+	// agent.instructions (commands.go). Guarded by mu.
+	instructions     []protocol.InstructionFile
+	instructionsSent bool
+	titleSent        string // the last agent.title sent
 	// caps is the session's own capability, as its agent last reported
 	// it and agent.capabilities sent it (nil: the adapter's declaration
 	// holds; see capabilities). Guarded by mu.
@@ -358,7 +362,7 @@ func (s *session) open(m *protocol.Message, p *protocol.SessionOpen) bool {
 		}
 		hist := s.openHistory()
 		sess, err := s.ad.Open(s.c.stop, adapter.SessionConfig{SessionID: s.id, Workspace: s.ws.Workspace, Mode: mode, History: hist, Transcripts: s.c.transcripts, Artifacts: true,
-			Commands: s.commandsChanged, Capabilities: s.capabilitiesChanged, Title: s.titleChanged})
+			Commands: s.commandsChanged, Instructions: s.instructionsChanged, Capabilities: s.capabilitiesChanged, Title: s.titleChanged})
 		if err == nil && !slices.Contains(s.capabilities().Modes, mode) {
 			// A mode the session's agent does not offer (the adapter's
 			// declaration, or what the agent said while opening).

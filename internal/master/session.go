@@ -119,6 +119,8 @@ type session struct {
 	settings *protocol.Settings
 	// commands are the agent's own slash commands (agent.commands).
 	commands []protocol.AgentCommand
+	// instructions are the agent's instruction files (agent.instructions).
+	instructions []protocol.InstructionFile
 	// caps is what the session's agent really offers, as its last
 	// agent.capabilities said (nil: its adapter's declaration holds).
 	caps *protocol.AdapterCapability
@@ -206,6 +208,7 @@ func (m *Master) loadSession(ctx context.Context, id string) (*session, error) {
 			s.turns, s.artifacts, from = snap.Turns, snap.Artifacts, snap.Session.LastSeq
 			s.settings = snap.Session.Settings
 			s.commands = snap.Commands
+			s.instructions = snap.Instructions
 			s.caps = snap.Capabilities
 			s.isolation, s.worktree = snap.Isolation, snap.Session.Worktree
 			if u := snap.Session.Usage; u != nil {
@@ -380,6 +383,8 @@ func (s *session) captureLocked() (protocol.SessionSnapshot, map[int][]byte) {
 		Turns:     slices.Clone(s.turns),
 		Artifacts: slices.Clone(s.artifacts),
 		Commands:  slices.Clone(s.commands),
+
+		Instructions: slices.Clone(s.instructions),
 	}
 	if s.caps != nil {
 		c := *s.caps
@@ -875,6 +880,8 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 		s.row.Mode, s.changed = p.Mode, true
 	case *protocol.AgentCommands:
 		s.commands, s.changed = slices.Clone(p.Commands), true
+	case *protocol.AgentInstructions:
+		s.instructions, s.changed = slices.Clone(p.Files), true
 	case *protocol.AgentCapabilities:
 		if p.Adapter.ID == s.row.Adapter { // the session's own adapter only
 			c := p.Adapter
@@ -908,7 +915,7 @@ func (s *session) apply(msg *protocol.Message, seq uint64, at time.Time) (turnEn
 // were.
 func quiet(typ string) bool {
 	switch typ {
-	case protocol.TypeSessionOpened, protocol.TypeCommands, protocol.TypeAgentCapabilities, protocol.TypeAgentTitle,
+	case protocol.TypeSessionOpened, protocol.TypeCommands, protocol.TypeInstructions, protocol.TypeAgentCapabilities, protocol.TypeAgentTitle,
 		protocol.TypeWorktreeState, protocol.TypeWorktreeSetup:
 		return true
 	}

@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import assert from 'node:assert/strict';
 import { parsePrompt } from '../static/js/fileref.js';
 import { SessionState, attachedFiles, promptFailure, editSegments } from '../static/js/session.js';
-import { relativePath, shortenPath, toolPath } from '../static/js/util.js';
+import { instructionPath, relativePath, shortenPath, toolPath } from '../static/js/util.js';
 import { TOOL_CODES, CODES, toolErrorText, toolErrorCode, namedToolOutput, errorNote } from '../static/js/codes.js';
 import { cleanTitle } from '../static/js/manage.js';
 import { pickBase, settingsPayload } from '../static/js/modelsetting.js';
@@ -106,6 +106,16 @@ check('long paths are cut from the left, at a directory', () => {
   assert.ok(shortenPath('a/averyveryverylongfilename.go', 12).endsWith('filename.go'));
 });
 
+check('instruction files: short paths in and above the workspace, others in full', () => {
+  assert.equal(instructionPath('/r/app/AGENTS.md', '/r/app'), 'AGENTS.md');
+  assert.equal(instructionPath('/r/app/AGENTS.md', '/r/app/'), 'AGENTS.md');
+  assert.equal(instructionPath('/r/AGENTS.md', '/r/app'), '../AGENTS.md');
+  assert.equal(instructionPath('/CLAUDE.md', '/r/app'), '../../CLAUDE.md');
+  assert.equal(instructionPath('/r/ap/AGENTS.md', '/r/app'), '/r/ap/AGENTS.md', 'a sibling with the same prefix');
+  assert.equal(instructionPath('/home/u/.config/ferry/AGENTS.md', '/home/u/src/app'), '/home/u/.config/ferry/AGENTS.md');
+  assert.equal(instructionPath('/r/AGENTS.md', ''), '/r/AGENTS.md');
+});
+
 const info = { id: 's1', machine_id: 'm', workspace_id: 'w', adapter: 'builtin', mode: 'default', state: 'idle', epoch: 'e1', last_seq: 0 };
 const ev = (seq, type, payload, extra = {}) => ({ type, message_id: `m${seq}`, session_id: 's1', seq, epoch: 'e1', payload, ...extra });
 
@@ -117,6 +127,14 @@ function started() {
   assert.equal(s.accept(ev(3, 'agent.text.delta', { turn_id: 't1', delta: 'Hel' })), 'ok');
   return s;
 }
+
+check('agent.instructions and the snapshot set the instruction files', () => {
+  const s = new SessionState(info);
+  s.onSubscribed({ recovered: false, epoch: 'e1', last_seq: 1, snapshot: { session: info, turns: [], instructions: [{ path: '/w/AGENTS.md', bytes: 3 }] } });
+  assert.deepEqual(s.instructions, [{ path: '/w/AGENTS.md', bytes: 3 }]);
+  assert.equal(s.accept(ev(2, 'agent.instructions', { files: [] })), 'ok');
+  assert.deepEqual(s.instructions, []);
+});
 
 check('events apply once and in order; a duplicate is dropped', () => {
   const s = started();

@@ -32,6 +32,12 @@
 // attached to it lends: its files' text, its terminals and its MCP
 // servers (agent.Config.Editor, docs/tools.md "Lent by an editor").
 //
+// Instruction files and custom commands come from the workspace and the
+// user's $XDG_CONFIG_HOME/ferry (AGENTS.md, commands/): an open session
+// reports them through SessionConfig.Instructions and Commands when it
+// opens and whenever they change (its agent looks at every turn start and
+// every watchEvery), until Close.
+//
 // With SessionConfig.Transcripts (the client's transcripts.db) every step
 // of a session's conversation is saved as it ends, and Open continues a
 // session that has a saved transcript, after any restart (docs/agent.md,
@@ -46,6 +52,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -231,12 +238,31 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*Agent, error) {
 		OnStep:             keeper(cfg, a.cfg.Logger),
 		StopCause:          adapter.ErrStopping, // the client's cause when ferry stops
 		Editor:             lender(a.cfg.Editor, cfg.SessionID),
+		UserInstructions:   userFile(a.cfg.Getenv, "AGENTS.md"),
+		UserCommands:       userFile(a.cfg.Getenv, "commands"),
+		OnInstructions:     cfg.Instructions,
+		OnCommands:         cfg.Commands,
 		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
 	}
 	return &Agent{ag}, nil
+}
+
+// userFile is name in the user's ferry folder, $XDG_CONFIG_HOME/ferry
+// (default ~/.config/ferry); "" when neither variable gives an absolute
+// path.
+func userFile(getenv func(string) string, name string) string {
+	dir := getenv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(dir) {
+		home := getenv("HOME")
+		if !filepath.IsAbs(home) {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "ferry", name)
 }
 
 // lender is what the editor of session id lends, asked anew each time;
@@ -281,10 +307,35 @@ func (a *Adapter) Open(ctx context.Context, cfg adapter.SessionConfig) (adapter.
 		s.onTitle = cfg.Title
 	}
 	if cfg.Commands != nil {
-		// Said once: the agent's commands never change.
-		cfg.Commands(agent.SlashCommands())
+		cfg.Commands(ag.Commands())
 	}
+	if cfg.Instructions != nil {
+		cfg.Instructions(ag.Instructions())
+	}
+	s.watched = make(chan struct{})
+	go s.watch()
 	return s, nil
+}
+
+// watchEvery is how often an open session looks at its instruction files
+// and command folders (a turn start looks too): a few stats and reads of
+// small files, so the UI's / menu and the session's info follow an edit.
+const watchEvery = 3 * time.Second
+
+// watch refreshes the agent's instructions and custom commands until
+// Close (agent.Agent.Refresh reports what changed).
+func (s *Session) watch() {
+	defer close(s.watched)
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closed.Done():
+			return
+		case <-t.C:
+			s.agent.Refresh()
+		}
+	}
 }
 
 // Session is one open session of ferry's agent.
@@ -297,9 +348,11 @@ type Session struct {
 	// ends with an answer (SessionConfig.Title; nil: no title is made).
 	onTitle func(string)
 	titled  atomic.Bool
-	// closed ends with Close: it ends a title call still running.
-	closed context.Context
-	close  context.CancelFunc
+	// closed ends with Close: it ends a title call still running, and
+	// watch, which closes watched when it has returned.
+	closed  context.Context
+	close   context.CancelFunc
+	watched chan struct{}
 }
 
 var _ adapter.Session = (*Session)(nil)
@@ -420,6 +473,7 @@ func (s *Session) RewindConversation(turnID string) error {
 // Close ends the session and a title call still running.
 func (s *Session) Close() error {
 	s.close()
+	<-s.watched // no refresh reads the workspace once it is closed
 	if err := s.agent.Close(); err != nil {
 		return fmt.Errorf("builtin: close: %w", err)
 	}

@@ -49,6 +49,7 @@ export class SessionState {
     this.mode = this.info.mode || 'default';
     this.settings = this.info.settings || null; // {permission_timeout_ms, permission_timeout_set, model, effort}
     this.commands = []; // the agent's own slash commands (agent.commands)
+    this.instructions = []; // the instruction files in its system prompt (agent.instructions)
     // What the session's agent really offers (agent.capabilities), in place
     // of its adapter's declaration; null: the declaration holds.
     this.capabilities = null;
@@ -97,6 +98,7 @@ export class SessionState {
     this.lastSeq = p.last_seq;
     this.summary = p.reason || 'snapshot';
     this.commands = snap.commands || [];
+    this.instructions = snap.instructions || [];
     this.capabilities = snap.capabilities || null;
     if (p.reason === 'retention') this.addNote('info', 'Older events are no longer kept: this is a summary of the session so far.');
     if (p.reason === 'epoch') this.addNote('info', "The session's history was reset on the master: this is a summary of it.");
@@ -367,6 +369,10 @@ export class SessionState {
       }
       case 'agent.commands':
         this.commands = p.commands || [];
+        this.touch();
+        break;
+      case 'agent.instructions':
+        this.instructions = p.files || [];
         this.touch();
         break;
       case 'agent.capabilities':

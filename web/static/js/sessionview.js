@@ -5,7 +5,7 @@
 // holds, and unsubscribes on unmount (its state is kept: coming back
 // resumes from there).
 
-import { h, clear, formatCost, formatTokens, frameThrottle, settingRow, shorten, uuid } from './util.js';
+import { h, clear, formatBytes, formatCost, formatTokens, frameThrottle, instructionPath, settingRow, shorten, uuid } from './util.js';
 import { message } from './conn.js';
 import { TranscriptView, artifactCard } from './transcript.js';
 import { Composer, COMMANDS } from './composer.js';
@@ -290,6 +290,28 @@ export class SessionView {
     this.actions.draw();
     this.composer.stopBtn.textContent = this.stopping ? 'Stopping…' : 'Stop';
     if (this.filesDialog?.open) this.fillFiles();
+    this.drawInstructions();
+  }
+
+  /**
+   * drawInstructions lists the instruction files in the agent's system
+   * prompt (agent.instructions) in the settings sheet: a file in the
+   * workspace or a folder above it by its short path ("AGENTS.md",
+   * "../CLAUDE.md"), others in full, with its size and whether it was cut.
+   */
+  drawInstructions() {
+    const files = this.state.instructions || [];
+    const root = this.machine()?.workspaces?.find((w) => w.id === this.state.info.workspace_id)?.path || '';
+    const key = JSON.stringify([files, root]);
+    if (this.instructionsRow.dataset.key === key) return;
+    this.instructionsRow.dataset.key = key;
+    this.instructionsRow.hidden = !files.length;
+    clear(this.instructionsRow).append(
+      h('h3', { id: 'instructions-title', class: 'setting-title', text: 'Instructions' }),
+      h('p', { class: 'muted small', text: "In the agent's system prompt, outermost first; edits count from the next turn." }),
+      h('ul', { class: 'instruction-files' }, ...files.map((f) => h('li', { title: f.path },
+        h('code', { text: instructionPath(f.path, root) }),
+        h('span', { class: 'muted small', text: ` · ${formatBytes(f.bytes)}${f.truncated ? ' · cut to fit' : ''}` })))));
   }
 
   search(query, onError) {
@@ -619,6 +641,7 @@ export class SessionView {
         this.modelSetting.el,
         this.timeoutSetting.el,
         this.usageRow,
+        this.instructionsRow = h('section', { class: 'setting-instructions', id: 'session-instructions', 'aria-labelledby': 'instructions-title', hidden: true }),
         this.settings.el));
     this.settingsDialog.addEventListener('click', (e) => {
       // A click on the backdrop (outside the sheet's box) closes it.

@@ -148,6 +148,22 @@ export function relativePath(p, root) {
 }
 
 /**
+ * instructionPath is an instruction file's path as the settings sheet
+ * shows it: relative to the workspace when the file is in it or in a
+ * folder above it, in full otherwise (the user's own file).
+ */
+export function instructionPath(path, root) {
+  const r = String(root || '').replace(/\/+$/, '');
+  if (!r) return path;
+  const dir = path.slice(0, path.lastIndexOf('/'));
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  if (path.startsWith(`${r}/`)) return path.slice(r.length + 1);
+  if (r !== dir && !r.startsWith(`${dir}/`)) return path;
+  const up = r.slice(dir.length).split('/').filter(Boolean).length;
+  return `${'../'.repeat(up)}${name}`;
+}
+
+/**
  * shortenPath cuts a path to n characters from the LEFT, at a directory
  * when it can ("…/dir/file.go"), so the file name stays.
  */
