@@ -541,6 +541,9 @@ func (a *Agent) permCall(t tools.Tool, input map[string]any) permission.Call {
 	}
 	p, _ := input["file_path"].(string)
 	if p == "" {
+		p, _ = input["notebook_path"].(string) // NotebookEdit
+	}
+	if p == "" {
 		p, _ = input["path"].(string)
 	}
 	c.Path = a.relPath(p)
