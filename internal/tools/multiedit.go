@@ -5,6 +5,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -63,8 +64,8 @@ func editAt(i, n int) string { return fmt.Sprintf("edits[%d] (edit %d of %d)", i
 // atEdit prefixes a refusal with the edit it is about and says that nothing
 // was written; other errors pass unchanged.
 func atEdit(err error, i, n int) error {
-	te, ok := err.(*Error)
-	if !ok {
+	var te *Error
+	if !errors.As(err, &te) {
 		return err
 	}
 	return &Error{Code: te.Code, Err: te.Err, Message: fmt.Sprintf("%s: %s No edit was applied: MultiEdit writes all of its edits or none.", editAt(i, n), te.Message)}

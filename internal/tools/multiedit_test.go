@@ -161,13 +161,16 @@ func TestMultiEditCreatesAndKeepsTheFilesForm(t *testing.T) {
 		t.Fatalf("created %q %+v", got, res.Diff)
 	}
 	wtCode(t, MultiEdit{}, env, multiIn("missing.txt", [2]string{"a", "b"}), CodeNotFound)
-	p := wtFile(t, dir, "full.txt", []byte("x\n"))
+	full := wtFile(t, dir, "full.txt", []byte("x\n"))
 	wtMarkRead(t, env, "full.txt")
 	wtCode(t, MultiEdit{}, env, multiIn("full.txt", [2]string{"", "y"}), CodeExists)
+	if wtContent(t, full) != "x\n" {
+		t.Fatal("a refused fill changed the file")
+	}
 
 	// CRLF stays CRLF; curly quotes match as Edit matches them, keeping
 	// the file's style.
-	p = wtFile(t, dir, "crlf.txt", []byte("say \u201chi\u201d\r\nbye\r\n"))
+	p := wtFile(t, dir, "crlf.txt", []byte("say \u201chi\u201d\r\nbye\r\n"))
 	wtMarkRead(t, env, "crlf.txt")
 	res = wtOK(t, MultiEdit{}, env, multiIn("crlf.txt", [2]string{`say "hi"`, `say "hello"`}, [2]string{"bye\n", "bye\nend\n"}))
 	if got := wtContent(t, p); got != "say \u201chello\u201d\r\nbye\r\nend\r\n" {
