@@ -217,5 +217,27 @@ func FuzzMultiEditInput(f *testing.F) {
 		if res.Path == "" || !res.Changed || res.Diff == nil {
 			t.Fatalf("result %+v for %q", res, in)
 		}
+		// A MultiEdit that applied is the same as its edits made one
+		// Edit after another (an Edit that changes nothing by itself is
+		// code 11, a no-op in the sequence).
+		var p2 multiEditParams
+		if err := json.Unmarshal([]byte(in), &p2); err != nil {
+			t.Fatalf("applied input %q does not decode: %v", in, err)
+		}
+		if *p2.FilePath != "f.txt" {
+			return // another file (created), or f.txt by another name
+		}
+		env2, dir2 := wtEnv(t)
+		q := wtFile(t, dir2, "f.txt", []byte(orig))
+		wtMarkRead(t, env2, "f.txt")
+		for i, e := range p2.Edits {
+			one := map[string]any{"file_path": "f.txt", "old_string": *e.OldString, "new_string": *e.NewString, "replace_all": e.ReplaceAll}
+			if _, err := wtRun(t, Edit{}, env2, one); err != nil && CodeOf(err) != CodeNoChange {
+				t.Fatalf("MultiEdit %q applied, but Edit %d alone fails: %v", in, i, err)
+			}
+		}
+		if a, b := wtContent(t, p), wtContent(t, q); a != b {
+			t.Fatalf("MultiEdit %q gave %q, one Edit after another %q", in, a, b)
+		}
 	})
 }
