@@ -18,7 +18,9 @@ type jsonMember struct {
 }
 
 // jsonObject is a JSON object whose members keep their order and raw
-// values; decoding and encoding it changes nothing but whitespace.
+// values; decoding and encoding it changes nothing but whitespace. A key
+// twice is refused: readers disagree on which one counts (encoding/json,
+// and so Read, takes the last), so an edit could change what was not shown.
 type jsonObject []jsonMember
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -28,12 +30,17 @@ func (o *jsonObject) UnmarshalJSON(b []byte) error {
 		return errors.New("not a JSON object")
 	}
 	var out jsonObject
+	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return err
 		}
 		key, _ := tok.(string) // object keys are always strings
+		if seen[key] {
+			return fmt.Errorf("the key %q appears twice in one object", key)
+		}
+		seen[key] = true
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
 			return err

@@ -186,8 +186,11 @@ func parseNotebook(shown string, data []byte) (*notebookDoc, error) {
 		return nil, &Error{Code: CodeEncoding, Err: err, Message: fmt.Sprintf("%s is not a valid Jupyter notebook: its JSON does not parse as an object (%v). Fix the JSON with Write.", shown, err)}
 	}
 	cellsRaw, ok := nb.top.get("cells")
-	if !ok || json.Unmarshal(cellsRaw, &nb.cells) != nil {
-		return nil, Errorf(CodeEncoding, "%s is not a Jupyter notebook in nbformat 4 (it has no \"cells\" array of objects); NotebookEdit changes nbformat 4 notebooks only.", shown)
+	if !ok || !bytes.HasPrefix(bytes.TrimSpace(cellsRaw), []byte("[")) {
+		return nil, Errorf(CodeEncoding, "%s is not a Jupyter notebook in nbformat 4 (it has no \"cells\" array); NotebookEdit changes nbformat 4 notebooks only.", shown)
+	}
+	if err := json.Unmarshal(cellsRaw, &nb.cells); err != nil {
+		return nil, &Error{Code: CodeEncoding, Err: err, Message: fmt.Sprintf("%s: its cells are not valid notebook cells (%v). Fix the JSON with Write.", shown, err)}
 	}
 	nb.heads = make([]cellHead, len(nb.cells))
 	lines := 0

@@ -1,8 +1,10 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -275,6 +277,21 @@ func TestNotebookEditRefusals(t *testing.T) {
 			t.Fatal("changed")
 		}
 	})
+	t.Run("a key twice", func(t *testing.T) {
+		t.Parallel()
+		// Read shows the last "cells"; an edit of the first would change
+		// what the model never saw.
+		env, dir := wtEnv(t)
+		twice := `{"cells": [{"cell_type": "code", "id": "c1", "source": "hidden"}], "cells": [{"cell_type": "code", "id": "c1", "source": "shown"}], "nbformat": 4, "nbformat_minor": 5}`
+		p := wtFile(t, dir, "n.ipynb", []byte(twice))
+		wtMarkRead(t, env, "n.ipynb")
+		if msg := wtCode(t, NotebookEdit{}, env, nbIn("", "c1", "x"), CodeEncoding); !strings.Contains(msg, `"cells" appears twice`) {
+			t.Fatalf("message %q", msg)
+		}
+		if wtContent(t, p) != twice {
+			t.Fatal("changed")
+		}
+	})
 	t.Run("not nbformat 4", func(t *testing.T) {
 		t.Parallel()
 		env, dir := wtEnv(t)
@@ -308,5 +325,48 @@ func TestNotebookEditWithoutIDs(t *testing.T) {
 	msg := wtCode(t, NotebookEdit{}, env, nbIn("", "cell-0", "x"), CodeNoCell)
 	if !strings.Contains(msg, "cell-1, cell-2, cell-3") {
 		t.Fatalf("message %q", msg)
+	}
+}
+
+// FuzzNotebookRoundTrip: whatever notebook JSON parses, writing it back
+// unedited keeps its meaning: the same JSON value.
+func FuzzNotebookRoundTrip(f *testing.F) {
+	f.Add(jupyterNotebook)
+	f.Add(`{"cells":[{"cell_type":"code","source":"a<b&c","outputs":[]}],"nbformat":4,"nbformat_minor":4}`)
+	f.Add("{\r\n\t\"cells\": [],\r\n\t\"x\": \"\\u00e9\\n\"\r\n}\r\n")
+	f.Add(`{"cells":[{}],"a":[1,2.50,-0,1e3],"b":null}`)
+	f.Fuzz(func(t *testing.T, src string) {
+		nb, err := parseNotebook("n.ipynb", []byte(src))
+		if err != nil {
+			return
+		}
+		out, err := nb.encode()
+		if err != nil {
+			t.Fatalf("encode of %q: %v", src, err)
+		}
+		var a, b any
+		if json.Unmarshal(bytes.TrimPrefix([]byte(src), []byte("\xEF\xBB\xBF")), &a) != nil {
+			return // parsed by the ordered decoder but not by encoding/json: not a notebook anyone wrote
+		}
+		if err := json.Unmarshal(bytes.TrimPrefix(out, []byte("\xEF\xBB\xBF")), &b); err != nil {
+			t.Fatalf("%q written back as %q, which does not parse: %v", src, out, err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%q written back as %q: another value", src, out)
+		}
+	})
+}
+
+func TestNotebookEditRefusesACellKeyTwice(t *testing.T) {
+	t.Parallel()
+	env, dir := wtEnv(t)
+	twice := `{"cells": [{"cell_type": "code", "id": "c1", "source": "a", "source": "b"}], "nbformat": 4, "nbformat_minor": 5}`
+	p := wtFile(t, dir, "n.ipynb", []byte(twice))
+	wtMarkRead(t, env, "n.ipynb")
+	if msg := wtCode(t, NotebookEdit{}, env, nbIn("", "c1", "x"), CodeEncoding); !strings.Contains(msg, `"source" appears twice`) {
+		t.Fatalf("message %q", msg)
+	}
+	if wtContent(t, p) != twice {
+		t.Fatal("changed")
 	}
 }
