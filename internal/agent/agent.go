@@ -1,7 +1,7 @@
 // Package agent is ferry's own agent runtime: one Agent is one session, a
 // conversation with a model provider (llm.Provider) that calls ferry's
-// tools (Read, Write, Edit, Glob, Grep, Bash, …, and Task, which runs
-// sub-agents) in a workspace.
+// tools (Read, Write, Edit, MultiEdit, NotebookEdit, Glob, Grep, Bash, …,
+// and Task, which runs sub-agents) in a workspace.
 //
 // What it guarantees:
 //
@@ -17,9 +17,9 @@
 //     read-only git commands (permission.ModeAllows). SetMode is safe while
 //     a turn runs and takes effect at the next tool call.
 //   - Permission rules decide each call (deny → ask → allow); asking sends
-//     agent.interaction.request (with the diff for Write and Edit, asked
-//     after the change is computed and before it is written) and waits for
-//     Answer; a timeout (Answer nil) denies.
+//     agent.interaction.request (with the diff for Write, Edit, MultiEdit
+//     and NotebookEdit, asked after the change is computed and before it
+//     is written) and waits for Answer; a timeout (Answer nil) denies.
 //   - Cancel (ctx) stops the stream and the running tool at once, and Run
 //     returns promptly; the conversation stays valid for the next prompt
 //     (every tool call gets a result, a cancelled one "cancelled by the
@@ -67,12 +67,12 @@
 //     resets Read's dedup state and hands the dropped messages to
 //     Config.OnCompact. The artifacts of the summarised messages move to
 //     the summary message, so compaction never loses one.
-//   - Artifacts (Config.Artifacts): Write, Edit and Bash are the
-//     internal/artifact decorators (the `artifact` and `artifact_paths`
-//     parameters appear in their schemas only then). Each prompt has its
-//     own artifact.Collector in the context its tools see; the artifacts
-//     one model call's tool calls registered go on that call's assistant
-//     message (llm.Message.Artifacts, persisted with the history, never
+//   - Artifacts (Config.Artifacts): Write, Edit, MultiEdit, NotebookEdit
+//     and Bash are the internal/artifact decorators (the `artifact` and
+//     `artifact_paths` parameters appear in their schemas only then). Each
+//     prompt has its own artifact.Collector in the context its tools see;
+//     the artifacts one model call's tool calls registered go on that
+//     call's assistant message (llm.Message.Artifacts, persisted with the history, never
 //     sent to the model), one agent.artifact event per file follows the
 //     agent.tool.finished of the call that made it, and Result.Artifacts
 //     has all of the prompt's on every exit path: end_turn, max_turns,
@@ -180,8 +180,8 @@ type Config struct {
 	// It runs synchronously on the turn's goroutine: a step is kept before
 	// the next one starts.
 	OnStep func(Snapshot)
-	// Artifacts turns on file artifacts (internal/artifact): Write, Edit
-	// and Bash become their decorators, whose schemas have the `artifact`
+	// Artifacts turns on file artifacts (internal/artifact): Write, Edit,
+	// MultiEdit, NotebookEdit and Bash become their decorators, whose schemas have the `artifact`
 	// and `artifact_paths` parameters, and the files they register reach
 	// the user as agent.artifact events and Result.Artifacts. Off, the
 	// tools are the plain ones and the parameters are absent.
@@ -617,6 +617,9 @@ func (a *Agent) permCall(t tools.Tool, input map[string]any) permission.Call {
 		}
 	}
 	p, _ := input["file_path"].(string)
+	if p == "" {
+		p, _ = input["notebook_path"].(string) // NotebookEdit
+	}
 	if p == "" {
 		p, _ = input["path"].(string)
 	}

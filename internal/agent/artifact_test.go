@@ -212,7 +212,7 @@ func TestArtifactsSwitch(t *testing.T) {
 	if _, err := on.Run(testCtx(t), textTurn("hi"), newRecorder().emit); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"Write": `"artifact"`, "Edit": `"artifact"`, "Bash": `"artifact_paths"`}
+	want := map[string]string{"Write": `"artifact"`, "Edit": `"artifact"`, "MultiEdit": `"artifact"`, "NotebookEdit": `"artifact"`, "Bash": `"artifact_paths"`}
 	for _, s := range p.requests()[0].Tools {
 		has := strings.Contains(string(s.InputSchema), `"artifact`)
 		if w, ok := want[s.Name]; has != ok || (ok && !strings.Contains(string(s.InputSchema), w)) {

@@ -28,7 +28,7 @@ const maxEventOutput = 64 << 10
 
 // approvingTools ask for permission through tools.Env.Approve, with the
 // computed diff, instead of before the call.
-var approvingTools = map[string]bool{"Write": true, "Edit": true}
+var approvingTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
 
 // runTools runs the calls in order and returns one tool_result per call;
 // consecutive Task calls run at the same time (parallel), their results

@@ -24,7 +24,7 @@ import (
 // buffers when it lends its files. Glob and Grep list and search ferry's
 // disk: asking the editor for every file of a tree would be slow, and
 // names are the same on both.
-var editorFileTools = map[string]bool{"Read": true, "Write": true, "Edit": true}
+var editorFileTools = map[string]bool{"Read": true, "Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
 
 // lend points env, a copy for one call of the tool named tool, at what the
 // editor lends now: the overlay over ferry's FS for the file tools, its

@@ -40,6 +40,9 @@ var decisions = map[string]func(tools.Tool, Config) tools.Tool{
 	"Write": WrapWrite,
 	"Edit":  WrapEdit,
 	"Bash":  WrapBash,
+	// MultiEdit and NotebookEdit change a file as Edit does.
+	"MultiEdit":    WrapEdit,
+	"NotebookEdit": WrapEdit,
 }
 
 // Decorated is implemented by the decorators.

@@ -531,7 +531,7 @@ func TestEveryToolHasADecision(t *testing.T) {
 	for n := range known {
 		t.Errorf("decision for %s, which tools.AllTools no longer has", n)
 	}
-	if got := strings.Join(artifact.DecoratedNames(), ","); got != "Write,Edit,Bash" {
+	if got := strings.Join(artifact.DecoratedNames(), ","); got != "Write,Edit,MultiEdit,NotebookEdit,Bash" {
 		t.Fatalf("DecoratedNames = %s", got)
 	}
 	// Every file tool (what the MCP server and per-workspace environments

@@ -72,7 +72,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"Edit", "Glob", "Grep", "Read", "Write"}; !slices.Equal(names, want) {
+	if want := []string{"Edit", "Glob", "Grep", "MultiEdit", "NotebookEdit", "Read", "Write"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 

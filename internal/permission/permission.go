@@ -124,7 +124,7 @@ func (r Rule) IsZero() bool { return r == Rule{} }
 // rules take a command pattern. A tool added to ferry's agent adds its name
 // here; a test keeps this list in step with tools.AllTools.
 var (
-	pathTools    = []string{"Read", "Write", "Edit", "Glob", "Grep"}
+	pathTools    = []string{"Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep"}
 	commandTools = []string{"Bash"}
 )
 
@@ -145,20 +145,24 @@ func isPathTool(name string) bool {
 // covers reports whether a rule naming ruleTool applies to a call of
 // callTool. Read rules cover every tool that reads files (Read, Glob,
 // Grep), so `Read(.env)` in deny also stops Grep from being pointed at it;
-// Write and Edit rules each cover both tools that change files, so
-// `Edit(secrets/**)` in deny cannot be sidestepped with Write.
+// the rules of each tool that changes files (Write, Edit, MultiEdit,
+// NotebookEdit) cover all four, so `Edit(secrets/**)` in deny cannot be
+// sidestepped with Write or MultiEdit, as in Claude Code.
 func covers(ruleTool, callTool string) bool {
 	if ruleTool == callTool {
 		return true
 	}
-	switch ruleTool {
-	case "Read":
+	switch {
+	case ruleTool == "Read":
 		return callTool == "Glob" || callTool == "Grep"
-	case "Write", "Edit":
-		return callTool == "Write" || callTool == "Edit"
+	case writeTools[ruleTool]:
+		return writeTools[callTool]
 	}
 	return false
 }
+
+// writeTools change files; their rules cover one another.
+var writeTools = map[string]bool{"Write": true, "Edit": true, "MultiEdit": true, "NotebookEdit": true}
 
 // ErrorCode names what is wrong with a rule.
 type ErrorCode string
@@ -207,7 +211,7 @@ func ruleErr(code ErrorCode, rule, format string, args ...any) *Error {
 // The pattern is everything between the first "(" and the last ")";
 // parentheses inside it must balance unless escaped with a backslash.
 //
-// Path tools (Read, Write, Edit, Glob, Grep) take a doublestar glob:
+// Path tools (Read, Write, Edit, MultiEdit, NotebookEdit, Glob, Grep) take a doublestar glob:
 // relative patterns ("src/**", "**/*.go") match paths inside the workspace,
 // absolute ones ("/tmp/**") absolute paths; the pattern is cleaned ("./a//b"
 // is "a/b"). Bash takes "prefix:*" (the command starts with these words:

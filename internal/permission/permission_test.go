@@ -53,7 +53,7 @@ func TestParse(t *testing.T) {
 	}{
 		{"", permission.CodeEmptyTool, "no tool name"},
 		{"(src/**)", permission.CodeEmptyTool, "no tool name"},
-		{"Bahs(ls)", permission.CodeUnknownTool, "Read, Write, Edit, Glob, Grep, Bash"},
+		{"Bahs(ls)", permission.CodeUnknownTool, "Read, Write, Edit, MultiEdit, NotebookEdit, Glob, Grep, Bash"},
 		{"read(src/**)", permission.CodeUnknownTool, `did you mean "Read"`},
 		{"WebFetch", permission.CodeUnknownTool, "unknown tool"},
 		{"Read(src", permission.CodeUnbalanced, `end with ")"`},
@@ -440,5 +440,34 @@ func TestKnownToolsMatchAgentTools(t *testing.T) {
 	slices.Sort(known)
 	if !slices.Equal(names, known) {
 		t.Fatalf("KnownTools %v, agent tools %v", known, names)
+	}
+}
+
+// TestWriteToolRulesCoverEachOther: a rule on any tool that changes files
+// (Write, Edit, MultiEdit, NotebookEdit) decides the others' calls too, so
+// `Edit(secrets/**)` in deny cannot be sidestepped with MultiEdit or
+// NotebookEdit, nor `MultiEdit(x)` with Write; reading tools stay apart.
+func TestWriteToolRulesCoverEachOther(t *testing.T) {
+	t.Parallel()
+	writers := []string{"Write", "Edit", "MultiEdit", "NotebookEdit"}
+	for _, rule := range writers {
+		rs := mustRules(t, []string{rule + "(docs/**)"}, nil, []string{rule + "(secrets/**)"})
+		for _, tool := range writers {
+			if d := rs.Decide(permission.Call{Tool: tool, Path: "secrets/a.ipynb"}); d != permission.Deny {
+				t.Errorf("deny %s(secrets/**): %s of secrets/a.ipynb is %s", rule, tool, d)
+			}
+			if d := rs.Decide(permission.Call{Tool: tool, Path: "docs/a.md"}); d != permission.Allow {
+				t.Errorf("allow %s(docs/**): %s of docs/a.md is %s", rule, tool, d)
+			}
+			if d := rs.Decide(permission.Call{Tool: tool, Path: "src/a.go"}); d != permission.Ask {
+				t.Errorf("%s of src/a.go with no rule is %s, want ask", tool, d)
+			}
+		}
+		if d := rs.Decide(permission.Call{Tool: "Read", Path: "secrets/a.ipynb", ReadOnly: true}); d != permission.Allow {
+			t.Errorf("deny %s(secrets/**) decided a Read: %s", rule, d)
+		}
+	}
+	if got := permission.RulesFor(permission.Call{Tool: "NotebookEdit", Path: "n.ipynb"}); len(got) != 1 || got[0].String() != "NotebookEdit(n.ipynb)" {
+		t.Fatalf("RulesFor NotebookEdit = %v", got)
 	}
 }

@@ -79,7 +79,7 @@ func TestToolsetDescribed(t *testing.T) {
 			t.Errorf("%s: input schema is not an object schema", tool.Name())
 		}
 	}
-	if strings.Join(tools.FileToolNames(), ",") != "Read,Write,Edit,Glob,Grep" {
+	if strings.Join(tools.FileToolNames(), ",") != "Read,Write,Edit,MultiEdit,NotebookEdit,Glob,Grep" {
 		t.Fatalf("FileToolNames = %v", tools.FileToolNames())
 	}
 }

@@ -76,16 +76,13 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 		}
 		return editCreate(ctx, env, t, repl)
 	}
-	txt, err := textenc.Decode(t.data)
+	txt, err := editableText(t)
 	if err != nil {
-		return nil, &Error{Code: CodeEncoding, Err: err, Message: fmt.Sprintf("%s has a UTF-16 byte-order mark but is not valid UTF-16 (%v), so it cannot be edited as text without changing other bytes. Use Write to replace it entirely.", t.shown, err)}
-	}
-	if txt.Encoding != textenc.UTF16LE && txt.Encoding != textenc.UTF16BE && bytes.IndexByte(t.data, 0) >= 0 {
-		return nil, Errorf(CodeEncoding, "%s contains NUL bytes: it is binary, or UTF-16 without a byte-order mark. Edit only changes text files; nothing was changed.", t.shown)
+		return nil, err
 	}
 	legacy := txt.Encoding == textenc.Legacy
-	if legacy && (!isASCII(old) || !isASCII(repl)) {
-		return nil, Errorf(CodeEncoding, "%s is not UTF-8 (a legacy encoding such as cp1252 or Shift-JIS), so Edit can only replace plain ASCII text with plain ASCII text there, byte for byte; old_string or new_string has other characters. Nothing was changed. To change non-ASCII text, rewrite the file with Write (it will be stored as UTF-8) if the user agrees.", t.shown)
+	if err := legacyASCII(t, legacy, old, repl); err != nil {
+		return nil, err
 	}
 
 	var m editMatch
@@ -107,22 +104,11 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 		stripSpanLineEnds(txt.View, m.spans)
 	}
 	if legacy {
-		starts := make([]int, len(m.spans))
-		for i, s := range m.spans {
-			starts[i] = s.start
-		}
-		if at, ok := txt.SplitsChar(starts); ok {
-			return nil, Errorf(CodeEncoding, "%s is not UTF-8, and the match at line %d starts right after a non-ASCII byte, where it may split a double-byte character (Shift-JIS, GBK, Big5). Nothing was changed. Start old_string at a space, punctuation or a line start, or rewrite the file with Write (as UTF-8) if the user agrees.", t.shown, lineNumbersOf(txt.View, []int{at})[0])
+		if err := splitsNoChar(t, txt, m.spans); err != nil {
+			return nil, err
 		}
 	}
-
-	edits := make([]textenc.Edit, len(m.spans))
-	dEdits := make([]textdiff.Edit, len(m.spans))
-	for i, s := range m.spans {
-		edits[i] = textenc.Edit{Start: s.start, End: s.end, Text: s.repl}
-		dEdits[i] = textdiff.Edit{Start: s.start, End: s.end, New: s.repl}
-	}
-	data, err := txt.Apply(edits)
+	data, dEdits, err := applySpans(txt, m.spans)
 	if err != nil {
 		return nil, err
 	}
@@ -152,11 +138,64 @@ func (Edit) Run(ctx context.Context, env *Env, input json.RawMessage) (*Result, 
 	return &Result{Blocks: Text(sb.String()), Path: info.Path, Rel: info.Rel, Diff: diff, Changed: true}, nil
 }
 
+// editableText decodes the file an Edit or MultiEdit changes, refusing
+// what cannot be edited as text without changing other bytes (code 13).
+func editableText(t *writeTarget) (*textenc.Text, error) {
+	txt, err := textenc.Decode(t.data)
+	if err != nil {
+		return nil, &Error{Code: CodeEncoding, Err: err, Message: fmt.Sprintf("%s has a UTF-16 byte-order mark but is not valid UTF-16 (%v), so it cannot be edited as text without changing other bytes. Use Write to replace it entirely.", t.shown, err)}
+	}
+	if txt.Encoding != textenc.UTF16LE && txt.Encoding != textenc.UTF16BE && bytes.IndexByte(t.data, 0) >= 0 {
+		return nil, Errorf(CodeEncoding, "%s contains NUL bytes: it is binary, or UTF-16 without a byte-order mark. Edit only changes text files; nothing was changed.", t.shown)
+	}
+	return txt, nil
+}
+
+// legacyASCII refuses non-ASCII old or new text in a file that is not
+// UTF-8: only ASCII is the same bytes in every such encoding.
+func legacyASCII(t *writeTarget, legacy bool, old, repl string) error {
+	if legacy && (!isASCII(old) || !isASCII(repl)) {
+		return Errorf(CodeEncoding, "%s is not UTF-8 (a legacy encoding such as cp1252 or Shift-JIS), so Edit can only replace plain ASCII text with plain ASCII text there, byte for byte; old_string or new_string has other characters. Nothing was changed. To change non-ASCII text, rewrite the file with Write (it will be stored as UTF-8) if the user agrees.", t.shown)
+	}
+	return nil
+}
+
+// splitsNoChar refuses spans of a legacy-encoded file that start inside
+// what may be a double-byte character.
+func splitsNoChar(t *writeTarget, txt *textenc.Text, spans []editSpan) error {
+	starts := make([]int, len(spans))
+	for i, s := range spans {
+		starts[i] = s.start
+	}
+	if at, ok := txt.SplitsChar(starts); ok {
+		return Errorf(CodeEncoding, "%s is not UTF-8, and the match at line %d starts right after a non-ASCII byte, where it may split a double-byte character (Shift-JIS, GBK, Big5). Nothing was changed. Start old_string at a space, punctuation or a line start, or rewrite the file with Write (as UTF-8) if the user agrees.", t.shown, lineNumbersOf(txt.View, []int{at})[0])
+	}
+	return nil
+}
+
+// applySpans replaces spans (ascending, not overlapping) of txt's view and
+// returns the file's new bytes and the edits for its diff.
+func applySpans(txt *textenc.Text, spans []editSpan) ([]byte, []textdiff.Edit, error) {
+	edits := make([]textenc.Edit, len(spans))
+	dEdits := make([]textdiff.Edit, len(spans))
+	for i, s := range spans {
+		edits[i] = textenc.Edit{Start: s.start, End: s.end, Text: s.repl}
+		dEdits[i] = textdiff.Edit{Start: s.start, End: s.end, New: s.repl}
+	}
+	data, err := txt.Apply(edits)
+	return data, dEdits, err
+}
+
 // editCreate creates a missing file with content (old_string "").
 func editCreate(ctx context.Context, env *Env, t *writeTarget, content string) (*Result, error) {
+	return createWith(ctx, env, t, "Edit", content)
+}
+
+// createWith creates a missing file with content for tool.
+func createWith(ctx context.Context, env *Env, t *writeTarget, tool, content string) (*Result, error) {
 	diff := textdiff.Diff(t.shown, "", content, diffContext)
 	diff.IsNewFile = true
-	info, err := t.commit(ctx, env, "Edit", []byte(content), diff)
+	info, err := t.commit(ctx, env, tool, []byte(content), diff)
 	if err != nil {
 		return nil, err
 	}

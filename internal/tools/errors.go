@@ -55,6 +55,11 @@ const (
 	// CodeEditor: the editor the session's files or terminals are lent by
 	// (ferry acp) failed a read, a write or a command.
 	CodeEditor = 21
+	// CodeOverlap: a MultiEdit edit matches text an earlier edit of the
+	// same call replaced or inserted.
+	CodeOverlap = 22
+	// CodeNoCell: NotebookEdit names a cell the notebook does not have.
+	CodeNoCell = 23
 	// CodeInternal: the tool failed for a reason of its own (logged, not shown).
 	CodeInternal = 99
 )

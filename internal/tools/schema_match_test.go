@@ -29,6 +29,9 @@ func TestSchemasMatchParams(t *testing.T) {
 		{"Grep", grepSchema, grepParams{}},
 		{"Read", readSchema, readParams{}},
 		{"Write", writeSchema, writeParams{}},
+		{"MultiEdit", multiEditSchema, multiEditParams{}},
+		{"MultiEdit.edits", multiEditItemSchema(t), multiEditItem{}},
+		{"NotebookEdit", notebookEditSchema, notebookEditParams{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var s struct {
@@ -104,7 +107,7 @@ func schemaType(t reflect.Type) string {
 // change the golden copy too, so it shows in review.
 func TestSchemasMatchGolden(t *testing.T) {
 	t.Parallel()
-	for _, tool := range []Tool{Bash{}, Edit{}, Glob{}, Grep{}, Read{}, Write{}} {
+	for _, tool := range []Tool{Bash{}, Edit{}, Glob{}, Grep{}, Read{}, Write{}, MultiEdit{}, NotebookEdit{}} {
 		t.Run(tool.Name(), func(t *testing.T) {
 			t.Parallel()
 			golden, err := os.ReadFile(filepath.Join("testdata", "schemas", tool.Name()+".json"))
@@ -164,4 +167,21 @@ func propertyOrder(t *testing.T, schema []byte) []string {
 		}
 	}
 	return names
+}
+
+// multiEditItemSchema is the schema of one of MultiEdit's edits, as a
+// closed object schema of its own.
+func multiEditItemSchema(t *testing.T) json.RawMessage {
+	t.Helper()
+	var s struct {
+		Properties struct {
+			Edits struct {
+				Items json.RawMessage `json:"items"`
+			} `json:"edits"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(multiEditSchema, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Properties.Edits.Items
 }

@@ -1,14 +1,18 @@
 // Package tools implements the file tools agents touch users' files with:
-// Read, Write, Edit, Glob and Grep. They work on a confined vfs.FS and share
-// one read-before-write contract (ReadState):
+// Read, Write, Edit, MultiEdit, NotebookEdit, Glob and Grep. They work on a
+// confined vfs.FS and share one read-before-write contract (ReadState):
 //
-//   - Write and Edit of an existing file need a full, earlier Read of it in the
-//     same session (code 2), and are refused if the file changed since (code 3,
+//   - Write, Edit, MultiEdit and NotebookEdit of an existing file need an
+//     earlier Read of it in the same session (code 2: for Write and
+//     NotebookEdit a full one, for the edits any window), and are refused
+//     if the file changed since (code 3,
 //     by size, mtime, ctime and content hash: a touch that changes nothing is
 //     fine, a change that restores the mtime is caught).
 //   - The final staleness check and the atomic rename happen under a per-file
 //     lock, after any permission prompt, against what the Read saw: two writers
 //     can never both succeed on the same read.
+//   - A MultiEdit is all or none: its edits apply in memory, in order, and
+//     the file is written once, or not at all when one edit fails.
 //   - Every failure is an *Error with a documented numeric code (errors.go)
 //     and a message that tells the agent what to do next; nothing is written
 //     when a tool fails.

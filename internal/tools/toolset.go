@@ -4,7 +4,7 @@ package tools
 // set of names is what per-workspace isolation and the artifact decorators
 // key on, so they stay in lockstep with this list.
 func FileTools() []Tool {
-	return []Tool{Read{}, Write{}, Edit{}, Glob{}, Grep{}}
+	return []Tool{Read{}, Write{}, Edit{}, MultiEdit{}, NotebookEdit{}, Glob{}, Grep{}}
 }
 
 // FileToolNames lists the names of FileTools.

@@ -27,6 +27,8 @@ export const TOOL_CODES = {
   19: ['hard linked', 'the file has other hard links and is left untouched'],
   20: ['MCP', 'an MCP server\'s tool reported an error, or its server is unreachable or exited'],
   21: ['editor', 'the editor lending its files or terminals failed the request'],
+  22: ['overlap', 'two edits of one MultiEdit change the same text'],
+  23: ['no cell', 'the notebook has no cell with that id'],
   99: ['internal', 'the tool failed for a reason of its own (see the log)'],
 };
 

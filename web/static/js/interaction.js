@@ -33,7 +33,7 @@ function describeAnswer(it) {
 /** toolSummary names what a permission is for: the file, command or pattern. */
 export function toolSummary(input) {
   const i = input || {};
-  return i.file_path || i.path || i.command || i.pattern || i.url || i.description || '';
+  return i.file_path || i.notebook_path || i.path || i.command || i.pattern || i.url || i.description || '';
 }
 
 /** MAX_NOTE bounds a denial's note (protocol.MaxDenyNote). */
