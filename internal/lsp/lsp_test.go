@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ferry-dev/ferry/internal/lsp/lsptest"
 )
 
 func TestMain(m *testing.M) {
@@ -279,5 +281,32 @@ func TestByteColumn(t *testing.T) {
 		if got := byteColumn([]byte(c.line), c.utf16); got != c.want {
 			t.Errorf("%q at %d: %d, want %d", c.line, c.utf16, got, c.want)
 		}
+	}
+}
+
+// TestGopls: with the real gopls (pinned, lsptest.Gopls), a change that
+// makes a type error gets it; the next change that fixes it gets none.
+func TestGopls(t *testing.T) {
+	t.Parallel()
+	gopls := lsptest.Gopls(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := "package main\n\nfunc main() {\n\tvar n int = 1\n\t_ = n\n}\n"
+	lsptest.GoModule(t, root, good)
+	m := NewManager(root, Config{Servers: map[string]ServerConfig{".go": {Command: []string{gopls}, WaitMS: 120000}}}, nil)
+	t.Cleanup(m.Close)
+	path := filepath.Join(root, "main.go")
+	bad := strings.Replace(good, "var n int = 1", `var n int = "one"`, 1)
+	out, took := diagnose(t, m, path, bad)
+	t.Logf("gopls answered in %v:\n%s", took, out)
+	if !strings.HasPrefix(out, "gopls reports 1 error in main.go after this change:\nmain.go:4:14: ") || !strings.Contains(out, `cannot use "one"`) {
+		t.Fatalf("the type error is not reported:\n%q", out)
+	}
+	out, took = diagnose(t, m, path, good)
+	t.Logf("after the fix, in %v: %q", took, out)
+	if out != "" {
+		t.Fatalf("after the fix: %q", out)
 	}
 }
