@@ -75,6 +75,12 @@
 //     servers are connected once per list (again when it changes), a
 //     failed one is reported once (agent.error mcp_server_failed) and the
 //     turn goes on; Close stops them.
+//   - Diagnostics after edits (Config.Diagnostics, internal/lsp): a call
+//     that changed a file gets the language server's errors in that file
+//     appended to its result, within a bounded wait (a slow or crashed
+//     server only leaves them out); the file is read through the same
+//     FS the tool wrote it through (the editor's buffers when lent).
+//     The servers are the session's and stop with Close.
 //   - Restarts: Config.OnStep gets a Snapshot (history, turn-open flag,
 //     read state) each time a step ends, before the next one starts;
 //     Restore continues from one, repaired so the provider accepts it
@@ -98,6 +104,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/lsp"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/vfs"
@@ -166,6 +173,13 @@ type Config struct {
 	// (internal/vfs/overlay), Bash runs in its terminal, and its MCP
 	// servers' tools are offered (editor.go).
 	Editor func() editorlink.Lent
+	// Diagnostics turns on language server diagnostics after edits
+	// (internal/lsp; the user's lsp.json, lsp.LoadConfig): a Write or Edit
+	// (any tool whose result changed a file) gets the server's errors in
+	// the file it changed appended to its result, after a bounded wait.
+	// The servers start at the first edit of their language and stop with
+	// Close. Nil: none.
+	Diagnostics *lsp.Config
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -189,6 +203,7 @@ type Agent struct {
 	onStep    func(Snapshot)
 	stopCause error // Config.StopCause
 	editor    func() editorlink.Lent
+	lsp       *lsp.Manager // nil: no diagnostics after edits
 	log       *slog.Logger
 
 	mcp mcpState // the editor's MCP servers (editor.go)
@@ -284,6 +299,10 @@ func New(cfg Config) (*Agent, error) {
 		Limits:  limits,
 		Tokens:  &providerCounter{p: cfg.Provider},
 		History: cfg.History,
+	}
+	if cfg.Diagnostics != nil {
+		a.lsp = lsp.NewManager(a.root, *cfg.Diagnostics, log)
+		a.env.Diagnostics = a.diagnostics(fsys)
 	}
 	return a, nil
 }
@@ -403,9 +422,12 @@ func (a *Agent) Answer(interactionID string, resp *protocol.InteractionResponse)
 }
 
 // Close releases the workspace and stops the editor's MCP servers it
-// connected. A running turn should be cancelled first.
+// connected and the language servers it started. A running turn should be cancelled first.
 func (a *Agent) Close() error {
 	a.closeMCP()
+	if a.lsp != nil {
+		a.lsp.Close()
+	}
 	if err := a.fs.Close(); err != nil {
 		return fmt.Errorf("agent: close: %w", err)
 	}

@@ -294,7 +294,10 @@ func TestGopls(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := "package main\n\nfunc main() {\n\tvar n int = 1\n\t_ = n\n}\n"
-	lsptest.GoModule(t, root, good)
+	lsptest.GoModule(t, root)
+	if err := os.WriteFile(filepath.Join(root, "main.go"), []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	m := NewManager(root, Config{Servers: map[string]ServerConfig{".go": {Command: []string{gopls}, WaitMS: 120000}}}, nil)
 	t.Cleanup(m.Close)
 	path := filepath.Join(root, "main.go")

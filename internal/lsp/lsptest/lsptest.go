@@ -29,14 +29,10 @@ func Gopls(t testing.TB) string {
 	return path
 }
 
-// GoModule writes a one-package Go module (module example.com/m) with
-// main.go holding content into dir.
-func GoModule(t testing.TB, dir, content string) {
+// GoModule makes dir a Go module (example.com/m) with no files yet.
+func GoModule(t testing.TB, dir string) {
 	t.Helper()
 	if err := os.WriteFile(dir+"/go.mod", []byte("module example.com/m\n\ngo 1.26\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dir+"/main.go", []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
