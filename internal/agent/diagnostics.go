@@ -30,6 +30,12 @@ func (a *Agent) diagnostics(fsys vfs.FS) func(ctx context.Context, path string) 
 		if len(data) > maxDiagnosedFile {
 			return "", nil
 		}
-		return a.lsp.Diagnostics(ctx, path, data)
+		text, err := a.lsp.Diagnostics(ctx, path, data)
+		if text != "" {
+			// Its own block for the model; agent.tool.finished's output
+			// joins the blocks as they are, so it starts a line there.
+			text = "\n" + text
+		}
+		return text, err
 	}
 }
