@@ -80,7 +80,8 @@
 //     appended to its result, within a bounded wait (a slow or crashed
 //     server only leaves them out); the file is read through the same
 //     FS the tool wrote it through (the editor's buffers when lent).
-//     The servers are the session's and stop with Close.
+//     The sessions of one workspace share its servers (lsp.Acquire);
+//     the last one's Close stops them.
 //   - Restarts: Config.OnStep gets a Snapshot (history, turn-open flag,
 //     read state) each time a step ends, before the next one starts;
 //     Restore continues from one, repaired so the provider accepts it
@@ -177,8 +178,9 @@ type Config struct {
 	// (internal/lsp; the user's lsp.json, lsp.LoadConfig): a Write or Edit
 	// (any tool whose result changed a file) gets the server's errors in
 	// the file it changed appended to its result, after a bounded wait.
-	// The servers start at the first edit of their language and stop with
-	// Close. Nil: none.
+	// The servers start at the first edit of their language, are shared
+	// with the other sessions of the workspace, and stop with the last
+	// one's Close. Nil: none.
 	Diagnostics *lsp.Config
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
@@ -204,6 +206,7 @@ type Agent struct {
 	stopCause error // Config.StopCause
 	editor    func() editorlink.Lent
 	lsp       *lsp.Manager // nil: no diagnostics after edits
+	unlsp     func()       // releases lsp (shared by the workspace's sessions)
 	log       *slog.Logger
 
 	mcp mcpState // the editor's MCP servers (editor.go)
@@ -301,7 +304,7 @@ func New(cfg Config) (*Agent, error) {
 		History: cfg.History,
 	}
 	if cfg.Diagnostics != nil {
-		a.lsp = lsp.NewManager(a.root, *cfg.Diagnostics, log)
+		a.lsp, a.unlsp = lsp.Acquire(a.root, *cfg.Diagnostics, log)
 		a.env.Diagnostics = a.diagnostics(fsys)
 	}
 	return a, nil
@@ -425,8 +428,8 @@ func (a *Agent) Answer(interactionID string, resp *protocol.InteractionResponse)
 // connected and the language servers it started. A running turn should be cancelled first.
 func (a *Agent) Close() error {
 	a.closeMCP()
-	if a.lsp != nil {
-		a.lsp.Close()
+	if a.unlsp != nil {
+		a.unlsp()
 	}
 	if err := a.fs.Close(); err != nil {
 		return fmt.Errorf("agent: close: %w", err)

@@ -10,7 +10,8 @@
 //
 // Guarantees:
 //
-//   - A Manager serves one workspace: one server per language (per
+//   - A Manager serves one workspace (Acquire shares it between the
+//     sessions of that workspace in a process): one server per language (per
 //     command), started lazily at the first changed file of that language
 //     when its program is on PATH (gopls, basedpyright-langserver or
 //     pyright-langserver, typescript-language-server, rust-analyzer), or

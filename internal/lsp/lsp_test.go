@@ -313,3 +313,38 @@ func TestGopls(t *testing.T) {
 		t.Fatalf("after the fix: %q", out)
 	}
 }
+
+// TestAcquireShares: two holders of a workspace share its server; it
+// lives until the last one releases it.
+func TestAcquireShares(t *testing.T) {
+	t.Parallel()
+	m0, root, logFile := fake(t, "ok", Config{WaitMS: 20000})
+	cfg := m0.cfg
+	m0.Close()
+	a, releaseA := Acquire(root, cfg, nil)
+	b, releaseB := Acquire(root, cfg, nil)
+	if a != b {
+		t.Fatal("two holders of one workspace got two managers")
+	}
+	other, releaseOther := Acquire(t.TempDir(), cfg, nil)
+	releaseOther()
+	if other == a {
+		t.Fatal("another workspace got the same manager")
+	}
+	if out, _ := diagnose(t, a, filepath.Join(root, "a.go"), "ERR\n"); out == "" {
+		t.Fatal("no diagnostics through the first holder")
+	}
+	releaseA()
+	releaseA() // idempotent: does not release b's hold
+	if out, _ := diagnose(t, b, filepath.Join(root, "a.go"), "x\nERR\n"); !strings.Contains(out, "a.go:2:1:") {
+		t.Fatalf("the second holder after the first released: %q", out)
+	}
+	pids := starts(t, logFile)
+	if len(pids) != 1 {
+		t.Fatalf("starts %v, want one server for both", pids)
+	}
+	releaseB()
+	if err := syscall.Kill(pids[0], 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the server outlived its last holder (kill 0: %v)", err)
+	}
+}
