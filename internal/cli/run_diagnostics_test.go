@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/adapter/agentspec"
 	"github.com/ferry-dev/ferry/internal/agent/agenttest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/internal/lsp/lsptest"
@@ -102,5 +105,29 @@ func TestRunBadLSPConfig(t *testing.T) {
 	}
 	if n := len(srv.ModelRequests()); n != 0 {
 		t.Fatalf("%d model requests", n)
+	}
+}
+
+// TestLiveBadLSPConfig: ferry up and connect with a broken lsp.json
+// still offer ferry's agent; the log says diagnostics are off and why.
+func TestLiveBadLSPConfig(t *testing.T) {
+	t.Parallel()
+	home := writeLSPConfig(t, `{"servers": {"go": {}}}`)
+	env := Env{Stderr: io.Discard, Getenv: func(k string) string {
+		switch k {
+		case "ANTHROPIC_API_KEY":
+			return "test-key"
+		case "XDG_CONFIG_HOME":
+			return home
+		}
+		return ""
+	}}
+	var logged bytes.Buffer
+	ads, err := liveAdapters(env, slog.New(slog.NewTextHandler(&logged, nil)), []agentspec.Spec{{Kind: agentspec.Builtin}}, t.TempDir(), "ferry up")
+	if err != nil || len(ads) != 1 || ads[0].Capability().Unavailable != "" {
+		t.Fatalf("adapters %v, %v", ads, err)
+	}
+	if !strings.Contains(logged.String(), "language server diagnostics off") || !strings.Contains(logged.String(), filepath.Join(home, "ferry", "lsp.json")) {
+		t.Fatalf("log: %s", logged.String())
 	}
 }
