@@ -4,6 +4,7 @@ package lsptest
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -32,7 +33,7 @@ func Gopls(t testing.TB) string {
 // GoModule makes dir a Go module (example.com/m) with no files yet.
 func GoModule(t testing.TB, dir string) {
 	t.Helper()
-	if err := os.WriteFile(dir+"/go.mod", []byte("module example.com/m\n\ngo 1.26\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n\ngo 1.26\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
