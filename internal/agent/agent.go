@@ -102,6 +102,13 @@
 //     servers are connected once per list (again when it changes), a
 //     failed one is reported once (agent.error mcp_server_failed) and the
 //     turn goes on; Close stops them.
+//   - Diagnostics after edits (Config.Diagnostics, internal/lsp): a call
+//     that changed a file gets the language server's errors in that file
+//     appended to its result, within a bounded wait (a slow or crashed
+//     server only leaves them out); the file is read through the same
+//     FS the tool wrote it through (the editor's buffers when lent).
+//     The sessions of one workspace share its servers (lsp.Acquire);
+//     the last one's Close stops them.
 //   - Restarts: Config.OnStep gets a Snapshot (history, turn-open flag,
 //     read state) each time a step ends, before the next one starts;
 //     Restore continues from one, repaired so the provider accepts it
@@ -125,6 +132,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/lsp"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/vfs"
@@ -212,6 +220,14 @@ type Config struct {
 	// OnCommands, when set, gets the session's slash commands (Commands)
 	// whenever the custom ones change after New (Refresh).
 	OnCommands func([]protocol.AgentCommand)
+	// Diagnostics turns on language server diagnostics after edits
+	// (internal/lsp; the user's lsp.json, lsp.LoadConfig): a Write or Edit
+	// (any tool whose result changed a file) gets the server's errors in
+	// the file it changed appended to its result, after a bounded wait.
+	// The servers start at the first edit of their language, are shared
+	// with the other sessions of the workspace, and stop with the last
+	// one's Close. Nil: none.
+	Diagnostics *lsp.Config
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -235,6 +251,8 @@ type Agent struct {
 	onStep    func(Snapshot)
 	stopCause error // Config.StopCause
 	editor    func() editorlink.Lent
+	lsp       *lsp.Manager // nil: no diagnostics after edits
+	unlsp     func()       // releases lsp (shared by the workspace's sessions)
 	log       *slog.Logger
 
 	mcp mcpState // the editor's MCP servers (editor.go)
@@ -359,6 +377,10 @@ func New(cfg Config) (*Agent, error) {
 		Tokens:  &providerCounter{p: cfg.Provider},
 		History: cfg.History,
 	}
+	if cfg.Diagnostics != nil {
+		a.lsp, a.unlsp = lsp.Acquire(a.root, *cfg.Diagnostics, log)
+		a.env.Diagnostics = a.diagnostics(fsys)
+	}
 	return a, nil
 }
 
@@ -480,9 +502,12 @@ func (a *Agent) Answer(interactionID string, resp *protocol.InteractionResponse)
 }
 
 // Close releases the workspace and stops the editor's MCP servers it
-// connected. A running turn should be cancelled first.
+// connected and the language servers it started. A running turn should be cancelled first.
 func (a *Agent) Close() error {
 	a.closeMCP()
+	if a.unlsp != nil {
+		a.unlsp()
+	}
 	if err := a.fs.Close(); err != nil {
 		return fmt.Errorf("agent: close: %w", err)
 	}

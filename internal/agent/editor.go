@@ -36,6 +36,10 @@ func (a *Agent) lend(ctx context.Context, env *tools.Env, tool string) {
 	lent := a.editor()
 	if lent.Files != nil && editorFileTools[tool] {
 		env.FS = overlay.New(ctx, a.fs, lent.Files)
+		if env.Diagnostics != nil {
+			// The server gets what the editor's buffer now holds.
+			env.Diagnostics = a.diagnostics(env.FS)
+		}
 	}
 	if lent.Terminals != nil {
 		env.Shell = terminalShell{lent.Terminals}

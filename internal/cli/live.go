@@ -30,6 +30,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/forwarded"
+	"github.com/ferry-dev/ferry/internal/lsp"
 	"github.com/ferry-dev/ferry/internal/master"
 	"github.com/ferry-dev/ferry/internal/metrics"
 	"github.com/ferry-dev/ferry/internal/push"
@@ -273,6 +274,12 @@ func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, c
 	// Sessions driven from the UI hand files to the user (artifacts),
 	// and are named by the model after their first answer (titles).
 	bc := builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true, Titles: true}
+	if diag, err := lsp.LoadConfig(env.Getenv); err != nil {
+		// A broken lsp.json only costs the diagnostics: the client stays up.
+		log.Warn("language server diagnostics off", "err", err)
+	} else {
+		bc.Diagnostics = &diag
+	}
 	for _, t := range tune {
 		t(&bc)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
+	"github.com/ferry-dev/ferry/internal/lsp"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/worktree"
@@ -240,13 +241,18 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	if spec.Kind != agentspec.Builtin {
 		return runAdapter(ctx, env, spec, logger, scfg, turn, out)
 	}
+	diag, err := lsp.LoadConfig(getenv)
+	if err != nil {
+		return fmt.Errorf("ferry run: %w", err)
+	}
 	ad := builtin.New(builtin.Config{
-		Getenv:    getenv,
-		Provider:  provider.Config{Provider: *prov, Model: *model, BaseURL: *baseURL},
-		Rules:     rules,
-		Headless:  true,
-		Artifacts: *artifacts,
-		Logger:    logger,
+		Getenv:      getenv,
+		Provider:    provider.Config{Provider: *prov, Model: *model, BaseURL: *baseURL},
+		Rules:       rules,
+		Headless:    true,
+		Artifacts:   *artifacts,
+		Logger:      logger,
+		Diagnostics: &diag,
 	})
 	ag, err := ad.NewAgent(scfg)
 	if errors.Is(err, llm.ErrNotConfigured) {

@@ -62,6 +62,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
+	"github.com/ferry-dev/ferry/internal/lsp"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/runecut"
 	"github.com/ferry-dev/ferry/internal/tools"
@@ -113,6 +114,10 @@ type Config struct {
 	// Editor holds what an editor attached to a session lends its agent
 	// (ferry acp: files, terminals, MCP servers); nil: nothing is lent.
 	Editor *editorlink.Registry
+	// Diagnostics turns on language server diagnostics after edits for
+	// every session (agent.Config's Diagnostics; the user's lsp.json,
+	// lsp.LoadConfig). Nil: none.
+	Diagnostics *lsp.Config
 }
 
 // Adapter opens sessions of ferry's agent.
@@ -242,6 +247,7 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*Agent, error) {
 		UserCommands:       userFile(a.cfg.Getenv, "commands"),
 		OnInstructions:     cfg.Instructions,
 		OnCommands:         cfg.Commands,
+		Diagnostics:        a.cfg.Diagnostics,
 		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
 	})
 	if err != nil {
