@@ -284,6 +284,7 @@ func New(cfg Config) (*Agent, error) {
 		Limits:  limits,
 		Tokens:  &providerCounter{p: cfg.Provider},
 		History: cfg.History,
+		Todos:   &tools.TodoList{},
 	}
 	return a, nil
 }
@@ -539,6 +540,16 @@ func (a *Agent) permCall(t tools.Tool, input map[string]any) permission.Call {
 			}
 		}
 	}
+	if t.Name() == "WebFetch" {
+		// Rules and "allow always" are per domain; a URL WebFetch would
+		// refuse has none, and the tool says what is wrong with it.
+		if s, ok := input["url"].(string); ok {
+			if u, err := tools.WebFetchURL(s); err == nil {
+				c.Domain = permission.NormalizeDomain(u.Hostname())
+			}
+		}
+		return c
+	}
 	p, _ := input["file_path"].(string)
 	if p == "" {
 		p, _ = input["path"].(string)
@@ -546,6 +557,9 @@ func (a *Agent) permCall(t tools.Tool, input map[string]any) permission.Call {
 	c.Path = a.relPath(p)
 	return c
 }
+
+// TodoList is the session's todo list as TodoWrite last saved it.
+func (a *Agent) TodoList() []tools.Todo { return a.env.Todos.Items() }
 
 // relPath makes p workspace-relative when it is inside the workspace, and
 // leaves it absolute when outside.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/llm"
@@ -64,6 +65,7 @@ type turnRun struct {
 	effort string
 
 	text    strings.Builder // everything streamed
+	mu      sync.Mutex      // guards usage, cost, hasCost: tools' model calls add to them
 	usage   llm.Usage
 	cost    float64
 	hasCost bool
@@ -292,8 +294,18 @@ func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
 		return nil, fmt.Errorf("agent: model call: %w", err)
 	}
 	t.calls++
-	c, ok := t.a.addUsage(t.model, resp.Usage)
-	t.usage = t.usage.Add(resp.Usage)
+	if err := t.account(ctx, resp.Usage); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// account adds one model call's usage to the session and the prompt and
+// reports the prompt's total (agent.usage).
+func (t *turnRun) account(ctx context.Context, usage llm.Usage) error {
+	c, ok := t.a.addUsage(t.model, usage)
+	t.mu.Lock()
+	t.usage = t.usage.Add(usage)
 	if ok {
 		t.cost += c
 		t.hasCost = true
@@ -303,10 +315,28 @@ func (t *turnRun) call(ctx context.Context) (*llm.Response, error) {
 	if t.hasCost {
 		u.CostUSD = t.cost
 	}
+	t.mu.Unlock()
 	if err := t.emit(ctx, protocol.TypeUsage, u); err != nil {
-		return nil, fmt.Errorf("agent: emit usage: %w", err)
+		return fmt.Errorf("agent: emit usage: %w", err)
 	}
-	return resp, nil
+	return nil
+}
+
+// askModel is tools.Env.AskModel for the prompt's tool calls: one call to
+// the prompt's model without tools or history (WebFetch's question about
+// a page), its usage counted in the session and the prompt like a turn's.
+func (t *turnRun) askModel(ctx context.Context, system, prompt string, maxTokens int) (string, error) {
+	// No effort asked: the answer needs no extended thinking.
+	req := llm.Request{System: system, MaxTokens: maxTokens, Model: t.model,
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockText, Text: prompt}}}}}
+	resp, err := t.a.provider.Stream(ctx, req, func(llm.Event) error { return nil })
+	if err != nil {
+		return "", fmt.Errorf("agent: model call of a tool: %w", err)
+	}
+	if err := t.account(ctx, resp.Usage); err != nil {
+		return "", err
+	}
+	return messageText(resp.Message), nil
 }
 
 // cancelledNote ends the text of a model answer a cancel cut.

@@ -40,6 +40,9 @@ var decisions = map[string]func(tools.Tool, Config) tools.Tool{
 	"Write": WrapWrite,
 	"Edit":  WrapEdit,
 	"Bash":  WrapBash,
+	// WebFetch and TodoWrite write no files.
+	"WebFetch":  nil,
+	"TodoWrite": nil,
 }
 
 // Decorated is implemented by the decorators.

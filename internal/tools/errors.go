@@ -55,6 +55,10 @@ const (
 	// CodeEditor: the editor the session's files or terminals are lent by
 	// (ferry acp) failed a read, a write or a command.
 	CodeEditor = 21
+	// CodeWeb: WebFetch could not get the page: the host is not public,
+	// a redirect is not followed, the server failed or answered an HTTP
+	// error, or the model call answering the question failed.
+	CodeWeb = 22
 	// CodeInternal: the tool failed for a reason of its own (logged, not shown).
 	CodeInternal = 99
 )
@@ -81,6 +85,12 @@ func (e *Error) Is(target error) bool {
 // Errorf builds an *Error.
 func Errorf(code int, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// wrap keeps err as e's cause (for logs and errors.Is) and returns e.
+func (e *Error) wrap(err error) *Error {
+	e.Err = err
+	return e
 }
 
 // CodeOf returns the code of err: its *Error's, or CodeInternal.

@@ -29,6 +29,8 @@ func TestSchemasMatchParams(t *testing.T) {
 		{"Grep", grepSchema, grepParams{}},
 		{"Read", readSchema, readParams{}},
 		{"Write", writeSchema, writeParams{}},
+		{"WebFetch", webFetchSchema, webFetchParams{}},
+		{"TodoWrite", todoWriteSchema, todoWriteParams{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var s struct {

@@ -27,6 +27,7 @@ export const TOOL_CODES = {
   19: ['hard linked', 'the file has other hard links and is left untouched'],
   20: ['MCP', 'an MCP server\'s tool reported an error, or its server is unreachable or exited'],
   21: ['editor', 'the editor lending its files or terminals failed the request'],
+  22: ['web', 'the page could not be fetched: a non-public host, an HTTP error or an unreachable server'],
   99: ['internal', 'the tool failed for a reason of its own (see the log)'],
 };
 
