@@ -37,10 +37,10 @@ func TestTodoWrite(t *testing.T) {
 	for in, want := range map[string]string{
 		`{}`: `"todos" is required`,
 		`{"todos":[{"content":"a","status":"in_progress"},{"content":"b","status":"in_progress"}]}`: "both in_progress",
-		`{"todos":[{"content":"a","status":"done"}]}`:                                             `status is "done"`,
-		`{"todos":[{"content":"  ","status":"pending"}]}`:                                         "todos[0].content is empty",
-		`{"todos":[{"content":"` + long + `","status":"pending"}]}`:                               "longer than 500",
-		`{"todos":[{"content":"a","status":"pending","priority":"high"}]}`:                        "unknown field",
+		`{"todos":[{"content":"a","status":"done"}]}`:                                               `status is "done"`,
+		`{"todos":[{"content":"  ","status":"pending"}]}`:                                           "todos[0].content is empty",
+		`{"todos":[{"content":"` + long + `","status":"pending"}]}`:                                 "longer than 500",
+		`{"todos":[{"content":"a","status":"pending","priority":"high"}]}`:                          "unknown field",
 		`{"todos":"a"}`: "must be an array",
 		string(many):    "at most 50",
 	} {
