@@ -40,6 +40,14 @@ export function todoSummary(todos) {
   return { done, total: todos.length, what };
 }
 
+/** todoLine is a TodoWrite call's summary: "1/5 · current item". */
+export function todoLine(input) {
+  const todos = parseTodos(input) || [];
+  if (!todos.length) return 'cleared the list';
+  const s = todoSummary(todos);
+  return `${s.done}/${s.total} · ${s.what}`;
+}
+
 export class TodoPanel {
   constructor() {
     this.folded = localStorage.getItem(FOLD_KEY) === '1';
