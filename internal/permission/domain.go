@@ -38,14 +38,14 @@ func validHostName(h string) bool {
 		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
 			return false
 		}
-		for _, r := range label {
-			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
-				return false
-			}
+		if strings.IndexFunc(label, func(r rune) bool { return !hostRune(r) }) >= 0 {
+			return false
 		}
 	}
 	return true
 }
+
+func hostRune(r rune) bool { return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' }
 
 // domainMatches reports whether a WebFetch rule's pattern covers host: the
 // same host, or for "*.example.com" any host below example.com. A pattern
