@@ -1,6 +1,7 @@
 // Package agent is ferry's own agent runtime: one Agent is one session, a
 // conversation with a model provider (llm.Provider) that calls ferry's
-// tools (Read, Write, Edit, Glob, Grep, Bash) in a workspace.
+// tools (Read, Write, Edit, Glob, Grep, Bash, WebFetch, TodoWrite) in a
+// workspace.
 //
 // What it guarantees:
 //
@@ -25,6 +26,12 @@
 //     user").
 //   - Tool calls run through tools.Invoke, the one invocation point, which
 //     puts the tool-use id into the tool's context.
+//   - A tool's own model call (tools.Env.AskModel: WebFetch's question
+//     about a page) goes to the turn's model without tools or history; its
+//     usage and cost count in the prompt and the session like a turn's,
+//     with an agent.usage event. WebFetch is asked per domain
+//     (permission.Call.Domain). TodoWrite's list is kept for the session
+//     (TodoList) and rebuilt by Restore from the history.
 //   - Input types: text; continuation ("continue" when there is no new
 //     text); piped_stdin (framed as material, FramePipedStdin); slash
 //     commands /compact [instruction], /cost, /clear, /mode <m>, /help,

@@ -1,6 +1,8 @@
 // Package tools implements the file tools agents touch users' files with:
-// Read, Write, Edit, Glob and Grep. They work on a confined vfs.FS and share
-// one read-before-write contract (ReadState):
+// Read, Write, Edit, Glob and Grep; ferry's own agent adds Bash, WebFetch
+// (webfetch.go: public hosts only, through internal/netguard) and
+// TodoWrite. The file tools work on a confined vfs.FS and share one
+// read-before-write contract (ReadState):
 //
 //   - Write and Edit of an existing file need a full, earlier Read of it in the
 //     same session (code 2), and are refused if the file changed since (code 3,
