@@ -181,9 +181,6 @@ func commandsUpdate(cmds []protocol.AgentCommand) acp.SessionUpdate {
 func (s *session) toolStarted(p *protocol.ToolStarted) {
 	s.tools[p.ToolUseID] = &toolState{name: p.ToolName, input: p.Input}
 	in := parseInput(p.Input)
-	if p.ToolName == "TodoWrite" && len(in.Todos) > 0 {
-		s.update(acp.UpdatePlan(plan(in)...))
-	}
 	s.update(acp.StartToolCall(acp.ToolCallId(p.ToolUseID), toolTitle(p.ToolName, in, s.t.Workspace),
 		acp.WithStartKind(toolKind(p.ToolName)), acp.WithStartStatus(acp.ToolCallStatusInProgress),
 		acp.WithStartRawInput(rawInput(p.Input)), acp.WithStartLocations(locations(in, s.t.Workspace))))
@@ -234,6 +231,11 @@ func (s *session) toolFinished(p *protocol.ToolFinished) {
 		opts = append(opts, acp.WithUpdateContent(content))
 	}
 	s.update(acp.UpdateToolCall(acp.ToolCallId(p.ToolUseID), opts...))
+	if p.ToolName == "TodoWrite" && p.Status == protocol.ToolOK && len(in.Todos) > 0 {
+		// Only a list the tool accepted is the plan: one it refused (two
+		// items in progress, …) would show the editor a plan that is not.
+		s.update(acp.UpdatePlan(plan(in)...))
+	}
 }
 
 // Option ids of a permission the editor is asked (ACP's kinds).

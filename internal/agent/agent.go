@@ -1,7 +1,7 @@
 // Package agent is ferry's own agent runtime: one Agent is one session, a
 // conversation with a model provider (llm.Provider) that calls ferry's
-// tools (Read, Write, Edit, MultiEdit, NotebookEdit, Glob, Grep, Bash, …,
-// and Task, which runs sub-agents) in a workspace.
+// tools (Read, Write, Edit, MultiEdit, NotebookEdit, Glob, Grep, Bash,
+// WebFetch, TodoWrite, and Task, which runs sub-agents) in a workspace.
 //
 // What it guarantees:
 //
@@ -26,6 +26,12 @@
 //     user").
 //   - Tool calls run through tools.Invoke, the one invocation point, which
 //     puts the tool-use id into the tool's context.
+//   - A tool's own model call (tools.Env.AskModel: WebFetch's question
+//     about a page) goes to the turn's model without tools or history; its
+//     usage and cost count in the prompt and the session like a turn's,
+//     with an agent.usage event. WebFetch is asked per domain
+//     (permission.Call.Domain). TodoWrite's list is kept for the session
+//     (TodoList) and rebuilt by Restore from the history.
 //   - Input types: text; continuation ("continue" when there is no new
 //     text); piped_stdin (framed as material, FramePipedStdin); slash
 //     commands /compact [instruction], /cost, /clear, /mode <m>, /help,
@@ -376,6 +382,7 @@ func New(cfg Config) (*Agent, error) {
 		Limits:  limits,
 		Tokens:  &providerCounter{p: cfg.Provider},
 		History: cfg.History,
+		Todos:   &tools.TodoList{},
 	}
 	if cfg.Diagnostics != nil {
 		a.lsp, a.unlsp = lsp.Acquire(a.root, *cfg.Diagnostics, log)
@@ -641,6 +648,16 @@ func (a *Agent) permCall(t tools.Tool, input map[string]any) permission.Call {
 			}
 		}
 	}
+	if t.Name() == "WebFetch" {
+		// Rules and "allow always" are per domain; a URL WebFetch would
+		// refuse has none, and the tool says what is wrong with it.
+		if s, ok := input["url"].(string); ok {
+			if u, err := tools.WebFetchURL(s); err == nil {
+				c.Domain = permission.NormalizeDomain(u.Hostname())
+			}
+		}
+		return c
+	}
 	p, _ := input["file_path"].(string)
 	if p == "" {
 		p, _ = input["notebook_path"].(string) // NotebookEdit
@@ -651,6 +668,9 @@ func (a *Agent) permCall(t tools.Tool, input map[string]any) permission.Call {
 	c.Path = a.relPath(p)
 	return c
 }
+
+// TodoList is the session's todo list as TodoWrite last saved it.
+func (a *Agent) TodoList() []tools.Todo { return a.env.Todos.Items() }
 
 // relPath makes p workspace-relative when it is inside the workspace, and
 // leaves it absolute when outside.

@@ -163,6 +163,7 @@ func (t *turnRun) decideAndInvoke(ctx context.Context, use llm.Block, input, raw
 		// from Read: `Read(secret.txt)` also hides it from `Grep .`.
 		env.Hidden = t.rules.Hides(tool.Name())
 	}
+	env.AskModel = t.askModel
 	env.Progress = func(delta string) {
 		if delta == "" {
 			return
@@ -363,6 +364,8 @@ func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage,
 
 func permissionTitle(c permission.Call) string {
 	switch {
+	case c.Domain != "":
+		return fmt.Sprintf("Allow %s to fetch from %s?", c.Tool, shorten(c.Domain, 200))
 	case c.Command != "":
 		return "Allow Bash to run " + shorten(c.Command, 200) + "?"
 	case c.Path != "":
@@ -377,6 +380,9 @@ func permissionMessage(c permission.Call) string {
 	}
 	if c.Path != "" {
 		return fmt.Sprintf("The agent wants to use %s on `%s`.", c.Tool, c.Path)
+	}
+	if c.Domain != "" {
+		return fmt.Sprintf("The agent wants to fetch a page from `%s` (the call's input has the URL and its question).", c.Domain)
 	}
 	return fmt.Sprintf("The agent wants to use %s.", c.Tool)
 }

@@ -34,7 +34,7 @@ func DefaultSystemPrompt(root string, toolNames []string) string {
 // the mode anyway; this keeps the model from wasting calls on refusals.
 var modeSections = map[string]string{
 	protocol.ModeDefault: "Mode: default. You may read, search, change files and run commands.",
-	protocol.ModePlan: "Mode: plan. You may only read and search (Read, Glob, Grep); writes and commands are refused. " +
+	protocol.ModePlan: "Mode: plan. You may only read and search (Read, Glob, Grep, WebFetch) and keep your todo list (TodoWrite); writes and commands are refused. " +
 		"Investigate, then answer with a concrete plan of the changes (files, steps, risks). Do not try to make them.",
 	protocol.ModeReview: "Mode: review. You may only read and search, plus read-only git commands through Bash " +
 		"(git status, diff, log, show, blame, grep, ls-files); everything else is refused. Produce a code review: " +

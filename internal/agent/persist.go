@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/tools"
 )
 
 // Snapshot is what the agent needs to go on with a conversation after a
@@ -108,7 +109,34 @@ func (a *Agent) Restore(s Snapshot) (reads int, err error) {
 	a.history = h
 	a.marks = keepMarks(s.Marks, s.Messages, h)
 	a.mu.Unlock()
+	a.env.Todos.Set(lastTodos(h))
 	return reads, err
+}
+
+// lastTodos is the todo list the history's last successful TodoWrite saved
+// (nil when none): the list survives a restart without a field of its own
+// in the snapshot.
+func lastTodos(h []llm.Message) []tools.Todo {
+	ok := map[string]bool{} // tool_use_id → its result was not an error
+	for _, m := range h {
+		for _, b := range m.Content {
+			if b.Type == llm.BlockToolResult {
+				ok[b.ToolUseID] = !b.IsError
+			}
+		}
+	}
+	for i := len(h) - 1; i >= 0; i-- {
+		for j := len(h[i].Content) - 1; j >= 0; j-- {
+			b := h[i].Content[j]
+			if b.Type != llm.BlockToolUse || b.ToolName != "TodoWrite" || !ok[b.ToolUseID] {
+				continue
+			}
+			if todos, err := tools.ParseTodos(b.Input); err == nil {
+				return todos
+			}
+		}
+	}
+	return nil
 }
 
 // repairHistory returns h made valid for a provider (see Restore).

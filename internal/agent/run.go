@@ -359,6 +359,23 @@ func serialEmit(emit Emit) Emit {
 	}
 }
 
+// askModel is tools.Env.AskModel for the prompt's tool calls: one call to
+// the prompt's model without tools or history (WebFetch's question about
+// a page), its usage counted in the session and the prompt like a turn's.
+func (t *turnRun) askModel(ctx context.Context, system, prompt string, maxTokens int) (string, error) {
+	// No effort asked: the answer needs no extended thinking.
+	req := llm.Request{System: system, MaxTokens: maxTokens, Model: t.model,
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockText, Text: prompt}}}}}
+	resp, err := t.a.provider.Stream(ctx, req, func(llm.Event) error { return nil })
+	if err != nil {
+		return "", fmt.Errorf("agent: model call of a tool: %w", err)
+	}
+	if err := t.account(ctx, resp.Usage); err != nil {
+		return "", err
+	}
+	return messageText(resp.Message), nil
+}
+
 // cancelledNote ends the text of a model answer a cancel cut.
 const cancelledNote = "[cancelled by the user]"
 

@@ -43,6 +43,9 @@ var decisions = map[string]func(tools.Tool, Config) tools.Tool{
 	// MultiEdit and NotebookEdit change a file as Edit does.
 	"MultiEdit":    WrapEdit,
 	"NotebookEdit": WrapEdit,
+	// WebFetch and TodoWrite write no files.
+	"WebFetch":  nil,
+	"TodoWrite": nil,
 }
 
 // Decorated is implemented by the decorators.

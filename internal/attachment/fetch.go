@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/netguard"
 	"github.com/ferry-dev/ferry/protocol"
 )
 
@@ -37,8 +36,6 @@ const maxRedirects = 3
 var (
 	// errURLsOff: an https URL while the operator has not enabled fetching them.
 	errURLsOff = errors.New("fetching https URLs is off")
-	// errForbiddenAddr: the host resolved to an address no fetch may reach.
-	errForbiddenAddr = errors.New("address not allowed")
 	// errRefused: the master refused the grant (401, 403 or 410).
 	errRefused = errors.New("the master refused the grant")
 	// errGone: the file does not exist (404).
@@ -60,7 +57,7 @@ var (
 // on a prompt's say-so, from inside the operator's network. So it is off by
 // default, never goes through a proxy from the environment, and its dialer
 // refuses loopback, private, link-local, unspecified, multicast and other
-// non-public addresses after resolving and before connecting — for every
+// non-public addresses after resolving and before connecting (netguard) — for every
 // redirect too, and whatever name the URL used.
 type Fetcher struct {
 	// Master is the master's base URL (http, https, ws or wss; a ws base
@@ -80,7 +77,7 @@ type Fetcher struct {
 	Timeout time.Duration
 
 	// allowAddr decides whether a resolved address may be dialled; nil:
-	// PublicAddr. tlsConfig is the https fetches' TLS configuration; nil:
+	// netguard.PublicAddr. tlsConfig is the https fetches' TLS configuration; nil:
 	// the system's. Both are set by tests only.
 	allowAddr func(netip.Addr) bool
 	tlsConfig *tls.Config
@@ -164,7 +161,7 @@ func wireError(at string, err error, total bool) *protocol.Error {
 		e.Code, e.Message = protocol.CodeUnsupported, "the file is not an image (PNG, JPEG, GIF, WebP), a PDF or UTF-8 text"
 	case errors.Is(err, errURLsOff):
 		e.Code, e.Message = protocol.CodeUnsupported, "this client does not fetch https URLs (its operator can enable it with --fetch-attachment-urls); attach the file instead"
-	case errors.Is(err, errForbiddenAddr):
+	case errors.Is(err, netguard.ErrForbiddenAddr):
 		e.Message = "the URL's host is a loopback, private or otherwise non-public address; it is not fetched"
 	case errors.Is(err, errRefused):
 		e.Code, e.Message = protocol.CodeUnauthorized, "the master refused this prompt's grant for the upload (expired or not this upload's)"
@@ -172,7 +169,7 @@ func wireError(at string, err error, total bool) *protocol.Error {
 		e.Code, e.Message = protocol.CodeNotFound, "the file does not exist (any more)"
 	case errors.Is(err, errStatus):
 		e.Message = "the file's server did not answer with the file"
-	case errors.Is(err, errBadURL):
+	case errors.Is(err, errBadURL), errors.Is(err, netguard.ErrRedirect):
 		e.Message = "the URL cannot be fetched"
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Message = "fetching the file timed out"
@@ -289,68 +286,10 @@ func readCapped(r io.Reader, limit int64) ([]byte, error) {
 }
 
 // externalClient is the client for https URLs of other hosts: no proxy,
-// https only (redirects too), and a dialer that checks every resolved
-// address before it connects.
+// https only (redirects too), and every host resolved and checked before
+// anything connects (netguard).
 func (f *Fetcher) externalClient() *http.Client {
-	allow := f.allowAddr
-	if allow == nil {
-		allow = PublicAddr
-	}
-	d := &net.Dialer{Timeout: 10 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil || !allow(ap.Addr().Unmap()) {
-			return errForbiddenAddr
-		}
-		return nil
-	}}
-	tr := &http.Transport{
-		Proxy:                  nil, // a proxy would dial for us, past the address check
-		DialContext:            d.DialContext,
-		TLSClientConfig:        f.tlsConfig,
-		TLSHandshakeTimeout:    10 * time.Second,
-		MaxResponseHeaderBytes: 64 << 10,
-		ForceAttemptHTTP2:      true,
-	}
-	return &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		if len(via) > maxRedirects || !strings.EqualFold(req.URL.Scheme, "https") {
-			return errBadURL
-		}
-		return nil
-	}}
-}
-
-// nonPublic are ranges that are not reachable public unicast addresses
-// beyond what netip's predicates cover.
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
-	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64: could reach private IPv4
-	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
-	netip.MustParsePrefix("2002::/16"),       // 6to4: embeds any IPv4
-	netip.MustParsePrefix("fec0::/10"),       // deprecated site-local
-	netip.MustParsePrefix("100::/64"),        // discard
-	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-	netip.MustParsePrefix("::ffff:0:0:0/96"), // IPv4-translated
-}
-
-// PublicAddr reports whether a may be dialled for an https attachment: not
-// loopback, private, link-local, unspecified, multicast or another
-// non-public range (an IPv4-mapped address is judged as its IPv4).
-func PublicAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
-		return false
-	}
-	for _, p := range nonPublic {
-		if p.Contains(a) {
-			return false
-		}
-	}
-	return true
+	return netguard.Policy{Allow: f.allowAddr, TLS: f.tlsConfig, MaxRedirects: maxRedirects}.Client()
 }
 
 // decodeDataURL decodes a data: URL's content (at most limit bytes) and

@@ -17,7 +17,7 @@ import (
 // ferry finds the user's AGENTS.md and commands.
 func ferryRunConfig(t *testing.T, srv *fake.Server, f fake.Format, dir, configHome string, args ...string) runOut {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second) // gopls loads the module at its first edit
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	env := Env{

@@ -689,7 +689,7 @@ func (o *runOutput) finish(res agent.Result, runErr error) error {
 func callSummary(tool string, input json.RawMessage) string {
 	var in map[string]any
 	_ = json.Unmarshal(input, &in)
-	for _, k := range []string{"command", "file_path", "path", "pattern"} {
+	for _, k := range []string{"command", "file_path", "path", "pattern", "url"} {
 		if s, ok := in[k].(string); ok && s != "" {
 			return fmt.Sprintf("%s(%s)", tool, firstLine(s))
 		}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -10,38 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter/agentspec"
 	"github.com/ferry-dev/ferry/internal/agent/agenttest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/internal/lsp/lsptest"
 )
-
-// ferryRunConfig is ferryRun with $XDG_CONFIG_HOME at configHome.
-func ferryRunConfig(t *testing.T, srv *fake.Server, dir, configHome string, args ...string) runOut {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	env := Env{
-		Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
-		Getenv: func(k string) string {
-			switch k {
-			case "ANTHROPIC_API_KEY":
-				return "test-key"
-			case "XDG_STATE_HOME":
-				return testStateHome
-			case "XDG_CONFIG_HOME":
-				return configHome
-			}
-			return ""
-		},
-	}
-	full := append([]string{"run", "--provider", string(fake.Anthropic), "--model", "test-model", "--base-url", srv.BaseURL(fake.Anthropic), "--workspace", dir}, args...)
-	code := Run(ctx, env, full)
-	return runOut{code, stdout.String(), stderr.String()}
-}
 
 // writeLSPConfig writes $XDG_CONFIG_HOME/ferry/lsp.json and returns
 // XDG_CONFIG_HOME.
@@ -74,7 +47,7 @@ func TestRunDiagnosticsGopls(t *testing.T) {
 		fake.Reply{ToolCalls: []fake.ToolCall{{Name: "Edit", Input: map[string]any{"file_path": "main.go", "old_string": `"one"`, "new_string": "1"}}}},
 		fake.Reply{Text: []string{"Fixed."}},
 	)
-	out := ferryRunConfig(t, srv, dir, home, "--allow", "Write", "--allow", "Edit", "write main.go")
+	out := ferryRunConfig(t, srv, fake.Anthropic, dir, home, "--allow", "Write", "--allow", "Edit", "write main.go")
 	if out.code != ExitOK || out.stdout != "Fixed.\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %s", out.code, out.stdout, out.stderr)
 	}
@@ -98,7 +71,7 @@ func TestRunBadLSPConfig(t *testing.T) {
 	t.Parallel()
 	home := writeLSPConfig(t, `{"severity": "hint"}`)
 	srv, dir := fake.New(t), t.TempDir()
-	out := ferryRunConfig(t, srv, dir, home, "hello")
+	out := ferryRunConfig(t, srv, fake.Anthropic, dir, home, "hello")
 	want := filepath.Join(home, "ferry", "lsp.json")
 	if out.code == ExitOK || !strings.Contains(out.stderr, want) || !strings.Contains(out.stderr, `severity "hint"`) {
 		t.Fatalf("exit %d, stderr %q", out.code, out.stderr)

@@ -110,7 +110,7 @@ func TestRunMultiStepEdit(t *testing.T) {
 		if !strings.Contains(reqs[0].System(), dir) && !strings.Contains(reqs[0].System(), "workspace") {
 			t.Fatalf("system prompt %q", reqs[0].System())
 		}
-		if names := strings.Join(reqs[0].ToolNames(), ","); names != "Read,Write,Edit,MultiEdit,NotebookEdit,Glob,Grep,Bash,Task" {
+		if names := strings.Join(reqs[0].ToolNames(), ","); names != "Read,Write,Edit,MultiEdit,NotebookEdit,Glob,Grep,Bash,WebFetch,TodoWrite,Task" {
 			t.Fatalf("tools %s", names)
 		}
 	})

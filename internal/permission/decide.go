@@ -23,6 +23,9 @@ type Call struct {
 	Path string
 	// Command is Bash's command line.
 	Command string
+	// Domain is the host a WebFetch call fetches, lower case ("" when
+	// its URL has none).
+	Domain string
 	// Writes are the files a Bash command declares it creates or
 	// overwrites (artifact_paths), in the forms Path takes. Write and
 	// Edit rules apply to each: a deny or ask rule matching one decides
@@ -92,6 +95,9 @@ func (r *Rules) Decide(c Call) Decision {
 	}
 	if IsMCPTool(c.Tool) {
 		return rs.decideMCP(c)
+	}
+	if slices.Contains(domainTools, c.Tool) {
+		return rs.decideDomain(c)
 	}
 	m := rs.matcher()
 	if c.Tool == "Bash" {
@@ -491,6 +497,9 @@ func RulesFor(c Call) []Rule {
 	if IsMCPTool(c.Tool) {
 		return []Rule{{Tool: c.Tool}}
 	}
+	if slices.Contains(domainTools, c.Tool) {
+		return domainRulesFor(c)
+	}
 	if !isPathTool(c.Tool) {
 		return nil
 	}
@@ -516,7 +525,7 @@ func RulesFor(c Call) []Rule {
 // path's links cannot be resolved: no rule allows such a path.
 func (r *Rules) RulesFor(c Call) []Rule {
 	rules := RulesFor(c)
-	if c.Tool == "Bash" || IsMCPTool(c.Tool) || len(rules) == 0 {
+	if !isPathTool(c.Tool) || len(rules) == 0 {
 		return rules
 	}
 	var rs Rules

@@ -49,6 +49,11 @@
 //     names, `..` or `~` in path patterns, Bash patterns of more than one
 //     command, a trailing ` *` meant as a wildcard. Its errors are *Error
 //     with a Code.
+//   - WebFetch rules name a domain, `WebFetch(domain:example.com)` (that
+//     host exactly) or `WebFetch(domain:*.example.com)` (its subdomains);
+//     with no rule a fetch asks, though WebFetch only reads: it reaches
+//     outside the machine. "Allow always" offers the domain's rule.
+//     TodoWrite rules take no pattern; it is read-only and allowed.
 //   - MCP tools (mcp__SERVER__TOOL, offered from an editor's MCP servers)
 //     are matched by name: a rule names the tool, or its server
 //     (mcp__SERVER) to cover all its tools, and takes no pattern. With no
@@ -72,6 +77,7 @@ package permission
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -123,14 +129,17 @@ func (r Rule) IsZero() bool { return r == Rule{} }
 // Tools whose rules take a path pattern (doublestar glob) and the one whose
 // rules take a command pattern. A tool added to ferry's agent adds its name
 // here; a test keeps this list in step with tools.AllTools.
+// WebFetch's rules take a domain pattern (domain.go); TodoWrite's none.
 var (
 	pathTools    = []string{"Read", "Write", "Edit", "MultiEdit", "NotebookEdit", "Glob", "Grep"}
 	commandTools = []string{"Bash"}
+	domainTools  = []string{"WebFetch"}
+	plainTools   = []string{"TodoWrite"}
 )
 
 // KnownTools lists the tool names rules may name.
 func KnownTools() []string {
-	return append(append([]string(nil), pathTools...), commandTools...)
+	return slices.Concat(pathTools, commandTools, domainTools, plainTools)
 }
 
 func isPathTool(name string) bool {
@@ -291,6 +300,16 @@ func parseTool(src, tool, pattern string, parens bool) (Rule, error) {
 	}
 	if strings.TrimSpace(pattern) == "" {
 		return Rule{}, ruleErr(CodeEmptyPattern, src, "empty pattern; write %s alone to match every call", tool)
+	}
+	if slices.Contains(domainTools, tool) {
+		d, err := parseDomainPattern(pattern)
+		if err != nil {
+			return Rule{}, ruleErr(CodeBadPattern, src, "%s", err.Error())
+		}
+		return Rule{Tool: tool, Pattern: d}, nil
+	}
+	if slices.Contains(plainTools, tool) {
+		return Rule{}, ruleErr(CodeBadPattern, src, "%s takes no pattern; write %s alone to match every call", tool, tool)
 	}
 	if tool == "Bash" {
 		if _, err := compileCommandPattern(pattern); err != nil {

@@ -55,7 +55,7 @@ func TestParse(t *testing.T) {
 		{"(src/**)", permission.CodeEmptyTool, "no tool name"},
 		{"Bahs(ls)", permission.CodeUnknownTool, "Read, Write, Edit, MultiEdit, NotebookEdit, Glob, Grep, Bash"},
 		{"read(src/**)", permission.CodeUnknownTool, `did you mean "Read"`},
-		{"WebFetch", permission.CodeUnknownTool, "unknown tool"},
+		{"WebSearch", permission.CodeUnknownTool, "unknown tool"},
 		{"Read(src", permission.CodeUnbalanced, `end with ")"`},
 		{"Read(a))", permission.CodeUnbalanced, "never opened"},
 		{"Read((a)", permission.CodeUnbalanced, "open"},

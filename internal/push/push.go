@@ -47,7 +47,7 @@ import (
 
 	webpush "github.com/SherClockHolmes/webpush-go"
 
-	"github.com/ferry-dev/ferry/internal/attachment"
+	"github.com/ferry-dev/ferry/internal/netguard"
 )
 
 // Defaults of Config.
@@ -438,7 +438,7 @@ func CheckEndpoint(raw string, allowLoopback bool) error {
 		return nil
 	case u.Scheme != "https":
 		return fmt.Errorf("%w: the endpoint must be https", ErrEndpoint)
-	case isIP && !attachment.PublicAddr(addr):
+	case isIP && !netguard.PublicAddr(addr):
 		return fmt.Errorf("%w: the endpoint's host is a loopback, private or otherwise non-public address", ErrEndpoint)
 	case !isIP && localName(host):
 		return fmt.Errorf("%w: the endpoint's host is a local name", ErrEndpoint)
@@ -472,7 +472,7 @@ func guardedClient(allowLoopback bool, timeout time.Duration) *http.Client {
 			return errForbiddenAddr
 		}
 		a := ap.Addr().Unmap()
-		if attachment.PublicAddr(a) || allowLoopback && a.IsLoopback() {
+		if netguard.PublicAddr(a) || allowLoopback && a.IsLoopback() {
 			return nil
 		}
 		return errForbiddenAddr

@@ -357,7 +357,7 @@ func TestAllTools(t *testing.T) {
 			t.Errorf("%s: thin description or no object schema", tool.Name())
 		}
 	}
-	if strings.Join(names, ",") != "Read,Write,Edit,MultiEdit,NotebookEdit,Glob,Grep,Bash" {
+	if strings.Join(names, ",") != "Read,Write,Edit,MultiEdit,NotebookEdit,Glob,Grep,Bash,WebFetch,TodoWrite" {
 		t.Fatalf("AllTools = %v", names)
 	}
 	if (tools.Bash{}).ReadOnly() {

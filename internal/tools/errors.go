@@ -60,6 +60,10 @@ const (
 	CodeOverlap = 22
 	// CodeNoCell: NotebookEdit names a cell the notebook does not have.
 	CodeNoCell = 23
+	// CodeWeb: WebFetch could not get the page: the host is not public,
+	// a redirect is not followed, the server failed or answered an HTTP
+	// error, or the model call answering the question failed.
+	CodeWeb = 24
 	// CodeInternal: the tool failed for a reason of its own (logged, not shown).
 	CodeInternal = 99
 )
@@ -86,6 +90,12 @@ func (e *Error) Is(target error) bool {
 // Errorf builds an *Error.
 func Errorf(code int, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// wrap keeps err as e's cause (for logs and errors.Is) and returns e.
+func (e *Error) wrap(err error) *Error {
+	e.Err = err
+	return e
 }
 
 // CodeOf returns the code of err: its *Error's, or CodeInternal.

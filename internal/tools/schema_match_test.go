@@ -32,6 +32,8 @@ func TestSchemasMatchParams(t *testing.T) {
 		{"MultiEdit", multiEditSchema, multiEditParams{}},
 		{"MultiEdit.edits", multiEditItemSchema(t), multiEditItem{}},
 		{"NotebookEdit", notebookEditSchema, notebookEditParams{}},
+		{"WebFetch", webFetchSchema, webFetchParams{}},
+		{"TodoWrite", todoWriteSchema, todoWriteParams{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var s struct {

@@ -1,6 +1,8 @@
 // Package tools implements the file tools agents touch users' files with:
-// Read, Write, Edit, MultiEdit, NotebookEdit, Glob and Grep. They work on a
-// confined vfs.FS and share one read-before-write contract (ReadState):
+// Read, Write, Edit, MultiEdit, NotebookEdit, Glob and Grep; ferry's own
+// agent adds Bash, WebFetch (webfetch.go: public hosts only, through
+// internal/netguard) and TodoWrite. The file tools work on a confined
+// vfs.FS and share one read-before-write contract (ReadState):
 //
 //   - Write, Edit, MultiEdit and NotebookEdit of an existing file need an
 //     earlier Read of it in the same session (code 2: for Write and
@@ -73,6 +75,15 @@ type Env struct {
 	// Invoke appends to the result (diagnostics.go). It bounds its own
 	// wait; an error only leaves the diagnostics out. Nil asks nobody.
 	Diagnostics func(ctx context.Context, path string) (string, error)
+	// AskModel, when set, makes one separate call to the session's model
+	// (no tools, no history): system and prompt, an answer of at most
+	// maxTokens, its text returned. The caller counts its usage in the
+	// session. WebFetch answers its question with it; nil: WebFetch
+	// returns the page text itself.
+	AskModel func(ctx context.Context, system, prompt string, maxTokens int) (string, error)
+	// Todos, when set, keeps the session's todo list (TodoWrite); nil
+	// keeps none (the call still succeeds).
+	Todos *TodoList
 	// Hidden, when set, reports whether Glob and Grep leave out the file or
 	// directory at path (absolute; a link's own path for a link): the
 	// permission rules deny reading it, so a search of the directory

@@ -17,7 +17,8 @@ func FileToolNames() []string {
 	return names
 }
 
-// AllTools returns every tool of ferry's own agent: the file tools and Bash.
+// AllTools returns every tool of ferry's own agent: the file tools, Bash,
+// WebFetch and TodoWrite.
 func AllTools() []Tool {
-	return append(FileTools(), Bash{})
+	return append(FileTools(), Bash{}, WebFetch{}, TodoWrite{})
 }

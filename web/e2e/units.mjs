@@ -17,6 +17,7 @@ import {
 import { WaitingBadge, titleFor, waitingCount } from '../static/js/badge.js';
 import { registerWorker } from '../static/js/worker.js';
 import { timeoutAnswer, timeoutFate } from '../static/js/timeoutsetting.js';
+import { parseTodos, todoLine, todoSummary } from '../static/js/todos.js';
 
 let failed = 0;
 let passed = 0;
@@ -146,6 +147,26 @@ check('events apply once and in order; a duplicate is dropped', () => {
   const prompt = s.prompts.get('m1');
   assert.equal(prompt.turnId, 't1');
   assert.deepEqual(prompt.parts.map((p) => p.display || p.text), ['fix ', 'a.go']);
+});
+
+check('the todo list: the last TodoWrite that finished ok; refused and sub-agent lists are not the session\'s', () => {
+  const s = started();
+  const list = [{ content: 'Read', status: 'completed' }, { content: 'Fix', status: 'in_progress', activeForm: 'Fixing' }, { content: 'Test', status: 'bogus' }];
+  const tool = (seq, id, todos, extra = {}) => s.accept(ev(seq, 'agent.tool.started', { turn_id: 't1', tool_use_id: id, tool_name: 'TodoWrite', input: { todos }, ...extra }));
+  const done = (seq, id, status) => s.accept(ev(seq, 'agent.tool.finished', { turn_id: 't1', tool_use_id: id, tool_name: 'TodoWrite', status }));
+  assert.equal(tool(4, 'a', list), 'ok');
+  assert.equal(s.todos, null, 'a list is shown before its call finished');
+  assert.equal(done(5, 'a', 'ok'), 'ok');
+  assert.deepEqual(s.todos.map((t) => [t.content, t.status, t.activeForm]), [['Read', 'completed', ''], ['Fix', 'in_progress', 'Fixing'], ['Test', 'pending', '']]);
+  assert.deepEqual(todoSummary(s.todos), { done: 1, total: 3, what: 'Fixing' });
+  tool(6, 'b', [{ content: 'x', status: 'in_progress' }, { content: 'y', status: 'in_progress' }]);
+  done(7, 'b', 'error');
+  tool(8, 'c', [{ content: 'sub', status: 'pending' }], { parent_tool_use_id: 'task1' });
+  done(9, 'c', 'ok');
+  assert.equal(s.todos.length, 3, 'a refused or a sub-agent\'s list replaced the session\'s');
+  assert.equal(todoLine({ todos: [] }), 'cleared the list');
+  assert.equal(todoLine({ todos: [{ content: 'a', status: 'completed' }] }), '1/1 · All done');
+  assert.equal(parseTodos({ todos: 'x' }), null);
 });
 
 check('a gap or another epoch asks for a resync and changes nothing', () => {

@@ -91,7 +91,7 @@ func TestCapability(t *testing.T) {
 	t.Parallel()
 	c := builtin.New(builtin.Config{}).Capability()
 	if c.ID != "builtin" || c.FileTokens != "file_list" || !c.Cancel || !c.Compact || len(c.InputTypes) != 4 || len(c.Modes) != 3 ||
-		strings.Join(c.Tools, ",") != "Read,Write,Edit,MultiEdit,NotebookEdit,Glob,Grep,Bash,Task" {
+		strings.Join(c.Tools, ",") != "Read,Write,Edit,MultiEdit,NotebookEdit,Glob,Grep,Bash,WebFetch,TodoWrite,Task" {
 		t.Fatalf("%+v", c)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -46,6 +47,7 @@ type toolArgs struct {
 	NotebookPath string `json:"notebook_path"`
 	Path         string `json:"path"`
 	Command      string `json:"command"`
+	URL          string `json:"url"`
 }
 
 // callFor is a tool call as ferry's permission rules see it.
@@ -55,6 +57,13 @@ func (s *session) callFor(tool string, input json.RawMessage) permission.Call {
 	c := permission.Call{Tool: tool, ReadOnly: readOnlyTools[tool]}
 	if tool == "Bash" {
 		c.Command, c.Dir = in.Command, s.ws // Claude Code starts in the workspace
+	}
+	if tool == "WebFetch" {
+		// ferry's WebFetch rules are per domain, for Claude Code's too.
+		if u, err := url.Parse(in.URL); err == nil {
+			c.Domain = permission.NormalizeDomain(u.Hostname())
+		}
+		return c
 	}
 	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
 		if p != "" {

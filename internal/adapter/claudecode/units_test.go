@@ -231,6 +231,10 @@ func TestRel(t *testing.T) {
 	if c := s.callFor("mcp__x__write", json.RawMessage(`{}`)); c.ReadOnly {
 		t.Errorf("an MCP tool counted as read-only")
 	}
+	// Claude Code's WebFetch meets ferry's per-domain rules.
+	if c := s.callFor("WebFetch", json.RawMessage(`{"url":"https://Docs.Example.COM./x","prompt":"?"}`)); c.Domain != "docs.example.com" || !c.ReadOnly {
+		t.Errorf("WebFetch: %+v", c)
+	}
 }
 
 func TestModeRefusals(t *testing.T) {

@@ -29,6 +29,7 @@ export const TOOL_CODES = {
   21: ['editor', 'the editor lending its files or terminals failed the request'],
   22: ['overlap', 'two edits of one MultiEdit change the same text'],
   23: ['no cell', 'the notebook has no cell with that id'],
+  24: ['web', 'the page could not be fetched: a non-public host, an HTTP error or an unreachable server'],
   99: ['internal', 'the tool failed for a reason of its own (see the log)'],
 };
 

@@ -8,6 +8,7 @@ import { h, formatDuration, shorten } from './util.js';
 import { renderDiff } from './diff.js';
 import { renderMarkdown } from './markdown.js';
 import { timeoutFate } from './timeoutsetting.js';
+import { todoLine } from './todos.js';
 
 const OUTCOME = { answered: 'Answered', timeout: 'Timed out', cancelled: 'Closed: the turn ended' };
 
@@ -33,6 +34,7 @@ function describeAnswer(it) {
 /** toolSummary names what a permission is for: the file, command or pattern. */
 export function toolSummary(input) {
   const i = input || {};
+  if (Array.isArray(i.todos)) return todoLine(i); // TodoWrite: where the list stands, not its JSON
   return i.file_path || i.notebook_path || i.path || i.command || i.pattern || i.url || i.description || '';
 }
 

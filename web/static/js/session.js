@@ -18,6 +18,7 @@ import { applyRestored } from './restore.js';
 import { errorNote, codeLine } from './codes.js';
 import { recheckArtifacts } from './artifactmarker.js';
 import { shipOutcome } from './worktree.js';
+import { parseTodos } from './todos.js';
 
 export const TURN_LABELS = {
   running: 'Running',
@@ -50,6 +51,10 @@ export class SessionState {
     this.settings = this.info.settings || null; // {permission_timeout_ms, permission_timeout_set, model, effort}
     this.commands = []; // the agent's own slash commands (agent.commands)
     this.instructions = []; // the instruction files in its system prompt (agent.instructions)
+    // The agent's todo list: the input of the last TodoWrite call that
+    // finished ok (todos.js); todoCalls the lists of calls still running.
+    this.todos = null;
+    this.todoCalls = new Map();
     // What the session's agent really offers (agent.capabilities), in place
     // of its adapter's declaration; null: the declaration holds.
     this.capabilities = null;
@@ -320,6 +325,9 @@ export class SessionState {
         tool.name = p.tool_name;
         tool.input = p.input || {};
         this.bumpTool(t, tool);
+        // A sub-agent's list (parent_tool_use_id) is its own, not the session's.
+        const todos = p.tool_name === 'TodoWrite' && !p.parent_tool_use_id ? parseTodos(p.input) : null;
+        if (todos) this.todoCalls.set(p.tool_use_id, todos);
         break;
       }
       case 'agent.tool.updated': {
@@ -339,6 +347,12 @@ export class SessionState {
         tool.errorCode = p.error_code || 0;
         tool.images = Array.isArray(p.images) ? p.images : [];
         this.bumpTool(t, tool);
+        if (this.todoCalls.has(p.tool_use_id)) {
+          // Only a list the agent accepted replaces the one shown.
+          if (p.status === 'ok') this.todos = this.todoCalls.get(p.tool_use_id);
+          this.todoCalls.delete(p.tool_use_id);
+          this.touch();
+        }
         break;
       }
       case 'agent.usage': {

@@ -19,6 +19,7 @@ import { SessionActions } from './manage.js';
 import { Menu } from './menu.js';
 import { icon } from './attach.js';
 import { BranchChanges, ShipSheet, branchInfo } from './worktreeview.js';
+import { TodoPanel } from './todos.js';
 
 const STATUS_TEXT = {
   idle: 'Ready',
@@ -139,8 +140,10 @@ export class SessionView {
       this.menu.el);
     this.buildSettings();
     this.offline = h('div', { class: 'offline-note', role: 'status', hidden: true });
+    // The agent's todo list, pinned above the prompt box (todos.js).
+    this.todoPanel = new TodoPanel();
     this.el = h('section', { class: 'session', 'aria-labelledby': 'session-title' }, this.head, this.offline, this.transcript.el,
-      this.actions.archivedNote, this.composer.form, this.settingsDialog);
+      this.actions.archivedNote, this.todoPanel.el, this.composer.form, this.settingsDialog);
     this.title.id = 'session-title';
     clear(main).appendChild(this.el);
     this.onLayout = () => {
@@ -285,6 +288,7 @@ export class SessionView {
     this.usageRow.hidden = !tot.turns;
     this.usage.title = tot.turns ? `${tot.input.toLocaleString()} in, ${tot.output.toLocaleString()} out, ${tot.cacheRead.toLocaleString()} cached` : '';
     this.composer.setRunning(s.running, caps.cancel);
+    this.todoPanel.update(s.todos);
     // An archived session is read-only: the master refuses its prompts.
     this.composer.form.hidden = !!s.info.archived;
     this.actions.draw();
