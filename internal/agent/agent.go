@@ -71,10 +71,17 @@
 //     after ferry's own path checks (internal/vfs/overlay; a refused path
 //     never reaches the editor), Bash runs in its terminal with the same
 //     result text, and the tools of its MCP servers are offered for the
-//     turn, under the same modes and rules (mcp__SERVER__TOOL). Those
-//     servers are connected once per list (again when it changes), a
-//     failed one is reported once (agent.error mcp_server_failed) and the
-//     turn goes on; Close stops them.
+//     turn, under the same modes and rules (mcp__SERVER__TOOL).
+//   - MCP servers (mcp.go): the user's mcp.json, the workspace's
+//     .mcp.json and the editor's (which win a name clash, then the
+//     workspace's) are read at each turn start. The workspace's file
+//     starts nothing before the user approved its content (asked with an
+//     agent.interaction.request; headless, it is left out and reported
+//     unless Config.MCP.Trust). The servers are connected once per list
+//     (again when it changes), within Config.MCPConnectTimeout; a server
+//     or file that fails, hangs or crashes (also mid-turn) is reported
+//     once (agent.error mcp_server_failed) and the turn goes on; Close
+//     stops them.
 //   - Restarts: Config.OnStep gets a Snapshot (history, turn-open flag,
 //     read state) each time a step ends, before the next one starts;
 //     Restore continues from one, repaired so the provider accepts it
@@ -98,6 +105,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/artifact"
 	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/mcpconfig"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/vfs"
@@ -166,6 +174,15 @@ type Config struct {
 	// (internal/vfs/overlay), Bash runs in its terminal, and its MCP
 	// servers' tools are offered (editor.go).
 	Editor func() editorlink.Lent
+	// MCP are the configuration files of the session's MCP servers (the
+	// user's and the workspace's .mcp.json, with the user's approvals);
+	// nil: none, only an editor's (mcp.go). They are read at each turn
+	// start; the workspace's file is used once approved (asked with an
+	// agent.interaction.request; when Headless, left out and reported).
+	MCP *mcpconfig.Sources
+	// MCPConnectTimeout bounds connecting one MCP server
+	// (mcpclient.DefaultConnectTimeout when 0).
+	MCPConnectTimeout time.Duration
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -191,7 +208,9 @@ type Agent struct {
 	editor    func() editorlink.Lent
 	log       *slog.Logger
 
-	mcp mcpState // the editor's MCP servers (editor.go)
+	mcpSources        *mcpconfig.Sources // Config.MCP
+	mcpConnectTimeout time.Duration
+	mcp               mcpState // the session's MCP servers (mcp.go)
 
 	mu        sync.Mutex
 	mode      string
@@ -263,6 +282,10 @@ func New(cfg Config) (*Agent, error) {
 		stopCause: cfg.StopCause,
 		editor:    cfg.Editor,
 		log:       log,
+
+		mcpSources:        cfg.MCP,
+		mcpConnectTimeout: cfg.MCPConnectTimeout,
+		mcp:               newMCPState(),
 		mode:      mode,
 		rules:     rules,
 		pending:   map[string]chan *protocol.InteractionResponse{},
