@@ -286,9 +286,9 @@ func New(cfg Config) (*Agent, error) {
 		mcpSources:        cfg.MCP,
 		mcpConnectTimeout: cfg.MCPConnectTimeout,
 		mcp:               newMCPState(),
-		mode:      mode,
-		rules:     rules,
-		pending:   map[string]chan *protocol.InteractionResponse{},
+		mode:              mode,
+		rules:             rules,
+		pending:           map[string]chan *protocol.InteractionResponse{},
 	}
 	if a.maxTurns <= 0 {
 		a.maxTurns = DefaultMaxTurns
