@@ -283,7 +283,7 @@ func New(cfg Config) (*Agent, error) {
 		editor:    cfg.Editor,
 		log:       log,
 
-		mcpSources:        cfg.MCP,
+		mcpSources:        withWorkspace(cfg.MCP, fsys.Roots()[0]),
 		mcpConnectTimeout: cfg.MCPConnectTimeout,
 		mcp:               newMCPState(),
 		mode:              mode,
@@ -309,6 +309,17 @@ func New(cfg Config) (*Agent, error) {
 		History: cfg.History,
 	}
 	return a, nil
+}
+
+// withWorkspace is a copy of src on the session's canonical workspace,
+// which approvals are keyed by (nil stays nil).
+func withWorkspace(src *mcpconfig.Sources, root string) *mcpconfig.Sources {
+	if src == nil {
+		return nil
+	}
+	c := *src
+	c.Workspace = root
+	return &c
 }
 
 func validMode(m string) bool {

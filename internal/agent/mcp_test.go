@@ -72,6 +72,10 @@ func mcpFiles(t *testing.T, ws string, workspace, user map[string]any) *mcpconfi
 	}
 	write(filepath.Join(ws, ".mcp.json"), workspace)
 	write(filepath.Join(home, "config", "ferry", "mcp.json"), user)
+	ws, err := filepath.EvalSymlinks(ws) // approvals are keyed by the canonical path
+	if err != nil {
+		t.Fatal(err)
+	}
 	src, err := mcpconfig.DefaultSources(ws, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +178,7 @@ func TestWorkspaceMCPAskedBeforeAnythingStarts(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(errs[0].Message, `"dead"`) || !strings.Contains(errs[0].Message, "exit") {
 		t.Fatalf("the server that exits at once: %+v", errs)
 	}
-	if d, err := src.Approvals.Decision(ws, mcpconfig.Sum(readFile(t, filepath.Join(ws, ".mcp.json")))); err != nil || d != mcpconfig.Approved {
+	if d, err := src.Approvals.Decision(src.Workspace, mcpconfig.Sum(readFile(t, filepath.Join(ws, ".mcp.json")))); err != nil || d != mcpconfig.Approved {
 		t.Fatalf("approval kept: %q %v", d, err)
 	}
 
@@ -286,7 +290,7 @@ func TestWorkspaceMCPChangedFileAskedAgain(t *testing.T) {
 	if n := len(rec.of(protocol.TypeInteractionRequest)); n != 1 {
 		t.Fatalf("not now: asked %d times in one session, want 1", n)
 	}
-	d, err := src.Approvals.Decision(ws, mcpconfig.Sum(readFile(t, filepath.Join(ws, ".mcp.json"))))
+	d, err := src.Approvals.Decision(src.Workspace, mcpconfig.Sum(readFile(t, filepath.Join(ws, ".mcp.json"))))
 	if err != nil || d != mcpconfig.Unknown {
 		t.Fatalf("not now was recorded: %q %v", d, err)
 	}

@@ -272,7 +272,7 @@ func agentSpecs(env Env, values []string) ([]agentspec.Spec, error) {
 func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, cmd string, tune ...func(*builtin.Config)) ([]adapter.Adapter, error) {
 	// Sessions driven from the UI hand files to the user (artifacts),
 	// and are named by the model after their first answer (titles).
-	bc := builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true, Titles: true}
+	bc := builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true, Titles: true, MCPFiles: true}
 	for _, t := range tune {
 		t(&bc)
 	}

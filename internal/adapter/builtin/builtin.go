@@ -32,6 +32,10 @@
 // attached to it lends: its files' text, its terminals and its MCP
 // servers (agent.Config.Editor, docs/tools.md "Lent by an editor").
 //
+// With Config.MCPFiles a session's agent also uses the MCP servers of the
+// user's mcp.json and, once the user approved it, of the workspace's
+// .mcp.json (docs/agent.md "MCP servers").
+//
 // With SessionConfig.Transcripts (the client's transcripts.db) every step
 // of a session's conversation is saved as it ends, and Open continues a
 // session that has a saved transcript, after any restart (docs/agent.md,
@@ -55,6 +59,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
+	"github.com/ferry-dev/ferry/internal/mcpconfig"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/runecut"
 	"github.com/ferry-dev/ferry/internal/tools"
@@ -106,6 +111,14 @@ type Config struct {
 	// Editor holds what an editor attached to a session lends its agent
 	// (ferry acp: files, terminals, MCP servers); nil: nothing is lent.
 	Editor *editorlink.Registry
+	// MCPFiles gives each session the MCP servers of the user's
+	// $XDG_CONFIG_HOME/ferry/mcp.json and of the workspace's .mcp.json
+	// once the user approved it (mcpconfig; paths from Getenv). ferry up,
+	// connect and run turn it on.
+	MCPFiles bool
+	// TrustMCP approves the workspace's .mcp.json for every session
+	// without asking or recording it (ferry run --trust-mcp).
+	TrustMCP bool
 }
 
 // Adapter opens sessions of ferry's agent.
@@ -214,6 +227,14 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*Agent, error) {
 	if cfg.History != nil {
 		hist = cfg.History // the session's own journal (undo, rewind)
 	}
+	var mcp *mcpconfig.Sources
+	if a.cfg.MCPFiles {
+		// The agent keys approvals by its canonical workspace path.
+		if mcp, err = mcpconfig.DefaultSources("", a.cfg.Getenv); err != nil {
+			return nil, fmt.Errorf("builtin: %w", err)
+		}
+		mcp.Trust = a.cfg.TrustMCP
+	}
 	ag, err := agent.New(agent.Config{
 		Provider:           p,
 		Workspace:          cfg.Workspace.Path,
@@ -228,6 +249,7 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*Agent, error) {
 		OnStep:             keeper(cfg, a.cfg.Logger),
 		StopCause:          adapter.ErrStopping, // the client's cause when ferry stops
 		Editor:             lender(a.cfg.Editor, cfg.SessionID),
+		MCP:                mcp,
 		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
 	})
 	if err != nil {
