@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +16,10 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/agent"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/mcpclient/mcptest"
 	"github.com/ferry-dev/ferry/internal/mcpconfig"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/protocol"
@@ -379,5 +384,52 @@ func TestMCPConfigProblemsReported(t *testing.T) {
 		if i == 1 && len(errs) != 0 {
 			t.Fatalf("reported again: %+v", errs)
 		}
+	}
+}
+
+// TestUserMCPOverHTTP: a streamable-HTTP server of the user's mcp.json is
+// used without asking, its ${VAR} header expanded from the environment.
+func TestUserMCPOverHTTP(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		got string
+	)
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		mu.Lock()
+		got = r.Header.Get("X-Token")
+		mu.Unlock()
+		return mcptest.Server(mcptest.Options{})
+	}, nil)
+	hs := httptest.NewServer(h)
+	// Registered first, so it runs after the agent's Close: the server's
+	// open stream would hold Close up while the session lives.
+	t.Cleanup(hs.Close)
+	ws := t.TempDir()
+	src := mcpFiles(t, ws, nil, map[string]any{"web": map[string]any{"type": "http", "url": hs.URL, "headers": map[string]string{"X-Token": "${MCP_TOKEN}"}}})
+	src.Getenv = func(k string) string {
+		if k == "MCP_TOKEN" {
+			return "sekrit"
+		}
+		return ""
+	}
+	p := newMem(step{tools: []llm.Block{toolCall("h1", "mcp__web__echo", map[string]any{"text": "over http"})}}, step{text: []string{"ok"}})
+	a, _ := newAgent(t, p, func(c *agent.Config) {
+		c.Workspace, c.MCP = ws, src
+		c.Rules = &permission.Rules{Allow: []permission.Rule{mustRule(t, "mcp__web")}}
+	})
+	rec := newRecorder()
+	if _, err := a.Run(testCtx(t), textTurn("x"), rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.of(protocol.TypeInteractionRequest)); n != 0 {
+		t.Fatalf("the user's own file was asked about (%d)", n)
+	}
+	if r := lastToolResults(p.requests()[1]); len(r) != 1 || r[0].IsError || !strings.Contains(resultText(r[0]), "echo: over http") {
+		t.Fatalf("result: %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got != "sekrit" {
+		t.Fatalf("header X-Token %q, want the expanded variable", got)
 	}
 }
