@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/mcpclient/mcptest"
 	"github.com/ferry-dev/ferry/internal/mcpconfig"

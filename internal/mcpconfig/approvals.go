@@ -21,11 +21,11 @@ const ApprovalsFile = "mcp-approvals.json"
 type Decision string
 
 const (
-	// Unknown: not asked yet (or "not now").
+	// Unknown is not asked yet (or "not now").
 	Unknown Decision = ""
-	// Approved: its servers may be started.
+	// Approved lets its servers start.
 	Approved Decision = "approved"
-	// Never: never start them, and do not ask again, for this content.
+	// Never starts them never, and asks no more, for this content.
 	Never Decision = "never"
 )
 

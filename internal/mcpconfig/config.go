@@ -101,6 +101,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Is makes every *Error match ErrBadConfig.
 func (e *Error) Is(target error) bool { return target == ErrBadConfig }
 func (e *Error) Unwrap() error        { return e.Err }
 
@@ -302,7 +303,7 @@ func validHeaderName(k string) bool {
 	if k == "" {
 		return false
 	}
-	for i := 0; i < len(k); i++ {
+	for i := range len(k) {
 		c := k[i]
 		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
 			return false
