@@ -75,9 +75,11 @@ const (
 	AgentCodeAgentUnavailable = "agent_unavailable"
 	// AgentCodeAuthRequired: an external agent wants the user to log in.
 	AgentCodeAuthRequired = "agent_auth_required"
-	// AgentCodeMCPServerFailed: an MCP server the editor lent the session
-	// (ferry acp) could not be connected, or went away; the turn goes on
-	// without its tools. Sent once per server and failure.
+	// AgentCodeMCPServerFailed: an MCP server of the session (the user's
+	// mcp.json, the workspace's approved .mcp.json, or lent by the editor
+	// in ferry acp) could not be connected, or went away, or its
+	// configuration is wrong or not approved; the turn goes on without
+	// its tools. Sent once per server and failure.
 	AgentCodeMCPServerFailed = "mcp_server_failed"
 	// AgentCodeSessionNotResumed: the agent could not resume the session's
 	// earlier conversation and goes on in a new one.

@@ -104,10 +104,17 @@
 //     after ferry's own path checks (internal/vfs/overlay; a refused path
 //     never reaches the editor), Bash runs in its terminal with the same
 //     result text, and the tools of its MCP servers are offered for the
-//     turn, under the same modes and rules (mcp__SERVER__TOOL). Those
-//     servers are connected once per list (again when it changes), a
-//     failed one is reported once (agent.error mcp_server_failed) and the
-//     turn goes on; Close stops them.
+//     turn, under the same modes and rules (mcp__SERVER__TOOL).
+//   - MCP servers (mcp.go): the user's mcp.json, the workspace's
+//     .mcp.json and the editor's (which win a name clash, then the
+//     workspace's) are read at each turn start. The workspace's file
+//     starts nothing before the user approved its content (asked with an
+//     agent.interaction.request; headless, it is left out and reported
+//     unless Config.MCP.Trust). The servers are connected once per list
+//     (again when it changes), within Config.MCPConnectTimeout; a server
+//     or file that fails, hangs or crashes (also mid-turn) is reported
+//     once (agent.error mcp_server_failed) and the turn goes on; Close
+//     stops them.
 //   - Diagnostics after edits (Config.Diagnostics, internal/lsp): a call
 //     that changed a file gets the language server's errors in that file
 //     appended to its result, within a bounded wait (a slow or crashed
@@ -139,6 +146,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/editorlink"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/lsp"
+	"github.com/ferry-dev/ferry/internal/mcpconfig"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/internal/vfs"
@@ -234,6 +242,15 @@ type Config struct {
 	// with the other sessions of the workspace, and stop with the last
 	// one's Close. Nil: none.
 	Diagnostics *lsp.Config
+	// MCP are the configuration files of the session's MCP servers (the
+	// user's and the workspace's .mcp.json, with the user's approvals);
+	// nil: none, only an editor's (mcp.go). They are read at each turn
+	// start; the workspace's file is used once approved (asked with an
+	// agent.interaction.request; when Headless, left out and reported).
+	MCP *mcpconfig.Sources
+	// MCPConnectTimeout bounds connecting one MCP server
+	// (mcpclient.DefaultConnectTimeout when 0).
+	MCPConnectTimeout time.Duration
 	// Logger gets internal errors (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -261,7 +278,9 @@ type Agent struct {
 	unlsp     func()       // releases lsp (shared by the workspace's sessions)
 	log       *slog.Logger
 
-	mcp mcpState // the editor's MCP servers (editor.go)
+	mcpSources        *mcpconfig.Sources // Config.MCP
+	mcpConnectTimeout time.Duration
+	mcp               mcpState // the session's MCP servers (mcp.go)
 
 	// parent is the session's agent when this one is a sub-agent of its
 	// Task tool (task.go): the mode, pending questions and rules are its.
@@ -357,7 +376,10 @@ func New(cfg Config) (*Agent, error) {
 		rules:     rules,
 		pending:   map[string]chan *protocol.InteractionResponse{},
 
-		userCommands: cfg.UserCommands,
+		userCommands:      cfg.UserCommands,
+		mcpSources:        withWorkspace(cfg.MCP, fsys.Roots()[0]),
+		mcpConnectTimeout: cfg.MCPConnectTimeout,
+		mcp:               newMCPState(),
 	}
 	a.instrSources, a.instrRepo = instructionSources(a.root, cfg.UserInstructions)
 	if a.maxTurns <= 0 {
@@ -389,6 +411,17 @@ func New(cfg Config) (*Agent, error) {
 		a.env.Diagnostics = a.diagnostics(fsys)
 	}
 	return a, nil
+}
+
+// withWorkspace is a copy of src on the session's canonical workspace,
+// which approvals are keyed by (nil stays nil).
+func withWorkspace(src *mcpconfig.Sources, root string) *mcpconfig.Sources {
+	if src == nil {
+		return nil
+	}
+	c := *src
+	c.Workspace = root
+	return &c
 }
 
 func validMode(m string) bool {

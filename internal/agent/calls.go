@@ -301,7 +301,43 @@ func deniedByUser(what, note string) string {
 // denial.
 func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage, call permission.Call, diff *protocol.FileDiff) (ok bool, note string, err error) {
 	always := t.rules.RulesFor(call) // through a link: the target's rule too
-	id := protocol.NewID()
+	r, err := t.interact(ctx, &protocol.InteractionRequest{
+		InteractionID: protocol.NewID(),
+		TurnID:        t.id,
+		Kind:          protocol.InteractionPermission,
+		Title:         permissionTitle(call),
+		Message:       permissionMessage(call),
+		Options:       permissionOptions(always),
+		DefaultValue:  protocol.Deny, // what a timeout does: it never grants
+		ToolUseID:     use.ToolUseID,
+		ToolName:      use.ToolName,
+		ToolInput:     input,
+		Diff:          diff,
+	})
+	if err != nil || r == nil {
+		return false, "", err
+	}
+	vals := r.SelectedValue.Values
+	switch {
+	case slices.Contains(vals, protocol.AllowAlways) && len(always) > 0:
+		h := t.a.host() // a sub-agent's "always" is the session's
+		h.mu.Lock()
+		for _, rule := range always {
+			t.rules.Add(permission.Allow, rule)
+			h.rules.Add(permission.Allow, rule)
+		}
+		h.mu.Unlock()
+		return true, "", nil
+	case slices.Contains(vals, protocol.AllowOnce):
+		return true, "", nil
+	}
+	return false, r.Note, nil
+}
+
+// interact sends req (its timeout_ms the session's) and waits for the
+// answer: nil when it timed out or came empty, ctx's error on cancel.
+func (t *turnRun) interact(ctx context.Context, req *protocol.InteractionRequest) (*protocol.InteractionResponse, error) {
+	id := req.InteractionID
 	ch := make(chan *protocol.InteractionResponse, 1)
 	// A sub-agent asks through the session's agent: Answer finds it there.
 	h := t.a.host()
@@ -313,22 +349,9 @@ func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage,
 		delete(h.pending, id)
 		h.mu.Unlock()
 	}()
-	req := &protocol.InteractionRequest{
-		InteractionID: id,
-		TurnID:        t.id,
-		Kind:          protocol.InteractionPermission,
-		Title:         permissionTitle(call),
-		Message:       permissionMessage(call),
-		Options:       permissionOptions(always),
-		DefaultValue:  protocol.Deny, // what a timeout does: it never grants
-		ToolUseID:     use.ToolUseID,
-		ToolName:      use.ToolName,
-		ToolInput:     input,
-		Diff:          diff,
-		TimeoutMS:     int(t.a.timeout / time.Millisecond),
-	}
+	req.TimeoutMS = int(t.a.timeout / time.Millisecond)
 	if err := t.emit(ctx, protocol.TypeInteractionRequest, req); err != nil {
-		return false, "", fmt.Errorf("agent: emit interaction.request: %w", err)
+		return nil, fmt.Errorf("agent: emit interaction.request: %w", err)
 	}
 	var timeout <-chan time.Time
 	if t.a.timeout > 0 {
@@ -338,27 +361,11 @@ func (t *turnRun) ask(ctx context.Context, use llm.Block, input json.RawMessage,
 	}
 	select {
 	case <-ctx.Done():
-		return false, "", fmt.Errorf("agent: waiting for permission: %w", ctx.Err())
+		return nil, fmt.Errorf("agent: waiting for an answer: %w", ctx.Err())
 	case <-timeout:
-		return false, "", nil
+		return nil, nil
 	case r := <-ch:
-		if r == nil {
-			return false, "", nil
-		}
-		vals := r.SelectedValue.Values
-		switch {
-		case slices.Contains(vals, protocol.AllowAlways) && len(always) > 0:
-			h.mu.Lock()
-			for _, rule := range always {
-				t.rules.Add(permission.Allow, rule)
-				h.rules.Add(permission.Allow, rule)
-			}
-			h.mu.Unlock()
-			return true, "", nil
-		case slices.Contains(vals, protocol.AllowOnce):
-			return true, "", nil
-		}
-		return false, r.Note, nil
+		return r, nil
 	}
 }
 

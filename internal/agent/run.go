@@ -168,7 +168,9 @@ func (t *turnRun) run(ctx context.Context, turn Turn) (Result, error) {
 	if err := t.applyOverrides(req.ConfigOverrides); err != nil {
 		return Result{}, err
 	}
-	t.offerMCP(ctx)
+	if err := t.offerMCP(ctx); err != nil {
+		return Result{}, err
+	}
 	attached, err := attachmentBlocks(ctx, turn.Attachments, t.a.env.Limits.MaxImageDimension)
 	if err != nil {
 		return Result{}, err
@@ -278,6 +280,9 @@ func (t *turnRun) loop(ctx context.Context) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		// A server that crashed during these calls is news now, not at
+		// the next turn.
+		t.reportMCP(ctx, nil)
 	}
 }
 

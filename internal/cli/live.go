@@ -273,7 +273,7 @@ func agentSpecs(env Env, values []string) ([]agentspec.Spec, error) {
 func liveAdapters(env Env, log *slog.Logger, specs []agentspec.Spec, stateDir, cmd string, tune ...func(*builtin.Config)) ([]adapter.Adapter, error) {
 	// Sessions driven from the UI hand files to the user (artifacts),
 	// and are named by the model after their first answer (titles).
-	bc := builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true, Titles: true}
+	bc := builtin.Config{Getenv: env.Getenv, Logger: log, Artifacts: true, Titles: true, MCPFiles: true}
 	if diag, err := lsp.LoadConfig(env.Getenv); err != nil {
 		// A broken lsp.json only costs the diagnostics: the client stays up.
 		log.Warn("language server diagnostics off", "err", err)

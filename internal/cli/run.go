@@ -62,6 +62,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 	artifacts := fs.Bool("artifacts", false, "hand the files the agent makes to the user (ferry's agent: Write and Edit get an \"artifact\" parameter, Bash \"artifact_paths\"; "+
 		"other agents: the files they write); the output lists them (json: \"artifacts\", stream-json: agent.artifact events, text: standard error)")
 	agentFlag := fs.String("agent", agentspec.Builtin, "the agent `SPEC` to run: builtin, echo, claude-code, acp:CMD or script:CMD (see docs/adapters.md)")
+	trustMCP := fs.Bool("trust-mcp", false, "start the MCP servers of the workspace's .mcp.json without the approval a UI session asks for (this run only; nothing is recorded)")
 	noHistory := fs.Bool("no-history", false, "keep no file history of the run (then ferry undo cannot undo it)")
 	historyMiB := fs.Int64("history-quota", filehistory.DefaultQuota>>20, historyQuotaUsage)
 	wtName := fs.String("worktree", "", "run in the git worktree of branch ferry/`NAME` (made from --base if missing, reused if it exists), "+
@@ -84,6 +85,11 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		"about is denied, since nobody can be asked. Grant what the task needs with",
 		"--allow (e.g. --allow Edit --allow 'Bash(go test:*)'); denied calls are",
 		"listed on standard error.",
+		"\nMCP servers: those of $XDG_CONFIG_HOME/ferry/mcp.json are used; those of the",
+		"workspace's .mcp.json only once approved in a UI session, or with --trust-mcp",
+		"for this run (a repository must not start programs by itself). MCP tools ask",
+		"like other tools: grant them with --allow mcp__SERVER or mcp__SERVER__TOOL.",
+		"A server that fails is noted on standard error and the run goes on.",
 		"\nThe model provider comes from the flags and the environment: ANTHROPIC_API_KEY",
 		"(Anthropic), or OPENAI_API_KEY and/or OPENAI_BASE_URL (OpenAI or compatible).",
 		"\nEvery file change of the run is kept in its file history",
@@ -117,7 +123,7 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		var own []string
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "provider", "model", "base-url":
+			case "provider", "model", "base-url", "trust-mcp":
 				own = append(own, "--"+f.Name)
 			}
 		})
@@ -253,6 +259,8 @@ func runRun(ctx context.Context, env Env, args []string) error {
 		Artifacts:   *artifacts,
 		Logger:      logger,
 		Diagnostics: &diag,
+		MCPFiles:    true,
+		TrustMCP:    *trustMCP,
 	})
 	ag, err := ad.NewAgent(scfg)
 	if errors.Is(err, llm.ErrNotConfigured) {
@@ -468,6 +476,11 @@ func (o *runOutput) emit(_ context.Context, typ string, payload any) error {
 		o.deny(p)
 		return nil
 	case *protocol.AgentError:
+		if p.Code == protocol.AgentCodeMCPServerFailed {
+			// Not the run's failure: the turn goes on without the server.
+			fmt.Fprintf(o.env.Stderr, "ferry run: %s\n", p.Message)
+			break
+		}
 		e := *p
 		o.lastError = &e
 	case *protocol.Usage:

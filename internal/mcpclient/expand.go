@@ -89,3 +89,14 @@ func validVar(name string) bool {
 	}
 	return true
 }
+
+// Expand returns cfg with ${VAR} and ${VAR:-default} expanded by getenv in
+// the fields Options.Getenv expands, for callers that expand some servers
+// (a configuration file's) and not others (an editor's, given literally).
+// Its error names the variable that is not set.
+func Expand(cfg Server, getenv func(string) string) (Server, error) {
+	if err := expandServer(&cfg, getenv); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}

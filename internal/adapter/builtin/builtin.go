@@ -37,6 +37,9 @@
 // reports them through SessionConfig.Instructions and Commands when it
 // opens and whenever they change (its agent looks at every turn start and
 // every watchEvery), until Close.
+// With Config.MCPFiles a session's agent also uses the MCP servers of the
+// user's mcp.json and, once the user approved it, of the workspace's
+// .mcp.json (docs/agent.md "MCP servers").
 //
 // With SessionConfig.Transcripts (the client's transcripts.db) every step
 // of a session's conversation is saved as it ends, and Open continues a
@@ -63,6 +66,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
 	"github.com/ferry-dev/ferry/internal/lsp"
+	"github.com/ferry-dev/ferry/internal/mcpconfig"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/runecut"
 	"github.com/ferry-dev/ferry/internal/tools"
@@ -118,6 +122,14 @@ type Config struct {
 	// every session (agent.Config's Diagnostics; the user's lsp.json,
 	// lsp.LoadConfig). Nil: none.
 	Diagnostics *lsp.Config
+	// MCPFiles gives each session the MCP servers of the user's
+	// $XDG_CONFIG_HOME/ferry/mcp.json and of the workspace's .mcp.json
+	// once the user approved it (mcpconfig; paths from Getenv). ferry up,
+	// connect and run turn it on.
+	MCPFiles bool
+	// TrustMCP approves the workspace's .mcp.json for every session
+	// without asking or recording it (ferry run --trust-mcp).
+	TrustMCP bool
 }
 
 // Adapter opens sessions of ferry's agent.
@@ -229,6 +241,14 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*Agent, error) {
 	if cfg.History != nil {
 		hist = cfg.History // the session's own journal (undo, rewind)
 	}
+	var mcp *mcpconfig.Sources
+	if a.cfg.MCPFiles {
+		// The agent keys approvals by its canonical workspace path.
+		if mcp, err = mcpconfig.DefaultSources("", a.cfg.Getenv); err != nil {
+			return nil, fmt.Errorf("builtin: %w", err)
+		}
+		mcp.Trust = a.cfg.TrustMCP
+	}
 	ag, err := agent.New(agent.Config{
 		Provider:           p,
 		Workspace:          cfg.Workspace.Path,
@@ -248,6 +268,7 @@ func (a *Adapter) NewAgent(cfg adapter.SessionConfig) (*Agent, error) {
 		OnInstructions:     cfg.Instructions,
 		OnCommands:         cfg.Commands,
 		Diagnostics:        a.cfg.Diagnostics,
+		MCP:                mcp,
 		Logger:             a.cfg.Logger.With("session", cfg.SessionID),
 	})
 	if err != nil {

@@ -93,7 +93,7 @@ export const CODES = {
   agent_unavailable: 'the agent could not be started',
   agent_auth_required: 'the agent wants you to log in',
   session_not_resumed: 'the agent could not resume the earlier conversation and starts a new one',
-  mcp_server_failed: 'an MCP server the editor lent could not be connected; the turn goes on without its tools',
+  mcp_server_failed: 'an MCP server of the session could not be used (failed to start, went away, or its configuration is wrong or not approved); the turn goes on without its tools',
   agent_failed: 'the agent failed without saying why',
   compaction_failed: 'the agent could not compact the session',
   restarted: 'ferry on the session\'s machine (ferry up or ferry connect) stopped during the turn, which ended there; the machine itself need not have restarted',
