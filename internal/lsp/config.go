@@ -70,7 +70,16 @@ type ServerConfig struct {
 type defaultServer struct {
 	candidates [][]string
 	languageID string
+	// initOpts are sent when the user's lsp.json gives none.
+	initOpts json.RawMessage
 }
+
+// rustSafe keeps rust-analyzer from running the repository's code: build
+// scripts, procedural macros and cargo check (which runs both) would
+// execute whatever a cloned repository holds at the agent's first edit
+// of a .rs file, without anyone having approved it. Its own analysis
+// still reports type errors.
+var rustSafe = json.RawMessage(`{"cargo":{"buildScripts":{"enable":false}},"procMacro":{"enable":false},"checkOnSave":false}`)
 
 var (
 	pyright    = [][]string{{"basedpyright-langserver", "--stdio"}, {"pyright-langserver", "--stdio"}}
@@ -78,18 +87,18 @@ var (
 )
 
 var defaultServers = map[string]defaultServer{
-	".go":  {[][]string{{"gopls"}}, "go"},
-	".py":  {pyright, "python"},
-	".pyi": {pyright, "python"},
-	".ts":  {typescript, "typescript"},
-	".mts": {typescript, "typescript"},
-	".cts": {typescript, "typescript"},
-	".tsx": {typescript, "typescriptreact"},
-	".js":  {typescript, "javascript"},
-	".mjs": {typescript, "javascript"},
-	".cjs": {typescript, "javascript"},
-	".jsx": {typescript, "javascriptreact"},
-	".rs":  {[][]string{{"rust-analyzer"}}, "rust"},
+	".go":  {[][]string{{"gopls"}}, "go", nil},
+	".py":  {pyright, "python", nil},
+	".pyi": {pyright, "python", nil},
+	".ts":  {typescript, "typescript", nil},
+	".mts": {typescript, "typescript", nil},
+	".cts": {typescript, "typescript", nil},
+	".tsx": {typescript, "typescriptreact", nil},
+	".js":  {typescript, "javascript", nil},
+	".mjs": {typescript, "javascript", nil},
+	".cjs": {typescript, "javascript", nil},
+	".jsx": {typescript, "javascriptreact", nil},
+	".rs":  {[][]string{{"rust-analyzer"}}, "rust", rustSafe},
 }
 
 // ErrConfig marks a config file ferry cannot use.
@@ -190,6 +199,9 @@ func (c Config) resolve(ext string, lookPath func(string) (string, error)) *reso
 	}
 	def, hasDef := defaultServers[ext]
 	r := &resolved{languageID: def.languageID, wait: c.wait(user), initOpts: user.InitializationOptions}
+	if len(r.initOpts) == 0 {
+		r.initOpts = def.initOpts
+	}
 	if user.LanguageID != "" {
 		r.languageID = user.LanguageID
 	}

@@ -2,6 +2,7 @@ package lsp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -346,5 +347,39 @@ func TestAcquireShares(t *testing.T) {
 	releaseB()
 	if err := syscall.Kill(pids[0], 0); !errors.Is(err, syscall.ESRCH) {
 		t.Fatalf("the server outlived its last holder (kill 0: %v)", err)
+	}
+}
+
+// rust-analyzer must not run the repository's build scripts, procedural
+// macros or cargo check on its own; a user's initialization_options
+// replace that default, and other servers get none unless asked.
+func TestRustAnalyzerRunsNoRepositoryCode(t *testing.T) {
+	t.Parallel()
+	look := func(name string) (string, error) { return "/bin/" + name, nil }
+	r := Config{}.resolve(".rs", look)
+	if r == nil {
+		t.Fatal("no server for .rs")
+	}
+	var opts struct {
+		Cargo struct {
+			BuildScripts struct{ Enable *bool } `json:"buildScripts"`
+		} `json:"cargo"`
+		ProcMacro   struct{ Enable *bool } `json:"procMacro"`
+		CheckOnSave *bool                  `json:"checkOnSave"`
+	}
+	if err := json.Unmarshal(r.initOpts, &opts); err != nil {
+		t.Fatalf("rust-analyzer's options %s: %v", r.initOpts, err)
+	}
+	for name, v := range map[string]*bool{"cargo.buildScripts.enable": opts.Cargo.BuildScripts.Enable, "procMacro.enable": opts.ProcMacro.Enable, "checkOnSave": opts.CheckOnSave} {
+		if v == nil || *v {
+			t.Errorf("%s is not false in %s", name, r.initOpts)
+		}
+	}
+	own := json.RawMessage(`{"checkOnSave":true}`)
+	if r := (Config{Servers: map[string]ServerConfig{".rs": {InitializationOptions: own}}}).resolve(".rs", look); string(r.initOpts) != string(own) {
+		t.Errorf("the user's options became %s", r.initOpts)
+	}
+	if r := (Config{}).resolve(".go", look); r.initOpts != nil {
+		t.Errorf("gopls gets options %s", r.initOpts)
 	}
 }
