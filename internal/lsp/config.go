@@ -155,12 +155,15 @@ func (c Config) validate() error {
 	if c.WaitMS < 0 || c.MaxLines < 0 {
 		return errors.New("wait_ms and max_lines may not be negative")
 	}
+	if c.WaitMS > MaxWaitMS {
+		return fmt.Errorf("wait_ms %d: at most %d (an edit never waits longer for its diagnostics)", c.WaitMS, MaxWaitMS)
+	}
 	for ext, s := range c.Servers {
 		if !strings.HasPrefix(ext, ".") || len(ext) < 2 || strings.ContainsAny(ext, `/\`) {
 			return fmt.Errorf("servers: %q is not a file extension such as \".go\"", ext)
 		}
-		if s.WaitMS < 0 {
-			return fmt.Errorf("servers[%q].wait_ms may not be negative", ext)
+		if s.WaitMS < 0 || s.WaitMS > MaxWaitMS {
+			return fmt.Errorf("servers[%q].wait_ms %d: use 0 to %d", ext, s.WaitMS, MaxWaitMS)
 		}
 		if len(s.Command) > 0 && s.Command[0] == "" {
 			return fmt.Errorf("servers[%q].command has an empty program", ext)
@@ -168,6 +171,10 @@ func (c Config) validate() error {
 	}
 	return nil
 }
+
+// MaxWaitMS bounds wait_ms: a tool call never waits longer than this for
+// diagnostics (and a larger number would overflow a time.Duration).
+const MaxWaitMS = 60_000
 
 func (c Config) wait(s ServerConfig) time.Duration {
 	switch {

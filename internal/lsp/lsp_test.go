@@ -383,3 +383,44 @@ func TestRustAnalyzerRunsNoRepositoryCode(t *testing.T) {
 		t.Errorf("gopls gets options %s", r.initOpts)
 	}
 }
+
+// FuzzLoadConfig: whatever lsp.json holds, LoadConfig gives a config or
+// an ErrConfig naming the file, never a panic; a config it accepts
+// waits a positive time of at most MaxWaitMS for every extension.
+func FuzzLoadConfig(f *testing.F) {
+	f.Add(`{"servers": {".go": {"command": ["gopls"], "wait_ms": 5000}}, "severity": "warning"}`)
+	f.Add(`{"wait_ms": 9999999999999}`)
+	f.Add(`{"servers": {"go": {}}}`)
+	f.Add(`{"disabled": true, "max_lines": 3}`)
+	f.Add(`{"servers": {".rs": {"initialization_options": {"checkOnSave": true}, "language_id": "rust"}}}`)
+	f.Add(`not json`)
+	f.Fuzz(func(t *testing.T, data string) {
+		home := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(home, "ferry"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, "ferry", "lsp.json"), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := LoadConfig(func(k string) string {
+			if k == "XDG_CONFIG_HOME" {
+				return home
+			}
+			return ""
+		})
+		if err != nil {
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "lsp.json") {
+				t.Fatalf("error %v: not ErrConfig naming the file", err)
+			}
+			return
+		}
+		for ext, s := range c.Servers {
+			if w := c.wait(s); w <= 0 || w > MaxWaitMS*time.Millisecond {
+				t.Fatalf("%s waits %v", ext, w)
+			}
+		}
+		if w := c.wait(ServerConfig{}); w <= 0 || w > MaxWaitMS*time.Millisecond {
+			t.Fatalf("the default wait is %v", w)
+		}
+	})
+}
