@@ -2,7 +2,9 @@ package acpagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -22,6 +24,12 @@ var _ editorlink.Files = (*editorFiles)(nil)
 
 func (f *editorFiles) ReadTextFile(ctx context.Context, path string) (string, error) {
 	r, err := f.conn.ReadTextFile(ctx, acp.ReadTextFileRequest{SessionId: f.sid, Path: path})
+	var re *acp.RequestError
+	if errors.As(err, &re) && re.Code == codeResourceGone {
+		// The editor has no such file: the disk serves it (overlay's
+		// fallback), as it does for a file the editor never opened.
+		return "", fmt.Errorf("the editor has no %s: %w", path, fs.ErrNotExist)
+	}
 	if err != nil {
 		return "", fmt.Errorf("the editor could not read %s: %w", path, err)
 	}

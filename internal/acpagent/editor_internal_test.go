@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,9 +38,14 @@ func (f *fakeEditor) ReadTextFile(_ context.Context, p acp.ReadTextFileRequest) 
 	if t, ok := f.buffers[p.Path]; ok {
 		return acp.ReadTextFileResponse{Content: t}, nil
 	}
+	if strings.HasSuffix(p.Path, ".bad") {
+		return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": "cannot read that"})
+	}
 	b, err := os.ReadFile(p.Path)
 	if err != nil {
-		return acp.ReadTextFileResponse{}, acp.NewInvalidParams(map[string]any{"error": "no such file"})
+		// ACP's "resource not found", as editors answer for a file they
+		// do not have.
+		return acp.ReadTextFileResponse{}, &acp.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"uri": p.Path}}
 	}
 	return acp.ReadTextFileResponse{Content: string(b)}, nil
 }
@@ -163,8 +169,13 @@ func TestEditorFilesReadTheBuffer(t *testing.T) {
 	if got, _ := files.ReadTextFile(ctx, p); got != "new" {
 		t.Errorf("after the write the editor holds %q", got)
 	}
-	if _, err := files.ReadTextFile(ctx, filepath.Join(dir, "missing")); err == nil {
-		t.Error("reading a missing file succeeded")
+	// A file the editor does not have is the disk's to serve (overlay
+	// falls back on fs.ErrNotExist); any other failure is not.
+	if _, err := files.ReadTextFile(ctx, filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("reading a missing file: %v, want one wrapping fs.ErrNotExist", err)
+	}
+	if _, err := files.ReadTextFile(ctx, filepath.Join(dir, "a.bad")); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an editor's other failure: %v, want an error that is not fs.ErrNotExist", err)
 	}
 }
 
