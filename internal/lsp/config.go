@@ -174,7 +174,7 @@ func (c Config) validate() error {
 
 // MaxWaitMS bounds wait_ms: a tool call never waits longer than this for
 // diagnostics (and a larger number would overflow a time.Duration).
-const MaxWaitMS = 60_000
+const MaxWaitMS = 300_000
 
 func (c Config) wait(s ServerConfig) time.Duration {
 	switch {
