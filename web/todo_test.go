@@ -1,8 +1,6 @@
 package web_test
 
 import (
-	"context"
-	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/internal/netguard"
+	"github.com/ferry-dev/ferry/internal/netguard/netguardtest"
 	"github.com/ferry-dev/ferry/internal/tools"
 )
 
@@ -41,13 +40,8 @@ func TestBrowserTodoAndWebFetch(t *testing.T) {
 	t.Cleanup(page.Close)
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	t.Cleanup(tools.SetWebFetchPolicy(netguard.Policy{
-		Allow: func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.2") },
-		Lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
-			if host == "docs.example" {
-				return []netip.Addr{netip.MustParseAddr("127.0.0.2")}, nil
-			}
-			return nil, errors.New("no such host")
-		},
+		Allow:  func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.2") },
+		Lookup: netguardtest.Lookup(map[string]string{"docs.example": "127.0.0.2"}),
 	}))
 
 	dir := t.TempDir()

@@ -1,8 +1,6 @@
 package agent_test
 
 import (
-	"context"
-	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +11,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/agent"
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/netguard"
+	"github.com/ferry-dev/ferry/internal/netguard/netguardtest"
 	"github.com/ferry-dev/ferry/internal/permission"
 	"github.com/ferry-dev/ferry/internal/tools"
 	"github.com/ferry-dev/ferry/protocol"
@@ -31,16 +30,8 @@ func TestWebFetchAsksPerDomainAndCountsUsage(t *testing.T) {
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	t.Cleanup(tools.SetWebFetchPolicy(netguard.Policy{
-		Allow: func(a netip.Addr) bool { return a.IsLoopback() },
-		Lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
-			switch host {
-			case "docs.example":
-				return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-			case "intranet.example":
-				return []netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil
-			}
-			return nil, errors.New("no such host")
-		},
+		Allow:  func(a netip.Addr) bool { return a.IsLoopback() },
+		Lookup: netguardtest.Lookup(map[string]string{"docs.example": "127.0.0.1", "intranet.example": "10.0.0.1"}),
 	}))
 	page := "http://docs.example:" + port + "/flags"
 	fetch := func(id, url string) step {

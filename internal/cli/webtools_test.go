@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +12,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/agent/agenttest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/internal/netguard"
+	"github.com/ferry-dev/ferry/internal/netguard/netguardtest"
 	"github.com/ferry-dev/ferry/internal/tools"
 )
 
@@ -45,16 +44,8 @@ func pageServer(t *testing.T) (port string, hits *atomic.Int32) {
 func webPolicy(t *testing.T) {
 	t.Helper()
 	t.Cleanup(tools.SetWebFetchPolicy(netguard.Policy{
-		Allow: func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.2") },
-		Lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
-			switch host {
-			case "docs.example":
-				return []netip.Addr{netip.MustParseAddr("127.0.0.2")}, nil
-			case "intranet.example":
-				return []netip.Addr{netip.MustParseAddr("10.0.0.1")}, nil
-			}
-			return nil, errors.New("no such host")
-		},
+		Allow:  func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.2") },
+		Lookup: netguardtest.Lookup(map[string]string{"docs.example": "127.0.0.2", "intranet.example": "10.0.0.1"}),
 	}))
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/netguard"
+	"github.com/ferry-dev/ferry/internal/netguard/netguardtest"
 )
 
 func TestPublicAddr(t *testing.T) {
@@ -28,26 +29,11 @@ func TestPublicAddr(t *testing.T) {
 	}
 }
 
-// countingServer counts the connections that reach it.
-func countingServer(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int32) {
-	t.Helper()
-	var n atomic.Int32
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			n.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv, &n
-}
-
 // A name that resolves to a private address is refused before any
 // connection, with no real DNS: the resolver seam answers.
 func TestNameResolvingPrivateRefused(t *testing.T) {
 	t.Parallel()
-	srv, conns := countingServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv, conns := netguardtest.CountingServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	var asked atomic.Int32
 	p := netguard.Policy{Schemes: []string{"http"}, Lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
@@ -84,7 +70,7 @@ func TestNameResolvingPrivateRefused(t *testing.T) {
 // is refused before connecting, to another scheme not followed.
 func TestRedirectRechecked(t *testing.T) {
 	t.Parallel()
-	private, conns := countingServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	private, conns := netguardtest.CountingServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	_, privPort, _ := net.SplitHostPort(private.Listener.Addr().String())
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {

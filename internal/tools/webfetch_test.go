@@ -6,33 +6,18 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/netguard"
+	"github.com/ferry-dev/ferry/internal/netguard/netguardtest"
 	"github.com/ferry-dev/ferry/internal/tools"
 )
 
 // The WebFetch tests change the package's network policy (a global), so
 // none of them runs in parallel; parallel tests start after them.
-
-// webServer is a loopback test server counting the connections it gets.
-func webServer(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int32) {
-	t.Helper()
-	var n atomic.Int32
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			n.Add(1)
-		}
-	}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv, &n
-}
 
 // fakeDNS answers names of the tests; any other is unknown. No test
 // needs real DNS.
@@ -58,7 +43,7 @@ func webFetch(t *testing.T, env *tools.Env, url, prompt string) (*tools.Result, 
 // non-public target is refused before any connection, whatever name or
 // form the URL gives it; bad schemes and user information too.
 func TestWebFetchRefusesBeforeConnecting(t *testing.T) {
-	srv, conns := webServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("secret")) }))
+	srv, conns := netguardtest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("secret")) }))
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	defer tools.SetWebFetchPolicy(netguard.Policy{Lookup: fakeDNS(map[string]string{
 		"intranet.example": "10.0.0.1", "localhost": "127.0.0.1", "metadata.example": "169.254.169.254",
@@ -113,7 +98,7 @@ func allowLoopback(t *testing.T, names map[string]string) {
 // HTML becomes Markdown, and the model's separate call gets it with the
 // question; its answer is the result.
 func TestWebFetchHTMLToMarkdown(t *testing.T) {
-	srv, _ := webServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv, _ := netguardtest.CountingServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte(`<!doctype html><html><head><title>T</title><script>var x=1;</script></head><body>
 <h1>Release notes</h1><p>Version <strong>1.2</strong> adds <a href="/docs/flags">new flags</a>.</p>
@@ -173,7 +158,7 @@ func TestWebFetchContent(t *testing.T) {
 		_, _ = w.Write([]byte(strings.Repeat("0123456789abcdef", (tools.WebFetchMaxBody+(1<<20))/16)))
 	})
 	mux.HandleFunc("/gone", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "gone", http.StatusNotFound) })
-	srv, _ := webServer(t, mux)
+	srv, _ := netguardtest.CountingServer(t, mux)
 	allowLoopback(t, nil)
 
 	res, err := webFetch(t, nil, srv.URL+"/a.json", "keys?")
@@ -213,7 +198,7 @@ func TestWebFetchRedirects(t *testing.T) {
 	mux.HandleFunc("/away", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://10.0.0.1/admin", http.StatusFound)
 	})
-	srv, conns := webServer(t, mux)
+	srv, conns := netguardtest.CountingServer(t, mux)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	t.Cleanup(tools.SetWebFetchPolicy(netguard.Policy{
 		Allow: func(a netip.Addr) bool { return a.IsLoopback() },
