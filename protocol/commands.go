@@ -2,8 +2,9 @@ package protocol
 
 import (
 	"reflect"
-	"regexp"
 	"unicode/utf8"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 )
 
 // TypeCommands is agent.commands: the agent's own slash commands, sent by
@@ -36,7 +37,7 @@ type AgentCommand struct {
 // MaxCommands bounds agent.commands.
 const MaxCommands = 256
 
-var commandName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_:.-]*$`)
+var commandName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_:.-]*$`)
 
 // ValidCommandName reports whether name can be an AgentCommand's name:
 // at most 64 bytes of the pattern its schema states.

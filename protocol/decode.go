@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -80,7 +81,7 @@ func decode(data []byte, fast bool) (*Message, error) {
 	if err := check("payload", obj["payload"], s.payload, &rules{required: true, maxLength: -1, maxItems: -1}); err != nil {
 		return nil, err
 	}
-	if fast && fills[s.payload] {
+	if fast && fills()[s.payload] {
 		if m, ok := decodeFilled(obj, s.payload); ok {
 			return finish(m)
 		}
@@ -96,7 +97,7 @@ func decode(data []byte, fast bool) (*Message, error) {
 	// none decodes the same either way, and most events (a text delta) are
 	// such: they skip that pass.
 	raw := []byte(env.Payload)
-	if holdsRaw[s.payload] {
+	if holdsRaw()[s.payload] {
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, env.Payload); err != nil {
 			return nil, errorf(CodeMalformedJSON, "payload", "%s", jsonErrorText(err))
@@ -231,14 +232,16 @@ func jsonErrorText(err error) string {
 
 // holdsRaw tells, for each registered payload type, whether a decoded
 // payload can keep JSON text as it came (a json.RawMessage, or a type that
-// decodes itself), which Decode then compacts first.
-var holdsRaw = func() map[reflect.Type]bool {
+// decodes itself), which Decode then compacts first. It is built at the
+// first Decode, after every init has registered its types, and not at
+// start-up, which every ferry command pays (issue 37).
+var holdsRaw = sync.OnceValue(func() map[reflect.Type]bool {
 	m := make(map[reflect.Type]bool, len(registry))
 	for _, s := range registry {
 		m[s.payload] = keepsRawJSON(s.payload, map[reflect.Type]bool{})
 	}
 	return m
-}()
+})
 
 func keepsRawJSON(t reflect.Type, seen map[reflect.Type]bool) bool {
 	if seen[t] {

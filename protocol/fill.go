@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Decode's first pass builds the generic value of a message (check needs
@@ -22,13 +23,13 @@ var textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 
 // fills tells, for each registered payload type, whether Decode fills it
 // from the generic value (no raw JSON in it, and only kinds fill knows).
-var fills = func() map[reflect.Type]bool {
+var fills = sync.OnceValue(func() map[reflect.Type]bool {
 	m := make(map[reflect.Type]bool, len(registry))
 	for _, s := range registry {
-		m[s.payload] = !holdsRaw[s.payload] && canFillType(s.payload, map[reflect.Type]bool{})
+		m[s.payload] = !holdsRaw()[s.payload] && canFillType(s.payload, map[reflect.Type]bool{})
 	}
 	return m
-}()
+})
 
 func canFillType(t reflect.Type, seen map[reflect.Type]bool) bool {
 	if seen[t] {

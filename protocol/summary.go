@@ -1,10 +1,11 @@
 package protocol
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 )
 
 // Lines that session lists show for a session: its automatic title (the
@@ -23,14 +24,14 @@ const MaxPreviewRunes = 140
 var (
 	// A fenced code block's fence line, a heading, quote or list marker at
 	// the start of a line, a table's pipes.
-	mdFence  = regexp.MustCompile("^\\s*(```|~~~)")
-	mdMarker = regexp.MustCompile(`^\s*(#{1,6}\s+|>\s*|[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d{1,9}[.)]\s+)+`)
+	mdFence  = lazyregexp.New("^\\s*(```|~~~)")
+	mdMarker = lazyregexp.New(`^\s*(#{1,6}\s+|>\s*|[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d{1,9}[.)]\s+)+`)
 	// ![alt](url) and [text](url) keep their words; <https://…> autolinks
 	// keep the address.
-	mdImage = regexp.MustCompile(`!\[([^\]]*)\]\([^)]*\)`)
-	mdLink  = regexp.MustCompile(`\[([^\]]+)\]\([^)]*\)`)
+	mdImage = lazyregexp.New(`!\[([^\]]*)\]\([^)]*\)`)
+	mdLink  = lazyregexp.New(`\[([^\]]+)\]\([^)]*\)`)
 	// Emphasis and code marks around words.
-	mdEmphasis = regexp.MustCompile("(\\*\\*|__|\\*|`+|~~)")
+	mdEmphasis = lazyregexp.New("(\\*\\*|__|\\*|`+|~~)")
 )
 
 // TitleFromPrompt is the title a session gets from its first prompt: the

@@ -2,8 +2,9 @@ package protocol
 
 import (
 	"reflect"
-	"regexp"
 	"strings"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 )
 
 // Isolated sessions (issue 34): a session started with an Isolation runs
@@ -94,7 +95,7 @@ const (
 	StrategyMerge  = "merge"
 )
 
-var worktreeNameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var worktreeNameRE = lazyregexp.New(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 func init() {
 	for code, meaning := range map[string]string{

@@ -7,10 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 
 	"github.com/ferry-dev/ferry/internal/runecut"
 	"github.com/ferry-dev/ferry/internal/vfs"
@@ -173,7 +174,7 @@ func unquote(s string) string {
 	return s
 }
 
-var placeholder = regexp.MustCompile(`\$(ARGUMENTS|[1-9])`)
+var placeholder = lazyregexp.New(`\$(ARGUMENTS|[1-9])`)
 
 // expandCommand is a command's body with $ARGUMENTS replaced by args and
 // $1..$9 by its words ("" past the last); args are appended when the body

@@ -7,33 +7,48 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	// google/jsonschema-go, not a validator that compiles its meta-schemas
+	// at package init (19 ms of every ferry process's start, issue 37): it
+	// is linked already for MCP, and validates drafts 2020-12 and 07.
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// schemaURL names the prompt's schema inside the compiler; nothing is ever
+// schemaURL names the prompt's schema when it is resolved; nothing is ever
 // loaded from it.
 const schemaURL = "urn:ferry:json_schema"
 
-// outputSchema is a prompt's json_schema, compiled.
+// supportedDrafts are the $schema values the validator implements; an
+// absent $schema means draft 2020-12.
+var supportedDrafts = map[string]bool{
+	"": true,
+	"https://json-schema.org/draft/2020-12/schema": true,
+	"http://json-schema.org/draft-07/schema#":      true,
+	"http://json-schema.org/draft-07/schema":       true,
+	"https://json-schema.org/draft-07/schema#":     true,
+	"https://json-schema.org/draft-07/schema":      true,
+}
+
+// outputSchema is a prompt's json_schema, resolved.
 type outputSchema struct {
 	raw    json.RawMessage
-	schema *jsonschema.Schema
+	schema *jsonschema.Resolved
 }
 
 // compileSchema compiles a json_schema. References to other documents are
 // refused (the schema comes from the network; it must not make the client
-// read files or fetch URLs).
+// read files or fetch URLs): the resolver has no loader.
 func compileSchema(raw json.RawMessage) (*outputSchema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, &Error{Code: CodeBadRequest, Message: "config_overrides.json_schema is not valid JSON", Err: err}
+	if !json.Valid(raw) {
+		return nil, &Error{Code: CodeBadRequest, Message: "config_overrides.json_schema is not valid JSON"}
 	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(jsonschema.SchemeURLLoader{}) // no scheme: every external $ref fails
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, &Error{Code: CodeBadRequest, Message: "config_overrides.json_schema cannot be used", Err: err}
+	var doc jsonschema.Schema
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, &Error{Code: CodeBadRequest, Message: "config_overrides.json_schema is not a valid JSON Schema: " + schemaErrorText(err), Err: err}
 	}
-	s, err := c.Compile(schemaURL)
+	if !supportedDrafts[doc.Schema] {
+		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("config_overrides.json_schema: $schema %q is not supported (use draft 2020-12 or draft-07)", doc.Schema)}
+	}
+	s, err := doc.Resolve(&jsonschema.ResolveOptions{BaseURI: schemaURL})
 	if err != nil {
 		return nil, &Error{Code: CodeBadRequest, Message: "config_overrides.json_schema is not a valid JSON Schema: " + schemaErrorText(err), Err: err}
 	}
@@ -57,8 +72,8 @@ func (s *outputSchema) check(answer string) (json.RawMessage, error) {
 	if text == "" {
 		return nil, errors.New("the answer holds no JSON value")
 	}
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
-	if err != nil {
+	var inst any
+	if err := json.Unmarshal([]byte(text), &inst); err != nil {
 		return nil, fmt.Errorf("the answer is not valid JSON: %s", schemaErrorText(err))
 	}
 	if err := s.schema.Validate(inst); err != nil {

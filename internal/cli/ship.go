@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 
 	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/forge"
@@ -24,7 +25,7 @@ const ForgeTokenVar = "FERRY_FORGE_TOKEN" //nolint:gosec // G101: a variable's n
 // forgeHosts is the repeatable --forge-host KIND=HOST flag.
 type forgeHosts map[string]forge.Kind
 
-var forgeHostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$`)
+var forgeHostRE = lazyregexp.New(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$`)
 
 func (h *forgeHosts) String() string {
 	if h == nil || *h == nil {

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 )
 
 // Where histories live. A state directory holds history/: the client's
@@ -21,7 +22,7 @@ import (
 // such as a path separator or "..").
 var ErrBadSession = errors.New("file history: a session id is 1 to 64 letters, digits, '-' or '_'")
 
-var safeSession = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var safeSession = lazyregexp.New(`^[A-Za-z0-9_-]{1,64}$`)
 
 // SessionDir is the folder of session's journal under stateDir:
 // stateDir/history/session. A session id that is not a plain name is

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -291,7 +292,7 @@ func skipPositional(args []word, n int) []word {
 	return args[n:]
 }
 
-var assignmentRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var assignmentRE = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 func isAssignment(t string) bool { return assignmentRE.MatchString(t) }
 
@@ -614,7 +615,7 @@ var subcommandTools = map[string]bool{
 	"make": true, "just": true, "npx": true,
 }
 
-var subcommandRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+var subcommandRE = lazyregexp.New(`^[a-z][a-z0-9_-]*$`)
 
 // commandRulesFor is RulesFor for Bash: one prefix rule per distinct
 // command, each checked to parse back to itself and to match.

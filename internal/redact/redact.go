@@ -31,8 +31,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"strings"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 )
 
 // Mark replaces the secret part of a credential.
@@ -46,7 +47,7 @@ const minSecret = 8
 
 // credential matches "ferry", a separator, a kind, a separator and the
 // secret (base64url characters, or percent escapes of anything).
-var credential = regexp.MustCompile(`(?i)ferry(?:_|%5f)([a-z]+)(?:_|%5f)((?:[a-z0-9_-]|%[0-9a-f]{2}){` + fmt.Sprint(minSecret) + `,})`)
+var credential = lazyregexp.New(`(?i)ferry(?:_|%5f)([a-z]+)(?:_|%5f)((?:[a-z0-9_-]|%[0-9a-f]{2}){` + fmt.Sprint(minSecret) + `,})`)
 
 // Contains reports whether s holds a credential.
 func Contains(s string) bool {

@@ -19,10 +19,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 )
 
 // Init names a service manager.
@@ -97,7 +99,7 @@ type Plan struct {
 	Command string
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var nameRE = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // CheckArgs checks the service's ferry arguments: a known command first,
 // and no --token anywhere (a token file is fine).
@@ -168,7 +170,9 @@ func ForOS(goos string) Init {
 	return ""
 }
 
-var systemdTmpl = template.Must(template.New("unit").Parse(`# Written by 'ferry service install'; remove with 'ferry service uninstall'.
+// systemdTmpl is parsed on first use, not at every ferry start (issue 37).
+var systemdTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("unit").Parse(`# Written by 'ferry service install'; remove with 'ferry service uninstall'.
 [Unit]
 Description=ferry {{.Command}} ({{.Name}})
 Wants=network-online.target
@@ -187,6 +191,7 @@ RestartSec=5
 [Install]
 WantedBy=default.target
 `))
+})
 
 func systemdPlan(s Spec) (*Plan, error) {
 	config := s.ConfigHome
@@ -200,7 +205,7 @@ func systemdPlan(s Spec) (*Plan, error) {
 		exec = append(exec, systemdQuote(a))
 	}
 	var b bytes.Buffer
-	err := systemdTmpl.Execute(&b, map[string]string{
+	err := systemdTmpl().Execute(&b, map[string]string{
 		"Command":   s.Args[0],
 		"Name":      s.Name,
 		"ExecStart": strings.Join(exec, " "),
@@ -238,7 +243,9 @@ func systemdQuote(s string) string {
 	return `"` + r.Replace(s) + `"`
 }
 
-var launchdTmpl = template.Must(template.New("plist").Funcs(template.FuncMap{"x": xmlEscape}).Parse(`<?xml version="1.0" encoding="UTF-8"?>
+// launchdTmpl is parsed on first use, not at every ferry start.
+var launchdTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("plist").Funcs(template.FuncMap{"x": xmlEscape}).Parse(`<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <!-- Written by 'ferry service install'; remove with 'ferry service uninstall'. -->
 <plist version="1.0">
@@ -273,6 +280,7 @@ var launchdTmpl = template.Must(template.New("plist").Funcs(template.FuncMap{"x"
 </dict>
 </plist>
 `))
+})
 
 // Label is the launchd label of a service name: dev.ferry for the default.
 func Label(name string) string {
@@ -294,7 +302,7 @@ func launchdPlan(s Spec) (*Plan, error) {
 		files = append(files, File{Path: tokenFile, Mode: 0o600, Secret: true, Content: s.Token + "\n"})
 	}
 	var b bytes.Buffer
-	err := launchdTmpl.Execute(&b, map[string]any{
+	err := launchdTmpl().Execute(&b, map[string]any{
 		"Label": label,
 		"Args":  args,
 		"Path":  s.Path,

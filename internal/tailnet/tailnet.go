@@ -39,9 +39,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 
 	"tailscale.com/ipn"
 	"tailscale.com/ipn/ipnstate"
@@ -161,7 +162,7 @@ func (n *Node) Close() error {
 }
 
 // hostnameRE is a DNS label, as MagicDNS names are made of.
-var hostnameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+var hostnameRE = lazyregexp.New(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // Start joins the tailnet and listens on it; see the package guarantees.
 // ctx bounds the start only: the node lives until Close.

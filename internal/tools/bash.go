@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -66,10 +67,10 @@ func (Bash) Description() string { return bashDescription }
 // ReadOnly implements Tool: a command can do anything.
 func (Bash) ReadOnly() bool { return false }
 
-var bashSchema = inputSchema[BashInput]()
+var bashSchema = sync.OnceValue(inputSchema[BashInput]) // built on first use, not at start-up
 
 // InputSchema implements Tool.
-func (Bash) InputSchema() json.RawMessage { return bashSchema }
+func (Bash) InputSchema() json.RawMessage { return bashSchema() }
 
 // BashInput is Bash's input object; the agent runtime decodes it too, to
 // check the command against the permission rules before the call.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/ferry-dev/ferry/internal/textdiff"
 	"github.com/ferry-dev/ferry/internal/textenc"
@@ -31,10 +32,10 @@ func (Edit) Description() string { return editDescription }
 // ReadOnly implements Tool.
 func (Edit) ReadOnly() bool { return false }
 
-var editSchema = inputSchema[editParams]()
+var editSchema = sync.OnceValue(inputSchema[editParams]) // built on first use, not at start-up
 
 // InputSchema implements Tool.
-func (Edit) InputSchema() json.RawMessage { return editSchema }
+func (Edit) InputSchema() json.RawMessage { return editSchema() }
 
 type editParams struct {
 	FilePath   *string `json:"file_path" jsonschema:"required,minLength=1" jsonschema_description:"The file to edit, relative to the workspace or absolute."`

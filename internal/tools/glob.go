@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -37,10 +38,10 @@ func (Glob) Description() string { return globDescription }
 // ReadOnly implements Tool: Glob never writes.
 func (Glob) ReadOnly() bool { return true }
 
-var globSchema = inputSchema[globParams]()
+var globSchema = sync.OnceValue(inputSchema[globParams]) // built on first use, not at start-up
 
 // InputSchema implements Tool.
-func (Glob) InputSchema() json.RawMessage { return globSchema }
+func (Glob) InputSchema() json.RawMessage { return globSchema() }
 
 type globParams struct {
 	Pattern *string `json:"pattern" jsonschema:"required" jsonschema_description:"The glob pattern to match file paths against, relative to path, e.g. \"**/*.go\" or \"src/**/*.{ts,tsx}\"."`

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/ferry-dev/ferry/internal/tools/grepscan"
 )
@@ -41,10 +42,10 @@ func (Grep) Description() string { return grepDescription }
 // ReadOnly implements Tool: Grep never writes.
 func (Grep) ReadOnly() bool { return true }
 
-var grepSchema = inputSchema[grepParams]()
+var grepSchema = sync.OnceValue(inputSchema[grepParams]) // built on first use, not at start-up
 
 // InputSchema implements Tool.
-func (Grep) InputSchema() json.RawMessage { return grepSchema }
+func (Grep) InputSchema() json.RawMessage { return grepSchema() }
 
 type grepParams struct {
 	Pattern    *string `json:"pattern" jsonschema:"required" jsonschema_description:"The regular expression to search for in file contents (RE2 syntax)."`

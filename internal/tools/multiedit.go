@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/ferry-dev/ferry/internal/textdiff"
 	"github.com/ferry-dev/ferry/internal/textenc"
@@ -42,10 +43,10 @@ func (MultiEdit) Description() string { return multiEditDescription }
 // ReadOnly implements Tool.
 func (MultiEdit) ReadOnly() bool { return false }
 
-var multiEditSchema = inputSchema[multiEditParams]()
+var multiEditSchema = sync.OnceValue(inputSchema[multiEditParams]) // built on first use, not at start-up
 
 // InputSchema implements Tool.
-func (MultiEdit) InputSchema() json.RawMessage { return multiEditSchema }
+func (MultiEdit) InputSchema() json.RawMessage { return multiEditSchema() }
 
 type multiEditParams struct {
 	FilePath *string         `json:"file_path" jsonschema:"required,minLength=1" jsonschema_description:"The file to edit, relative to the workspace or absolute."`

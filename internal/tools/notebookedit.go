@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 
 	"github.com/ferry-dev/ferry/internal/textdiff"
 	"github.com/ferry-dev/ferry/internal/textenc"
@@ -42,10 +44,10 @@ func (NotebookEdit) Description() string { return notebookEditDescription }
 // ReadOnly implements Tool.
 func (NotebookEdit) ReadOnly() bool { return false }
 
-var notebookEditSchema = inputSchema[notebookEditParams]()
+var notebookEditSchema = sync.OnceValue(inputSchema[notebookEditParams]) // built on first use, not at start-up
 
 // InputSchema implements Tool.
-func (NotebookEdit) InputSchema() json.RawMessage { return notebookEditSchema }
+func (NotebookEdit) InputSchema() json.RawMessage { return notebookEditSchema() }
 
 type notebookEditParams struct {
 	NotebookPath *string `json:"notebook_path" jsonschema:"required,minLength=1" jsonschema_description:"The .ipynb notebook to edit, relative to the workspace or absolute."`
@@ -236,7 +238,7 @@ func parseNotebook(shown string, data []byte) (*notebookDoc, error) {
 
 // cellRef is the index form of a cell id: cell-N, the N-th cell (1-based,
 // as Read numbers cells).
-var cellRef = regexp.MustCompile(`^cell-([0-9]{1,9})$`)
+var cellRef = lazyregexp.New(`^cell-([0-9]{1,9})$`)
 
 // find returns the index of the cell id names, and a note when it was
 // taken as cell-N.

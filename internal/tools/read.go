@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 )
 
 //go:embed read.md
@@ -40,10 +41,10 @@ func (Read) Description() string { return readDescription }
 // ReadOnly implements Tool: Read never writes.
 func (Read) ReadOnly() bool { return true }
 
-var readSchema = inputSchema[readParams]()
+var readSchema = sync.OnceValue(inputSchema[readParams]) // built on first use, not at start-up
 
 // InputSchema implements Tool.
-func (Read) InputSchema() json.RawMessage { return readSchema }
+func (Read) InputSchema() json.RawMessage { return readSchema() }
 
 // readParams is Read's input as the agent sends it.
 type readParams struct {

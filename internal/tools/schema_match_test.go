@@ -23,17 +23,17 @@ func TestSchemasMatchParams(t *testing.T) {
 		schema json.RawMessage
 		params any
 	}{
-		{"Bash", bashSchema, BashInput{}},
-		{"Edit", editSchema, editParams{}},
-		{"Glob", globSchema, globParams{}},
-		{"Grep", grepSchema, grepParams{}},
-		{"Read", readSchema, readParams{}},
-		{"Write", writeSchema, writeParams{}},
-		{"MultiEdit", multiEditSchema, multiEditParams{}},
+		{"Bash", bashSchema(), BashInput{}},
+		{"Edit", editSchema(), editParams{}},
+		{"Glob", globSchema(), globParams{}},
+		{"Grep", grepSchema(), grepParams{}},
+		{"Read", readSchema(), readParams{}},
+		{"Write", writeSchema(), writeParams{}},
+		{"MultiEdit", multiEditSchema(), multiEditParams{}},
 		{"MultiEdit.edits", multiEditItemSchema(t), multiEditItem{}},
-		{"NotebookEdit", notebookEditSchema, notebookEditParams{}},
-		{"WebFetch", webFetchSchema, webFetchParams{}},
-		{"TodoWrite", todoWriteSchema, todoWriteParams{}},
+		{"NotebookEdit", notebookEditSchema(), notebookEditParams{}},
+		{"WebFetch", webFetchSchema(), webFetchParams{}},
+		{"TodoWrite", todoWriteSchema(), todoWriteParams{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var s struct {
@@ -182,7 +182,7 @@ func multiEditItemSchema(t *testing.T) json.RawMessage {
 			} `json:"edits"`
 		} `json:"properties"`
 	}
-	if err := json.Unmarshal(multiEditSchema, &s); err != nil {
+	if err := json.Unmarshal(multiEditSchema(), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s.Properties.Edits.Items

@@ -83,10 +83,10 @@ func (TodoWrite) Description() string { return todoWriteDescription }
 // ReadOnly implements Tool: the list is the session's, not the workspace's.
 func (TodoWrite) ReadOnly() bool { return true }
 
-var todoWriteSchema = inputSchema[todoWriteParams]()
+var todoWriteSchema = sync.OnceValue(inputSchema[todoWriteParams]) // built on first use, not at start-up
 
 // InputSchema implements Tool.
-func (TodoWrite) InputSchema() json.RawMessage { return todoWriteSchema }
+func (TodoWrite) InputSchema() json.RawMessage { return todoWriteSchema() }
 
 type todoWriteParams struct {
 	Todos *[]Todo `json:"todos" jsonschema:"required,maxItems=50" jsonschema_description:"The whole updated todo list, in order."`

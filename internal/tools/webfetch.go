@@ -83,10 +83,10 @@ func (WebFetch) Description() string { return webFetchDescription }
 // ReadOnly implements Tool: WebFetch only reads.
 func (WebFetch) ReadOnly() bool { return true }
 
-var webFetchSchema = inputSchema[webFetchParams]()
+var webFetchSchema = sync.OnceValue(inputSchema[webFetchParams]) // built on first use, not at start-up
 
 // InputSchema implements Tool.
-func (WebFetch) InputSchema() json.RawMessage { return webFetchSchema }
+func (WebFetch) InputSchema() json.RawMessage { return webFetchSchema() }
 
 type webFetchParams struct {
 	URL    *string `json:"url" jsonschema:"required,format=uri" jsonschema_description:"The URL to fetch: https, or http to a public host. http is not upgraded."`

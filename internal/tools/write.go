@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/ferry-dev/ferry/internal/textdiff"
 	"github.com/ferry-dev/ferry/internal/textenc"
@@ -33,10 +34,10 @@ func (Write) Description() string { return writeDescription }
 // ReadOnly implements Tool.
 func (Write) ReadOnly() bool { return false }
 
-var writeSchema = inputSchema[writeParams]()
+var writeSchema = sync.OnceValue(inputSchema[writeParams]) // built on first use, not at start-up
 
 // InputSchema implements Tool.
-func (Write) InputSchema() json.RawMessage { return writeSchema }
+func (Write) InputSchema() json.RawMessage { return writeSchema() }
 
 type writeParams struct {
 	FilePath *string `json:"file_path" jsonschema:"required,minLength=1" jsonschema_description:"The file to write, relative to the workspace or absolute."`

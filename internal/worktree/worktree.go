@@ -38,12 +38,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 )
 
 // BranchPrefix starts every branch this package makes.
@@ -200,7 +201,7 @@ type Worktree struct {
 	record string
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var nameRE = lazyregexp.New(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // ValidName reports whether name is usable as Options.Name as it is.
 func ValidName(name string) bool { return len(name) <= MaxName && nameRE.MatchString(name) }

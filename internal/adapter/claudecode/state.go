@@ -9,8 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 )
 
 // stateVersion is the version of a session record; a record of another
@@ -48,7 +49,7 @@ func newStore(stateDir string) *store {
 }
 
 // plainName is a session id usable as a file name as it is.
-var plainName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+var plainName = lazyregexp.New(`^[A-Za-z0-9_-]{1,128}$`)
 
 // path is the record file of a ferry session: its id, or a hash of it when
 // the id is not a plain name.

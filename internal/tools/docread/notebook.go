@@ -3,9 +3,10 @@ package docread
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ferry-dev/ferry/internal/lazyregexp"
 )
 
 // The notebook format, as far as Read renders it; rendering itself, with
@@ -65,7 +66,7 @@ type NotebookOutput struct {
 }
 
 // ANSIEscape matches terminal escape sequences (colours in tracebacks).
-var ANSIEscape = regexp.MustCompile(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
+var ANSIEscape = lazyregexp.New(`\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])`)
 
 // NotebookPlain returns an output's text: text/plain, else markdown, else HTML.
 func NotebookPlain(data map[string]json.RawMessage) (string, string) {
