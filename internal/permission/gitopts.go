@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // This file parses a git command line the way git's parse-options does, so
@@ -178,19 +179,21 @@ const revOpts = `--oneline --all --reflog --graph --first-parent --no-merges --m
 const refListOpts = `--no-color --no-column -i --ignore-case --color=? --column=?
 --contains= --no-contains= --merged= --no-merged= --points-at= --sort= --format=`
 
-var gitSubs = map[string]*gitSub{
-	"status": {opts: optSet(`-s --short -b --branch --show-stash --long -v --verbose -z
+// gitSubs is built at its first use, not at every ferry start (issue 37).
+var gitSubs = sync.OnceValue(func() map[string]*gitSub {
+	return map[string]*gitSub{
+		"status": {opts: optSet(`-s --short -b --branch --show-stash --long -v --verbose -z
 		--no-column --ahead-behind --no-ahead-behind --renames --no-renames
 		--porcelain=? -u=? --untracked-files=? --ignore-submodules=? --ignored=? --column=?
 		--find-renames=?`)},
-	"diff": {opts: optSet(diffOpts, `--cached --staged --merge-base -1 -2 -3 --base --ours --theirs`)},
-	"log":  {opts: optSet(diffOpts, revOpts), numeric: true},
-	"show": {opts: optSet(diffOpts, revOpts), numeric: true},
-	"blame": {opts: optSet(`-b --root --show-stats -f --show-name -n --show-number -s -e
+		"diff": {opts: optSet(diffOpts, `--cached --staged --merge-base -1 -2 -3 --base --ours --theirs`)},
+		"log":  {opts: optSet(diffOpts, revOpts), numeric: true},
+		"show": {opts: optSet(diffOpts, revOpts), numeric: true},
+		"blame": {opts: optSet(`-b --root --show-stats -f --show-name -n --show-number -s -e
 		--show-email -w -l -t -p --porcelain --line-porcelain --incremental -c --score-debug
 		--first-parent --progress --no-progress --color-lines --color-by-age --minimal --reverse
 		--no-textconv --abbrev=? -M=? -C=? -L= --date= --ignore-rev= --encoding=`)},
-	"grep": {opts: optSet(`-n --line-number --column -i --ignore-case -I -w --word-regexp -v
+		"grep": {opts: optSet(`-n --line-number --column -i --ignore-case -I -w --word-regexp -v
 		--invert-match -h -H --full-name -E --extended-regexp -G --basic-regexp -F
 		--fixed-strings -P --perl-regexp -r --recursive --no-recursive -l --files-with-matches
 		--name-only -L --files-without-match -c --count -o --only-matching -z --null -q --quiet
@@ -198,46 +201,47 @@ var gitSubs = map[string]*gitSub{
 		--all-match --untracked --cached --exclude-standard --no-exclude-standard -a --text
 		--no-textconv --no-color --color=? --max-depth= -e= -A= --after-context= -B=
 		--before-context= -C= --context= -m= --max-count= --threads=`), numeric: true},
-	"ls-files": {opts: optSet(`-c --cached -d --deleted -m --modified -o --others -i --ignored
+		"ls-files": {opts: optSet(`-c --cached -d --deleted -m --modified -o --others -i --ignored
 		-s --stage --directory --no-empty-directory -u --unmerged -k --killed -z -t -v -f
 		--full-name --exclude-standard --error-unmatch --debug --eol --deduplicate --sparse
 		--abbrev=? -x= --exclude= --format= --with-tree=`)},
-	"ls-tree": {opts: optSet(`-d -r -t -l --long -z --name-only --name-status --object-only
+		"ls-tree": {opts: optSet(`-d -r -t -l --long -z --name-only --name-status --object-only
 		--full-name --full-tree --abbrev=? --format=`)},
-	"rev-parse": {opts: optSet(`--verify -q --quiet --show-toplevel --show-prefix --show-cdup
+		"rev-parse": {opts: optSet(`--verify -q --quiet --show-toplevel --show-prefix --show-cdup
 		--git-dir --absolute-git-dir --git-common-dir --is-inside-work-tree
 		--is-inside-git-dir --is-bare-repository --is-shallow-repository --symbolic
 		--symbolic-full-name --all --show-superproject-working-tree --sq --revs-only
 		--no-revs --flags --no-flags --not --show-object-format --abbrev-ref=? --short=?
 		--branches=? --tags=? --remotes=? --default=`)},
-	"rev-list": {opts: optSet(revOpts), numeric: true},
-	"cat-file": {opts: optSet(`-t -s -e -p --mailmap --use-mailmap --no-mailmap`)},
-	"describe": {opts: optSet(`--tags --all --long --always --exact-match --first-parent
+		"rev-list": {opts: optSet(revOpts), numeric: true},
+		"cat-file": {opts: optSet(`-t -s -e -p --mailmap --use-mailmap --no-mailmap`)},
+		"describe": {opts: optSet(`--tags --all --long --always --exact-match --first-parent
 		--contains --abbrev=? --dirty=? --broken=? --candidates= --match= --exclude=`)},
-	"shortlog": {opts: shortlogOpts(), numeric: true},
-	"branch": {opts: optSet(refListOpts, `-a --all -r --remotes -v --verbose -l --list
+		"shortlog": {opts: shortlogOpts(), numeric: true},
+		"branch": {opts: optSet(refListOpts, `-a --all -r --remotes -v --verbose -l --list
 		--show-current --abbrev=? --no-abbrev`), check: listOnly("git branch creates, renames and deletes branches")},
-	"tag":        {opts: optSet(refListOpts, `-l --list -n=?`), check: listOnly("git tag creates and deletes tags")},
-	"merge-base": {opts: optSet(`--all --octopus --independent --is-ancestor --fork-point`)},
-	"show-ref":   {opts: optSet(`--head --tags --heads --verify -s -d --dereference -q --quiet --hash=? --abbrev=?`)},
-	"for-each-ref": {opts: optSet(`--ignore-case --shell --perl --python --tcl --format= --sort=
+		"tag":        {opts: optSet(refListOpts, `-l --list -n=?`), check: listOnly("git tag creates and deletes tags")},
+		"merge-base": {opts: optSet(`--all --octopus --independent --is-ancestor --fork-point`)},
+		"show-ref":   {opts: optSet(`--head --tags --heads --verify -s -d --dereference -q --quiet --hash=? --abbrev=?`)},
+		"for-each-ref": {opts: optSet(`--ignore-case --shell --perl --python --tcl --format= --sort=
 		--count= --points-at= --merged= --no-merged= --contains= --no-contains=`)},
-	"name-rev": {opts: optSet(`--tags --all --name-only --no-undefined --always --refs= --exclude=`)},
-	"version":  {opts: optSet(`--build-options`)},
-	"config": {opts: optSet(`--get --get-all --get-regexp --get-urlmatch -l --list --show-origin
+		"name-rev": {opts: optSet(`--tags --all --name-only --no-undefined --always --refs= --exclude=`)},
+		"version":  {opts: optSet(`--build-options`)},
+		"config": {opts: optSet(`--get --get-all --get-regexp --get-urlmatch -l --list --show-origin
 		--show-scope --name-only -z --null --includes --no-includes --local --global --system
 		--worktree --bool --int --bool-or-int --path --expiry-date --type= --default=`),
-		check: checkGitConfig},
-	// Subcommand words: `git stash show` parses as "stash show".
-	"stash list":     {opts: optSet(revOpts, diffOpts), numeric: true},
-	"stash show":     {opts: optSet(diffOpts, `--include-untracked --only-untracked`)},
-	"reflog show":    {opts: optSet(revOpts, diffOpts), numeric: true},
-	"reflog exists":  {opts: optSet(``)},
-	"remote":         {opts: optSet(`-v --verbose`), check: noPositional("git remote lists remotes only with no arguments")},
-	"remote get-url": {opts: optSet(`--push --all`)},
-	"remote show":    {opts: optSet(`-n`), check: remoteShowOffline},
-	"worktree list":  {opts: optSet(`--porcelain -v --verbose -z --expire=`)},
-}
+			check: checkGitConfig},
+		// Subcommand words: `git stash show` parses as "stash show".
+		"stash list":     {opts: optSet(revOpts, diffOpts), numeric: true},
+		"stash show":     {opts: optSet(diffOpts, `--include-untracked --only-untracked`)},
+		"reflog show":    {opts: optSet(revOpts, diffOpts), numeric: true},
+		"reflog exists":  {opts: optSet(``)},
+		"remote":         {opts: optSet(`-v --verbose`), check: noPositional("git remote lists remotes only with no arguments")},
+		"remote get-url": {opts: optSet(`--push --all`)},
+		"remote show":    {opts: optSet(`-n`), check: remoteShowOffline},
+		"worktree list":  {opts: optSet(`--porcelain -v --verbose -z --expire=`)},
+	}
+})
 
 // shortlogOpts are revision options, with shortlog's own taking precedence
 // (its -n is --numbered, not a count).
@@ -264,7 +268,7 @@ var gitSubWords = map[string][]string{
 // listing and reading forms.
 func GitReadOnlyCommands() []string {
 	seen := map[string]bool{}
-	for k := range gitSubs {
+	for k := range gitSubs() {
 		k, _, _ = strings.Cut(k, " ")
 		seen[k] = true
 	}
@@ -311,7 +315,7 @@ func checkGitArgs(args []string) string {
 			return fmt.Sprintf("git %s can change the repository; review mode runs only %s", strings.TrimSpace(sub+" "+w), strings.Join(forms, ", "))
 		}
 	}
-	spec, ok := gitSubs[name]
+	spec, ok := gitSubs()[name]
 	if !ok {
 		return fmt.Sprintf("git %s is not a read-only git command", sub)
 	}

@@ -44,7 +44,7 @@ func ForgetSweeps() {
 // in PID namespace ns (this process's when ns is 0) would make it.
 func TempNameFor(base string, pid int, ns uint64) string {
 	if ns == 0 {
-		ns = selfNS
+		ns = selfNS()
 	}
 	return fmt.Sprintf(".%s%s%d-%d-%016x", base, tmpMarker, pid, ns, pid)
 }

@@ -43,7 +43,8 @@ var (
 	sweptRoots sync.Map
 
 	selfPID = uint64(os.Getpid())
-	selfNS  = pidNamespace()
+	// selfNS is read at the first temporary file, not at every start.
+	selfNS = sync.OnceValue(pidNamespace)
 )
 
 // pidNamespace identifies this process's PID namespace (Linux: the inode
@@ -65,7 +66,7 @@ func pidNamespace() uint64 {
 func tempName(base string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	return fmt.Sprintf(".%s%s%d-%d-%s", base, tmpMarker, selfPID, selfNS, hex.EncodeToString(b[:]))
+	return fmt.Sprintf(".%s%s%d-%d-%s", base, tmpMarker, selfPID, selfNS(), hex.EncodeToString(b[:]))
 }
 
 // registerTemp marks abs as a live temporary file of this process until
@@ -84,7 +85,7 @@ func abandoned(abs, name string, mtime, now time.Time) bool {
 		return false
 	case now.Sub(mtime) > tempMaxAge:
 		return true
-	case owner.pid == 0 || owner.ns != selfNS:
+	case owner.pid == 0 || owner.ns != selfNS():
 		return false // cannot tell whether its writer runs
 	case owner.pid == selfPID:
 		_, live := liveTemps.Load(abs)
