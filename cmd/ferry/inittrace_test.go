@@ -43,6 +43,7 @@ const (
 // initialisation in every process for a feature that does not need it.
 var heavyModules = []string{
 	"github.com/santhosh-tekuri/jsonschema/v6", // meta-schemas compiled at init (16 ms)
+	"github.com/openai/openai-go/v3",           // ~3 ms of union registration, 53 MB of binary
 }
 
 // initRecord is one line of GODEBUG=inittrace=1.
