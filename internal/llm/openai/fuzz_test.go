@@ -15,9 +15,9 @@ import (
 	"github.com/ferry-dev/ferry/internal/llm/openai"
 )
 
-// FuzzStream feeds arbitrary response streams through the real SDK and the
-// provider: each must end in a consistent response or an *llm.Error, never
-// a panic or a hang. Seeds: testdata/fuzz/FuzzStream (whole streams the fake
+// FuzzStream feeds arbitrary response streams through the provider's HTTP,
+// SSE and chunk decoding on loopback: each must end in a consistent
+// response or an *llm.Error, never a panic or a hang. Seeds: testdata/fuzz/FuzzStream (whole streams the fake
 // sends) and llmtest.Garbage.
 func FuzzStream(f *testing.F) {
 	for _, g := range llmtest.Garbage {

@@ -1,6 +1,10 @@
 // Package openai is the llm.Provider for any OpenAI-compatible
-// chat-completions endpoint — OpenAI itself, Ollama, vLLM, LM Studio — on
-// the official Go SDK (github.com/openai/openai-go/v3).
+// chat-completions endpoint — OpenAI itself, Ollama, vLLM, LM Studio — in
+// plain net/http and encoding/json: ferry uses two endpoints (POST
+// /chat/completions streamed, GET /models), and the official SDK cost every
+// ferry process ~7 ms of package init and ~13 MB of binary (issue 37).
+// Requests, retries and errors go through internal/llm/internal/apicall
+// (the SDK's retry policy), the stream through internal/llm/internal/sse.
 //
 // Guarantees (beyond llm.Provider's, checked by llmtest against the fake
 // server):
@@ -17,6 +21,11 @@
 //     CacheReadTokens, as with Anthropic, so costs add up the same way.
 //   - CountTokens returns llm.ErrNoTokenCount: chat-completions has no
 //     token-count endpoint.
+//   - Failed requests are retried as the SDK did (apicall: 408/409/429/5xx
+//     and connection errors, Retry-After or backoff, MaxRetries and
+//     MaxRetryWait); requests never follow a redirect off the base URL's
+//     origin. A stream line or event over 32 MiB (the SDK's bound) is a
+//     stream error.
 //
 // The neutral conversation maps to chat messages like this: a user
 // message's tool_result blocks become "tool" messages (in order, first, as
@@ -29,28 +38,31 @@
 //
 // Request.Model overrides the configured model for one call and
 // Request.Effort is sent as reasoning_effort (low, medium, high). ListModels
-// reads GET /v1/models, every page; the API says nothing of reasoning, so
+// reads GET /v1/models (one list: the API does not page it, and at most
+// 1000 models are kept); the API says nothing of reasoning, so
 // the efforts are offered for OpenAI's reasoning families by id (o1, o3,
 // o4, gpt-5) and for no other model. PDF documents become "file"
 // parts, text documents text.
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
 	"time"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-
 	"github.com/ferry-dev/ferry/internal/llm"
+	"github.com/ferry-dev/ferry/internal/llm/internal/apicall"
 	"github.com/ferry-dev/ferry/internal/llm/internal/apierr"
+	"github.com/ferry-dev/ferry/internal/llm/internal/sse"
+	"github.com/ferry-dev/ferry/internal/version"
 )
 
 // DefaultModel is the model used when Options.Model is empty and the base
@@ -74,21 +86,26 @@ type Options struct {
 	BaseURL string
 	// Model is the model called; empty is DefaultModel.
 	Model string
-	// MaxRetries bounds the SDK's retries of a failed request: 0 is
+	// MaxRetries bounds the retries of a failed request: 0 is
 	// DefaultMaxRetries, a negative value disables retries.
 	MaxRetries int
-	// MaxRetryWait is the longest Retry-After the SDK waits for before a
-	// retry; 0 is DefaultMaxRetryWait.
+	// MaxRetryWait is the longest Retry-After waited for before a retry;
+	// 0 is DefaultMaxRetryWait.
 	MaxRetryWait time.Duration
-	// HTTPClient replaces the SDK's default client.
+	// HTTPClient replaces http.DefaultClient.
 	HTTPClient *http.Client
 }
 
 // Provider calls a chat-completions endpoint. It is safe for concurrent use.
 type Provider struct {
-	client sdk.Client
-	model  string
-	apiKey string
+	http      *http.Client // nil: http.DefaultClient
+	chatURL   string       // "" when the base URL did not parse
+	modelsURL string
+	header    http.Header // read-only after New
+	model     string
+	apiKey    string
+	retries   int
+	wait      time.Duration
 	// legacyMaxTokens: send the bound as max_tokens, which every compatible
 	// server knows, rather than OpenAI's max_completion_tokens, which its
 	// reasoning models require.
@@ -99,41 +116,6 @@ var (
 	_ llm.Provider    = (*Provider)(nil)
 	_ llm.ModelLister = (*Provider)(nil)
 )
-
-// maxModels bounds a model list.
-const maxModels = 1000
-
-// ListModels lists the endpoint's models, every page.
-func (p *Provider) ListModels(ctx context.Context) ([]llm.ModelInfo, error) {
-	var out []llm.ModelInfo
-	pager := p.client.Models.ListAutoPaging(ctx)
-	for pager.Next() {
-		m := pager.Current()
-		info := llm.ModelInfo{ID: m.ID}
-		if reasoningModel(m.ID) {
-			info.Efforts = []string{llm.EffortLow, llm.EffortMedium, llm.EffortHigh}
-		}
-		out = append(out, info)
-		if len(out) >= maxModels {
-			break // a bound on what a misbehaving server can make us hold
-		}
-	}
-	if err := pager.Err(); err != nil {
-		return nil, p.mapError(ctx, err, false)
-	}
-	return out, nil
-}
-
-// reasoningModel reports whether id is of a family that takes
-// reasoning_effort.
-func reasoningModel(id string) bool {
-	for _, f := range []string{"o1", "o3", "o4", "gpt-5"} {
-		if id == f || strings.HasPrefix(id, f+"-") || strings.HasPrefix(id, f+".") {
-			return true
-		}
-	}
-	return false
-}
 
 // New returns a Provider for o.
 func New(o Options) *Provider {
@@ -146,23 +128,41 @@ func New(o Options) *Provider {
 		base = DefaultBaseURL
 	}
 	retries, wait := apierr.RetryPolicy(o.MaxRetries, o.MaxRetryWait)
-	opts := []option.RequestOption{
-		option.WithBaseURL(base),
-		// Set explicitly, even empty, so OPENAI_API_KEY in the environment
-		// never reaches a server it was not meant for.
-		option.WithAPIKey(o.APIKey),
-		option.WithMaxRetries(retries),
-		option.WithMaxRetryDelay(wait),
+	h := http.Header{
+		"Accept":     {"application/json"},
+		"User-Agent": {"ferry/" + version.String()},
 	}
-	if o.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
+	// Only the key of Options is sent, never OPENAI_API_KEY from the
+	// environment: it must not reach a server it was not meant for.
+	if o.APIKey != "" {
+		h.Set("Authorization", "Bearer "+o.APIKey)
 	}
 	return &Provider{
-		client:          sdk.NewClient(opts...),
+		http:            o.HTTPClient,
+		chatURL:         endpoint(base, "chat/completions"),
+		modelsURL:       endpoint(base, "models"),
+		header:          h,
 		model:           model,
 		apiKey:          o.APIKey,
+		retries:         retries,
+		wait:            wait,
 		legacyMaxTokens: !IsOpenAI(base),
 	}
+}
+
+// endpoint resolves path against base as the SDK did: base's path is a
+// directory ("/v1" is "/v1/"), its query is dropped. "" if base does not
+// parse (the call then fails as a bad request).
+func endpoint(base, path string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	if u.Path != "" && !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+		u.RawPath = ""
+	}
+	return u.ResolveReference(&url.URL{Path: path}).String()
 }
 
 // IsOpenAI reports whether base is OpenAI's own API (not a compatible
@@ -183,6 +183,102 @@ func (p *Provider) CountTokens(ctx context.Context, req llm.Request) (int, error
 	return 0, llm.ErrNoTokenCount
 }
 
+// call sends one request through apicall.
+func (p *Provider) call(ctx context.Context, method, url string, body []byte) (*http.Response, error) {
+	return apicall.Do(ctx, p.http, apicall.Request{
+		Provider:     "openai",
+		Method:       method,
+		URL:          url,
+		Header:       p.header,
+		Body:         body,
+		APIKey:       p.apiKey,
+		MaxRetries:   p.retries,
+		MaxRetryWait: p.wait,
+		ErrorMessage: errorMessage,
+	})
+}
+
+// errorMessage is the message of an OpenAI error body,
+// {"error":{"message":…}}.
+func errorMessage(body []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = decode(body, &e)
+	return e.Error.Message
+}
+
+// decode unmarshals data into v, forgiving a field of the wrong type (it
+// is skipped, as the SDK skipped it) but not malformed JSON or a value of
+// the wrong type as a whole.
+func decode(data []byte, v any) error {
+	err := json.Unmarshal(data, v)
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		return nil
+	}
+	return err
+}
+
+// maxModels bounds a model list.
+const maxModels = 1000
+
+// maxModelsBody bounds the model list's body (1000 models take ~100 KB).
+const maxModelsBody = 16 << 20
+
+// ListModels lists the endpoint's models.
+func (p *Provider) ListModels(ctx context.Context) ([]llm.ModelInfo, error) {
+	res, err := p.call(ctx, http.MethodGet, p.modelsURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, maxModelsBody))
+	if err != nil {
+		return nil, apierr.Transport(ctx, "openai", err, false)
+	}
+	var page struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := decode(raw, &page); err != nil {
+		return nil, apierr.Transport(ctx, "openai", fmt.Errorf("model list: %w", err), true)
+	}
+	var out []llm.ModelInfo
+	for _, m := range page.Data {
+		info := llm.ModelInfo{ID: m.ID}
+		if reasoningModel(m.ID) {
+			info.Efforts = []string{llm.EffortLow, llm.EffortMedium, llm.EffortHigh}
+		}
+		out = append(out, info)
+		if len(out) >= maxModels {
+			break // a bound on what a misbehaving server can make us hold
+		}
+	}
+	return out, nil
+}
+
+// reasoningModel reports whether id is of a family that takes
+// reasoning_effort.
+func reasoningModel(id string) bool {
+	for _, f := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if id == f || strings.HasPrefix(id, f+"-") || strings.HasPrefix(id, f+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// maxEvent bounds one line or event of the stream: the SDK's bound
+// (bufio.MaxScanTokenSize<<9).
+const maxEvent = 32 << 20
+
+// done is the data of the stream's last event.
+var done = []byte("[DONE]")
+
 // Stream runs req as a streamed chat completion.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, on func(llm.Event) error) (*llm.Response, error) {
 	if on == nil {
@@ -192,17 +288,36 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, on func(llm.Even
 	if err != nil {
 		return nil, err
 	}
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
-	defer stream.Close()
+	body, err := json.Marshal(params)
+	if err != nil {
+		return nil, badRequest("encoding the request: %v", err)
+	}
+	res, err := p.call(ctx, http.MethodPost, p.chatURL, body)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
 
-	a := assembler{on: on, calls: map[int64]*call{}}
-	for stream.Next() {
-		if err := a.add(stream.Current()); err != nil {
+	a := assembler{on: on, apiKey: p.apiKey, calls: map[int64]*call{}}
+	events := sse.NewReader(res.Body, maxEvent)
+	for {
+		ev, err := events.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, apierr.Transport(ctx, "openai", err, a.started)
+		}
+		if bytes.HasPrefix(ev.Data, done) {
+			break
+		}
+		var c chunk
+		if err := decode(ev.Data, &c); err != nil {
+			return nil, apierr.Transport(ctx, "openai", fmt.Errorf("stream chunk: %w", err), true)
+		}
+		if err := a.add(&c); err != nil {
 			return nil, err
 		}
-	}
-	if err := stream.Err(); err != nil {
-		return nil, p.mapError(ctx, err, a.started)
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("llm openai: %w", ctx.Err())
@@ -213,23 +328,44 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, on func(llm.Even
 	return a.finishUp()
 }
 
-// mapError turns an SDK error into an *llm.Error (or ctx's error).
-func (p *Provider) mapError(ctx context.Context, err error, started bool) error {
-	var apiErr *sdk.Error
-	if !errors.As(err, &apiErr) {
-		return apierr.Transport(ctx, "openai", err, started)
-	}
-	kind := apierr.KindForStatus(apiErr.StatusCode)
-	e := &llm.Error{
-		Kind:    kind,
-		Status:  apiErr.StatusCode,
-		Message: apierr.SafeMessage(apiErr.Message, p.apiKey, apierr.DefaultMessage(kind)),
-		Err:     fmt.Errorf("llm openai: %w", err),
-	}
-	if apiErr.Response != nil {
-		e.RetryAfter = apierr.RetryAfter(apiErr.Response.Header)
-	}
-	return e
+// chunk is one event of the stream (the fields ferry reads).
+type chunk struct {
+	Choices []struct {
+		Index        int64  `json:"index"`
+		Delta        delta  `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens     int64 `json:"cached_tokens"`
+			CacheWriteTokens int64 `json:"cache_write_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	// Error is set (even to null) when the server reports a failure
+	// inside the stream.
+	Error json.RawMessage `json:"error"`
+}
+
+// delta is one choice's increment.
+type delta struct {
+	Content string `json:"content"`
+	Refusal string `json:"refusal"`
+	// Reasoning servers (vLLM, DeepSeek, Ollama) add their own field.
+	ReasoningContent string          `json:"reasoning_content"`
+	Reasoning        string          `json:"reasoning"`
+	ToolCalls        []toolCallDelta `json:"tool_calls"`
+}
+
+// toolCallDelta is a piece of a tool call.
+type toolCallDelta struct {
+	Index    int64  `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // call is one tool call being assembled.
@@ -241,6 +377,7 @@ type call struct {
 // assembler turns chunks into llm events and the final message.
 type assembler struct {
 	on      func(llm.Event) error
+	apiKey  string
 	started bool
 
 	thinking strings.Builder
@@ -254,9 +391,17 @@ type assembler struct {
 const maxCalls = 1024
 
 // add handles one chunk.
-func (a *assembler) add(c sdk.ChatCompletionChunk) error {
+func (a *assembler) add(c *chunk) error {
 	a.started = true
-	if u := c.Usage; u.PromptTokens > 0 || u.CompletionTokens > 0 {
+	if c.Error != nil {
+		// Retryable, as the SDK made it: the server failed mid-answer.
+		return &llm.Error{
+			Kind:    llm.KindStream,
+			Message: apierr.DefaultMessage(llm.KindStream),
+			Err:     fmt.Errorf("llm openai: error in the stream: %s", apierr.SafeMessage(string(c.Error), a.apiKey, "")),
+		}
+	}
+	if u := c.Usage; u != nil && (u.PromptTokens > 0 || u.CompletionTokens > 0) {
 		cached := u.PromptTokensDetails.CachedTokens
 		written := u.PromptTokensDetails.CacheWriteTokens
 		a.usage = llm.Usage{
@@ -270,10 +415,9 @@ func (a *assembler) add(c sdk.ChatCompletionChunk) error {
 		if choice.Index != 0 {
 			continue // ferry asks for one choice
 		}
-		d := choice.Delta
-		// Reasoning servers (vLLM, DeepSeek, Ollama) add their own field.
-		for _, key := range []string{"reasoning_content", "reasoning"} {
-			if s := extraString(d.JSON.ExtraFields[key].Raw()); s != "" {
+		d := &choice.Delta
+		for _, s := range []string{d.ReasoningContent, d.Reasoning} {
+			if s != "" {
 				a.thinking.WriteString(s)
 				if err := a.emit(llm.Event{Type: llm.EventThinkingDelta, Text: s}); err != nil {
 					return err
@@ -310,18 +454,6 @@ func (a *assembler) add(c sdk.ChatCompletionChunk) error {
 		}
 	}
 	return nil
-}
-
-// extraString decodes a raw JSON string field ("" for null or absent).
-func extraString(raw string) string {
-	if len(raw) < 2 || raw[0] != '"' {
-		return ""
-	}
-	var s string
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return ""
-	}
-	return s
 }
 
 // emit calls on, wrapping its error.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -209,4 +211,49 @@ func BenchmarkStream(b *testing.B) {
 	llmtest.Bench(b, func(base string) llm.Provider {
 		return openai.New(openai.Options{APIKey: testKey, BaseURL: base, Model: "m"})
 	}, fake.OpenAI)
+}
+
+// TestNoVendorSDK: the provider is plain net/http (issue 37): openai-go's
+// package init cost every ferry process ~7 ms and its code ~13 MB.
+func TestNoVendorSDK(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not on PATH: install the Go toolchain to run this test")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "github.com/ferry-dev/ferry/internal/llm/openai").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.Contains(dep, "openai-go") || strings.Contains(dep, "tidwall/") {
+			t.Errorf("the provider links %s", dep)
+		}
+	}
+}
+
+func TestBaseURLForms(t *testing.T) {
+	srv := fake.New(t)
+	for _, base := range []string{srv.BaseURL(fake.OpenAI), srv.BaseURL(fake.OpenAI) + "/", srv.BaseURL(fake.OpenAI) + "?api-version=1"} {
+		srv.Script(fake.Reply{Text: []string{"ok"}})
+		p := openai.New(openai.Options{BaseURL: base, Model: "m"})
+		if _, err := p.Stream(ctx(t), user(text("hi")), nop); err != nil {
+			t.Errorf("base %q: %v", base, err)
+		}
+		if _, err := p.ListModels(ctx(t)); err != nil {
+			t.Errorf("base %q: ListModels: %v", base, err)
+		}
+	}
+	for _, r := range srv.Requests() {
+		if r.Path != "/v1/chat/completions" && r.Path != "/v1/models" {
+			t.Errorf("request to %s", r.Path)
+		}
+		if ua := r.Header.Get("User-Agent"); !strings.HasPrefix(ua, "ferry/") {
+			t.Errorf("User-Agent %q, want ferry/…", ua)
+		}
+	}
+	e := new(llm.Error)
+	_, err := openai.New(openai.Options{BaseURL: "://nope", Model: "m"}).Stream(ctx(t), user(text("hi")), nop)
+	if !errors.As(err, &e) || e.Kind != llm.KindBadRequest {
+		t.Errorf("a base URL that does not parse: %v, want bad_request", err)
+	}
 }
