@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -254,4 +256,23 @@ func BenchmarkStream(b *testing.B) {
 	llmtest.Bench(b, func(base string) llm.Provider {
 		return anthropic.New(anthropic.Options{APIKey: testKey, BaseURL: base, Model: "m"})
 	}, fake.Anthropic)
+}
+
+// TestNoVendorSDK: the provider is plain net/http (issue 37):
+// anthropic-sdk-go cost every ferry process ~2 ms of package init and
+// ~7 MB of binary.
+func TestNoVendorSDK(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not on PATH: install the Go toolchain to run this test")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "github.com/ferry-dev/ferry/internal/llm/anthropic").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.Contains(dep, "anthropic-sdk-go") || strings.Contains(dep, "tidwall/") {
+			t.Errorf("the provider links %s", dep)
+		}
+	}
 }
