@@ -16,9 +16,9 @@
 //   - CountTokens returns ErrNoTokenCount when the provider has no
 //     token-count API.
 //
-// Implementations: internal/llm/anthropic (Messages API, official SDK) and
-// internal/llm/openai (any OpenAI-compatible chat-completions endpoint,
-// official SDK).
+// Implementations: internal/llm/anthropic (Messages API) and
+// internal/llm/openai (any OpenAI-compatible chat-completions endpoint),
+// both on net/http (internal/llm/internal/apicall, sse), no vendor SDK.
 package llm
 
 import (

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os/exec"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -254,4 +257,75 @@ func BenchmarkStream(b *testing.B) {
 	llmtest.Bench(b, func(base string) llm.Provider {
 		return anthropic.New(anthropic.Options{APIKey: testKey, BaseURL: base, Model: "m"})
 	}, fake.Anthropic)
+}
+
+// TestNoVendorSDK: the provider is plain net/http (issue 37):
+// anthropic-sdk-go cost every ferry process ~2 ms of package init and
+// ~7 MB of binary.
+func TestNoVendorSDK(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not on PATH: install the Go toolchain to run this test")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "github.com/ferry-dev/ferry/internal/llm/anthropic").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.Contains(dep, "anthropic-sdk-go") || strings.Contains(dep, "tidwall/") {
+			t.Errorf("the provider links %s", dep)
+		}
+	}
+}
+
+// TestErrorTypeDecidesKind: the body's error type names the kind where it
+// says more than the status (a proxy's 500 that is an overload), and an
+// error event inside a 200 stream has nothing else.
+func TestErrorTypeDecidesKind(t *testing.T) {
+	srv := fake.New(t)
+	p := anthropic.New(anthropic.Options{APIKey: testKey, BaseURL: srv.URL(), MaxRetries: -1})
+	srv.Script(fake.Reply{Fail: &fake.Failure{Status: 500, Type: "overloaded_error"}})
+	_, err := p.Stream(ctx(t), user(text("x")), nop)
+	var e *llm.Error
+	if !errors.As(err, &e) || e.Kind != llm.KindOverloaded || e.Status != 500 || e.Message != "Internal Server Error" {
+		t.Errorf("500 overloaded_error = %#v, want overloaded with status 500", err)
+	}
+	srv.Script(fake.Reply{Raw: "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"slow down, " + testKey + "\"}}\n\n"})
+	_, err = p.Stream(ctx(t), user(text("x")), nop)
+	if !errors.As(err, &e) || e.Kind != llm.KindRateLimited || e.Status != 0 || e.Message != "slow down, [redacted]" {
+		t.Errorf("error event = %#v, want rate_limited, no status, key redacted", err)
+	}
+}
+
+// TestBaseURLWithPath: a proxy's base URL keeps its path, with or without
+// a trailing slash, and loses its query, as with the SDK.
+func TestBaseURLWithPath(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.RequestURI())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"input_tokens":3,"data":[],"has_more":false}`))
+	}))
+	t.Cleanup(srv.Close)
+	for _, base := range []string{srv.URL + "/proxy", srv.URL + "/proxy/", srv.URL + "/proxy?x=1"} {
+		p := anthropic.New(anthropic.Options{APIKey: testKey, BaseURL: base})
+		if n, err := p.CountTokens(ctx(t), user(text("x"))); err != nil || n != 3 {
+			t.Errorf("%s: CountTokens = %d, %v", base, n, err)
+		}
+		if _, err := p.ListModels(ctx(t)); err != nil {
+			t.Errorf("%s: ListModels: %v", base, err)
+		}
+	}
+	want := []string{"/proxy/v1/messages/count_tokens", "/proxy/v1/models?limit=100"}
+	for i, got := range paths {
+		if got != want[i%2] {
+			t.Errorf("request %d to %s, want %s", i, got, want[i%2])
+		}
+	}
+	if len(paths) != 6 {
+		t.Errorf("%d requests, want 6", len(paths))
+	}
 }

@@ -6,64 +6,134 @@ import (
 	"fmt"
 	"strings"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/ferry-dev/ferry/internal/llm"
 )
 
-// params converts a neutral request into the SDK's.
-func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
+// messageParams is the body of POST /v1/messages and, without max_tokens,
+// thinking and stream, of POST /v1/messages/count_tokens. The field set
+// and its omissions are the SDK's (pinned by TestWireFormat).
+type messageParams struct {
+	Model     string         `json:"model"`
+	MaxTokens int64          `json:"max_tokens,omitempty"`
+	Messages  []message      `json:"messages"`
+	System    []contentBlock `json:"system,omitempty"`
+	Thinking  *thinking      `json:"thinking,omitempty"`
+	Tools     []tool         `json:"tools,omitempty"`
+	Stream    bool           `json:"stream,omitempty"`
+}
+
+// message is one turn of the conversation.
+type message struct {
+	Role    string         `json:"role"`
+	Content []contentBlock `json:"content"`
+}
+
+// contentBlock is any block sent: text, image, document, thinking,
+// tool_use or tool_result. Only the fields of its type are set; every one
+// of them is non-empty where the API requires it (convert.go sends no
+// empty text, no unsigned thinking), so omitempty drops only the others.
+type contentBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	// Thinking is a pointer: a signed thinking block keeps its field even
+	// when its text is empty.
+	Thinking     *string         `json:"thinking,omitempty"`
+	Signature    string          `json:"signature,omitempty"`
+	Source       *source         `json:"source,omitempty"`
+	ID           string          `json:"id,omitempty"`
+	Name         string          `json:"name,omitempty"`
+	Input        json.RawMessage `json:"input,omitempty"`
+	ToolUseID    string          `json:"tool_use_id,omitempty"`
+	IsError      bool            `json:"is_error,omitempty"`
+	Content      []contentBlock  `json:"content,omitempty"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
+}
+
+// source is an image's or document's data.
+type source struct {
+	Type      string `json:"type"` // base64 or text
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+// cacheControl is a prompt-cache breakpoint.
+type cacheControl struct {
+	Type string `json:"type"`
+}
+
+// ephemeral is a fresh breakpoint (each block gets its own, so no block
+// shares a pointer another could change).
+func ephemeral() *cacheControl { return &cacheControl{Type: "ephemeral"} }
+
+// thinking is extended thinking's setting.
+type thinking struct {
+	Type         string `json:"type"` // enabled or disabled
+	BudgetTokens int64  `json:"budget_tokens,omitempty"`
+}
+
+// tool is one tool offered to the model.
+type tool struct {
+	Name         string         `json:"name"`
+	Description  string         `json:"description,omitempty"`
+	InputSchema  map[string]any `json:"input_schema"`
+	CacheControl *cacheControl  `json:"cache_control,omitempty"`
+}
+
+// params converts a neutral request into the Messages API's body.
+func (p *Provider) params(req llm.Request) (*messageParams, error) {
 	model := p.model
 	if req.Model != "" {
 		model = req.Model
 	}
-	out := sdk.MessageNewParams{
+	out := &messageParams{
 		Model:     model,
 		MaxTokens: int64(req.MaxTokens),
+		Messages:  []message{},
 	}
 	if out.MaxTokens <= 0 {
 		out.MaxTokens = defaultMaxTokens(model)
 	}
 	switch budget := thinkingBudget[req.Effort]; {
 	case req.Effort == llm.EffortOff:
-		out.Thinking = sdk.ThinkingConfigParamUnion{OfDisabled: &sdk.ThinkingConfigDisabledParam{}}
+		out.Thinking = &thinking{Type: "disabled"}
 	case budget > 0:
-		out.Thinking = sdk.ThinkingConfigParamOfEnabled(budget)
+		out.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
 		// budget_tokens must stay below max_tokens: the answer keeps its
 		// own room on top of the thinking.
 		out.MaxTokens += budget
 	case req.Effort != "":
-		return out, badRequest("unknown thinking effort %q", req.Effort)
+		return nil, badRequest("unknown thinking effort %q", req.Effort)
 	}
+	thinkingOn := out.Thinking != nil && out.Thinking.Type == "enabled"
 	if req.System != "" {
-		out.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: sdk.NewCacheControlEphemeralParam()}}
+		out.System = []contentBlock{{Type: "text", Text: req.System, CacheControl: ephemeral()}}
 	}
 	for i, t := range req.Tools {
-		tool, err := toolParam(t)
+		tl, err := toolParam(t)
 		if err != nil {
-			return out, badRequest("tool %d (%s): %v", i, t.Name, err)
+			return nil, badRequest("tool %d (%s): %v", i, t.Name, err)
 		}
 		if i == len(req.Tools)-1 {
-			tool.CacheControl = sdk.NewCacheControlEphemeralParam()
+			tl.CacheControl = ephemeral()
 		}
-		out.Tools = append(out.Tools, sdk.ToolUnionParam{OfTool: &tool})
+		out.Tools = append(out.Tools, tl)
 	}
-	var last []sdk.ContentBlockParamUnion // the newest message's blocks
+	var last []contentBlock // the newest message's blocks
 	for i, m := range req.Messages {
 		if m.Role != llm.RoleUser && m.Role != llm.RoleAssistant {
-			return out, badRequest("message %d: unknown role %q", i, m.Role)
+			return nil, badRequest("message %d: unknown role %q", i, m.Role)
 		}
-		var blocks []sdk.ContentBlockParamUnion
+		var blocks []contentBlock
 		for j, b := range m.Content {
-			if b.Type == llm.BlockThinking && out.Thinking.OfEnabled == nil {
+			if b.Type == llm.BlockThinking && !thinkingOn {
 				// Taken back only while thinking is on, where the API
 				// needs them; otherwise left out, as before thinking
 				// could be asked for.
 				continue
 			}
-			cb, keep, err := contentBlock(b)
+			cb, keep, err := toContentBlock(b)
 			if err != nil {
-				return out, badRequest("message %d, block %d: %v", i, j, err)
+				return nil, badRequest("message %d, block %d: %v", i, j, err)
 			}
 			if keep {
 				blocks = append(blocks, cb)
@@ -72,17 +142,13 @@ func (p *Provider) params(req llm.Request) (sdk.MessageNewParams, error) {
 		if len(blocks) == 0 {
 			continue // the API refuses empty messages; nothing of it would be read
 		}
-		if m.Role == llm.RoleUser {
-			out.Messages = append(out.Messages, sdk.NewUserMessage(blocks...))
-		} else {
-			out.Messages = append(out.Messages, sdk.NewAssistantMessage(blocks...))
-		}
+		out.Messages = append(out.Messages, message{Role: m.Role, Content: blocks})
 		last = blocks
 	}
 	if len(last) > 0 {
 		// A breakpoint on the newest block caches the whole conversation for
 		// the next call of the loop, which repeats it and adds a little.
-		setCacheControl(&last[len(last)-1])
+		last[len(last)-1].CacheControl = ephemeral()
 	}
 	return out, nil
 }
@@ -109,158 +175,132 @@ func defaultMaxTokens(model string) int64 {
 	return 16384
 }
 
-// toolParam converts a tool spec; the schema's properties and required
-// list go to their fields, every other keyword but "type" rides along.
-func toolParam(t llm.ToolSpec) (sdk.ToolParam, error) {
-	tool := sdk.ToolParam{Name: t.Name}
+// toolParam converts a tool spec. The schema's "type" is always object;
+// properties ({} when absent: the API needs input_schema to have them),
+// the string entries of required (left out when none) and every other
+// keyword go as they are.
+func toolParam(t llm.ToolSpec) (tool, error) {
+	tl := tool{Name: t.Name, Description: t.Description}
 	if t.Name == "" {
-		return tool, fmt.Errorf("no name")
-	}
-	if t.Description != "" {
-		tool.Description = sdk.String(t.Description)
+		return tl, fmt.Errorf("no name")
 	}
 	schema := map[string]any{}
 	if len(t.InputSchema) > 0 {
 		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
-			return tool, fmt.Errorf("input schema is not a JSON object: %w", err)
+			return tl, fmt.Errorf("input schema is not a JSON object: %w", err)
 		}
 	}
 	if typ, ok := schema["type"]; ok && typ != "object" {
-		return tool, fmt.Errorf("input schema type is %v, want object", typ)
+		return tl, fmt.Errorf("input schema type is %v, want object", typ)
 	}
-	tool.InputSchema.Properties = schema["properties"]
-	if tool.InputSchema.Properties == nil {
-		// Without a field set the SDK leaves input_schema out, which the
-		// API refuses.
-		tool.InputSchema.Properties = map[string]any{}
-	}
-	if req, ok := schema["required"].([]any); ok {
-		for _, r := range req {
-			if s, ok := r.(string); ok {
-				tool.InputSchema.Required = append(tool.InputSchema.Required, s)
-			}
-		}
-	}
-	extra := map[string]any{}
+	out := make(map[string]any, len(schema)+2)
 	for k, v := range schema {
 		switch k {
 		case "type", "properties", "required":
 		default:
-			extra[k] = v
+			out[k] = v
 		}
 	}
-	if len(extra) > 0 {
-		tool.InputSchema.ExtraFields = extra
+	out["type"] = "object"
+	out["properties"] = schema["properties"]
+	if out["properties"] == nil {
+		out["properties"] = map[string]any{}
 	}
-	return tool, nil
+	if req, ok := schema["required"].([]any); ok {
+		var names []string
+		for _, r := range req {
+			if s, ok := r.(string); ok {
+				names = append(names, s)
+			}
+		}
+		if len(names) > 0 {
+			out["required"] = names
+		}
+	}
+	tl.InputSchema = out
+	return tl, nil
 }
 
-// contentBlock converts one block; keep is false for blocks that are not
-// sent (thinking, empty text).
-func contentBlock(b llm.Block) (sdk.ContentBlockParamUnion, bool, error) {
+// toContentBlock converts one block; keep is false for blocks that are not
+// sent (unsigned thinking, empty text).
+func toContentBlock(b llm.Block) (contentBlock, bool, error) {
 	switch b.Type {
 	case llm.BlockText:
 		if b.Text == "" {
-			return sdk.ContentBlockParamUnion{}, false, nil
+			return contentBlock{}, false, nil
 		}
-		return sdk.NewTextBlock(b.Text), true, nil
+		return contentBlock{Type: "text", Text: b.Text}, true, nil
 	case llm.BlockThinking:
 		if b.Signature == "" {
 			// The API takes a thinking block back only signed.
-			return sdk.ContentBlockParamUnion{}, false, nil
+			return contentBlock{}, false, nil
 		}
-		return sdk.NewThinkingBlock(b.Signature, b.Text), true, nil
+		text := b.Text
+		return contentBlock{Type: "thinking", Thinking: &text, Signature: b.Signature}, true, nil
 	case llm.BlockToolUse:
 		if b.ToolUseID == "" || b.ToolName == "" {
-			return sdk.ContentBlockParamUnion{}, false, fmt.Errorf("tool_use without id or name")
+			return contentBlock{}, false, fmt.Errorf("tool_use without id or name")
 		}
 		input, err := objectInput(string(b.Input))
 		if err != nil {
-			return sdk.ContentBlockParamUnion{}, false, err
+			return contentBlock{}, false, err
 		}
-		return sdk.NewToolUseBlock(b.ToolUseID, input, b.ToolName), true, nil
+		return contentBlock{Type: "tool_use", ID: b.ToolUseID, Name: b.ToolName, Input: input}, true, nil
 	case llm.BlockToolResult:
 		if b.ToolUseID == "" {
-			return sdk.ContentBlockParamUnion{}, false, fmt.Errorf("tool_result without tool_use_id")
+			return contentBlock{}, false, fmt.Errorf("tool_result without tool_use_id")
 		}
-		res := sdk.ToolResultBlockParam{ToolUseID: b.ToolUseID}
-		if b.IsError {
-			res.IsError = sdk.Bool(true)
-		}
+		res := contentBlock{Type: "tool_result", ToolUseID: b.ToolUseID, IsError: b.IsError}
 		for _, c := range b.Content {
 			switch c.Type {
 			case llm.BlockText:
 				if c.Text != "" {
-					res.Content = append(res.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: c.Text}})
+					res.Content = append(res.Content, contentBlock{Type: "text", Text: c.Text})
 				}
 			case llm.BlockImage:
-				img := imageParam(c)
-				res.Content = append(res.Content, sdk.ToolResultBlockParamContentUnion{OfImage: &img})
+				res.Content = append(res.Content, imageBlock(c))
 			case llm.BlockDocument:
-				doc, err := documentParam(c)
+				doc, err := documentBlock(c)
 				if err != nil {
-					return sdk.ContentBlockParamUnion{}, false, err
+					return contentBlock{}, false, err
 				}
-				res.Content = append(res.Content, sdk.ToolResultBlockParamContentUnion{OfDocument: &doc})
+				res.Content = append(res.Content, doc)
 			default:
-				return sdk.ContentBlockParamUnion{}, false, fmt.Errorf("tool_result content of type %q", c.Type)
+				return contentBlock{}, false, fmt.Errorf("tool_result content of type %q", c.Type)
 			}
 		}
-		return sdk.ContentBlockParamUnion{OfToolResult: &res}, true, nil
+		return res, true, nil
 	case llm.BlockImage:
-		img := imageParam(b)
-		return sdk.ContentBlockParamUnion{OfImage: &img}, true, nil
+		return imageBlock(b), true, nil
 	case llm.BlockDocument:
-		doc, err := documentParam(b)
+		doc, err := documentBlock(b)
 		if err != nil {
-			return sdk.ContentBlockParamUnion{}, false, err
+			return contentBlock{}, false, err
 		}
-		return sdk.ContentBlockParamUnion{OfDocument: &doc}, true, nil
+		return doc, true, nil
 	}
-	return sdk.ContentBlockParamUnion{}, false, fmt.Errorf("unknown block type %q", b.Type)
+	return contentBlock{}, false, fmt.Errorf("unknown block type %q", b.Type)
 }
 
-// imageParam is a base64 image block.
-func imageParam(b llm.Block) sdk.ImageBlockParam {
-	return sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{
-		OfBase64: &sdk.Base64ImageSourceParam{Data: b.Data, MediaType: sdk.Base64ImageSourceMediaType(b.MediaType)},
-	}}
+// imageBlock is a base64 image block.
+func imageBlock(b llm.Block) contentBlock {
+	return contentBlock{Type: "image", Source: &source{Type: "base64", MediaType: b.MediaType, Data: b.Data}}
 }
 
-// documentParam is a PDF (base64) or plain-text document block.
-func documentParam(b llm.Block) (sdk.DocumentBlockParam, error) {
+// documentBlock is a PDF (base64) or plain-text document block.
+func documentBlock(b llm.Block) (contentBlock, error) {
 	switch {
 	case b.MediaType == "application/pdf":
-		return sdk.DocumentBlockParam{Source: sdk.DocumentBlockParamSourceUnion{
-			OfBase64: &sdk.Base64PDFSourceParam{Data: b.Data},
-		}}, nil
+		return contentBlock{Type: "document", Source: &source{Type: "base64", MediaType: b.MediaType, Data: b.Data}}, nil
 	case strings.HasPrefix(b.MediaType, "text/"):
 		text, err := base64.StdEncoding.DecodeString(b.Data)
 		if err != nil {
-			return sdk.DocumentBlockParam{}, fmt.Errorf("document data is not base64: %w", err)
+			return contentBlock{}, fmt.Errorf("document data is not base64: %w", err)
 		}
-		return sdk.DocumentBlockParam{Source: sdk.DocumentBlockParamSourceUnion{
-			OfText: &sdk.PlainTextSourceParam{Data: string(text)},
-		}}, nil
+		// The API's plain-text source knows one media type.
+		return contentBlock{Type: "document", Source: &source{Type: "text", MediaType: "text/plain", Data: string(text)}}, nil
 	}
-	return sdk.DocumentBlockParam{}, fmt.Errorf("documents of type %q are not supported (PDF and text only)", b.MediaType)
-}
-
-// setCacheControl puts a cache breakpoint on b where its kind allows one.
-func setCacheControl(b *sdk.ContentBlockParamUnion) {
-	cc := sdk.NewCacheControlEphemeralParam()
-	switch {
-	case b.OfText != nil:
-		b.OfText.CacheControl = cc
-	case b.OfToolResult != nil:
-		b.OfToolResult.CacheControl = cc
-	case b.OfToolUse != nil:
-		b.OfToolUse.CacheControl = cc
-	case b.OfImage != nil:
-		b.OfImage.CacheControl = cc
-	case b.OfDocument != nil:
-		b.OfDocument.CacheControl = cc
-	}
+	return contentBlock{}, fmt.Errorf("documents of type %q are not supported (PDF and text only)", b.MediaType)
 }
 
 // badRequest is the error of a request that cannot be sent as built.

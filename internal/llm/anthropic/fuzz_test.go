@@ -15,10 +15,10 @@ import (
 	"github.com/ferry-dev/ferry/internal/llm/llmtest"
 )
 
-// FuzzStream feeds arbitrary response streams through the real SDK and the
-// provider: each must end in a consistent response or an *llm.Error, never
-// a panic or a hang. Seeds: testdata/fuzz/FuzzStream (whole streams the fake
-// sends) and llmtest.Garbage.
+// FuzzStream feeds arbitrary response streams through the provider's SSE
+// reading and assembly: each must end in a consistent response or an
+// *llm.Error, never a panic or a hang. Seeds: testdata/fuzz/FuzzStream
+// (whole streams the fake sends) and llmtest.Garbage.
 func FuzzStream(f *testing.F) {
 	for _, g := range llmtest.Garbage {
 		f.Add(g)
