@@ -42,8 +42,9 @@ const (
 // heavyModules must not be linked: each cost milliseconds of package
 // initialisation in every process for a feature that does not need it.
 var heavyModules = []string{
-	"github.com/santhosh-tekuri/jsonschema/v6", // meta-schemas compiled at init (16 ms)
-	"github.com/openai/openai-go/v3",           // ~3 ms of union registration, 53 MB of binary
+	"github.com/santhosh-tekuri/jsonschema/v6",  // meta-schemas compiled at init (16 ms)
+	"github.com/openai/openai-go/v3",            // ~3 ms of union registration, 53 MB of binary
+	"github.com/anthropics/anthropic-sdk-go/v2", // ~2 ms with OpenTelemetry, 32 MB of binary
 }
 
 // initRecord is one line of GODEBUG=inittrace=1.

@@ -129,30 +129,15 @@ func New(o Options) *Provider {
 	}
 	return &Provider{
 		http:        o.HTTPClient,
-		messagesURL: endpoint(base, "v1/messages"),
-		countURL:    endpoint(base, "v1/messages/count_tokens"),
-		modelsURL:   endpoint(base, "v1/models"),
+		messagesURL: apicall.Endpoint(base, "v1/messages"),
+		countURL:    apicall.Endpoint(base, "v1/messages/count_tokens"),
+		modelsURL:   apicall.Endpoint(base, "v1/models"),
 		header:      h,
 		model:       model,
 		apiKey:      o.APIKey,
 		retries:     retries,
 		wait:        wait,
 	}
-}
-
-// endpoint resolves path against base as the SDK did: base's path is a
-// directory ("/proxy" is "/proxy/"), its query is dropped. "" if base does
-// not parse (the call then fails as a bad request).
-func endpoint(base, path string) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return ""
-	}
-	if u.Path != "" && !strings.HasSuffix(u.Path, "/") {
-		u.Path += "/"
-		u.RawPath = ""
-	}
-	return u.ResolveReference(&url.URL{Path: path}).String()
 }
 
 // Name is "anthropic".
@@ -204,7 +189,7 @@ func parseError(body []byte) apiError {
 	var e struct {
 		Error apiError `json:"error"`
 	}
-	_ = decode(body, &e)
+	_ = apicall.Decode(body, &e)
 	return e.Error
 }
 
@@ -224,18 +209,6 @@ func kindForType(typ string) string {
 		return llm.KindBadRequest
 	}
 	return ""
-}
-
-// decode unmarshals data into v, forgiving a field of the wrong type (it
-// is skipped, as the SDK skipped it) but not malformed JSON or a value of
-// the wrong type as a whole.
-func decode(data []byte, v any) error {
-	err := json.Unmarshal(data, v)
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		return nil
-	}
-	return err
 }
 
 // maxEvent bounds one line or event of the stream: the SDK's bound
@@ -279,7 +252,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, on func(llm.Even
 			return nil, p.streamError(res, ev.Data)
 		}
 		var se streamEvent
-		if err := decode(ev.Data, &se); err != nil {
+		if err := apicall.Decode(ev.Data, &se); err != nil {
 			return nil, apierr.Transport(ctx, "anthropic", fmt.Errorf("stream event: %w", err), a.started)
 		}
 		if err := a.add(&se); err != nil {
@@ -386,7 +359,7 @@ func (p *Provider) modelPage(ctx context.Context, u string) (*modelPage, error) 
 		return nil, apierr.Transport(ctx, "anthropic", err, false)
 	}
 	var page modelPage
-	if err := decode(raw, &page); err != nil {
+	if err := apicall.Decode(raw, &page); err != nil {
 		return nil, apierr.Transport(ctx, "anthropic", fmt.Errorf("model list: %w", err), true)
 	}
 	return &page, nil
@@ -417,7 +390,7 @@ func (p *Provider) CountTokens(ctx context.Context, req llm.Request) (int, error
 	var count struct {
 		InputTokens int64 `json:"input_tokens"`
 	}
-	if err := decode(bytes.TrimSpace(raw), &count); err != nil {
+	if err := apicall.Decode(bytes.TrimSpace(raw), &count); err != nil {
 		return 0, apierr.Transport(ctx, "anthropic", fmt.Errorf("token count: %w", err), true)
 	}
 	return int(count.InputTokens), nil

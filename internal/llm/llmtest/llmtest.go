@@ -1,14 +1,14 @@
 // Package llmtest is the suite every llm.Provider passes: one set of tests
 // run against each implementation through the fake server (internal/llm/fake)
-// speaking that provider's real wire format, so the real SDK is exercised end
-// to end on loopback.
+// speaking that provider's real wire format, so the provider's HTTP client is
+// exercised end to end on loopback.
 //
 // It checks the guarantees documented on package llm: text deltas in order
 // and equal to the assembled message, tool calls delivered once and whole
 // (also when their arguments arrive in pieces, several per reply, or
 // interleaved), what the model is sent (system prompt, tools, tool results
 // paired with their calls, images), usage and stop reasons, prompt
-// cancellation, and failures mapped to *llm.Error kinds after the SDK's
+// cancellation, and failures mapped to *llm.Error kinds after the client's
 // retries (which the fake counts). No test asserts a duration: waits are
 // bounded by contexts, and a hang fails at that bound.
 package llmtest

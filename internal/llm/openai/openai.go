@@ -139,8 +139,8 @@ func New(o Options) *Provider {
 	}
 	return &Provider{
 		http:            o.HTTPClient,
-		chatURL:         endpoint(base, "chat/completions"),
-		modelsURL:       endpoint(base, "models"),
+		chatURL:         apicall.Endpoint(base, "chat/completions"),
+		modelsURL:       apicall.Endpoint(base, "models"),
 		header:          h,
 		model:           model,
 		apiKey:          o.APIKey,
@@ -148,21 +148,6 @@ func New(o Options) *Provider {
 		wait:            wait,
 		legacyMaxTokens: !IsOpenAI(base),
 	}
-}
-
-// endpoint resolves path against base as the SDK did: base's path is a
-// directory ("/v1" is "/v1/"), its query is dropped. "" if base does not
-// parse (the call then fails as a bad request).
-func endpoint(base, path string) string {
-	u, err := url.Parse(base)
-	if err != nil {
-		return ""
-	}
-	if u.Path != "" && !strings.HasSuffix(u.Path, "/") {
-		u.Path += "/"
-		u.RawPath = ""
-	}
-	return u.ResolveReference(&url.URL{Path: path}).String()
 }
 
 // IsOpenAI reports whether base is OpenAI's own API (not a compatible
@@ -206,20 +191,8 @@ func errorMessage(body []byte) string {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	_ = decode(body, &e)
+	_ = apicall.Decode(body, &e)
 	return e.Error.Message
-}
-
-// decode unmarshals data into v, forgiving a field of the wrong type (it
-// is skipped, as the SDK skipped it) but not malformed JSON or a value of
-// the wrong type as a whole.
-func decode(data []byte, v any) error {
-	err := json.Unmarshal(data, v)
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		return nil
-	}
-	return err
 }
 
 // maxModels bounds a model list.
@@ -244,7 +217,7 @@ func (p *Provider) ListModels(ctx context.Context) ([]llm.ModelInfo, error) {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := decode(raw, &page); err != nil {
+	if err := apicall.Decode(raw, &page); err != nil {
 		return nil, apierr.Transport(ctx, "openai", fmt.Errorf("model list: %w", err), true)
 	}
 	var out []llm.ModelInfo
@@ -312,7 +285,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, on func(llm.Even
 			break
 		}
 		var c chunk
-		if err := decode(ev.Data, &c); err != nil {
+		if err := apicall.Decode(ev.Data, &c); err != nil {
 			return nil, apierr.Transport(ctx, "openai", fmt.Errorf("stream chunk: %w", err), true)
 		}
 		if err := a.add(&c); err != nil {

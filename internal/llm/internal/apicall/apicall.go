@@ -24,6 +24,7 @@ package apicall
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -244,4 +245,31 @@ func port(u *url.URL) string {
 		return "80"
 	}
 	return ""
+}
+
+// Endpoint resolves path against base as the vendor SDKs did: base's path
+// is a directory ("/v1" is "/v1/"), its query is dropped. "" if base does
+// not parse (Do then fails as a bad request).
+func Endpoint(base, path string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	if u.Path != "" && !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+		u.RawPath = ""
+	}
+	return u.ResolveReference(&url.URL{Path: path}).String()
+}
+
+// Decode unmarshals data into v, forgiving a field of the wrong type (it
+// is skipped, as the SDKs skipped it) but not malformed JSON or a value of
+// the wrong type as a whole.
+func Decode(data []byte, v any) error {
+	err := json.Unmarshal(data, v)
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		return nil
+	}
+	return err
 }

@@ -1,7 +1,7 @@
 // Package apierr holds what the provider implementations share to turn an
 // HTTP failure into an *llm.Error: the kind of a status, the server's
-// Retry-After, a message safe to show, and the middleware that keeps the
-// SDKs from sleeping through a long Retry-After.
+// Retry-After, a message safe to show, and the retry policy
+// (internal/llm/internal/apicall applies it).
 package apierr
 
 import (
@@ -156,23 +156,6 @@ func DefaultMessage(kind string) string {
 		return "could not reach the provider"
 	}
 	return "the provider call failed"
-}
-
-// CapRetryWait is an SDK middleware (the signature both SDKs use) that
-// marks a retryable response whose Retry-After exceeds max with
-// "x-should-retry: false", so the SDK returns it at once instead of
-// sleeping: the caller gets a rate_limited error with the wait and decides.
-func CapRetryWait(max time.Duration) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-		res, err := next(req)
-		if err != nil || res == nil || res.StatusCode < 400 {
-			return res, err
-		}
-		if RetryAfter(res.Header) > max {
-			res.Header.Set("x-should-retry", "false")
-		}
-		return res, err
-	}
 }
 
 // Transport classifies an error that is not an API error: ctx's own error
