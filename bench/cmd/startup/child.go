@@ -48,8 +48,10 @@ type spec struct {
 type childResult struct {
 	WallNS      int64  `json:"wall_ns"`
 	CPUNS       int64  `json:"cpu_ns"`
-	RSS         int64  `json:"rss"`          // the child's peak RSS, bytes
-	LauncherRSS int64  `json:"launcher_rss"` // the launcher's own peak when it started the child
+	RSS         int64  `json:"rss"`                // the child's peak RSS, bytes
+	LauncherRSS int64  `json:"launcher_rss"`       // the launcher's own peak when it started the child
+	AnonRSS     int64  `json:"anon_rss,omitempty"` // mcp: the live child's anonymous RSS at the response
+	FileRSS     int64  `json:"file_rss,omitempty"` // mcp: its file-backed RSS (the binary's pages) then
 	Err         string `json:"err,omitempty"`
 }
 
@@ -75,7 +77,7 @@ func (h *harness) launch(ctx context.Context, sp spec) (sample, error) {
 		return sample{}, errors.New(r.Err)
 	}
 	h.launcherPeak = max(h.launcherPeak, r.LauncherRSS)
-	return sample{wall: time.Duration(r.WallNS), cpu: time.Duration(r.CPUNS), rss: r.RSS}, nil
+	return sample{wall: time.Duration(r.WallNS), cpu: time.Duration(r.CPUNS), rss: r.RSS, anon: r.AnonRSS, file: r.FileRSS}, nil
 }
 
 // runChild is the launcher's main: it measures the spec in its argument
@@ -97,7 +99,7 @@ func runChild(arg string) {
 		if err != nil {
 			r.Err = err.Error()
 		}
-		r.WallNS, r.CPUNS, r.RSS = int64(s.wall), int64(s.cpu), s.rss
+		r.WallNS, r.CPUNS, r.RSS, r.AnonRSS, r.FileRSS = int64(s.wall), int64(s.cpu), s.rss, s.anon, s.file
 	}
 	r.LauncherRSS = selfPeakRSS()
 	b, _ := json.Marshal(r)
@@ -105,13 +107,17 @@ func runChild(arg string) {
 }
 
 // selfPeakRSS is this process's own high-water RSS (VmHWM), 0 if unknown.
-func selfPeakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+func selfPeakRSS() int64 { return procStatus("self", "VmHWM") }
+
+// procStatus reads one "kB" field of /proc/PID/status in bytes, 0 if
+// unknown.
+func procStatus(pid, field string) int64 {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err == nil {
 				return kb * 1024
@@ -188,6 +194,7 @@ func mcpInitialize(sp spec) (sample, error) {
 	}
 	rd := bufio.NewReader(stdout)
 	var wall time.Duration
+	var anon, file int64
 	for {
 		line, err := rd.ReadBytes('\n')
 		if err != nil {
@@ -206,6 +213,8 @@ func mcpInitialize(sp spec) (sample, error) {
 			continue // a notification or log line
 		}
 		wall = time.Since(start)
+		pid := strconv.Itoa(cmd.Process.Pid)
+		anon, file = procStatus(pid, "RssAnon"), procStatus(pid, "RssFile")
 		if resp.Error != nil || resp.Result == nil || resp.Result.ProtocolVersion == "" {
 			return fail(fmt.Errorf("initialize answered %s", bytes.TrimSpace(line)))
 		}
@@ -216,5 +225,7 @@ func mcpInitialize(sp spec) (sample, error) {
 	if err := cmd.Wait(); err != nil {
 		return sample{}, fmt.Errorf("ferry mcp after standard input closed: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
 	}
-	return finished(cmd.ProcessState, wall), nil
+	s := finished(cmd.ProcessState, wall)
+	s.anon, s.file = anon, file
+	return s, nil
 }

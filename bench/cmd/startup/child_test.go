@@ -120,8 +120,8 @@ func TestMCPInitialize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.wall <= 0 || s.rss <= 0 {
-		t.Errorf("sample %+v", s)
+	if s.wall <= 0 || s.rss <= 0 || s.anon <= 0 || s.file <= 0 {
+		t.Errorf("sample %+v: want wall, peak RSS and the live RSS split", s)
 	}
 	for mode, want := range map[string]string{
 		"error":  "unsupported",

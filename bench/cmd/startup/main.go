@@ -266,6 +266,10 @@ func (h *harness) header() {
 type sample struct {
 	wall, cpu time.Duration
 	rss       int64 // peak resident set, bytes
+	// anon and file split the live process's RSS at a moment of interest
+	// (mcp: the initialize response): heap and stacks vs the binary's
+	// mapped pages. Zero when not sampled.
+	anon, file int64
 }
 
 // command is one side of a row: a way to run one process and measure it.
@@ -508,7 +512,13 @@ func (h *harness) mcp(ctx context.Context) error {
 		return ms(slices.Max(apply(r, wallOf)))
 	})
 	row("user+sys CPU to exit (ms)", "", func(r []sample) float64 { return ms(median(r, cpuOf)) })
-	row("peak RSS (MiB)", "", func(r []sample) float64 { return mib(median(r, rssOf)) })
+	row("peak RSS to exit (MiB)", "", func(r []sample) float64 { return mib(median(r, rssOf)) })
+	row("RSS at the response: anonymous (MiB)", "", func(r []sample) float64 {
+		return mib(median(r, func(s sample) float64 { return float64(s.anon) }))
+	})
+	row("RSS at the response: file-backed, the binary's pages (MiB)", "", func(r []sample) float64 {
+		return mib(median(r, func(s sample) float64 { return float64(s.file) }))
+	})
 	fmt.Println()
 	return nil
 }
