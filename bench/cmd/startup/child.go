@@ -52,6 +52,7 @@ type childResult struct {
 	LauncherRSS int64  `json:"launcher_rss"`       // the launcher's own peak when it started the child
 	AnonRSS     int64  `json:"anon_rss,omitempty"` // mcp: the live child's anonymous RSS at the response
 	FileRSS     int64  `json:"file_rss,omitempty"` // mcp: its file-backed RSS (the binary's pages) then
+	FilePMD     int64  `json:"file_pmd,omitempty"` // mcp: of which mapped as 2 MiB pages
 	Err         string `json:"err,omitempty"`
 }
 
@@ -77,7 +78,7 @@ func (h *harness) launch(ctx context.Context, sp spec) (sample, error) {
 		return sample{}, errors.New(r.Err)
 	}
 	h.launcherPeak = max(h.launcherPeak, r.LauncherRSS)
-	return sample{wall: time.Duration(r.WallNS), cpu: time.Duration(r.CPUNS), rss: r.RSS, anon: r.AnonRSS, file: r.FileRSS}, nil
+	return sample{wall: time.Duration(r.WallNS), cpu: time.Duration(r.CPUNS), rss: r.RSS, anon: r.AnonRSS, file: r.FileRSS, filePMD: r.FilePMD}, nil
 }
 
 // runChild is the launcher's main: it measures the spec in its argument
@@ -99,7 +100,7 @@ func runChild(arg string) {
 		if err != nil {
 			r.Err = err.Error()
 		}
-		r.WallNS, r.CPUNS, r.RSS, r.AnonRSS, r.FileRSS = int64(s.wall), int64(s.cpu), s.rss, s.anon, s.file
+		r.WallNS, r.CPUNS, r.RSS, r.AnonRSS, r.FileRSS, r.FilePMD = int64(s.wall), int64(s.cpu), s.rss, s.anon, s.file, s.filePMD
 	}
 	r.LauncherRSS = selfPeakRSS()
 	b, _ := json.Marshal(r)
@@ -107,12 +108,12 @@ func runChild(arg string) {
 }
 
 // selfPeakRSS is this process's own high-water RSS (VmHWM), 0 if unknown.
-func selfPeakRSS() int64 { return procStatus("self", "VmHWM") }
+func selfPeakRSS() int64 { return procField("self", "status", "VmHWM") }
 
-// procStatus reads one "kB" field of /proc/PID/status in bytes, 0 if
-// unknown.
-func procStatus(pid, field string) int64 {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
+// procField reads one "kB" field of /proc/PID/FILE (status,
+// smaps_rollup) in bytes, 0 if unknown.
+func procField(pid, file, field string) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, file)) //nolint:gosec // a /proc file of a child or of this process
 	if err != nil {
 		return 0
 	}
@@ -194,7 +195,7 @@ func mcpInitialize(sp spec) (sample, error) {
 	}
 	rd := bufio.NewReader(stdout)
 	var wall time.Duration
-	var anon, file int64
+	var anon, file, pmd int64
 	for {
 		line, err := rd.ReadBytes('\n')
 		if err != nil {
@@ -214,7 +215,10 @@ func mcpInitialize(sp spec) (sample, error) {
 		}
 		wall = time.Since(start)
 		pid := strconv.Itoa(cmd.Process.Pid)
-		anon, file = procStatus(pid, "RssAnon"), procStatus(pid, "RssFile")
+		anon, file = procField(pid, "status", "RssAnon"), procField(pid, "status", "RssFile")
+		// Page-cache folios of 2 MiB mapped whole: a kernel with large
+		// folios maps far more of the binary than start-up touches.
+		pmd = procField(pid, "smaps_rollup", "FilePmdMapped")
 		if resp.Error != nil || resp.Result == nil || resp.Result.ProtocolVersion == "" {
 			return fail(fmt.Errorf("initialize answered %s", bytes.TrimSpace(line)))
 		}
@@ -226,6 +230,6 @@ func mcpInitialize(sp spec) (sample, error) {
 		return sample{}, fmt.Errorf("ferry mcp after standard input closed: %w (stderr: %s)", err, strings.TrimSpace(stderr.String()))
 	}
 	s := finished(cmd.ProcessState, wall)
-	s.anon, s.file = anon, file
+	s.anon, s.file, s.filePMD = anon, file, pmd
 	return s, nil
 }

@@ -270,6 +270,7 @@ type sample struct {
 	// (mcp: the initialize response): heap and stacks vs the binary's
 	// mapped pages. Zero when not sampled.
 	anon, file int64
+	filePMD    int64 // of file, mapped as 2 MiB pages (large page-cache folios)
 }
 
 // command is one side of a row: a way to run one process and measure it.
@@ -518,6 +519,9 @@ func (h *harness) mcp(ctx context.Context) error {
 	})
 	row("RSS at the response: file-backed, the binary's pages (MiB)", "", func(r []sample) float64 {
 		return mib(median(r, func(s sample) float64 { return float64(s.file) }))
+	})
+	row("… of which mapped as 2 MiB pages (MiB)", "", func(r []sample) float64 {
+		return mib(median(r, func(s sample) float64 { return float64(s.filePMD) }))
 	})
 	fmt.Println()
 	return nil
