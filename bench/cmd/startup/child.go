@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -156,7 +157,10 @@ func runToExit(sp spec) (sample, error) {
 func finished(ps *os.ProcessState, wall time.Duration) sample {
 	s := sample{wall: wall, cpu: ps.UserTime() + ps.SystemTime()}
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		s.rss = ru.Maxrss * 1024 // kilobytes on Linux
+		s.rss = ru.Maxrss * 1024 // kilobytes on Linux and the BSDs
+		if runtime.GOOS == "darwin" {
+			s.rss = ru.Maxrss // bytes on macOS
+		}
 	}
 	return s
 }
