@@ -12,7 +12,11 @@
 // It builds ferry from -repo (default ..), and with -before DIR a second
 // ferry from another source tree, measured in the same rounds. -release
 // measures builds made as a release is (-trimpath -ldflags='-s -w').
-// Run bench/corpus.sh first. See bench/README.md.
+// Each build is dropped from the page cache and run once before the
+// rounds (settle_linux.go), and every measured process is started by a
+// small launcher, this binary re-run (child.go), so that peak RSS is the
+// process's own and not the benchmark's. Run bench/corpus.sh first. See
+// bench/README.md.
 package main
 
 import (
