@@ -89,10 +89,13 @@ func New() *Metrics {
 	return m
 }
 
+// readProcess reads the process series; a test makes it fail.
+var readProcess = processFamilies
+
 // page is the exposition: ferry's series, then the runtime's and the
 // process', read now.
 func (m *Metrics) page() ([]byte, error) {
-	proc, err := processFamilies()
+	proc, err := readProcess()
 	if err != nil {
 		return nil, err
 	}
