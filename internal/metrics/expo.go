@@ -84,7 +84,7 @@ func appendSample(b []byte, name string, labels []string, v float64) []byte {
 // appendEscaped escapes a HELP text (backslash, newline) or a label value
 // (and the double quote), as the format requires.
 func appendEscaped(b []byte, s string, quote bool) []byte {
-	for i := 0; i < len(s); i++ {
+	for i := range len(s) {
 		switch c := s[i]; {
 		case c == '\\':
 			b = append(b, `\\`...)

@@ -3,10 +3,12 @@ package metrics
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -114,5 +116,63 @@ func TestScrapeFailsWhole(t *testing.T) {
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if !bytes.Contains(rec.Body.Bytes(), []byte("promhttp_metric_handler_errors_total{cause=\"gathering\"} 1\n")) {
 		t.Fatalf("the failed scrape was not counted:\n%s", rec.Body)
+	}
+}
+
+// TestConcurrentObservations: observations from several goroutines while
+// the page is written lose nothing: the counts add up once they stop, and
+// every page on the way is one Prometheus reads (run it with -race too).
+func TestConcurrentObservations(t *testing.T) {
+	t.Parallel()
+	m := New()
+	const workers, each = 4, 5000
+	done := make(chan struct{})
+	for range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range each {
+				m.Relayed(time.Duration(i%3) * time.Millisecond)
+				m.Stored(1)
+				m.WriterQueued(1)
+				m.WriterQueued(-1)
+				m.storeErr.with(fmt.Sprint("op", i%7)).inc()
+			}
+		}()
+	}
+	for n := 0; n < workers; {
+		select {
+		case <-done:
+			n++
+		default:
+			page, err := m.page()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := expfmt.NewTextParser(model.UTF8Validation)
+			if _, err := p.TextToMetricFamilies(bytes.NewReader(page)); err != nil {
+				t.Fatalf("a page written during observations: %v", err)
+			}
+		}
+	}
+	page, err := m.page()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upToMs int // observations of 0 and 1 ms, within the 0.001 bucket
+	for i := range each {
+		if i%3 < 2 {
+			upToMs++
+		}
+	}
+	for _, line := range []string{
+		fmt.Sprintf("ferry_relay_latency_seconds_count %d\n", workers*each),
+		fmt.Sprintf("ferry_relay_latency_seconds_bucket{le=\"+Inf\"} %d\n", workers*each),
+		fmt.Sprintf("ferry_events_stored_total %d\n", workers*each),
+		"ferry_writer_queue_depth 0\n",
+		fmt.Sprintf("ferry_relay_latency_seconds_bucket{le=\"0.001\"} %d\n", workers*upToMs),
+	} {
+		if !bytes.Contains(page, []byte(line)) {
+			t.Errorf("the page lacks %q", line)
+		}
 	}
 }
