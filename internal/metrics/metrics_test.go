@@ -1,14 +1,19 @@
 package metrics_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -353,37 +358,196 @@ func TestErrorsCounted(t *testing.T) {
 }
 
 // TestDocumentedSeries: docs/scale.md's metrics table lists exactly the
-// ferry series New registers, so the docs cannot drift.
+// ferry series the page serves, each with its type and label, so the docs
+// cannot drift.
 func TestDocumentedSeries(t *testing.T) {
 	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "scale.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("(?m)^\\| `(ferry_[a-z_]+)` \\|")
+	// | `name` | type (buckets) | `label` (values) | meaning |
+	row := regexp.MustCompile("(?m)^\\| `(ferry_[a-z_]+)` \\| ([a-z]+)[^|]*\\| (?:`([a-z_]+)`)?[^|]*\\|")
 	var documented []string
 	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
-		documented = append(documented, m[1])
+		documented = append(documented, m[1]+" "+m[2]+" "+m[3])
 	}
-	// Every labelled vector gets a series, so that Gather lists it.
+	// Every labelled vector gets a series, so that the page lists it.
 	met := metrics.New()
 	_, _ = met.Store(brokenStore{}).ListTokens(t.Context())
 	br := broker.NewMemory()
 	_ = br.Close()
 	_ = met.Broker(br).Publish(t.Context(), "t", nil)
-	fams, err := met.Registry().Gather()
+	srv := httptest.NewServer(met.Handler())
+	defer srv.Close()
+	var served []string
+	for name, f := range scrape(t, srv.URL) {
+		if !strings.HasPrefix(name, "ferry_") {
+			continue
+		}
+		var label string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			label = l.GetName()
+		}
+		served = append(served, name+" "+strings.ToLower(f.GetType().String())+" "+label)
+	}
+	slices.Sort(documented)
+	slices.Sort(served)
+	if len(documented) == 0 || !slices.Equal(documented, served) {
+		t.Fatalf("docs/scale.md documents %q\nserved: %q", documented, served)
+	}
+}
+
+// get fetches the page with the headers given, without the transport's
+// own gzip handling: the status, the response's headers, the body.
+func get(t *testing.T, method, url string, header http.Header) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(testCtx(t), method, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var registered []string
-	for _, f := range fams {
-		if strings.HasPrefix(f.GetName(), "ferry_") {
-			registered = append(registered, f.GetName())
+	if header != nil {
+		req.Header = header
+	}
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// TestPage: after known observations the page, as Prometheus' parser reads
+// it, holds their values and buckets, and the Go runtime and process series
+// Prometheus users expect, under their usual names and types; it is served
+// as text 0.0.4, gzipped when asked, to any method.
+func TestPage(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	m.Relayed(700 * time.Microsecond)
+	m.Relayed(700 * time.Microsecond)
+	m.Relayed(2 * time.Second)
+	m.Stored(3)
+	m.WriterQueued(5)
+	m.WriterQueued(-2)
+	m.ConnQueue(1)
+	m.ConnQueue(5000)
+	m.Connections(protocol.RoleUI, 2)
+	m.SlowConsumer()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+
+	_, h, page := get(t, http.MethodGet, srv.URL, nil)
+	if ct := h.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(page))
+	if err != nil {
+		t.Fatalf("parse the page: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"ferry_connections", []string{"role", "ui"}, 2},
+		{"ferry_connections", []string{"role", "client"}, 0},
+		{"ferry_events_stored_total", nil, 3},
+		{"ferry_writer_queue_depth", nil, 3},
+		{"ferry_slow_consumer_drops_total", nil, 1},
+		{"ferry_relay_latency_seconds", nil, 3},
+		{"ferry_conn_queue_depth", nil, 2},
+		{"ferry_ui_resumes_total", nil, 0},
+	} {
+		if v := value(t, fams, c.name, c.labels...); v != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, v, c.want)
 		}
 	}
-	slices.Sort(documented)
-	slices.Sort(registered)
-	if !slices.Equal(documented, registered) {
-		t.Fatalf("docs/scale.md documents %v\nregistered: %v", documented, registered)
+	buckets := func(name string) map[float64]uint64 {
+		got := map[float64]uint64{}
+		for _, b := range fams[name].GetMetric()[0].GetHistogram().GetBucket() {
+			got[b.GetUpperBound()] = b.GetCumulativeCount()
+		}
+		return got
+	}
+	relay := buckets("ferry_relay_latency_seconds")
+	if len(relay) != 12 || relay[.0005] != 0 || relay[.001] != 2 || relay[1] != 2 || relay[math.Inf(1)] != 3 {
+		t.Errorf("relay buckets %v", relay)
+	}
+	if s := fams["ferry_relay_latency_seconds"].GetMetric()[0].GetHistogram().GetSampleSum(); math.Abs(s-2.0014) > 1e-9 {
+		t.Errorf("relay sum %v, want 2.0014", s)
+	}
+	if b := buckets("ferry_store_batch_size"); len(b) != 10 || b[2] != 0 || b[4] != 1 || b[256] != 1 {
+		t.Errorf("batch buckets %v", b)
+	}
+	if b := buckets("ferry_conn_queue_depth"); len(b) != 7 || b[1] != 1 || b[1024] != 1 || b[math.Inf(1)] != 2 {
+		t.Errorf("conn queue buckets %v", b)
+	}
+
+	now := float64(time.Now().Unix())
+	for _, c := range []struct {
+		name     string
+		typ      dto.MetricType
+		min, max float64
+	}{
+		{"go_goroutines", dto.MetricType_GAUGE, 1, 1e6},
+		{"go_threads", dto.MetricType_GAUGE, 1, 1e6},
+		{"go_gc_duration_seconds", dto.MetricType_SUMMARY, 0, 1e9},
+		{"go_memstats_alloc_bytes", dto.MetricType_GAUGE, 1, 1e12},
+		{"go_memstats_heap_inuse_bytes", dto.MetricType_GAUGE, 1, 1e12},
+		{"go_memstats_sys_bytes", dto.MetricType_GAUGE, 1, 1e12},
+		{"go_info", dto.MetricType_GAUGE, 1, 1},
+		{"process_cpu_seconds_total", dto.MetricType_COUNTER, 0, 1e6},
+		{"process_resident_memory_bytes", dto.MetricType_GAUGE, 1, 1e12},
+		{"process_virtual_memory_bytes", dto.MetricType_GAUGE, 1, 1e15},
+		{"process_open_fds", dto.MetricType_GAUGE, 3, 1e6},
+		{"process_max_fds", dto.MetricType_GAUGE, 3, math.MaxUint64},
+		{"process_start_time_seconds", dto.MetricType_GAUGE, now - 3600, now + 1},
+	} {
+		if strings.HasPrefix(c.name, "process_") && runtime.GOOS != "linux" {
+			continue // Linux only, bar CPU time and max fds on the BSDs
+		}
+		f := fams[c.name]
+		if f == nil || len(f.GetMetric()) != 1 {
+			t.Errorf("%s is not served (one series)", c.name)
+			continue
+		}
+		if f.GetType() != c.typ {
+			t.Errorf("%s is a %v, want %v", c.name, f.GetType(), c.typ)
+		}
+		if c.typ == dto.MetricType_SUMMARY {
+			continue
+		}
+		if v := value(t, fams, c.name); v < c.min || v > c.max {
+			t.Errorf("%s = %v, want %v to %v", c.name, v, c.min, c.max)
+		}
+	}
+	if l := fams["go_info"].GetMetric()[0].GetLabel(); len(l) != 1 || l[0].GetName() != "version" || l[0].GetValue() != runtime.Version() {
+		t.Errorf("go_info's labels %v", l)
+	}
+	if q := fams["go_gc_duration_seconds"].GetMetric()[0].GetSummary().GetQuantile(); len(q) != 5 {
+		t.Errorf("go_gc_duration_seconds has quantiles %v, want 0, .25, .5, .75, 1", q)
+	}
+
+	// Gzipped when asked, to any method as promhttp served.
+	code, h, zipped := get(t, http.MethodPost, srv.URL, http.Header{"Accept-Encoding": {"br;q=1.0, gzip;q=0.5"}})
+	if code != http.StatusOK || h.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("POST with gzip accepted: HTTP %d, Content-Encoding %q", code, h.Get("Content-Encoding"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zipped))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = expfmt.NewTextParser(model.UTF8Validation)
+	if fams, err := p.TextToMetricFamilies(zr); err != nil || fams["ferry_events_stored_total"] == nil {
+		t.Fatalf("the gzipped page: %v", err)
+	}
+	if _, h, _ := get(t, http.MethodGet, srv.URL, http.Header{"Accept-Encoding": {"gzip;q=0"}}); h.Get("Content-Encoding") != "" {
+		t.Errorf("gzip;q=0 got Content-Encoding %q", h.Get("Content-Encoding"))
 	}
 }
