@@ -45,6 +45,8 @@ var heavyModules = []string{
 	"github.com/santhosh-tekuri/jsonschema/v6",  // meta-schemas compiled at init (16 ms)
 	"github.com/openai/openai-go/v3",            // ~3 ms of union registration, 53 MB of binary
 	"github.com/anthropics/anthropic-sdk-go/v2", // ~2 ms with OpenTelemetry, 32 MB of binary
+	"github.com/prometheus/client_golang",       // default collectors registered at init, protobuf
+	"google.golang.org/protobuf",
 }
 
 // initRecord is one line of GODEBUG=inittrace=1.
