@@ -215,3 +215,52 @@ func TestSearchStdinMemoryPerLine(t *testing.T) {
 	}
 }
 
+// BenchmarkSearchStdin is ferry search --stdin in process (no start-up)
+// over the corpus lists, beside the reader it replaced ("reference"):
+// go test ./internal/cli -run '^$' -bench SearchStdin -benchmem.
+func BenchmarkSearchStdin(b *testing.B) {
+	for _, name := range []string{"kernel.txt", "kernel13.txt"} {
+		p := filepath.Join("../../bench/corpus", name)
+		if _, err := os.Stat(p); err != nil {
+			b.Logf("%s left out (%v): run bench/corpus.sh to fetch the corpus", name, err)
+			continue
+		}
+		args := []string{"--stdin", "--limit", "20", "drivers net eth"}
+		b.Run(name+"/reference", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				f, err := os.Open(p) //nolint:gosec // a corpus file
+				if err != nil {
+					b.Fatal(err)
+				}
+				paths, err := referenceReadLines(f)
+				_ = f.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				cmd, err := parseSearch(Env{Stdout: io.Discard, Stderr: io.Discard}, args)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ws := &search.Workspace{Name: "stdin", Index: search.Static{Snap: index.FromPaths(paths)}}
+				if err := printSearch(context.Background(), io.Discard, ws, cmd.req, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/now", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				f, err := os.Open(p) //nolint:gosec // a corpus file
+				if err != nil {
+					b.Fatal(err)
+				}
+				err = runSearch(context.Background(), Env{Stdin: f, Stdout: io.Discard, Stderr: io.Discard}, args)
+				_ = f.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
