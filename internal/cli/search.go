@@ -11,7 +11,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/search"
@@ -34,6 +37,7 @@ func runSearch(ctx context.Context, env Env, args []string) error {
 	}
 	var ws *search.Workspace
 	if cmd.stdin {
+		defer oneShotGC()()
 		snap, err := stdinSnapshot(env.Stdin)
 		if err != nil {
 			return fmt.Errorf("ferry search: read standard input: %w", err)
@@ -137,6 +141,43 @@ func stdinSnapshot(r io.Reader) (*index.Snapshot, error) {
 		return nil, bufio.ErrTooLong // the error --stdin has always given
 	}
 	return snap, err
+}
+
+// oneShotGC turns the collector off for a search of standard input, with
+// a memory limit as the backstop, and returns what restores both. All the
+// search allocates is its input and a few bytes per line, live until it
+// answers: a collection there finds little to free, costs a pass over the
+// whole heap (the start-up's included) and raised the peak by ~3 MB. The
+// limit, 256 MiB above what the process holds now, lets the collector in
+// when something does leave garbage behind (fuzzy.MaskOf allocates for
+// each non-ASCII path). Overlapping searches (tests run in one process)
+// share one setting: the first sets it, the last restores it.
+func oneShotGC() (restore func()) {
+	oneShot.mu.Lock()
+	defer oneShot.mu.Unlock()
+	if oneShot.n == 0 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		oneShot.limit = debug.SetMemoryLimit(int64(min(ms.Sys, math.MaxInt64/2)) + 256<<20) //nolint:gosec // bounded above
+		oneShot.percent = debug.SetGCPercent(-1)
+	}
+	oneShot.n++
+	return func() {
+		oneShot.mu.Lock()
+		defer oneShot.mu.Unlock()
+		if oneShot.n--; oneShot.n == 0 {
+			debug.SetGCPercent(oneShot.percent)
+			debug.SetMemoryLimit(oneShot.limit)
+		}
+	}
+}
+
+// oneShot is the collector's setting oneShotGC restores.
+var oneShot struct {
+	mu      sync.Mutex
+	n       int // searches under way
+	percent int
+	limit   int64
 }
 
 // readAll is io.ReadAll with the buffer sized from the input when it is a

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -262,5 +263,29 @@ func BenchmarkSearchStdin(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSearchStdinRestoresGC: the collector's setting that --stdin turns
+// off for its one search is back as it was afterwards, also when two
+// searches overlap.
+func TestSearchStdinRestoresGC(t *testing.T) {
+	percent, limit := debug.SetGCPercent(77), debug.SetMemoryLimit(1<<40)
+	defer func() { debug.SetGCPercent(percent); debug.SetMemoryLimit(limit) }()
+	first := oneShotGC()
+	if p := debug.SetGCPercent(-1); p != -1 {
+		t.Errorf("GC percent during a search: %d, want -1 (off)", p)
+	}
+	second := oneShotGC()
+	first()
+	if p := debug.SetGCPercent(-1); p != -1 {
+		t.Errorf("GC percent while a second search runs: %d, want -1 (off)", p)
+	}
+	second()
+	if _, err := searchStdinOutput(t, []byte("a\nb\n"), true, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if p, l := debug.SetGCPercent(77), debug.SetMemoryLimit(1<<40); p != 77 || l != 1<<40 {
+		t.Errorf("after the searches: GC percent %d, memory limit %d; want 77 and %d", p, l, int64(1<<40))
 	}
 }
