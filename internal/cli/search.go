@@ -182,12 +182,15 @@ var oneShot struct {
 
 // readAll is io.ReadAll with the buffer sized from the input when it is a
 // regular file (ferry search --stdin < list), so that reading never copies
-// what it has read, and from 512 KiB otherwise.
+// what it has read. Otherwise (a pipe) it reads into blocks of growing
+// size, up to 8 MiB, and joins them once at the end: at most twice the
+// text is held at a time, where growing one buffer holds up to three times
+// it and copies it over and over.
 func readAll(r io.Reader) ([]byte, error) {
 	if r == nil {
 		return nil, nil
 	}
-	size := 512 << 10
+	size := 64 << 10
 	if f, ok := r.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 			if off, err := f.Seek(0, io.SeekCurrent); err == nil && fi.Size() >= off && fi.Size()-off < math.MaxInt32 {
@@ -195,22 +198,32 @@ func readAll(r io.Reader) ([]byte, error) {
 			}
 		}
 	}
+	var full [][]byte
+	total := 0
 	buf := make([]byte, 0, size)
 	for {
 		if len(buf) == cap(buf) {
-			// Double (append grows large slices by a quarter, copying
-			// the text many times over).
-			buf = append(make([]byte, 0, 2*cap(buf)), buf...)
+			full = append(full, buf)
+			total += len(buf)
+			buf = make([]byte, 0, min(2*cap(buf), 8<<20))
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
-			return buf, nil
+			break
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+	if len(full) == 0 {
+		return buf, nil
+	}
+	out := make([]byte, 0, total+len(buf))
+	for _, b := range full {
+		out = append(out, b...)
+	}
+	return append(out, buf...), nil
 }
 
 // progressPrinter reports a long first listing on a terminal.
