@@ -59,14 +59,25 @@ func (c *chunk) path(j int) string {
 }
 
 func (c *chunk) sizeAt(j int) int64 {
+	if c.size == nil {
+		return 0 // FromLines: no sizes
+	}
 	if s := c.size[j]; s != sizeOverflow {
 		return int64(s)
 	}
 	return c.big[j]
 }
 
+// mtimeAt is entry j's time in Unix nanoseconds, 0 when unknown.
+func (c *chunk) mtimeAt(j int) int64 {
+	if c.mtime == nil {
+		return 0 // FromLines: no times
+	}
+	return c.mtime[j]
+}
+
 func (c *chunk) entry(j int) entry {
-	return entry{path: c.path(j), mtime: c.mtime[j], size: c.sizeAt(j), mask: c.mask[j]}
+	return entry{path: c.path(j), mtime: c.mtimeAt(j), size: c.sizeAt(j), mask: c.mask[j]}
 }
 
 // entry is one file while a chunk is being built.
@@ -209,7 +220,7 @@ var _ fuzzy.RunSource = (*Snapshot)(nil)
 // the zero Time when unknown (FromPaths).
 func (s *Snapshot) ModTime(i int) time.Time {
 	c, j := s.locate(i)
-	if ns := c.mtime[j]; ns != 0 {
+	if ns := c.mtimeAt(j); ns != 0 {
 		return time.Unix(0, ns)
 	}
 	return time.Time{}
@@ -219,7 +230,7 @@ func (s *Snapshot) ModTime(i int) time.Time {
 // cheap comparisons.
 func (s *Snapshot) ModTimeUnixNano(i int) int64 {
 	c, j := s.locate(i)
-	return c.mtime[j]
+	return c.mtimeAt(j)
 }
 
 // Size is entry i's size in bytes (for a symlink, its target's); 0 when
@@ -298,8 +309,9 @@ func (s *Snapshot) RecentTopFunc(k int, keep func(i int) bool) []int {
 	newer := func(a, b item) bool { return a.t > b.t || (a.t == b.t && a.i < b.i) }
 	top := make([]item, 0, k) // sorted, best first
 	for _, blk := range s.blocks {
-		mt := blk.c.mtime
-		for j, t := range mt {
+		c := blk.c
+		for j := range c.len() {
+			t := c.mtimeAt(j)
 			if len(top) == k && t <= top[k-1].t {
 				continue // cannot beat the last (equal loses: higher index)
 			}
