@@ -35,6 +35,7 @@ func runSearch(ctx context.Context, env Env, args []string) error {
 	if cmd == nil {
 		return err
 	}
+	search.PreloadMIME()
 	var ws *search.Workspace
 	if cmd.stdin {
 		defer oneShotGC()()
