@@ -49,3 +49,46 @@ func TestFromLinesIsFromPaths(t *testing.T) {
 		t.Fatalf("no input: %v %v", s, err)
 	}
 }
+
+// FuzzFromLines: for any input FromLines keeps exactly the lines a plain
+// split keeps (at most two CRs dropped before each line end, blank lines
+// left out), in order, or refuses a line of maxLine bytes or more.
+func FuzzFromLines(f *testing.F) {
+	for _, s := range []string{"a\nb\n", "a\r\n\r\nb", "\n\n", "x\r\r\r\ny", "é/ü.go\n", "", "only", strings.Repeat("d/", 40) + "f\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		const maxLine = 64
+		var want []string
+		tooLong := false
+		for _, line := range strings.Split(string(in), "\n") {
+			if len(line) >= maxLine {
+				tooLong = true
+			}
+			for k := 0; k < 2 && strings.HasSuffix(line, "\r"); k++ {
+				line = line[:len(line)-1]
+			}
+			if line != "" {
+				want = append(want, line)
+			}
+		}
+		s, err := FromLines(slices.Clone(in), maxLine)
+		if tooLong {
+			if !errors.Is(err, ErrLineTooLong) {
+				t.Fatalf("a line of %d+ bytes: %v", maxLine, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Len() != len(want) {
+			t.Fatalf("Len %d, want %d (%q)", s.Len(), len(want), want)
+		}
+		for i, w := range want {
+			if s.Path(i) != w {
+				t.Fatalf("line %d: %q, want %q", i, s.Path(i), w)
+			}
+		}
+	})
+}
