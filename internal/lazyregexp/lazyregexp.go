@@ -37,6 +37,8 @@ func New(str string) *Regexp {
 
 // inTest is set in a test binary, where a bad pattern should fail the
 // package's tests rather than wait for a first use they may not reach.
+// Not testing.Testing(), which would link the testing package into every
+// ferry binary.
 var inTest = len(os.Args) > 0 && strings.HasSuffix(os.Args[0], ".test")
 
 func (r *Regexp) re() *regexp.Regexp {

@@ -236,31 +236,21 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, on func(llm.Even
 	defer res.Body.Close()
 
 	a := assembler{on: on}
-	events := sse.NewReader(res.Body, maxEvent)
-	for {
-		ev, err := events.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, apierr.Transport(ctx, "anthropic", err, a.started)
-		}
+	err = apicall.Events(ctx, "anthropic", res.Body, maxEvent, func() bool { return a.started }, func(ev sse.Event) (bool, error) {
 		switch ev.Name {
 		case "", "ping":
-			continue // the SDK read only named events, and no pings
+			return false, nil // the SDK read only named events, and no pings
 		case "error":
-			return nil, p.streamError(res, ev.Data)
+			return false, p.streamError(res, ev.Data)
 		}
 		var se streamEvent
 		if err := apicall.Decode(ev.Data, &se); err != nil {
-			return nil, apierr.Transport(ctx, "anthropic", fmt.Errorf("stream event: %w", err), a.started)
+			return false, apierr.Transport(ctx, "anthropic", fmt.Errorf("stream event: %w", err), a.started)
 		}
-		if err := a.add(&se); err != nil {
-			return nil, err
-		}
-	}
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("llm anthropic: %w", ctx.Err())
+		return false, a.add(&se)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !a.stopped {
 		return nil, apierr.Truncated("anthropic")

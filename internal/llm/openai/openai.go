@@ -49,7 +49,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -272,28 +271,18 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, on func(llm.Even
 	defer res.Body.Close()
 
 	a := assembler{on: on, apiKey: p.apiKey, calls: map[int64]*call{}}
-	events := sse.NewReader(res.Body, maxEvent)
-	for {
-		ev, err := events.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, apierr.Transport(ctx, "openai", err, a.started)
-		}
+	err = apicall.Events(ctx, "openai", res.Body, maxEvent, func() bool { return a.started }, func(ev sse.Event) (bool, error) {
 		if bytes.HasPrefix(ev.Data, done) {
-			break
+			return true, nil
 		}
 		var c chunk
 		if err := apicall.Decode(ev.Data, &c); err != nil {
-			return nil, apierr.Transport(ctx, "openai", fmt.Errorf("stream chunk: %w", err), true)
+			return false, apierr.Transport(ctx, "openai", fmt.Errorf("stream chunk: %w", err), true)
 		}
-		if err := a.add(&c); err != nil {
-			return nil, err
-		}
-	}
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("llm openai: %w", ctx.Err())
+		return false, a.add(&c)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if a.finish == "" {
 		return nil, apierr.Truncated("openai")

@@ -36,6 +36,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/llm"
 	"github.com/ferry-dev/ferry/internal/llm/internal/apierr"
+	"github.com/ferry-dev/ferry/internal/llm/internal/sse"
 )
 
 // Request is one call.
@@ -272,4 +273,32 @@ func Decode(data []byte, v any) error {
 		return nil
 	}
 	return err
+}
+
+// Events feeds the server-sent events of a streamed answer to handle until
+// the body ends or handle says done. A broken body is apierr.Transport's
+// error (started tells whether the stream had already delivered output);
+// when ctx is cancelled, ctx's error is returned whatever the body did.
+func Events(ctx context.Context, provider string, body io.Reader, maxEvent int, started func() bool, handle func(sse.Event) (done bool, err error)) error {
+	events := sse.NewReader(body, maxEvent)
+	for {
+		ev, err := events.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return apierr.Transport(ctx, provider, err, started())
+		}
+		done, err := handle(ev)
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("llm %s: %w", provider, ctx.Err())
+	}
+	return nil
 }
