@@ -157,6 +157,10 @@ func NewID() string {
 	return string(out)
 }
 
+// IsUUID reports whether s is a UUID in canonical 8-4-4-4-12 hex form, as
+// message, session and machine ids are.
+func IsUUID(s string) bool { return isUUID(s) }
+
 // isUUID reports whether s is a UUID in canonical 8-4-4-4-12 hex form.
 func isUUID(s string) bool {
 	if len(s) != 36 {

@@ -12,10 +12,12 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/lazyregexp"
 
+	"github.com/ferry-dev/ferry/internal/client"
 	"github.com/ferry-dev/ferry/internal/filehistory"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/ship"
 	"github.com/ferry-dev/ferry/internal/worktree"
+	"github.com/ferry-dev/ferry/protocol"
 )
 
 // ForgeTokenVar is the variable a forge (GitHub) token is read from when
@@ -121,9 +123,11 @@ func findWorktree(ctx context.Context, getenv func(string) string, workspace, st
 // shipOutput is ferry ship's json output.
 type shipOutput struct {
 	Worktree string `json:"worktree"`
-	Branch   string `json:"branch,omitempty"`
-	Base     string `json:"base,omitempty"`
-	Path     string `json:"worktree_path,omitempty"`
+	// Session is the isolated session named instead of the worktree.
+	Session string `json:"session,omitempty"`
+	Branch  string `json:"branch,omitempty"`
+	Base    string `json:"base,omitempty"`
+	Path    string `json:"worktree_path,omitempty"`
 	ship.Result
 	Error *shipError `json:"error,omitempty"`
 }
@@ -150,9 +154,11 @@ func runShip(ctx context.Context, env Env, args []string) error {
 	fs.Var(&hosts, "forge-host", "with --pr: a self-hosted forge, `KIND=HOST` (github for GitHub Enterprise, gitlab, gitea, bitbucket; repeatable)")
 	format := fs.String("output-format", formatText, "`FORMAT` of the output: text or json (one object: worktree, branch, base, commit, strategy, merged, merge_commit, pushed, remote, pr_url, compare_url, error)")
 	if ok, err := parseFlags(fs, env, args,
-		"Usage: ferry ship [flags] NAME",
+		"Usage: ferry ship [flags] NAME|SESSION",
 		"\nShips the worktree ferry/NAME of the repository of --workspace (made by ferry run",
-		"--worktree NAME, or by an isolated session: then --state is its client's), in",
+		"--worktree NAME, or by an isolated session: then --state is its client's), or",
+		"the worktree of the isolated session whose id is SESSION (its client's --state,",
+		"default $XDG_STATE_HOME/ferry/client; --propose then proposes from its prompts), in",
 		"this order, each step only when asked: commit its uncommitted changes",
 		"(--message or --propose), merge the branch into its base (--strategy; the",
 		"user's checkout of the base follows, and a merge that would touch its",
@@ -174,7 +180,7 @@ func runShip(ctx context.Context, env Env, args []string) error {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch {
 	case fs.NArg() != 1:
-		return usageErr("give one worktree NAME (ferry worktree list lists them), not %d arguments", fs.NArg())
+		return usageErr("give one worktree NAME (ferry worktree list lists them) or an isolated session's id, not %d arguments", fs.NArg())
 	case *format != formatText && *format != formatJSON:
 		return usageErr("--output-format must be text or json, not %q", *format)
 	case set["message"] && *propose:
@@ -187,7 +193,30 @@ func runShip(ctx context.Context, env Env, args []string) error {
 		return usageErr("--forge-token-file and --forge-host only apply with --pr")
 	}
 	name := fs.Arg(0)
-	if !worktree.ValidName(name) {
+	// NAME may be an isolated session's id: its client's record names the
+	// repository and the worktree.
+	var sess *client.IsolatedSession
+	var sessErr error
+	sessionID := ""
+	if protocol.IsUUID(name) {
+		sessionID = strings.ToLower(name)
+		st, err := clientStateDir(env, *state)
+		if err != nil {
+			return usageErr("%w", err)
+		}
+		found, ok, err := client.ReadIsolated(st, sessionID)
+		switch {
+		case err != nil:
+			sessErr = err
+		case !ok:
+			sessErr = &worktree.Error{Code: worktree.CodeNotFound, Message: fmt.Sprintf(
+				"no isolated session %s in the client's state folder %s: pass the --state of the ferry connect or ferry up that runs it", sessionID, st)}
+		default:
+			sess = &found
+			*workspace, *state, name = found.Repo, st, found.Name
+		}
+	}
+	if sessErr == nil && !worktree.ValidName(name) {
 		return usageErr("worktree name %q: use lower case letters, digits and '-', at most %d (e.g. %s)", name, worktree.MaxName, worktree.Sanitize(name))
 	}
 	if _, _, err := ship.ParseStrategy(*strategy); err != nil || *strategy == "" {
@@ -204,8 +233,14 @@ func runShip(ctx context.Context, env Env, args []string) error {
 		}
 	}
 
-	out := shipOutput{Worktree: name}
+	out := shipOutput{Worktree: name, Session: sessionID}
+	if sessErr != nil {
+		out.Worktree = ""
+	}
 	res, err := func() (ship.Result, error) {
+		if sessErr != nil {
+			return ship.Result{}, sessErr
+		}
 		getenv := env.Getenv
 		if getenv == nil {
 			getenv = func(string) string { return "" }
@@ -222,7 +257,13 @@ func runShip(ctx context.Context, env Env, args []string) error {
 			if err != nil {
 				return ship.Result{}, err
 			}
-			if c.Uncommitted {
+			switch {
+			case !c.Uncommitted:
+			case sess != nil && len(sess.Prompts) > 0:
+				// As the UI's Ship proposes: the session's prompts and
+				// its agent's last answer.
+				opts.Message = ship.ProposeMessage(sess.Prompts, sess.Answer)
+			default:
 				if opts.Message, err = proposeMessage(ctx, wt); err != nil {
 					return ship.Result{}, err
 				}

@@ -96,12 +96,20 @@ func (c *Client) worktreesRoot() string {
 }
 
 func (c *Client) bindingPath(sessionID string) string {
+	return bindingPathIn(c.cfg.StateDir, sessionID)
+}
+
+func bindingPathIn(stateDir, sessionID string) string {
 	sum := sha256.Sum256([]byte(sessionID))
-	return filepath.Join(c.cfg.StateDir, "isolated", hex.EncodeToString(sum[:16])+".json")
+	return filepath.Join(stateDir, "isolated", hex.EncodeToString(sum[:16])+".json")
 }
 
 func (c *Client) readBinding(sessionID string) (*binding, error) {
-	data, err := os.ReadFile(c.bindingPath(sessionID))
+	return readBindingIn(c.cfg.StateDir, sessionID)
+}
+
+func readBindingIn(stateDir, sessionID string) (*binding, error) {
+	data, err := os.ReadFile(bindingPathIn(stateDir, sessionID)) //nolint:gosec // under the client's state folder
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -113,6 +121,28 @@ func (c *Client) readBinding(sessionID string) (*binding, error) {
 		return nil, fmt.Errorf("client: unreadable worktree binding of session %s", sessionID)
 	}
 	return &b, nil
+}
+
+// IsolatedSession is what a client keeps of one of its isolated sessions,
+// for `ferry ship SESSION`: the repository, its worktree's name and base,
+// and the prompts and last answer a commit message is proposed from.
+type IsolatedSession struct {
+	Session string
+	Repo    string
+	Name    string
+	Base    string
+	Prompts []string
+	Answer  string
+}
+
+// ReadIsolated is the isolated session sessionID of the client whose state
+// folder is stateDir; ok is false when that client has none of that id.
+func ReadIsolated(stateDir, sessionID string) (s IsolatedSession, ok bool, err error) {
+	b, err := readBindingIn(stateDir, sessionID)
+	if err != nil || b == nil {
+		return s, false, err
+	}
+	return IsolatedSession{Session: b.Session, Repo: b.Repo, Name: b.Name, Base: b.Base, Prompts: b.Prompts, Answer: b.Answer}, true, nil
 }
 
 // save writes the binding (atomically: a crash leaves the old or the new).

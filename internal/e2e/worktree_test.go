@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/adapter/builtin"
+	"github.com/ferry-dev/ferry/internal/cli"
 	"github.com/ferry-dev/ferry/internal/gittest"
 	"github.com/ferry-dev/ferry/internal/llm/fake"
 	"github.com/ferry-dev/ferry/internal/llm/provider"
@@ -215,4 +216,87 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// TestShipSessionHeadless: `ferry ship SESSION` ships an isolated session
+// of a running client by the session's id, with the message the UI's Ship
+// proposes (the session's prompt and answer), while the client holds the
+// session open; an id no client has is refused, the repository untouched.
+func TestShipSessionHeadless(t *testing.T) {
+	t.Parallel()
+	repo := gittest.NewRepo(t, map[string]string{"a.txt": "one\n"})
+	s := newSystem(t, 10000)
+	s.workspace = repo
+	srv := variantModel(t)
+	state, secret := t.TempDir(), ""
+	s.startClientIn(state, &secret, builtin.New(builtin.Config{Getenv: func(string) string { return "" },
+		Provider: provider.Config{Provider: "anthropic", Model: "test-model", BaseURL: srv.URL(), APIKey: "k"},
+		Rules:    permission.Rules{Allow: []permission.Rule{{Tool: "Edit"}}}}))
+	u := s.ui()
+	m := u.machine()
+	r := u.request(protocol.New(protocol.TypeSessionStart, &protocol.SessionStart{MachineID: m.ID, WorkspaceID: m.Workspaces[0].ID,
+		Adapter: builtin.ID, Title: "Variant A", Isolation: &protocol.Isolation{}}))
+	ans, ok := r.Payload.(*protocol.SessionAnswer)
+	if !ok || ans.Session.Worktree == nil {
+		t.Fatalf("start: %s %+v", r.Type, r.Payload)
+	}
+	id := ans.Session.ID
+	u.subscribe(id, 0, "")
+	u.prompt(id, text("Edit a.txt as variant A"))
+	timeout := time.After(wait)
+	for done := false; !done; {
+		select {
+		case msg := <-u.in:
+			if p, ok := msg.Payload.(*protocol.TextDone); ok && msg.SessionID == id {
+				if p.StopReason != protocol.StopEndTurn {
+					t.Fatalf("the turn ended with %s", p.StopReason)
+				}
+				done = true
+			}
+		case <-timeout:
+			t.Fatal("the turn did not end")
+		}
+	}
+
+	shipCmd := func(args ...string) (int, string, string) {
+		var stdout, stderr strings.Builder
+		code := cli.Run(t.Context(), cli.Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr,
+			Getenv: func(string) string { return "" }}, append([]string{"ship"}, args...))
+		return code, stdout.String(), stderr.String()
+	}
+
+	// An id that is no session of this client: refused, nothing changed.
+	before := gittest.State(t, repo)
+	code, stdout, _ := shipCmd("--state", state, "--propose", "--output-format", "json", "0d6c1f9e-0000-4000-8000-000000000034")
+	var out struct {
+		Session string `json:"session"`
+		Merged  bool   `json:"merged"`
+		Commit  string `json:"commit"`
+		Error   *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil || code != 1 || out.Error == nil ||
+		out.Error.Code != "worktree_not_found" || !strings.Contains(out.Error.Message, state) {
+		t.Fatalf("ship of an unknown session: exit %d, %q (%v)", code, stdout, err)
+	}
+	if after := gittest.State(t, repo); after != before {
+		t.Fatalf("a refused ship changed the repository:\n%s\n---\n%s", before, after)
+	}
+
+	// The session's id: committed with the proposed message, squash-merged
+	// into main, and the user's (clean) checkout follows.
+	code, stdout, stderr := shipCmd("--state", state, "--propose", "--output-format", "json", strings.ToUpper(id))
+	out.Error = nil
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil || code != 0 || out.Error != nil || !out.Merged ||
+		out.Commit == "" || out.Session != id {
+		t.Fatalf("ship %s: exit %d, %q, stderr %q (%v)", id, code, stdout, stderr, err)
+	}
+	if got := gittest.Run(t, repo, "log", "-1", "--format=%s", "main"); strings.TrimSpace(got) != "Edit a.txt as variant A" {
+		t.Fatalf("main's head subject %q, want the session's prompt", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(b) != "one A\n" {
+		t.Fatalf("the checkout's a.txt after the ship: %q", b)
+	}
 }
