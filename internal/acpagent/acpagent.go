@@ -267,7 +267,7 @@ func (a *Agent) openTarget(ctx context.Context, cwd string) (Target, *uiConn, er
 		}
 	}
 	if u == nil {
-		if u, err = dialUI(ctx, t); err != nil {
+		if u, err = dialUI(ctx, t, a.log); err != nil {
 			return Target{}, nil, a.wireErr(err, "connect to the master")
 		}
 		a.mu.Lock()

@@ -2,11 +2,13 @@ package acpagent_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,5 +268,145 @@ func TestMasterRulesAnsweredByTheFace(t *testing.T) {
 	defer e.mu.Unlock()
 	if len(e.asked) != 0 {
 		t.Errorf("the editor was asked %d times; the rules decide both calls", len(e.asked))
+	}
+}
+
+// cutProxy forwards TCP connections to a master; cut drops the ones open
+// now, as a Wi-Fi change or a master's restart does, and new ones go on
+// being forwarded.
+type cutProxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close(); p.cut() })
+	return p
+}
+
+func (p *cutProxy) url() string { return "http://" + p.ln.Addr().String() }
+
+// cut closes every connection open now; it returns how many.
+func (p *cutProxy) cut() int {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	return len(conns) / 2
+}
+
+// When the connection to the master drops mid-turn, ferry acp --master
+// dials it again and follows the session on from the last event it
+// handled: the turn ends as it would have, every piece of the answer
+// reaches the editor once, and the next prompt runs.
+func TestMasterReconnectsMidTurn(t *testing.T) {
+	m := newModel(t)
+	r := startRemote(t, m)
+	p := newCutProxy(t, strings.TrimPrefix(r.url, "http://"))
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(r.uiToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEditor(t, r.workspace, t.TempDir(), "--master", p.url(), "--token-file", tokenFile)
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(r.workspace)
+
+	pieces := []string{"one ", "two ", "three ", "four ", "five."}
+	m.srv.Script(read("greet.txt"), fake.Reply{Text: pieces, Delay: 300 * time.Millisecond})
+	done := make(chan error, 1)
+	go func() {
+		r, err := e.prompt(s.SessionId, "Read greet.txt, then count")
+		if err == nil && r.StopReason != acp.StopReasonEndTurn {
+			err = &acp.RequestError{Message: "ended " + string(r.StopReason)}
+		}
+		done <- err
+	}()
+	e.waitFor("the Read call finished", func(us []acp.SessionNotification) bool {
+		_, finals := toolCalls(us)
+		return len(finals) == 1
+	})
+	if n := p.cut(); n == 0 {
+		t.Fatal("no connection to cut")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the turn across the dropped connection: %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the turn never ended in the editor")
+	}
+	if agent, _ := e.text(s.SessionId); agent != strings.Join(pieces, "") {
+		t.Errorf("the editor's answer %q, want %q: pieces lost or shown twice", agent, strings.Join(pieces, ""))
+	}
+	e.mu.Lock()
+	starts, _ := toolCalls(e.updates)
+	e.mu.Unlock()
+	if len(starts) != 1 {
+		t.Errorf("the Read call was shown %d times, want once", len(starts))
+	}
+
+	m.srv.Script(say("Still here."))
+	e.mustPrompt(s.SessionId, "Are you there?", acp.StopReasonEndTurn)
+	if agent, _ := e.text(s.SessionId); !strings.HasSuffix(agent, "Still here.") {
+		t.Errorf("the answer after reconnecting: %q", agent)
+	}
+}
+
+// An answer the editor gives while the connection to the master is down
+// is sent once it is up again: the edit it allowed is made.
+func TestMasterAnswerWhileReconnecting(t *testing.T) {
+	m := newModel(t)
+	r := startRemote(t, m)
+	p := newCutProxy(t, strings.TrimPrefix(r.url, "http://"))
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(r.uiToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEditor(t, r.workspace, t.TempDir(), "--master", p.url(), "--token-file", tokenFile)
+	allow := choose(acp.PermissionOptionKindAllowOnce)
+	cuts := 0
+	e.setAnswer(func(q acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+		cuts += p.cut()
+		time.Sleep(200 * time.Millisecond) // the face sees the connection drop first
+		return allow(q)
+	})
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(r.workspace)
+	m.srv.Script(read("greet.txt"), edit("greet.txt", "world", "ferry"), say("Edited."))
+	e.mustPrompt(s.SessionId, "Edit greet.txt", acp.StopReasonEndTurn)
+	if cuts == 0 {
+		t.Fatal("no connection was cut while the editor answered")
+	}
+	if b, _ := os.ReadFile(filepath.Join(r.workspace, "greet.txt")); string(b) != "hello ferry\n" {
+		t.Errorf("greet.txt holds %q: the answer given while reconnecting was lost", b)
 	}
 }

@@ -52,14 +52,18 @@ type session struct {
 	replaying   bool
 	replayUntil uint64
 	replayed    chan struct{}
-	held        []*protocol.InteractionRequest
-	own         map[string]bool // ids of the prompts this face sent
-	turn        *turn
-	tools       map[string]*toolState
-	asks        map[string]context.CancelFunc // open questions to the editor, by interaction id
-	askTool     map[string]string             // interaction id → tool_use_id
-	settled     map[string]bool
-	rules       permission.Rules // the face's rules, and the editor's "reject always"
+	// lastSeq is the newest event handled, of history epoch: where a
+	// subscription made again after a dropped connection goes on from.
+	lastSeq uint64
+	epoch   string
+	held    []*protocol.InteractionRequest
+	own     map[string]bool // ids of the prompts this face sent
+	turn    *turn
+	tools   map[string]*toolState
+	asks    map[string]context.CancelFunc // open questions to the editor, by interaction id
+	askTool map[string]string             // interaction id → tool_use_id
+	settled map[string]bool
+	rules   permission.Rules // the face's rules, and the editor's "reject always"
 }
 
 // turn is the prompt of this face that is running.
@@ -115,14 +119,39 @@ func (s *session) close() {
 	s.ui.unfollow(s.id)
 }
 
-// uiGone is called when the connection to the master closed: a turn of
-// this face cannot end any more.
+// uiGone is called when the connection to the master is gone for good: a
+// turn of this face cannot end any more.
 func (s *session) uiGone() {
 	s.mu.Lock()
 	t := s.turn
 	s.mu.Unlock()
 	if t != nil {
 		s.finish(t, turnEnd{err: reqErr(codeInternal, "Internal error: the connection to the ferry master closed during the turn")})
+	}
+}
+
+// resume follows the session again on a connection dialled again after
+// one dropped: the events after the last one handled are replayed (a
+// question still open is asked again once they are), then live ones go
+// on. Events lost to retention meanwhile are said, not replayed from a
+// snapshot the editor already shows.
+func (s *session) resume() {
+	s.mu.Lock()
+	after, epoch := s.lastSeq, s.epoch
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+	defer cancel()
+	replayed, err := s.subscribe(ctx, after, epoch)
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.log.Warn("acp: follow the session again after reconnecting", "err", err)
+		}
+		return
+	}
+	select {
+	case <-replayed:
+		s.replayDone()
+	case <-s.ctx.Done():
 	}
 }
 
@@ -185,12 +214,24 @@ func (s *session) subscribe(ctx context.Context, after uint64, epoch string) (<-
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.replayed = make(chan struct{})
+	resumed := after > 0
+	if sub.Epoch != s.epoch || !sub.Recovered {
+		s.lastSeq = 0 // what follows is counted afresh
+	}
+	s.epoch = sub.Epoch
 	switch {
 	case sub.Recovered && sub.LastSeq > after:
 		s.replaying, s.replayUntil = true, sub.LastSeq
+	case !sub.Recovered && resumed:
+		s.replaying = true
+		s.update(acp.UpdateAgentMessageText("\n\n**ferry:** events of this session were lost while the connection to the ferry master was down; load the session again to see all of it.\n"))
+		s.lastSeq = sub.LastSeq
+		close(s.replayed)
 	case !sub.Recovered && sub.Snapshot != nil:
 		s.replaying = true
 		s.replaySnapshot(sub.Snapshot)
+		s.lastSeq = sub.LastSeq
 		close(s.replayed)
 	default:
 		s.replaying = true // until replayDone: questions wait for it
@@ -250,6 +291,12 @@ func (s *session) handle(m *protocol.Message) {
 			close(s.replayed)
 		}
 	}()
+	if m.Seq > 0 {
+		if m.Seq <= s.lastSeq {
+			return // handled before the connection dropped
+		}
+		s.lastSeq = m.Seq
+	}
 	t := s.turn
 	switch p := m.Payload.(type) {
 	case *protocol.PromptRequest:
@@ -444,7 +491,7 @@ func (s *session) cancel() {
 func (s *session) sendCancel(turnID string) {
 	m := protocol.New(protocol.TypePromptCancel, &protocol.PromptCancel{TargetTurnID: turnID, Reason: "user_cancelled"})
 	m.SessionID = s.id
-	if err := s.ui.send(s.a.ctx, m); err != nil {
+	if err := s.sendOnceUp(m); err != nil {
 		s.log.Warn("acp: could not cancel the turn", "turn", turnID, "err", err)
 	}
 }

@@ -259,13 +259,25 @@ func (s *session) call(r *protocol.InteractionRequest) permission.Call {
 	return permission.Call{Tool: r.ToolName, Path: p, Command: in.Command, Dir: s.t.Workspace}
 }
 
-// answer sends the answer to an interaction.
+// answer sends the answer to an interaction; given while the connection
+// to the master is down, once it is up again (the master refuses it if
+// the question was settled meanwhile).
 func (s *session) answer(id, value string) {
 	m := protocol.New(protocol.TypeInteractionResponse, &protocol.InteractionResponse{InteractionID: id, SelectedValue: protocol.Single(value)})
 	m.SessionID = s.id
-	if err := s.ui.send(s.a.ctx, m); err != nil {
+	if err := s.sendOnceUp(m); err != nil {
 		s.log.Warn("acp: could not answer the interaction", "interaction", id, "err", err)
 	}
+}
+
+// sendOnceUp sends m; while the connection to the master is down, once it
+// is up again.
+func (s *session) sendOnceUp(m *protocol.Message) error {
+	err := s.ui.send(s.a.ctx, m)
+	if err != nil && s.ui.waitUp(s.ctx) == nil {
+		err = s.ui.send(s.a.ctx, m)
+	}
+	return err
 }
 
 // ask puts r to the editor (session/request_permission), unless the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,24 +18,63 @@ import (
 // errUIClosed is the error of a request whose UI connection went away.
 var errUIClosed = errors.New("the connection to the ferry master closed")
 
+// errUnauthorized is a dial the master refused the token of: retrying
+// cannot help.
+var errUnauthorized = errors.New("the master refused the token")
+
+// How the face gets its connection to the master back: a dropped
+// connection (a Wi-Fi change, a master restarted) is dialled again with a
+// backoff for up to reconnectFor; the sessions it follows then subscribe
+// again from the last event they handled, so a turn goes on and no event
+// is lost or shown twice. Variables for tests.
+var (
+	reconnectMin = 250 * time.Millisecond
+	reconnectMax = 5 * time.Second
+	reconnectFor = 2 * time.Minute
+)
+
 // uiConn is the face's WebSocket to a ferry master, as a UI: answers go
 // to whoever waits on the request's message_id, session events to the
 // session that follows them.
 type uiConn struct {
-	conn *websocket.Conn
-	base string // http(s) base URL of the master
-	http *http.Client
+	t    Target
+	base string       // http(s) base URL of the master
+	http *http.Client // the one that dials it
+	log  *slog.Logger
 
 	mu      sync.Mutex
+	conn    *websocket.Conn // nil while the connection is down
+	lost    chan struct{}   // closed when conn goes down
+	back    chan struct{}   // closed when a dropped connection is up again
 	waiters map[string]chan *protocol.Message
 	subs    map[string]*session
-	closed  bool
+	closing bool // close was called: no reconnecting
+	closed  bool // gone for good
 
-	done chan struct{}
+	stop   context.Context // done once close was called
+	cancel context.CancelFunc
+	done   chan struct{} // closed once gone for good
 }
 
-// dialUI opens base's /v1/ui with the UI token.
-func dialUI(ctx context.Context, t Target) (*uiConn, error) {
+// dialUI opens the master's /v1/ui with the UI token.
+func dialUI(ctx context.Context, t Target, log *slog.Logger) (*uiConn, error) {
+	conn, err := dialConn(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	hc := t.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	u := &uiConn{t: t, base: strings.TrimRight(t.URL, "/"), http: hc, log: log, conn: conn, lost: make(chan struct{}),
+		waiters: map[string]chan *protocol.Message{}, subs: map[string]*session{},
+		done: make(chan struct{})}
+	u.stop, u.cancel = context.WithCancel(context.Background())
+	go u.run(conn) //nolint:gosec // the connection outlives the request that dialled it; close ends it
+	return u, nil
+}
+
+func dialConn(ctx context.Context, t Target) (*websocket.Conn, error) {
 	hc := t.HTTPClient
 	if hc == nil {
 		hc = http.DefaultClient
@@ -52,25 +92,21 @@ func dialUI(ctx context.Context, t Target) (*uiConn, error) {
 	}
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			return nil, fmt.Errorf("the master at %s refused the token: use a ui token from 'ferry token create --kind ui'", base)
+			return nil, fmt.Errorf("%w at %s: use a ui token from 'ferry token create --kind ui'", errUnauthorized, base)
 		}
 		return nil, fmt.Errorf("dial the master at %s: %w", base, err)
 	}
 	conn.SetReadLimit(protocol.MaxMessageBytes)
-	u := &uiConn{conn: conn, base: base, http: hc, waiters: map[string]chan *protocol.Message{},
-		subs: map[string]*session{}, done: make(chan struct{})}
-	go u.read() //nolint:gosec // the connection outlives the request that dialled it; close ends it
-	return u, nil
+	return conn, nil
 }
 
-func (u *uiConn) read() {
+// run reads conn, and each connection dialled again after it, until the
+// face closes or the master stays out of reach.
+func (u *uiConn) run(conn *websocket.Conn) {
 	defer func() {
 		u.mu.Lock()
 		u.closed = true
-		subs := make([]*session, 0, len(u.subs))
-		for _, s := range u.subs {
-			subs = append(subs, s)
-		}
+		subs := u.followed()
 		u.mu.Unlock()
 		close(u.done)
 		for _, s := range subs {
@@ -78,7 +114,80 @@ func (u *uiConn) read() {
 		}
 	}()
 	for {
-		_, data, err := u.conn.Read(context.Background())
+		u.read(conn)
+		u.mu.Lock()
+		u.conn = nil
+		close(u.lost)
+		u.back = make(chan struct{})
+		closing := u.closing
+		u.mu.Unlock()
+		if closing {
+			return
+		}
+		u.log.Warn("acp: the connection to the ferry master dropped; dialling it again", "master", u.base)
+		if conn = u.redial(); conn == nil {
+			return
+		}
+		u.mu.Lock()
+		if u.closing {
+			u.mu.Unlock()
+			_ = conn.Close(websocket.StatusNormalClosure, "")
+			return
+		}
+		u.conn, u.lost = conn, make(chan struct{})
+		close(u.back)
+		subs := u.followed()
+		u.mu.Unlock()
+		u.log.Info("acp: connected to the ferry master again", "master", u.base, "sessions", len(subs))
+		for _, s := range subs {
+			go s.resume() //nolint:gosec // bounded by the session's context
+		}
+	}
+}
+
+// followed is the sessions followed. u.mu is held.
+func (u *uiConn) followed() []*session {
+	subs := make([]*session, 0, len(u.subs))
+	for _, s := range u.subs {
+		subs = append(subs, s)
+	}
+	return subs
+}
+
+// redial dials the master again with a backoff; nil when it stays out of
+// reach for reconnectFor, refuses the token, or the face closes.
+func (u *uiConn) redial() *websocket.Conn {
+	deadline := time.Now().Add(reconnectFor)
+	wait := reconnectMin
+	for {
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-u.stop.Done():
+			timer.Stop()
+			return nil
+		}
+		ctx, cancel := context.WithDeadline(u.stop, deadline)
+		conn, err := dialConn(ctx, u.t)
+		cancel()
+		switch {
+		case err == nil:
+			return conn
+		case errors.Is(err, errUnauthorized):
+			u.log.Error("acp: the master refused the token on reconnecting", "master", u.base)
+			return nil
+		case time.Now().After(deadline):
+			u.log.Error("acp: the ferry master stayed out of reach", "master", u.base, "for", reconnectFor, "err", err)
+			return nil
+		}
+		wait = min(2*wait, reconnectMax)
+	}
+}
+
+// read routes conn's messages until it fails.
+func (u *uiConn) read(conn *websocket.Conn) {
+	for {
+		_, data, err := conn.Read(context.Background())
 		if err != nil {
 			return
 		}
@@ -105,10 +214,31 @@ func (u *uiConn) read() {
 	}
 }
 
-// close closes the connection and waits for its reader.
+// close closes the connection for good and waits for its reader.
 func (u *uiConn) close() {
-	_ = u.conn.Close(websocket.StatusNormalClosure, "")
+	u.mu.Lock()
+	u.closing = true
+	u.cancel()
+	conn := u.conn
+	u.mu.Unlock()
+	if conn != nil {
+		_ = conn.Close(websocket.StatusNormalClosure, "")
+	}
 	<-u.done
+}
+
+// current is the connection up now and the channel closed when it goes
+// down; errUIClosed while it is down.
+func (u *uiConn) current() (*websocket.Conn, <-chan struct{}, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.conn == nil {
+		if u.closed || u.closing {
+			return nil, nil, errUIClosed
+		}
+		return nil, nil, fmt.Errorf("%w; dialling it again", errUIClosed)
+	}
+	return u.conn, u.lost, nil
 }
 
 // send writes m.
@@ -117,23 +247,28 @@ func (u *uiConn) send(ctx context.Context, m *protocol.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", m.Type, err)
 	}
+	conn, _, err := u.current()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := u.conn.Write(ctx, websocket.MessageText, data); err != nil {
+	if err := conn.Write(ctx, websocket.MessageText, data); err != nil {
 		return fmt.Errorf("%w: %w", errUIClosed, err)
 	}
 	return nil
 }
 
 // request sends m and returns the master's answer to it (the message whose
-// parent_id is m's id), an *protocol.Error when it answered with one.
+// parent_id is m's id), an *protocol.Error when it answered with one. A
+// connection that drops before the answer fails the request.
 func (u *uiConn) request(ctx context.Context, m *protocol.Message, timeout time.Duration) (*protocol.Message, error) {
+	_, lost, err := u.current()
+	if err != nil {
+		return nil, err
+	}
 	ch := make(chan *protocol.Message, 1)
 	u.mu.Lock()
-	if u.closed {
-		u.mu.Unlock()
-		return nil, errUIClosed
-	}
 	u.waiters[m.MessageID] = ch
 	u.mu.Unlock()
 	defer func() {
@@ -152,12 +287,35 @@ func (u *uiConn) request(ctx context.Context, m *protocol.Message, timeout time.
 			return nil, e
 		}
 		return r, nil
-	case <-u.done:
+	case <-lost:
 		return nil, errUIClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-t.C:
 		return nil, fmt.Errorf("the master did not answer %s within %s", m.Type, timeout)
+	}
+}
+
+// waitUp waits until the connection is up: at once when it is, else
+// until a dropped one is dialled again; errUIClosed when it is gone for
+// good.
+func (u *uiConn) waitUp(ctx context.Context) error {
+	u.mu.Lock()
+	up, back := u.conn != nil, u.back
+	u.mu.Unlock()
+	if up {
+		return nil
+	}
+	if back == nil {
+		return errUIClosed
+	}
+	select {
+	case <-back:
+		return nil
+	case <-u.done:
+		return errUIClosed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
