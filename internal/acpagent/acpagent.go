@@ -100,9 +100,10 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	a.ctx, a.stop = context.WithCancel(context.Background())
 	defer a.stop()
 	pr, pw := io.Pipe()
-	go filterLines(in, pw, w, cfg.Logger)
 	a.conn = acp.NewAgentSideConnection(a, w, pr)
 	a.conn.SetLogger(cfg.Logger)
+	// Lines flow only once a.conn is set: the connection's handlers use it.
+	go filterLines(in, pw, w, cfg.Logger)
 	select {
 	case <-a.conn.Done():
 	case <-ctx.Done():

@@ -10,6 +10,8 @@
 // removed when the tests end; a build that failed or skipped is tried again
 // by the next caller, so each test skips or fails as it would alone.
 // Elsewhere each call builds into the test's own temporary directory.
+// Under `go test -race` the binary is built with -race too, so the race
+// detector also watches the processes the tests start.
 package binarytest
 
 import (
@@ -72,7 +74,11 @@ func build(t testing.TB, dir string) string {
 	bin := filepath.Join(dir, "ferry")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, goCmd, "build", "-o", bin, "github.com/ferry-dev/ferry/cmd/ferry").CombinedOutput() //nolint:gosec // the go found on PATH, building this module
+	args := []string{"build", "-o", bin}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	out, err := exec.CommandContext(ctx, goCmd, append(args, "github.com/ferry-dev/ferry/cmd/ferry")...).CombinedOutput() //nolint:gosec // the go found on PATH, building this module
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
