@@ -152,7 +152,7 @@ func runShip(ctx context.Context, env Env, args []string) error {
 	tokenFile := fs.String("forge-token-file", "", "with --pr: a `FILE` holding the GitHub token (default $"+ForgeTokenVar+")")
 	var hosts forgeHosts
 	fs.Var(&hosts, "forge-host", "with --pr: a self-hosted forge, `KIND=HOST` (github for GitHub Enterprise, gitlab, gitea, bitbucket; repeatable)")
-	format := fs.String("output-format", formatText, "`FORMAT` of the output: text or json (one object: worktree, branch, base, commit, strategy, merged, merge_commit, pushed, remote, pr_url, compare_url, error)")
+	format := fs.String("output-format", formatText, "`FORMAT` of the output: text or json (one object: worktree, session, branch, base, commit, strategy, merged, merge_commit, pushed, remote, pr_url, compare_url, error)")
 	if ok, err := parseFlags(fs, env, args,
 		"Usage: ferry ship [flags] NAME|SESSION",
 		"\nShips the worktree ferry/NAME of the repository of --workspace (made by ferry run",
