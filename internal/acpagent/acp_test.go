@@ -513,3 +513,109 @@ func TestEditorFilesAndTerminal(t *testing.T) {
 		return false
 	})
 }
+
+// session/list lists the workspace's ferry sessions, newest first, with
+// their titles, after a restart too; session/close stops following one
+// (a turn of the editor's cancelled) and session/load takes it up again.
+func TestListAndCloseSessions(t *testing.T) {
+	m := newModel(t)
+	dir := workspace(t)
+	home := t.TempDir()
+	e := newEditor(t, dir, home, m.args()...)
+	init := e.initialize(acp.ClientCapabilities{})
+	if c := init.AgentCapabilities.SessionCapabilities; c.List == nil || c.Close == nil || c.Resume != nil || c.Fork != nil {
+		t.Fatalf("sessionCapabilities %+v: want list and close only", c)
+	}
+	m.srv.Script(say("First."), say("Second."))
+	first := e.newSession(dir)
+	e.mustPrompt(first.SessionId, "The first session", acp.StopReasonEndTurn)
+	second := e.newSession(dir)
+	e.mustPrompt(second.SessionId, "The second session", acp.StopReasonEndTurn)
+
+	list := func(e *editor) []acp.SessionInfo {
+		t.Helper()
+		r, err := e.conn.ListSessions(e.ctx(), acp.ListSessionsRequest{Cwd: acp.Ptr(dir)})
+		if err != nil {
+			t.Fatalf("session/list: %v", err)
+		}
+		if r.NextCursor != nil {
+			t.Errorf("session/list handed out a cursor %q", *r.NextCursor)
+		}
+		return r.Sessions
+	}
+	ss := list(e)
+	if len(ss) != 2 || ss[0].SessionId != second.SessionId || ss[1].SessionId != first.SessionId {
+		t.Fatalf("session/list %+v: want the second session, then the first", ss)
+	}
+	for _, s := range ss {
+		if s.Cwd != dir || s.Title == nil || s.UpdatedAt == nil {
+			t.Errorf("listed %+v: want cwd %s, a title and updatedAt", s, dir)
+		}
+	}
+	if got := *ss[1].Title; !strings.Contains(got, "first") && got != fake.DefaultTitle {
+		t.Errorf("the first session's title %q", got)
+	}
+
+	// Bad input: no cwd, a cursor never handed out, a relative cwd.
+	for _, req := range []acp.ListSessionsRequest{{}, {Cwd: acp.Ptr(dir), Cursor: acp.Ptr("x")}, {Cwd: acp.Ptr("rel")}} {
+		var re *acp.RequestError
+		if _, err := e.conn.ListSessions(e.ctx(), req); !errors.As(err, &re) || re.Code != -32602 {
+			t.Errorf("session/list %+v: %v, want -32602", req, err)
+		}
+	}
+
+	// Close: the session is no more followed here; it stays on the master.
+	m.srv.Script(fake.Reply{Text: []string{"never ", "finished"}, Hold: true})
+	done := make(chan acp.StopReason, 1)
+	go func() {
+		r, _ := e.prompt(second.SessionId, "A long one")
+		done <- r.StopReason
+	}()
+	e.waitFor("the held answer", func(us []acp.SessionNotification) bool {
+		for _, n := range us {
+			if c := n.Update.AgentMessageChunk; c != nil && c.Content.Text != nil && c.Content.Text.Text == "never " {
+				return true
+			}
+		}
+		return false
+	})
+	start := time.Now()
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: second.SessionId}); err != nil {
+		t.Fatalf("session/close: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("session/close took %s with a turn running", d)
+	}
+	select {
+	case r := <-done:
+		if r != acp.StopReasonCancelled {
+			t.Errorf("the closed session's turn ended %q, want cancelled", r)
+		}
+	case <-time.After(wait):
+		t.Fatal("the closed session's turn never ended")
+	}
+	var re *acp.RequestError
+	if _, err := e.prompt(second.SessionId, "still there?"); !errors.As(err, &re) || re.Code != -32602 {
+		t.Errorf("a prompt to a closed session: %v, want -32602", err)
+	}
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: second.SessionId}); !errors.As(err, &re) || re.Code != -32602 {
+		t.Errorf("closing it again: %v, want -32602", err)
+	}
+	if len(list(e)) != 2 {
+		t.Error("a closed session left the list")
+	}
+
+	// After a restart the list is the same, and load takes it up again.
+	_ = e.in.Close()
+	if err := e.exit.wait(t); err != nil {
+		t.Fatalf("ferry acp exited with %v", err)
+	}
+	e2 := newEditor(t, dir, home, m.args()...)
+	e2.initialize(acp.ClientCapabilities{})
+	if ss := list(e2); len(ss) != 2 || ss[0].SessionId != second.SessionId {
+		t.Fatalf("after a restart session/list %+v", ss)
+	}
+	if _, err := e2.conn.LoadSession(e2.ctx(), acp.LoadSessionRequest{SessionId: second.SessionId, Cwd: dir, McpServers: []acp.McpServer{}}); err != nil {
+		t.Fatalf("session/load of the closed session: %v", err)
+	}
+}

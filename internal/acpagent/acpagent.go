@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -217,6 +218,10 @@ func (a *Agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.Init
 			// in the prompt.
 			PromptCapabilities: acp.PromptCapabilities{Image: true, EmbeddedContext: true},
 			McpCapabilities:    acp.McpCapabilities{Http: true},
+			SessionCapabilities: acp.SessionCapabilities{
+				List:  &acp.SessionListCapabilities{},
+				Close: &acp.SessionCloseCapabilities{},
+			},
 		},
 		AgentInfo:   &acp.Implementation{Name: "ferry", Title: acp.Ptr("ferry"), Version: version},
 		AuthMethods: []acp.AuthMethod{},
@@ -232,10 +237,83 @@ func (a *Agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.Auth
 	return acp.AuthenticateResponse{}, nil
 }
 
-// ListSessions is not offered (no sessionCapabilities), nor are
-// ResumeSession and CloseSession: method not found.
-func (a *Agent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
-	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
+// maxListed bounds session/list: the newest sessions of the workspace, on
+// one page.
+const maxListed = 1000
+
+// ListSessions lists the ferry sessions of the workspace cwd names (the
+// archived ones too), newest first, on one page: what session/load takes.
+func (a *Agent) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	if err := a.ready(); err != nil {
+		return acp.ListSessionsResponse{}, err
+	}
+	switch {
+	case p.Cwd == nil:
+		return acp.ListSessionsResponse{}, reqErr(codeInvalidParams, "Invalid params: cwd is required: ferry keeps sessions per workspace")
+	case p.Cursor != nil:
+		// Every answer is one page: no cursor was ever handed out.
+		return acp.ListSessionsResponse{}, reqErr(codeInvalidParams, "Invalid params: unknown cursor %q", *p.Cursor)
+	case len(p.AdditionalDirectories) > 0:
+		return acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}, nil // ferry's sessions have no additional roots
+	}
+	t, u, err := a.openTarget(ctx, *p.Cwd)
+	if err != nil {
+		return acp.ListSessionsResponse{}, err
+	}
+	ms, err := machines(ctx, u)
+	if err != nil {
+		return acp.ListSessionsResponse{}, a.wireErr(err, "list the machines")
+	}
+	type place struct{ machine, workspace string }
+	here := map[place]bool{}
+	for _, m := range ms {
+		if t.Machine != "" && m.Name != t.Machine && m.ID != t.Machine {
+			continue
+		}
+		for _, w := range m.Workspaces {
+			if filepath.Clean(w.Path) == filepath.Clean(t.Workspace) {
+				here[place{m.ID, w.ID}] = true
+			}
+		}
+	}
+	out := []acp.SessionInfo{}
+	limit := maxListed
+	for _, archived := range []bool{false, true} {
+		r, err := u.request(ctx, protocol.New(protocol.TypeSessionsList, &protocol.SessionsList{Limit: &limit, Archived: archived}), 30*time.Second)
+		if err != nil {
+			return acp.ListSessionsResponse{}, a.wireErr(err, "list the sessions")
+		}
+		ss, ok := r.Payload.(*protocol.Sessions)
+		if !ok {
+			return acp.ListSessionsResponse{}, a.wireErr(fmt.Errorf("sessions list answered %s", r.Type), "list the sessions")
+		}
+		for _, si := range ss.Sessions {
+			if !here[place{si.MachineID, si.WorkspaceID}] {
+				continue
+			}
+			info := acp.SessionInfo{SessionId: acp.SessionId(si.ID), Cwd: *p.Cwd}
+			if si.Title != "" {
+				info.Title = acp.Ptr(si.Title)
+			}
+			if si.UpdatedAt != "" {
+				info.UpdatedAt = acp.Ptr(si.UpdatedAt)
+			}
+			out = append(out, info)
+		}
+	}
+	// Newest first across both lists; at most maxListed.
+	slices.SortStableFunc(out, func(x, y acp.SessionInfo) int { return strings.Compare(deref(y.UpdatedAt), deref(x.UpdatedAt)) })
+	if len(out) > maxListed {
+		out = out[:maxListed]
+	}
+	return acp.ListSessionsResponse{Sessions: out}, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // ResumeSession is not offered.
@@ -243,9 +321,21 @@ func (a *Agent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.Re
 	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
 }
 
-// CloseSession is not offered.
-func (a *Agent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
-	return acp.CloseSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionClose)
+// CloseSession stops following a session: its running turn of this
+// editor is cancelled (at most 2 s), what the editor lent it withdrawn.
+// The ferry session stays on the master, for session/load, the web UI
+// and the phone.
+func (a *Agent) CloseSession(_ context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	s, err := a.session(p.SessionId)
+	if err != nil {
+		return acp.CloseSessionResponse{}, err
+	}
+	s.cancelAndWait(cancelWait)
+	if a.cfg.Registry != nil {
+		a.cfg.Registry.Delete(s.id)
+	}
+	a.drop(s)
+	return acp.CloseSessionResponse{}, nil
 }
 
 // openTarget resolves cwd to its master and the UI connection to it.

@@ -884,7 +884,7 @@ func testSDKTerminal(t *testing.T, js, bin string) {
 // JSON-RPC error with a proper code and ferry acp goes on: a request
 // before initialize, an older protocol version (answered with ferry's),
 // session/load and session/prompt of a session that does not exist, a
-// method ferry does not offer (session/list) and an unknown extension.
+// method ferry does not offer (session/resume) and an unknown extension.
 func testSDKBadInput(t *testing.T, js, bin string) {
 	srv, tmp, ws := jsWorkspace(t)
 	srv.Script(say("still fine"))
@@ -894,7 +894,7 @@ func testSDKBadInput(t *testing.T, js, bin string) {
 		{"op": "initialize", "protocolVersion": 0},
 		{"op": "load", "sessionId": "no-such-session"},
 		{"op": "prompt", "sessionId": "no-such-session", "text": "hello?"},
-		{"op": "raw", "method": "session/list", "params": map[string]any{}, "mayFail": true},
+		{"op": "raw", "method": "session/resume", "params": map[string]any{"sessionId": "no-such-session", "cwd": "/"}, "mayFail": true},
 		{"op": "raw", "method": "_ferry/nothing", "params": map[string]any{}, "mayFail": true},
 		{"op": "new"},
 		{"op": "prompt", "text": "hello"},
