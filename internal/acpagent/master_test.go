@@ -273,11 +273,19 @@ func TestMasterRulesAnsweredByTheFace(t *testing.T) {
 
 // cutProxy forwards TCP connections to a master; cut drops the ones open
 // now, as a Wi-Fi change or a master's restart does, and new ones go on
-// being forwarded.
+// being forwarded unless the proxy is held down.
 type cutProxy struct {
 	ln    net.Listener
 	mu    sync.Mutex
 	conns []net.Conn
+	down  bool // new connections are closed at once
+}
+
+// hold keeps the master out of reach (down) or lets it be reached again.
+func (p *cutProxy) hold(down bool) {
+	p.mu.Lock()
+	p.down = down
+	p.mu.Unlock()
 }
 
 func newCutProxy(t *testing.T, target string) *cutProxy {
@@ -292,6 +300,13 @@ func newCutProxy(t *testing.T, target string) *cutProxy {
 			c, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			p.mu.Lock()
+			down := p.down
+			p.mu.Unlock()
+			if down {
+				_ = c.Close()
+				continue
 			}
 			up, err := net.Dial("tcp", target)
 			if err != nil {
@@ -408,5 +423,78 @@ func TestMasterAnswerWhileReconnecting(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(r.workspace, "greet.txt")); string(b) != "hello ferry\n" {
 		t.Errorf("greet.txt holds %q: the answer given while reconnecting was lost", b)
+	}
+}
+
+// A prompt the editor sends while the connection to the master is down
+// waits for it to be up again and then runs, rather than failing; one it
+// cancels while it waits is withdrawn unsent.
+func TestMasterPromptWhileReconnecting(t *testing.T) {
+	m := newModel(t)
+	r := startRemote(t, m)
+	p := newCutProxy(t, strings.TrimPrefix(r.url, "http://"))
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(r.uiToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEditor(t, r.workspace, t.TempDir(), "--master", p.url(), "--token-file", tokenFile)
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(r.workspace)
+
+	p.hold(true)
+	if n := p.cut(); n == 0 {
+		t.Fatal("no connection to cut")
+	}
+	time.Sleep(300 * time.Millisecond) // the face sees the connection drop
+
+	withdrawn := make(chan error, 1)
+	go func() {
+		r, err := e.prompt(s.SessionId, "Never mind this one")
+		if err == nil && r.StopReason != acp.StopReasonCancelled {
+			err = &acp.RequestError{Message: "ended " + string(r.StopReason)}
+		}
+		withdrawn <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := e.conn.Cancel(e.ctx(), acp.CancelNotification{SessionId: s.SessionId}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-withdrawn:
+		if err != nil {
+			t.Fatalf("the prompt cancelled while waiting: %v", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the prompt cancelled while waiting did not end within 2 s")
+	}
+
+	m.srv.Script(say("Back again."))
+	done := make(chan error, 1)
+	go func() {
+		r, err := e.prompt(s.SessionId, "Are you there?")
+		if err == nil && r.StopReason != acp.StopReasonEndTurn {
+			err = &acp.RequestError{Message: "ended " + string(r.StopReason)}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the prompt ended while the master was out of reach: %v", err)
+	case <-time.After(time.Second):
+	}
+	p.hold(false)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the prompt sent while reconnecting: %v", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("the prompt never ended once the master was back")
+	}
+	if agent, _ := e.text(s.SessionId); agent != "Back again." {
+		t.Errorf("the answers after reconnecting: %q, want only the second prompt's", agent)
+	}
+	if n := len(m.srv.ModelRequests()); n != 1 {
+		t.Errorf("the model was called %d times, want once: the withdrawn prompt ran", n)
 	}
 }

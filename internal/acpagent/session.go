@@ -70,6 +70,7 @@ type session struct {
 type turn struct {
 	promptID, turnID string
 	cancelled        bool
+	unsent           context.CancelFunc // ends the wait of a prompt not sent yet
 	lastErr          string
 	done             chan turnEnd
 }
@@ -442,7 +443,25 @@ func (s *session) prompt(ctx context.Context, blocks []acp.ContentBlock) (acp.Pr
 		}
 		s.mu.Unlock()
 	}()
-	if err := s.ui.send(ctx, m); err != nil {
+	// While the connection to the master is down the prompt waits for it;
+	// a session/cancel meanwhile withdraws it unsent.
+	waitCtx, unsent := context.WithCancel(ctx)
+	s.mu.Lock()
+	t.unsent = unsent
+	s.mu.Unlock()
+	err = s.ui.waitUp(waitCtx)
+	unsent()
+	s.mu.Lock()
+	withdrawn := t.cancelled
+	s.mu.Unlock()
+	if withdrawn || ctx.Err() != nil {
+		// Cancelled, or the client withdrew the request, before it was sent.
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+	}
+	if err == nil {
+		err = s.ui.send(ctx, m)
+	}
+	if err != nil {
 		return acp.PromptResponse{}, s.a.wireErr(err, "send the prompt")
 	}
 	var end turnEnd
@@ -476,10 +495,15 @@ func (s *session) cancel() {
 	for _, c := range s.asks {
 		asks = append(asks, c)
 	}
+	var unsent context.CancelFunc
 	if t != nil {
 		t.cancelled = true
+		unsent = t.unsent
 	}
 	s.mu.Unlock()
+	if unsent != nil {
+		unsent()
+	}
 	for _, c := range asks {
 		c()
 	}

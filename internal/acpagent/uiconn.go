@@ -241,11 +241,16 @@ func (u *uiConn) current() (*websocket.Conn, <-chan struct{}, error) {
 	return u.conn, u.lost, nil
 }
 
-// send writes m.
+// send writes m; while a dropped connection is dialled again it waits
+// for it (bounded by ctx and by reconnectFor), so that what the editor
+// asks meanwhile goes out once the master is back instead of failing.
 func (u *uiConn) send(ctx context.Context, m *protocol.Message) error {
 	data, err := protocol.Encode(m)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", m.Type, err)
+	}
+	if err := u.waitUp(ctx); err != nil {
+		return err
 	}
 	conn, _, err := u.current()
 	if err != nil {
@@ -261,8 +266,12 @@ func (u *uiConn) send(ctx context.Context, m *protocol.Message) error {
 
 // request sends m and returns the master's answer to it (the message whose
 // parent_id is m's id), an *protocol.Error when it answered with one. A
-// connection that drops before the answer fails the request.
+// connection that drops before the answer fails the request; one that is
+// down when it is made is waited for, as in send.
 func (u *uiConn) request(ctx context.Context, m *protocol.Message, timeout time.Duration) (*protocol.Message, error) {
+	if err := u.waitUp(ctx); err != nil {
+		return nil, err
+	}
 	_, lost, err := u.current()
 	if err != nil {
 		return nil, err
