@@ -407,6 +407,65 @@ func TestLoadAfterRestartContinuesTheConversation(t *testing.T) {
 	}
 }
 
+// session/resume takes a session up again after a restart as
+// session/load does, without showing its history again: the editor that
+// resumes shows it already. The model still gets the whole conversation,
+// and the slash commands reach the editor.
+func TestResumeAfterRestart(t *testing.T) {
+	m := newModel(t)
+	dir := workspace(t)
+	home := t.TempDir()
+	m.srv.Script(say("Noted: 42."))
+	e := newEditor(t, dir, home, m.args()...)
+	e.initialize(acp.ClientCapabilities{})
+	s := e.newSession(dir)
+	e.mustPrompt(s.SessionId, "Remember the number 42", acp.StopReasonEndTurn)
+	_ = e.in.Close()
+	if err := e.exit.wait(t); err != nil {
+		t.Fatalf("the first ferry acp exited with %v", err)
+	}
+
+	e2 := newEditor(t, dir, home, m.args()...)
+	e2.initialize(acp.ClientCapabilities{})
+	var re *acp.RequestError
+	if _, err := e2.conn.ResumeSession(e2.ctx(), acp.ResumeSessionRequest{SessionId: "no-such-session", Cwd: dir}); !errors.As(err, &re) || re.Code != -32002 || !strings.Contains(re.Message, "no-such-session") {
+		t.Errorf("session/resume of an unknown session: %v, want -32002 naming it", err)
+	}
+	r, err := e2.conn.ResumeSession(e2.ctx(), acp.ResumeSessionRequest{SessionId: s.SessionId, Cwd: dir})
+	if err != nil {
+		t.Fatalf("session/resume: %v", err)
+	}
+	if r.Modes == nil || r.Modes.CurrentModeId != "default" {
+		t.Errorf("session/resume's modes: %+v", r.Modes)
+	}
+	e2.waitFor("available_commands_update", func(us []acp.SessionNotification) bool {
+		for _, u := range us {
+			if u.Update.AvailableCommandsUpdate != nil {
+				return true
+			}
+		}
+		return false
+	})
+	if agent, user := e2.text(s.SessionId); agent != "" || user != "" {
+		t.Fatalf("session/resume showed the history again: user %q, agent %q", user, agent)
+	}
+
+	m.srv.Script(say("It was 42."))
+	e2.mustPrompt(s.SessionId, "Which number?", acp.StopReasonEndTurn)
+	reqs := m.srv.ModelRequests()
+	var sent strings.Builder
+	for _, msg := range reqs[len(reqs)-1].Messages() {
+		b, _ := json.Marshal(msg)
+		sent.Write(b)
+	}
+	if !strings.Contains(sent.String(), "Remember the number 42") || !strings.Contains(sent.String(), "Noted: 42.") {
+		t.Errorf("after session/resume the model was sent %s, without the earlier conversation", sent.String())
+	}
+	if agent, _ := e2.text(s.SessionId); agent != "It was 42." {
+		t.Errorf("after session/resume the editor shows %q, want only the new answer", agent)
+	}
+}
+
 func TestWorkspaceInUseByAnotherFerryACP(t *testing.T) {
 	dir := workspace(t)
 	home := t.TempDir()
@@ -523,8 +582,8 @@ func TestListAndCloseSessions(t *testing.T) {
 	home := t.TempDir()
 	e := newEditor(t, dir, home, m.args()...)
 	init := e.initialize(acp.ClientCapabilities{})
-	if c := init.AgentCapabilities.SessionCapabilities; c.List == nil || c.Close == nil || c.Resume != nil || c.Fork != nil {
-		t.Fatalf("sessionCapabilities %+v: want list and close only", c)
+	if c := init.AgentCapabilities.SessionCapabilities; c.List == nil || c.Close == nil || c.Resume == nil || c.Fork != nil {
+		t.Fatalf("sessionCapabilities %+v: want list, close and resume, no fork", c)
 	}
 	m.srv.Script(say("First."), say("Second."))
 	first := e.newSession(dir)

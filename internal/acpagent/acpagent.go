@@ -219,8 +219,9 @@ func (a *Agent) Initialize(_ context.Context, p acp.InitializeRequest) (acp.Init
 			PromptCapabilities: acp.PromptCapabilities{Image: true, EmbeddedContext: true},
 			McpCapabilities:    acp.McpCapabilities{Http: true},
 			SessionCapabilities: acp.SessionCapabilities{
-				List:  &acp.SessionListCapabilities{},
-				Close: &acp.SessionCloseCapabilities{},
+				List:   &acp.SessionListCapabilities{},
+				Close:  &acp.SessionCloseCapabilities{},
+				Resume: &acp.SessionResumeCapabilities{},
 			},
 		},
 		AgentInfo:   &acp.Implementation{Name: "ferry", Title: acp.Ptr("ferry"), Version: version},
@@ -314,11 +315,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// ResumeSession is not offered.
-func (a *Agent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
-	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
 }
 
 // CloseSession stops following a session: its running turn of this
@@ -443,29 +439,58 @@ func (a *Agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 // LoadSession follows an existing ferry session: its stored events are
 // replayed as session/update, then new ones stream.
 func (a *Agent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
-	if err := a.ready(); err != nil {
+	s, err := a.attach(ctx, p.SessionId, p.Cwd, p.McpServers, false)
+	if err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
+	return acp.LoadSessionResponse{Modes: s.modeState(), ConfigOptions: s.configOptions(ctx), Models: s.modelState()}, nil
+}
+
+// ResumeSession follows a ferry session as session/load does, without
+// showing its history again: the editor that resumes already shows it.
+// What is still open comes to it (a question is asked, a running turn
+// goes on), and so do the slash commands.
+func (a *Agent) ResumeSession(ctx context.Context, p acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	s, err := a.attach(ctx, p.SessionId, p.Cwd, p.McpServers, true)
+	if err != nil {
+		return acp.ResumeSessionResponse{}, err
+	}
+	s.mu.Lock()
+	cmds := s.cmdDefs
+	s.mu.Unlock()
+	if len(cmds) > 0 {
+		s.update(commandsUpdate(cmds))
+	}
+	return acp.ResumeSessionResponse{Modes: s.modeState(), ConfigOptions: s.configOptions(ctx), Models: s.modelState()}, nil
+}
+
+// attach follows the ferry session id of the workspace cwd names (load,
+// or resume when quiet: its history is not shown) and lends it the
+// editor's MCP servers.
+func (a *Agent) attach(ctx context.Context, id acp.SessionId, cwd string, mcp []acp.McpServer, quiet bool) (*session, error) {
+	if err := a.ready(); err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
-	old := a.sessions[string(p.SessionId)]
+	old := a.sessions[string(id)]
 	a.mu.Unlock()
 	if old != nil {
 		a.drop(old)
 	}
-	t, u, err := a.openTarget(ctx, p.Cwd)
+	t, u, err := a.openTarget(ctx, cwd)
 	if err != nil {
-		return acp.LoadSessionResponse{}, err
+		return nil, err
 	}
-	info, err := findSession(ctx, u, string(p.SessionId))
+	info, err := findSession(ctx, u, string(id))
 	if err != nil {
-		return acp.LoadSessionResponse{}, a.wireErr(err, "find the session")
+		return nil, a.wireErr(err, "find the session")
 	}
 	if info == nil {
-		return acp.LoadSessionResponse{}, reqErr(codeResourceGone, "Resource not found: no session %q on this ferry master", string(p.SessionId))
+		return nil, reqErr(codeResourceGone, "Resource not found: no session %q on this ferry master", string(id))
 	}
 	ms, err := machines(ctx, u)
 	if err != nil {
-		return acp.LoadSessionResponse{}, a.wireErr(err, "list the machines")
+		return nil, a.wireErr(err, "list the machines")
 	}
 	var m protocol.Machine
 	for _, x := range ms {
@@ -474,20 +499,21 @@ func (a *Agent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.
 		}
 	}
 	s := a.newSession(u, t, *info, m)
+	s.quiet.Store(quiet)
 	replayed, err := s.subscribe(ctx, 0, info.Epoch)
 	if err != nil {
 		a.drop(s)
-		return acp.LoadSessionResponse{}, a.wireErr(err, "follow the session")
+		return nil, a.wireErr(err, "follow the session")
 	}
 	select {
 	case <-replayed:
 	case <-ctx.Done():
 		a.drop(s)
-		return acp.LoadSessionResponse{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 	s.replayDone()
-	a.lend(s, t, p.McpServers)
-	return acp.LoadSessionResponse{Modes: s.modeState(), ConfigOptions: s.configOptions(ctx), Models: s.modelState()}, nil
+	a.lend(s, t, mcp)
+	return s, nil
 }
 
 func (a *Agent) newSession(u *uiConn, t Target, info protocol.SessionInfo, m protocol.Machine) *session {

@@ -187,8 +187,8 @@ func acpx(t *testing.T, js, tmp, ws string, args ...string) string {
 
 // testACPXSession: acpx's persistent session (sessions new, then prompts
 // through its queue owner, which ends when idle) continues a conversation
-// across ferry acp processes: the second prompt's model request holds the
-// first prompt.
+// across ferry acp processes (session/resume): the second prompt's model
+// request holds the first prompt.
 func testACPXSession(t *testing.T, js, bin string) {
 	srv, tmp, ws := jsWorkspace(t)
 	srv.Script(say("Noted: heron."), say("It was heron."))
@@ -208,8 +208,10 @@ func testACPXSession(t *testing.T, js, bin string) {
 	}
 	out2 := acpx(t, js, tmp, ws, append(base, "--format", "json", "prompt", "what was the codeword?")...)
 	acpx(t, js, tmp, ws, append(base, "sessions", "close")...)
-	if !strings.Contains(out1, "Noted: heron.") || !strings.Contains(out2, `"method":"session/load"`) || !strings.Contains(out2, "It was heron.") {
-		t.Errorf("acpx's prompts: want the first turn's text, then session/load in a new process and the second turn's text\nfirst:\n%s\nsecond:\n%s", out1, out2)
+	// acpx takes the session up with session/resume, which ferry offers:
+	// the first turn is not shown again.
+	if !strings.Contains(out1, "Noted: heron.") || !strings.Contains(out2, `"method":"session/resume"`) || !strings.Contains(out2, "It was heron.") || strings.Contains(out2, "Noted: heron.") {
+		t.Errorf("acpx's prompts: want the first turn's text, then session/resume in a new process and only the second turn's text\nfirst:\n%s\nsecond:\n%s", out1, out2)
 	}
 	reqs := srv.ModelRequests()
 	if len(reqs) != 2 {
@@ -884,7 +886,7 @@ func testSDKTerminal(t *testing.T, js, bin string) {
 // JSON-RPC error with a proper code and ferry acp goes on: a request
 // before initialize, an older protocol version (answered with ferry's),
 // session/load and session/prompt of a session that does not exist, a
-// method ferry does not offer (session/resume) and an unknown extension.
+// method ferry does not offer (session/fork) and an unknown extension.
 func testSDKBadInput(t *testing.T, js, bin string) {
 	srv, tmp, ws := jsWorkspace(t)
 	srv.Script(say("still fine"))
@@ -894,7 +896,7 @@ func testSDKBadInput(t *testing.T, js, bin string) {
 		{"op": "initialize", "protocolVersion": 0},
 		{"op": "load", "sessionId": "no-such-session"},
 		{"op": "prompt", "sessionId": "no-such-session", "text": "hello?"},
-		{"op": "raw", "method": "session/resume", "params": map[string]any{"sessionId": "no-such-session", "cwd": "/"}, "mayFail": true},
+		{"op": "raw", "method": "session/fork", "params": map[string]any{"sessionId": "no-such-session", "cwd": "/"}, "mayFail": true},
 		{"op": "raw", "method": "_ferry/nothing", "params": map[string]any{}, "mayFail": true},
 		{"op": "new"},
 		{"op": "prompt", "text": "hello"},

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -41,14 +42,19 @@ type session struct {
 	paused bool
 	qsig   chan struct{}
 
-	mu          sync.Mutex
-	info        protocol.SessionInfo
-	mode        string
-	modeSig     chan struct{} // closed and replaced when the mode changes
-	settings    protocol.Settings
-	models      *protocol.Models
-	caps        *protocol.AdapterCapability
-	commands    []string // the agent's slash commands
+	mu       sync.Mutex
+	info     protocol.SessionInfo
+	mode     string
+	modeSig  chan struct{} // closed and replaced when the mode changes
+	settings protocol.Settings
+	models   *protocol.Models
+	caps     *protocol.AdapterCapability
+	commands []string                // the agent's slash commands
+	cmdDefs  []protocol.AgentCommand // and as the agent gave them
+	// quiet holds back what the replay of a session/resume would show: the
+	// editor already shows the conversation. Set before subscribing, it is
+	// cleared as the replay ends (endReplay).
+	quiet       atomic.Bool
 	replaying   bool
 	replayUntil uint64
 	replayed    chan struct{}
@@ -228,17 +234,24 @@ func (s *session) subscribe(ctx context.Context, after uint64, epoch string) (<-
 		s.replaying = true
 		s.update(acp.UpdateAgentMessageText("\n\n**ferry:** events of this session were lost while the connection to the ferry master was down; load the session again to see all of it.\n"))
 		s.lastSeq = sub.LastSeq
-		close(s.replayed)
+		s.endReplay()
 	case !sub.Recovered && sub.Snapshot != nil:
 		s.replaying = true
 		s.replaySnapshot(sub.Snapshot)
 		s.lastSeq = sub.LastSeq
-		close(s.replayed)
+		s.endReplay()
 	default:
 		s.replaying = true // until replayDone: questions wait for it
-		close(s.replayed)
+		s.endReplay()
 	}
 	return s.replayed, nil
+}
+
+// endReplay marks the events stored before the subscription handled.
+// s.mu is held.
+func (s *session) endReplay() {
+	close(s.replayed)
+	s.quiet.Store(false)
 }
 
 // replaySnapshot shows the turns of a snapshot (the events are beyond
@@ -277,6 +290,9 @@ func (s *session) replayDone() {
 
 // update sends one session/update to the editor.
 func (s *session) update(u acp.SessionUpdate) {
+	if s.quiet.Load() {
+		return
+	}
 	if err := s.a.conn.SessionUpdate(s.a.ctx, acp.SessionNotification{SessionId: acp.SessionId(s.id), Update: u}); err != nil {
 		s.log.Debug("acp: session/update not sent", "err", err)
 	}
@@ -289,7 +305,7 @@ func (s *session) handle(m *protocol.Message) {
 	defer func() {
 		if s.replayUntil > 0 && m.Seq >= s.replayUntil {
 			s.replayUntil = 0
-			close(s.replayed)
+			s.endReplay()
 		}
 	}()
 	if m.Seq > 0 {
@@ -373,7 +389,7 @@ func (s *session) handle(m *protocol.Message) {
 
 // setCommands records the agent's commands and shows them. s.mu is held.
 func (s *session) setCommands(cmds []protocol.AgentCommand) {
-	s.commands = s.commands[:0]
+	s.commands, s.cmdDefs = s.commands[:0], cmds
 	for _, c := range cmds {
 		s.commands = append(s.commands, c.Name)
 	}
