@@ -366,19 +366,28 @@ func isCode(err error, code int) bool {
 	return errors.As(err, &re) && re.Code == code
 }
 
-func TestLoadAfterRestartContinuesTheConversation(t *testing.T) {
-	m := newModel(t)
-	dir := workspace(t)
-	home := t.TempDir()
+// sessionBeforeRestart runs one turn ("Remember the number 42", answered
+// "Noted: 42.") in a session of a ferry acp that then exits; the session
+// is there for the next ferry acp on the same home.
+func sessionBeforeRestart(t *testing.T) (m *model, dir, home string, s acp.NewSessionResponse) {
+	t.Helper()
+	m = newModel(t)
+	dir = workspace(t)
+	home = t.TempDir()
 	m.srv.Script(say("Noted: 42."))
 	e := newEditor(t, dir, home, m.args()...)
 	e.initialize(acp.ClientCapabilities{})
-	s := e.newSession(dir)
+	s = e.newSession(dir)
 	e.mustPrompt(s.SessionId, "Remember the number 42", acp.StopReasonEndTurn)
 	_ = e.in.Close()
 	if err := e.exit.wait(t); err != nil {
 		t.Fatalf("the first ferry acp exited with %v", err)
 	}
+	return m, dir, home, s
+}
+
+func TestLoadAfterRestartContinuesTheConversation(t *testing.T) {
+	m, dir, home, s := sessionBeforeRestart(t)
 
 	m.srv.Script(say("It was 42."))
 	e2 := newEditor(t, dir, home, m.args()...)
@@ -412,18 +421,7 @@ func TestLoadAfterRestartContinuesTheConversation(t *testing.T) {
 // resumes shows it already. The model still gets the whole conversation,
 // and the slash commands reach the editor.
 func TestResumeAfterRestart(t *testing.T) {
-	m := newModel(t)
-	dir := workspace(t)
-	home := t.TempDir()
-	m.srv.Script(say("Noted: 42."))
-	e := newEditor(t, dir, home, m.args()...)
-	e.initialize(acp.ClientCapabilities{})
-	s := e.newSession(dir)
-	e.mustPrompt(s.SessionId, "Remember the number 42", acp.StopReasonEndTurn)
-	_ = e.in.Close()
-	if err := e.exit.wait(t); err != nil {
-		t.Fatalf("the first ferry acp exited with %v", err)
-	}
+	m, dir, home, s := sessionBeforeRestart(t)
 
 	e2 := newEditor(t, dir, home, m.args()...)
 	e2.initialize(acp.ClientCapabilities{})
