@@ -208,7 +208,7 @@ func ParentOf(data []byte) (messageID, sessionID string) {
 	if json.Unmarshal(data, &env) != nil {
 		return "", ""
 	}
-	if id, ok := env.MessageID.(string); ok && isUUID(id) {
+	if id, ok := env.MessageID.(string); ok && IsUUID(id) {
 		messageID = id
 	}
 	if sid, ok := env.SessionID.(string); ok && len(sid) <= 128 {

@@ -258,7 +258,7 @@ func ArtifactChunkRequest(frame []byte) string {
 
 // uuidBytes parses a canonical UUID.
 func uuidBytes(s string) (b [16]byte, ok bool) {
-	if !isUUID(s) {
+	if !IsUUID(s) {
 		return b, false
 	}
 	_, err := hex.Decode(b[:], []byte(s[0:8]+s[9:13]+s[14:18]+s[19:23]+s[24:36]))

@@ -159,10 +159,7 @@ func NewID() string {
 
 // IsUUID reports whether s is a UUID in canonical 8-4-4-4-12 hex form, as
 // message, session and machine ids are.
-func IsUUID(s string) bool { return isUUID(s) }
-
-// isUUID reports whether s is a UUID in canonical 8-4-4-4-12 hex form.
-func isUUID(s string) bool {
+func IsUUID(s string) bool {
 	if len(s) != 36 {
 		return false
 	}

@@ -248,7 +248,7 @@ func checkString(path, s string, r *rules) *Error {
 	}
 	switch r.format {
 	case "uuid":
-		if s != "" && !isUUID(s) {
+		if s != "" && !IsUUID(s) {
 			return errorf(CodeInvalidValue, path, "%q is not a UUID", truncate(s))
 		}
 	case "date-time":

@@ -33,6 +33,17 @@ type remote struct {
 	url, uiToken, workspace string
 }
 
+// editor starts ferry acp --master url (the master's own, or a proxy's)
+// with the master's ui token in a file, and args.
+func (r *remote) editor(t *testing.T, url string, args ...string) *editor {
+	t.Helper()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(r.uiToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return newEditor(t, r.workspace, t.TempDir(), append([]string{"--master", url, "--token-file", tokenFile}, args...)...)
+}
+
 func startRemote(t *testing.T, m *model) *remote {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -153,11 +164,7 @@ func (u *uiPeer) until(what string, stop func(*protocol.Message) bool) {
 func TestMasterSharedWithAUI(t *testing.T) {
 	m := newModel(t)
 	r := startRemote(t, m)
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(r.uiToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := newEditor(t, r.workspace, t.TempDir(), "--master", r.url, "--token-file", tokenFile, "--machine", "far-machine")
+	e := r.editor(t, r.url, "--machine", "far-machine")
 	e.initialize(acp.ClientCapabilities{})
 	s := e.newSession(r.workspace)
 	sid := string(s.SessionId)
@@ -247,11 +254,7 @@ func TestMasterSharedWithAUI(t *testing.T) {
 func TestMasterRulesAnsweredByTheFace(t *testing.T) {
 	m := newModel(t)
 	r := startRemote(t, m)
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(r.uiToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := newEditor(t, r.workspace, t.TempDir(), "--master", r.url, "--token-file", tokenFile, "--deny", "Edit(greet.txt)", "--allow", "Write")
+	e := r.editor(t, r.url, "--deny", "Edit(greet.txt)", "--allow", "Write")
 	e.setAnswer(choose(acp.PermissionOptionKindAllowOnce))
 	e.initialize(acp.ClientCapabilities{})
 	s := e.newSession(r.workspace)
@@ -346,11 +349,7 @@ func TestMasterReconnectsMidTurn(t *testing.T) {
 	m := newModel(t)
 	r := startRemote(t, m)
 	p := newCutProxy(t, strings.TrimPrefix(r.url, "http://"))
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(r.uiToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := newEditor(t, r.workspace, t.TempDir(), "--master", p.url(), "--token-file", tokenFile)
+	e := r.editor(t, p.url())
 	e.initialize(acp.ClientCapabilities{})
 	s := e.newSession(r.workspace)
 
@@ -402,11 +401,7 @@ func TestMasterAnswerWhileReconnecting(t *testing.T) {
 	m := newModel(t)
 	r := startRemote(t, m)
 	p := newCutProxy(t, strings.TrimPrefix(r.url, "http://"))
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(r.uiToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := newEditor(t, r.workspace, t.TempDir(), "--master", p.url(), "--token-file", tokenFile)
+	e := r.editor(t, p.url())
 	allow := choose(acp.PermissionOptionKindAllowOnce)
 	cuts := 0
 	e.setAnswer(func(q acp.RequestPermissionRequest) acp.RequestPermissionResponse {
@@ -433,11 +428,7 @@ func TestMasterPromptWhileReconnecting(t *testing.T) {
 	m := newModel(t)
 	r := startRemote(t, m)
 	p := newCutProxy(t, strings.TrimPrefix(r.url, "http://"))
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(r.uiToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e := newEditor(t, r.workspace, t.TempDir(), "--master", p.url(), "--token-file", tokenFile)
+	e := r.editor(t, p.url())
 	e.initialize(acp.ClientCapabilities{})
 	s := e.newSession(r.workspace)
 

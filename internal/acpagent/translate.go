@@ -270,8 +270,8 @@ func (s *session) answer(id, value string) {
 	}
 }
 
-// sendOnceUp sends m; while the connection to the master is down, once it
-// is up again.
+// sendOnceUp sends m (send waits out a connection that is down); a send
+// that fails as the connection drops is made again once it is back.
 func (s *session) sendOnceUp(m *protocol.Message) error {
 	err := s.ui.send(s.a.ctx, m)
 	if err != nil && s.ui.waitUp(s.ctx) == nil {

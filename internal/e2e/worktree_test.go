@@ -19,6 +19,21 @@ import (
 	"github.com/ferry-dev/ferry/protocol"
 )
 
+// worktreeSystem is a master and a client on repo whose built-in agent
+// answers with variantModel and may edit; it returns the client's state
+// folder, where the worktrees go.
+func worktreeSystem(t *testing.T, repo string) (*system, string) {
+	t.Helper()
+	s := newSystem(t, 10000)
+	s.workspace = repo
+	srv := variantModel(t)
+	state, secret := t.TempDir(), ""
+	s.startClientIn(state, &secret, builtin.New(builtin.Config{Getenv: func(string) string { return "" },
+		Provider: provider.Config{Provider: "anthropic", Model: "test-model", BaseURL: srv.URL(), APIKey: "k"},
+		Rules:    permission.Rules{Allow: []permission.Rule{{Tool: "Edit"}}}}))
+	return s, state
+}
+
 // variantModel answers ferry's agent in each session by the variant its
 // prompt names ("variant X"): Read a.txt, Edit a.txt to "one X", then a
 // final answer; titles get a title.
@@ -63,13 +78,7 @@ func TestIsolatedSessionsEndToEnd(t *testing.T) {
 	gittest.Run(t, repo, "remote", "add", "origin", bare)
 	before := gittest.Checkout(t, repo)
 
-	s := newSystem(t, 10000)
-	s.workspace = repo
-	srv := variantModel(t)
-	state, secret := t.TempDir(), ""
-	s.startClientIn(state, &secret, builtin.New(builtin.Config{Getenv: func(string) string { return "" },
-		Provider: provider.Config{Provider: "anthropic", Model: "test-model", BaseURL: srv.URL(), APIKey: "k"},
-		Rules:    permission.Rules{Allow: []permission.Rule{{Tool: "Edit"}}}}))
+	s, state := worktreeSystem(t, repo)
 	u := s.ui()
 	m := u.machine()
 	if ws := m.Workspaces[0]; !ws.Git || ws.Branch != "main" {
@@ -225,13 +234,7 @@ func sameSet(a, b []string) bool {
 func TestShipSessionHeadless(t *testing.T) {
 	t.Parallel()
 	repo := gittest.NewRepo(t, map[string]string{"a.txt": "one\n"})
-	s := newSystem(t, 10000)
-	s.workspace = repo
-	srv := variantModel(t)
-	state, secret := t.TempDir(), ""
-	s.startClientIn(state, &secret, builtin.New(builtin.Config{Getenv: func(string) string { return "" },
-		Provider: provider.Config{Provider: "anthropic", Model: "test-model", BaseURL: srv.URL(), APIKey: "k"},
-		Rules:    permission.Rules{Allow: []permission.Rule{{Tool: "Edit"}}}}))
+	s, state := worktreeSystem(t, repo)
 	u := s.ui()
 	m := u.machine()
 	r := u.request(protocol.New(protocol.TypeSessionStart, &protocol.SessionStart{MachineID: m.ID, WorkspaceID: m.Workspaces[0].ID,
