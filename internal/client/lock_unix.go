@@ -7,7 +7,13 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"time"
 )
+
+// lockGrace is how long a held lock is waited for before it is refused.
+// The holder may be on its way out: a client just stopped, or a child
+// forked in that instant, which holds the lock's file until its exec.
+const lockGrace = time.Second
 
 // lockStateDir takes an exclusive advisory lock on dir/lock, so that two
 // clients never share one machine id and one outbox. The lock goes with the
@@ -17,7 +23,7 @@ func lockStateDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: lock state directory: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockWithin(f, lockGrace); err != nil {
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("client: state directory %s is used by another ferry client: %w", dir, err)
@@ -25,4 +31,17 @@ func lockStateDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("client: lock state directory: %w", err)
 	}
 	return f, nil
+}
+
+// flockWithin takes f's exclusive lock, trying again while another holds
+// it, for at most grace.
+func flockWithin(f *os.File, grace time.Duration) error {
+	deadline := time.Now().Add(grace)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
