@@ -291,6 +291,19 @@ func (p *cutProxy) hold(down bool) {
 	p.mu.Unlock()
 }
 
+// sessionBehindProxy starts a master, a proxy in front of it that can cut
+// its connections, and an editor on ferry acp --master through the proxy
+// with a session open in the master's workspace.
+func sessionBehindProxy(t *testing.T) (*model, *remote, *cutProxy, *editor, acp.NewSessionResponse) {
+	t.Helper()
+	m := newModel(t)
+	r := startRemote(t, m)
+	p := newCutProxy(t, strings.TrimPrefix(r.url, "http://"))
+	e := r.editor(t, p.url())
+	e.initialize(acp.ClientCapabilities{})
+	return m, r, p, e, e.newSession(r.workspace)
+}
+
 func newCutProxy(t *testing.T, target string) *cutProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -346,12 +359,7 @@ func (p *cutProxy) cut() int {
 // handled: the turn ends as it would have, every piece of the answer
 // reaches the editor once, and the next prompt runs.
 func TestMasterReconnectsMidTurn(t *testing.T) {
-	m := newModel(t)
-	r := startRemote(t, m)
-	p := newCutProxy(t, strings.TrimPrefix(r.url, "http://"))
-	e := r.editor(t, p.url())
-	e.initialize(acp.ClientCapabilities{})
-	s := e.newSession(r.workspace)
+	m, _, p, e, s := sessionBehindProxy(t)
 
 	pieces := []string{"one ", "two ", "three ", "four ", "five."}
 	m.srv.Script(read("greet.txt"), fake.Reply{Text: pieces, Delay: 300 * time.Millisecond})
@@ -398,10 +406,7 @@ func TestMasterReconnectsMidTurn(t *testing.T) {
 // An answer the editor gives while the connection to the master is down
 // is sent once it is up again: the edit it allowed is made.
 func TestMasterAnswerWhileReconnecting(t *testing.T) {
-	m := newModel(t)
-	r := startRemote(t, m)
-	p := newCutProxy(t, strings.TrimPrefix(r.url, "http://"))
-	e := r.editor(t, p.url())
+	m, r, p, e, s := sessionBehindProxy(t)
 	allow := choose(acp.PermissionOptionKindAllowOnce)
 	cuts := 0
 	e.setAnswer(func(q acp.RequestPermissionRequest) acp.RequestPermissionResponse {
@@ -409,8 +414,6 @@ func TestMasterAnswerWhileReconnecting(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // the face sees the connection drop first
 		return allow(q)
 	})
-	e.initialize(acp.ClientCapabilities{})
-	s := e.newSession(r.workspace)
 	m.srv.Script(read("greet.txt"), edit("greet.txt", "world", "ferry"), say("Edited."))
 	e.mustPrompt(s.SessionId, "Edit greet.txt", acp.StopReasonEndTurn)
 	if cuts == 0 {
@@ -425,12 +428,7 @@ func TestMasterAnswerWhileReconnecting(t *testing.T) {
 // waits for it to be up again and then runs, rather than failing; one it
 // cancels while it waits is withdrawn unsent.
 func TestMasterPromptWhileReconnecting(t *testing.T) {
-	m := newModel(t)
-	r := startRemote(t, m)
-	p := newCutProxy(t, strings.TrimPrefix(r.url, "http://"))
-	e := r.editor(t, p.url())
-	e.initialize(acp.ClientCapabilities{})
-	s := e.newSession(r.workspace)
+	m, _, p, e, s := sessionBehindProxy(t)
 
 	p.hold(true)
 	if n := p.cut(); n == 0 {
